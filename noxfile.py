@@ -1,0 +1,41 @@
+"""The menu of project tasks: ``nox -l`` lists them, ``nox -s NAME`` runs one.
+
+Every session runs in the locked uv workspace environment, so the versions are
+the ones in ``uv.lock``.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "none"
+nox.options.sessions = ["lint", "typecheck", "tests"]
+
+
+def _uv_run(session: nox.Session, *args: str) -> None:
+    session.run("uv", "run", "--locked", *args, external=True)
+
+
+@nox.session(python=False)
+def tests(session: nox.Session) -> None:
+    """Run the test suite (extra arguments go to pytest)."""
+    _uv_run(session, "pytest", *session.posargs)
+
+
+@nox.session(python=False)
+def lint(session: nox.Session) -> None:
+    """Check formatting and lint with ruff."""
+    _uv_run(session, "ruff", "format", "--check", ".")
+    _uv_run(session, "ruff", "check", ".")
+
+
+@nox.session(python=False)
+def typecheck(session: nox.Session) -> None:
+    """Type-check every package and the tests with mypy --strict."""
+    _uv_run(session, "mypy")
+
+
+@nox.session(python=False)
+def conformance(session: nox.Session) -> None:
+    """Run only the backend conformance suites."""
+    _uv_run(session, "pytest", "tests/conformance", *session.posargs)

@@ -1,0 +1,130 @@
+r"""ctxfs core: the ``ctx.fs`` contract for LLM agent harnesses.
+
+Open a store, hand each agent a context, and call its ``fs``::
+
+    from ctxfs.core import open_fs
+
+    async with open_fs("memory://") as fs:
+        ctx = fs.context(owner="agent-1")
+        await ctx.fs.write("notes.md", "hello\n")
+        outcome = await ctx.fs.edit("notes.md", "hello", "goodbye")
+
+Every mutation of an existing file is guarded by the version its owner last
+observed; policies plug in through pluggy hooks (:mod:`ctxfs.core.hookspecs`).
+"""
+
+from importlib.metadata import version
+
+from ctxfs.core.backend import (
+    DEFAULT_CHUNK_SIZE,
+    Backend,
+    Blob,
+    Capabilities,
+    CasScope,
+    FileKind,
+    ReadStream,
+    Stat,
+)
+from ctxfs.core.context import Context, ContextFs
+from ctxfs.core.errors import (
+    AlreadyExists,
+    AmbiguousMatch,
+    BackendError,
+    BinaryFile,
+    Busy,
+    CheckedOut,
+    Conflict,
+    Denied,
+    EditError,
+    EmptyOldString,
+    EncodingError,
+    ErrorCode,
+    FsError,
+    InvalidArgument,
+    InvalidPath,
+    IsADirectory,
+    NoChange,
+    NoMatch,
+    NotADirectory,
+    NotARegularFile,
+    NotEnabled,
+    NotFound,
+    NotObserved,
+    OutsideRoot,
+    PermissionDenied,
+    Refused,
+    Stale,
+    TooLarge,
+    Unavailable,
+    error_class,
+)
+from ctxfs.core.filecontext import FileContextPlugin, Observation
+from ctxfs.core.fs import Fs
+from ctxfs.core.hookspecs import hookimpl, hookspec
+from ctxfs.core.memory import MemoryBackend
+from ctxfs.core.outcomes import EditOutcome, Operation, OpKind, ReadOutcome, WriteOutcome
+from ctxfs.core.registry import open_backend, open_fs
+from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version
+
+__all__ = [
+    "ABSENT",
+    "DEFAULT_CHUNK_SIZE",
+    "Absent",
+    "AlreadyExists",
+    "AmbiguousMatch",
+    "Backend",
+    "BackendError",
+    "BinaryFile",
+    "Blob",
+    "Busy",
+    "Capabilities",
+    "CasScope",
+    "CheckedOut",
+    "Conflict",
+    "Context",
+    "ContextFs",
+    "Denied",
+    "EditError",
+    "EditOutcome",
+    "EmptyOldString",
+    "EncodingError",
+    "ErrorCode",
+    "Expect",
+    "FileContextPlugin",
+    "FileKind",
+    "Fs",
+    "FsError",
+    "InvalidArgument",
+    "InvalidPath",
+    "IsADirectory",
+    "MemoryBackend",
+    "NoChange",
+    "NoMatch",
+    "NotADirectory",
+    "NotARegularFile",
+    "NotEnabled",
+    "NotFound",
+    "NotObserved",
+    "Observation",
+    "OpKind",
+    "Operation",
+    "OutsideRoot",
+    "PermissionDenied",
+    "ReadOutcome",
+    "ReadStream",
+    "Refused",
+    "Stale",
+    "Stat",
+    "TooLarge",
+    "Unavailable",
+    "Version",
+    "WriteOutcome",
+    "content_version",
+    "error_class",
+    "hookimpl",
+    "hookspec",
+    "open_backend",
+    "open_fs",
+]
+
+__version__ = version("ctxfs-core")

@@ -1,0 +1,160 @@
+"""The file-context plugin: what each owner has seen, and who may change what.
+
+Rules, checked under the mutation locks against the version the store holds:
+
+- an edit or delete of an existing file needs an observation of its current
+  version by the same owner (any window of it counts);
+- a write over an existing file needs a *complete* observation of its current
+  version (a read of the whole file, or the owner's own last write or edit);
+- creating a file needs no observation (the store write is create-only);
+- no observation is ``NotObserved``; an observation of another version is
+  ``Stale``.
+
+After a mutation the owner's observation is the new version, complete; other
+owners keep theirs, which are now stale. Locks come in two levels: an
+in-process lock per path, then the backend's own lock where it has one; both
+waits are bounded and end in ``Busy``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+import anyio
+
+from ctxfs.core.errors import FsError, NotObserved, Stale
+from ctxfs.core.hookspecs import hookimpl
+from ctxfs.core.locks import KeyedLocks
+from ctxfs.core.outcomes import Operation, OpKind
+
+if TYPE_CHECKING:
+    from ctxfs.core.backend import Backend
+    from ctxfs.core.context import Context
+    from ctxfs.core.versions import Version
+
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "FileContextPlugin", "Observation"]
+
+DEFAULT_LOCK_TIMEOUT: Final = 10.0
+"""Seconds a mutation waits for its locks before failing ``Busy``."""
+DEFAULT_MAX_OBSERVATIONS: Final = 100_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observation:
+    """What one owner last saw of one file."""
+
+    version: Version
+    complete: bool
+    """Whether the owner saw the whole file at that version."""
+
+
+class FileContextPlugin:
+    """Records observations per (owner, path) and enforces the rules above.
+
+    The least recently used observations are forgotten beyond *max_observations*;
+    a forgotten observation only means the owner must read again.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        max_observations: int = DEFAULT_MAX_OBSERVATIONS,
+    ) -> None:
+        self.backend = backend
+        self.lock_timeout = lock_timeout
+        self.max_observations = max_observations
+        self.locks = KeyedLocks()
+        self._guard = threading.Lock()
+        self._observations: OrderedDict[tuple[str, str], Observation] = OrderedDict()
+
+    def observation(self, owner: str, path: str) -> Observation | None:
+        """Return what *owner* last saw of *path*, if anything."""
+        with self._guard:
+            return self._observations.get((owner, path))
+
+    def _record(self, owner: str, path: str, observation: Observation | None) -> None:
+        key = (owner, path)
+        with self._guard:
+            if observation is None:
+                self._observations.pop(key, None)
+                return
+            self._observations[key] = observation
+            self._observations.move_to_end(key)
+            while len(self._observations) > self.max_observations:
+                self._observations.popitem(last=False)
+
+    @hookimpl
+    def ctxfs_observed(self, ctx: Context, path: str, version: Version, complete: bool) -> None:
+        """Record a read; a window of a version already seen whole stays complete."""
+        seen = self.observation(ctx.owner, path)
+        if seen is not None and seen.version == version:
+            complete = complete or seen.complete
+        self._record(ctx.owner, path, Observation(version=version, complete=complete))
+
+    @hookimpl
+    def ctxfs_check_version(
+        self, ctx: Context, op: Operation, current: Version | None
+    ) -> FsError | None:
+        """Apply the observation rules to a mutation of an existing file."""
+        if current is None or op.kind not in _GUARDED:
+            return None
+        seen = self.observation(ctx.owner, op.path)
+        if seen is None:
+            return NotObserved(
+                f"{op.path} has not been read in this context; read it before changing it",
+                path=op.path,
+            )
+        if seen.version != current:
+            return Stale(
+                f"{op.path} has changed since it was last read",
+                path=op.path,
+                details={"observed_version": seen.version, "current_version": current},
+            )
+        if op.kind is OpKind.WRITE and not seen.complete:
+            return NotObserved(
+                f"only part of {op.path} has been read; read the whole file before replacing it",
+                path=op.path,
+                hint="Read the whole file (every window up to the end), then write it; "
+                "or change part of it with edit.",
+                details={"partial_observation": True},
+            )
+        return None
+
+    @hookimpl
+    def ctxfs_committed(
+        self, ctx: Context, op: Operation, before: Version | None, after: Version | None
+    ) -> None:
+        """Make the owner's own mutation its complete observation."""
+        del before
+        observation = None if after is None else Observation(version=after, complete=True)
+        self._record(ctx.owner, op.path, observation)
+
+    @hookimpl
+    def ctxfs_mutation_lock(
+        self, ctx: Context, op: Operation
+    ) -> AbstractAsyncContextManager[object]:
+        """Hold the path's in-process lock, then the backend's, within one deadline."""
+        del ctx
+        return self._hold(op.path)
+
+    @asynccontextmanager
+    async def _hold(self, path: str) -> AsyncIterator[None]:
+        deadline = anyio.current_time() + self.lock_timeout
+        async with self.locks.hold(path, timeout=self.lock_timeout):
+            remaining = max(0.0, deadline - anyio.current_time())
+            backend_lock = self.backend.lock(path, timeout=remaining)
+            if backend_lock is None:
+                yield
+            else:
+                async with backend_lock:
+                    yield
+
+
+_GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.DELETE})

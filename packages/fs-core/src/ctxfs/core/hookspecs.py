@@ -1,0 +1,153 @@
+"""The hooks of project ``ctxfs``: where plugins see and steer every ``ctx.fs`` call.
+
+pluggy calls hooks synchronously. Any implementation below may instead return an
+awaitable (an ``async def`` implementation does so naturally): the host awaits
+every returned value before it decides anything. No hook here is
+``firstresult``, because pluggy would stop at the first coroutine object and
+skip later votes. Implementations run in pluggy's order (``tryfirst``, then
+the most recently registered first, then ``trylast``); decisions never depend
+on that order.
+
+One mutation (write, edit, delete) runs the hooks in this order::
+
+    ctxfs_authorize            every policy votes; a refusal ends the call, nothing locked
+    ctxfs_mutation_lock        locks entered in call order, released in reverse
+      (the backend reads the current version)
+      ctxfs_check_version      every checker votes on the current version
+      (the backend writes with the store's compare-and-swap)
+      ctxfs_committed          observers learn the new version, still under the locks
+
+A read runs ``ctxfs_authorize``, then the backend, then ``ctxfs_observed``.
+Built-in behaviour (the file-context plugin, policies) is registered through
+these same hooks. Third-party plugins are found through the entry point group
+``ctxfs.plugins``; an implementation of a hook that no specification declares
+fails loudly when the plugin manager is set up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Final
+
+import pluggy
+
+if TYPE_CHECKING:
+    from ctxfs.core.context import Context
+    from ctxfs.core.errors import FsError
+    from ctxfs.core.outcomes import Operation
+    from ctxfs.core.versions import Version
+
+__all__ = ["PROJECT", "hookimpl", "hookspec"]
+
+PROJECT: Final = "ctxfs"
+"""The pluggy project name; every hook is named ``ctxfs_*``."""
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+"""Marker for hook specifications (used here, and by packages adding hooks)."""
+
+hookimpl = pluggy.HookimplMarker(PROJECT)
+"""Marker for hook implementations: decorate plugin functions with it."""
+
+
+@hookspec(historic=True)
+def ctxfs_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    """Add hook specifications from another package.
+
+    Called once for every plugin as it is registered (historic), so a package
+    such as ctxfs-tools can declare its hooks with
+    ``pluginmanager.add_hookspecs(module)`` whatever order plugins load in.
+    Must be synchronous.
+
+    Args:
+        pluginmanager: The plugin manager of the ``Fs`` being set up.
+
+    """
+
+
+@hookspec
+def ctxfs_authorize(ctx: Context, op: Operation) -> FsError | Awaitable[FsError | None] | None:
+    """Vote on an operation before anything is locked, read or written.
+
+    Every implementation runs and every returned awaitable is awaited; then, if
+    any implementation refused, the call fails with that refusal and nothing
+    else happens. Return None to allow. To refuse, return (or raise) an
+    :class:`~ctxfs.core.errors.FsError`, usually ``Denied`` (a rule forbids
+    it), ``NotEnabled`` (a switch is off), ``CheckedOut`` (a person holds the
+    file) or ``TooLarge``. Raising stops pluggy from calling the remaining
+    implementations, so prefer returning.
+
+    Args:
+        ctx: The execution context (owner, workspace) asking.
+        op: The operation, with its canonical root-relative path.
+
+    """
+
+
+@hookspec
+def ctxfs_mutation_lock(ctx: Context, op: Operation) -> AbstractAsyncContextManager[object] | None:
+    """Return a lock to hold around the read-compare-write of a mutation, or None.
+
+    Called after authorization. The host enters every returned lock in call
+    order and leaves them in reverse, and runs ``ctxfs_check_version``, the
+    store write and ``ctxfs_committed`` inside them. A lock that cannot be
+    acquired within its bounded wait raises ``Busy`` (retryable) or, when a
+    person holds it, ``CheckedOut``. Must return synchronously; the lock itself
+    is asynchronous.
+
+    Args:
+        ctx: The execution context asking.
+        op: The mutation about to run.
+
+    """
+
+
+@hookspec
+def ctxfs_check_version(
+    ctx: Context, op: Operation, current: Version | None
+) -> FsError | Awaitable[FsError | None] | None:
+    """Vote on a mutation given the version the store holds now, under the locks.
+
+    Every implementation runs and every awaitable is awaited; any refusal
+    fails the call with nothing written. The file-context plugin refuses here
+    with ``NotObserved`` (the owner never saw this file, or for a whole-file
+    write saw only part of it) or ``Stale`` (the owner saw another version).
+
+    Args:
+        ctx: The execution context asking.
+        op: The mutation about to run.
+        current: The file's version now, or None when it does not exist.
+
+    """
+
+
+@hookspec
+def ctxfs_observed(
+    ctx: Context, path: str, version: Version, complete: bool
+) -> Awaitable[None] | None:
+    """Learn that the owner of *ctx* has just seen *path* at *version*.
+
+    Called after every successful read.
+
+    Args:
+        ctx: The execution context that read.
+        path: Canonical root-relative path.
+        version: The version of the whole file the read came from.
+        complete: Whether the owner saw the whole file, not just a window of it.
+
+    """
+
+
+@hookspec
+def ctxfs_committed(
+    ctx: Context, op: Operation, before: Version | None, after: Version | None
+) -> Awaitable[None] | None:
+    """Learn that a mutation has been stored; called under the mutation locks.
+
+    Args:
+        ctx: The execution context whose mutation it was.
+        op: The mutation.
+        before: The version replaced, or None for a created file.
+        after: The version now stored, or None after a delete.
+
+    """

@@ -1,0 +1,290 @@
+"""``memory://``: a complete in-process backend, and the test double for everything above it.
+
+It keeps real directories, enforces compare-and-swap under a lock (scope:
+this process), serves byte ranges and listings, and counts its calls. Its
+:class:`Faults` let a test fail the next call with a chosen error, slip a
+concurrent change in between a read and a write, or add latency.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import ClassVar, Self
+from urllib.parse import urlsplit
+
+import anyio
+
+from ctxfs.core.backend import Backend, Blob, Capabilities, CasScope, FileKind, Stat
+from ctxfs.core.errors import (
+    AlreadyExists,
+    FsError,
+    InvalidArgument,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    Stale,
+)
+from ctxfs.core.paths import check_path, join_path
+from ctxfs.core.versions import ABSENT, Expect, Version, content_version
+
+__all__ = ["Faults", "MemoryBackend", "MemoryStore"]
+
+
+@dataclass(frozen=True)
+class _File:
+    data: bytes
+    version: Version
+    mtime: float
+
+
+@dataclass
+class MemoryStore:
+    """The shared state behind one or more :class:`MemoryBackend` objects."""
+
+    files: dict[str, _File] = field(default_factory=dict)
+    directories: set[str] = field(default_factory=lambda: {""})
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass
+class Faults:
+    """Misbehaviour to inject into a :class:`MemoryBackend`, for tests."""
+
+    latency: float = 0.0
+    """Seconds every call sleeps before doing its work."""
+    _failures: list[tuple[str, str | None, FsError]] = field(
+        default_factory=list, init=False, repr=False
+    )
+    _changes: list[tuple[str, bytes | None]] = field(default_factory=list, init=False, repr=False)
+
+    def fail_next(self, method: str, error: FsError, *, path: str | None = None) -> None:
+        """Make the next call of *method* (on *path*, if given) raise *error*, changing nothing."""
+        self._failures.append((method, path, error))
+
+    def change_before_next_write(self, path: str, data: bytes | None) -> None:
+        """Before the next write to *path* runs, store *data* there (None deletes it).
+
+        This is another writer winning the race between a read and a write:
+        the write's precondition then meets the changed file.
+        """
+        self._changes.append((path, data))
+
+    def _take_failure(self, method: str, path: str) -> FsError | None:
+        for index, (wanted, wanted_path, error) in enumerate(self._failures):
+            if wanted == method and wanted_path in (None, path):
+                del self._failures[index]
+                return error
+        return None
+
+    def _take_changes(self, path: str) -> list[bytes | None]:
+        taken = [data for wanted, data in self._changes if wanted == path]
+        self._changes = [(wanted, data) for wanted, data in self._changes if wanted != path]
+        return taken
+
+
+class MemoryBackend(Backend):
+    """A store held in memory.
+
+    Args:
+        store: The state to use; backends given the same store see the same files.
+            A new empty store by default.
+
+    """
+
+    _named: ClassVar[dict[str, MemoryStore]] = {}
+    _named_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, store: MemoryStore | None = None) -> None:
+        self.store = store if store is not None else MemoryStore()
+        self.faults = Faults()
+        self.calls: Counter[str] = Counter()
+        """How many times each method was called (for tests: "nothing was written")."""
+
+    @classmethod
+    def from_url(cls, url: str) -> Self:
+        """Open ``memory://`` (a new private store) or ``memory://name`` (shared by name)."""
+        parts = urlsplit(url)
+        name = parts.netloc + parts.path
+        if parts.query or parts.fragment:
+            raise InvalidArgument(f"unexpected query or fragment in {url!r}")
+        if not name:
+            return cls()
+        with cls._named_lock:
+            store = cls._named.setdefault(name, MemoryStore())
+        return cls(store)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Process-scope CAS, ranges and real directories; no symlinks, no external lock."""
+        return _CAPABILITIES
+
+    async def _enter(self, method: str, path: str) -> None:
+        self.calls[method] += 1
+        check_path(path)
+        if self.faults.latency:
+            await anyio.sleep(self.faults.latency)
+        error = self.faults._take_failure(method, path)
+        if error is not None:
+            raise error
+
+    async def stat(self, path: str) -> Stat:
+        """Return the metadata of a file or directory."""
+        await self._enter("stat", path)
+        with self.store.lock:
+            return self._stat(path)
+
+    async def read(
+        self,
+        path: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version: Version | None = None,
+    ) -> Blob:
+        """Read a whole file or a byte range."""
+        await self._enter("read", path)
+        if (start is not None and start < 0) or (end is not None and end < 0):
+            raise InvalidArgument(f"byte range bounds must not be negative ({start}, {end})")
+        with self.store.lock:
+            file = self._file(path)
+        if version is not None and file.version != version:
+            raise Stale(
+                f"{path} is no longer at the requested version",
+                path=path,
+                details={"expected_version": version, "current_version": file.version},
+            )
+        return Blob(data=file.data[start:end], version=file.version, size=len(file.data))
+
+    async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
+        """Store a file if the precondition holds, creating its parents."""
+        await self._enter("write", path)
+        for change in self.faults._take_changes(path):
+            self._force(path, change)
+        with self.store.lock:
+            self._check_writable(path)
+            existing = self.store.files.get(path)
+            if expect is ABSENT and existing is not None:
+                raise AlreadyExists(f"{path} already exists", path=path)
+            if isinstance(expect, str) and (existing is None or existing.version != expect):
+                raise Stale(
+                    f"{path} is not at the expected version",
+                    path=path,
+                    details={
+                        "expected_version": expect,
+                        "current_version": existing.version if existing else None,
+                    },
+                )
+            self._make_parents(path)
+            stored = _File(data=bytes(data), version=content_version(data), mtime=time.time())
+            self.store.files[path] = stored
+            return stored.version
+
+    async def delete(self, path: str, *, expect: Version | None = None) -> None:
+        """Delete a file or an empty directory."""
+        await self._enter("delete", path)
+        with self.store.lock:
+            if path in self.store.directories:
+                if expect is not None or not path:
+                    raise InvalidArgument(f"cannot delete {path or 'the root'!r} this way")
+                if self._children(path):
+                    raise InvalidArgument(f"directory {path} is not empty", path=path)
+                self.store.directories.discard(path)
+                return
+            file = self._file(path)
+            if expect is not None and file.version != expect:
+                raise Stale(f"{path} is not at the expected version", path=path)
+            del self.store.files[path]
+
+    async def list(self, path: str) -> list[Stat]:
+        """List one directory."""
+        await self._enter("list", path)
+        with self.store.lock:
+            if path not in self.store.directories:
+                self._stat(path)  # raises NotFound or NotADirectory
+                raise NotADirectory(f"{path} is not a directory", path=path)
+            return [self._stat(child) for child in self._children(path)]
+
+    async def mkdir(self, path: str) -> None:
+        """Create a directory and its parents."""
+        await self._enter("mkdir", path)
+        with self.store.lock:
+            if path in self.store.files:
+                raise AlreadyExists(f"{path} exists and is a file", path=path)
+            self._check_parents(path)
+            self._make_parents(path)
+            self.store.directories.add(path)
+
+    # The helpers below run with the store lock held.
+
+    def _stat(self, path: str) -> Stat:
+        if path in self.store.directories:
+            return Stat(path=path, kind=FileKind.DIRECTORY)
+        file = self._file(path)
+        return Stat(
+            path=path,
+            kind=FileKind.FILE,
+            size=len(file.data),
+            mtime=file.mtime,
+            version=file.version,
+        )
+
+    def _file(self, path: str) -> _File:
+        file = self.store.files.get(path)
+        if file is not None:
+            return file
+        if path in self.store.directories:
+            raise IsADirectory(f"{path or 'the root'} is a directory", path=path)
+        self._check_parents(path)
+        raise NotFound(f"{path} does not exist", path=path)
+
+    def _check_parents(self, path: str) -> None:
+        parent = path
+        while parent:
+            parent = parent.rpartition("/")[0]
+            if parent in self.store.files:
+                raise NotADirectory(f"{parent} is a file, not a directory", path=path)
+
+    def _check_writable(self, path: str) -> None:
+        if path in self.store.directories:
+            raise IsADirectory(f"{path or 'the root'} is a directory", path=path)
+        self._check_parents(path)
+
+    def _make_parents(self, path: str) -> None:
+        parent = path.rpartition("/")[0]
+        while parent and parent not in self.store.directories:
+            self.store.directories.add(parent)
+            parent = parent.rpartition("/")[0]
+
+    def _children(self, path: str) -> tuple[str, ...]:
+        prefix = f"{path}/" if path else ""
+        names = {
+            child[len(prefix) :].partition("/")[0]
+            for child in (*self.store.files, *self.store.directories)
+            if child.startswith(prefix) and child != path
+        }
+        return tuple(join_path(path, name) for name in sorted(names))
+
+    def _force(self, path: str, data: bytes | None) -> None:
+        with self.store.lock:
+            if data is None:
+                self.store.files.pop(path, None)
+            else:
+                self._make_parents(path)
+                self.store.files[path] = _File(
+                    data=data, version=content_version(data), mtime=time.time()
+                )
+
+    def __repr__(self) -> str:
+        return f"MemoryBackend(files={len(self.store.files)})"
+
+
+_CAPABILITIES = Capabilities(
+    cas_scope=CasScope.PROCESS,
+    range_reads=True,
+    real_directories=True,
+    symlinks=False,
+    locks=False,
+)

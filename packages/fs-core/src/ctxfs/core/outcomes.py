@@ -1,0 +1,96 @@
+"""What ``ctx.fs`` operations return, and the operation record hooks receive.
+
+Outcomes are frozen values: they carry everything a tool needs to render a
+result for a model and for a program. Version tokens are in them for programs;
+models never need to copy one.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ctxfs.core.versions import Version
+
+__all__ = ["EditOutcome", "OpKind", "Operation", "ReadOutcome", "WriteOutcome"]
+
+
+class OpKind(enum.StrEnum):
+    """The kinds of ``ctx.fs`` operation."""
+
+    READ = "read"
+    STAT = "stat"
+    LIST = "list"
+    WRITE = "write"
+    EDIT = "edit"
+    MKDIR = "mkdir"
+    DELETE = "delete"
+
+    @property
+    def mutates(self) -> bool:
+        """Whether the operation changes the store."""
+        return self in _MUTATING
+
+
+_MUTATING = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.MKDIR, OpKind.DELETE})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Operation:
+    """One requested operation, as policies see it before anything is touched."""
+
+    kind: OpKind
+    path: str
+    """Canonical root-relative path."""
+    size: int | None = None
+    """For a write, the size in bytes of the new content."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadOutcome:
+    """A window of a text file."""
+
+    path: str
+    text: str
+    """The returned lines, joined, without line numbers."""
+    version: Version
+    """The version of the whole file the window was read from."""
+    offset: int
+    """1-based number of the first returned line."""
+    returned_lines: int
+    total_lines: int
+    """Lines in the whole file."""
+    next_offset: int | None
+    """The ``offset`` that continues this read, or None when the window reached the end."""
+    partial: bool
+    """Whether the window leaves out any part of the file."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WriteOutcome:
+    """A whole-file write."""
+
+    path: str
+    version: Version
+    """The version now in the store."""
+    previous_version: Version | None
+    """The version replaced, or None when the file was created."""
+    created: bool
+    size: int
+    """Bytes written."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditOutcome:
+    """A string replacement inside a text file."""
+
+    path: str
+    version: Version
+    """The version now in the store."""
+    previous_version: Version
+    replacements: int
+    """How many occurrences were replaced."""
+    first_line: int
+    """1-based first line of the changed range, in the new text."""
+    last_line: int
+    """1-based last line of the changed range, in the new text."""

@@ -1,0 +1,103 @@
+"""The string layer of path handling: checks that run before any store is touched.
+
+Callers of ``ctx.fs`` pass root-relative paths with ``/`` separators.
+:func:`normalize_path` turns such input into the canonical form every backend
+receives, or refuses it; :func:`check_path` lets a backend verify, as defence in
+depth, that it was handed a canonical path. Neither ever trims whitespace,
+decodes ``%``-escapes, expands ``~`` or folds ``..``: a string check cannot know
+what ``link/..`` means on disk, so ``..`` is refused outright and containment is
+left to the backend (the kernel, for local disk).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from ctxfs.core.errors import InvalidPath, OutsideRoot
+
+__all__ = ["MAX_NAME_BYTES", "MAX_PATH_BYTES", "check_path", "join_path", "normalize_path"]
+
+MAX_PATH_BYTES: Final = 4096
+"""Longest accepted path, in UTF-8 bytes (Linux ``PATH_MAX``)."""
+MAX_NAME_BYTES: Final = 255
+"""Longest accepted path segment, in UTF-8 bytes (``NAME_MAX``)."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def normalize_path(path: str, *, file: bool = False) -> str:
+    """Return the canonical root-relative form of *path*, or refuse it.
+
+    ``""``, ``"."`` and ``"./"`` name the root. ``.`` segments and repeated
+    slashes are dropped (``"./src//a.py"`` is ``"src/a.py"``); a trailing slash is
+    accepted for directories. With *file* set, the path must name a file: the root
+    and a trailing slash are refused.
+
+    Raises:
+        OutsideRoot: The path is absolute or has a ``..`` segment.
+        InvalidPath: The path is not a string, holds a NUL, another control
+            character or a backslash, looks like a URL or a drive, is not valid
+            Unicode, or is too long.
+
+    """
+    _check_characters(path)
+    if path.startswith("/"):
+        raise OutsideRoot(
+            f"absolute path {path!r} refused: paths are relative to the workspace root",
+            path=path,
+        )
+    segments = [segment for segment in path.split("/") if segment not in ("", ".")]
+    if ".." in segments:
+        raise OutsideRoot(f"path {path!r} has a '..' segment, which is never allowed", path=path)
+    for segment in segments:
+        if len(segment.encode()) > MAX_NAME_BYTES:
+            raise InvalidPath(
+                f"a segment of {path!r} is longer than {MAX_NAME_BYTES} bytes", path=path
+            )
+    canonical = "/".join(segments)
+    if file and (not canonical or path.endswith("/")):
+        raise InvalidPath(f"{path!r} does not name a file", path=path)
+    return canonical
+
+
+def check_path(path: str) -> str:
+    """Verify that *path* is already canonical and return it unchanged.
+
+    Backends call this on every path they receive: a path that
+    :func:`normalize_path` would change is refused, never repaired.
+
+    Raises:
+        OutsideRoot: As for :func:`normalize_path`.
+        InvalidPath: As for :func:`normalize_path`, or the path is not canonical
+            (an empty or ``.`` segment, a trailing slash).
+
+    """
+    if normalize_path(path) != path:
+        raise InvalidPath(f"path {path!r} is not in canonical form", path=path)
+    return path
+
+
+def join_path(parent: str, name: str) -> str:
+    """Join a canonical directory path and one entry name."""
+    return f"{parent}/{name}" if parent else name
+
+
+def _check_characters(path: str) -> None:
+    if not isinstance(path, str):
+        raise InvalidPath(f"a path must be a string, got {type(path).__name__}")
+    try:
+        size = len(path.encode())
+    except UnicodeEncodeError:
+        raise InvalidPath("the path is not valid Unicode (lone surrogate)", path=path) from None
+    if size > MAX_PATH_BYTES:
+        raise InvalidPath(f"the path is longer than {MAX_PATH_BYTES} bytes", path=path[:200])
+    if _CONTROL.search(path):
+        raise InvalidPath(f"the path {path!r} holds a NUL or another control character", path=path)
+    if "\\" in path:
+        raise InvalidPath(f"the path {path!r} holds a backslash; use '/' separators", path=path)
+    if "://" in path or _DRIVE.match(path):
+        raise InvalidPath(
+            f"{path!r} looks like a URL or a drive; give a path relative to the root", path=path
+        )

@@ -1,0 +1,349 @@
+"""The backend conformance suite: subclass it, provide one fixture, and run pytest.
+
+::
+
+    import pytest
+    from ctxfs.core.testing import BackendConformance
+
+    class TestMyBackend(BackendConformance):
+        @pytest.fixture
+        async def backend(self):
+            async with MyBackend(...) as backend:   # fresh and empty for every test
+                yield backend
+
+Tests run under anyio (``anyio_backend`` picks the event loop; override that
+fixture in the subclass if the backend supports only asyncio). A capability a
+backend lacks is not skipped: the suite asserts the refusal the contract
+documents instead. Tune the race with ``race_workers`` and ``race_increments``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from ctxfs.core.backend import Backend, FileKind
+from ctxfs.core.errors import (
+    AlreadyExists,
+    Busy,
+    ErrorCode,
+    FsError,
+    InvalidArgument,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    NotObserved,
+    Stale,
+    TooLarge,
+)
+from ctxfs.core.fs import Fs
+from ctxfs.core.versions import ABSENT
+
+__all__ = ["BackendConformance"]
+
+_MiB = 1 << 20
+_PATH_ATTACKS = ("../x", "/x", "a//b", "a/./b", "./a", "a/", "a\\b", "a\x00b", "s3://x/y", "C:x")
+
+
+class BackendConformance:
+    """The contract of :class:`~ctxfs.core.backend.Backend`, as tests."""
+
+    pytestmark: ClassVar = [pytest.mark.anyio]
+
+    race_workers: ClassVar[int] = 8
+    """Concurrent workers in the counter races."""
+    race_increments: ClassVar[int] = 25
+    """Guarded increments per worker in the counter races."""
+
+    @pytest.fixture
+    def backend(self) -> Backend:
+        """Override: return (or yield) a fresh, empty backend for one test."""
+        pytest.fail("a BackendConformance subclass must define the 'backend' fixture")
+
+    # -- create-only and update-if-version ------------------------------------------
+
+    async def test_create_then_read_back(self, backend: Backend) -> None:
+        version = await backend.write("a.txt", b"one\n", expect=ABSENT)
+        blob = await backend.read("a.txt")
+        assert blob.data == b"one\n"
+        assert blob.version == version
+        assert blob.size == 4
+        assert isinstance(version, str)
+        assert version
+
+    async def test_create_again_is_refused(self, backend: Backend) -> None:
+        await backend.write("a.txt", b"one\n", expect=ABSENT)
+        with pytest.raises(AlreadyExists) as caught:
+            await backend.write("a.txt", b"two\n", expect=ABSENT)
+        assert caught.value.code is ErrorCode.ALREADY_EXISTS
+        assert (await backend.read("a.txt")).data == b"one\n"
+
+    async def test_update_with_current_version(self, backend: Backend) -> None:
+        first = await backend.write("a.txt", b"one\n", expect=ABSENT)
+        second = await backend.write("a.txt", b"two\n", expect=first)
+        assert second != first
+        blob = await backend.read("a.txt")
+        assert (blob.data, blob.version) == (b"two\n", second)
+
+    async def test_update_with_stale_version_is_refused(self, backend: Backend) -> None:
+        first = await backend.write("a.txt", b"one\n", expect=ABSENT)
+        second = await backend.write("a.txt", b"two\n", expect=first)
+        with pytest.raises(Stale) as caught:
+            await backend.write("a.txt", b"three\n", expect=first)
+        assert caught.value.code is ErrorCode.STALE
+        blob = await backend.read("a.txt")
+        assert (blob.data, blob.version) == (b"two\n", second)
+
+    async def test_update_of_missing_file_is_refused(self, backend: Backend) -> None:
+        version = await backend.write("a.txt", b"one\n", expect=ABSENT)
+        with pytest.raises(Stale):
+            await backend.write("b.txt", b"two\n", expect=version)
+        with pytest.raises(NotFound):
+            await backend.read("b.txt")
+
+    async def test_unconditional_write_replaces(self, backend: Backend) -> None:
+        await backend.write("a.txt", b"one\n", expect=None)
+        version = await backend.write("a.txt", b"two\n", expect=None)
+        assert (await backend.read("a.txt")).version == version
+
+    async def test_version_names_content_state(self, backend: Backend) -> None:
+        one = await backend.write("a.txt", b"one\n", expect=ABSENT)
+        two = await backend.write("a.txt", b"two\n", expect=one)
+        assert one != two
+        assert (await backend.stat("a.txt")).version in (None, two)
+
+    async def test_write_creates_missing_parents(self, backend: Backend) -> None:
+        await backend.write("d/e/f.txt", b"x", expect=ABSENT)
+        assert (await backend.read("d/e/f.txt")).data == b"x"
+        names = [entry.name for entry in await backend.list("d")]
+        assert names == ["e"]
+
+    # -- counter races ----------------------------------------------------------------
+
+    async def test_counter_race_through_backend_cas(self, backend: Backend) -> None:
+        await backend.write("counter", b"0", expect=ABSENT)
+
+        async def worker() -> None:
+            for _ in range(self.race_increments):
+                while True:
+                    blob = await backend.read("counter")
+                    try:
+                        await backend.write(
+                            "counter", str(int(blob.data) + 1).encode(), expect=blob.version
+                        )
+                    except Stale:
+                        await anyio.lowlevel.checkpoint()
+                        continue
+                    break
+
+        async with anyio.create_task_group() as group:
+            for _ in range(self.race_workers):
+                group.start_soon(worker)
+        total = int((await backend.read("counter")).data)
+        assert total == self.race_workers * self.race_increments
+
+    async def test_counter_race_through_ctx_fs(self, backend: Backend) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        setup = fs.context(owner="setup")
+        await setup.fs.write("counter.txt", "0\n")
+
+        async def worker(owner: str) -> None:
+            ctx = fs.context(owner=owner)
+            for _ in range(self.race_increments):
+                while True:
+                    current = (await ctx.fs.read("counter.txt")).text
+                    try:
+                        await ctx.fs.edit("counter.txt", current, f"{int(current) + 1}\n")
+                    except Stale:
+                        continue
+                    break
+
+        async with anyio.create_task_group() as group:
+            for index in range(self.race_workers):
+                group.start_soon(worker, f"agent-{index}")
+        outcome = await setup.fs.read("counter.txt")
+        assert int(outcome.text) == self.race_workers * self.race_increments
+
+    # -- ranges and streams -------------------------------------------------------------
+
+    async def test_range_reads(self, backend: Backend) -> None:
+        version = await backend.write("r.bin", b"0123456789", expect=ABSENT)
+        cases = {(2, 5): b"234", (0, 10): b"0123456789", (7, None): b"789", (None, 3): b"012"}
+        for (start, end), expected in cases.items():
+            blob = await backend.read("r.bin", start=start, end=end)
+            assert (blob.data, blob.version, blob.size) == (expected, version, 10)
+
+    async def test_empty_and_past_the_end_ranges(self, backend: Backend) -> None:
+        await backend.write("r.bin", b"0123456789", expect=ABSENT)
+        assert (await backend.read("r.bin", start=4, end=4)).data == b""
+        assert (await backend.read("r.bin", start=10)).data == b""
+        assert (await backend.read("r.bin", start=12, end=20)).data == b""
+        assert (await backend.read("r.bin", start=8, end=100)).data == b"89"
+
+    async def test_negative_range_is_invalid(self, backend: Backend) -> None:
+        await backend.write("r.bin", b"0123456789", expect=ABSENT)
+        with pytest.raises(InvalidArgument):
+            await backend.read("r.bin", start=-3)
+
+    async def test_read_pinned_to_old_version_is_stale(self, backend: Backend) -> None:
+        first = await backend.write("r.bin", b"0123456789", expect=ABSENT)
+        second = await backend.write("r.bin", b"abcdefghij", expect=first)
+        assert (await backend.read("r.bin", start=1, end=3, version=second)).data == b"bc"
+        with pytest.raises(Stale):
+            await backend.read("r.bin", start=1, end=3, version=first)
+
+    async def test_stream_yields_content_and_version(self, backend: Backend) -> None:
+        data = bytes(range(256)) * 1000
+        version = await backend.write("s.bin", data, expect=ABSENT)
+        async with backend.open_read("s.bin", chunk_size=4096) as stream:
+            chunks = [chunk async for chunk in stream]
+        assert b"".join(chunks) == data
+        assert max(len(chunk) for chunk in chunks) <= 4096
+        assert stream.version == version
+
+    async def test_empty_file(self, backend: Backend) -> None:
+        version = await backend.write("empty", b"", expect=ABSENT)
+        blob = await backend.read("empty")
+        assert (blob.data, blob.size, blob.version) == (b"", 0, version)
+        async with backend.open_read("empty") as stream:
+            assert [chunk async for chunk in stream if chunk] == []
+
+    async def test_large_write_or_documented_refusal(self, backend: Backend) -> None:
+        limit = backend.capabilities.max_cas_size
+        if limit is not None and limit <= 64 * _MiB:
+            with pytest.raises(TooLarge):
+                await backend.write("big.bin", b"x" * (limit + 1), expect=ABSENT)
+            with pytest.raises(NotFound):
+                await backend.stat("big.bin")
+        else:
+            data = bytes(range(251)) * (3 * _MiB // 251)
+            version = await backend.write("big.bin", data, expect=ABSENT)
+            assert (await backend.read("big.bin")).data == data
+            assert (await backend.read("big.bin", start=_MiB, end=_MiB + 5)).version == version
+
+    # -- listing, directories, deletion ---------------------------------------------------
+
+    async def test_list_is_sorted_with_kinds(self, backend: Backend) -> None:
+        for path in ("b.txt", "a.txt", "sub/c.txt"):
+            await backend.write(path, b"x", expect=ABSENT)
+        entries = await backend.list("")
+        assert [(entry.name, entry.kind) for entry in entries] == [
+            ("a.txt", FileKind.FILE),
+            ("b.txt", FileKind.FILE),
+            ("sub", FileKind.DIRECTORY),
+        ]
+        assert [entry.path for entry in await backend.list("sub")] == ["sub/c.txt"]
+        assert entries[0].size == 1
+
+    async def test_list_errors(self, backend: Backend) -> None:
+        await backend.write("a.txt", b"x", expect=ABSENT)
+        with pytest.raises(NotFound):
+            await backend.list("missing")
+        with pytest.raises(NotADirectory):
+            await backend.list("a.txt")
+
+    async def test_stat(self, backend: Backend) -> None:
+        await backend.write("d/a.txt", b"abc", expect=ABSENT)
+        stat = await backend.stat("d/a.txt")
+        assert (stat.path, stat.kind, stat.size) == ("d/a.txt", FileKind.FILE, 3)
+        assert (await backend.stat("")).kind is FileKind.DIRECTORY
+        with pytest.raises(NotFound) as caught:
+            await backend.stat("nope.txt")
+        assert isinstance(caught.value, FileNotFoundError)
+        assert caught.value.path == "nope.txt"
+
+    async def test_mkdir_or_documented_no_op(self, backend: Backend) -> None:
+        await backend.mkdir("made/deep")
+        await backend.mkdir("made/deep")
+        names = [entry.name for entry in await backend.list("")]
+        if backend.capabilities.real_directories:
+            assert names == ["made"]
+            assert await backend.list("made/deep") == []
+        else:
+            assert names == []
+
+    async def test_delete(self, backend: Backend) -> None:
+        one = await backend.write("a.txt", b"one", expect=ABSENT)
+        two = await backend.write("a.txt", b"two", expect=one)
+        with pytest.raises(Stale):
+            await backend.delete("a.txt", expect=one)
+        assert (await backend.read("a.txt")).data == b"two"
+        await backend.delete("a.txt", expect=two)
+        with pytest.raises(NotFound):
+            await backend.read("a.txt")
+        with pytest.raises(NotFound):
+            await backend.delete("a.txt")
+
+    # -- error mapping ----------------------------------------------------------------------
+
+    async def test_missing_file_is_not_found(self, backend: Backend) -> None:
+        with pytest.raises(NotFound) as caught:
+            await backend.read("missing.txt")
+        assert isinstance(caught.value, FileNotFoundError)
+        assert caught.value.code is ErrorCode.NOT_FOUND
+
+    async def test_directory_as_file(self, backend: Backend) -> None:
+        await backend.write("d/f.txt", b"x", expect=ABSENT)
+        expected = (IsADirectory,) if backend.capabilities.real_directories else (
+            IsADirectory, NotFound
+        )  # fmt: skip
+        with pytest.raises(expected):
+            await backend.read("d")
+        if backend.capabilities.real_directories:
+            with pytest.raises(IsADirectory):
+                await backend.write("d", b"x", expect=None)
+
+    async def test_file_as_directory(self, backend: Backend) -> None:
+        if not backend.capabilities.real_directories:
+            return  # object stores allow "f" and "f/x" side by side, by contract
+        await backend.write("f", b"x", expect=ABSENT)
+        with pytest.raises(NotADirectory):
+            await backend.write("f/x", b"y", expect=ABSENT)
+        with pytest.raises(NotADirectory):
+            await backend.read("f/x")
+
+    @pytest.mark.parametrize("path", _PATH_ATTACKS)
+    async def test_non_canonical_paths_are_refused(self, backend: Backend, path: str) -> None:
+        with pytest.raises(FsError) as caught:
+            await backend.write(path, b"x", expect=None)
+        assert caught.value.code in (ErrorCode.INVALID_PATH, ErrorCode.OUTSIDE_ROOT)
+        with pytest.raises(FsError):
+            await backend.read(path)
+        assert await backend.list("") == []
+
+    async def test_lock_or_documented_absence(self, backend: Backend) -> None:
+        lock = backend.lock("k", timeout=0.2)
+        if not backend.capabilities.locks:
+            assert lock is None
+            return
+        assert lock is not None
+        async with lock:
+            rival = backend.lock("k", timeout=0.2)
+            assert rival is not None
+            with pytest.raises(Busy):
+                async with rival:
+                    pass  # pragma: no cover - never acquired
+        again = backend.lock("k", timeout=0.2)
+        assert again is not None
+        async with again:
+            pass
+
+    # -- ctx.fs on this backend ---------------------------------------------------------
+
+    async def test_observation_rules_hold(self, backend: Backend) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        await alice.fs.write("notes.txt", "one\ntwo\n")
+        with pytest.raises(NotObserved):
+            await bob.fs.edit("notes.txt", "one", "uno")
+        await bob.fs.read("notes.txt", offset=2, limit=1)
+        outcome = await bob.fs.edit("notes.txt", "two", "dos")
+        assert outcome.replacements == 1
+        with pytest.raises(Stale):
+            await alice.fs.edit("notes.txt", "one", "eins")
+        read = await alice.fs.read("notes.txt")
+        assert read.text == "one\ndos\n"
+        assert read.version == outcome.version == (await backend.read("notes.txt")).version

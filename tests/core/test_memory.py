@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from ctxfs.core import (
+    ABSENT,
+    Capabilities,
+    CasScope,
+    Context,
+    InvalidPath,
+    MemoryBackend,
+    Unavailable,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_fail_next_raises_once_and_changes_nothing(memory_backend: MemoryBackend) -> None:
+    first = await memory_backend.write("a.txt", b"one", expect=ABSENT)
+    memory_backend.faults.fail_next("write", Unavailable("store hiccup"))
+    with pytest.raises(Unavailable):
+        await memory_backend.write("a.txt", b"two", expect=first)
+    assert (await memory_backend.read("a.txt")).data == b"one"
+    await memory_backend.write("a.txt", b"two", expect=first)
+
+
+async def test_fail_next_can_target_a_path(memory_backend: MemoryBackend) -> None:
+    memory_backend.faults.fail_next("read", Unavailable("flaky"), path="b.txt")
+    await memory_backend.write("a.txt", b"a", expect=ABSENT)
+    await memory_backend.write("b.txt", b"b", expect=ABSENT)
+    assert (await memory_backend.read("a.txt")).data == b"a"
+    with pytest.raises(Unavailable):
+        await memory_backend.read("b.txt")
+    assert (await memory_backend.read("b.txt")).data == b"b"
+
+
+async def test_an_injected_failure_reaches_ctx_fs_callers_unchanged(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    await memory_ctx.fs.write("a.txt", "one\n")
+    memory_backend.faults.fail_next("write", Unavailable("down"))
+    with pytest.raises(Unavailable) as caught:
+        await memory_ctx.fs.edit("a.txt", "one", "two")
+    assert caught.value.retryable
+    assert (await memory_ctx.fs.read("a.txt")).text == "one\n"
+    await memory_ctx.fs.edit("a.txt", "one", "two")
+
+
+async def test_a_concurrent_delete_between_read_and_write(memory_backend: MemoryBackend) -> None:
+    version = await memory_backend.write("a.txt", b"one", expect=ABSENT)
+    memory_backend.faults.change_before_next_write("a.txt", None)
+    with pytest.raises(Exception, match="expected version") as caught:
+        await memory_backend.write("a.txt", b"two", expect=version)
+    assert caught.value.details["current_version"] is None  # type: ignore[attr-defined]
+
+
+async def test_latency_is_added_to_every_call(memory_backend: MemoryBackend) -> None:
+    memory_backend.faults.latency = 0.05
+    started = anyio.current_time()
+    await memory_backend.write("a.txt", b"x", expect=ABSENT)
+    await memory_backend.read("a.txt")
+    assert anyio.current_time() - started >= 0.1
+
+
+async def test_calls_are_counted(memory_backend: MemoryBackend, memory_ctx: Context) -> None:
+    await memory_ctx.fs.write("a.txt", "x\n")
+    await memory_ctx.fs.read("a.txt")
+    assert memory_backend.calls == {"read": 2, "write": 1}
+
+
+async def test_backends_sharing_a_store_see_the_same_files() -> None:
+    one = MemoryBackend()
+    two = MemoryBackend(one.store)
+    version = await one.write("a.txt", b"x", expect=ABSENT)
+    assert (await two.read("a.txt")).version == version
+
+
+async def test_paths_are_checked_even_below_ctx_fs(memory_backend: MemoryBackend) -> None:
+    with pytest.raises(InvalidPath):
+        await memory_backend.mkdir("a//b")
+
+
+def test_capabilities() -> None:
+    assert MemoryBackend().capabilities == Capabilities(
+        cas_scope=CasScope.PROCESS,
+        range_reads=True,
+        real_directories=True,
+        symlinks=False,
+        locks=False,
+    )

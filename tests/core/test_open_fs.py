@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from conftest import InstallDist
+from ctxfs.core import Fs, InvalidArgument, MemoryBackend, open_backend, open_fs
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_memory_url_opens_a_private_store() -> None:
+    async with open_fs("memory://", load_entrypoints=False) as one:
+        await one.context(owner="a").fs.write("x.txt", "1\n")
+        async with open_fs("memory://", load_entrypoints=False) as two:
+            assert await two.context(owner="a").fs.list() == []
+    assert isinstance(one, Fs)
+    assert isinstance(one.backend, MemoryBackend)
+
+
+async def test_named_memory_stores_are_shared_within_the_process() -> None:
+    url = f"memory://shared-{uuid.uuid4().hex}"
+    one = open_fs(url, load_entrypoints=False)
+    two = open_fs(url, load_entrypoints=False)
+    await one.context(owner="a").fs.write("x.txt", "1\n")
+    names = [entry.name for entry in await two.context(owner="b").fs.list()]
+    assert names == ["x.txt"]
+
+
+def test_unknown_scheme_lists_what_is_installed() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        open_backend("nosuch://thing")
+    assert "no ctxfs backend is installed for scheme 'nosuch'" in str(caught.value)
+    assert "memory" in caught.value.details["installed"]
+
+
+def test_known_scheme_without_its_package_names_the_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxfs.core import registry  # noqa: PLC0415
+
+    monkeypatch.setitem(registry._PROVIDERS, "webdav", "ctxfs-remote[webdav]")
+    with pytest.raises(InvalidArgument) as caught:
+        open_fs("webdav://host/share")
+    assert "pip install 'ctxfs-remote[webdav]'" in str(caught.value)
+    assert caught.value.hint == "pip install 'ctxfs-remote[webdav]'"
+
+
+def test_backend_whose_dependencies_are_missing_names_the_extra(
+    install_dist: InstallDist, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxfs.core import registry  # noqa: PLC0415
+
+    monkeypatch.setitem(registry._PROVIDERS, "broken", "ctxfs-broken[extra]")
+    install_dist(
+        "ctxfs-broken",
+        modules={"ctxfs_broken_backend": "import not_installed_anywhere\n"},
+        entry_points={"ctxfs.backends": {"broken": "ctxfs_broken_backend:factory"}},
+    )
+    with pytest.raises(InvalidArgument) as caught:
+        open_backend("broken://x")
+    assert "install its dependencies with pip install 'ctxfs-broken[extra]'" in str(caught.value)
+
+
+def test_backend_options_reach_the_factory_and_bad_ones_are_invalid_arguments(
+    install_dist: InstallDist,
+) -> None:
+    install_dist(
+        "ctxfs-echo",
+        modules={
+            "ctxfs_echo_backend": """
+                from ctxfs.core import MemoryBackend
+
+                def factory(url, *, label):
+                    backend = MemoryBackend()
+                    backend.label = (url, label)
+                    return backend
+            """
+        },
+        entry_points={"ctxfs.backends": {"echo": "ctxfs_echo_backend:factory"}},
+    )
+    backend = open_backend("echo://where", label="L")
+    assert backend.label == ("echo://where", "L")  # type: ignore[attr-defined]
+    with pytest.raises(InvalidArgument, match="unexpected keyword"):
+        open_backend("echo://where", colour="red")
+
+
+def test_memory_url_refuses_query_strings() -> None:
+    with pytest.raises(InvalidArgument):
+        open_backend("memory://x?y=1")
+
+
+def test_plain_paths_use_the_file_scheme(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxfs.core import registry  # noqa: PLC0415
+
+    seen: list[str] = []
+
+    def factory_of(scheme: str) -> registry.BackendFactory:
+        seen.append(scheme)
+        return lambda url: MemoryBackend()
+
+    monkeypatch.setattr(registry, "_factory", factory_of)
+    open_backend("/some/dir")
+    open_backend("relative/dir")
+    open_backend("FILE:///abs")
+    assert seen == ["file", "file", "file"]

@@ -1,0 +1,267 @@
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.lowlevel
+import pluggy
+import pytest
+
+from conftest import InstallDist
+from ctxfs.core import (
+    ABSENT,
+    Context,
+    Denied,
+    ErrorCode,
+    Fs,
+    FsError,
+    MemoryBackend,
+    Operation,
+    Version,
+    hookimpl,
+    hookspec,
+)
+from ctxfs.core.plugins import DISABLE_ENV
+
+pytestmark = pytest.mark.anyio
+
+POLICY_SOURCE = """
+    from ctxfs.core import Denied, hookimpl
+
+    @hookimpl
+    def ctxfs_authorize(ctx, op):
+        if op.kind.mutates and op.path.startswith("locked/"):
+            return Denied(f"{op.path} is read-only", path=op.path)
+        return None
+"""
+
+
+class LockSpy:
+    """Counts mutation locks taken, as a plugin would see them."""
+
+    def __init__(self) -> None:
+        self.taken: list[str] = []
+
+    @hookimpl
+    def ctxfs_mutation_lock(self, ctx: Context, op: Operation) -> None:
+        self.taken.append(op.path)
+
+
+@pytest.fixture
+def readonly_policy(install_dist: InstallDist) -> str:
+    install_dist(
+        "ctxfs-readonly-policy",
+        modules={"ctxfs_readonly_policy": POLICY_SOURCE},
+        entry_points={"ctxfs.plugins": {"readonly": "ctxfs_readonly_policy"}},
+    )
+    return "ctxfs_readonly_policy"
+
+
+async def test_entry_point_policy_denies_with_nothing_locked_or_written(
+    readonly_policy: str,
+) -> None:
+    backend, spy = MemoryBackend(), LockSpy()
+    await backend.write("locked/a.txt", b"original\n", expect=ABSENT)
+    fs = Fs(backend, plugins=[spy])
+    assert fs.plugin_manager.get_plugin("readonly") is sys.modules[readonly_policy]
+    ctx = fs.context(owner="agent-1")
+    await ctx.fs.read("locked/a.txt")
+    backend.calls.clear()
+
+    for attempt in (
+        ctx.fs.write("locked/a.txt", "new\n"),
+        ctx.fs.edit("locked/a.txt", "original", "changed"),
+        ctx.fs.write("locked/new.txt", "new\n"),
+        ctx.fs.delete("locked/a.txt"),
+    ):
+        with pytest.raises(Denied) as caught:
+            await attempt
+        assert caught.value.code is ErrorCode.DENIED
+        assert isinstance(caught.value, PermissionError)
+
+    assert spy.taken == []
+    assert backend.calls == {}, "the store was not even read"
+    assert (await backend.read("locked/a.txt")).data == b"original\n"
+    await ctx.fs.write("free/b.txt", "ok\n")
+    assert spy.taken == ["free/b.txt"]
+
+
+async def test_blocked_plugin_is_never_imported(
+    readonly_policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(DISABLE_ENV, "something-else, readonly")
+    fs = Fs(MemoryBackend())
+    assert fs.plugin_manager.is_blocked("readonly")
+    assert readonly_policy not in sys.modules
+    await fs.context(owner="a").fs.write("locked/a.txt", "allowed now\n")
+
+
+async def test_entry_points_can_be_skipped(readonly_policy: str) -> None:
+    fs = Fs(MemoryBackend(), load_entrypoints=False)
+    assert fs.plugin_manager.get_plugin("readonly") is None
+    await fs.context(owner="a").fs.write("locked/a.txt", "allowed\n")
+
+
+class AsyncDeny:
+    @hookimpl
+    async def ctxfs_authorize(self, ctx: Context, op: Operation) -> FsError | None:
+        await anyio.sleep(0.01)
+        return Denied("async policy says no", path=op.path)
+
+
+class SyncAllow:
+    def __init__(self) -> None:
+        self.votes = 0
+
+    @hookimpl
+    def ctxfs_authorize(self, ctx: Context, op: Operation) -> None:
+        self.votes += 1
+
+
+class AsyncAllow:
+    def __init__(self) -> None:
+        self.votes = 0
+
+    @hookimpl
+    async def ctxfs_authorize(self, ctx: Context, op: Operation) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.votes += 1
+
+
+@pytest.mark.parametrize("deny_first", [True, False])
+async def test_async_refusal_wins_whatever_the_registration_order(deny_first: bool) -> None:
+    deny, allow, async_allow = AsyncDeny(), SyncAllow(), AsyncAllow()
+    plugins = [deny, allow, async_allow] if deny_first else [allow, async_allow, deny]
+    backend = MemoryBackend()
+    fs = Fs(backend, plugins=plugins, load_entrypoints=False)
+    with pytest.raises(Denied, match="async policy says no"):
+        await fs.context(owner="a").fs.write("x.txt", "x\n")
+    assert (allow.votes, async_allow.votes) == (1, 1), "every vote was collected and awaited"
+    assert backend.calls["write"] == 0
+
+
+async def test_a_raised_refusal_also_refuses() -> None:
+    class Raiser:
+        @hookimpl
+        def ctxfs_authorize(self, ctx: Context, op: Operation) -> None:
+            raise Denied("raised", path=op.path)
+
+    fs = Fs(MemoryBackend(), plugins=[Raiser()], load_entrypoints=False)
+    with pytest.raises(Denied, match="raised"):
+        await fs.context(owner="a").fs.write("x.txt", "x\n")
+
+
+async def test_a_vote_that_is_not_an_error_is_a_plugin_bug() -> None:
+    class Confused:
+        @hookimpl
+        def ctxfs_authorize(self, ctx: Context, op: Operation) -> object:
+            return False
+
+    fs = Fs(MemoryBackend(), plugins=[Confused()], load_entrypoints=False)
+    with pytest.raises(TypeError, match="must be None or an FsError"):
+        await fs.context(owner="a").fs.list()
+
+
+def test_an_implementation_without_a_spec_fails_loudly() -> None:
+    class Typo:
+        @hookimpl
+        def ctxfs_authorise(self, ctx: Context, op: Operation) -> None: ...
+
+    with pytest.raises(pluggy.PluginValidationError, match="ctxfs_authorise"):
+        Fs(MemoryBackend(), plugins=[Typo()], load_entrypoints=False)
+
+
+def test_an_implementation_with_unknown_arguments_fails_loudly() -> None:
+    class Wrong:
+        @hookimpl
+        def ctxfs_authorize(self, ctx: Context, op: Operation, user: str) -> None: ...
+
+    with pytest.raises(pluggy.PluginValidationError):
+        Fs(MemoryBackend(), plugins=[Wrong()], load_entrypoints=False)
+
+
+async def test_each_fs_has_its_own_plugin_manager() -> None:
+    denied = Fs(MemoryBackend(), plugins=[AsyncDeny()], load_entrypoints=False)
+    free = Fs(MemoryBackend(), load_entrypoints=False)
+    assert denied.plugin_manager is not free.plugin_manager
+    await free.context(owner="a").fs.write("x.txt", "x\n")
+    with pytest.raises(Denied):
+        await denied.context(owner="a").fs.write("x.txt", "x\n")
+
+
+def test_packages_add_hooks_through_ctxfs_addhooks() -> None:
+    specs = types.ModuleType("extra_specs")
+
+    @hookspec
+    def ctxfs_tool_exposure(ctx: Context, tool: str) -> str | None:
+        """Say how a tool is offered."""
+
+    specs.ctxfs_tool_exposure = ctxfs_tool_exposure  # type: ignore[attr-defined]
+
+    class Hider:  # registered before the package that declares the hook
+        @hookimpl
+        def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> str | None:
+            return "hidden" if tool == "write" else None
+
+    class ToolsPackage:
+        @hookimpl
+        def ctxfs_addhooks(self, pluginmanager: pluggy.PluginManager) -> None:
+            pluginmanager.add_hookspecs(specs)
+
+    fs = Fs(MemoryBackend(), plugins=[Hider(), ToolsPackage()], load_entrypoints=False)
+    ctx = fs.context(owner="a")
+    assert fs.plugin_manager.hook.ctxfs_tool_exposure(ctx=ctx, tool="write") == ["hidden"]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    @hookimpl
+    def ctxfs_authorize(self, ctx: Context, op: Operation) -> None:
+        self.events.append(f"authorize {op.kind}")
+
+    @hookimpl
+    def ctxfs_mutation_lock(self, ctx: Context, op: Operation) -> object:
+        @asynccontextmanager
+        async def lock() -> AsyncIterator[None]:
+            self.events.append("lock")
+            yield
+            self.events.append("unlock")
+
+        return lock()
+
+    @hookimpl
+    async def ctxfs_check_version(
+        self, ctx: Context, op: Operation, current: Version | None
+    ) -> None:
+        self.events.append(f"check {'new' if current is None else 'existing'}")
+
+    @hookimpl
+    def ctxfs_committed(
+        self, ctx: Context, op: Operation, before: Version | None, after: Version | None
+    ) -> None:
+        self.events.append(f"committed {before is None} {after is None}")
+
+    @hookimpl
+    def ctxfs_observed(self, ctx: Context, path: str, version: Version, complete: bool) -> None:
+        self.events.append(f"observed {complete}")
+
+
+async def test_hooks_run_in_the_documented_order() -> None:
+    recorder = Recorder()
+    fs = Fs(MemoryBackend(), plugins=[recorder], load_entrypoints=False)
+    ctx = fs.context(owner="a")
+    await ctx.fs.write("a.txt", "one\ntwo\n")
+    await ctx.fs.read("a.txt", limit=1)
+    await ctx.fs.edit("a.txt", "one", "uno")
+    await ctx.fs.delete("a.txt")
+    assert recorder.events == [
+        "authorize write", "lock", "check new", "committed True False", "unlock",
+        "authorize read", "observed False",
+        "authorize edit", "lock", "check existing", "committed False False", "unlock",
+        "authorize delete", "lock", "check existing", "committed False True", "unlock",
+    ]  # fmt: skip

@@ -1,0 +1,31 @@
+"""Examples in the README run as written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_quickstart_runs_and_prints_what_it_promises(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    (example,) = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    script = tmp_path / "quickstart.py"
+    script.write_text(example)
+    result = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.startswith("stale - The file changed since")
+
+
+def test_readme_test_command_is_the_one_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    (command,) = re.findall(r"^(uv run --locked pytest)\b", readme, flags=re.MULTILINE)
+    assert re.search(rf"^\s*(exec )?{re.escape(command)}", ci, flags=re.MULTILINE)
