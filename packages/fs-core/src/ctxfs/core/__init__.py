@@ -64,6 +64,7 @@ from ctxfs.core.hookspecs import hookimpl, hookspec
 from ctxfs.core.memory import MemoryBackend
 from ctxfs.core.outcomes import EditOutcome, Operation, OpKind, ReadOutcome, WriteOutcome
 from ctxfs.core.registry import open_backend, open_fs
+from ctxfs.core.text import TextOptions
 from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version
 
 __all__ = [
@@ -94,6 +95,7 @@ __all__ = [
     "FileKind",
     "Fs",
     "FsError",
+    "InsertOutcome",
     "InvalidArgument",
     "InvalidPath",
     "IsADirectory",
@@ -115,6 +117,7 @@ __all__ = [
     "Refused",
     "Stale",
     "Stat",
+    "TextOptions",
     "TooLarge",
     "Unavailable",
     "Version",

@@ -9,19 +9,27 @@ see :mod:`ctxfs.core.hookspecs` for the order.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
-from ctxfs.core import text
-from ctxfs.core.errors import AlreadyExists, NotFound, Stale
-from ctxfs.core.outcomes import EditOutcome, Operation, OpKind, ReadOutcome, WriteOutcome
+from ctxfs.core.errors import AlreadyExists, EmptyOldString, NoChange, NotFound, Stale
+from ctxfs.core.outcomes import (
+    EditOutcome,
+    InsertOutcome,
+    Operation,
+    OpKind,
+    ReadOutcome,
+    WriteOutcome,
+)
 from ctxfs.core.paths import normalize_path
+from ctxfs.core.text import AnyDocument, Change, decode_document, read_window
 from ctxfs.core.versions import ABSENT
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Blob, Stat
     from ctxfs.core.fs import Fs
+    from ctxfs.core.versions import Version
 
 __all__ = ["Context", "ContextFs"]
 
@@ -64,6 +72,8 @@ class ContextFs:
     async def read(self, path: str, *, offset: int = 1, limit: int | None = None) -> ReadOutcome:
         """Read up to *limit* lines of a text file from 1-based line *offset*.
 
+        The file streams through the backend: memory stays bounded by the window.
+
         Raises:
             NotFound, IsADirectory, BinaryFile, EncodingError, InvalidArgument,
             and any refusal of a policy.
@@ -72,46 +82,57 @@ class ContextFs:
         ctx, mount = self._ctx, self._ctx.mount
         op = Operation(kind=OpKind.READ, path=normalize_path(path, file=True))
         await mount.hooks.authorize(ctx, op)
-        blob = await mount.backend.read(op.path)
-        cut = text.window(text.decode(blob.data, path=op.path), offset=offset, limit=limit)
-        partial = cut.offset > 1 or cut.next_offset is not None
-        await mount.hooks.observed(ctx, op.path, blob.version, complete=not partial)
+        options = mount.text_options
+        async with mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
+            window = await read_window(
+                stream, offset=offset, limit=limit, options=options, path=op.path
+            )
+        await mount.hooks.observed(ctx, op.path, stream.version, complete=window.complete)
         return ReadOutcome(
             path=op.path,
-            text=cut.text,
-            version=blob.version,
-            offset=cut.offset,
-            returned_lines=cut.returned_lines,
-            total_lines=cut.total_lines,
-            next_offset=cut.next_offset,
-            partial=partial,
+            text=window.text,
+            version=stream.version,
+            offset=window.offset,
+            returned_lines=window.returned_lines,
+            total_lines=window.total_lines,
+            next_offset=window.next_offset,
+            partial=not window.complete,
+            truncated_lines=window.truncated_lines,
+            output_capped=window.output_capped,
+            encoding=window.encoding,
         )
 
     async def write(self, path: str, content: str) -> WriteOutcome:
-        """Create a file, or replace one the owner has read whole, with *content*.
+        r"""Create a file, or replace one the owner has read whole, with *content*.
+
+        A new file is UTF-8 with ``\n`` line endings. A replaced file keeps its
+        encoding, BOM and dominant line ending, and unchanged lines keep their bytes.
 
         Raises:
-            NotObserved, Stale, Busy, IsADirectory, NotADirectory, and any
-            refusal of a policy.
+            NotObserved, Stale, Busy, IsADirectory, NotADirectory, EncodingError,
+            and any refusal of a policy.
 
         """
-        data = text.encode(content)
-        op = Operation(kind=OpKind.WRITE, path=normalize_path(path, file=True), size=len(data))
+        mount = self._ctx.mount
+        path = normalize_path(path, file=True)
+        op = Operation(kind=OpKind.WRITE, path=path, size=len(content.encode("utf-8", "replace")))
         async with self._mutation(op):
-            current = await self._current(op.path)
+            current = await self._current(path)
             before = current.version if current is not None else None
-            await self._ctx.mount.hooks.check_version(self._ctx, op, before)
+            await mount.hooks.check_version(self._ctx, op, before)
+            document = decode_document(
+                current.data if current is not None else b"", mount.text_options, path=path
+            )
+            data = document.rewrite(content)
             try:
-                after = await self._ctx.mount.backend.write(
-                    op.path, data, expect=before if before is not None else ABSENT
+                after = await mount.backend.write(
+                    path, data, expect=before if before is not None else ABSENT
                 )
             except AlreadyExists:
-                raise Stale(
-                    f"{op.path} was created by someone else meanwhile", path=op.path
-                ) from None
-            await self._ctx.mount.hooks.committed(self._ctx, op, before, after)
+                raise Stale(f"{path} was created by someone else meanwhile", path=path) from None
+            await mount.hooks.committed(self._ctx, op, before, after)
         return WriteOutcome(
-            path=op.path,
+            path=path,
             version=after,
             previous_version=before,
             created=before is None,
@@ -121,39 +142,67 @@ class ContextFs:
     async def edit(
         self, path: str, old_string: str, new_string: str, *, replace_all: bool = False
     ) -> EditOutcome:
-        """Replace *old_string* by *new_string* in a file the owner has read.
+        r"""Replace *old_string* by *new_string* in a file the owner has read.
 
-        *old_string* must occur exactly once unless *replace_all* is set.
+        Matching is literal on the text with line endings folded to ``\n``;
+        *old_string* must occur exactly once unless *replace_all* is set. Only
+        the matched spans change; the replacement takes their line endings.
 
         Raises:
             EmptyOldString, NoChange, NotFound, NotObserved, Stale, NoMatch,
-            AmbiguousMatch, Busy, and any refusal of a policy.
+            AmbiguousMatch, EncodingError, BinaryFile, Busy, and any refusal of a policy.
 
         """
-        text.check_edit_strings(old_string, new_string)
+        check_edit_strings(old_string, new_string)
         op = Operation(kind=OpKind.EDIT, path=normalize_path(path, file=True))
-        async with self._mutation(op):
-            current = await self._ctx.mount.backend.read(op.path)
-            await self._ctx.mount.hooks.check_version(self._ctx, op, current.version)
-            edited = text.apply_edit(
-                text.decode(current.data, path=op.path),
-                old_string,
-                new_string,
-                replace_all=replace_all,
-                path=op.path,
-            )
-            after = await self._ctx.mount.backend.write(
-                op.path, text.encode(edited.text), expect=current.version
-            )
-            await self._ctx.mount.hooks.committed(self._ctx, op, current.version, after)
+        change, before, after = await self._change(
+            op, lambda document: document.replace(old_string, new_string, replace_all=replace_all)
+        )
         return EditOutcome(
             path=op.path,
             version=after,
-            previous_version=current.version,
-            replacements=edited.replacements,
-            first_line=edited.first_line,
-            last_line=edited.last_line,
+            previous_version=before,
+            replacements=change.replacements,
+            first_line=change.first_line,
+            last_line=change.last_line,
+            stripped_line_numbers=change.stripped_line_numbers,
         )
+
+    async def insert(self, path: str, after_line: int, text: str) -> InsertOutcome:
+        """Insert *text* as whole lines after line *after_line* (0 is the top of the file).
+
+        Same guards as :meth:`edit`. The lines take the file's dominant line
+        ending; a file without a final newline keeps lacking one.
+
+        Raises:
+            InvalidArgument (line out of range), NotFound, NotObserved, Stale,
+            EncodingError, BinaryFile, Busy, and any refusal of a policy.
+
+        """
+        op = Operation(kind=OpKind.INSERT, path=normalize_path(path, file=True))
+        change, before, after = await self._change(
+            op, lambda document: document.insert(after_line, text)
+        )
+        return InsertOutcome(
+            path=op.path,
+            version=after,
+            previous_version=before,
+            first_line=change.first_line,
+            last_line=change.last_line,
+        )
+
+    async def _change(
+        self, op: Operation, apply: Callable[[AnyDocument], Change]
+    ) -> tuple[Change, Version, Version]:
+        """Run a change of an existing file under the mutation protocol."""
+        mount = self._ctx.mount
+        async with self._mutation(op):
+            current = await mount.backend.read(op.path)
+            await mount.hooks.check_version(self._ctx, op, current.version)
+            change = apply(decode_document(current.data, mount.text_options, path=op.path))
+            after = await mount.backend.write(op.path, change.data, expect=current.version)
+            await mount.hooks.committed(self._ctx, op, current.version, after)
+        return change, current.version, after
 
     async def delete(self, path: str) -> None:
         """Delete a file the owner has read (any window of its current version).
@@ -202,3 +251,11 @@ class ContextFs:
             return await self._ctx.mount.backend.read(path)
         except NotFound:
             return None
+
+
+def check_edit_strings(old_string: str, new_string: str) -> None:
+    """Refuse an empty *old_string* and identical strings before anything is read."""
+    if not old_string:
+        raise EmptyOldString("old_string is empty")
+    if old_string == new_string:
+        raise NoChange("old_string and new_string are identical")

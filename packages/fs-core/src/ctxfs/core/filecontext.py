@@ -2,7 +2,7 @@
 
 Rules, checked under the mutation locks against the version the store holds:
 
-- an edit or delete of an existing file needs an observation of its current
+- an edit, insert or delete of an existing file needs an observation of its current
   version by the same owner (any window of it counts);
 - a write over an existing file needs a *complete* observation of its current
   version (a read of the whole file, or the owner's own last write or edit);
@@ -157,4 +157,4 @@ class FileContextPlugin:
                     yield
 
 
-_GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.DELETE})
+_GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE})

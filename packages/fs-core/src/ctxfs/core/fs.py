@@ -10,6 +10,7 @@ from ctxfs.core.backend import Backend
 from ctxfs.core.context import Context
 from ctxfs.core.filecontext import DEFAULT_LOCK_TIMEOUT, FileContextPlugin
 from ctxfs.core.plugins import PluginHost, create_plugin_manager
+from ctxfs.core.text import TextOptions
 
 __all__ = ["FILE_CONTEXT_PLUGIN", "Fs"]
 
@@ -28,6 +29,7 @@ class Fs:
         plugins: Plugin objects to register after the entry-point plugins.
         load_entrypoints: Whether to load plugins from entry point group ``ctxfs.plugins``.
         lock_timeout: Seconds a mutation waits for its locks before failing ``Busy``.
+        text_options: Read limits, encodings and the like (:class:`TextOptions`).
 
     """
 
@@ -38,8 +40,10 @@ class Fs:
         plugins: Iterable[object] = (),
         load_entrypoints: bool = True,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        text_options: TextOptions | None = None,
     ) -> None:
         self.backend = backend
+        self.text_options = text_options if text_options is not None else TextOptions()
         self.file_context = FileContextPlugin(backend, lock_timeout=lock_timeout)
         self.plugin_manager = create_plugin_manager(
             builtins=[(self.file_context, FILE_CONTEXT_PLUGIN)],

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ctxfs.core.versions import Version
 
-__all__ = ["EditOutcome", "OpKind", "Operation", "ReadOutcome", "WriteOutcome"]
+__all__ = ["EditOutcome", "InsertOutcome", "OpKind", "Operation", "ReadOutcome", "WriteOutcome"]
 
 
 class OpKind(enum.StrEnum):
@@ -23,6 +23,7 @@ class OpKind(enum.StrEnum):
     LIST = "list"
     WRITE = "write"
     EDIT = "edit"
+    INSERT = "insert"
     MKDIR = "mkdir"
     DELETE = "delete"
 
@@ -32,7 +33,7 @@ class OpKind(enum.StrEnum):
         return self in _MUTATING
 
 
-_MUTATING = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.MKDIR, OpKind.DELETE})
+_MUTATING = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.MKDIR, OpKind.DELETE})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,7 +64,13 @@ class ReadOutcome:
     next_offset: int | None
     """The ``offset`` that continues this read, or None when the window reached the end."""
     partial: bool
-    """Whether the window leaves out any part of the file."""
+    """Whether the window leaves out any part of the file (lines, or the end of a cut line)."""
+    truncated_lines: tuple[int, ...] = ()
+    """Numbers of the lines cut by the per-line cap (each marked at the cut)."""
+    output_capped: bool = False
+    """Whether the output budget ended the window before the line limit."""
+    encoding: str = "utf-8"
+    """The encoding the file was decoded with, e.g. ``"utf-8 with BOM"`` or ``"cp1252"``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,3 +101,19 @@ class EditOutcome:
     """1-based first line of the changed range, in the new text."""
     last_line: int
     """1-based last line of the changed range, in the new text."""
+    stripped_line_numbers: bool = False
+    """Whether line numbers pasted from read output were removed from old_string first."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InsertOutcome:
+    """Lines inserted into a text file."""
+
+    path: str
+    version: Version
+    """The version now in the store."""
+    previous_version: Version
+    first_line: int
+    """1-based number of the first inserted line."""
+    last_line: int
+    """1-based number of the last inserted line."""

@@ -17,6 +17,7 @@ from ctxfs.core.backend import Backend
 from ctxfs.core.errors import FsError, InvalidArgument
 from ctxfs.core.filecontext import DEFAULT_LOCK_TIMEOUT
 from ctxfs.core.fs import Fs
+from ctxfs.core.text import TextOptions
 
 __all__ = ["BACKENDS_GROUP", "open_backend", "open_fs"]
 
@@ -45,6 +46,7 @@ def open_fs(
     plugins: Iterable[object] = (),
     load_entrypoints: bool = True,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    text_options: TextOptions | None = None,
     **options: Any,
 ) -> Fs:
     """Open the store at *url_or_path* and return an :class:`Fs` over it.
@@ -62,7 +64,11 @@ def open_fs(
     """
     backend = open_backend(url_or_path, **options)
     return Fs(
-        backend, plugins=plugins, load_entrypoints=load_entrypoints, lock_timeout=lock_timeout
+        backend,
+        plugins=plugins,
+        load_entrypoints=load_entrypoints,
+        lock_timeout=lock_timeout,
+        text_options=text_options,
     )
 
 

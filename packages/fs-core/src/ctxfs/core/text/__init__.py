@@ -1,0 +1,36 @@
+"""Text semantics shared by every backend: encodings, line windows, exact edits.
+
+- :mod:`~ctxfs.core.text.encodings` tells text from binary and picks the encoding
+  that round-trips a file byte for byte, or refuses it.
+- :mod:`~ctxfs.core.text.window` streams a window of lines out of any size of file.
+- :mod:`~ctxfs.core.text.document` holds a whole file for edits, inserts and
+  writes that change nothing outside their spans.
+- :mod:`~ctxfs.core.text.mismatch` explains a failed match so a model can fix it.
+"""
+
+from ctxfs.core.text.document import AnyDocument, Change, TextDocument, decode_document, display
+from ctxfs.core.text.encodings import TextEncoding, detect_encoding
+from ctxfs.core.text.options import (
+    DEFAULT_LEGACY_ENCODINGS,
+    LINE_NUMBER_PREFIX,
+    TextOptions,
+    format_line_number,
+)
+from ctxfs.core.text.window import Window, read_window, truncation_marker
+
+__all__ = [
+    "DEFAULT_LEGACY_ENCODINGS",
+    "LINE_NUMBER_PREFIX",
+    "AnyDocument",
+    "Change",
+    "TextDocument",
+    "TextEncoding",
+    "TextOptions",
+    "Window",
+    "decode_document",
+    "detect_encoding",
+    "display",
+    "format_line_number",
+    "read_window",
+    "truncation_marker",
+]

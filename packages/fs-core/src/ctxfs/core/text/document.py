@@ -1,0 +1,378 @@
+r"""A whole text file in memory, and the changes that keep every other byte as it was.
+
+Matching runs on the logical view (endings folded to ``\n``); splicing runs on
+the file's own units (bytes for UTF-8 and single-byte encodings, text
+otherwise), so bytes outside the changed spans, mixed line endings, a missing
+final newline, a BOM and even invalid bytes come out exactly as they went in.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import AnyStr, Generic, TypeAlias
+
+from ctxfs.core.errors import AmbiguousMatch, EncodingError, InvalidArgument, NoChange, NoMatch
+from ctxfs.core.text.encodings import TextEncoding, detect_encoding
+from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings
+from ctxfs.core.text.mismatch import diagnose_no_match
+from ctxfs.core.text.options import LINE_NUMBER_PREFIX, TextOptions
+
+__all__ = ["AnyDocument", "Change", "TextDocument", "display", "strip_line_numbers"]
+
+_SURROGATES = range(0xD800, 0xE000)
+_ESCAPED_BYTES_AS_FFFD = dict.fromkeys(range(56448, 56576), 65533)
+_FFFD = "\ufffd"
+_BLOCK = 1 << 16
+
+
+def display(text: str) -> str:
+    """Show invalid bytes (carried as escapes) as U+FFFD, one per byte."""
+    return text.translate(_ESCAPED_BYTES_AS_FFFD)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    """New file content and where it differs from the old."""
+
+    data: bytes
+    replacements: int
+    first_line: int
+    """1-based first changed line, in the new text."""
+    last_line: int
+    """1-based last changed line, in the new text."""
+    stripped_line_numbers: bool = False
+    """Whether read-output line numbers were removed from old_string (and new_string)."""
+
+
+class TextDocument(Generic[AnyStr]):
+    """One decoded file. Build it with :func:`decode_document`."""
+
+    def __init__(
+        self, *, path: str, encoding: TextEncoding, raw: AnyStr, endings: Endings[AnyStr]
+    ) -> None:
+        self.path = path
+        self.encoding = encoding
+        self.raw: AnyStr = raw
+        """The content without its BOM, in the file's own line endings."""
+        self.endings: Endings[AnyStr] = endings
+
+    @functools.cached_property
+    def logical(self) -> AnyStr:
+        r"""The content with every line ending folded to ``\n``."""
+        return self.endings.fold(self.raw)
+
+    @functools.cached_property
+    def logical_text(self) -> str:
+        """The logical view as text (invalid bytes as escapes)."""
+        return self.text_of(self.logical)
+
+    # -- conversions ----------------------------------------------------------------
+
+    def units(self, text: str, *, what: str) -> AnyStr:
+        r"""Convert caller text to the document's units, line endings folded to ``\n``."""
+        if any(ord(char) in _SURROGATES for char in text):
+            raise InvalidArgument(f"{what} holds lone surrogate code points", path=self.path)
+        folded = TEXT_ENDINGS.fold(text)
+        if isinstance(self.raw, str):
+            return folded
+        try:
+            return folded.encode(self.encoding.codec)
+        except UnicodeEncodeError as exc:
+            raise _unencodable(self.path, self.encoding, folded, exc) from None
+
+    def text_of(self, units: AnyStr) -> str:
+        """Decode units of this document to text."""
+        if isinstance(units, str):
+            return units
+        return units.decode(self.encoding.codec, self.encoding.errors)
+
+    def encode(self, raw: AnyStr) -> bytes:
+        """Return the file bytes for new *raw* content, refusing to add U+FFFD."""
+        if isinstance(raw, bytes):
+            body = raw
+        else:
+            try:
+                body = raw.encode(self.encoding.codec, self.encoding.errors)
+            except UnicodeEncodeError as exc:
+                raise _unencodable(self.path, self.encoding, raw, exc) from None
+        if self._replacement_chars(raw) > self._replacement_chars(self.raw):
+            raise EncodingError(
+                f"the new content of {self.path} would add U+FFFD replacement characters",
+                path=self.path,
+                hint="Do not copy '\ufffd' markers into new text; they stand for bytes "
+                "that are not valid text and cannot be written back.",
+            )
+        return self.encoding.bom + body
+
+    def _replacement_chars(self, units: AnyStr) -> int:
+        if isinstance(units, str):
+            return units.count(_FFFD)
+        return units.count(_FFFD.encode()) if self.encoding.codec == "utf-8" else 0
+
+    # -- positions ------------------------------------------------------------------
+
+    def line_at(self, logical_position: int) -> int:
+        """Return the 1-based line number of a position in the logical view."""
+        return self.logical.count(self.endings.lf, 0, logical_position) + 1
+
+    def find_all(self, needle: AnyStr) -> list[int]:
+        """Return the logical start of every non-overlapping occurrence, left to right."""
+        found, start = [], self.logical.find(needle)
+        while start != -1:
+            found.append(start)
+            start = self.logical.find(needle, start + len(needle))
+        return found
+
+    # -- changes ----------------------------------------------------------------------
+
+    def replace(self, old_string: str, new_string: str, *, replace_all: bool) -> Change:
+        """Replace *old_string* once (or everywhere with *replace_all*) on the logical view.
+
+        Raises:
+            NoMatch: *old_string* does not occur; the error says what is closest.
+            AmbiguousMatch: It occurs more than once and *replace_all* is false.
+            EncodingError: *new_string* cannot be written in the file's encoding.
+
+        """
+        old = self.units(old_string, what="old_string")
+        new = self.units(new_string, what="new_string")
+        if old == new:
+            raise NoChange("old_string and new_string differ only in line endings", path=self.path)
+        matches, stripped = self.find_all(old), False
+        if not matches:
+            retry = strip_line_numbers(old_string, new_string)
+            if retry is not None:
+                old = self.units(retry[0], what="old_string")
+                new = self.units(retry[1], what="new_string")
+                matches, stripped = self.find_all(old), True
+        if not matches:
+            message, hint, details = diagnose_no_match(self.logical_text, old_string, self.path)
+            raise NoMatch(message, path=self.path, hint=hint, details=details)
+        if len(matches) > 1 and not replace_all:
+            lines = self._lines_of(matches)
+            raise AmbiguousMatch(
+                f"old_string occurs {len(matches)} times in {self.path}, at lines "
+                + ", ".join(map(str, lines)),
+                path=self.path,
+                details={"count": len(matches), "lines": lines},
+            )
+        raw, first, last = self._splice(matches, old, new)
+        return Change(
+            data=self.encode(raw),
+            replacements=len(matches),
+            first_line=first,
+            last_line=last,
+            stripped_line_numbers=stripped,
+        )
+
+    def insert(self, after_line: int, text: str) -> Change:
+        """Insert *text* as whole lines after line *after_line* (0 inserts at the top).
+
+        The inserted lines take the file's dominant line ending. At the end of a
+        file without a final newline, the file keeps lacking one.
+
+        Raises:
+            InvalidArgument: *after_line* is outside ``0 .. total lines``.
+
+        """
+        total = self._total_lines()
+        if not 0 <= after_line <= total:
+            raise InvalidArgument(
+                f"insert_line {after_line} is outside 0..{total} for {self.path}",
+                path=self.path,
+                hint=f"Give a line number from 0 (top of file) to {total} (end of file).",
+                details={"total_lines": total},
+            )
+        raw, lf = self.raw, self.endings.lf
+        body = self.units(text, what="the inserted text")
+        body = body.removesuffix(lf)  # whole lines: the final break is implied
+        breaks, ending = body.count(lf), self.endings.dominant(raw)
+        body = body.replace(lf, ending)
+        if after_line < total:
+            at = self._raw_line_start(after_line + 1)
+            new_raw = raw[:at] + body + ending + raw[at:]
+        elif raw and not self.endings.ending_at(raw, len(raw) - 1):
+            new_raw = raw + ending + body
+        else:
+            new_raw = raw + body + ending
+        return Change(
+            data=self.encode(new_raw),
+            replacements=0,
+            first_line=after_line + 1,
+            last_line=after_line + 1 + breaks,
+        )
+
+    def rewrite(self, content: str) -> bytes:
+        """Return the bytes for replacing the whole text with *content*.
+
+        Lines that *content* leaves as they were (a common head and tail) keep
+        their own endings and bytes; the lines in between take the file's
+        dominant ending. Writing back what was read is therefore byte-identical.
+        """
+        old_lines = self.endings.split_lines(self.raw)
+        new_lines = self.endings.split_lines(self.units(content, what="content"))
+        ending = self.endings.dominant(self.raw)
+        head = 0
+        while head < min(len(old_lines), len(new_lines)) and self._same_line(
+            old_lines[head], new_lines[head]
+        ):
+            head += 1
+        tail = 0
+        while tail < min(len(old_lines), len(new_lines)) - head and self._same_line(
+            old_lines[-1 - tail], new_lines[-1 - tail]
+        ):
+            tail += 1
+        middle: list[AnyStr] = [
+            content + (ending if terminator else terminator)
+            for content, terminator in new_lines[head : len(new_lines) - tail]
+        ]
+        kept_head: list[AnyStr] = [content + terminator for content, terminator in old_lines[:head]]
+        kept_tail: list[AnyStr] = [
+            content + terminator for content, terminator in old_lines[len(old_lines) - tail :]
+        ]
+        return self.encode(self.endings.empty.join(kept_head + middle + kept_tail))
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _same_line(self, old: tuple[AnyStr, AnyStr], new: tuple[AnyStr, AnyStr]) -> bool:
+        if bool(old[1]) != bool(new[1]):
+            return False
+        if old[0] == new[0]:
+            return True
+        # a line shown with U+FFFD for invalid bytes, written back unchanged
+        return self.encoding.keeps_invalid_bytes and display(self.text_of(old[0])) == self.text_of(
+            new[0]
+        )
+
+    def _total_lines(self) -> int:
+        raw = self.raw
+        if not raw:
+            return 0
+        return self._terminators(raw) + (0 if self.endings.ending_at(raw, len(raw) - 1) else 1)
+
+    def _terminators(self, raw: AnyStr) -> int:
+        crlf = raw.count(self.endings.crlf)
+        return raw.count(self.endings.lf) + raw.count(self.endings.cr) - crlf
+
+    def _raw_line_start(self, line: int) -> int:
+        """Raw position where 1-based *line* starts (``line - 1`` endings precede it)."""
+        logical, lf = self.logical, self.endings.lf
+        position, remaining = 0, line - 1
+        while remaining:  # skip whole blocks by counting, then step through the last one
+            block = logical.count(lf, position, position + _BLOCK)
+            if block < remaining:
+                position, remaining = position + _BLOCK, remaining - block
+                continue
+            for _ in range(remaining):
+                position = logical.index(lf, position) + 1
+            remaining = 0
+        return self.endings.to_raw(self.raw, position)
+
+    def _lines_of(self, logical_positions: list[int]) -> list[int]:
+        lines, line, previous = [], 1, 0
+        for position in logical_positions:
+            line += self.logical.count(self.endings.lf, previous, position)
+            lines.append(line)
+            previous = position
+        return lines
+
+    def _splice(self, matches: list[int], old: AnyStr, new: AnyStr) -> tuple[AnyStr, int, int]:
+        """Replace each match of *old* (logical starts) by *new*, in the raw units.
+
+        Returns the new raw content and the changed line range in the new text.
+        """
+        raw, endings, lf = self.raw, self.endings, self.endings.lf
+        pieces: list[AnyStr] = []
+        hint, kept_from = (0, 0), 0
+        for position in matches:
+            start = endings.to_raw(raw, position, hint)
+            end = endings.to_raw(raw, position + len(old), (position, start))
+            hint = (position + len(old), end)
+            pieces += [raw[kept_from:start], self._with_endings(new, raw[start:end], end)]
+            kept_from = end
+        pieces.append(raw[kept_from:])
+        starts = self._lines_of(matches)
+        growth = new.count(lf) - old.count(lf)  # lines added by each replacement
+        last_start = starts[-1] + growth * (len(matches) - 1)
+        last = last_start + new.count(lf) - (1 if new.endswith(lf) else 0)
+        return endings.empty.join(pieces), starts[0], max(starts[0], last)
+
+    def _with_endings(self, new: AnyStr, replaced: AnyStr, end: int) -> AnyStr:
+        """Give *new* (folded) the line endings of the span it replaces."""
+        lf, endings = self.endings.lf, self.endings
+        if lf not in new:
+            return new
+        found = endings.endings_in(replaced)
+        lines = new.split(lf)
+        chosen: list[AnyStr]
+        if len(found) == len(lines) - 1:
+            chosen = found
+        else:
+            ending: AnyStr = (
+                endings.majority(found) if found else endings.next_ending(self.raw, end)
+            )
+            if not ending:
+                ending = endings.dominant(self.raw)
+            chosen = [ending] * (len(lines) - 1)
+        parts: list[AnyStr] = [lines[0]]
+        for line_ending, line in zip(chosen, lines[1:], strict=True):
+            parts += [line_ending, line]
+        return endings.empty.join(parts)
+
+
+AnyDocument: TypeAlias = TextDocument[bytes] | TextDocument[str]
+
+
+def decode_document(data: bytes, options: TextOptions, *, path: str) -> AnyDocument:
+    """Decode a whole file.
+
+    Raises:
+        BinaryFile: The content is binary.
+        EncodingError: No encoding round-trips the content exactly.
+
+    """
+    encoding = detect_encoding(data, options, path=path, complete=True)
+    body = data[len(encoding.bom) :]
+    if encoding.byte_safe:
+        return TextDocument(path=path, encoding=encoding, raw=body, endings=BYTE_ENDINGS)
+    text = body.decode(encoding.codec, encoding.errors)
+    return TextDocument(path=path, encoding=encoding, raw=text, endings=TEXT_ENDINGS)
+
+
+def strip_line_numbers(old_string: str, new_string: str) -> tuple[str, str] | None:
+    """Remove read-output line numbers pasted into *old_string* (and *new_string*).
+
+    Applies only when every line of *old_string* carries the prefix, with
+    consecutive numbers; *new_string* loses its prefixes only if all its lines
+    carry one. Returns None when *old_string* does not qualify.
+    """
+    old_lines = old_string.split("\n")
+    if old_lines[-1] == "":
+        old_lines.pop()
+    prefixes = [LINE_NUMBER_PREFIX.match(line) for line in old_lines]
+    if not old_lines or not all(prefixes):
+        return None
+    numbers = [int(match.group(1)) for match in prefixes if match]
+    if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        return None
+    new_lines = [line for line in new_string.split("\n") if line]
+    if new_lines and all(LINE_NUMBER_PREFIX.match(line) for line in new_lines):
+        new_string = _strip_prefixes(new_string)
+    return _strip_prefixes(old_string), new_string
+
+
+def _strip_prefixes(text: str) -> str:
+    return "\n".join(LINE_NUMBER_PREFIX.sub("", line, count=1) for line in text.split("\n"))
+
+
+def _unencodable(
+    path: str, encoding: TextEncoding, text: str, exc: UnicodeEncodeError
+) -> EncodingError:
+    char = text[exc.start]
+    return EncodingError(
+        f"{path} is {encoding.label}, which cannot hold {char!r} (U+{ord(char):04X})",
+        path=path,
+        hint=f"Use only characters that {encoding.codec} can encode; the file was not changed.",
+        details={"encoding": encoding.codec, "character": char},
+    )

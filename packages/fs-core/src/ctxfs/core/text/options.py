@@ -1,0 +1,60 @@
+"""Limits and choices of the text layer, and the one line-number format."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "DEFAULT_LEGACY_ENCODINGS",
+    "LINE_NUMBER_PREFIX",
+    "TextOptions",
+    "format_line_number",
+]
+
+DEFAULT_LEGACY_ENCODINGS: Final = ("shift_jis", "euc_jp", "gbk", "big5", "euc_kr", "cp1252")
+"""Encodings tried, in this order, for text that is not UTF-8 and carries no BOM."""
+
+LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d+)│")
+"""Matches the prefix :func:`format_line_number` puts before each line of a read window."""
+
+
+def format_line_number(number: int) -> str:
+    """Return the prefix shown before line *number* in read output: ``"    12│"``."""
+    return f"{number:>6}│"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextOptions:
+    """How text is read, detected and bounded. One instance per ``Fs``."""
+
+    default_limit: int = 2000
+    """Lines a read returns when the caller gives no limit."""
+    max_line_chars: int = 2000
+    """Characters of one line shown before it is cut and marked."""
+    max_output_chars: int = 50_000
+    """Characters a read window holds at most (line numbers included); it ends before a line
+    that would pass the budget."""
+    chunk_size: int = 1 << 20
+    """Bytes per chunk when streaming a file."""
+    sniff_bytes: int = 8192
+    """Leading bytes examined to tell binary from text."""
+    detect_bytes: int = 1 << 20
+    """Leading bytes examined to choose an encoding when a read streams."""
+    max_control_ratio: float = 0.3
+    """Share of control characters in the sniffed bytes above which content is binary."""
+    legacy_encodings: tuple[str, ...] = DEFAULT_LEGACY_ENCODINGS
+    """Encodings that text which is not UTF-8 may be detected as; empty refuses such text."""
+
+    def __post_init__(self) -> None:
+        for name in ("default_limit", "max_line_chars", "chunk_size", "sniff_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"TextOptions.{name} must be positive")
+        if self.max_output_chars < self.max_line_chars + 100:
+            raise ValueError("TextOptions.max_output_chars must leave room for one whole line")
+        if self.detect_bytes < self.sniff_bytes:
+            raise ValueError("TextOptions.detect_bytes must be at least sniff_bytes")
+        for encoding in self.legacy_encodings:
+            codecs.lookup(encoding)  # raises LookupError for a name Python does not know
