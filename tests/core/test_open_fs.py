@@ -4,8 +4,8 @@ import uuid
 
 import pytest
 
-from conftest import InstallDist
 from ctxfs.core import Fs, InvalidArgument, MemoryBackend, open_backend, open_fs
+from tests.conftest import InstallDist
 
 pytestmark = pytest.mark.anyio
 

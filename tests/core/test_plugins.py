@@ -10,7 +10,6 @@ import anyio.lowlevel
 import pluggy
 import pytest
 
-from conftest import InstallDist
 from ctxfs.core import (
     ABSENT,
     Context,
@@ -25,6 +24,7 @@ from ctxfs.core import (
     hookspec,
 )
 from ctxfs.core.plugins import DISABLE_ENV
+from tests.conftest import InstallDist
 
 pytestmark = pytest.mark.anyio
 

@@ -198,8 +198,9 @@ class ContextFs:
         mount = self._ctx.mount
         async with self._mutation(op):
             current = await mount.backend.read(op.path)
+            document = decode_document(current.data, mount.text_options, path=op.path)
             await mount.hooks.check_version(self._ctx, op, current.version)
-            change = apply(decode_document(current.data, mount.text_options, path=op.path))
+            change = apply(document)
             after = await mount.backend.write(op.path, change.data, expect=current.version)
             await mount.hooks.committed(self._ctx, op, current.version, after)
         return change, current.version, after

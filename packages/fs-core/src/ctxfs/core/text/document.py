@@ -62,6 +62,11 @@ class TextDocument(Generic[AnyStr]):
         r"""The content with every line ending folded to ``\n``."""
         return self.endings.fold(self.raw)
 
+    @property
+    def raw_text(self) -> str:
+        """The content as text, in the file's own line endings (invalid bytes as escapes)."""
+        return self.text_of(self.raw)
+
     @functools.cached_property
     def logical_text(self) -> str:
         """The logical view as text (invalid bytes as escapes)."""
@@ -189,13 +194,12 @@ class TextDocument(Generic[AnyStr]):
         body = body.removesuffix(lf)  # whole lines: the final break is implied
         breaks, ending = body.count(lf), self.endings.dominant(raw)
         body = body.replace(lf, ending)
-        if after_line < total:
-            at = self._raw_line_start(after_line + 1)
-            new_raw = raw[:at] + body + ending + raw[at:]
-        elif raw and not self.endings.ending_at(raw, len(raw) - 1):
-            new_raw = raw + ending + body
+        at = self._raw_line_start(after_line + 1) if after_line < total else len(raw)
+        if after_line == total and raw and not self.endings.ending_at(raw, len(raw) - 1):
+            block = ending + body  # the file keeps lacking a final line break
         else:
-            new_raw = raw + body + ending
+            block = body + ending
+        new_raw = raw[:at] + self._seal(raw[at - 1 : at], block, raw[at : at + 1]) + raw[at:]
         return Change(
             data=self.encode(new_raw),
             replacements=0,
@@ -292,11 +296,43 @@ class TextDocument(Generic[AnyStr]):
             pieces += [raw[kept_from:start], self._with_endings(new, raw[start:end], end)]
             kept_from = end
         pieces.append(raw[kept_from:])
+        for index in range(1, len(pieces), 2):  # the replacements, between kept gaps
+            before = next((piece[-1:] for piece in reversed(pieces[:index]) if piece), None)
+            after = next((piece[:1] for piece in pieces[index + 1 :] if piece), None)
+            pieces[index] = self._seal(before, pieces[index], after)
         starts = self._lines_of(matches)
         growth = new.count(lf) - old.count(lf)  # lines added by each replacement
         last_start = starts[-1] + growth * (len(matches) - 1)
         last = last_start + new.count(lf) - (1 if new.endswith(lf) else 0)
         return endings.empty.join(pieces), starts[0], max(starts[0], last)
+
+    def _seal(self, before: AnyStr | None, piece: AnyStr, after: AnyStr | None) -> AnyStr:
+        r"""Keep *piece* from fusing a lone ``\r`` and a ``\n`` into one ``\r\n``.
+
+        *before* and *after* are the units next to *piece* in the new content
+        (None at either end).
+        A break at either edge of *piece* is re-spelled so the line count stays
+        what the literal edit says; bytes outside *piece* never change.
+
+        Raises:
+            InvalidArgument: *piece* is empty and its neighbours would fuse.
+
+        """
+        cr, lf = self.endings.cr, self.endings.lf
+        if not piece:
+            if before == cr and after == lf:
+                raise InvalidArgument(
+                    f"this edit of {self.path} would fuse a \\r line break with the \\n "
+                    "after it into one line break",
+                    path=self.path,
+                    hint="Include one of the two line breaks in old_string.",
+                )
+            return piece
+        if before == cr and piece.startswith(lf):
+            piece = cr + piece[len(lf) :]
+        if after == lf and piece.endswith(cr):
+            piece += lf
+        return piece
 
     def _with_endings(self, new: AnyStr, replaced: AnyStr, end: int) -> AnyStr:
         """Give *new* (folded) the line endings of the span it replaces."""

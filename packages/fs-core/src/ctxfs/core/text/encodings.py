@@ -61,6 +61,8 @@ class TextEncoding:
     @property
     def label(self) -> str:
         """How the encoding is reported: ``"utf-8"``, ``"utf-8 with BOM"``, ``"cp1252"``."""
+        if self.keeps_invalid_bytes:
+            return f"{self.codec} with invalid bytes kept"
         return self.codec + (" with BOM" if self.bom else "")
 
 

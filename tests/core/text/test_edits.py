@@ -1,0 +1,298 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ctxfs.core import (
+    ABSENT,
+    Context,
+    EditOutcome,
+    ErrorCode,
+    FsError,
+    MemoryBackend,
+)
+from ctxfs.core.text import TextOptions, decode_document
+
+pytestmark = pytest.mark.anyio
+
+OPTIONS = TextOptions()
+
+
+def edit(data: bytes, old: str, new: str, *, replace_all: bool = False) -> bytes:
+    return decode_document(data, OPTIONS, path="f").replace(old, new, replace_all=replace_all).data
+
+
+# -- byte fidelity ---------------------------------------------------------------------
+
+
+def test_crlf_file_keeps_crlf_and_replacement_takes_it() -> None:
+    data = b"one\r\ntwo\r\nthree\r\n"
+    assert edit(data, "two\nthree", "2\n3\n3b") == b"one\r\n2\r\n3\r\n3b\r\n"
+
+
+def test_mixed_endings_map_line_by_line() -> None:
+    data = b"a\r\nb\nc\rd"
+    assert edit(data, "a\nb\nc", "A\nB\nC") == b"A\r\nB\nC\rd"
+
+
+def test_replacement_inside_one_line_takes_that_lines_ending() -> None:
+    data = b"x = 1\ry = 2\rz = 3\r"
+    assert edit(data, "y = 2", "y = 2\ny2 = 4") == b"x = 1\ry = 2\ry2 = 4\rz = 3\r"
+
+
+def test_missing_final_newline_and_bom_survive() -> None:
+    data = b"\xef\xbb\xbfhead\nlast"
+    assert edit(data, "last", "LAST") == b"\xef\xbb\xbfhead\nLAST"
+
+
+def test_invalid_bytes_elsewhere_survive() -> None:
+    data = "émoji ok\n".encode() + b"bad \xff\xfe here\n" + "target é\n".encode()
+    assert edit(data, "target", "goal") == data.replace(b"target", b"goal")
+
+
+def test_cp1252_edit_writes_cp1252() -> None:
+    data = "Café\r\nnaïve\r\n".encode("cp1252")
+    assert edit(data, "naïve", "naïveté") == "Café\r\nnaïveté\r\n".encode("cp1252")
+
+
+def test_shift_jis_edit_writes_shift_jis() -> None:
+    text = "これは日本語のテキストです。\n二行目です。\n"
+    result = edit(text.encode("shift_jis"), "二行目", "第二行")
+    assert result == text.replace("二行目", "第二行").encode("shift_jis")
+
+
+def test_utf16_edit() -> None:
+    data = "α\r\nβ\r\n".encode("utf-16")
+    assert edit(data, "β", "γ\nδ") == "α\r\nγ\r\nδ\r\n".encode("utf-16")
+
+
+def test_replace_all_replaces_every_occurrence() -> None:
+    document = decode_document(b"x\nx\ny\nx\n", OPTIONS, path="f")
+    change = document.replace("x", "z", replace_all=True)
+    assert change.data == b"z\nz\ny\nz\n"
+    assert (change.replacements, change.first_line, change.last_line) == (3, 1, 4)
+
+
+@pytest.mark.parametrize(
+    ("data", "old", "new", "lines"),
+    [
+        (b"a\nb\nc\nd\n", "b\n", "B1\nB2\n", (2, 3)),
+        (b"a\nb\nc\nd\n", "b\nc\n", "", (2, 2)),
+        (b"a\nb\nc\nd\n", "c", "C", (3, 3)),
+        (b"a\r\nb\r\nc\r\n", "b", "1\n2\n3", (2, 4)),
+    ],
+)
+def test_changed_line_range(data: bytes, old: str, new: str, lines: tuple[int, int]) -> None:
+    change = decode_document(data, OPTIONS, path="f").replace(old, new, replace_all=False)
+    assert (change.first_line, change.last_line) == lines
+
+
+# -- line-number prefixes -----------------------------------------------------------------
+
+
+def test_pasted_read_line_numbers_are_stripped_and_reported() -> None:
+    document = decode_document(b"def f():\n    return 1\n", OPTIONS, path="f")
+    change = document.replace(
+        "     1│def f():\n     2│    return 1",
+        "     1│def g():\n     2│    return 2",
+        replace_all=False,
+    )
+    assert change.data == b"def g():\n    return 2\n"
+    assert change.stripped_line_numbers
+
+
+def test_line_numbers_are_not_stripped_when_the_text_matches_as_is() -> None:
+    data = "     1│literal\n".encode()
+    change = decode_document(data, OPTIONS, path="f").replace(
+        "     1│literal", "x", replace_all=False
+    )
+    assert (change.data, change.stripped_line_numbers) == (b"x\n", False)
+
+
+def test_non_consecutive_numbers_are_not_stripped() -> None:
+    document = decode_document(b"a\nb\n", OPTIONS, path="f")
+    with pytest.raises(FsError) as caught:
+        document.replace("     1│a\n     3│b", "x", replace_all=False)
+    assert caught.value.code is ErrorCode.NO_MATCH
+    assert caught.value.details["differences"] == ["pasted line-number prefixes"]
+
+
+# -- insert -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "after", "text", "expected"),
+    [
+        (b"a\nb\n", 0, "top", b"top\na\nb\n"),
+        (b"a\nb\n", 1, "mid", b"a\nmid\nb\n"),
+        (b"a\nb\n", 2, "end", b"a\nb\nend\n"),
+        (b"a\nb", 2, "end", b"a\nb\nend"),
+        (b"a\nb", 2, "end\n", b"a\nb\nend"),
+        (b"a\nb", 1, "x\ny", b"a\nx\ny\nb"),
+        (b"a\r\nb\r\n", 1, "x\ny", b"a\r\nx\r\ny\r\nb\r\n"),
+        (b"", 0, "first", b"first\n"),
+        (b"\xef\xbb\xbfa\n", 0, "z", b"\xef\xbb\xbfz\na\n"),
+    ],
+)
+def test_insert(data: bytes, after: int, text: str, expected: bytes) -> None:
+    change = decode_document(data, OPTIONS, path="f").insert(after, text)
+    assert change.data == expected
+    assert change.first_line == after + 1
+
+
+def test_insert_reports_the_inserted_range() -> None:
+    change = decode_document(b"a\nb\n", OPTIONS, path="f").insert(1, "x\ny\nz\n")
+    assert (change.first_line, change.last_line) == (2, 4)
+
+
+# -- errors a model sees ---------------------------------------------------------------------
+
+ERROR_CASES: list[tuple[str, bytes, dict[str, Any], ErrorCode, str]] = [
+    ("empty old_string", b"a\n", {"old_string": "", "new_string": "x"},
+     ErrorCode.EMPTY_OLD_STRING, "use write"),
+    ("identical strings", b"a\n", {"old_string": "a", "new_string": "a"},
+     ErrorCode.NO_CHANGE, "nothing to do"),
+    ("identical after folding line endings", b"a\nb\n",
+     {"old_string": "a\r\nb", "new_string": "a\nb"}, ErrorCode.NO_CHANGE, "nothing to do"),
+    ("absent text", b"alpha\nbeta\n", {"old_string": "gamma", "new_string": "x"},
+     ErrorCode.NO_MATCH, "read the file again"),
+    ("indentation", b"def f():\n    return 1\n",
+     {"old_string": "def f():\n  return 1", "new_string": "x"},
+     ErrorCode.NO_MATCH, "mind the indentation"),
+    ("tabs vs spaces", b"def f():\n\treturn 1\n",
+     {"old_string": "    return 1", "new_string": "x"}, ErrorCode.NO_MATCH, "tabs vs spaces"),
+    ("trailing whitespace", b"x = 1   \ny = 2\n",
+     {"old_string": "x = 1\ny = 2", "new_string": "x"}, ErrorCode.NO_MATCH, "trailing whitespace"),
+    ("curly quotes", "say “hi”\n".encode(), {"old_string": 'say "hi"', "new_string": "x"},
+     ErrorCode.NO_MATCH, "curly vs straight quotes"),
+    ("missing final line break", b"a\nlast", {"old_string": "last\n", "new_string": "x"},
+     ErrorCode.NO_MATCH, "line endings"),
+    ("escaped line breaks", b"a\nb\n", {"old_string": "a\\nb", "new_string": "x"},
+     ErrorCode.NO_MATCH, "escaped line breaks"),
+    ("other line-number format", b"a\nb\n", {"old_string": "1\ta\n2\tb", "new_string": "x"},
+     ErrorCode.NO_MATCH, "pasted line-number prefixes"),
+    ("decomposed accents", "café\n".encode(), {"old_string": "cafe\u0301", "new_string": "x"},
+     ErrorCode.NO_MATCH, "unicode normalization"),
+    ("invalid bytes in old_string", b"ok \xff bad\n" + "é".encode() * 3,
+     {"old_string": "ok \ufffd bad", "new_string": "x"}, ErrorCode.NO_MATCH, "\ufffd markers"),
+    ("ambiguous", b"x = 1\nx = 1\nx = 1\n", {"old_string": "x = 1", "new_string": "x = 2"},
+     ErrorCode.AMBIGUOUS_MATCH, "set replace_all"),
+    ("unencodable character", "Café\n".encode("cp1252") * 3,
+     {"old_string": "Café", "new_string": "Café ✓"}, ErrorCode.ENCODING_ERROR, "cp1252"),
+    ("replacement character", b"abc\n", {"old_string": "abc", "new_string": "a\ufffdc"},
+     ErrorCode.ENCODING_ERROR, "do not copy"),
+    ("lone surrogate", b"abc\n", {"old_string": "abc", "new_string": "a\ud800c"},
+     ErrorCode.INVALID_ARGUMENT, "fix the argument"),
+    ("binary file", b"\x00\x01binary", {"old_string": "binary", "new_string": "x"},
+     ErrorCode.BINARY_FILE, "binary file"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("data", "arguments", "code", "hint"),
+    [case[1:] for case in ERROR_CASES],
+    ids=[case[0] for case in ERROR_CASES],
+)
+async def test_each_error_has_its_code_and_an_actionable_hint(
+    memory_backend: MemoryBackend,
+    memory_ctx: Context,
+    data: bytes,
+    arguments: dict[str, Any],
+    code: ErrorCode,
+    hint: str,
+) -> None:
+    await memory_backend.write("f.txt", data, expect=ABSENT)
+    if code is not ErrorCode.BINARY_FILE:
+        await memory_ctx.fs.read("f.txt")
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.edit("f.txt", **arguments)
+    assert caught.value.code is code
+    assert hint.lower() in caught.value.hint.lower(), caught.value.hint
+    assert (await memory_backend.read("f.txt")).data == data, "nothing changed"
+
+
+async def test_ambiguous_match_lists_every_line(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    await memory_backend.write("f.txt", b"x\ny\nx\nz\nx\n", expect=ABSENT)
+    await memory_ctx.fs.read("f.txt")
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.edit("f.txt", "x", "w")
+    assert caught.value.details == {"count": 3, "lines": [1, 3, 5]}
+    assert "at lines 1, 3, 5" in caught.value.message
+
+
+async def test_no_match_names_the_closest_lines(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    body = "".join(f"value_{n} = compute({n})\n" for n in range(50)).encode()
+    await memory_backend.write("f.txt", body, expect=ABSENT)
+    await memory_ctx.fs.read("f.txt")
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.edit("f.txt", "value_17 = compute(71)", "x")
+    assert caught.value.code is ErrorCode.NO_MATCH
+    assert 18 in caught.value.details["lines"]
+    assert {"line": 18, "text": "value_17 = compute(17)"} in caught.value.details["candidates"]
+
+
+async def test_insert_through_ctx_fs_needs_an_observation_and_checks_range(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    await memory_backend.write("f.txt", b"a\nb", expect=ABSENT)
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.insert("f.txt", 1, "x")
+    assert caught.value.code is ErrorCode.NOT_OBSERVED
+    await memory_ctx.fs.read("f.txt", limit=1)
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.insert("f.txt", 3, "x")
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+    assert caught.value.details == {"total_lines": 2}
+    outcome = await memory_ctx.fs.insert("f.txt", 2, "c")
+    assert (outcome.first_line, outcome.last_line) == (3, 3)
+    assert (await memory_backend.read("f.txt")).data == b"a\nb\nc"
+
+
+async def test_edit_outcome_through_ctx_fs(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    await memory_backend.write("f.txt", b"one\r\ntwo\r\n", expect=ABSENT)
+    read = await memory_ctx.fs.read("f.txt")
+    outcome = await memory_ctx.fs.edit("f.txt", "two", "2")
+    assert isinstance(outcome, EditOutcome)
+    assert (outcome.replacements, outcome.first_line, outcome.last_line) == (1, 2, 2)
+    assert outcome.previous_version == read.version
+    assert (await memory_backend.read("f.txt")).data == b"one\r\n2\r\n"
+
+
+async def test_write_keeps_encoding_bom_and_dominant_ending(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    await memory_backend.write("f.txt", "\ufeffa\r\nb\r\nc\n".encode(), expect=ABSENT)
+    await memory_ctx.fs.read("f.txt")
+    await memory_ctx.fs.write("f.txt", "a\nnew\nlines\nc\n")
+    assert (await memory_backend.read("f.txt")).data == "\ufeffa\r\nnew\r\nlines\r\nc\n".encode()
+
+
+async def test_new_files_are_utf8_with_lf(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    await memory_ctx.fs.write("new.txt", "héllo\r\nworld\r\n")
+    assert (await memory_backend.read("new.txt")).data == "héllo\nworld\n".encode()
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.write("other.txt", "lost \ufffd data\n")
+    assert caught.value.code is ErrorCode.ENCODING_ERROR
+    with pytest.raises(FsError):
+        await memory_backend.read("other.txt")
+
+
+async def test_write_into_a_legacy_file_refuses_what_it_cannot_hold(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    data = "Café crème\n".encode("cp1252")
+    await memory_backend.write("f.txt", data, expect=ABSENT)
+    await memory_ctx.fs.read("f.txt")
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.write("f.txt", "日本\n")
+    assert caught.value.code is ErrorCode.ENCODING_ERROR
+    assert (await memory_backend.read("f.txt")).data == data

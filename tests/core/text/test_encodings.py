@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from ctxfs.core import BinaryFile, EncodingError
+from ctxfs.core.text import TextOptions, decode_document, detect_encoding
+
+OPTIONS = TextOptions()
+
+SAMPLES = {
+    "cp1252": "Café crème, naïveté — “quoted” … 5 € and œuvre.\r\n",
+    "shift_jis": "これは日本語のテキストです。漢字とカタカナも含みます。\n",
+    "euc_jp": "これは日本語のテキストです。漢字とカタカナも含みます。\n",
+    "gbk": "这是中文文本，我们在这里测试编码的检测，以及中国人的生活。\n",
+    "big5": "這是繁體中文的文本，我們在這裡測試編碼的檢測，以及國家的發展。\n",
+    "euc_kr": "한국어 텍스트입니다. 인코딩을 확인하고 저장합니다.\n",
+}
+
+
+@pytest.mark.parametrize(("codec", "text"), SAMPLES.items())
+def test_legacy_encodings_are_detected_and_round_trip(codec: str, text: str) -> None:
+    data = text.encode(codec)
+    encoding = detect_encoding(data, OPTIONS, path="f", complete=True)
+    assert encoding.codec == codecs.lookup(codec).name
+    document = decode_document(data, OPTIONS, path="f")
+    assert document.raw_text == text
+    assert document.rewrite(text) == data
+
+
+@pytest.mark.parametrize(
+    ("data", "codec", "bom"),
+    [
+        (codecs.BOM_UTF8 + "héllo\n".encode(), "utf-8", codecs.BOM_UTF8),
+        ("héllo\n".encode("utf-16"), "utf-16-le", codecs.BOM_UTF16_LE),
+        (codecs.BOM_UTF16_BE + "héllo\n".encode("utf-16-be"), "utf-16-be", codecs.BOM_UTF16_BE),
+        ("héllo\n".encode("utf-32"), "utf-32-le", codecs.BOM_UTF32_LE),
+        (b"plain ascii\n", "utf-8", b""),
+        ("ünïcödé\n".encode(), "utf-8", b""),
+    ],
+)
+def test_boms_and_utf8(data: bytes, codec: str, bom: bytes) -> None:
+    encoding = detect_encoding(data, OPTIONS, path="f", complete=True)
+    assert (encoding.codec, encoding.bom) == (codec, bom)
+    assert decode_document(data, OPTIONS, path="f").rewrite(data[len(bom) :].decode(codec)) == data
+
+
+def test_a_utf16_le_bom_followed_by_nul_is_not_mistaken_for_utf32() -> None:
+    data = "\x00ab".encode("utf-16-le")
+    encoding = detect_encoding(codecs.BOM_UTF16_LE + data, OPTIONS, path="f", complete=True)
+    assert encoding.codec == "utf-16-le"
+
+
+def test_invalid_bytes_among_valid_utf8_are_kept() -> None:
+    data = "naïve café\nbroken: ".encode() + b"\xff\xfe\n"
+    encoding = detect_encoding(data, OPTIONS, path="f", complete=True)
+    assert encoding.codec == "utf-8"
+    assert encoding.keeps_invalid_bytes
+    assert encoding.label == "utf-8 with invalid bytes kept"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+        b"text then a NUL \x00 here",
+        bytes(range(1, 9)) * 200,
+        "hello".encode("utf-16-le"),  # UTF-16 without a BOM holds NULs: binary
+    ],
+)
+def test_binary_is_detected_from_content(data: bytes) -> None:
+    with pytest.raises(BinaryFile):
+        detect_encoding(data, OPTIONS, path="f.txt", complete=True)
+
+
+def test_a_text_file_named_like_binary_is_text() -> None:
+    document = decode_document(b"key=value\nother=1\n", OPTIONS, path="data.dat")
+    assert document.encoding.codec == "utf-8"
+
+
+def test_a_few_control_characters_do_not_make_binary() -> None:
+    data = b"\x1b[31mred\x1b[0m log line\n" * 20
+    assert detect_encoding(data, OPTIONS, path="f", complete=True).codec == "utf-8"
+
+
+def test_undecidable_text_is_refused() -> None:
+    data = bytes(range(0x80, 0x100)) * 3
+    with pytest.raises(EncodingError) as caught:
+        detect_encoding(data, OPTIONS, path="f", complete=True)
+    assert "not UTF-8" in str(caught.value)
+    assert caught.value.details["tried"] == list(OPTIONS.legacy_encodings)
+
+
+def test_no_legacy_encodings_means_refusal() -> None:
+    data = SAMPLES["cp1252"].encode("cp1252")
+    with pytest.raises(EncodingError):
+        detect_encoding(data, TextOptions(legacy_encodings=()), path="f", complete=True)
+
+
+def test_a_pinned_encoding_wins() -> None:
+    data = SAMPLES["big5"].encode("big5")
+    options = TextOptions(legacy_encodings=("big5",))
+    assert detect_encoding(data, options, path="f", complete=True).codec == "big5"
+
+
+def test_options_are_validated() -> None:
+    with pytest.raises(LookupError):
+        TextOptions(legacy_encodings=("no-such-codec",))
+    with pytest.raises(ValueError, match="max_output_chars"):
+        TextOptions(max_line_chars=5000, max_output_chars=1000)

@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxfs.core import ABSENT, BinaryFile, Context, EncodingError, InvalidArgument, MemoryBackend
+from ctxfs.core.text import TextOptions, Window, format_line_number, read_window
+from ctxfs.core.versions import content_version
+from tests.core.text.reference import reference_lines, stream_of
+
+pytestmark = pytest.mark.anyio
+
+OPTIONS = TextOptions()
+
+
+async def window_of(data: bytes, *, offset: int = 1, limit: int | None = None, chunk: int = 7,
+                    options: TextOptions = OPTIONS) -> Window:  # fmt: skip
+    return await read_window(
+        stream_of(data, chunk), offset=offset, limit=limit, options=options, path="f.txt"
+    )
+
+
+async def test_window_counts_and_continuation() -> None:
+    data = "".join(f"line {n}\n" for n in range(1, 11)).encode()
+    window = await window_of(data, offset=3, limit=4)
+    assert window.text == "line 3\nline 4\nline 5\nline 6\n"
+    assert (window.returned_lines, window.total_lines, window.next_offset) == (4, 10, 7)
+    assert not window.complete
+    last = await window_of(data, offset=7, limit=100)
+    assert (last.returned_lines, last.next_offset) == (4, None)
+
+
+async def test_whole_file_is_complete() -> None:
+    window = await window_of(b"a\r\nb\rc\nd")
+    assert window.text == "a\nb\nc\nd"
+    assert (window.total_lines, window.next_offset, window.complete) == (4, None, True)
+
+
+async def test_empty_file() -> None:
+    window = await window_of(b"")
+    assert (window.text, window.total_lines, window.returned_lines) == ("", 0, 0)
+    assert window.next_offset is None
+    assert window.complete
+
+
+async def test_offset_past_the_end_says_so_clearly() -> None:
+    window = await window_of(b"a\nb\n", offset=5)
+    assert (window.text, window.returned_lines, window.total_lines) == ("", 0, 2)
+    assert window.next_offset is None
+    assert not window.complete
+
+
+async def test_bad_offset_and_limit() -> None:
+    with pytest.raises(InvalidArgument, match="offset"):
+        await window_of(b"a\n", offset=0)
+    with pytest.raises(InvalidArgument, match="limit"):
+        await window_of(b"a\n", limit=0)
+
+
+async def test_long_lines_are_cut_and_marked() -> None:
+    options = TextOptions(max_line_chars=10, max_output_chars=1000)
+    data = b"short\n" + b"x" * 25 + b"\nend\n"
+    window = await window_of(data, options=options)
+    assert window.text.splitlines()[1] == "x" * 10 + " … [line cut here; it holds 25 bytes]"
+    assert window.truncated_lines == (2,)
+    assert not window.complete
+    assert window.total_lines == 3
+
+
+async def test_a_cut_never_splits_a_character() -> None:
+    options = TextOptions(max_line_chars=3, max_output_chars=1000)
+    window = await window_of(("é" * 40 + "\n").encode(), options=options, chunk=5)
+    assert window.text.startswith("ééé …")
+
+
+async def test_output_budget_ends_the_window_with_the_exact_next_offset() -> None:
+    options = TextOptions(max_line_chars=100, max_output_chars=400)
+    data = "".join(f"{n:03d} " + "y" * 40 + "\n" for n in range(1, 101)).encode()
+    window = await window_of(data, options=options)
+    assert window.output_capped
+    shown = window.returned_lines
+    assert 0 < shown < 100
+    assert window.next_offset == shown + 1
+    assert window.text.splitlines()[-1].startswith(f"{shown:03d} ")
+    cost = sum(len(line) + 1 + len(format_line_number(n)) for n, line in
+               enumerate(window.text.splitlines(), start=1))  # fmt: skip
+    assert cost <= 400
+    following = await window_of(data, offset=window.next_offset, options=options)
+    assert following.text.splitlines()[0].startswith(f"{shown + 1:03d} ")
+
+
+async def test_crlf_split_between_chunks_is_one_line_break() -> None:
+    for chunk in range(1, 6):
+        window = await window_of(b"ab\r\ncd\r\n\r\nef", chunk=chunk)
+        assert window.text == "ab\ncd\n\nef"
+        assert window.total_lines == 4
+
+
+async def test_utf16_with_bom_streams_in_any_chunking() -> None:
+    data = "héllo\r\nwörld\r\n".encode("utf-16")
+    for chunk in (1, 2, 3, 1024):
+        window = await window_of(data, chunk=chunk)
+        assert window.text == "héllo\nwörld\n"
+        assert window.encoding == "utf-16-le with BOM"
+
+
+async def test_binary_and_unknown_encodings_are_refused() -> None:
+    with pytest.raises(BinaryFile):
+        await window_of(b"PK\x03\x04\x00\x00binary")
+    with pytest.raises(EncodingError):
+        await window_of(bytes(range(0x80, 0x100)) * 4)
+
+
+async def test_invalid_bytes_show_as_replacement_characters() -> None:
+    window = await window_of("ok é\nbad \x99 byte\n".encode().replace(b"\xc2\x99", b"\x99"))
+    assert window.text == "ok é\nbad \ufffd byte\n"
+
+
+lines_strategy = st.lists(
+    st.tuples(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=12),
+        st.sampled_from(["\n", "\r\n", "\r"]),
+    ),
+    max_size=30,
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=lines_strategy,
+    final_break=st.booleans(),
+    offset=st.integers(1, 35),
+    limit=st.integers(1, 35),
+    chunk=st.integers(1, 40),
+    encoding=st.sampled_from(["utf-8", "utf-8-sig", "utf-16"]),
+)
+def test_window_matches_the_obvious_reference(
+    lines: list[tuple[str, str]], final_break: bool, offset: int, limit: int, chunk: int,
+    encoding: str,
+) -> None:  # fmt: skip
+    text = "".join(content + ending for content, ending in lines)
+    if lines and not final_break:
+        text = text[: -len(lines[-1][1])]
+    data = text.encode(encoding)
+    if encoding == "utf-8" and b"\x00" in data:
+        return  # a NUL makes UTF-8 content binary, by design
+    expected = reference_lines(text)
+    window = anyio.run(lambda: window_of(data, offset=offset, limit=limit, chunk=chunk))
+    chosen = expected[offset - 1 : offset - 1 + limit]
+    assert window.text == "".join(content + ("\n" if ended else "") for content, ended in chosen)
+    assert window.total_lines == len(expected)
+    assert window.returned_lines == len(chosen)
+    end = offset - 1 + len(chosen)
+    assert window.next_offset == (end + 1 if chosen and end < len(expected) else None)
+
+
+async def test_ctx_fs_read_streams_and_reports_the_version(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    data = "".join(f"{n}\n" for n in range(5000)).encode()
+    version = await memory_backend.write("big.txt", data, expect=ABSENT)
+    outcome = await memory_ctx.fs.read("big.txt", offset=4000, limit=2)
+    assert outcome.text == "3999\n4000\n"
+    assert (outcome.total_lines, outcome.next_offset, outcome.partial) == (5000, 4002, True)
+    assert outcome.version == version == content_version(data)
+    assert outcome.encoding == "utf-8"
