@@ -6,7 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxfs.core import ABSENT, BinaryFile, Context, EncodingError, InvalidArgument, MemoryBackend
-from ctxfs.core.text import TextOptions, Window, format_line_number, read_window
+from ctxfs.core.text import (
+    TextOptions,
+    Window,
+    format_line_number,
+    read_window,
+    truncation_marker,
+)
 from ctxfs.core.versions import content_version
 from tests.core.text.reference import reference_lines, stream_of
 
@@ -118,16 +124,17 @@ async def test_invalid_bytes_show_as_replacement_characters() -> None:
     assert window.text == "ok é\nbad \ufffd byte\n"
 
 
+CONTROLS = "".join(map(chr, [*range(0x09), *range(0x0A, 0x20), 0x7F]))  # \t is text
 lines_strategy = st.lists(
     st.tuples(
-        st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=12),
+        st.text(alphabet=st.characters(codec="utf-8", exclude_characters=CONTROLS), max_size=12),
         st.sampled_from(["\n", "\r\n", "\r"]),
     ),
     max_size=30,
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
     lines=lines_strategy,
     final_break=st.booleans(),
@@ -135,10 +142,12 @@ lines_strategy = st.lists(
     limit=st.integers(1, 35),
     chunk=st.integers(1, 40),
     encoding=st.sampled_from(["utf-8", "utf-8-sig", "utf-16"]),
+    cap=st.integers(1, 15),
+    room=st.integers(100, 260),
 )
 def test_window_matches_the_obvious_reference(
     lines: list[tuple[str, str]], final_break: bool, offset: int, limit: int, chunk: int,
-    encoding: str,
+    encoding: str, cap: int, room: int,
 ) -> None:  # fmt: skip
     text = "".join(content + ending for content, ending in lines)
     if lines and not final_break:
@@ -146,14 +155,39 @@ def test_window_matches_the_obvious_reference(
     data = text.encode(encoding)
     if encoding == "utf-8" and b"\x00" in data:
         return  # a NUL makes UTF-8 content binary, by design
+    options = TextOptions(max_line_chars=cap, max_output_chars=cap + room)
+    window = anyio.run(
+        lambda: window_of(data, offset=offset, limit=limit, chunk=chunk, options=options)
+    )
     expected = reference_lines(text)
-    window = anyio.run(lambda: window_of(data, offset=offset, limit=limit, chunk=chunk))
-    chosen = expected[offset - 1 : offset - 1 + limit]
-    assert window.text == "".join(content + ("\n" if ended else "") for content, ended in chosen)
+    shown: list[str] = []
+    truncated: list[int] = []
+    budget, capped = cap + room, False
+    for number, (content, ended) in enumerate(expected[offset - 1 : offset - 1 + limit], offset):
+        shown_content = content
+        if len(content) > cap:
+            size, unit = (
+                (len(content), "characters")
+                if encoding == "utf-16"
+                else (len(content.encode()), "bytes")
+            )
+            shown_content = content[:cap] + truncation_marker(size, unit)
+            truncated.append(number)
+        line = shown_content + ("\n" if ended else "")
+        cost = len(line) + len(format_line_number(number))
+        if cost > budget and shown:
+            truncated = [n for n in truncated if n != number]
+            capped = True
+            break
+        budget -= cost
+        shown.append(line)
+    assert window.text == "".join(shown)
     assert window.total_lines == len(expected)
-    assert window.returned_lines == len(chosen)
-    end = offset - 1 + len(chosen)
-    assert window.next_offset == (end + 1 if chosen and end < len(expected) else None)
+    assert window.returned_lines == len(shown)
+    assert window.truncated_lines == tuple(truncated)
+    assert window.output_capped == capped
+    end = offset - 1 + len(shown)
+    assert window.next_offset == (end + 1 if shown and end < len(expected) else None)
 
 
 async def test_ctx_fs_read_streams_and_reports_the_version(

@@ -120,8 +120,10 @@ class ContextFs:
             current = await self._current(path)
             before = current.version if current is not None else None
             await mount.hooks.check_version(self._ctx, op, before)
-            document = decode_document(
-                current.data if current is not None else b"", mount.text_options, path=path
+            document = (
+                self._decode(path, current)
+                if current is not None
+                else decode_document(b"", mount.text_options, path=path)
             )
             data = document.rewrite(content)
             try:
@@ -130,6 +132,7 @@ class ContextFs:
                 )
             except AlreadyExists:
                 raise Stale(f"{path} was created by someone else meanwhile", path=path) from None
+            mount.known_encodings.remember(after, document.encoding)
             await mount.hooks.committed(self._ctx, op, before, after)
         return WriteOutcome(
             path=path,
@@ -198,10 +201,11 @@ class ContextFs:
         mount = self._ctx.mount
         async with self._mutation(op):
             current = await mount.backend.read(op.path)
-            document = decode_document(current.data, mount.text_options, path=op.path)
+            document = self._decode(op.path, current)
             await mount.hooks.check_version(self._ctx, op, current.version)
             change = apply(document)
             after = await mount.backend.write(op.path, change.data, expect=current.version)
+            mount.known_encodings.remember(after, document.encoding)
             await mount.hooks.committed(self._ctx, op, current.version, after)
         return change, current.version, after
 
@@ -246,6 +250,14 @@ class ContextFs:
             for lock in hooks.mutation_locks(self._ctx, op):
                 await stack.enter_async_context(lock)
             yield
+
+    def _decode(self, path: str, blob: Blob) -> AnyDocument:
+        """Decode a whole file, detecting its encoding once per version."""
+        mount = self._ctx.mount
+        known = mount.known_encodings.get(blob.version)
+        document = decode_document(blob.data, mount.text_options, path=path, encoding=known)
+        mount.known_encodings.remember(blob.version, document.encoding)
+        return document
 
     async def _current(self, path: str) -> Blob | None:
         try:

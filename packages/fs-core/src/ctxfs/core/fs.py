@@ -10,7 +10,7 @@ from ctxfs.core.backend import Backend
 from ctxfs.core.context import Context
 from ctxfs.core.filecontext import DEFAULT_LOCK_TIMEOUT, FileContextPlugin
 from ctxfs.core.plugins import PluginHost, create_plugin_manager
-from ctxfs.core.text import TextOptions
+from ctxfs.core.text import KnownEncodings, TextOptions
 
 __all__ = ["FILE_CONTEXT_PLUGIN", "Fs"]
 
@@ -44,6 +44,7 @@ class Fs:
     ) -> None:
         self.backend = backend
         self.text_options = text_options if text_options is not None else TextOptions()
+        self.known_encodings = KnownEncodings()
         self.file_context = FileContextPlugin(backend, lock_timeout=lock_timeout)
         self.plugin_manager = create_plugin_manager(
             builtins=[(self.file_context, FILE_CONTEXT_PLUGIN)],

@@ -9,7 +9,7 @@
 """
 
 from ctxfs.core.text.document import AnyDocument, Change, TextDocument, decode_document, display
-from ctxfs.core.text.encodings import TextEncoding, detect_encoding
+from ctxfs.core.text.encodings import KnownEncodings, TextEncoding, detect_encoding
 from ctxfs.core.text.options import (
     DEFAULT_LEGACY_ENCODINGS,
     LINE_NUMBER_PREFIX,
@@ -23,6 +23,7 @@ __all__ = [
     "LINE_NUMBER_PREFIX",
     "AnyDocument",
     "Change",
+    "KnownEncodings",
     "TextDocument",
     "TextEncoding",
     "TextOptions",

@@ -93,27 +93,29 @@ class TextDocument(Generic[AnyStr]):
         return units.decode(self.encoding.codec, self.encoding.errors)
 
     def encode(self, raw: AnyStr) -> bytes:
-        """Return the file bytes for new *raw* content, refusing to add U+FFFD."""
+        """Return the file bytes for new *raw* content."""
         if isinstance(raw, bytes):
-            body = raw
-        else:
-            try:
-                body = raw.encode(self.encoding.codec, self.encoding.errors)
-            except UnicodeEncodeError as exc:
-                raise _unencodable(self.path, self.encoding, raw, exc) from None
-        if self._replacement_chars(raw) > self._replacement_chars(self.raw):
+            return self.encoding.bom + raw
+        try:
+            return self.encoding.bom + raw.encode(self.encoding.codec, self.encoding.errors)
+        except UnicodeEncodeError as exc:
+            raise _unencodable(self.path, self.encoding, raw, exc) from None
+
+    def _replacement_chars(self, units: AnyStr) -> int:
+        """Real U+FFFD characters in *units* (escaped invalid bytes are not counted)."""
+        if isinstance(units, str):
+            return units.count(_FFFD)
+        return units.count(_FFFD.encode()) if self.encoding.codec == "utf-8" else 0
+
+    def _refuse_added_replacement_chars(self, added: int) -> None:
+        """Nothing ever writes U+FFFD: it marks data already lost, not text."""
+        if added > 0:
             raise EncodingError(
                 f"the new content of {self.path} would add U+FFFD replacement characters",
                 path=self.path,
                 hint="Do not copy '\ufffd' markers into new text; they stand for bytes "
                 "that are not valid text and cannot be written back.",
             )
-        return self.encoding.bom + body
-
-    def _replacement_chars(self, units: AnyStr) -> int:
-        if isinstance(units, str):
-            return units.count(_FFFD)
-        return units.count(_FFFD.encode()) if self.encoding.codec == "utf-8" else 0
 
     # -- positions ------------------------------------------------------------------
 
@@ -162,6 +164,9 @@ class TextDocument(Generic[AnyStr]):
                 path=self.path,
                 details={"count": len(matches), "lines": lines},
             )
+        self._refuse_added_replacement_chars(
+            len(matches) * (new_string.count(_FFFD) - old_string.count(_FFFD))
+        )
         raw, first, last = self._splice(matches, old, new)
         return Change(
             data=self.encode(raw),
@@ -190,6 +195,7 @@ class TextDocument(Generic[AnyStr]):
                 details={"total_lines": total},
             )
         raw, lf = self.raw, self.endings.lf
+        self._refuse_added_replacement_chars(text.count(_FFFD))
         body = self.units(text, what="the inserted text")
         body = body.removesuffix(lf)  # whole lines: the final break is implied
         breaks, ending = body.count(lf), self.endings.dominant(raw)
@@ -216,26 +222,25 @@ class TextDocument(Generic[AnyStr]):
         """
         old_lines = self.endings.split_lines(self.raw)
         new_lines = self.endings.split_lines(self.units(content, what="content"))
-        ending = self.endings.dominant(self.raw)
-        head = 0
-        while head < min(len(old_lines), len(new_lines)) and self._same_line(
-            old_lines[head], new_lines[head]
-        ):
+        head, shortest = 0, min(len(old_lines), len(new_lines))
+        while head < shortest and self._same_line(old_lines[head], new_lines[head]):
             head += 1
         tail = 0
-        while tail < min(len(old_lines), len(new_lines)) - head and self._same_line(
+        while tail < shortest - head and self._same_line(
             old_lines[-1 - tail], new_lines[-1 - tail]
         ):
             tail += 1
-        middle: list[AnyStr] = [
-            content + (ending if terminator else terminator)
-            for content, terminator in new_lines[head : len(new_lines) - tail]
-        ]
-        kept_head: list[AnyStr] = [content + terminator for content, terminator in old_lines[:head]]
-        kept_tail: list[AnyStr] = [
-            content + terminator for content, terminator in old_lines[len(old_lines) - tail :]
-        ]
-        return self.encode(self.endings.empty.join(kept_head + middle + kept_tail))
+        replaced = old_lines[head : len(old_lines) - tail]
+        added = new_lines[head : len(new_lines) - tail]
+        self._refuse_added_replacement_chars(
+            sum(self._replacement_chars(line) for line, _ in added)
+            - sum(self._replacement_chars(line) for line, _ in replaced)
+        )
+        ending = self.endings.dominant(self.raw)
+        units: list[AnyStr] = [line + ending_ for line, ending_ in old_lines[:head]]
+        units += [line + (ending if ending_ else ending_) for line, ending_ in added]
+        units += [line + ending_ for line, ending_ in old_lines[len(old_lines) - tail :]]
+        return self.encode(self.endings.empty.join(units))
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -360,15 +365,18 @@ class TextDocument(Generic[AnyStr]):
 AnyDocument: TypeAlias = TextDocument[bytes] | TextDocument[str]
 
 
-def decode_document(data: bytes, options: TextOptions, *, path: str) -> AnyDocument:
-    """Decode a whole file.
+def decode_document(
+    data: bytes, options: TextOptions, *, path: str, encoding: TextEncoding | None = None
+) -> AnyDocument:
+    """Decode a whole file, in *encoding* if it is already known, else as detected.
 
     Raises:
         BinaryFile: The content is binary.
         EncodingError: No encoding round-trips the content exactly.
 
     """
-    encoding = detect_encoding(data, options, path=path, complete=True)
+    if encoding is None:
+        encoding = detect_encoding(data, options, path=path, complete=True)
     body = data[len(encoding.bom) :]
     if encoding.byte_safe:
         return TextDocument(path=path, encoding=encoding, raw=body, endings=BYTE_ENDINGS)

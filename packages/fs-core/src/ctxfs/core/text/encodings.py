@@ -17,7 +17,9 @@ Order of decisions:
 from __future__ import annotations
 
 import codecs
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -25,7 +27,7 @@ from typing import Final
 from ctxfs.core.errors import BinaryFile, EncodingError
 from ctxfs.core.text.options import TextOptions
 
-__all__ = ["UTF8", "TextEncoding", "detect_encoding", "sniff_binary"]
+__all__ = ["UTF8", "KnownEncodings", "TextEncoding", "detect_encoding", "sniff_binary"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +79,7 @@ _BOMS: Final = (
 )
 _CONTROL_BYTES: Final = bytes([*range(0x08), *range(0x0E, 0x20), 0x7F])
 _STRAY_BYTES_TOLERATED: Final = 8
+_VALIDATION_SLICE: Final = 1 << 20
 
 
 def sniff_binary(sample: bytes, options: TextOptions, *, path: str) -> None:
@@ -135,12 +138,44 @@ def _bom_fits(data: bytes, bom: bytes, codec: str, *, complete: bool) -> bool:
 
 
 def _valid_utf8(data: bytes, *, complete: bool) -> bool:
+    """Validate in slices, so no text as large as the file is ever built."""
     decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
     try:
-        decoder.decode(data, final=complete)
+        for start in range(0, len(data), _VALIDATION_SLICE):
+            decoder.decode(view[start : start + _VALIDATION_SLICE])
+        decoder.decode(b"", final=complete)
     except UnicodeDecodeError:
         return False
     return True
+
+
+class KnownEncodings:
+    """Encodings already established for versions, so one version is detected only once.
+
+    A version names one content, so its encoding never changes. ctx.fs records
+    the encoding of each version it decodes and of each it writes (written in
+    the same encoding), which spares repeated edits of a large file a full
+    validation pass each.
+    """
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = capacity
+        self._known: OrderedDict[str, TextEncoding] = OrderedDict()
+        self._guard = threading.Lock()
+
+    def get(self, version: str) -> TextEncoding | None:
+        """Return the encoding recorded for *version*, if any."""
+        with self._guard:
+            return self._known.get(version)
+
+    def remember(self, version: str, encoding: TextEncoding) -> None:
+        """Record the encoding of *version*, forgetting the oldest beyond capacity."""
+        with self._guard:
+            self._known[version] = encoding
+            self._known.move_to_end(version)
+            while len(self._known) > self.capacity:
+                self._known.popitem(last=False)
 
 
 def _is_single_byte(codec: str) -> bool:

@@ -101,8 +101,9 @@ def count_terminators(units: AnyStr, endings: Endings[AnyStr], *, after_cr: bool
     Pieces of one stream can be counted one by one: a ``\r\n`` split between
     two pieces is counted once.
     """
-    crlf = units.count(endings.crlf)
-    count = units.count(endings.lf) + units.count(endings.cr) - crlf
+    count = units.count(endings.lf)
+    if endings.cr in units:
+        count += units.count(endings.cr) - units.count(endings.crlf)
     if after_cr and units.startswith(endings.lf):
         count -= 1
     return count

@@ -10,6 +10,7 @@ and, from the stream, the version of the whole file.
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 from typing import AnyStr, Final, Generic
 
@@ -99,7 +100,13 @@ async def read_window(
 
 
 class _Scanner(Generic[AnyStr]):
-    """Consumes the content piece by piece; keeps only the window."""
+    """Consumes the content piece by piece, in bulk; keeps only the window's units.
+
+    Lines before the window are counted, lines after it too. The window's units
+    are kept whole, except that a line longer than the per-line cap keeps only
+    its first ``unit_cap`` units, and collection stops once the kept units must
+    exceed the output budget. :meth:`finish` decodes and cuts the window at once.
+    """
 
     def __init__(
         self,
@@ -113,109 +120,181 @@ class _Scanner(Generic[AnyStr]):
     ) -> None:
         self.endings: Endings[AnyStr] = endings
         self.encoding, self.options = encoding, options
-        self.offset, self.last = offset, offset + limit - 1
+        self.offset, self.limit = offset, limit
         self.unit = unit
         self.unit_cap = options.max_line_chars * (_UTF8_MAX_BYTES if unit == "bytes" else 1)
+        self.unit_budget = options.max_output_chars * (_UTF8_MAX_BYTES if unit == "bytes" else 1)
         self.line = 1  # number of the line being read
         self.after_cr = False  # the previous piece ended with \r
         self.ends_with_break = True  # nothing read yet, or the last unit was a line break
-        self.current: list[AnyStr] = []  # the window line being read, up to unit_cap units
-        self.current_size = 0  # units of the window line being read
-        self.shown: list[str] = []
-        self.truncated: list[int] = []
-        self.budget = options.max_output_chars
-        self.done = False  # the window is complete; only count from here
-        self.capped = False
+        self.collecting = False
+        self.done = False
+        self.kept: list[AnyStr] = []  # the window's units so far
+        self.kept_size = 0
+        self.kept_lines = 0  # complete lines in self.kept
+        self.tail_kept = 0  # units of the unfinished last line held in self.kept
+        self.tail_size = 0  # units of the unfinished last line in all
+        self.cut_sizes: dict[int, int] = {}  # line number -> full size, for lines cut while kept
 
     def feed(self, piece: AnyStr) -> None:
         if not piece:
             return
-        position = 0
-        if self.after_cr and piece.startswith(self.endings.lf):
-            position = 1  # the second half of a \r\n split between pieces
-        if not self.done and self.line + self._breaks(piece, position) < self.offset:
-            self.line += self._breaks(piece, position)  # the window starts in a later piece
-        elif not self.done:
-            position = self._scan(piece, position)
-            if self.done:
-                self.line += count_terminators(piece[position:], self.endings, after_cr=False)
-        else:
-            self.line += self._breaks(piece, position)
+        position = 1 if self.after_cr and piece.startswith(self.endings.lf) else 0
+        if self.done:
+            self.line += count_terminators(piece, self.endings, after_cr=self.after_cr)
+        elif position < len(piece):
+            if not self.collecting:
+                position = self._skip_to_window(piece, position)
+            if self.collecting:
+                self._collect(piece, position)
         self.after_cr = piece.endswith(self.endings.cr)
         self.ends_with_break = piece.endswith((self.endings.lf, self.endings.cr))
 
-    def _breaks(self, piece: AnyStr, start: int) -> int:
-        return count_terminators(piece[start:], self.endings, after_cr=False)
-
-    def _scan(self, piece: AnyStr, position: int) -> int:
-        """Walk line by line until the window is done; return where walking stopped."""
-        splitter = self.endings.splitter
-        while not self.done:
-            match = splitter.search(piece, position)
-            if match is None:
-                self._extend(piece[position:])
-                return len(piece)
-            self._extend(piece[position : match.start()])
-            self._end_line()
+    def _skip_to_window(self, piece: AnyStr, position: int) -> int:
+        """Count lines until the window's first line starts; return where it starts."""
+        breaks = count_terminators(piece[position:], self.endings, after_cr=False)
+        if self.line + breaks < self.offset:
+            self.line += breaks
+            return len(piece)
+        search = self.endings.splitter.search
+        while self.line < self.offset:
+            match = search(piece, position)
+            assert match is not None  # counted above
             position = match.end()
+            self.line += 1
+        self.collecting = True
         return position
 
-    def _extend(self, units: AnyStr) -> None:
-        if self.offset <= self.line <= self.last and units:
-            room = self.unit_cap - min(self.current_size, self.unit_cap)
-            if room:
-                self.current.append(units[:room])
-            self.current_size += len(units)
-
-    def _end_line(self) -> None:
-        if self.line >= self.offset:
-            self._show(terminated=True)
-        self.line += 1
-        if self.line > self.last:
+    def _collect(self, piece: AnyStr, position: int) -> None:
+        """Keep the window's units from *piece*, stopping where the window ends."""
+        segment = piece[position:] if position else piece
+        wanted = self.limit - self.kept_lines
+        breaks = count_terminators(segment, self.endings, after_cr=False)
+        beyond = 0  # breaks after the window's end, only counted
+        if breaks >= wanted:  # the window ends in this segment: walk to its last break
+            end, search = 0, self.endings.splitter.search
+            for _ in range(wanted):
+                match = search(segment, end)
+                assert match is not None  # counted above
+                end = match.end()
+            segment, breaks, beyond = segment[:end], wanted, breaks - wanted
             self.done = True
-
-    def _show(self, *, terminated: bool) -> None:
-        kept = self.endings.empty.join(self.current)
-        text = self._decode(kept)
-        cap = self.options.max_line_chars
-        cut = self.current_size > len(kept) or len(text) > cap
-        if cut:
-            text = text[:cap] + truncation_marker(self.current_size, self.unit)
-        text = display(text) + ("\n" if terminated else "")
-        cost = len(text) + len(format_line_number(self.line))
-        self.current, self.current_size = [], 0
-        if cost > self.budget and self.shown:
-            self.done = self.capped = True  # this line opens the next window
+        if not breaks:
+            self._extend_tail(segment)
             return
-        self.budget -= cost
-        self.shown.append(text)
-        if cut:
-            self.truncated.append(self.line)
+        first = self.endings.splitter.search(segment)
+        assert first is not None
+        last = max(segment.rfind(self.endings.lf), segment.rfind(self.endings.cr)) + 1
+        self._extend_tail(segment[: first.start()])
+        if self.tail_size > self.unit_cap:
+            self.cut_sizes[self.line] = self.tail_size
+        self._keep(segment[first.start() : last])
+        self.kept_lines += breaks
+        self.line += breaks + beyond
+        self.tail_kept = self.tail_size = 0
+        self._extend_tail(segment[last:])
+        if self.kept_size > self.unit_budget + self.unit_cap:
+            self.done = True  # the budget must end the window inside what is kept
+
+    def _extend_tail(self, units: AnyStr) -> None:
+        """Add units of the unfinished last line, keeping at most ``unit_cap`` of them."""
+        room = self.unit_cap - self.tail_kept
+        if room > 0 and units:
+            self._keep(units[:room])
+            self.tail_kept += min(room, len(units))
+        self.tail_size += len(units)
+
+    def _keep(self, units: AnyStr) -> None:
+        self.kept.append(units)
+        self.kept_size += len(units)
+
+    def finish(self) -> Window:
+        unterminated = not self.ends_with_break
+        total = self.line - (0 if unterminated else 1)
+        text = self._decode(self.endings.empty.join(self.kept))
+        if "\r" in text:
+            text = TEXT_ENDINGS.fold(text)
+        lines = text.split("\n")
+        complete = lines[: self.kept_lines]
+        if not self.done and self.collecting and unterminated and self.tail_size:
+            if self.tail_size > self.unit_cap:
+                self.cut_sizes[self.offset + self.kept_lines] = self.tail_size
+            complete.append(lines[self.kept_lines])
+            last_terminated = False
+        else:
+            last_terminated = True
+        shown, count, truncated, capped = self._fit(complete, last_terminated=last_terminated)
+        following = self.offset + count
+        next_offset = following if capped or (count and following <= total) else None
+        return Window(
+            text=shown,
+            offset=self.offset,
+            returned_lines=count,
+            total_lines=total,
+            next_offset=next_offset,
+            truncated_lines=tuple(truncated),
+            output_capped=capped,
+            encoding=self.encoding.label,
+        )
+
+    def _fit(self, lines: list[str], *, last_terminated: bool) -> tuple[str, int, list[int], bool]:
+        """Cut long lines, mark them, and stop at the output budget.
+
+        Returns the window text, its line count, the cut lines and whether the
+        budget ended the window.
+        """
+        cap, budget = self.options.max_line_chars, self.options.max_output_chars
+        joined = "\n".join(lines) + ("\n" if lines and last_terminated else "")
+        escaped = _ESCAPE.search(joined) is not None
+        if not (self.cut_sizes or escaped) and max(map(len, lines), default=0) <= cap:
+            cost = len(joined) + _prefix_chars(self.offset, len(lines))
+            if cost <= budget:  # the common case: nothing to cut, mark or drop
+                return joined, len(lines), [], False
+        shown: list[str] = []
+        truncated: list[int] = []
+        for index, line in enumerate(lines):
+            number, content = self.offset + index, line
+            size = self.cut_sizes.get(number)
+            if size is not None or len(line) > cap:
+                if size is None:
+                    size = self._size(line)
+                content = line[:cap] + truncation_marker(size, self.unit)
+                truncated.append(number)
+            if escaped:
+                content = display(content)
+            if index + 1 < len(lines) or last_terminated:
+                content += "\n"
+            cost = len(content) + len(format_line_number(number))
+            if cost > budget and shown:
+                if truncated and truncated[-1] == number:
+                    truncated.pop()
+                return "".join(shown), len(shown), truncated, True
+            budget -= cost
+            shown.append(content)
+        return "".join(shown), len(shown), truncated, False
 
     def _decode(self, units: AnyStr) -> str:
         if isinstance(units, str):
             return units
-        decoder = codecs.getincrementaldecoder(self.encoding.codec)("surrogateescape")
-        final = len(units) < self.unit_cap  # a capped prefix may end inside a character
-        return decoder.decode(units, final=final)
+        return units.decode(self.encoding.codec, "surrogateescape")
 
-    def finish(self) -> Window:
-        unterminated = not self.ends_with_break
-        if unterminated and not self.done and self.line >= self.offset:
-            self._show(terminated=False)
-        total = self.line - (0 if unterminated else 1)
-        if self.capped:
-            next_offset: int | None = self.offset + len(self.shown)
-        else:
-            following = self.offset + len(self.shown)
-            next_offset = following if following <= total and self.shown else None
-        return Window(
-            text="".join(self.shown),
-            offset=self.offset,
-            returned_lines=len(self.shown),
-            total_lines=total,
-            next_offset=next_offset,
-            truncated_lines=tuple(self.truncated),
-            output_capped=self.capped,
-            encoding=self.encoding.label,
-        )
+    def _size(self, text: str) -> int:
+        """The size of *text* in this scanner's units."""
+        if self.unit == "characters":
+            return len(text)
+        return len(text.encode(self.encoding.codec, "surrogateescape"))
+
+
+def _prefix_chars(first: int, count: int) -> int:
+    """Characters of the line-number prefixes of lines ``first .. first + count - 1``."""
+    total, number, end = 0, first, first + count
+    while number < end:
+        width = len(format_line_number(number))
+        same_width_end = min(end, 10 ** (width - 1))  # where the prefix grows a character
+        same_width_end = max(same_width_end, number + 1)
+        total += width * (same_width_end - number)
+        number = same_width_end
+    return total
+
+
+_ESCAPE: Final = re.compile("[\udc80-\udcff]")
