@@ -11,6 +11,7 @@ left to the backend (the kernel, for local disk).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -27,6 +28,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_path(path: str, *, file: bool = False) -> str:
     """Return the canonical root-relative form of *path*, or refuse it.
 

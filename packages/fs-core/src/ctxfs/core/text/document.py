@@ -9,6 +9,7 @@ final newline, a BOM and even invalid bytes come out exactly as they went in.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import AnyStr, Generic, TypeAlias
 
@@ -20,7 +21,7 @@ from ctxfs.core.text.options import LINE_NUMBER_PREFIX, TextOptions
 
 __all__ = ["AnyDocument", "Change", "TextDocument", "display", "strip_line_numbers"]
 
-_SURROGATES = range(0xD800, 0xE000)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_BYTES_AS_FFFD = dict.fromkeys(range(56448, 56576), 65533)
 _FFFD = "\ufffd"
 _BLOCK = 1 << 16
@@ -76,7 +77,7 @@ class TextDocument(Generic[AnyStr]):
 
     def units(self, text: str, *, what: str) -> AnyStr:
         r"""Convert caller text to the document's units, line endings folded to ``\n``."""
-        if any(ord(char) in _SURROGATES for char in text):
+        if _SURROGATE.search(text):
             raise InvalidArgument(f"{what} holds lone surrogate code points", path=self.path)
         folded = TEXT_ENDINGS.fold(text)
         if isinstance(self.raw, str):
