@@ -28,7 +28,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-@functools.lru_cache(maxsize=4096)
 def normalize_path(path: str, *, file: bool = False) -> str:
     """Return the canonical root-relative form of *path*, or refuse it.
 
@@ -44,6 +43,11 @@ def normalize_path(path: str, *, file: bool = False) -> str:
             Unicode, or is too long.
 
     """
+    return _normalize(path, file)
+
+
+@functools.lru_cache(maxsize=4096)  # agents touch the same few paths over and over
+def _normalize(path: str, file: bool) -> str:
     _check_characters(path)
     if path.startswith("/"):
         raise OutsideRoot(
