@@ -43,6 +43,8 @@ def normalize_path(path: str, *, file: bool = False) -> str:
             Unicode, or is too long.
 
     """
+    if not isinstance(path, str):
+        raise InvalidPath(f"a path must be a string, got {type(path).__name__}")
     return _normalize(path, file)
 
 
@@ -91,8 +93,6 @@ def join_path(parent: str, name: str) -> str:
 
 
 def _check_characters(path: str) -> None:
-    if not isinstance(path, str):
-        raise InvalidPath(f"a path must be a string, got {type(path).__name__}")
     try:
         size = len(path.encode())
     except UnicodeEncodeError:
