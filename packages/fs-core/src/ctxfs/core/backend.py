@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
-from ctxfs.core.errors import InvalidArgument
+from ctxfs.core.errors import InvalidArgument, TooLarge
 from ctxfs.core.versions import ContentHasher, Expect, Version
 
 __all__ = [
@@ -192,13 +192,15 @@ class Backend(ABC):
         start: int | None = None,
         end: int | None = None,
         version: Version | None = None,
+        max_size: int | None = None,
     ) -> Blob:
         """Read a file, whole or the byte range ``[start, end)``, with its version.
 
         A range follows slice rules for non-negative bounds: an empty range, or a
         start at or past the end of the file, returns no bytes; an end past the
         end of the file is clipped. When *version* is given the read is pinned to
-        it: if the file is no longer at that version, nothing is returned.
+        it: if the file is no longer at that version, nothing is returned. When
+        *max_size* is given, a larger file is refused before any content is read.
 
         Raises:
             NotFound: The file does not exist.
@@ -206,6 +208,7 @@ class Backend(ABC):
             NotARegularFile: *path* is a FIFO, socket, device or other special file.
             InvalidArgument: A bound is negative.
             Stale: *version* was given and the file is at another version.
+            TooLarge: The file is larger than *max_size* bytes.
 
         """
 
@@ -312,6 +315,20 @@ class Backend(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def check_read_bounds(
+    path: str, *, start: int | None, end: int | None, size: int, max_size: int | None
+) -> None:
+    """Refuse negative range bounds, and a file larger than *max_size*, as backends must."""
+    if (start is not None and start < 0) or (end is not None and end < 0):
+        raise InvalidArgument(f"byte range bounds must not be negative ({start}, {end})", path=path)
+    if max_size is not None and size > max_size:
+        raise TooLarge(
+            f"{path} holds {size} bytes, more than the {max_size} allowed here",
+            path=path,
+            details={"size": size, "max_size": max_size},
+        )
 
 
 def check_chunk_size(chunk_size: int) -> None:

@@ -200,7 +200,7 @@ class ContextFs:
         """Run a change of an existing file under the mutation protocol."""
         mount = self._ctx.mount
         async with self._mutation(op):
-            current = await mount.backend.read(op.path)
+            current = await mount.backend.read(op.path, max_size=mount.text_options.max_edit_bytes)
             document = self._decode(op.path, current)
             await mount.hooks.check_version(self._ctx, op, current.version)
             change = apply(document)
@@ -260,8 +260,9 @@ class ContextFs:
         return document
 
     async def _current(self, path: str) -> Blob | None:
+        mount = self._ctx.mount
         try:
-            return await self._ctx.mount.backend.read(path)
+            return await mount.backend.read(path, max_size=mount.text_options.max_edit_bytes)
         except NotFound:
             return None
 

@@ -17,7 +17,15 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ctxfs.core.backend import Backend, Blob, Capabilities, CasScope, FileKind, Stat
+from ctxfs.core.backend import (
+    Backend,
+    Blob,
+    Capabilities,
+    CasScope,
+    FileKind,
+    Stat,
+    check_read_bounds,
+)
 from ctxfs.core.errors import (
     AlreadyExists,
     FsError,
@@ -143,13 +151,13 @@ class MemoryBackend(Backend):
         start: int | None = None,
         end: int | None = None,
         version: Version | None = None,
+        max_size: int | None = None,
     ) -> Blob:
         """Read a whole file or a byte range."""
         await self._enter("read", path)
-        if (start is not None and start < 0) or (end is not None and end < 0):
-            raise InvalidArgument(f"byte range bounds must not be negative ({start}, {end})")
         with self.store.lock:
             file = self._file(path)
+        check_read_bounds(path, start=start, end=end, size=len(file.data), max_size=max_size)
         if version is not None and file.version != version:
             raise Stale(
                 f"{path} is no longer at the requested version",

@@ -60,7 +60,7 @@ def _normalize(path: str, file: bool) -> str:
     if ".." in segments:
         raise OutsideRoot(f"path {path!r} has a '..' segment, which is never allowed", path=path)
     for segment in segments:
-        if len(segment.encode()) > MAX_NAME_BYTES:
+        if len(segment.encode(errors="surrogateescape")) > MAX_NAME_BYTES:
             raise InvalidPath(
                 f"a segment of {path!r} is longer than {MAX_NAME_BYTES} bytes", path=path
             )
@@ -94,7 +94,7 @@ def join_path(parent: str, name: str) -> str:
 
 def _check_characters(path: str) -> None:
     try:
-        size = len(path.encode())
+        size = len(path.encode(errors="surrogateescape"))  # names that are not UTF-8 round-trip
     except UnicodeEncodeError:
         raise InvalidPath("the path is not valid Unicode (lone surrogate)", path=path) from None
     if size > MAX_PATH_BYTES:

@@ -45,11 +45,20 @@ class TextOptions:
     """Leading bytes examined to choose an encoding when a read streams."""
     max_control_ratio: float = 0.3
     """Share of control characters in the sniffed bytes above which content is binary."""
+    max_edit_bytes: int = 1 << 31
+    """Largest file that edit, insert and write load whole; larger files are ``too_large``.
+    (Reads stream, whatever the size.)"""
     legacy_encodings: tuple[str, ...] = DEFAULT_LEGACY_ENCODINGS
     """Encodings that text which is not UTF-8 may be detected as; empty refuses such text."""
 
     def __post_init__(self) -> None:
-        for name in ("default_limit", "max_line_chars", "chunk_size", "sniff_bytes"):
+        for name in (
+            "default_limit",
+            "max_line_chars",
+            "chunk_size",
+            "sniff_bytes",
+            "max_edit_bytes",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"TextOptions.{name} must be positive")
         if self.max_output_chars < self.max_line_chars + 100:

@@ -1,0 +1,582 @@
+"""``LocalBackend``: a directory on local disk, confined by the kernel, written atomically.
+
+The root is opened once; every later operation starts from that descriptor and
+resolves through :mod:`ctxfs.local.resolve`, so renaming or swapping paths
+cannot redirect it. Opens are non-blocking and checked with ``fstat``: FIFOs,
+sockets and devices are refused at once. Writes go to a temporary file in the
+target's own directory (``O_EXCL | O_NOFOLLOW``), which is written in full,
+given the old mode, ``fsync``-ed and renamed over the target within that
+directory, whose entry is then ``fsync``-ed too. Versions are the ``xxh3_128``
+hash of the content (no timestamp shortcut: none is provably safe).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import stat
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Final, Self, TypeVar
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+import anyio
+
+from ctxfs.core.backend import (
+    DEFAULT_CHUNK_SIZE,
+    Backend,
+    Blob,
+    Capabilities,
+    CasScope,
+    FileKind,
+    ReadStream,
+    Stat,
+    check_chunk_size,
+    check_read_bounds,
+)
+from ctxfs.core.errors import (
+    AlreadyExists,
+    Denied,
+    FsError,
+    InvalidArgument,
+    InvalidPath,
+    IsADirectory,
+    NotADirectory,
+    NotARegularFile,
+    NotFound,
+    Stale,
+    Unavailable,
+)
+from ctxfs.core.paths import check_path, join_path
+from ctxfs.core.versions import ABSENT, ContentHasher, Expect, Version, content_version
+from ctxfs.local.flocks import LockDirectory, default_state_dir
+from ctxfs.local.oserrors import translate, translated
+from ctxfs.local.resolve import Resolver, choose_resolver
+
+__all__ = ["TEMP_PREFIX", "LocalBackend"]
+
+TEMP_PREFIX: Final = ".ctxfs-tmp."
+"""Names of temporary files; hidden from listings, reaped, and refused as targets."""
+
+_CAS_LOCK_TIMEOUT: Final = 30.0
+_READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY
+_RENAME_NOREPLACE: Final = 1
+_KINDS: Final = {
+    stat.S_IFREG: FileKind.FILE,
+    stat.S_IFDIR: FileKind.DIRECTORY,
+    stat.S_IFLNK: FileKind.SYMLINK,
+}
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+T = TypeVar("T")
+
+
+class LocalBackend(Backend):
+    """Files under one local directory.
+
+    Args:
+        root: The directory; it must exist (it is never created).
+        follow_symlinks: Follow symlinks whose targets stay inside the root
+            (default). A write or edit never replaces a symlink: it is refused
+            and names the link's target. When false, any symlink on a path is
+            refused (``denied``).
+        allow_hard_links: Serve files that have other names too. Off by default:
+            a hard link can make a file outside the root look like one inside.
+        resolver: ``"auto"`` (openat2 where the kernel has it), ``"openat2"`` or
+            ``"walk"`` (the portable fallback). ``$CTXFS_LOCAL_RESOLVER`` sets the default.
+        state_dir: Private directory for lock files, outside the root
+            (default: ``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``).
+        temp_max_age: Seconds after which a stray temporary file is reaped even
+            if its writer may still be alive.
+
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        follow_symlinks: bool = True,
+        allow_hard_links: bool = False,
+        resolver: str | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        temp_max_age: float = 3600.0,
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        try:
+            self.root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as error:
+            raise InvalidArgument(
+                f"cannot open workspace root {self.root}: {error.strerror}"
+            ) from error
+        self.follow_symlinks = follow_symlinks
+        self.allow_hard_links = allow_hard_links
+        self.temp_max_age = temp_max_age
+        try:
+            self.resolver: Resolver = choose_resolver(
+                self.root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
+            )
+            self.locks = _lock_directory(self.root, self.root_fd, state_dir)
+        except BaseException:
+            os.close(self.root_fd)
+            raise
+
+    @classmethod
+    def from_url(cls, url: str, **options: object) -> Self:
+        """Open ``file:///abs/dir`` or a plain path (relative to the working directory)."""
+        parts = urlsplit(url)
+        if parts.scheme.lower() == "file":
+            if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+                raise InvalidArgument(f"unsupported file URL {url!r}")
+            url = url2pathname(parts.path)
+        return cls(url, **options)  # type: ignore[arg-type]
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Host-wide CAS (flock), ranges, real directories, symlinks, cross-process locks."""
+        return _CAPABILITIES
+
+    def __repr__(self) -> str:
+        return f"LocalBackend({str(self.root)!r}, resolver={self.resolver.name!r})"
+
+    # -- the contract ----------------------------------------------------------------------
+
+    async def stat(self, path: str) -> Stat:
+        """Metadata of a file or directory (symlinks inside the root followed by policy)."""
+        return await self._run(self._stat, check_path(path))
+
+    async def read(
+        self,
+        path: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version: Version | None = None,
+        max_size: int | None = None,
+    ) -> Blob:
+        """Read a whole file or a range; the version always covers the whole file."""
+        return await self._run(self._read, check_path(path), start, end, version, max_size)
+
+    def open_read(
+        self, path: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE
+    ) -> AbstractAsyncContextManager[ReadStream]:
+        """Stream a file from one open descriptor, so a concurrent replace cannot tear it."""
+        return self._stream(check_path(path), chunk_size)
+
+    @asynccontextmanager
+    async def _stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
+        check_chunk_size(chunk_size)
+        fd, info = await self._run(self._open_file, path)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            while chunk := await self._run(os.read, fd, chunk_size):
+                yield chunk
+
+        try:
+            yield ReadStream(chunks(), size=info.st_size)
+        finally:
+            os.close(fd)
+
+    async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
+        """Atomically replace or create a file, under the path's CAS lock."""
+        path = check_path(path)
+        if not path:
+            raise IsADirectory("the root is a directory", path=path)
+        async with self.locks.hold("cas", path, timeout=_CAS_LOCK_TIMEOUT):
+            return await self._run(self._write, path, data, expect)
+
+    async def delete(self, path: str, *, expect: Version | None = None) -> None:
+        """Delete a file or an empty directory, under the path's CAS lock."""
+        path = check_path(path)
+        if not path:
+            raise InvalidArgument("the root cannot be deleted")
+        async with self.locks.hold("cas", path, timeout=_CAS_LOCK_TIMEOUT):
+            await self._run(self._delete, path, expect)
+
+    async def list(self, path: str) -> list[Stat]:
+        """List a directory; temporary files are hidden and reaped."""
+        return await self._run(self._list, check_path(path))
+
+    async def mkdir(self, path: str) -> None:
+        """Create a directory and its parents, one level at a time."""
+        path = check_path(path)
+        await self._run(self._mkdir, path)
+
+    def lock(self, key: str, *, timeout: float) -> AbstractAsyncContextManager[None]:
+        """The cross-process mutation lock of *key*."""
+        return self.locks.hold("mutation", key, timeout=timeout)
+
+    async def aclose(self) -> None:
+        """Close the root and lock-directory descriptors."""
+        with contextlib.suppress(OSError):
+            os.close(self.root_fd)
+        with contextlib.suppress(OSError):
+            self.locks.close()
+
+    # -- blocking work, run in worker threads ------------------------------------------------
+
+    async def _run(self, function: Callable[..., T], *args: object) -> T:
+        return await anyio.to_thread.run_sync(partial(function, *args))
+
+    def _open(self, path: str, flags: int) -> int:
+        try:
+            return self.resolver.open(
+                self.root_fd, path, flags, follow_symlinks=self.follow_symlinks
+            )
+        except NotFound:
+            self._check_root()
+            raise
+
+    def _check_root(self) -> None:
+        if os.fstat(self.root_fd).st_nlink == 0:
+            raise Unavailable(
+                f"the workspace root {self.root} has been deleted",
+                retryable=False,
+                hint="The workspace directory no longer exists; nothing can be read or written.",
+            )
+
+    def _open_file(self, path: str) -> tuple[int, os.stat_result]:
+        fd = self._open(path, _READ_FLAGS)
+        try:
+            info = os.fstat(fd)
+            self._check_regular(path, info)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, info
+
+    def _check_regular(self, path: str, info: os.stat_result) -> None:
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectory(f"{path or 'the root'} is a directory", path=path)
+        if stat.S_ISLNK(info.st_mode):
+            raise NotARegularFile(f"{path} is a symbolic link", path=path)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(
+                f"{path} is not a regular file (a FIFO, socket or device)", path=path
+            )
+        if info.st_nlink > 1 and not self.allow_hard_links:
+            raise Denied(
+                f"{path} has {info.st_nlink} hard links; such files are refused",
+                path=path,
+                hint="A hard link may share this file with a place outside the workspace.",
+            )
+
+    def _stat(self, path: str) -> Stat:
+        fd = self._open(path, os.O_PATH)
+        try:
+            with translated(path):
+                info = os.fstat(fd)
+        finally:
+            os.close(fd)
+        return _stat_of(path, info)
+
+    def _read(
+        self,
+        path: str,
+        start: int | None,
+        end: int | None,
+        pinned: Version | None,
+        max_size: int | None,
+    ) -> Blob:
+        fd, info = self._open_file(path)
+        try:
+            check_read_bounds(path, start=start, end=end, size=info.st_size, max_size=max_size)
+            with translated(path):
+                if start is None and end is None:
+                    data = _read_all(fd)
+                    version = content_version(data)
+                else:
+                    version = _hash_fd(fd)
+                    first = start or 0
+                    last = min(info.st_size if end is None else end, info.st_size)
+                    data = os.pread(fd, max(0, last - first), first) if last > first else b""
+                size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if pinned is not None and version != pinned:
+            raise Stale(
+                f"{path} is no longer at the requested version",
+                path=path,
+                details={"expected_version": pinned, "current_version": version},
+            )
+        return Blob(data=data, version=version, size=size)
+
+    def _open_dir(self, path: str, *, create: bool) -> int:
+        """Open directory *path*; with *create*, make missing levels one at a time.
+
+        The deepest existing ancestor is found by resolving upwards; each missing
+        level is then made and opened (``O_NOFOLLOW``) relative to its parent's fd.
+        """
+        try:
+            return self._open(path, _DIR_FLAGS)
+        except NotFound:
+            if not create or not path:
+                raise
+        parts = path.split("/")
+        existing = len(parts) - 1
+        while True:
+            try:
+                fd = self._open("/".join(parts[:existing]), _DIR_FLAGS)
+                break
+            except NotFound:
+                if existing == 0:
+                    raise
+                existing -= 1
+        try:
+            for name in parts[existing:]:
+                with translated(path, on_missing=self._root_gone):
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o777, dir_fd=fd)
+                    child = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _root_gone(self) -> FsError | None:
+        try:
+            self._check_root()
+        except Unavailable as gone:
+            return gone
+        return None
+
+    def _entry(self, dir_fd: int, name: str, path: str) -> os.stat_result | None:
+        """The entry *name* in *dir_fd*, not following a symlink; None if absent."""
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise translate(error, path) from error
+        if stat.S_ISLNK(info.st_mode):
+            raise self._symlink_refusal(dir_fd, name, path)
+        self._check_regular(path, info)
+        return info
+
+    def _symlink_refusal(self, dir_fd: int, name: str, path: str) -> FsError:
+        try:
+            target = os.readlink(name, dir_fd=dir_fd)
+        except OSError:
+            target = "?"
+        return NotARegularFile(
+            f"{path} is a symbolic link (to {target}); it is never replaced by a write",
+            path=path,
+            hint=f"Change the file the link points to ({target}) instead.",
+            details={"symlink_target": target},
+        )
+
+    def _write(self, path: str, data: bytes, expect: Expect) -> Version:
+        parent, _, name = path.rpartition("/")
+        if name.startswith(TEMP_PREFIX):
+            raise InvalidPath(f"names starting with {TEMP_PREFIX} are reserved", path=path)
+        dir_fd = self._open_dir(parent, create=True)
+        try:
+            current = self._entry(dir_fd, name, path)
+            if current is not None and expect is ABSENT:
+                raise AlreadyExists(f"{path} already exists", path=path)
+            if isinstance(expect, str):
+                actual = None if current is None else self._hash_entry(dir_fd, name, path)
+                if actual != expect:
+                    raise Stale(
+                        f"{path} is not at the expected version",
+                        path=path,
+                        details={"expected_version": expect, "current_version": actual},
+                    )
+            with translated(path, on_missing=self._root_gone):
+                temp = _write_temp(dir_fd, data, current)
+                try:
+                    if expect is ABSENT:
+                        _rename_noreplace(dir_fd, temp, name)
+                    else:
+                        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        os.unlink(temp, dir_fd=dir_fd)
+                    raise
+                os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        return content_version(data)
+
+    def _hash_entry(self, dir_fd: int, name: str, path: str) -> Version:
+        with translated(path):
+            fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            self._check_regular(path, os.fstat(fd))
+            os.set_blocking(fd, True)
+            with translated(path):
+                return _hash_fd(fd)
+        finally:
+            os.close(fd)
+
+    def _delete(self, path: str, expect: Version | None) -> None:
+        parent, _, name = path.rpartition("/")
+        dir_fd = self._open_dir(parent, create=False)
+        try:
+            with translated(path, on_missing=self._root_gone):
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                raise self._symlink_refusal(dir_fd, name, path)
+            if stat.S_ISDIR(info.st_mode):
+                if expect is not None:
+                    raise InvalidArgument(f"{path} is a directory; it has no version", path=path)
+                try:
+                    os.rmdir(name, dir_fd=dir_fd)
+                except OSError as error:
+                    if error.errno == errno.ENOTEMPTY:
+                        raise InvalidArgument(f"directory {path} is not empty", path=path) from None
+                    with translated(path):
+                        raise
+            else:
+                if expect is not None and self._hash_entry(dir_fd, name, path) != expect:
+                    raise Stale(f"{path} is not at the expected version", path=path)
+                with translated(path):
+                    os.unlink(name, dir_fd=dir_fd)
+            with translated(path):
+                os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def _list(self, path: str) -> builtins.list[Stat]:
+        dir_fd = self._open(path, _DIR_FLAGS)
+        entries: builtins.list[Stat] = []
+        try:
+            with translated(path), os.scandir(dir_fd) as scan:
+                for entry in scan:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue  # removed while listing
+                    if entry.name.startswith(TEMP_PREFIX):
+                        self._reap(dir_fd, entry.name, info)
+                        continue
+                    entries.append(_stat_of(join_path(path, entry.name), info))
+        finally:
+            os.close(dir_fd)
+        return sorted(entries, key=lambda entry: entry.name)
+
+    def _reap(self, dir_fd: int, name: str, info: os.stat_result) -> None:
+        """Remove a temporary file whose writer is gone, or which is simply too old."""
+        writer = name[len(TEMP_PREFIX) :].partition(".")[0]
+        age = time.time() - info.st_mtime
+        if age > self.temp_max_age or not (writer.isdigit() and _alive(int(writer))):
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=dir_fd)
+
+    def _mkdir(self, path: str) -> None:
+        try:
+            os.close(self._open_dir(path, create=True))
+        except NotADirectory:
+            if self._is_file(path):
+                raise AlreadyExists(f"{path} exists and is a file", path=path) from None
+            raise
+
+    def _is_file(self, path: str) -> bool:
+        try:
+            return self._stat(path).kind is FileKind.FILE
+        except FsError:
+            return False
+
+
+_CAPABILITIES = Capabilities(
+    cas_scope=CasScope.HOST,
+    range_reads=True,
+    real_directories=True,
+    symlinks=True,
+    locks=True,
+)
+
+
+def _lock_directory(
+    root: Path, root_fd: int, state_dir: str | os.PathLike[str] | None
+) -> LockDirectory:
+    state = Path(os.path.realpath(state_dir or default_state_dir()))
+    if state == root or root in state.parents:
+        raise InvalidArgument(f"the state directory {state} must lie outside the root")
+    info = os.fstat(root_fd)
+    return LockDirectory(state, workspace=f"{info.st_dev:x}-{info.st_ino:x}")
+
+
+def _stat_of(path: str, info: os.stat_result) -> Stat:
+    kind = _KINDS.get(stat.S_IFMT(info.st_mode), FileKind.OTHER)
+    return Stat(
+        path=path,
+        kind=kind,
+        size=info.st_size if kind is FileKind.FILE else None,
+        mtime=info.st_mtime,
+    )
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, DEFAULT_CHUNK_SIZE):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _hash_fd(fd: int) -> Version:
+    hasher, offset = ContentHasher(), 0
+    while chunk := os.pread(fd, DEFAULT_CHUNK_SIZE, offset):
+        hasher.update(chunk)
+        offset += len(chunk)
+    return hasher.version()
+
+
+def _write_temp(dir_fd: int, data: bytes, current: os.stat_result | None) -> str:
+    """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name."""
+    name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, 0o600 if current is not None else 0o666, dir_fd=dir_fd)
+    try:
+        view, written = memoryview(data), 0
+        while written < len(data):
+            written += os.write(fd, view[written:])
+        if current is not None:
+            os.fchmod(fd, stat.S_IMODE(current.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+            if os.geteuid() == 0:
+                os.fchown(fd, current.st_uid, current.st_gid)
+        os.fsync(fd)  # an error here fails the write: never retry-and-trust
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        raise
+    os.close(fd)
+    return name
+
+
+def _rename_noreplace(dir_fd: int, source: str, target: str) -> None:
+    """Publish *source* as *target* only if *target* does not exist (not even as a symlink)."""
+    renameat2 = getattr(_LIBC, "renameat2", None)
+    if renameat2 is not None:
+        result = renameat2(
+            dir_fd, os.fsencode(source), dir_fd, os.fsencode(target), _RENAME_NOREPLACE
+        )
+        if result == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.ENOSYS, errno.EINVAL):
+            raise OSError(code, os.strerror(code), target)
+    os.link(source, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    os.unlink(source, dir_fd=dir_fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

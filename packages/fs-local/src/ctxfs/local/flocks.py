@@ -1,0 +1,121 @@
+"""Cross-process locks: ``flock`` on lock files in a private state directory, outside the root.
+
+Lock files are never created in the user's tree and never unlinked (unlinking
+a lock file splits its waiters across two inodes). Keys are hashed into a fixed
+number of buckets per workspace and kind, so the directory stays small; two
+keys sharing a bucket only wait for each other a little more, never deadlock,
+because a holder takes at most one lock of each kind, mutation before CAS.
+
+Every acquisition opens its own descriptor (``O_NOFOLLOW``, checked to be a
+regular file with one link) and polls ``LOCK_NB`` with capped backoff, so a
+wait is bounded and a cancelled wait leaves nothing acquired. Closing the
+descriptor releases the lock; after ``fork`` the child closes the descriptors
+it inherited, so it can neither release nor keep its parent's locks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final
+
+from ctxfs.core.errors import InvalidArgument
+from ctxfs.core.locks import acquire_with_backoff
+
+__all__ = ["BUCKETS", "LockDirectory", "default_state_dir"]
+
+BUCKETS: Final = 1024
+"""Lock files per workspace and kind."""
+
+
+def default_state_dir() -> Path:
+    """``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``, else ``~/.local/state/ctxfs``."""
+    configured = os.environ.get("CTXFS_STATE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "ctxfs"
+
+
+class LockDirectory:
+    """The lock files of one workspace (identified by its root's device and inode)."""
+
+    def __init__(self, state_dir: Path, *, workspace: str) -> None:
+        locks = state_dir / "locks"
+        locks.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.fd = os.open(locks, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        info = os.fstat(self.fd)
+        if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            os.close(self.fd)
+            raise InvalidArgument(
+                f"the lock directory {locks} must be owned by this user and writable only by it"
+            )
+        self.workspace = workspace
+
+    def file_name(self, kind: str, key: str) -> str:
+        """The lock file holding *key*'s lock of *kind* (``"mutation"`` or ``"cas"``)."""
+        digest = hashlib.sha256(f"{self.workspace}\0{key}".encode(errors="surrogateescape"))
+        return f"{kind}-{self.workspace}-{int.from_bytes(digest.digest()[:8]) % BUCKETS:04d}.lock"
+
+    @asynccontextmanager
+    async def hold(self, kind: str, key: str, *, timeout: float) -> AsyncIterator[None]:
+        """Hold *key*'s lock of *kind*; raise ``Busy`` once *timeout* seconds have passed."""
+        fd = self._open(self.file_name(kind, key))
+        try:
+            await acquire_with_backoff(lambda _: _try_flock(fd), timeout=timeout, what=key)
+            yield
+        finally:
+            _close(fd)
+
+    def _open(self, name: str) -> int:
+        fd = os.open(
+            name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd
+        )
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(fd)
+            raise InvalidArgument(f"lock file {name} was tampered with (not a lone regular file)")
+        with _HELD_GUARD:
+            _HELD.add(fd)
+        return fd
+
+    def close(self) -> None:
+        """Close the directory (held locks are released as their holders leave)."""
+        os.close(self.fd)
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _close(fd: int) -> None:
+    with _HELD_GUARD:
+        _HELD.discard(fd)
+    os.close(fd)  # releases the flock; never LOCK_UN, which a forked child could share
+
+
+_HELD: set[int] = set()
+_HELD_GUARD = threading.Lock()
+
+
+def _forget_inherited_locks() -> None:
+    global _HELD_GUARD  # noqa: PLW0603 - another thread may have held it at fork time
+    _HELD_GUARD = threading.Lock()
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)  # the parent's descriptor keeps its lock
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_locks)
