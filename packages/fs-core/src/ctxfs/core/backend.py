@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -133,11 +133,20 @@ class ReadStream:
         self._version = version
         self._hasher = None if version is not None else ContentHasher()
         self._finished = False
+        self._iterator: AsyncGenerator[bytes] | None = None
         self.size = size
         """The size of the file when known at open."""
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._iterate()
+        self._iterator = self._iterate()
+        return self._iterator
+
+    async def aclose(self) -> None:
+        """Stop the stream early; backends call this when their ``open_read`` context ends."""
+        if self._iterator is not None:
+            await self._iterator.aclose()
+        if isinstance(self._chunks, AsyncGenerator):
+            await self._chunks.aclose()
 
     async def _iterate(self) -> AsyncIterator[bytes]:
         async for chunk in self._chunks:
@@ -232,7 +241,11 @@ class Backend(ABC):
             for offset in range(0, len(blob.data), chunk_size):
                 yield blob.data[offset : offset + chunk_size]
 
-        yield ReadStream(chunks(), version=blob.version, size=blob.size)
+        stream = ReadStream(chunks(), version=blob.version, size=blob.size)
+        try:
+            yield stream
+        finally:
+            await stream.aclose()
 
     @abstractmethod
     async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:

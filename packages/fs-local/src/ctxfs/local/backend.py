@@ -180,9 +180,11 @@ class LocalBackend(Backend):
             while chunk := await self._run(os.read, fd, chunk_size):
                 yield chunk
 
+        stream = ReadStream(chunks(), size=info.st_size)
         try:
-            yield ReadStream(chunks(), size=info.st_size)
+            yield stream
         finally:
+            await stream.aclose()
             os.close(fd)
 
     async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
@@ -271,6 +273,8 @@ class LocalBackend(Backend):
             )
 
     def _stat(self, path: str) -> Stat:
+        if not path:
+            self._check_root()
         fd = self._open(path, os.O_PATH)
         try:
             with translated(path):
@@ -449,6 +453,7 @@ class LocalBackend(Backend):
             os.close(dir_fd)
 
     def _list(self, path: str) -> builtins.list[Stat]:
+        self._check_root()  # a deleted root still lists as empty through its descriptor
         dir_fd = self._open(path, _DIR_FLAGS)
         entries: builtins.list[Stat] = []
         try:
