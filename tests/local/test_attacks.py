@@ -316,7 +316,7 @@ async def test_43_a_file_growing_during_a_read_gives_whole_lines(
 
 async def test_44_to_49_content_cases(ctx: Context, layout: Layout) -> None:
     files = {
-        "invalid.txt": "ok é\n".encode() + b"bad \xff\xfe\n" + "target\n".encode(),
+        "invalid.txt": "ok é\n".encode() + b"bad \xff\xfe\n" + b"target\n",
         "crlf.txt": b"one\r\ntwo\r\n",
         "mixed.txt": b"a\rb\r\nc\nlast",
         "bom.txt": b"\xef\xbb\xbfhead\ntail\n",

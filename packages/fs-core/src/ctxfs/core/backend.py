@@ -148,7 +148,7 @@ class ReadStream:
         if isinstance(self._chunks, AsyncGenerator):
             await self._chunks.aclose()
 
-    async def _iterate(self) -> AsyncIterator[bytes]:
+    async def _iterate(self) -> AsyncGenerator[bytes]:
         async for chunk in self._chunks:
             if self._hasher is not None:
                 self._hasher.update(chunk)
