@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from ctxfs.core.plugins import DISABLE_ENV
 
@@ -60,3 +62,9 @@ def install_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[In
     yield install
     for module in installed:
         sys.modules.pop(module, None)
+
+
+# CI explores a fixed, larger sample (reproducible); developers get fresh random examples.
+settings.register_profile("ci", derandomize=True, max_examples=400, deadline=None)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")

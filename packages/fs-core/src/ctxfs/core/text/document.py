@@ -335,7 +335,7 @@ class TextDocument(Generic[AnyStr]):
                 )
             return piece
         if before == cr and piece.startswith(lf):
-            piece = cr + piece[len(lf) :]
+            piece = self.endings.crlf + piece[len(lf) :]  # a lone CR would pair with what follows
         if after == lf and piece.endswith(cr):
             piece += lf
         return piece
