@@ -1,0 +1,190 @@
+"""kill -9 during writes and edits: files are old or new, never torn; temps hidden and reaped.
+
+A zygote process imports ctxfs once and forks a writer per trial, so each of the
+seeded trials costs milliseconds, not an interpreter start. The test kills the
+writer with SIGKILL at a random moment after it has started writing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ctxfs.core import Fs
+from ctxfs.local import TEMP_PREFIX, LocalBackend
+
+pytestmark = pytest.mark.slow
+
+SIZE = 1_000_000
+WRITE_CONTENTS = {((letter * 99 + "\n") * (SIZE // 100)).encode() for letter in "AB"}
+EDIT_CONTENTS = {
+    b"state=" + letter + b"\n" + b"filler line\n" * (SIZE // 12) for letter in (b"A", b"B")
+}
+
+ZYGOTE = textwrap.dedent(
+    """
+    import os, sys
+    import anyio
+    from ctxfs.core import Fs, FsError, TextOptions
+    from ctxfs.local import LocalBackend
+
+    ROOT, STATE, SIZE = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    async def writer(mode):
+        whole_file = TextOptions(default_limit=SIZE, max_output_chars=4 * SIZE)
+        backend = LocalBackend(ROOT, state_dir=STATE)
+        fs = Fs(backend, load_entrypoints=False, text_options=whole_file)
+        ctx = fs.context(owner=f"writer-{os.getpid()}")
+        if mode == "write":
+            await ctx.fs.read("written.txt")
+            print("ready", flush=True)
+            letter = "A"
+            while True:
+                letter = "B" if letter == "A" else "A"
+                await ctx.fs.write("written.txt", (letter * 99 + "\\n") * (SIZE // 100))
+        first = (await ctx.fs.read("edited.txt", limit=1)).text
+        print("ready", flush=True)
+        while True:
+            other = "state=B\\n" if first == "state=A\\n" else "state=A\\n"
+            await ctx.fs.edit("edited.txt", first, other)
+            first = other
+
+    print("zygote", flush=True)
+    for line in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                anyio.run(writer, line.strip())
+            except BaseException as error:
+                print(f"error {error!r}", flush=True)
+            finally:
+                os._exit(1)
+        print(pid, flush=True)
+        os.waitpid(pid, 0)
+        print("reaped", flush=True)
+    """
+)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[tuple[Path, Path, subprocess.Popen[str]]]:
+    root, state = tmp_path / "root", tmp_path / "state"
+    root.mkdir()
+    (root / "written.txt").write_bytes(min(WRITE_CONTENTS))
+    (root / "edited.txt").write_bytes(min(EDIT_CONTENTS))
+    zygote = subprocess.Popen(
+        [sys.executable, "-c", ZYGOTE, str(root), str(state), str(SIZE)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert zygote.stdout is not None
+    assert zygote.stdout.readline().strip() == "zygote"
+    yield root, state, zygote
+    assert zygote.stdin is not None
+    zygote.stdin.close()
+    zygote.wait(timeout=30)
+    zygote.stdout.close()
+
+
+def test_kill_9_never_tears_a_file(workspace: tuple[Path, Path, subprocess.Popen[str]]) -> None:
+    root, state, zygote = workspace
+    assert zygote.stdin is not None
+    assert zygote.stdout is not None
+    rng = random.Random(20261129)
+    trials = ["write", "edit"] * 30
+    for mode in trials:
+        zygote.stdin.write(mode + "\n")
+        zygote.stdin.flush()
+        lines = {zygote.stdout.readline().strip() for _ in range(2)}
+        assert "ready" in lines, lines
+        (pid,) = (int(line) for line in lines if line.isdigit())
+        time.sleep(rng.uniform(0.005, 0.15))
+        os.kill(pid, signal.SIGKILL)
+        assert zygote.stdout.readline().strip() == "reaped"
+        assert (root / "written.txt").read_bytes() in WRITE_CONTENTS
+        assert (root / "edited.txt").read_bytes() in EDIT_CONTENTS
+
+    async def afterwards() -> None:
+        fs = Fs(LocalBackend(root, state_dir=state), load_entrypoints=False, lock_timeout=2.0)
+        ctx = fs.context(owner="survivor")
+        names = [entry.name for entry in await ctx.fs.list()]
+        assert names == ["edited.txt", "written.txt"], "temporary files are hidden"
+        assert sorted(os.listdir(root)) == names, "and reaped"
+        first = (await ctx.fs.read("edited.txt", limit=1)).text
+        await ctx.fs.edit("edited.txt", first, "state=C\n")  # the locks are free again
+        await fs.aclose()
+
+    anyio.run(afterwards)
+
+
+def test_kill_9_while_holding_the_lock_frees_it(tmp_path: Path) -> None:
+    root, state = tmp_path / "root", tmp_path / "state"
+    root.mkdir()
+    holder = textwrap.dedent(
+        """
+        import sys, time, anyio
+        from ctxfs.local import LocalBackend
+
+        async def main():
+            backend = LocalBackend(sys.argv[1], state_dir=sys.argv[2])
+            async with backend.lock("key", timeout=5):
+                print("locked", flush=True)
+                time.sleep(60)
+
+        anyio.run(main)
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", holder, str(root), str(state)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "locked"
+
+    async def contend() -> float:
+        backend = LocalBackend(root, state_dir=state)
+        with pytest.raises(TimeoutError):
+            async with backend.lock("key", timeout=0.2):
+                pass  # pragma: no cover - held by the child
+        child.kill()
+        child.wait()
+        started = anyio.current_time()
+        async with backend.lock("key", timeout=1.0):
+            waited = anyio.current_time() - started
+        await backend.aclose()
+        return waited
+
+    try:
+        assert anyio.run(contend) < 1.0
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+
+
+def test_temps_of_live_writers_are_kept_and_old_ones_reaped(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    live = root / f"{TEMP_PREFIX}{os.getpid()}.cafe"
+    old = root / f"{TEMP_PREFIX}{os.getpid()}.beef"
+    live.write_bytes(b"in progress")
+    old.write_bytes(b"abandoned long ago")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+
+    async def listing() -> list[str]:
+        async with LocalBackend(root, state_dir=tmp_path / "state") as backend:
+            return [entry.name for entry in await backend.list("")]
+
+    assert anyio.run(listing) == []
+    assert live.exists()
+    assert not old.exists()

@@ -1,0 +1,223 @@
+"""Disk full, file-size limits, read-only file systems and permissions, on the real kernel.
+
+Each fault leaves the original file intact, no temporary file behind, and a
+typed error. Mount-based cases run in a private mount namespace (``unshare``);
+permission cases run as an unprivileged user (a forked child drops to
+``nobody`` when the suite runs as root), because root ignores mode bits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import traceback
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ctxfs.core import Fs, FsError
+from ctxfs.local import LocalBackend
+
+pytestmark = pytest.mark.slow
+
+SCENARIO = textwrap.dedent(
+    """
+    import json, os, sys, anyio
+    from ctxfs.core import Fs, FsError
+    from ctxfs.local import LocalBackend
+
+    root, state, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    async def main():
+        fs = Fs(LocalBackend(root, state_dir=state), load_entrypoints=False)
+        ctx = fs.context(owner="agent")
+        await ctx.fs.read("f.txt")
+        try:
+            await ctx.fs.write("f.txt", "new line\\n" * (size // 9))
+            result = {"code": None}
+        except FsError as error:
+            result = {"code": error.code.value, "retryable": error.retryable, "hint": error.hint}
+        result["names"] = sorted(os.listdir(root))
+        result["content"] = open(os.path.join(root, "f.txt")).read()
+        print(json.dumps(result))
+
+    anyio.run(main)
+    """
+)
+ORIGINAL = "original line\n" * 100
+
+
+def run_scenario(
+    root: Path,
+    state: Path,
+    size: int,
+    *,
+    prefix: list[str] | None = None,
+    preexec: Callable[[], object] | None = None,
+) -> dict[str, object]:
+    command = [*(prefix or []), sys.executable, "-c", SCENARIO, str(root), str(state), str(size)]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parents[2],
+        preexec_fn=preexec,
+    )
+    assert result.returncode == 0, result.stderr
+    report: dict[str, object] = json.loads(result.stdout)
+    return report
+
+
+def in_private_mount(root: Path, setup: str) -> list[str]:
+    """Run under a fresh mount namespace where *root* is a small tmpfs prepared by *setup*."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.fail("unshare (util-linux) is needed for the mount-based fault tests")
+    as_root = [] if os.geteuid() == 0 else ["--map-root-user"]
+    script = f'mount -t tmpfs -o size=256k tmpfs {root} && {setup} && exec "$@"'
+    return [unshare, "--mount", *as_root, "sh", "-c", script, "sh"]
+
+
+def test_disk_full_leaves_the_original_and_no_temp(tmp_path: Path) -> None:
+    root, state = tmp_path / "root", tmp_path / "state"
+    root.mkdir()
+    setup = f"printf '{ORIGINAL}' > {root}/f.txt"
+    report = run_scenario(root, state, 400_000, prefix=in_private_mount(root, setup))
+    assert report["code"] == "unavailable"
+    assert report["retryable"] is False
+    assert "full" in str(report["hint"])
+    assert report["names"] == ["f.txt"]
+    assert report["content"] == ORIGINAL
+
+
+def test_read_only_file_system_is_a_typed_refusal(tmp_path: Path) -> None:
+    root, state = tmp_path / "root", tmp_path / "state"
+    root.mkdir()
+    setup = f"printf '{ORIGINAL}' > {root}/f.txt && mount -o remount,ro {root}"
+    report = run_scenario(root, state, 1000, prefix=in_private_mount(root, setup))
+    assert report["code"] == "permission_denied"
+    assert "read-only" in str(report["hint"])
+    assert report["names"] == ["f.txt"]
+    assert report["content"] == ORIGINAL
+
+
+def test_file_size_limit_is_too_large(tmp_path: Path) -> None:
+    root, state = tmp_path / "root", tmp_path / "state"
+    root.mkdir()
+    (root / "f.txt").write_text(ORIGINAL)
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    report = run_scenario(root, state, 10_000, preexec=limit_file_size)
+    assert report["code"] == "too_large"
+    assert report["names"] == ["f.txt"]
+    assert report["content"] == ORIGINAL
+
+
+@pytest.fixture
+def world_readable_tmp() -> Iterator[Path]:
+    """A directory an unprivileged user can reach (pytest's own tmp is private to us)."""
+    path = Path(tempfile.mkdtemp(prefix="ctxfs-perm-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+NOBODY = 65534
+
+
+def test_permission_cases_as_an_unprivileged_user(world_readable_tmp: Path) -> None:
+    root, state = world_readable_tmp / "root", world_readable_tmp / "state"
+    (root / "locked").mkdir(parents=True)
+    (root / "secret.txt").write_text("root only\n")
+    (root / "secret.txt").chmod(0o600)
+    (root / "shared.txt").write_text("readable, not writable\n")
+    (root / "locked").chmod(0o555)
+    privileged = os.geteuid() == 0
+    if privileged:
+        state.mkdir()
+        os.chown(state, NOBODY, NOBODY)
+        for path in (root, root / "locked", root / "secret.txt", root / "shared.txt"):
+            os.chown(path, 0, 0)
+    else:  # already unprivileged: the tree must just not be ours to write
+        root.chmod(0o555)
+
+    codes = _as_nobody(root, state) if privileged else anyio.run(_attempts, root, state)
+    assert codes == {
+        "read secret": "permission_denied",
+        "write shared": "permission_denied",
+        "create in locked dir": "permission_denied",
+        "read shared": None,
+    }
+    assert (root / "shared.txt").read_text() == "readable, not writable\n"
+    assert sorted(os.listdir(root)) == ["locked", "secret.txt", "shared.txt"]
+    assert os.listdir(root / "locked") == []
+
+
+async def _attempts(root: Path, state: Path) -> dict[str, str | None]:
+    fs = Fs(LocalBackend(root, state_dir=state), load_entrypoints=False)
+    ctx = fs.context(owner="nobody")
+    codes: dict[str, str | None] = {}
+    for label, attempt in (
+        ("read secret", lambda: ctx.fs.read("secret.txt")),
+        ("read shared", lambda: ctx.fs.read("shared.txt")),
+        ("write shared", lambda: ctx.fs.write("shared.txt", "overwritten\n")),
+        ("create in locked dir", lambda: ctx.fs.write("locked/new.txt", "x\n")),
+    ):
+        try:
+            await attempt()
+            codes[label] = None
+        except FsError as error:
+            codes[label] = error.code.value
+    await fs.aclose()
+    return codes
+
+
+def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
+    """Run :func:`_attempts` in a forked child that has dropped to uid/gid ``nobody``.
+
+    The same calls run once here first, as root on a scratch copy: the child
+    cannot import anything from an interpreter installed under ``/root``.
+    """
+    scratch = Path(tempfile.mkdtemp())
+    try:
+        shutil.copytree(root, scratch / "root")
+        anyio.run(_attempts, scratch / "root", scratch / "state")
+    finally:
+        shutil.rmtree(scratch)
+    reader, writer = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork() beside threads
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        status = 1
+        try:
+            os.close(reader)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            report = json.dumps(anyio.run(_attempts, root, state)).encode()
+            os.write(writer, report)
+            status = 0
+        except BaseException:
+            os.write(writer, traceback.format_exc().encode())
+        finally:
+            os._exit(status)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, data
+    codes: dict[str, str | None] = json.loads(data)
+    return codes
