@@ -39,3 +39,9 @@ def typecheck(session: nox.Session) -> None:
 def conformance(session: nox.Session) -> None:
     """Run only the backend conformance suites."""
     _uv_run(session, "pytest", "tests/conformance", *session.posargs)
+
+
+@nox.session(python=False)
+def bench(session: nox.Session) -> None:
+    """Run the benchmarks and regenerate docs/benchmarks.md (ratios, not timed tests)."""
+    _uv_run(session, "python", "-m", "benchmarks")

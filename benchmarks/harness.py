@@ -73,8 +73,16 @@ def describe(seconds: list[float]) -> str:
     """Median and interquartile range, in a unit that suits the size."""
     quartiles = statistics.quantiles(seconds, n=4)
     median = statistics.median(seconds)
-    scale, unit = (1e3, "ms") if median >= 1e-3 else (1e6, "µs")
-    return f"{median * scale:.3g} {unit} ({quartiles[0] * scale:.3g}–{quartiles[2] * scale:.3g})"
+    scale, unit = next(
+        (scale, unit) for scale, unit in ((1, "s"), (1e3, "ms"), (1e6, "µs")) if median * scale >= 1
+    ) if median >= 1e-6 else (1e6, "µs")  # fmt: skip
+    low, high = quartiles[0] * scale, quartiles[2] * scale
+    return f"{_digits(median * scale)} {unit} ({_digits(low)}–{_digits(high)})"
+
+
+def _digits(value: float) -> str:
+    """Three significant digits, never in exponent form."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def machine() -> list[str]:

@@ -296,3 +296,25 @@ async def test_write_into_a_legacy_file_refuses_what_it_cannot_hold(
         await memory_ctx.fs.write("f.txt", "日本\n")
     assert caught.value.code is ErrorCode.ENCODING_ERROR
     assert (await memory_backend.read("f.txt")).data == data
+
+
+# -- regressions the properties found: a lone CR must never pair with a new LF ----------------
+
+
+def test_empty_replacement_lines_after_a_cr_ending_do_not_fuse() -> None:
+    result = edit(b"a\rb\nc", "a\nb\n", "\n\n")
+    assert result == b"\r\n\nc"
+    assert result.replace(b"\r\n", b"\n").replace(b"\r", b"\n") == b"\n\nc"
+
+
+def test_insert_after_a_cr_line_does_not_fuse_with_its_first_break() -> None:
+    change = decode_document(b"a\rb\nc\n", OPTIONS, path="f").insert(1, "\n\n")
+    assert change.data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") == b"a\n\n\nb\nc\n"
+
+
+def test_deleting_between_a_cr_and_an_lf_is_refused_not_fused() -> None:
+    document = decode_document(b"x\r;\n", OPTIONS, path="f")
+    with pytest.raises(FsError) as caught:
+        document.replace(";", "", replace_all=False)
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+    assert "line break" in caught.value.hint

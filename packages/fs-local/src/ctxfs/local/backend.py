@@ -174,11 +174,16 @@ class LocalBackend(Backend):
     @asynccontextmanager
     async def _stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
         check_chunk_size(chunk_size)
-        fd, info = await self._run(self._open_file, path)
+        fd, info, first = await self._run(self._open_and_read, path, chunk_size)
 
         async def chunks() -> AsyncIterator[bytes]:
-            while chunk := await self._run(os.read, fd, chunk_size):
+            chunk, seen = first, 0
+            while chunk:
                 yield chunk
+                seen += len(chunk)
+                if 0 < info.st_size <= seen:
+                    break  # the whole file as it was at open: no extra visit to learn of EOF
+                chunk = await self._run(os.read, fd, chunk_size)
 
         stream = ReadStream(chunks(), size=info.st_size)
         try:
@@ -256,6 +261,16 @@ class LocalBackend(Backend):
             raise
         return fd, info
 
+    def _open_and_read(self, path: str, chunk_size: int) -> tuple[int, os.stat_result, bytes]:
+        """Open a file and read its first chunk in the same worker-thread visit."""
+        fd, info = self._open_file(path)
+        try:
+            with translated(path):
+                return fd, info, os.read(fd, chunk_size)
+        except BaseException:
+            os.close(fd)
+            raise
+
     def _check_regular(self, path: str, info: os.stat_result) -> None:
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectory(f"{path or 'the root'} is a directory", path=path)
@@ -296,7 +311,7 @@ class LocalBackend(Backend):
             check_read_bounds(path, start=start, end=end, size=info.st_size, max_size=max_size)
             with translated(path):
                 if start is None and end is None:
-                    data = _read_all(fd)
+                    data = _read_all(fd, info.st_size)
                     version = content_version(data)
                 else:
                     version = _hash_fd(fd)
@@ -523,11 +538,13 @@ def _stat_of(path: str, info: os.stat_result) -> Stat:
     )
 
 
-def _read_all(fd: int) -> bytes:
+def _read_all(fd: int, size: int) -> bytes:
+    """Read a whole file, asking for the size it had at open in one go (one copy)."""
     chunks = []
-    while chunk := os.read(fd, DEFAULT_CHUNK_SIZE):
+    wanted = max(size, DEFAULT_CHUNK_SIZE)
+    while chunk := os.read(fd, wanted):  # until EOF: a read may return less than asked
         chunks.append(chunk)
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _hash_fd(fd: int) -> Version:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import AnyStr, Generic, TypeAlias
+from typing import Any, AnyStr, Generic, TypeAlias
 
 from ctxfs.core.errors import AmbiguousMatch, EncodingError, InvalidArgument, NoChange, NoMatch
 from ctxfs.core.text.encodings import TextEncoding, detect_encoding
@@ -293,15 +293,18 @@ class TextDocument(Generic[AnyStr]):
         Returns the new raw content and the changed line range in the new text.
         """
         raw, endings, lf = self.raw, self.endings, self.endings.lf
+        folded = self.logical is not raw  # else logical and raw positions coincide
+        source: Any = _slicer(raw)  # slices of bytes are views: join copies the file once
         pieces: list[AnyStr] = []
         hint, kept_from = (0, 0), 0
         for position in matches:
-            start = endings.to_raw(raw, position, hint)
-            end = endings.to_raw(raw, position + len(old), (position, start))
+            start = endings.to_raw(raw, position, hint) if folded else position
+            end = position + len(old)
+            end = endings.to_raw(raw, end, (position, start)) if folded else end
             hint = (position + len(old), end)
-            pieces += [raw[kept_from:start], self._with_endings(new, raw[start:end], end)]
+            pieces += [source[kept_from:start], self._with_endings(new, raw[start:end], end)]
             kept_from = end
-        pieces.append(raw[kept_from:])
+        pieces.append(source[kept_from:])
         for index in range(1, len(pieces), 2):  # the replacements, between kept gaps
             before = next((piece[-1:] for piece in reversed(pieces[:index]) if piece), None)
             after = next((piece[:1] for piece in pieces[index + 1 :] if piece), None)
@@ -359,11 +362,19 @@ class TextDocument(Generic[AnyStr]):
             chosen = [ending] * (len(lines) - 1)
         parts: list[AnyStr] = [lines[0]]
         for line_ending, line in zip(chosen, lines[1:], strict=True):
+            after_empty_cr_line = len(parts) > 1 and parts[-1] == endings.empty
+            if after_empty_cr_line and parts[-2] == endings.cr and line_ending.startswith(lf):
+                parts[-2] = endings.crlf  # CR, empty line, LF would read as one CRLF
             parts += [line_ending, line]
         return endings.empty.join(parts)
 
 
 AnyDocument: TypeAlias = TextDocument[bytes] | TextDocument[str]
+
+
+def _slicer(units: bytes | str) -> Any:
+    """What to slice kept spans from: a zero-copy view of bytes, the text itself otherwise."""
+    return memoryview(units) if isinstance(units, bytes) else units
 
 
 def decode_document(

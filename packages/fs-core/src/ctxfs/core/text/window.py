@@ -135,6 +135,7 @@ class _Scanner(Generic[AnyStr]):
         self.tail_kept = 0  # units of the unfinished last line held in self.kept
         self.tail_size = 0  # units of the unfinished last line in all
         self.cut_sizes: dict[int, int] = {}  # line number -> full size, for lines cut while kept
+        self.escaped = False  # the window's text carries invalid bytes as escapes
 
     def feed(self, piece: AnyStr) -> None:
         if not piece:
@@ -211,7 +212,7 @@ class _Scanner(Generic[AnyStr]):
     def finish(self) -> Window:
         unterminated = not self.ends_with_break
         total = self.line - (0 if unterminated else 1)
-        text = self._decode(self.endings.empty.join(self.kept))
+        text, self.escaped = self._decode(self.endings.empty.join(self.kept))
         if "\r" in text:
             text = TEXT_ENDINGS.fold(text)
         lines = text.split("\n")
@@ -245,7 +246,7 @@ class _Scanner(Generic[AnyStr]):
         """
         cap, budget = self.options.max_line_chars, self.options.max_output_chars
         joined = "\n".join(lines) + ("\n" if lines and last_terminated else "")
-        escaped = _ESCAPE.search(joined) is not None
+        escaped = self.escaped
         if not (self.cut_sizes or escaped) and max(map(len, lines), default=0) <= cap:
             cost = len(joined) + _prefix_chars(self.offset, len(lines))
             if cost <= budget:  # the common case: nothing to cut, mark or drop
@@ -273,10 +274,14 @@ class _Scanner(Generic[AnyStr]):
             shown.append(content)
         return "".join(shown), len(shown), truncated, False
 
-    def _decode(self, units: AnyStr) -> str:
+    def _decode(self, units: AnyStr) -> tuple[str, bool]:
+        """The window's text, and whether it carries escaped invalid bytes."""
         if isinstance(units, str):
-            return units
-        return units.decode(self.encoding.codec, "surrogateescape")
+            return units, _ESCAPE.search(units) is not None
+        try:
+            return units.decode(self.encoding.codec), False
+        except UnicodeDecodeError:
+            return units.decode(self.encoding.codec, "surrogateescape"), True
 
     def _size(self, text: str) -> int:
         """The size of *text* in this scanner's units."""
