@@ -18,7 +18,7 @@ async def test_plain_paths_and_file_urls_open_the_local_backend(
 ) -> None:
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "hello.txt").write_text("hi\n")
-    target = {
+    target: str | Path = {
         "path": tmp_path / "root",
         "str": str(tmp_path / "root"),
         "url": (tmp_path / "root").as_uri(),

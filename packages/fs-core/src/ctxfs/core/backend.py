@@ -15,12 +15,12 @@ its library's exceptions are translated at this boundary.
 from __future__ import annotations
 
 import enum
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self
+
+from anyio.abc import AsyncResource
 
 from ctxfs.core.errors import InvalidArgument, TooLarge
 from ctxfs.core.versions import ContentHasher, Expect, Version
@@ -170,10 +170,10 @@ class ReadStream:
         return self._version
 
 
-class Backend(ABC):
+class Backend(AsyncResource):
     """A store of files under one root. Every method is a coroutine except :meth:`lock`.
 
-    A backend is an async context manager: ``async with backend:`` closes it on exit.
+    A backend is an anyio ``AsyncResource``: ``async with backend:`` closes it on exit.
     Methods raise :class:`~ctxfs.core.errors.FsError` subclasses only; the codes
     named below are the ones the conformance suite checks.
     """
@@ -315,19 +315,8 @@ class Backend(ABC):
         del key, timeout
         return None
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
+    async def aclose(self) -> None:
         """Release connections and handles. Further calls are undefined."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def check_read_bounds(

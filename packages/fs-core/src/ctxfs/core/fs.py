@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from types import TracebackType
-from typing import Self
+
+from anyio.abc import AsyncResource
 
 from ctxfs.core.backend import Backend
 from ctxfs.core.context import Context
@@ -18,10 +18,10 @@ FILE_CONTEXT_PLUGIN = "ctxfs.file_context"
 """The registration name of the built-in file-context plugin."""
 
 
-class Fs:
+class Fs(AsyncResource):
     """A backend, the plugins that watch over it, and the contexts working on it.
 
-    An async context manager: leaving ``async with fs:`` closes the backend.
+    An anyio ``AsyncResource``: leaving ``async with fs:`` closes the backend.
     Each ``Fs`` has its own plugin manager; nothing is global.
 
     Args:
@@ -60,17 +60,6 @@ class Fs:
     async def aclose(self) -> None:
         """Close the backend."""
         await self.backend.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"Fs({self.backend!r})"
