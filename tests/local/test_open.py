@@ -18,11 +18,12 @@ async def test_plain_paths_and_file_urls_open_the_local_backend(
 ) -> None:
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "hello.txt").write_text("hi\n")
-    target: str | Path = {
+    spellings: dict[str, str | Path] = {
         "path": tmp_path / "root",
         "str": str(tmp_path / "root"),
         "url": (tmp_path / "root").as_uri(),
-    }[spelling]
+    }
+    target = spellings[spelling]
     async with open_fs(target, state_dir=tmp_path / "state", load_entrypoints=False) as fs:
         assert isinstance(fs.backend, LocalBackend)
         assert fs.backend.root == (tmp_path / "root").resolve()
