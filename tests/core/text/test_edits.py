@@ -94,8 +94,8 @@ def test_changed_line_range(data: bytes, old: str, new: str, lines: tuple[int, i
 def test_pasted_read_line_numbers_are_stripped_and_reported() -> None:
     document = decode_document(b"def f():\n    return 1\n", OPTIONS, path="f")
     change = document.replace(
-        "     1│def f():\n     2│    return 1",
-        "     1│def g():\n     2│    return 2",
+        "1\tdef f():\n2\t    return 1",
+        "1\tdef g():\n2\t    return 2",
         replace_all=False,
     )
     assert change.data == b"def g():\n    return 2\n"
@@ -103,17 +103,15 @@ def test_pasted_read_line_numbers_are_stripped_and_reported() -> None:
 
 
 def test_line_numbers_are_not_stripped_when_the_text_matches_as_is() -> None:
-    data = "     1│literal\n".encode()
-    change = decode_document(data, OPTIONS, path="f").replace(
-        "     1│literal", "x", replace_all=False
-    )
+    data = b"1\tliteral\n"
+    change = decode_document(data, OPTIONS, path="f").replace("1\tliteral", "x", replace_all=False)
     assert (change.data, change.stripped_line_numbers) == (b"x\n", False)
 
 
 def test_non_consecutive_numbers_are_not_stripped() -> None:
     document = decode_document(b"a\nb\n", OPTIONS, path="f")
     with pytest.raises(FsError) as caught:
-        document.replace("     1│a\n     3│b", "x", replace_all=False)
+        document.replace("1\ta\n3\tb", "x", replace_all=False)
     assert caught.value.code is ErrorCode.NO_MATCH
     assert caught.value.details["differences"] == ["pasted line-number prefixes"]
 
@@ -170,7 +168,7 @@ ERROR_CASES: list[tuple[str, bytes, dict[str, Any], ErrorCode, str]] = [
      ErrorCode.NO_MATCH, "line endings"),
     ("escaped line breaks", b"a\nb\n", {"old_string": "a\\nb", "new_string": "x"},
      ErrorCode.NO_MATCH, "escaped line breaks"),
-    ("other line-number format", b"a\nb\n", {"old_string": "1\ta\n2\tb", "new_string": "x"},
+    ("other line-number format", b"a\nb\n", {"old_string": "1: a\n2: b", "new_string": "x"},
      ErrorCode.NO_MATCH, "pasted line-number prefixes"),
     ("decomposed accents", "café\n".encode(), {"old_string": "cafe\u0301", "new_string": "x"},
      ErrorCode.NO_MATCH, "unicode normalization"),
@@ -318,3 +316,24 @@ def test_deleting_between_a_cr_and_an_lf_is_refused_not_fused() -> None:
         document.replace(";", "", replace_all=False)
     assert caught.value.code is ErrorCode.INVALID_ARGUMENT
     assert "line break" in caught.value.hint
+
+
+# -- short diffs in outcomes ------------------------------------------------------------------
+
+
+async def test_outcomes_carry_a_short_diff_when_small(memory_ctx: Context) -> None:
+    await memory_ctx.fs.write("a.py", "def f():\n    return 1\n\nx = 2\n")
+    edited = await memory_ctx.fs.edit("a.py", "return 1", "return 42")
+    assert edited.diff == "@@ -2,1 +2,1 @@\n-    return 1\n+    return 42"
+    inserted = await memory_ctx.fs.insert("a.py", 2, "y = 3")
+    assert inserted.diff == "@@ -2,0 +3,1 @@\n+y = 3"
+    written = await memory_ctx.fs.write("a.py", "def f():\n    return 42\ny = 3\n\nx = 3\n")
+    assert written.diff == "@@ -5,1 +5,1 @@\n-x = 2\n+x = 3"
+    assert (written.first_line, written.last_line) == (5, 5)
+
+
+async def test_large_changes_have_no_diff(memory_ctx: Context) -> None:
+    await memory_ctx.fs.write("big.txt", "".join(f"line {n}\n" for n in range(100)))
+    edited = await memory_ctx.fs.edit("big.txt", "line", "LINE", replace_all=True)
+    assert edited.replacements == 100
+    assert edited.diff is None

@@ -125,7 +125,8 @@ class ContextFs:
                 if current is not None
                 else decode_document(b"", mount.text_options, path=path)
             )
-            data = document.rewrite(content)
+            change = document.rewrite(content)
+            data = change.data
             try:
                 after = await mount.backend.write(
                     path, data, expect=before if before is not None else ABSENT
@@ -140,6 +141,9 @@ class ContextFs:
             previous_version=before,
             created=before is None,
             size=len(data),
+            first_line=change.first_line,
+            last_line=change.last_line,
+            diff=None if before is None else change.diff,
         )
 
     async def edit(
@@ -169,6 +173,7 @@ class ContextFs:
             first_line=change.first_line,
             last_line=change.last_line,
             stripped_line_numbers=change.stripped_line_numbers,
+            diff=change.diff,
         )
 
     async def insert(self, path: str, after_line: int, text: str) -> InsertOutcome:
@@ -192,6 +197,7 @@ class ContextFs:
             previous_version=before,
             first_line=change.first_line,
             last_line=change.last_line,
+            diff=change.diff,
         )
 
     async def _change(

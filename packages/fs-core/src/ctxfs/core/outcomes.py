@@ -85,6 +85,12 @@ class WriteOutcome:
     created: bool
     size: int
     """Bytes written."""
+    first_line: int = 1
+    """1-based first line that differs from the previous content (1 for a new file)."""
+    last_line: int = 1
+    """1-based last line of the differing region, in the new content."""
+    diff: str | None = None
+    """A unified diff of the change when it is small; None for a new file or a large change."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +109,8 @@ class EditOutcome:
     """1-based last line of the changed range, in the new text."""
     stripped_line_numbers: bool = False
     """Whether line numbers pasted from read output were removed from old_string first."""
+    diff: str | None = None
+    """A unified diff of the change when it is small, else None."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,3 +125,5 @@ class InsertOutcome:
     """1-based number of the first inserted line."""
     last_line: int
     """1-based number of the last inserted line."""
+    diff: str | None = None
+    """A unified diff of the insertion when it is small, else None."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, AnyStr, Generic, TypeAlias
 
 from ctxfs.core.errors import AmbiguousMatch, EncodingError, InvalidArgument, NoChange, NoMatch
+from ctxfs.core.text.diffs import MAX_DIFF_CHARS, MAX_DIFF_LINES, short_diff
 from ctxfs.core.text.encodings import TextEncoding, detect_encoding
 from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings
 from ctxfs.core.text.mismatch import diagnose_no_match
@@ -44,6 +45,8 @@ class Change:
     """1-based last changed line, in the new text."""
     stripped_line_numbers: bool = False
     """Whether read-output line numbers were removed from old_string (and new_string)."""
+    diff: str | None = None
+    """A unified diff of the change when it is small (see :mod:`~ctxfs.core.text.diffs`)."""
 
 
 class TextDocument(Generic[AnyStr]):
@@ -175,7 +178,24 @@ class TextDocument(Generic[AnyStr]):
             first_line=first,
             last_line=last,
             stripped_line_numbers=stripped,
+            diff=self._replacement_diff(matches, old, new, first),
         )
+
+    def _replacement_diff(
+        self, matches: list[int], old: AnyStr, new: AnyStr, first: int
+    ) -> str | None:
+        """The diff of the lines the matches touch, if they are few."""
+        logical, lf = self.logical, self.endings.lf
+        start = logical.rfind(lf, 0, matches[0]) + 1
+        end = matches[-1] + len(old)
+        if not old.endswith(lf):
+            found = logical.find(lf, end)
+            end = len(logical) if found == -1 else found + 1
+        if end - start > MAX_DIFF_CHARS:
+            return None
+        before = self.text_of(logical[start:end])
+        after = before.replace(self.text_of(old), self.text_of(new), len(matches))
+        return short_diff(before, after, first_line=first)
 
     def insert(self, after_line: int, text: str) -> Change:
         """Insert *text* as whole lines after line *after_line* (0 inserts at the top).
@@ -207,15 +227,17 @@ class TextDocument(Generic[AnyStr]):
         else:
             block = body + ending
         new_raw = raw[:at] + self._seal(raw[at - 1 : at], block, raw[at : at + 1]) + raw[at:]
+        inserted = TEXT_ENDINGS.fold(text).removesuffix("\n") + "\n"
         return Change(
             data=self.encode(new_raw),
             replacements=0,
             first_line=after_line + 1,
             last_line=after_line + 1 + breaks,
+            diff=short_diff("", inserted, first_line=after_line + 1),
         )
 
-    def rewrite(self, content: str) -> bytes:
-        """Return the bytes for replacing the whole text with *content*.
+    def rewrite(self, content: str) -> Change:
+        """Return the change that replaces the whole text with *content*.
 
         Lines that *content* leaves as they were (a common head and tail) keep
         their own endings and bytes; the lines in between take the file's
@@ -241,7 +263,26 @@ class TextDocument(Generic[AnyStr]):
         units: list[AnyStr] = [line + ending_ for line, ending_ in old_lines[:head]]
         units += [line + (ending if ending_ else ending_) for line, ending_ in added]
         units += [line + ending_ for line, ending_ in old_lines[len(old_lines) - tail :]]
-        return self.encode(self.endings.empty.join(units))
+        return Change(
+            data=self.encode(self.endings.empty.join(units)),
+            replacements=0,
+            first_line=head + 1,
+            last_line=head + max(1, len(added)),
+            diff=self._lines_diff(replaced, added, first_line=head + 1),
+        )
+
+    def _lines_diff(
+        self,
+        replaced: list[tuple[AnyStr, AnyStr]],
+        added: list[tuple[AnyStr, AnyStr]],
+        *,
+        first_line: int,
+    ) -> str | None:
+        if len(replaced) + len(added) > MAX_DIFF_LINES:
+            return None
+        before = "".join(self.text_of(line) + "\n" for line, _ in replaced)
+        after = "".join(self.text_of(line) + "\n" for line, _ in added)
+        return short_diff(before, after, first_line=first_line)
 
     # -- helpers ------------------------------------------------------------------------
 

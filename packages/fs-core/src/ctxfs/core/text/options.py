@@ -17,13 +17,17 @@ __all__ = [
 DEFAULT_LEGACY_ENCODINGS: Final = ("shift_jis", "euc_jp", "gbk", "big5", "euc_kr", "cp1252")
 """Encodings tried, in this order, for text that is not UTF-8 and carries no BOM."""
 
-LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d+)│")
+LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d+)\t")
 """Matches the prefix :func:`format_line_number` puts before each line of a read window."""
 
 
 def format_line_number(number: int) -> str:
-    """Return the prefix shown before line *number* in read output: ``"    12│"``."""
-    return f"{number:>6}│"
+    r"""Return the prefix shown before line *number* in read output: ``"12\t"``.
+
+    The number and one tab, nothing else: the cheapest prefix in tokens, and the
+    format models know best. A tab-indented line keeps its own tabs after it.
+    """
+    return f"{number}\t"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +38,7 @@ class TextOptions:
     """Lines a read returns when the caller gives no limit."""
     max_line_chars: int = 2000
     """Characters of one line shown before it is cut and marked."""
-    max_output_chars: int = 50_000
+    max_output_chars: int = 100_000
     """Characters a read window holds at most (line numbers included); it ends before a line
     that would pass the budget."""
     chunk_size: int = 1 << 20
