@@ -10,6 +10,7 @@ from ctxfs.core.text import (
     TextOptions,
     Window,
     format_line_number,
+    iter_lines,
     read_window,
     truncation_marker,
 )
@@ -200,3 +201,29 @@ async def test_ctx_fs_read_streams_and_reports_the_version(
     assert (outcome.total_lines, outcome.next_offset, outcome.partial) == (5000, 4002, True)
     assert outcome.version == version == content_version(data)
     assert outcome.encoding == "utf-8"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=lines_strategy,
+    final_break=st.booleans(),
+    chunk=st.integers(1, 40),
+    encoding=st.sampled_from(["utf-8", "utf-16"]),
+    cap=st.integers(1, 20),
+)
+def test_iter_lines_matches_the_reference(
+    lines: list[tuple[str, str]], final_break: bool, chunk: int, encoding: str, cap: int
+) -> None:
+    text = "".join(content + ending for content, ending in lines)
+    if lines and not final_break:
+        text = text[: -len(lines[-1][1])]
+    data = text.encode(encoding)
+
+    async def collect() -> list[tuple[int, str]]:
+        stream = stream_of(data, chunk)
+        return [
+            item async for item in iter_lines(stream, options=OPTIONS, path="f", max_line_chars=cap)
+        ]
+
+    expected = [(n, content[:cap]) for n, (content, _) in enumerate(reference_lines(text), 1)]
+    assert anyio.run(collect) == expected

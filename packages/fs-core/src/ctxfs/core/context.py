@@ -9,8 +9,8 @@ see :mod:`ctxfs.core.hookspecs` for the order.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from typing import TYPE_CHECKING
 
 from ctxfs.core.errors import AlreadyExists, EmptyOldString, NoChange, NotFound, Stale
@@ -23,7 +23,7 @@ from ctxfs.core.outcomes import (
     WriteOutcome,
 )
 from ctxfs.core.paths import normalize_path
-from ctxfs.core.text import AnyDocument, Change, decode_document, read_window
+from ctxfs.core.text import AnyDocument, Change, decode_document, iter_lines, read_window
 from ctxfs.core.versions import ABSENT
 
 if TYPE_CHECKING:
@@ -228,6 +228,34 @@ class ContextFs:
             await self._ctx.mount.hooks.check_version(self._ctx, op, current.version)
             await self._ctx.mount.backend.delete(op.path, expect=current.version)
             await self._ctx.mount.hooks.committed(self._ctx, op, current.version, None)
+
+    async def lines(
+        self, path: str, *, max_line_chars: int | None = None
+    ) -> AsyncGenerator[tuple[int, str]]:
+        """Yield ``(number, line)`` for each line of a text file, streaming it.
+
+        A search primitive, not a read: policies authorize it like a read, but
+        it records no observation, so it never licenses a write or an edit.
+        Lines longer than *max_line_chars* (default: the read cap) are cut.
+        Close the iterator (``contextlib.aclosing``) if you stop early.
+
+        Raises:
+            NotFound, IsADirectory, BinaryFile, EncodingError, and any refusal of a policy.
+
+        """
+        ctx, mount = self._ctx, self._ctx.mount
+        op = Operation(kind=OpKind.READ, path=normalize_path(path, file=True))
+        await mount.hooks.authorize(ctx, op)
+        options = mount.text_options
+        cap = options.max_line_chars if max_line_chars is None else max_line_chars
+        async with (
+            mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream,
+            aclosing(
+                iter_lines(stream, options=options, path=op.path, max_line_chars=cap)
+            ) as numbered,
+        ):
+            async for item in numbered:
+                yield item
 
     async def list(self, path: str = "") -> list[Stat]:
         """List a directory (the root by default), sorted by name."""

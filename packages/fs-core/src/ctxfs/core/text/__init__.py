@@ -16,7 +16,7 @@ from ctxfs.core.text.options import (
     TextOptions,
     format_line_number,
 )
-from ctxfs.core.text.window import Window, read_window, truncation_marker
+from ctxfs.core.text.window import Window, iter_lines, read_window, truncation_marker
 
 __all__ = [
     "DEFAULT_LEGACY_ENCODINGS",
@@ -32,6 +32,7 @@ __all__ = [
     "detect_encoding",
     "display",
     "format_line_number",
+    "iter_lines",
     "read_window",
     "truncation_marker",
 ]

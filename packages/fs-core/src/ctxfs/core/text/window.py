@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import AnyStr, Final, Generic
 
@@ -21,7 +22,7 @@ from ctxfs.core.text.encodings import TextEncoding, detect_encoding
 from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings, count_terminators
 from ctxfs.core.text.options import TextOptions, format_line_number
 
-__all__ = ["Window", "read_window", "truncation_marker"]
+__all__ = ["Window", "iter_lines", "read_window", "truncation_marker"]
 
 _UTF8_MAX_BYTES: Final = 4
 
@@ -74,16 +75,7 @@ async def read_window(
         raise InvalidArgument(f"offset must be 1 or more, got {offset}", path=path)
     if limit < 1:
         raise InvalidArgument(f"limit must be 1 or more, got {limit}", path=path)
-    chunks = aiter(stream)
-    head, ended = b"", False
-    while len(head) < options.detect_bytes:
-        chunk = await anext(chunks, None)
-        if chunk is None:
-            ended = True
-            break
-        head += chunk
-    encoding = detect_encoding(head, options, path=path, complete=ended)
-    head = head[len(encoding.bom) :]
+    chunks, encoding, head, ended = await _detect(stream, options, path)
     if encoding.ascii_compatible:
         byte_scanner = _Scanner(BYTE_ENDINGS, encoding, offset, limit, options, unit="bytes")
         byte_scanner.feed(head)
@@ -97,6 +89,66 @@ async def read_window(
         text_scanner.feed(decoder.decode(chunk))
     text_scanner.feed(decoder.decode(b"", final=True))
     return text_scanner.finish()
+
+
+async def iter_lines(
+    stream: ReadStream, *, options: TextOptions, path: str, max_line_chars: int
+) -> AsyncGenerator[tuple[int, str]]:
+    """Yield ``(number, line)`` for every line of the text in *stream*, endings removed.
+
+    Lines longer than *max_line_chars* yield only their first *max_line_chars*
+    characters. Invalid bytes show as U+FFFD. Memory stays bounded by the chunk size.
+
+    Raises:
+        BinaryFile, EncodingError: As for :func:`read_window`.
+
+    """
+    chunks, encoding, head, ended = await _detect(stream, options, path)
+    decoder = codecs.getincrementaldecoder(encoding.codec)("surrogateescape")
+    pending, number, skipping = "", 1, False  # skipping: the rest of an over-long line
+
+    async def pieces() -> AsyncIterator[str]:
+        yield decoder.decode(head, final=ended)
+        async for chunk in chunks:
+            yield decoder.decode(chunk)
+        yield decoder.decode(b"", final=True)
+
+    async for piece in pieces():
+        text = pending + piece
+        held = text.endswith("\r")  # may be the first half of a \r\n
+        body = text[:-1] if held else text
+        start = 0
+        for match in TEXT_ENDINGS.splitter.finditer(body):
+            if not skipping:
+                yield number, display(body[start : match.start()][:max_line_chars])
+            skipping, start, number = False, match.end(), number + 1
+        rest = body[start:]
+        if skipping or len(rest) > max_line_chars:
+            if not skipping:
+                yield number, display(rest[:max_line_chars])
+            skipping, rest = True, ""
+        pending = rest + ("\r" if held else "")
+    if pending.endswith("\r"):
+        if not skipping:
+            yield number, display(pending[:-1][:max_line_chars])
+    elif pending and not skipping:
+        yield number, display(pending[:max_line_chars])
+
+
+async def _detect(
+    stream: ReadStream, options: TextOptions, path: str
+) -> tuple[AsyncIterator[bytes], TextEncoding, bytes, bool]:
+    """Read enough of *stream* to choose the encoding; return the rest and what was read."""
+    chunks = aiter(stream)
+    head, ended = b"", False
+    while len(head) < options.detect_bytes:
+        chunk = await anext(chunks, None)
+        if chunk is None:
+            ended = True
+            break
+        head += chunk
+    encoding = detect_encoding(head, options, path=path, complete=ended)
+    return chunks, encoding, head[len(encoding.bom) :], ended
 
 
 class _Scanner(Generic[AnyStr]):
