@@ -28,7 +28,6 @@ from ctxfs.core.backend import (
 )
 from ctxfs.core.errors import (
     AlreadyExists,
-    FsError,
     InvalidArgument,
     IsADirectory,
     NotADirectory,
@@ -63,13 +62,17 @@ class Faults:
 
     latency: float = 0.0
     """Seconds every call sleeps before doing its work."""
-    _failures: list[tuple[str, str | None, FsError]] = field(
+    _failures: list[tuple[str, str | None, Exception]] = field(
         default_factory=list, init=False, repr=False
     )
     _changes: list[tuple[str, bytes | None]] = field(default_factory=list, init=False, repr=False)
 
-    def fail_next(self, method: str, error: FsError, *, path: str | None = None) -> None:
-        """Make the next call of *method* (on *path*, if given) raise *error*, changing nothing."""
+    def fail_next(self, method: str, error: Exception, *, path: str | None = None) -> None:
+        """Make the next call of *method* (on *path*, if given) raise *error*, changing nothing.
+
+        An ``FsError`` is a failure the contract allows; any other exception
+        plays a backend bug, which layers above must contain.
+        """
         self._failures.append((method, path, error))
 
     def change_before_next_write(self, path: str, data: bytes | None) -> None:
@@ -80,7 +83,7 @@ class Faults:
         """
         self._changes.append((path, data))
 
-    def _take_failure(self, method: str, path: str) -> FsError | None:
+    def _take_failure(self, method: str, path: str) -> Exception | None:
         for index, (wanted, wanted_path, error) in enumerate(self._failures):
             if wanted == method and wanted_path in (None, path):
                 del self._failures[index]
