@@ -1,0 +1,420 @@
+"""Every tool through ``FsToolset.execute``, on the memory backend and on fs-local.
+
+Each success and each error code a tool can return is asserted in both
+projections: the model's text and the structured data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxfs.core import (
+    Context,
+    Denied,
+    ErrorCode,
+    Fs,
+    FsError,
+    MemoryBackend,
+    Operation,
+    Unavailable,
+    hookimpl,
+)
+from ctxfs.local import LocalBackend
+from ctxfs.tools import FsToolset, ToolResult
+from tests.tools.conftest import Seed
+
+pytestmark = pytest.mark.anyio
+
+
+async def run(tools: FsToolset, ctx: Context, name: str, **arguments: Any) -> ToolResult:
+    return await tools.execute(ctx, name, arguments)
+
+
+# -- successes -------------------------------------------------------------------------------
+
+
+async def test_read_projects_numbered_lines_and_an_exact_footer(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("notes.md", "".join(f"line {n}\n" for n in range(1, 11)).encode())
+    first = await run(tools, ctx, "read", file_path="notes.md", limit=3)
+    assert (
+        first.text == "1\tline 1\n2\tline 2\n3\tline 3\n(lines 1-3 of 10; continue with offset=4)"
+    )
+    assert first.data == {
+        "status": "ok", "tool": "read", "target": "notes.md", "error": None,
+        "content": "line 1\nline 2\nline 3\n", "version": first.data["version"], "offset": 1,
+        "returned_lines": 3, "total_lines": 10, "next_offset": 4, "partial": True,
+        "truncated_lines": [], "output_capped": False, "encoding": "utf-8",
+    }  # fmt: skip
+    assert first.data["version"].startswith("xxh3:")
+    rest = await run(tools, ctx, "read", file_path="notes.md", offset=9)
+    assert rest.text.endswith("10\tline 10\n(end of file; lines 9-10 of 10)")
+    assert rest.data["next_offset"] is None
+
+
+async def test_read_of_empty_and_short_files(tools: FsToolset, ctx: Context, seed: Seed) -> None:
+    await seed("empty.txt", b"")
+    await seed("short.txt", b"only\n")
+    assert (await run(tools, ctx, "read", file_path="empty.txt")).text == "(empty.txt is empty)"
+    past = await run(tools, ctx, "read", file_path="short.txt", offset=5)
+    assert not past.is_error
+    assert past.text == "(no lines at offset 5: short.txt has 1 lines; use an offset from 1 to 1)"
+
+
+async def test_read_says_which_lines_were_cut_and_which_encoding(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("long.txt", b"short\n" + b"y" * 3000 + b"\n")
+    await seed("latin.txt", "Café\r\n".encode("cp1252"))
+    cut = await run(tools, ctx, "read", file_path="long.txt")
+    assert "(line 2 cut where marked: too long to show whole)" in cut.text
+    assert "[line cut here; it holds 3000 bytes]" in cut.text
+    assert cut.data["truncated_lines"] == [2]
+    latin = await run(tools, ctx, "read", file_path="latin.txt")
+    assert (
+        latin.text
+        == "1\tCafé\n(end of file; lines 1-1 of 1)\n(decoded as cp1252; changes keep that encoding)"
+    )
+
+
+async def test_write_creates_then_updates_after_a_full_read(tools: FsToolset, ctx: Context) -> None:
+    created = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 2\n")
+    assert created.text == "Created src/new.py (2 lines, 12 bytes)."
+    assert created.data["created"] is True
+    assert created.data["previous_version"] is None
+    updated = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 3\n")
+    assert (
+        updated.text
+        == "Updated src/new.py: line 2 changed (2 lines now).\n@@ -2,1 +2,1 @@\n-b = 2\n+b = 3"
+    )
+    assert updated.data["previous_version"] == created.data["version"]
+    same = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 3\n")
+    assert same.text == "Wrote src/new.py: the content was already identical; nothing changed."
+
+
+async def test_edit_says_what_changed_with_a_diff(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("app.py", b"def f():\r\n    return 1\r\n")
+    await run(tools, ctx, "read", file_path="app.py", limit=1)
+    result = await run(
+        tools,
+        ctx,
+        "edit",
+        file_path="app.py",
+        old_string="2\t    return 1",
+        new_string="2\t    return 2",
+    )
+    assert result.text == (
+        "Edited app.py: 1 replacement, line 2. (The line numbers pasted into old_string were "
+        "ignored.)\n@@ -2,1 +2,1 @@\n-    return 1\n+    return 2"
+    )
+    assert result.data["stripped_line_numbers"] is True
+    assert result.data["replacements"] == 1
+    check = await run(tools, ctx, "read", file_path="app.py")
+    assert check.data["content"] == "def f():\n    return 2\n"
+
+
+async def test_list_dir_sorts_marks_and_pages(tools: FsToolset, ctx: Context, seed: Seed) -> None:
+    for name in ("b.txt", "a.txt", "sub/c.txt", "odd\u202ename", "zz.txt"):
+        await seed(name, b"12345")
+    listing = await run(tools, ctx, "list_dir")
+    assert listing.text == (
+        "a.txt  (5 B)\nb.txt  (5 B)\nodd\\u202ename  (5 B)\nsub/\nzz.txt  (5 B)\n(5 entries)"
+    )
+    assert [entry["name"] for entry in listing.data["entries"]] == [
+        "a.txt", "b.txt", "odd\u202ename", "sub", "zz.txt",
+    ]  # fmt: skip
+    page = await run(tools, ctx, "list_dir", offset=2, limit=2)
+    assert (
+        page.text
+        == "b.txt  (5 B)\nodd\\u202ename  (5 B)\n(entries 2-3 of 5; continue with offset=4)"
+    )
+    assert (page.data["total"], page.data["next_offset"], page.data["truncated"]) == (5, 4, True)
+
+
+async def test_control_characters_in_names_are_escaped(tools: FsToolset, tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "z\nline").write_bytes(b"x")
+    async with Fs(
+        LocalBackend(tmp_path / "root", state_dir=tmp_path / "s"), load_entrypoints=False
+    ) as fs:
+        listing = await tools.execute(fs.context(owner="a"), "list_dir", {})
+    assert listing.text == "z\\x0aline  (1 B)\n(1 entry)"
+    assert listing.data["entries"][0]["name"] == "z\nline"
+
+
+async def test_glob_is_sorted_counted_paged_and_skips_ignored_dirs(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    for path in ("src/b.py", "src/a.py", "src/deep/c.py", "README.md", ".git/hooks/x.py",
+                 "node_modules/m/index.py", "tests/test_a.py"):  # fmt: skip
+        await seed(path, b"x = 1\n")
+    everything = await run(tools, ctx, "glob", pattern="*.py")
+    assert everything.data["paths"] == ["src/a.py", "src/b.py", "src/deep/c.py", "tests/test_a.py"]
+    assert everything.text.endswith("(4 files match)")
+    anchored = await run(tools, ctx, "glob", pattern="src/*.py")
+    assert anchored.data["paths"] == ["src/a.py", "src/b.py"]
+    below = await run(tools, ctx, "glob", pattern="**/*.py", path="src")
+    assert below.data["paths"] == ["src/a.py", "src/b.py", "src/deep/c.py"]
+    page = await run(tools, ctx, "glob", pattern="*.py", offset=2, limit=2)
+    assert page.data["paths"] == ["src/b.py", "src/deep/c.py"]
+    assert page.text.endswith("(files 2-3 of 4 matching; continue with offset=4)")
+
+
+async def test_grep_finds_counts_pages_and_skips_binaries(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("src/a.py", b"import os\nTODO: one\n")
+    await seed("src/b.py", b"# todo two\nTODO: three\n")
+    await seed("src/blob.bin", b"\x00TODO\x00")
+    await seed("docs/notes.md", b"TODO in docs\n")
+    hits = await run(tools, ctx, "grep", pattern="TODO")
+    assert hits.text.splitlines() == [
+        "docs/notes.md:1: TODO in docs",
+        "src/a.py:2: TODO: one",
+        "src/b.py:2: TODO: three",
+        "(3 matches in 3 files searched)",
+        "(1 binary, undecodable or unreadable files skipped)",
+    ]
+    assert hits.data["files_skipped"] == 1
+    folded = await run(tools, ctx, "grep", pattern="todo", ignore_case=True, glob="*.py")
+    assert folded.data["total"] == 3
+    assert [m["line"] for m in folded.data["matches"]] == [2, 1, 2]
+    page = await run(tools, ctx, "grep", pattern="TODO", offset=2, limit=1)
+    assert page.data["matches"] == [{"path": "src/a.py", "line": 2, "text": "TODO: one"}]
+    assert page.text.splitlines()[-1] == ("(1 binary, undecodable or unreadable files skipped)")
+    assert "(matches 2-2 of 3 in 3 files searched; continue with offset=3)" in page.text
+    one_file = await run(tools, ctx, "grep", pattern="import", path="src/a.py")
+    assert one_file.data["matches"] == [{"path": "src/a.py", "line": 1, "text": "import os"}]
+
+
+async def test_searching_does_not_license_an_edit(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.py", b"x = 1\n")
+    await run(tools, ctx, "grep", pattern="x")
+    result = await run(tools, ctx, "edit", file_path="a.py", old_string="x = 1", new_string="x = 2")
+    assert result.error_code is ErrorCode.NOT_OBSERVED
+
+
+# -- every error code, in text and data ------------------------------------------------------
+
+Setup = Callable[[FsToolset, Context, Seed], Awaitable[None]]
+
+
+async def nothing(tools: FsToolset, ctx: Context, seed: Seed) -> None:
+    return None
+
+
+async def files(tools: FsToolset, ctx: Context, seed: Seed) -> None:
+    await seed("a.txt", b"alpha\nbeta\nalpha\n")
+    await seed("dir/inner.txt", b"x\n")
+    await seed("bin.dat", b"\x00\x01\x02")
+    await seed("bad.txt", bytes(range(0x80, 0x100)) * 2)
+
+
+async def files_read(tools: FsToolset, ctx: Context, seed: Seed) -> None:
+    await files(tools, ctx, seed)
+    await tools.execute(ctx, "read", {"file_path": "a.txt", "limit": 1})
+
+
+async def changed_after_read(tools: FsToolset, ctx: Context, seed: Seed) -> None:
+    await files_read(tools, ctx, seed)
+    other = ctx.mount.context(owner="someone-else")
+    await other.fs.read("a.txt")
+    await other.fs.edit("a.txt", "beta", "gamma")
+
+
+@dataclass(frozen=True)
+class Failure:
+    case: str
+    tool: str
+    arguments: dict[str, Any]
+    code: ErrorCode
+    says: str
+    setup: Setup = files
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+FAILURES = [
+    Failure("read missing", "read", {"file_path": "missing.txt"}, ErrorCode.NOT_FOUND,
+            "missing.txt does not exist"),
+    Failure("read a directory", "read", {"file_path": "dir"}, ErrorCode.IS_DIRECTORY,
+            "dir is a directory"),
+    Failure("read binary", "read", {"file_path": "bin.dat"}, ErrorCode.BINARY_FILE,
+            "text tools cannot read or edit it"),
+    Failure("read undecodable", "read", {"file_path": "bad.txt"}, ErrorCode.ENCODING_ERROR,
+            "is not UTF-8"),
+    Failure("read outside", "read", {"file_path": "../etc/passwd"}, ErrorCode.OUTSIDE_ROOT,
+            "'..' segment"),
+    Failure("read bad path", "read", {"file_path": "a\x00b"}, ErrorCode.INVALID_PATH,
+            "control character"),
+    Failure("read bad offset", "read", {"file_path": "a.txt", "offset": 0},
+            ErrorCode.INVALID_ARGUMENT, "offset: Input should be greater than 0",
+            data={"field": "offset"}),
+    Failure("write over unread", "write", {"file_path": "a.txt", "content": "x"},
+            ErrorCode.NOT_OBSERVED, "read it before changing it"),
+    Failure("write after a partial read", "write", {"file_path": "a.txt", "content": "x"},
+            ErrorCode.NOT_OBSERVED, "read the whole file", files_read,
+            data={"partial_observation": True}),
+    Failure("write stale", "write", {"file_path": "a.txt", "content": "x"}, ErrorCode.STALE,
+            "read it again, then redo the change", changed_after_read),
+    Failure("write a directory", "write", {"file_path": "dir", "content": "x"},
+            ErrorCode.IS_DIRECTORY, "dir is a directory"),
+    Failure("write under a file", "write", {"file_path": "a.txt/x", "content": "x"},
+            ErrorCode.NOT_A_DIRECTORY, "not a directory"),
+    Failure("write U+FFFD", "write", {"file_path": "new.txt", "content": "lost \ufffd"},
+            ErrorCode.ENCODING_ERROR, "replacement characters"),
+    Failure("write no content", "write", {"file_path": "new.txt"}, ErrorCode.INVALID_ARGUMENT,
+            "content: Field required", data={"field": "content"}),
+    Failure("edit unread", "edit", {"file_path": "a.txt", "old_string": "beta", "new_string": "b"},
+            ErrorCode.NOT_OBSERVED, "Read the file first"),
+    Failure("edit stale", "edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "b",
+            "replace_all": True}, ErrorCode.STALE, "changed since it was last read",
+            changed_after_read),
+    Failure("edit empty", "edit", {"file_path": "a.txt", "old_string": "", "new_string": "b"},
+            ErrorCode.EMPTY_OLD_STRING, "old_string is empty", files_read),
+    Failure("edit no change", "edit", {"file_path": "a.txt", "old_string": "b", "new_string": "b"},
+            ErrorCode.NO_CHANGE, "identical", files_read),
+    Failure("edit no match", "edit", {"file_path": "a.txt", "old_string": "betta", "new_string": "b"},
+            ErrorCode.NO_MATCH, "Closest text in the file:\n2\tbeta", files_read),
+    Failure("edit ambiguous", "edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "b"},
+            ErrorCode.AMBIGUOUS_MATCH, "occurs 2 times in a.txt, at lines 1, 3", files_read,
+            data={"count": 2, "lines": [1, 3]}),
+    Failure("edit missing", "edit", {"file_path": "nope.txt", "old_string": "a", "new_string": "b"},
+            ErrorCode.NOT_FOUND, "nope.txt does not exist"),
+    Failure("edit binary", "edit", {"file_path": "bin.dat", "old_string": "a", "new_string": "b"},
+            ErrorCode.BINARY_FILE, "binary data"),
+    Failure("edit bad type", "edit", {"file_path": "a.txt", "old_string": "a", "new_string": "b",
+            "replace_all": "maybe"}, ErrorCode.INVALID_ARGUMENT, "replace_all:"),
+    Failure("list missing", "list_dir", {"path": "missing"}, ErrorCode.NOT_FOUND, "does not exist"),
+    Failure("list a file", "list_dir", {"path": "a.txt"}, ErrorCode.NOT_A_DIRECTORY,
+            "not a directory"),
+    Failure("glob unclosed class", "glob", {"pattern": "src/[ab"}, ErrorCode.INVALID_ARGUMENT,
+            "unclosed '['", data={"field": "pattern"}),
+    Failure("glob empty pattern", "glob", {"pattern": ""}, ErrorCode.INVALID_ARGUMENT,
+            "pattern is empty"),
+    Failure("glob missing dir", "glob", {"pattern": "*", "path": "missing"}, ErrorCode.NOT_FOUND,
+            "does not exist"),
+    Failure("grep bad regex", "grep", {"pattern": "(unclosed"}, ErrorCode.INVALID_ARGUMENT,
+            "not a valid regular expression", data={"field": "pattern"}),
+    Failure("grep bad glob", "grep", {"pattern": "x", "glob": "[z"}, ErrorCode.INVALID_ARGUMENT,
+            "unclosed '['"),
+    Failure("unknown tool", "shell", {"command": "ls"}, ErrorCode.INVALID_ARGUMENT,
+            "the tools offered are: read, write, edit, list_dir, glob, grep"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("failure", FAILURES, ids=[failure.case for failure in FAILURES])
+async def test_every_error_has_its_code_message_and_next_action(
+    tools: FsToolset, ctx: Context, seed: Seed, failure: Failure
+) -> None:
+    await failure.setup(tools, ctx, seed)
+    before = await snapshot(ctx)
+    result = await tools.execute(ctx, failure.tool, failure.arguments)
+    assert result.is_error
+    assert result.error_code is failure.code
+    assert result.text.startswith(f"Error [{failure.code.value}]: ")
+    assert failure.says in result.text, result.text
+    assert "\nNext: " in result.text
+    error = result.data["error"]
+    assert (result.data["status"], result.data["tool"]) == ("error", failure.tool)
+    assert error["code"] == failure.code.value
+    assert error["hint"]
+    assert error["hint"] in result.text
+    assert isinstance(error["retryable"], bool)
+    for key, value in failure.data.items():
+        assert error["details"][key] == value
+    assert await snapshot(ctx) == before, "a failed call changed nothing"
+
+
+async def snapshot(ctx: Context) -> dict[str, bytes]:
+    """Every file of the store, with its bytes."""
+    backend, found, pending = ctx.mount.backend, {}, [""]
+    while pending:
+        for entry in await backend.list(pending.pop()):
+            if entry.kind.value == "directory":
+                pending.append(entry.path)
+            else:
+                found[entry.path] = (await backend.read(entry.path)).data
+    return found
+
+
+async def test_a_held_lock_is_busy_and_retryable(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.txt", b"alpha\n")
+    await tools.execute(ctx, "read", {"file_path": "a.txt"})
+    async with ctx.mount.file_context.locks.hold("a.txt", timeout=5):
+        result = await tools.execute(
+            ctx, "edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"}
+        )
+    assert result.error_code is ErrorCode.BUSY
+    assert result.data["error"]["retryable"] is True
+    assert "retry shortly" in result.text
+
+
+class NoSecrets:
+    @hookimpl
+    def ctxfs_authorize(self, ctx: Context, op: Operation) -> FsError | None:
+        if op.path == "secrets" or op.path.startswith("secrets/"):
+            return Denied(f"{op.path} is off limits", path=op.path)
+        return None
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [("read", {"file_path": "secrets/key"}), ("write", {"file_path": "secrets/key", "content": "x"}),
+     ("list_dir", {"path": "secrets"}), ("grep", {"pattern": "x", "path": "secrets/key"})],
+)  # fmt: skip
+async def test_a_policy_refusal_is_denied(
+    tools: FsToolset, tool: str, arguments: dict[str, Any]
+) -> None:
+    fs = Fs(MemoryBackend(), plugins=[NoSecrets()], load_entrypoints=False)
+    result = await tools.execute(fs.context(owner="a"), tool, arguments)
+    assert result.error_code is ErrorCode.DENIED
+    assert "off limits" in result.text
+    assert "do not retry" in result.text
+
+
+async def test_store_failures_are_typed_and_bugs_are_contained(tools: FsToolset) -> None:
+    backend = MemoryBackend()
+    ctx = Fs(backend, load_entrypoints=False).context(owner="a")
+    backend.faults.fail_next("write", Unavailable("the store is down"))
+    down = await tools.execute(ctx, "write", {"file_path": "a.txt", "content": "x"})
+    assert down.error_code is ErrorCode.UNAVAILABLE
+    assert down.data["error"]["retryable"] is True
+    backend.faults.fail_next("read", RuntimeError("a bug in some backend"))
+    bug = await tools.execute(ctx, "read", {"file_path": "a.txt"})
+    assert bug.error_code is ErrorCode.BACKEND_ERROR
+    assert "read failed unexpectedly" in bug.text
+    assert "a bug in some backend" not in bug.text
+
+
+async def test_fs_local_special_files_are_refused(tools: FsToolset, tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    os.mkfifo(tmp_path / "root" / "pipe")
+    async with Fs(
+        LocalBackend(tmp_path / "root", state_dir=tmp_path / "s"), load_entrypoints=False
+    ) as fs:
+        result = await tools.execute(fs.context(owner="a"), "read", {"file_path": "pipe"})
+    assert result.error_code is ErrorCode.NOT_A_REGULAR_FILE
+    assert "FIFO" in result.text
+
+
+async def test_arguments_may_come_as_a_json_string(tools: FsToolset, ctx: Context) -> None:
+    ok = await tools.execute(ctx, "write", '{"file_path": "a.txt", "content": "x\\n"}')
+    assert not ok.is_error
+    bad = await tools.execute(ctx, "write", "{not json")
+    assert bad.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "not valid JSON" in bad.text
+    listed = await tools.execute(ctx, "write", "[1, 2]")
+    assert "must be a JSON object" in listed.text

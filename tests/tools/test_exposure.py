@@ -1,0 +1,134 @@
+"""Exposure: direct, deferred and hidden tools, decided per step, one executor path."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend, hookimpl
+from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
+
+pytestmark = pytest.mark.anyio
+
+DEFERRED = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "glob": Exposure.DEFERRED})
+
+
+async def names(tools: FsToolset, ctx: Context) -> list[str]:
+    return [tool["name"] for tool in await tools.definitions(ctx)]
+
+
+async def test_without_deferred_tools_there_is_no_search_pair(
+    tools: FsToolset, ctx: Context
+) -> None:
+    assert "search_tools" not in await names(tools, ctx)
+
+
+async def test_deferred_tools_are_absent_and_the_search_pair_appears(ctx: Context) -> None:
+    offered = await names(FsToolset(DEFERRED), ctx)
+    assert offered == ["read", "write", "edit", "list_dir", "search_tools", "call_tool"]
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("grep", ["grep"]),  # by name
+        ("regular expression", ["grep"]),  # by description
+        ("ignore_case", ["grep"]),  # by parameter
+        ("ctxfs.tools", ["glob", "grep"]),  # by owner
+        ("pattern files", ["glob", "grep"]),
+    ],
+)
+async def test_search_tools_finds_deferred_tools_by_their_metadata(
+    ctx: Context, query: str, found: list[str]
+) -> None:
+    result = await FsToolset(DEFERRED).execute(ctx, "search_tools", {"query": query})
+    assert not result.is_error
+    assert sorted(tool["name"] for tool in result.data["tools"]) == found
+    for tool in result.data["tools"]:
+        assert tool["owner"] == "ctxfs.tools"
+        assert "pattern" in tool["arguments"]
+        assert tool["required"] == ["pattern"]
+    assert all(f"{name}(" in result.text for name in found)
+
+
+async def test_search_tools_never_returns_direct_or_hidden_tools(ctx: Context) -> None:
+    options = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "glob": Exposure.HIDDEN})
+    result = await FsToolset(options).execute(ctx, "search_tools", {"query": "files read edit"})
+    assert [tool["name"] for tool in result.data["tools"]] == ["grep"]
+
+
+async def test_call_tool_runs_a_deferred_tool_through_the_normal_path(ctx: Context) -> None:
+    tools = FsToolset(DEFERRED)
+    await tools.execute(ctx, "write", {"file_path": "src/a.py", "content": "needle = 1\n"})
+    ok = await tools.execute(ctx, "call_tool", {"name": "grep", "arguments": {"pattern": "needle"}})
+    assert not ok.is_error
+    assert ok.data["tool"] == "grep"
+    assert ok.text.startswith("src/a.py:1: needle = 1")
+    invalid = await tools.execute(ctx, "call_tool", {"name": "grep", "arguments": {"pattern": "("}})
+    assert invalid.error_code is ErrorCode.INVALID_ARGUMENT  # the same validation
+    assert invalid.data["error"]["details"]["field"] == "pattern"
+    missing = await tools.execute(ctx, "call_tool", {"name": "grep", "arguments": {}})
+    assert missing.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "pattern: Field required" in missing.text
+
+
+@pytest.mark.parametrize("name", ["read", "nonexistent", "call_tool", "search_tools", "secret"])
+async def test_call_tool_rejects_direct_hidden_and_unknown_names(ctx: Context, name: str) -> None:
+    options = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "list_dir": Exposure.HIDDEN})
+    result = await FsToolset(options).execute(ctx, "call_tool", {"name": name, "arguments": {}})
+    assert result.error_code is ErrorCode.INVALID_ARGUMENT
+    assert result.data["error"]["details"]["deferred"] == ["grep"]
+    hidden = await FsToolset(options).execute(ctx, "call_tool", {"name": "list_dir"})
+    assert hidden.error_code is ErrorCode.INVALID_ARGUMENT
+
+
+async def test_deferred_and_hidden_tools_cannot_be_called_by_name(ctx: Context) -> None:
+    options = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "list_dir": Exposure.HIDDEN})
+    tools = FsToolset(options)
+    deferred = await tools.execute(ctx, "grep", {"pattern": "x"})
+    assert deferred.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "call_tool" in deferred.text
+    hidden = await tools.execute(ctx, "list_dir", {})
+    assert hidden.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "list_dir" not in hidden.data["error"]["details"]["offered"]
+
+
+async def test_search_pair_is_not_callable_without_deferred_tools(
+    tools: FsToolset, ctx: Context
+) -> None:
+    result = await tools.execute(ctx, "search_tools", {"query": "x"})
+    assert result.error_code is ErrorCode.INVALID_ARGUMENT
+
+
+class StepPolicy:
+    """Hides write and defers grep, but only for owner "reviewer"; answers asynchronously."""
+
+    @hookimpl
+    async def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> str | None:
+        await anyio.lowlevel.checkpoint()
+        if ctx.owner != "reviewer":
+            return None
+        return {"write": "hidden", "grep": "deferred"}.get(tool)
+
+
+class Revealer:
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> str | None:
+        return "direct"  # can never undo a stricter vote
+
+
+async def test_plugins_decide_per_step_and_the_strictest_vote_wins() -> None:
+    from ctxfs.tools import hookspecs  # noqa: PLC0415
+
+    fs = Fs(MemoryBackend(), plugins=[hookspecs, StepPolicy(), Revealer()], load_entrypoints=False)
+    tools = FsToolset()
+    reviewer, author = fs.context(owner="reviewer"), fs.context(owner="author")
+    assert await names(tools, reviewer) == [
+        "read", "edit", "list_dir", "glob", "search_tools", "call_tool",
+    ]  # fmt: skip
+    assert await names(tools, author) == ["read", "write", "edit", "list_dir", "glob", "grep"]
+    refused = await tools.execute(reviewer, "write", {"file_path": "a", "content": "x"})
+    assert refused.error_code is ErrorCode.INVALID_ARGUMENT
+    assert (
+        await tools.execute(author, "write", {"file_path": "a", "content": "x"})
+    ).is_error is False

@@ -1,0 +1,133 @@
+"""The schema tests of the filesystem-tool-schemas RFC, and the provider shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ctxfs.core import Context, ErrorCode
+from ctxfs.core.text import TextOptions
+from ctxfs.tools import FsToolset, ToolsetOptions
+
+pytestmark = pytest.mark.anyio
+
+
+async def generic(tools: FsToolset, ctx: Context) -> dict[str, dict[str, Any]]:
+    return {tool["name"]: tool for tool in await tools.definitions(ctx)}
+
+
+async def test_the_toolset_offers_every_file_tool(tools: FsToolset, ctx: Context) -> None:
+    names = list(await generic(tools, ctx))
+    assert names == ["read", "write", "edit", "list_dir", "glob", "grep"]
+
+
+async def test_read_schema(tools: FsToolset, ctx: Context) -> None:
+    schema = (await generic(tools, ctx))["read"]["parameters"]
+    assert schema["required"] == ["file_path"]
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == {"file_path", "offset", "limit"}
+    for name in ("offset", "limit"):
+        (integer,) = [
+            option for option in schema["properties"][name]["anyOf"] if option["type"] == "integer"
+        ]
+        assert integer["exclusiveMinimum"] == 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [({"file_path": "a", "offset": 0}, "offset"), ({"file_path": "a", "limit": -1}, "limit"),
+     ({"file_path": "a", "offset": "two"}, "offset"), ({}, "file_path")],
+)  # fmt: skip
+async def test_read_rejects_non_positive_numbers_and_names_the_field(
+    tools: FsToolset, ctx: Context, arguments: dict[str, Any], field: str
+) -> None:
+    result = await tools.execute(ctx, "read", arguments)
+    assert result.error_code is ErrorCode.INVALID_ARGUMENT
+    assert result.data["error"]["details"]["field"] == field
+    assert f"{field}:" in result.text
+
+
+async def test_write_schema(tools: FsToolset, ctx: Context) -> None:
+    schema = (await generic(tools, ctx))["write"]["parameters"]
+    assert schema["required"] == ["file_path", "content"]
+    assert set(schema["properties"]) == {"file_path", "content"}
+
+
+async def test_edit_schema(tools: FsToolset, ctx: Context) -> None:
+    schema = (await generic(tools, ctx))["edit"]["parameters"]
+    assert schema["required"] == ["file_path", "old_string", "new_string"]
+    assert schema["properties"]["replace_all"] == {
+        "default": False,
+        "description": "Replace every occurrence; otherwise old_string must occur exactly once.",
+        "type": "boolean",
+    }
+
+
+async def test_edit_rejects_an_empty_old_string_clearly(tools: FsToolset, ctx: Context) -> None:
+    await tools.execute(ctx, "write", {"file_path": "a.txt", "content": "x\n"})
+    result = await tools.execute(
+        ctx, "edit", {"file_path": "a.txt", "old_string": "", "new_string": "y"}
+    )
+    assert result.error_code is ErrorCode.EMPTY_OLD_STRING
+    assert "Error [empty_old_string]: old_string is empty" in result.text
+    assert "use write" in result.text
+
+
+async def test_names_are_snake_case_and_extra_fields_refused(
+    tools: FsToolset, ctx: Context
+) -> None:
+    for tool in (await generic(tools, ctx)).values():
+        for name in tool["parameters"]["properties"]:
+            assert name == name.lower()
+            assert "-" not in name
+    result = await tools.execute(ctx, "read", {"filePath": "a.txt"})
+    assert result.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "filePath" in result.text
+
+
+async def test_descriptions_state_the_read_rules_and_the_live_limits(ctx: Context) -> None:
+    tools = FsToolset(ToolsetOptions(grep_limit=7))
+    ctx.mount.text_options = TextOptions(default_limit=123, max_line_chars=456)
+    described = {tool["name"]: tool["description"] for tool in await tools.definitions(ctx)}
+    assert "needs a read of all of it" in described["write"]
+    assert "creating one needs no read" in described["write"]
+    assert "a file you have read (any part of it)" in described["edit"]
+    assert "up to 123 lines" in described["read"]
+    assert "longer than 456 characters" in described["read"]
+    assert "at most 7 matches" in described["grep"]
+    read = await generic(tools, ctx)
+    assert (
+        "Default and most: 123." in read["read"]["parameters"]["properties"]["limit"]["description"]
+    )
+
+
+def _strict_problems(schema: dict[str, Any], where: str = "") -> list[str]:
+    problems = []
+    if schema.get("type") == "object":
+        if schema.get("additionalProperties") is not False:
+            problems.append(f"{where}: additionalProperties must be false")
+        if sorted(schema.get("required", [])) != sorted(schema.get("properties", {})):
+            problems.append(f"{where}: every property must be required")
+    if "default" in schema:
+        problems.append(f"{where}: defaults are not allowed")
+    for name, sub in schema.get("properties", {}).items():
+        problems += _strict_problems(sub, f"{where}.{name}")
+    for option in schema.get("anyOf", []):
+        problems += _strict_problems(option, where)
+    return problems
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_openai_tools_are_valid_in_strict_mode(
+    tools: FsToolset, ctx: Context, api: str
+) -> None:
+    offered = await tools.definitions(ctx, provider="openai", openai_api=api)  # type: ignore[arg-type]
+    for tool in offered:
+        function = tool["function"] if api == "chat" else tool
+        assert tool["type"] == "function"
+        assert function["strict"] is True
+        assert _strict_problems(function["parameters"]) == [], function["name"]
+    read = next(t for t in offered if (t["function"] if api == "chat" else t)["name"] == "read")
+    offset = (read["function"] if api == "chat" else read)["parameters"]["properties"]["offset"]
+    assert {"type": "null"} in offset["anyOf"]
