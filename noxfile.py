@@ -44,4 +44,4 @@ def conformance(session: nox.Session) -> None:
 @nox.session(python=False)
 def bench(session: nox.Session) -> None:
     """Run the benchmarks and regenerate docs/benchmarks.md (ratios, not timed tests)."""
-    _uv_run(session, "python", "-m", "benchmarks")
+    _uv_run(session, "--group", "bench", "python", "-m", "benchmarks")

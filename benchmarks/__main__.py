@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from benchmarks import local_disk, text_semantics
+from benchmarks import local_disk, projection, text_semantics
 from benchmarks.harness import measure, report
 
 REPORT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
@@ -29,7 +29,10 @@ async def main() -> None:
             result = await measure(case)
             results.append(result)
             print(f"{case.group} / {case.name}: {result.ratio:.2f}x", file=sys.stderr)
-    text = report(results, title="Benchmarks", intro=INTRO)
+    measures, tokenizer = await projection.measure()
+    text = report(results, title="Benchmarks", intro=INTRO) + projection.section(
+        measures, tokenizer
+    )
     REPORT.write_text(text + "\n")
     print(text)
 
