@@ -15,13 +15,16 @@ from typing import Any
 import pytest
 
 from ctxfs.core import (
+    ABSENT,
     Context,
     Denied,
     ErrorCode,
     Fs,
     FsError,
     MemoryBackend,
+    NotARegularFile,
     Operation,
+    PermissionDenied,
     Unavailable,
     hookimpl,
 )
@@ -418,3 +421,43 @@ async def test_arguments_may_come_as_a_json_string(tools: FsToolset, ctx: Contex
     assert "not valid JSON" in bad.text
     listed = await tools.execute(ctx, "write", "[1, 2]")
     assert "must be a JSON object" in listed.text
+
+
+async def test_too_large_files_are_refused_before_reading(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    from ctxfs.core import TextOptions  # noqa: PLC0415
+
+    await seed("big.txt", b"x\n" * 100)
+    await tools.execute(ctx, "read", {"file_path": "big.txt"})
+    ctx.mount.text_options = TextOptions(max_edit_bytes=50)
+    for name, arguments in (
+        (
+            "edit",
+            {"file_path": "big.txt", "old_string": "x", "new_string": "y", "replace_all": True},
+        ),
+        ("write", {"file_path": "big.txt", "content": "small\n"}),
+    ):
+        result = await tools.execute(ctx, name, arguments)
+        assert result.error_code is ErrorCode.TOO_LARGE
+        assert "200 bytes, more than the 50 allowed" in result.text
+        assert result.data["error"]["details"] == {"size": 200, "max_size": 50}
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [(PermissionDenied("the store said no", path="a.txt"), ErrorCode.PERMISSION_DENIED),
+     (NotARegularFile("a.txt is a device", path="a.txt"), ErrorCode.NOT_A_REGULAR_FILE)],
+)  # fmt: skip
+async def test_store_refusals_reach_the_model_with_their_code(
+    tools: FsToolset, error: FsError, code: ErrorCode
+) -> None:
+    backend = MemoryBackend()
+    await backend.write("a.txt", b"x\n", expect=ABSENT)
+    ctx = Fs(backend, load_entrypoints=False).context(owner="a")
+    for name, arguments in (("read", {"file_path": "a.txt"}),
+                            ("edit", {"file_path": "a.txt", "old_string": "x", "new_string": "y"})):  # fmt: skip
+        backend.faults.fail_next("read", error)
+        result = await tools.execute(ctx, name, arguments)
+        assert result.error_code is code
+        assert result.data["target"] == "a.txt"
