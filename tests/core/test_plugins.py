@@ -250,6 +250,17 @@ class Recorder:
     def ctxfs_observed(self, ctx: Context, path: str, version: Version, complete: bool) -> None:
         self.events.append(f"observed {complete}")
 
+    @hookimpl
+    def ctxfs_finished(
+        self,
+        ctx: Context,
+        op: Operation,
+        error: FsError | None,
+        before: Version | None,
+        after: Version | None,
+    ) -> None:
+        self.events.append(f"finished {op.kind} {error.code if error else 'ok'}")
+
 
 async def test_hooks_run_in_the_documented_order() -> None:
     recorder = Recorder()
@@ -259,9 +270,15 @@ async def test_hooks_run_in_the_documented_order() -> None:
     await ctx.fs.read("a.txt", limit=1)
     await ctx.fs.edit("a.txt", "one", "uno")
     await ctx.fs.delete("a.txt")
+    with pytest.raises(FsError):
+        await ctx.fs.read("../escape")
     assert recorder.events == [
         "authorize write", "lock", "check new", "committed True False", "unlock",
-        "authorize read", "observed False",
+        "finished write ok",
+        "authorize read", "observed False", "finished read ok",
         "authorize edit", "lock", "check existing", "committed False False", "unlock",
+        "finished edit ok",
         "authorize delete", "lock", "check existing", "committed False True", "unlock",
+        "finished delete ok",
+        "finished read outside_root",
     ]  # fmt: skip

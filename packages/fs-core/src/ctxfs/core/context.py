@@ -11,9 +11,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ctxfs.core.errors import AlreadyExists, EmptyOldString, NoChange, NotFound, Stale
+from ctxfs.core.errors import (
+    AlreadyExists,
+    BackendError,
+    EmptyOldString,
+    FsError,
+    NoChange,
+    NotFound,
+    Stale,
+)
 from ctxfs.core.outcomes import (
     EditOutcome,
     InsertOutcome,
@@ -26,10 +35,11 @@ from ctxfs.core.paths import normalize_path
 from ctxfs.core.text import AnyDocument, Change, decode_document, iter_lines, read_window
 from ctxfs.core.versions import ABSENT
 
+from ctxfs.core.versions import Version
+
 if TYPE_CHECKING:
     from ctxfs.core.backend import Blob, Stat
     from ctxfs.core.fs import Fs
-    from ctxfs.core.versions import Version
 
 __all__ = ["Context", "ContextFs"]
 
@@ -62,7 +72,11 @@ class Context:
 
 
 class ContextFs:
-    """The file operations of one context. Failures raise ``FsError`` subclasses."""
+    """The file operations of one context. Failures raise ``FsError`` subclasses.
+
+    Every operation ends by reporting itself, success or failure, through
+    ``ctxfs_finished`` (an audit ledger listens there).
+    """
 
     __slots__ = ("_ctx",)
 
@@ -80,14 +94,16 @@ class ContextFs:
 
         """
         ctx, mount = self._ctx, self._ctx.mount
-        op = Operation(kind=OpKind.READ, path=normalize_path(path, file=True))
-        await mount.hooks.authorize(ctx, op)
-        options = mount.text_options
-        async with mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
-            window = await read_window(
-                stream, offset=offset, limit=limit, options=options, path=op.path
-            )
-        await mount.hooks.observed(ctx, op.path, stream.version, complete=window.complete)
+        async with self._reported(OpKind.READ, path, file=True) as report:
+            op = report.op
+            await mount.hooks.authorize(ctx, op)
+            options = mount.text_options
+            async with mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
+                window = await read_window(
+                    stream, offset=offset, limit=limit, options=options, path=op.path
+                )
+            report.after = stream.version
+            await mount.hooks.observed(ctx, op.path, stream.version, complete=window.complete)
         return ReadOutcome(
             path=op.path,
             text=window.text,
@@ -114,33 +130,36 @@ class ContextFs:
 
         """
         mount = self._ctx.mount
-        path = normalize_path(path, file=True)
-        op = Operation(kind=OpKind.WRITE, path=path, size=len(content.encode("utf-8", "replace")))
-        async with self._mutation(op):
-            current = await self._current(path)
-            before = current.version if current is not None else None
-            await mount.hooks.check_version(self._ctx, op, before)
+        size = len(content.encode("utf-8", "replace"))
+        async with (
+            self._reported(OpKind.WRITE, path, file=True, size=size) as report,
+            self._mutation(report.op),
+        ):
+            current = await self._current(report.op.path)
+            before = report.before = current.version if current is not None else None
+            await mount.hooks.check_version(self._ctx, report.op, before)
             document = (
-                self._decode(path, current)
+                self._decode(report.op.path, current)
                 if current is not None
-                else decode_document(b"", mount.text_options, path=path)
+                else decode_document(b"", mount.text_options, path=report.op.path)
             )
             change = document.rewrite(content)
-            data = change.data
             try:
-                after = await mount.backend.write(
-                    path, data, expect=before if before is not None else ABSENT
+                after = report.after = await mount.backend.write(
+                    report.op.path, change.data, expect=before if before is not None else ABSENT
                 )
             except AlreadyExists:
-                raise Stale(f"{path} was created by someone else meanwhile", path=path) from None
+                raise Stale(
+                    f"{report.op.path} was created by someone else meanwhile", path=report.op.path
+                ) from None
             mount.known_encodings.remember(after, document.encoding)
-            await mount.hooks.committed(self._ctx, op, before, after)
+            await mount.hooks.committed(self._ctx, report.op, before, after)
         return WriteOutcome(
-            path=path,
+            path=report.op.path,
             version=after,
             previous_version=before,
             created=before is None,
-            size=len(data),
+            size=len(change.data),
             first_line=change.first_line,
             last_line=change.last_line,
             diff=None if before is None else change.diff,
@@ -160,15 +179,17 @@ class ContextFs:
             AmbiguousMatch, EncodingError, BinaryFile, Busy, and any refusal of a policy.
 
         """
-        check_edit_strings(old_string, new_string)
-        op = Operation(kind=OpKind.EDIT, path=normalize_path(path, file=True))
-        change, before, after = await self._change(
-            op, lambda document: document.replace(old_string, new_string, replace_all=replace_all)
-        )
+        async with self._reported(OpKind.EDIT, path, file=True) as report:
+            check_edit_strings(old_string, new_string)
+            change = await self._change(
+                report,
+                lambda document: document.replace(old_string, new_string, replace_all=replace_all),
+            )
+        assert report.before is not None and report.after is not None
         return EditOutcome(
-            path=op.path,
-            version=after,
-            previous_version=before,
+            path=report.op.path,
+            version=report.after,
+            previous_version=report.before,
             replacements=change.replacements,
             first_line=change.first_line,
             last_line=change.last_line,
@@ -187,33 +208,31 @@ class ContextFs:
             EncodingError, BinaryFile, Busy, and any refusal of a policy.
 
         """
-        op = Operation(kind=OpKind.INSERT, path=normalize_path(path, file=True))
-        change, before, after = await self._change(
-            op, lambda document: document.insert(after_line, text)
-        )
+        async with self._reported(OpKind.INSERT, path, file=True) as report:
+            change = await self._change(report, lambda document: document.insert(after_line, text))
+        assert report.before is not None and report.after is not None
         return InsertOutcome(
-            path=op.path,
-            version=after,
-            previous_version=before,
+            path=report.op.path,
+            version=report.after,
+            previous_version=report.before,
             first_line=change.first_line,
             last_line=change.last_line,
             diff=change.diff,
         )
 
-    async def _change(
-        self, op: Operation, apply: Callable[[AnyDocument], Change]
-    ) -> tuple[Change, Version, Version]:
+    async def _change(self, report: _Report, apply: Callable[[AnyDocument], Change]) -> Change:
         """Run a change of an existing file under the mutation protocol."""
-        mount = self._ctx.mount
+        mount, op = self._ctx.mount, report.op
         async with self._mutation(op):
             current = await mount.backend.read(op.path, max_size=mount.text_options.max_edit_bytes)
+            report.before = current.version
             document = self._decode(op.path, current)
             await mount.hooks.check_version(self._ctx, op, current.version)
             change = apply(document)
-            after = await mount.backend.write(op.path, change.data, expect=current.version)
-            mount.known_encodings.remember(after, document.encoding)
-            await mount.hooks.committed(self._ctx, op, current.version, after)
-        return change, current.version, after
+            report.after = await mount.backend.write(op.path, change.data, expect=current.version)
+            mount.known_encodings.remember(report.after, document.encoding)
+            await mount.hooks.committed(self._ctx, op, current.version, report.after)
+        return change
 
     async def delete(self, path: str) -> None:
         """Delete a file the owner has read (any window of its current version).
@@ -222,12 +241,16 @@ class ContextFs:
             NotFound, NotObserved, Stale, Busy, IsADirectory, and any refusal of a policy.
 
         """
-        op = Operation(kind=OpKind.DELETE, path=normalize_path(path, file=True))
-        async with self._mutation(op):
-            current = await self._ctx.mount.backend.read(op.path)
-            await self._ctx.mount.hooks.check_version(self._ctx, op, current.version)
-            await self._ctx.mount.backend.delete(op.path, expect=current.version)
-            await self._ctx.mount.hooks.committed(self._ctx, op, current.version, None)
+        mount = self._ctx.mount
+        async with (
+            self._reported(OpKind.DELETE, path, file=True) as report,
+            self._mutation(report.op),
+        ):
+            current = await mount.backend.read(report.op.path)
+            report.before = current.version
+            await mount.hooks.check_version(self._ctx, report.op, current.version)
+            await mount.backend.delete(report.op.path, expect=current.version)
+            await mount.hooks.committed(self._ctx, report.op, current.version, None)
 
     async def lines(
         self, path: str, *, max_line_chars: int | None = None
@@ -244,36 +267,55 @@ class ContextFs:
 
         """
         ctx, mount = self._ctx, self._ctx.mount
-        op = Operation(kind=OpKind.READ, path=normalize_path(path, file=True))
-        await mount.hooks.authorize(ctx, op)
         options = mount.text_options
         cap = options.max_line_chars if max_line_chars is None else max_line_chars
-        async with (
-            mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream,
-            aclosing(
-                iter_lines(stream, options=options, path=op.path, max_line_chars=cap)
-            ) as numbered,
-        ):
-            async for item in numbered:
-                yield item
+        async with self._reported(OpKind.READ, path, file=True) as report:
+            await mount.hooks.authorize(ctx, report.op)
+            async with (
+                mount.backend.open_read(report.op.path, chunk_size=options.chunk_size) as stream,
+                aclosing(
+                    iter_lines(stream, options=options, path=report.op.path, max_line_chars=cap)
+                ) as numbered,
+            ):
+                async for item in numbered:
+                    yield item
 
     async def list(self, path: str = "") -> list[Stat]:
         """List a directory (the root by default), sorted by name."""
-        op = Operation(kind=OpKind.LIST, path=normalize_path(path))
-        await self._ctx.mount.hooks.authorize(self._ctx, op)
-        return await self._ctx.mount.backend.list(op.path)
+        async with self._reported(OpKind.LIST, path, file=False) as report:
+            await self._ctx.mount.hooks.authorize(self._ctx, report.op)
+            return await self._ctx.mount.backend.list(report.op.path)
 
     async def stat(self, path: str) -> Stat:
         """Return the metadata of a file or directory."""
-        op = Operation(kind=OpKind.STAT, path=normalize_path(path))
-        await self._ctx.mount.hooks.authorize(self._ctx, op)
-        return await self._ctx.mount.backend.stat(op.path)
+        async with self._reported(OpKind.STAT, path, file=False) as report:
+            await self._ctx.mount.hooks.authorize(self._ctx, report.op)
+            return await self._ctx.mount.backend.stat(report.op.path)
 
     async def mkdir(self, path: str) -> None:
         """Create a directory and its missing parents."""
-        op = Operation(kind=OpKind.MKDIR, path=normalize_path(path))
-        await self._ctx.mount.hooks.authorize(self._ctx, op)
-        await self._ctx.mount.backend.mkdir(op.path)
+        async with self._reported(OpKind.MKDIR, path, file=False) as report:
+            await self._ctx.mount.hooks.authorize(self._ctx, report.op)
+            await self._ctx.mount.backend.mkdir(report.op.path)
+
+    @asynccontextmanager
+    async def _reported(
+        self, kind: OpKind, path: str, *, file: bool, size: int | None = None
+    ) -> AsyncIterator[_Report]:
+        """Check *path*, run the block, then report the operation however it ended."""
+        report = _Report(op=Operation(kind=kind, path=path, size=size))
+        hooks = self._ctx.mount.hooks
+        try:
+            report.op = Operation(kind=kind, path=normalize_path(path, file=file), size=size)
+            yield report
+        except FsError as error:
+            await hooks.finished(self._ctx, report.op, error, report.before, report.after)
+            raise
+        except Exception as bug:
+            failure = BackendError(f"{kind} failed unexpectedly: {bug!r}", path=report.op.path)
+            await hooks.finished(self._ctx, report.op, failure, report.before, report.after)
+            raise
+        await hooks.finished(self._ctx, report.op, None, report.before, report.after)
 
     @asynccontextmanager
     async def _mutation(self, op: Operation) -> AsyncIterator[None]:
@@ -299,6 +341,15 @@ class ContextFs:
             return await mount.backend.read(path, max_size=mount.text_options.max_edit_bytes)
         except NotFound:
             return None
+
+
+@dataclass
+class _Report:
+    """What an operation did, as far as it got: for ``ctxfs_finished``."""
+
+    op: Operation
+    before: Version | None = None
+    after: Version | None = None
 
 
 def check_edit_strings(old_string: str, new_string: str) -> None:

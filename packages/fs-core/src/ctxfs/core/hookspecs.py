@@ -16,8 +16,10 @@ One mutation (write, edit, delete) runs the hooks in this order::
       ctxfs_check_version      every checker votes on the current version
       (the backend writes with the store's compare-and-swap)
       ctxfs_committed          observers learn the new version, still under the locks
+    ctxfs_finished             every operation, success or failure, reports how it ended
 
-A read runs ``ctxfs_authorize``, then the backend, then ``ctxfs_observed``.
+A read runs ``ctxfs_authorize``, then the backend, then ``ctxfs_observed``, then
+``ctxfs_finished``.
 Built-in behaviour (the file-context plugin, policies) is registered through
 these same hooks. Third-party plugins are found through the entry point group
 ``ctxfs.plugins``; an implementation of a hook that no specification declares
@@ -149,5 +151,30 @@ def ctxfs_committed(
         op: The mutation.
         before: The version replaced, or None for a created file.
         after: The version now stored, or None after a delete.
+
+    """
+
+
+@hookspec
+def ctxfs_finished(
+    ctx: Context,
+    op: Operation,
+    error: FsError | None,
+    before: Version | None,
+    after: Version | None,
+) -> None | Awaitable[None]:
+    """Learn how an operation ended: called once for every ``ctx.fs`` operation.
+
+    Runs last, after the locks are released, for successes and failures alike
+    (policy refusals, invalid paths and store errors included); an exception
+    that is not an ``FsError`` is reported as ``BackendError`` and then
+    propagates. An audit ledger listens here.
+
+    Args:
+        ctx: The execution context whose operation it was.
+        op: The operation (its path as given when it could not be checked).
+        error: The failure, or None on success.
+        before: The version the operation found (read, replaced or deleted), if any.
+        after: The version it read or stored, if any.
 
     """

@@ -106,6 +106,18 @@ class PluginHost:
         hook = self.manager.hook.ctxfs_observed
         await resolve(hook(ctx=ctx, path=path, version=version, complete=complete))
 
+    async def finished(
+        self,
+        ctx: Context,
+        op: Operation,
+        error: FsError | None,
+        before: Version | None,
+        after: Version | None,
+    ) -> None:
+        """Tell every listener how *op* ended."""
+        hook = self.manager.hook.ctxfs_finished
+        await resolve(hook(ctx=ctx, op=op, error=error, before=before, after=after))
+
     async def committed(
         self, ctx: Context, op: Operation, before: Version | None, after: Version | None
     ) -> None:
