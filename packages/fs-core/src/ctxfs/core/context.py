@@ -33,9 +33,7 @@ from ctxfs.core.outcomes import (
 )
 from ctxfs.core.paths import normalize_path
 from ctxfs.core.text import AnyDocument, Change, decode_document, iter_lines, read_window
-from ctxfs.core.versions import ABSENT
-
-from ctxfs.core.versions import Version
+from ctxfs.core.versions import ABSENT, Version
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Blob, Stat
@@ -181,15 +179,14 @@ class ContextFs:
         """
         async with self._reported(OpKind.EDIT, path, file=True) as report:
             check_edit_strings(old_string, new_string)
-            change = await self._change(
+            change, before, after = await self._change(
                 report,
                 lambda document: document.replace(old_string, new_string, replace_all=replace_all),
             )
-        assert report.before is not None and report.after is not None
         return EditOutcome(
             path=report.op.path,
-            version=report.after,
-            previous_version=report.before,
+            version=after,
+            previous_version=before,
             replacements=change.replacements,
             first_line=change.first_line,
             last_line=change.last_line,
@@ -209,30 +206,33 @@ class ContextFs:
 
         """
         async with self._reported(OpKind.INSERT, path, file=True) as report:
-            change = await self._change(report, lambda document: document.insert(after_line, text))
-        assert report.before is not None and report.after is not None
+            change, before, after = await self._change(
+                report, lambda document: document.insert(after_line, text)
+            )
         return InsertOutcome(
             path=report.op.path,
-            version=report.after,
-            previous_version=report.before,
+            version=after,
+            previous_version=before,
             first_line=change.first_line,
             last_line=change.last_line,
             diff=change.diff,
         )
 
-    async def _change(self, report: _Report, apply: Callable[[AnyDocument], Change]) -> Change:
+    async def _change(
+        self, report: _Report, apply: Callable[[AnyDocument], Change]
+    ) -> tuple[Change, Version, Version]:
         """Run a change of an existing file under the mutation protocol."""
         mount, op = self._ctx.mount, report.op
         async with self._mutation(op):
             current = await mount.backend.read(op.path, max_size=mount.text_options.max_edit_bytes)
-            report.before = current.version
+            before = report.before = current.version
             document = self._decode(op.path, current)
-            await mount.hooks.check_version(self._ctx, op, current.version)
+            await mount.hooks.check_version(self._ctx, op, before)
             change = apply(document)
-            report.after = await mount.backend.write(op.path, change.data, expect=current.version)
-            mount.known_encodings.remember(report.after, document.encoding)
-            await mount.hooks.committed(self._ctx, op, current.version, report.after)
-        return change
+            after = report.after = await mount.backend.write(op.path, change.data, expect=before)
+            mount.known_encodings.remember(after, document.encoding)
+            await mount.hooks.committed(self._ctx, op, before, after)
+        return change, before, after
 
     async def delete(self, path: str) -> None:
         """Delete a file the owner has read (any window of its current version).

@@ -162,7 +162,7 @@ def ctxfs_finished(
     error: FsError | None,
     before: Version | None,
     after: Version | None,
-) -> None | Awaitable[None]:
+) -> Awaitable[None] | None:
     """Learn how an operation ended: called once for every ``ctx.fs`` operation.
 
     Runs last, after the locks are released, for successes and failures alike
