@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from ctxfs.core import Context, FsError
 from ctxfs.core.errors import BackendError, InvalidArgument
+from ctxfs.core.globs import glob_matcher, relative_to
 from ctxfs.core.paths import normalize_path
 from ctxfs.tools import hookspecs, render, tree
 from ctxfs.tools.arguments import (
@@ -304,11 +305,11 @@ class FsToolset:
 
     async def _glob(self, ctx: Context, args: GlobArgs) -> ToolResult:
         root = normalize_path(args.path)
-        matcher = tree.glob_matcher(args.pattern)
+        matcher = glob_matcher(args.pattern)
         walked = await tree.walk(
             ctx, root, ignore=self.options.ignore, max_entries=self.options.max_walk_entries
         )
-        paths = [e.path for e in walked.files if matcher.fullmatch(tree.relative_to(e.path, root))]
+        paths = [e.path for e in walked.files if matcher.fullmatch(relative_to(e.path, root))]
         first, count = _page(args.offset, args.limit, self.options.glob_limit)
         page = paths[first - 1 : first - 1 + count]
         following = first + len(page)
@@ -344,7 +345,7 @@ class FsToolset:
                 details={"field": "pattern"},
             ) from None
         if args.glob is not None:
-            tree.glob_matcher(args.glob)  # refuse a bad filter before searching
+            glob_matcher(args.glob)  # refuse a bad filter before searching
         first, count = _page(args.offset, args.limit, self.options.grep_limit)
         found = await tree.grep(
             ctx,
