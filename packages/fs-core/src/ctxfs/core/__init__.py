@@ -62,7 +62,14 @@ from ctxfs.core.filecontext import FileContextPlugin, Observation
 from ctxfs.core.fs import Fs
 from ctxfs.core.hookspecs import hookimpl, hookspec
 from ctxfs.core.memory import MemoryBackend
-from ctxfs.core.outcomes import EditOutcome, Operation, OpKind, ReadOutcome, WriteOutcome
+from ctxfs.core.outcomes import (
+    EditOutcome,
+    InsertOutcome,
+    Operation,
+    OpKind,
+    ReadOutcome,
+    WriteOutcome,
+)
 from ctxfs.core.registry import open_backend, open_fs
 from ctxfs.core.text import TextOptions
 from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version

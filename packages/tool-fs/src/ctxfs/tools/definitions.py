@@ -67,6 +67,9 @@ class ToolsetOptions:
     grep_limit: int = 100
     max_walk_entries: int = 50_000
     """Entries a glob or grep walk visits before it stops and says so."""
+    editor_root: str | None = None
+    """An absolute path the model may prefix paths with in Anthropic text-editor calls
+    (as ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""
 
 
 @dataclass(frozen=True, kw_only=True)

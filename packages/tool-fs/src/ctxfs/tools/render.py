@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ctxfs.core import EditOutcome, FsError, ReadOutcome, Stat, WriteOutcome
+from ctxfs.core import EditOutcome, FsError, InsertOutcome, ReadOutcome, Stat, WriteOutcome
 from ctxfs.core.backend import FileKind
 from ctxfs.core.text import format_line_number
 
@@ -20,6 +20,7 @@ __all__ = [
     "escape",
     "glob_text",
     "grep_text",
+    "insert_text",
     "list_text",
     "read_text",
     "write_text",
@@ -92,6 +93,14 @@ def edit_text(outcome: EditOutcome) -> str:
     head = f"Edited {outcome.path}: {count}, {_span(outcome.first_line, outcome.last_line)}."
     if outcome.stripped_line_numbers:
         head += " (The line numbers pasted into old_string were ignored.)"
+    return _with_diff(head, outcome.diff)
+
+
+def insert_text(outcome: InsertOutcome) -> str:
+    """One line on the inserted lines, and their diff when small."""
+    count = outcome.last_line - outcome.first_line + 1
+    where = _span(outcome.first_line, outcome.last_line)
+    head = f"Inserted {count} line{'s' if count != 1 else ''} into {outcome.path} ({where})."
     return _with_diff(head, outcome.diff)
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "GlobData",
     "GrepData",
     "GrepMatch",
+    "InsertData",
     "ListData",
     "ReadData",
     "ResultData",
@@ -112,6 +113,16 @@ class EditData(ResultData):
     first_line: int
     last_line: int
     stripped_line_numbers: bool
+    diff: str | None
+
+
+class InsertData(ResultData):
+    """The data of an ``insert`` (Anthropic text editor) result."""
+
+    version: str
+    previous_version: str
+    first_line: int
+    last_line: int
     diff: str | None
 
 

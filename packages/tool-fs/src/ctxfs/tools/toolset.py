@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from ctxfs.core import Context, FsError
+from ctxfs.core import Context, FileKind, FsError
 from ctxfs.core.errors import BackendError, InvalidArgument
 from ctxfs.core.globs import glob_matcher, relative_to
 from ctxfs.core.paths import normalize_path
@@ -39,6 +39,15 @@ from ctxfs.tools.definitions import (
     describe,
     openai_strict,
 )
+from ctxfs.tools.editor import (
+    EDITOR_NAME,
+    EDITOR_TYPE,
+    Create,
+    Insert,
+    StrReplace,
+    View,
+    parse_command,
+)
 from ctxfs.tools.results import (
     EditData,
     EntryData,
@@ -46,6 +55,7 @@ from ctxfs.tools.results import (
     GlobData,
     GrepData,
     GrepMatch,
+    InsertData,
     ListData,
     ReadData,
     ResultData,
@@ -58,7 +68,8 @@ __all__ = ["FsToolset", "Provider"]
 
 log = logging.getLogger(__name__)
 
-Provider = Literal["generic", "openai"]
+Provider = Literal["generic", "openai", "anthropic"]
+_EDITOR_TOOLS: Final = ("read", "write", "edit", "list_dir")
 _GENERIC_TOOLS: Final = ("search_tools", "call_tool")
 _RANK: Final = {Exposure.DIRECT: 0, Exposure.DEFERRED: 1, Exposure.HIDDEN: 2}
 
@@ -112,12 +123,16 @@ class FsToolset:
         *,
         provider: Provider = "generic",
         openai_api: Literal["chat", "responses"] = "chat",
+        anthropic_text_editor: bool = True,
     ) -> list[dict[str, Any]]:
         """The tool JSON for *provider*, for this step.
 
         ``generic``: ``{"name", "description", "parameters"}`` with plain JSON
         schemas. ``openai``: function tools valid in strict mode, in the Chat
         Completions shape, or the Responses shape with ``openai_api="responses"``.
+        ``anthropic``: custom tools, with read, write, edit and list_dir
+        advertised as Anthropic's text editor tool when all four are offered
+        (unless ``anthropic_text_editor`` is false).
         """
         offered = await self.tools(ctx)
         if provider == "generic":
@@ -125,6 +140,8 @@ class FsToolset:
                 {"name": t.name, "description": t.description, "parameters": t.input_schema}
                 for t in offered
             ]
+        if provider == "anthropic":
+            return self._anthropic(ctx, offered, text_editor=anthropic_text_editor)
         if provider != "openai":
             raise ValueError(f"unknown provider {provider!r}")
         shaped = []
@@ -143,20 +160,54 @@ class FsToolset:
             )
         return shaped
 
+    def _anthropic(
+        self, ctx: Context, offered: list[ToolDefinition], *, text_editor: bool
+    ) -> list[dict[str, Any]]:
+        names = {tool.name for tool in offered}
+        typed = text_editor and names.issuperset(_EDITOR_TOOLS)
+        shaped: list[dict[str, Any]] = []
+        if typed:
+            shaped.append(
+                {
+                    "type": EDITOR_TYPE,
+                    "name": EDITOR_NAME,
+                    "max_characters": ctx.mount.text_options.max_output_chars,
+                }
+            )
+        shaped += [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in offered
+            if not (typed and t.name in _EDITOR_TOOLS)
+        ]
+        return shaped
+
     # -- running a call ---------------------------------------------------------------------
 
     async def execute(
-        self, ctx: Context, name: str, arguments: Mapping[str, Any] | str | None
+        self,
+        ctx: Context,
+        name: str,
+        arguments: Mapping[str, Any] | str | None,
+        *,
+        provider: Provider = "generic",
     ) -> ToolResult:
         """Run tool *name* with the model's *arguments* (a mapping or a JSON string).
 
-        Never raises for a model's mistake or a store failure: those come back as
-        error results. Only cancellation propagates.
+        With ``provider="anthropic"``, *name* may also be Anthropic's text editor
+        tool (``str_replace_based_edit_tool``); its commands run as the same
+        ctx.fs operations. Never raises for a model's mistake or a store
+        failure: those come back as error results. Only cancellation propagates.
         """
         plan = await self.plan(ctx)
         offered = [n for n, e in plan.items() if e is Exposure.DIRECT]
         if Exposure.DEFERRED in plan.values():
             offered += list(_GENERIC_TOOLS)
+        if (
+            name == EDITOR_NAME
+            and provider == "anthropic"
+            and set(offered).issuperset(_EDITOR_TOOLS)
+        ):
+            return await self._run(ctx, name, arguments, plan)
         if name in _GENERIC_TOOLS and name in offered:
             return await self._run(ctx, name, arguments, plan)
         exposure = plan.get(name)
@@ -206,6 +257,8 @@ class FsToolset:
     async def _dispatch(
         self, ctx: Context, name: str, arguments: Mapping[str, Any], plan: Mapping[str, Exposure]
     ) -> ToolResult:
+        if name == EDITOR_NAME:
+            return await self._editor(ctx, parse_command(arguments))
         if name == "search_tools":
             return self._search(ctx, SearchToolsArgs.model_validate(arguments), plan)
         if name == "call_tool":
@@ -385,6 +438,46 @@ class FsToolset:
         )
         return _success(text, data)
 
+    async def _editor(
+        self, ctx: Context, command: View | Create | StrReplace | Insert
+    ) -> ToolResult:
+        """One text-editor command, as the ctx.fs operation it stands for."""
+        path = self._editor_path(command.path)
+        if isinstance(command, View):
+            if (await ctx.fs.stat(path)).kind is FileKind.DIRECTORY:
+                return await self._list(ctx, ListDirArgs(path=path))
+            offset, limit = _view_range(command.view_range)
+            return await self._read(ctx, ReadArgs(file_path=path, offset=offset, limit=limit))
+        if isinstance(command, Create):
+            return await self._write(ctx, WriteArgs(file_path=path, content=command.file_text))
+        if isinstance(command, StrReplace):
+            edit = EditArgs(file_path=path, old_string=command.old_str, new_string=command.new_str)
+            return await self._edit(ctx, edit)
+        if command.text is None:
+            raise InvalidArgument(
+                "insert needs the text to insert, as insert_text (or new_str)",
+                details={"field": "insert_text"},
+            )
+        outcome = await ctx.fs.insert(path, command.insert_line, command.text)
+        data = InsertData(
+            status="ok",
+            tool="insert",
+            target=outcome.path,
+            version=outcome.version,
+            previous_version=outcome.previous_version,
+            first_line=outcome.first_line,
+            last_line=outcome.last_line,
+            diff=outcome.diff,
+        )
+        return _success(render.insert_text(outcome), data)
+
+    def _editor_path(self, path: str) -> str:
+        """Map an absolute path under ``editor_root`` to a root-relative one."""
+        root = self.options.editor_root
+        if root is not None and (path == root or path.startswith(root.rstrip("/") + "/")):
+            return path[len(root.rstrip("/")) :].lstrip("/")
+        return path
+
     def _search(
         self, ctx: Context, args: SearchToolsArgs, plan: Mapping[str, Exposure]
     ) -> ToolResult:
@@ -419,6 +512,20 @@ class FsToolset:
         ] or ["(no tool matches; try other words)"]
         data = SearchToolsData(status="ok", tool="search_tools", tools=summaries)
         return _success("\n".join(lines), data)
+
+
+def _view_range(view_range: tuple[int, int] | None) -> tuple[int | None, int | None]:
+    """The read offset and limit of a text-editor ``view_range`` (end -1: to the end)."""
+    if view_range is None:
+        return None, None
+    start, end = view_range
+    if start < 1 or (end != -1 and end < start):
+        raise InvalidArgument(
+            f"view_range {list(view_range)} is not [start, end] with 1 <= start <= end, "
+            "or end -1 for the end of the file",
+            details={"field": "view_range"},
+        )
+    return start, None if end == -1 else end - start + 1
 
 
 def _page(offset: int | None, limit: int | None, most: int) -> tuple[int, int]:
