@@ -7,9 +7,9 @@ are offered (with descriptions filled in from the live configuration by
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 __all__ = [
     "ARGUMENTS",
@@ -26,9 +26,26 @@ __all__ = [
 
 
 class ToolArgs(BaseModel):
-    """Base of every argument model: unknown fields are errors, values are immutable."""
+    """Base of every argument model: unknown fields are errors, values are immutable.
+
+    An optional argument sent as null takes its default: OpenAI's strict mode
+    makes models send every argument, null for the ones they leave out.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_default(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None
+            or key not in cls.model_fields
+            or cls.model_fields[key].is_required()
+        }
 
 
 class ReadArgs(ToolArgs):

@@ -9,10 +9,12 @@ a directory), ``create`` a write, ``str_replace`` an edit, ``insert`` an insert.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Final, Literal
 
 from pydantic import Field, NonNegativeInt, TypeAdapter
 
+from ctxfs.core import InvalidArgument
 from ctxfs.tools.arguments import ToolArgs
 
 __all__ = ["EDITOR_NAME", "EDITOR_TYPE", "EditorCommand", "parse_command"]
@@ -73,7 +75,14 @@ def parse_command(arguments: object) -> View | Create | StrReplace | Insert:
     """Validate one text-editor call.
 
     Raises:
+        InvalidArgument: ``undo_edit``, which ``text_editor_20250728`` no longer has.
         pydantic.ValidationError: Unknown command, missing or extra fields.
 
     """
+    if isinstance(arguments, Mapping) and arguments.get("command") == "undo_edit":
+        raise InvalidArgument(
+            "undo_edit is not available: this text editor keeps no edit history",
+            hint="Undo a change with str_replace, putting back the text you replaced.",
+            details={"field": "command"},
+        )
     return _ADAPTER.validate_python(arguments)

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 from pydantic import ValidationError
 
 from ctxfs.core import Context, FileKind, FsError
-from ctxfs.core.errors import BackendError, InvalidArgument
+from ctxfs.core.errors import BackendError, InvalidArgument, OutsideRoot
 from ctxfs.core.globs import glob_matcher, relative_to
 from ctxfs.core.paths import normalize_path
 from ctxfs.tools import hookspecs, render, tree
@@ -473,10 +473,16 @@ class FsToolset:
 
     def _editor_path(self, path: str) -> str:
         """Map an absolute path under ``editor_root`` to a root-relative one."""
-        root = self.options.editor_root
-        if root is not None and (path == root or path.startswith(root.rstrip("/") + "/")):
-            return path[len(root.rstrip("/")) :].lstrip("/")
-        return path
+        if self.options.editor_root is None or not path.startswith("/"):
+            return path
+        root = self.options.editor_root.rstrip("/")
+        if path != root and not path.startswith(root + "/"):
+            raise OutsideRoot(
+                f"{path!r} is outside the workspace {root}/",
+                path=path,
+                hint=f"Use a path under {root}/.",
+            )
+        return path[len(root) :].lstrip("/")
 
     def _search(
         self, ctx: Context, args: SearchToolsArgs, plan: Mapping[str, Exposure]

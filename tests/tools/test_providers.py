@@ -1,0 +1,431 @@
+"""Provider projections through the real ``openai`` and ``anthropic`` SDKs, offline.
+
+Each SDK client sends its requests to an ``httpx2.MockTransport`` that records the
+JSON body and answers with a scripted model turn. That proves the tool JSON passes
+the SDKs' request builders unchanged and that the calls the SDKs parse out of a
+response run through ``FsToolset.execute`` (it does not prove the live APIs
+accept the schemas).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from ctxfs.core import Context, Fs, NotFound
+from ctxfs.tools import FsToolset, ToolsetOptions
+from tests.tools.conftest import Seed
+
+pytestmark = pytest.mark.anyio
+
+Sent = list[dict[str, Any]]
+EDITOR = "str_replace_based_edit_tool"
+
+
+def fake_api(*responses: dict[str, Any]) -> tuple[httpx2.Client, Sent]:
+    """An HTTP client whose server answers *responses* in order and records each request."""
+    sent: Sent = []
+    queue = list(responses)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append({"path": request.url.path, "json": json.loads(request.content)})
+        return httpx2.Response(200, json=queue.pop(0))
+
+    return httpx2.Client(transport=httpx2.MockTransport(handler)), sent
+
+
+# -- OpenAI ------------------------------------------------------------------------------------
+
+
+def chat_turn(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": "done" if not calls else None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": n, "arguments": json.dumps(a)},
+            }
+            for i, (n, a) in enumerate(calls)
+        ]
+    finish = "tool_calls" if calls else "stop"
+    choice = {"index": 0, "finish_reason": finish, "message": message}
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+
+
+async def test_openai_chat_completions_sends_our_tools_unchanged_and_runs_the_calls(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.txt", b"hello\n")
+    definitions = await tools.definitions(ctx, provider="openai")
+    read_call = {"file_path": "a.txt", "offset": None, "limit": None}
+    http, sent = fake_api(chat_turn(("read", read_call)), chat_turn())
+    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+
+    messages: list[Any] = [{"role": "user", "content": "read a.txt"}]
+    reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)  # type: ignore[arg-type]
+    message = reply.choices[0].message
+    assert message.tool_calls is not None
+    (call,) = message.tool_calls
+    assert call.type == "function"
+    result = await tools.execute(
+        ctx, call.function.name, call.function.arguments, provider="openai"
+    )
+    assert not result.is_error
+    assert result.text.startswith("1\thello\n")
+    messages += [
+        message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": result.text},
+    ]
+    final = client.chat.completions.create(model="m", messages=messages, tools=definitions)  # type: ignore[arg-type]
+
+    assert final.choices[0].message.content == "done"
+    assert sent[0]["path"] == "/v1/chat/completions"
+    assert sent[0]["json"]["tools"] == definitions
+    assert sent[1]["json"]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_0",
+        "content": result.text,
+    }
+
+
+def responses_turn(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    base = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 0,
+        "model": "m",
+        "status": "completed",
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+    output: list[dict[str, Any]] = [
+        {
+            "type": "function_call",
+            "id": f"fc_{i}",
+            "call_id": f"call_{i}",
+            "name": n,
+            "arguments": json.dumps(a),
+            "status": "completed",
+        }
+        for i, (n, a) in enumerate(calls)
+    ]
+    if not calls:
+        text = {"type": "output_text", "text": "done", "annotations": []}
+        output = [
+            {
+                "type": "message",
+                "id": "m",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        ]
+    return dict(base, output=output)
+
+
+async def test_openai_responses_sends_our_tools_unchanged_and_runs_the_calls(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("src/a.py", b"x = 1\n")
+    definitions = await tools.definitions(ctx, provider="openai", openai_api="responses")
+    # Strict mode: the model sends every argument, null for the ones it leaves out.
+    grep_call = dict.fromkeys(arguments_of(definitions, "grep")) | {"pattern": "x ="}
+    http, sent = fake_api(responses_turn(("grep", grep_call)), responses_turn())
+    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+
+    first = client.responses.create(model="m", input="find x", tools=definitions)  # type: ignore[arg-type]
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    result = await tools.execute(ctx, call.name, call.arguments, provider="openai")
+    assert not result.is_error, result.text
+    assert "src/a.py:1:" in result.text
+    output = {"type": "function_call_output", "call_id": call.call_id, "output": result.text}
+    second = client.responses.create(
+        model="m",
+        previous_response_id=first.id,
+        input=[output],  # type: ignore[list-item]
+        tools=definitions,  # type: ignore[arg-type]
+    )
+
+    assert second.output_text == "done"
+    assert sent[0]["path"] == "/v1/responses"
+    assert sent[0]["json"]["tools"] == definitions
+    assert sent[1]["json"]["input"] == [output]
+
+
+def arguments_of(definitions: list[dict[str, Any]], name: str) -> list[str]:
+    """The argument names of tool *name* in Responses-shaped definitions."""
+    (tool,) = [d for d in definitions if d["name"] == name]
+    return list(tool["parameters"]["properties"])
+
+
+async def test_strict_schemas_are_accepted_by_the_sdk_strict_converter(
+    tools: FsToolset, ctx: Context
+) -> None:
+    """``openai``'s own strict-schema conversion leaves our schemas as they are."""
+    from openai.lib._pydantic import to_strict_json_schema  # noqa: PLC0415
+
+    from ctxfs.tools.arguments import ARGUMENTS  # noqa: PLC0415
+
+    for tool in await tools.definitions(ctx, provider="openai"):
+        function = tool["function"]
+        if not function["strict"]:
+            continue
+        sdk = to_strict_json_schema(ARGUMENTS[function["name"]])
+        assert set(sdk["required"]) == set(function["parameters"]["required"])
+        assert sdk["additionalProperties"] is False
+        assert function["parameters"]["additionalProperties"] is False
+
+
+# -- Anthropic: the text editor tool --------------------------------------------------------
+
+
+def messages_turn(*uses: dict[str, Any]) -> dict[str, Any]:
+    """One scripted assistant message: text editor calls, or the final answer."""
+    content: list[dict[str, Any]] = [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": EDITOR, "input": use}
+        for i, use in enumerate(uses)
+    ]
+    return {
+        "id": "msg",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "stop_sequence": None,
+        "stop_reason": "tool_use" if uses else "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+        "content": content or [{"type": "text", "text": "done"}],
+    }
+
+
+class Conversation:
+    """A Messages API loop: the SDK asks the scripted model, ctxfs runs the tool uses."""
+
+    def __init__(
+        self, tools: FsToolset, ctx: Context, definitions: list[dict[str, Any]], *turns: Any
+    ) -> None:
+        self.tools, self.ctx, self.definitions = tools, ctx, definitions
+        http, self.sent = fake_api(*turns)
+        self.client = anthropic.Anthropic(
+            api_key="test", base_url="http://api.invalid", http_client=http
+        )
+        self.messages: list[Any] = [{"role": "user", "content": "tidy the workspace"}]
+
+    def ask(self) -> anthropic.types.Message:
+        return self.client.messages.create(
+            model="m",
+            max_tokens=1024,
+            tools=self.definitions,  # type: ignore[arg-type]
+            messages=self.messages,
+        )
+
+    async def step(self) -> list[dict[str, Any]]:
+        """One model turn; returns the ``tool_result`` blocks sent back."""
+        reply = self.ask()
+        results = []
+        for block in reply.content:
+            if block.type != "tool_use":
+                continue
+            result = await self.tools.execute(
+                self.ctx,
+                block.name,
+                block.input,
+                provider="anthropic",
+            )
+            results.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": block.id,
+                    "content": result.text,
+                    "is_error": result.is_error,
+                }
+            )
+        self.messages += [
+            {
+                "role": "assistant",
+                "content": [b.model_dump(exclude_none=True) for b in reply.content],
+            },
+            {"role": "user", "content": results},
+        ]
+        return results
+
+
+async def test_a_scripted_text_editor_conversation_leaves_the_right_bytes(
+    fs: Fs, ctx: Context, seed: Seed
+) -> None:
+    await seed("win.txt", b"alpha\r\nbeta\r\ngamma\r\n")
+    await seed("notes.md", b"one\ntwo")
+    await seed("src/app.py", b"print(1)\n")
+    await seed("src/util.py", b"")
+    await seed("shared.txt", b"v1\n")
+    tools = FsToolset(ToolsetOptions(editor_root="/repo"))
+    definitions = await tools.definitions(ctx, provider="anthropic")
+    chat = Conversation(
+        tools,
+        ctx,
+        definitions,
+        messages_turn(
+            {"command": "view", "path": "/repo/win.txt"},
+            {"command": "view", "path": "/repo/notes.md", "view_range": [2, -1]},
+        ),
+        messages_turn(
+            {
+                "command": "str_replace",
+                "path": "/repo/win.txt",
+                "old_str": "beta",
+                "new_str": "BETA\nbeta2",
+            },
+            {
+                "command": "insert",
+                "path": "/repo/notes.md",
+                "insert_line": 2,
+                "insert_text": "three",
+            },
+        ),
+        messages_turn(
+            {"command": "view", "path": "/repo/src"},
+            {"command": "view", "path": "/repo/shared.txt"},
+        ),
+        messages_turn({"command": "create", "path": "/repo/shared.txt", "file_text": "mine\n"}),
+        messages_turn(),
+    )
+
+    views = await chat.step()
+    assert [r["is_error"] for r in views] == [False, False]
+    assert views[0]["content"].startswith("1\talpha\n2\tbeta\n3\tgamma\n")
+    assert views[1]["content"].startswith("2\ttwo\n")
+
+    changes = await chat.step()
+    assert [r["is_error"] for r in changes] == [False, False]
+    assert "+BETA\n+beta2" in changes[0]["content"]
+    assert "+three" in changes[1]["content"]
+    assert (await fs.backend.read("win.txt")).data == b"alpha\r\nBETA\r\nbeta2\r\ngamma\r\n"
+    assert (await fs.backend.read("notes.md")).data == b"one\ntwo\nthree"
+
+    listing, shared = await chat.step()
+    assert "app.py" in listing["content"]
+    assert "util.py" in listing["content"]
+    assert not listing["is_error"]
+    assert shared["content"].startswith("1\tv1\n")
+
+    # A person saves shared.txt after the model viewed it and before it writes.
+    current = await fs.backend.stat("shared.txt")
+    await fs.backend.write("shared.txt", b"v2 by a person\n", expect=current.version)
+
+    (create,) = await chat.step()
+    assert create["is_error"] is True
+    assert create["content"].startswith("Error [stale]")
+    assert (await fs.backend.read("shared.txt")).data == b"v2 by a person\n"
+
+    assert chat.ask().content[0].type == "text"
+    for request in chat.sent:
+        assert request["path"] == "/v1/messages"
+        assert request["json"]["tools"] == definitions
+    # Every request after the first ends with exactly the tool_result blocks ctxfs produced.
+    produced = [views, changes, [listing, shared], [create]]
+    assert [r["json"]["messages"][-1]["content"] for r in chat.sent[1:]] == produced
+    assert definitions[0] == {
+        "type": "text_editor_20250728",
+        "name": EDITOR,
+        "max_characters": ctx.mount.text_options.max_output_chars,
+    }
+
+
+# -- Anthropic: the alias and its edges ---------------------------------------------------------
+
+EditorCall = Callable[..., Any]
+
+
+@pytest.fixture
+def editor(tools: FsToolset, ctx: Context) -> EditorCall:
+    async def call(**arguments: Any) -> Any:
+        return await tools.execute(ctx, EDITOR, arguments, provider="anthropic")
+
+    return call
+
+
+async def test_the_editor_alias_is_only_accepted_for_anthropic(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.txt", b"x\n")
+    for provider in ("generic", "openai"):
+        result = await tools.execute(
+            ctx, EDITOR, {"command": "view", "path": "a.txt"}, provider=provider
+        )
+        assert result.error_code == "invalid_argument"
+        assert "unknown tool" in result.text
+    result = await tools.execute(
+        ctx, EDITOR, {"command": "view", "path": "a.txt"}, provider="anthropic"
+    )
+    assert result.text.startswith("1\tx\n")
+
+
+async def test_undo_edit_is_refused_with_a_way_forward(editor: EditorCall, seed: Seed) -> None:
+    await seed("a.txt", b"x\n")
+    result = await editor(command="undo_edit", path="a.txt")
+    assert result.error_code == "invalid_argument"
+    assert "undo_edit" in result.text
+    assert "str_replace" in result.data["error"]["hint"]
+
+
+async def test_view_ranges_and_insert_arguments_are_checked(
+    editor: EditorCall, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.txt", b"1\n2\n3\n4\n")
+    middle = await editor(command="view", path="a.txt", view_range=[2, 3])
+    assert middle.text.startswith("2\t2\n3\t3\n")
+    assert middle.data["offset"] == 2
+    assert middle.data["returned_lines"] == 2
+    for bad in ([0, 2], [3, 2], [2, -2]):
+        refused = await editor(command="view", path="a.txt", view_range=bad)
+        assert refused.error_code == "invalid_argument", bad
+    no_text = await editor(command="insert", path="a.txt", insert_line=1)
+    assert no_text.error_code == "invalid_argument"
+    documented = await editor(command="insert", path="a.txt", insert_line=0, new_str="0")
+    assert not documented.is_error, documented.text
+    assert (await ctx.fs.read("a.txt")).text == "0\n1\n2\n3\n4\n"
+
+
+async def test_editor_root_maps_absolute_paths_and_refuses_others(ctx: Context, seed: Seed) -> None:
+    await seed("pkg/a.txt", b"x\n")
+    tools = FsToolset(ToolsetOptions(editor_root="/repo/"))
+    inside = await tools.execute(
+        ctx, EDITOR, {"command": "view", "path": "/repo/pkg/a.txt"}, provider="anthropic"
+    )
+    assert inside.data["target"] == "pkg/a.txt"
+    for outside in ("/etc/passwd", "/repository/a.txt"):
+        refused = await tools.execute(
+            ctx, EDITOR, {"command": "view", "path": outside}, provider="anthropic"
+        )
+        assert refused.error_code == "outside_root", outside
+        assert "/repo/" in refused.data["error"]["hint"], outside
+    climbing = await tools.execute(
+        ctx, EDITOR, {"command": "view", "path": "/repo/../etc/passwd"}, provider="anthropic"
+    )
+    assert climbing.error_code == "outside_root"
+
+
+async def test_without_the_write_tools_the_editor_gives_way_to_custom_tools(
+    ctx: Context,
+) -> None:
+    from ctxfs.tools import Exposure  # noqa: PLC0415
+
+    hidden = FsToolset(ToolsetOptions(exposure={"write": Exposure.HIDDEN}))
+    definitions = await hidden.definitions(ctx, provider="anthropic")
+    assert all("type" not in d for d in definitions)
+    assert {d["name"] for d in definitions} == {"read", "edit", "list_dir", "glob", "grep"}
+    for d in definitions:
+        assert set(d) == {"name", "description", "input_schema"}
+    refused = await hidden.execute(
+        ctx, EDITOR, {"command": "create", "path": "a.txt", "file_text": "x"}, provider="anthropic"
+    )
+    assert refused.error_code == "invalid_argument"
+    with pytest.raises(NotFound):
+        await ctx.fs.stat("a.txt")
