@@ -1,25 +1,42 @@
-"""Examples in the README run as written."""
+"""Examples in the README and in docs/ run as written."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+
+import anyio
+import pytest
+
+from ctxfs.core import ErrorCode, Fs, FsError, MemoryBackend
+from ctxfs.core.plugins import DISABLE_ENV
+from tests.conftest import InstallDist
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_example(index: int, tmp_path: Path) -> str:
-    """Run the README's *index*-th Python block as a script; return what it printed."""
-    readme = (ROOT / "README.md").read_text()
-    example = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)[index]
-    script = tmp_path / f"example{index}.py"
-    script.write_text(example)
+def blocks(document: str, language: str) -> list[str]:
+    """The fenced *language* blocks of *document* (a path relative to the repository)."""
+    text = (ROOT / document).read_text()
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+
+
+def run_script(script: Path) -> str:
+    """Run *script* with warnings as errors; return what it printed."""
     result = subprocess.run(
         [sys.executable, "-W", "error", str(script)], capture_output=True, text=True, check=True
     )
     return result.stdout
+
+
+def run_example(index: int, tmp_path: Path) -> str:
+    """Run the README's *index*-th Python block as a script; return what it printed."""
+    script = tmp_path / f"example{index}.py"
+    script.write_text(blocks("README.md", "python")[index])
+    return run_script(script)
 
 
 def test_readme_quickstart_runs_and_prints_what_it_promises(tmp_path: Path) -> None:
@@ -42,3 +59,68 @@ def test_readme_test_command_is_the_one_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     (command,) = re.findall(r"^(uv run --locked pytest)\b", readme, flags=re.MULTILINE)
     assert re.search(rf"^\s*(exec )?{re.escape(command)}", ci, flags=re.MULTILINE)
+
+
+# -- docs/plugins.md: the change budget --------------------------------------------------------
+
+PLUGIN_SOURCE, PLUGIN_USAGE = blocks("docs/plugins.md", "python")
+
+
+def test_plugin_guide_example_prints_what_the_guide_says(tmp_path: Path) -> None:
+    (tmp_path / "change_budget.py").write_text(PLUGIN_SOURCE)
+    (tmp_path / "example.py").write_text(PLUGIN_USAGE)
+    (promised,) = blocks("docs/plugins.md", "text")
+    assert run_script(tmp_path / "example.py") == promised
+
+
+def install_change_budget(install_dist: InstallDist) -> None:
+    (declared,) = blocks("docs/plugins.md", "toml")
+    points = tomllib.loads(declared)["project"]["entry-points"]["ctxfs.plugins"]
+    install_dist(
+        "change-budget",
+        modules={"change_budget": PLUGIN_SOURCE},
+        entry_points={"ctxfs.plugins": points},
+    )
+
+
+@pytest.mark.anyio
+async def test_plugin_guide_example_loads_through_its_entry_point_and_never_overspends(
+    install_dist: InstallDist, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHANGE_BUDGET", "3")
+    install_change_budget(install_dist)
+    async with Fs(MemoryBackend()) as fs:
+        assert fs.plugin_manager.get_plugin("change-budget") is sys.modules["change_budget"].budget
+        ctx = fs.context(owner="agent", workspace="w")
+        await ctx.fs.write("kept.md", "one\n")
+        await ctx.fs.read("kept.md")
+        with pytest.raises(FsError) as failed:
+            await ctx.fs.edit("kept.md", "absent", "x")  # a failed change costs nothing
+        assert failed.value.code is ErrorCode.NO_MATCH
+
+        outcomes: list[str] = []
+
+        async def write(name: str) -> None:
+            try:
+                await ctx.fs.write(name, "x\n")
+                outcomes.append("ok")
+            except FsError as error:
+                outcomes.append(error.code)
+
+        async with anyio.create_task_group() as group:
+            for index in range(10):
+                group.start_soon(write, f"file{index}.md")
+        assert sorted(outcomes) == ["denied"] * 8 + ["ok"] * 2
+        other = fs.context(owner="other", workspace="w")
+        await other.fs.write("theirs.md", "x\n")  # budgets are per owner
+
+
+@pytest.mark.anyio
+async def test_plugin_guide_example_is_not_imported_when_disabled(
+    install_dist: InstallDist, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_change_budget(install_dist)
+    monkeypatch.setenv(DISABLE_ENV, "change-budget")
+    async with Fs(MemoryBackend()) as fs:
+        assert fs.plugin_manager.get_plugin("change-budget") is None
+        assert "change_budget" not in sys.modules
