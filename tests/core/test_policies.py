@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +27,7 @@ from tests.conftest import InstallDist
 pytestmark = pytest.mark.anyio
 
 
-async def seeded(*plugins: object, workspace: str | None = None) -> Fs:
+async def seeded(*plugins: object, load_entrypoints: bool = False) -> Fs:
     backend = MemoryBackend()
     for path, data in (
         ("a.txt", b"alpha\n"),
@@ -33,7 +35,14 @@ async def seeded(*plugins: object, workspace: str | None = None) -> Fs:
         ("vendor/lib.py", b"x = 1\n"),
     ):
         await backend.write(path, data, expect=ABSENT)
-    return Fs(backend, plugins=plugins, load_entrypoints=False)
+    return Fs(backend, plugins=plugins, load_entrypoints=load_entrypoints)
+
+
+def install_policies(install_dist: InstallDist, module: str, source: str, *names: str) -> Any:
+    """Install *source* as *module*, its objects *names* as ``ctxfs.plugins`` entry points."""
+    points = {f"{module}-{name}": f"{module}:{name}" for name in names}
+    install_dist(module, modules={module: source}, entry_points={"ctxfs.plugins": points})
+    return importlib.import_module(module)
 
 
 @pytest.mark.parametrize(
@@ -141,9 +150,19 @@ async def test_integration_switch_through_the_entry_point(install_dist: InstallD
     await ctx.fs.edit("docs/guide.md", "guide", "manual")
 
 
-async def test_checked_out_busy_and_stale_say_three_different_things() -> None:
+CHECKOUT_PLUGIN = """
+    from ctxfs.core.policies import CheckOuts, LeaseBook
+
     leases = LeaseBook()
-    fs = await seeded(CheckOuts(leases))
+    checkouts = CheckOuts(leases)
+"""
+
+
+async def test_checked_out_busy_and_stale_say_three_different_things(
+    install_dist: InstallDist,
+) -> None:
+    leases = install_policies(install_dist, "leases_plugin", CHECKOUT_PLUGIN, "checkouts").leases
+    fs = await seeded(load_entrypoints=True)
     tools = FsToolset()
     agent, other = fs.context(owner="agent"), fs.context(owner="other-agent")
     await tools.execute(agent, "read", {"file_path": "a.txt"})
@@ -185,9 +204,23 @@ async def test_an_expired_lease_and_the_holders_own_changes_pass() -> None:
     await alice.fs.edit("a.txt", "beta", "gamma")
 
 
-async def test_the_ledger_records_every_operation_including_refusals(tmp_path: Path) -> None:
-    ledger = AuditLedger(tmp_path / "audit.jsonl")
-    fs = await seeded(ledger, PathRules(deny=["secrets"]))
+LEDGER_PLUGIN = """
+    import os
+
+    from ctxfs.core.policies import AuditLedger, PathRules
+
+    ledger = AuditLedger(os.environ["CTXFS_TEST_AUDIT_LOG"])
+    rules = PathRules(deny=["secrets"])
+"""
+
+
+async def test_the_ledger_records_every_operation_including_refusals(
+    tmp_path: Path, install_dist: InstallDist, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXFS_TEST_AUDIT_LOG", str(tmp_path / "audit.jsonl"))
+    module = install_policies(install_dist, "ledger_plugin", LEDGER_PLUGIN, "ledger", "rules")
+    ledger: AuditLedger = module.ledger
+    fs = await seeded(load_entrypoints=True)
     ctx = fs.context(owner="agent", workspace="w1")
     read = await ctx.fs.read("a.txt")
     edited = await ctx.fs.edit("a.txt", "alpha", "beta")
