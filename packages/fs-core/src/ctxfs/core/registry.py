@@ -32,6 +32,7 @@ _PROVIDERS: Final = {
     "az": "ctxfs-remote[azure]",
     "abfs": "ctxfs-remote[azure]",
     "sftp": "ctxfs-remote[sftp]",
+    "fsspec": "ctxfs-remote",
 }
 """Which distribution to install for the schemes ctxfs knows of."""
 
@@ -54,7 +55,9 @@ def open_fs(
     ``"memory://"`` is a private in-memory store; ``"memory://name"`` one shared
     by name within the process. A plain path or ``file://`` URL is local disk
     (ctxfs-local); ``s3://bucket/prefix``, ``gs://``, ``az://`` and ``sftp://``
-    come with ctxfs-remote's extras. *options* go to the backend; the other
+    come with ctxfs-remote's extras, and ``fsspec+<protocol>://`` opens any
+    fsspec filesystem. A scheme ``family+name`` falls back to the factory of
+    ``family``. *options* go to the backend; the other
     keywords to :class:`Fs`.
 
     Raises:
@@ -88,6 +91,9 @@ def open_backend(url_or_path: str | os.PathLike[str], **options: Any) -> Backend
 
 def _factory(scheme: str) -> BackendFactory:
     found = entry_points(group=BACKENDS_GROUP, name=scheme)
+    if not found and "+" in scheme:  # a family: "fsspec+memory" is served by "fsspec"
+        scheme = scheme.partition("+")[0]
+        found = entry_points(group=BACKENDS_GROUP, name=scheme)
     provider = _PROVIDERS.get(scheme)
     install = f"pip install '{provider}'" if provider else None
     if not found:

@@ -1,5 +1,30 @@
-"""ctxfs remote: object-store and SFTP backends over fsspec, with native compare-and-swap.
+"""ctxfs remote: object stores and SFTP as ctxfs backends, with each store's own compare-and-swap.
 
-The backends arrive with the fs-remote issue; the package exists now so that
-the workspace, its lock file and its wheels are complete.
+Open them by URL through ``ctxfs.core.open_fs`` (each scheme needs its extra)::
+
+    open_fs("s3://bucket/prefix")          # ctxfs-remote[s3]: If-Match / If-None-Match
+    open_fs("gs://bucket/prefix")          # ctxfs-remote[gcs]: ifGenerationMatch
+    open_fs("az://container/prefix")       # ctxfs-remote[azure]: ETag match conditions
+    open_fs("sftp://user@host/abs/root")   # ctxfs-remote[sftp]: cooperative lock files
+    open_fs("fsspec+memory://bucket")      # any fsspec filesystem, CAS within the process
+
+The object stores share one backend, :class:`ObjectStoreBackend`, over a small
+driver per store (:class:`ObjectStore`); it probes at open that the store really
+enforces conditions (``open_fs(..., require_global_cas=True)`` refuses one that
+does not).
 """
+
+from ctxfs.remote.backend import ObjectStoreBackend, ProbeResult
+from ctxfs.remote.keys import KeySpace
+from ctxfs.remote.sftp import SftpBackend
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+
+__all__ = [
+    "KeySpace",
+    "Listing",
+    "ObjectInfo",
+    "ObjectStore",
+    "ObjectStoreBackend",
+    "ProbeResult",
+    "SftpBackend",
+]

@@ -1,0 +1,215 @@
+"""Azure Blob Storage through adlfs's configuration and the SDK's async blob clients.
+
+Versions are ``etag:<ETag>``. A read is a ``download_blob``: body and ETag from
+the same response, ranges pinned with an ``If-Match`` condition (the SDK also
+pins the follow-up chunks of a large download to the first one's ETag). A
+write is an ``upload_blob`` with ``etag`` and ``MatchConditions.IfNotModified``,
+or ``overwrite=False`` to create only; a delete is a conditional ``delete_blob``.
+adlfs supplies configuration (``AZURE_STORAGE_CONNECTION_STRING``, account
+names, keys and credentials) and the service client.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any, Final
+
+from ctxfs.core import (
+    ABSENT,
+    AlreadyExists,
+    BackendError,
+    Expect,
+    FsError,
+    NotFound,
+    PermissionDenied,
+    Stale,
+    TooLarge,
+    Unavailable,
+    Version,
+)
+from ctxfs.remote.errors import from_status, translate
+from ctxfs.remote.keys import KeySpace, split_url
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+
+if TYPE_CHECKING:
+    from ctxfs.remote.backend import ObjectStoreBackend
+
+__all__ = ["AzureStore", "open_azure"]
+
+MAX_BLOB_SIZE: Final = 5 << 30
+"""The largest body ctxfs sends in one conditional upload (5 GiB)."""
+
+
+class AzureStore(ObjectStore):
+    """One Azure blob container through an ``adlfs.AzureBlobFileSystem``'s service client."""
+
+    max_cas_size = MAX_BLOB_SIZE
+
+    def __init__(self, fs: Any, container: str) -> None:
+        self.fs = fs
+        self.container = container
+        self.name = f"az://{container}"
+
+    def _blob(self, key: str) -> Any:
+        return self.fs.service_client.get_blob_client(self.container, key)
+
+    async def get(
+        self,
+        key: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version: Version | None = None,
+        max_size: int | None = None,
+    ) -> tuple[bytes, ObjectInfo]:
+        first = start or 0
+        if end is not None and end <= first:
+            return b"", await self._properties(key, version)
+        request: dict[str, Any] = _condition(version)
+        if start is not None or end is not None:
+            request["offset"] = first
+            request["length"] = None if end is None else end - first
+        try:
+            downloader = await self._blob(key).download_blob(**request)
+        except Exception as exc:
+            if getattr(exc, "status_code", None) == 416:  # start at or past the end
+                return b"", await self._properties(key, version)
+            raise _error(exc) from exc
+        properties = downloader.properties
+        size = _total_size(properties)
+        if max_size is not None and size > max_size:
+            raise TooLarge(f"the object holds {size} bytes, more than {max_size}")
+        try:
+            data: bytes = await downloader.readall()
+        except Exception as exc:
+            raise _error(exc) from exc
+        return data, _info(key, properties, size)
+
+    async def _properties(self, key: str, version: Version | None) -> ObjectInfo:
+        try:
+            properties = await self._blob(key).get_blob_properties(**_condition(version))
+        except Exception as exc:
+            raise _error(exc) from exc
+        return _info(key, properties, int(properties.size))
+
+    async def head(self, key: str) -> ObjectInfo:
+        return await self._properties(key, None)
+
+    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+        request: dict[str, Any] = {"overwrite": expect is not ABSENT}
+        if expect is not ABSENT and expect is not None:
+            request |= _condition(expect)
+        try:
+            result = await self._blob(key).upload_blob(
+                io.BytesIO(data), length=len(data), **request
+            )
+        except Exception as exc:
+            error = _error(exc)
+            if isinstance(error, NotFound) and expect is not None:
+                raise Stale("the object no longer exists") from exc
+            raise error from exc
+        return _version(result["etag"])
+
+    async def remove(self, key: str, *, expect: Version | None = None) -> None:
+        try:
+            await self._blob(key).delete_blob(**_condition(expect))
+        except Exception as exc:
+            raise _error(exc) from exc
+
+    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+        container = self.fs.service_client.get_container_client(self.container)
+        listing = Listing()
+        try:
+            async for item in container.walk_blobs(
+                name_starts_with=prefix or None, delimiter="/", results_per_page=limit
+            ):
+                if item.name.endswith("/"):
+                    listing.prefixes.append(item.name)
+                else:
+                    listing.objects.append(_info(item.name, item, int(item.size)))
+                if limit is not None and len(listing.objects) + len(listing.prefixes) >= limit:
+                    break
+        except Exception as exc:
+            raise _error(exc) from exc
+        return listing
+
+    async def close(self) -> None:
+        await self.fs.service_client.close()
+
+
+def _condition(version: Version | None) -> dict[str, Any]:
+    """The SDK keywords pinning a request to *version* (none for None)."""
+    if version is None:
+        return {}
+    if not version.startswith("etag:"):
+        raise Stale("the version is not an Azure ETag")
+    from azure.core import MatchConditions  # noqa: PLC0415 - the azure extra
+
+    return {"etag": version[len("etag:") :], "match_condition": MatchConditions.IfNotModified}
+
+
+def _total_size(properties: Any) -> int:
+    content_range = getattr(properties, "content_range", None)  # "bytes 1-2/5"
+    if content_range:
+        return int(content_range.rpartition("/")[2])
+    return int(properties.size)
+
+
+def _version(etag: str) -> Version:
+    """``etag:"<ETag>"``, quoted the same way whichever call returned it."""
+    return Version(f"etag:{etag}" if etag.startswith('"') else f'etag:"{etag}"')
+
+
+def _info(key: str, properties: Any, size: int) -> ObjectInfo:
+    modified = properties.last_modified
+    return ObjectInfo(
+        key=key,
+        size=size,
+        version=_version(properties.etag),
+        mtime=modified.timestamp() if modified is not None else None,
+    )
+
+
+def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind of failure
+    """The ctxfs error for an azure-core (or transport) failure."""
+    from azure.core import exceptions as azure  # noqa: PLC0415 - the azure extra
+
+    if isinstance(exc, azure.ResourceModifiedError):
+        return Stale("the object is at another version")
+    if isinstance(exc, azure.ResourceExistsError):
+        return AlreadyExists("the object exists")
+    if isinstance(exc, azure.ResourceNotFoundError):
+        if getattr(exc, "error_code", None) == "ContainerNotFound":
+            return BackendError("the container does not exist", hint="Create the container.")
+        return NotFound("no such object")
+    if isinstance(exc, azure.ClientAuthenticationError):
+        return PermissionDenied(str(exc).splitlines()[0])
+    if isinstance(exc, azure.ServiceRequestError | azure.ServiceResponseError):
+        return Unavailable(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, azure.HttpResponseError) and exc.status_code:
+        if exc.status_code == 412:
+            return Stale("the object is at another version")
+        return from_status(exc.status_code, str(exc).splitlines()[0])
+    return translate(exc)
+
+
+def open_azure(url: str, **options: Any) -> ObjectStoreBackend:
+    """The backend for ``az://container[/prefix]`` (also ``abfs://``).
+
+    ``abfs://container@account.dfs.core.windows.net/prefix`` names the account
+    too. Keyword options ``probe``, ``require_global_cas``, ``retries`` and
+    ``max_cas_size`` configure the backend; the others go to
+    ``adlfs.AzureBlobFileSystem`` (``account_name``, ``credential``,
+    ``connection_string``, ...), which also reads ``AZURE_STORAGE_*`` variables.
+    """
+    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
+    from ctxfs.remote.extras import require  # noqa: PLC0415
+
+    adlfs = require("adlfs", extra="azure")
+    container, prefix = split_url(url)
+    if "@" in container:
+        container, _, host = container.partition("@")
+        options.setdefault("account_name", host.partition(".")[0])
+    settings = pop_backend_options(options)
+    fs = adlfs.AzureBlobFileSystem(skip_instance_cache=True, **options)
+    return ObjectStoreBackend(AzureStore(fs, container), KeySpace(container, prefix), **settings)

@@ -1,0 +1,463 @@
+"""``ObjectStoreBackend``: the ctxfs backend contract over any object-store driver.
+
+Directories are key prefixes (``real_directories=False``). Versions are the
+store's own tokens, read fresh with the content and never from a listing cache.
+Conditional writes are the store's own (``If-Match``, ``ifGenerationMatch``),
+so writers on any host are safe, once the probe has shown that the store
+really enforces them:
+
+- at open (``async with``) or before the first call, the probe creates a
+  ``.ctxfs-probe-*`` object, creates it again, updates it, updates it with the
+  stale version, and deletes it. Both refusals must happen;
+- when they do, ``capabilities.cas_scope`` is ``GLOBAL``. When they do not
+  (a proxy or an emulator that drops conditions), it is ``PROCESS``: the
+  backend then checks versions itself under a per-key lock, which protects
+  writers sharing this backend object only, and ``require_global_cas=True``
+  refuses the store instead.
+
+Transient failures (timeouts, lost connections, 5xx, S3's 409 conflicts) are
+retried a bounded number of times with backoff, then raised ``Unavailable``. A
+write retried after a failure that may have landed is checked against the store,
+so an ambiguous success is never reported as a conflict.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, ParamSpec, Self, TypeVar
+
+import anyio
+
+from ctxfs.core import (
+    ABSENT,
+    AlreadyExists,
+    Backend,
+    BackendError,
+    Blob,
+    Capabilities,
+    CasScope,
+    Expect,
+    FileKind,
+    FsError,
+    InvalidArgument,
+    IsADirectory,
+    NotADirectory,
+    NotFound,
+    PermissionDenied,
+    ReadStream,
+    Stale,
+    Stat,
+    TooLarge,
+    Unavailable,
+    Version,
+)
+from ctxfs.core.backend import DEFAULT_CHUNK_SIZE, check_chunk_size, check_read_bounds
+from ctxfs.core.locks import KeyedLocks
+from ctxfs.remote.ioloop import on_io_loop
+from ctxfs.remote.keys import RESERVED_PREFIX, KeySpace, is_reserved
+from ctxfs.remote.store import ObjectInfo, ObjectStore
+
+__all__ = ["ObjectStoreBackend", "ProbeResult", "pop_backend_options"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+DEFAULT_RETRIES: Final = 3
+"""Retries of a transient failure before it is raised ``Unavailable``."""
+EMULATION_LOCK_TIMEOUT: Final = 30.0
+"""Seconds a write waits for the per-key lock when the store drops conditions."""
+
+BACKEND_OPTIONS: Final = ("probe", "require_global_cas", "retries", "max_cas_size")
+"""The keyword options of ``open_fs`` that configure the backend, not the store's client."""
+
+
+def pop_backend_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Take the backend's own options (:data:`BACKEND_OPTIONS`) out of *options*."""
+    return {name: options.pop(name) for name in BACKEND_OPTIONS if name in options}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeResult:
+    """What the CAS probe found."""
+
+    create_refused: bool
+    """A second create-only write of the probe object was refused."""
+    stale_refused: bool
+    """A write with the probe object's previous version was refused."""
+
+    @property
+    def enforced(self) -> bool:
+        """Whether the store enforces both conditions."""
+        return self.create_refused and self.stale_refused
+
+
+class ObjectStoreBackend(Backend):
+    """A ctxfs backend over an object store, confined under ``bucket/prefix``.
+
+    Args:
+        store: The driver.
+        keys: Where the root lives.
+        probe: Run the CAS probe at open (off: trust the store, and report its promise).
+        require_global_cas: Refuse the store unless the probe finds conditions enforced.
+        retries: Retries of a transient failure before ``Unavailable``.
+        max_cas_size: The largest write accepted (default: the store's single-request limit).
+
+    """
+
+    backoff: ClassVar[float] = 0.1
+    """Seconds before the first retry; doubled each time, with jitter."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        keys: KeySpace,
+        *,
+        probe: bool = True,
+        require_global_cas: bool = False,
+        retries: int = DEFAULT_RETRIES,
+        max_cas_size: int | None = None,
+    ) -> None:
+        if retries < 0:
+            raise InvalidArgument(f"retries must not be negative, got {retries}")
+        self.store = store
+        self.keys = keys
+        self.retries = retries
+        self.require_global_cas = require_global_cas
+        self._max_cas_size = max_cas_size if max_cas_size is not None else store.max_cas_size
+        self._probe_wanted = probe or require_global_cas
+        self._probe: ProbeResult | None = None
+        self._probing: anyio.Lock | None = None
+        self._emulation = KeyedLocks()
+
+    # -- opening: the probe -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self._ready()
+        return self
+
+    @property
+    def probe_result(self) -> ProbeResult | None:
+        """What the probe found, once it has run."""
+        return self._probe
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """GLOBAL once the probe found conditions enforced (or it is off); PROCESS before."""
+        if not self._probe_wanted or (self._probe is not None and self._probe.enforced):
+            scope = self.store.scope
+        else:
+            scope = CasScope.PROCESS
+        return Capabilities(
+            cas_scope=scope,
+            range_reads=True,
+            real_directories=False,
+            symlinks=False,
+            locks=False,
+            max_cas_size=self._max_cas_size,
+        )
+
+    async def probe(self) -> ProbeResult:
+        """Check with a throw-away object that a second create and a stale write are refused."""
+        key = self.keys.internal(f"{RESERVED_PREFIX}probe-{uuid.uuid4().hex}")
+        first = await self._io("the CAS probe", self.store.put, key, b"probe 1", expect=ABSENT)
+        try:
+            try:
+                await self._io("the CAS probe", self.store.put, key, b"probe 2", expect=ABSENT)
+                create_refused = False
+            except AlreadyExists:
+                create_refused = True
+            current = (await self._io("the CAS probe", self.store.head, key)).version
+            await self._io("the CAS probe", self.store.put, key, b"probe 3", expect=current)
+            try:
+                await self._io("the CAS probe", self.store.put, key, b"probe 4", expect=first)
+                stale_refused = False
+            except Stale:
+                stale_refused = True
+        finally:
+            with anyio.CancelScope(shield=True), suppress(FsError):
+                await self._io("the CAS probe", self.store.remove, key)  # else hidden, left over
+        return ProbeResult(create_refused=create_refused, stale_refused=stale_refused)
+
+    async def _ready(self) -> None:
+        if not self._probe_wanted or self._probe is not None:
+            return
+        if self._probing is None:
+            self._probing = anyio.Lock()
+        async with self._probing:
+            if self._probe is None:
+                self._probe = await self.probe()
+        if self.require_global_cas and not self._probe.enforced:
+            raise BackendError(
+                f"{self.store.name} does not enforce conditional writes "
+                f"(second create refused: {self._probe.create_refused}, "
+                f"stale write refused: {self._probe.stale_refused}); "
+                "writers on other hosts could overwrite each other",
+                hint="Use a store that enforces conditional writes, or open it without "
+                "require_global_cas for writers in this process only.",
+                details={
+                    "create_refused": self._probe.create_refused,
+                    "stale_refused": self._probe.stale_refused,
+                },
+            )
+
+    @property
+    def _emulating(self) -> bool:
+        return self._probe is not None and not self._probe.enforced
+
+    # -- calls, retries and messages ----------------------------------------------------------
+
+    async def _io(
+        self, what: str, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run one store call on the IO loop, retrying transient failures; name *what* in errors."""
+        for attempt in range(self.retries + 1):
+            try:
+                return await on_io_loop(fn, *args, **kwargs)
+            except Unavailable as error:
+                if attempt == self.retries:
+                    raise _named(error, what) from error
+                await anyio.sleep(self.backoff * 2**attempt * (0.5 + random.random()))
+            except FsError as error:
+                raise _named(error, what) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- reading --------------------------------------------------------------------------------
+
+    async def stat(self, path: str) -> Stat:
+        """A file's size, mtime and version; a directory if objects live under it."""
+        await self._ready()
+        key = self.keys.key(path)
+        if not path:
+            return Stat(path="", kind=FileKind.DIRECTORY)
+        try:
+            info = await self._io(path, self.store.head, key)
+        except NotFound:
+            if await self._has_entries(path):
+                return Stat(path=path, kind=FileKind.DIRECTORY)
+            raise
+        return _file_stat(path, info)
+
+    async def read(
+        self,
+        path: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version: Version | None = None,
+        max_size: int | None = None,
+    ) -> Blob:
+        """Bytes and version from one request; ranges pinned to *version* when given."""
+        await self._ready()
+        key = self.keys.key(path)
+        if not path:
+            raise IsADirectory("the root is a directory", path=path)
+        check_read_bounds(path, start=start, end=end, size=0, max_size=None)
+        try:
+            data, info = await self._io(
+                path, self.store.get, key, start=start, end=end, version=version, max_size=max_size
+            )
+        except NotFound:
+            if path and await self._has_entries(path):
+                raise IsADirectory(f"{path} is a directory", path=path) from None
+            raise
+        if max_size is not None:
+            check_read_bounds(path, start=start, end=end, size=info.size, max_size=max_size)
+        return Blob(data=data, version=info.version, size=info.size)
+
+    def open_read(
+        self, path: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE
+    ) -> AbstractAsyncContextManager[ReadStream]:
+        """Stream in ranged reads, every range pinned to the version of the first."""
+        return self._stream(path, chunk_size)
+
+    @asynccontextmanager
+    async def _stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
+        check_chunk_size(chunk_size)
+        first = await self.read(path, start=0, end=chunk_size)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield first.data
+            offset = len(first.data)
+            while offset < first.size:
+                blob = await self.read(
+                    path, start=offset, end=offset + chunk_size, version=first.version
+                )
+                if not blob.data:
+                    raise Stale(f"{path} changed while it was read", path=path)
+                yield blob.data
+                offset += len(blob.data)
+
+        stream = ReadStream(chunks(), version=first.version, size=first.size)
+        try:
+            yield stream
+        finally:
+            await stream.aclose()
+
+    async def list(self, path: str) -> list[Stat]:
+        """The files and sub-prefixes directly under *path*, sorted by name."""
+        await self._ready()
+        prefix = self.keys.directory(path)
+        listing = await self._io(path or "the root", self.store.scan, prefix)
+        entries = [
+            _file_stat(self.keys.path(info.key), info)
+            for info in listing.objects
+            if not info.key.endswith("/")  # console-made "directory marker" objects
+        ]
+        entries += [
+            Stat(path=self.keys.path(sub), kind=FileKind.DIRECTORY) for sub in listing.prefixes
+        ]
+        visible = sorted(
+            (entry for entry in entries if entry.name and not is_reserved(entry.name)),
+            key=lambda entry: entry.name,
+        )
+        if not path or listing.objects or listing.prefixes:
+            return visible
+        try:
+            await self._io(path, self.store.head, self.keys.key(path))
+        except NotFound:
+            raise NotFound(f"{path} does not exist", path=path) from None
+        raise NotADirectory(f"{path} is a file, not a directory", path=path)
+
+    async def _has_entries(self, path: str) -> bool:
+        listing = await self._io(path, self.store.scan, self.keys.directory(path), limit=1)
+        return bool(listing.objects or listing.prefixes)
+
+    # -- writing --------------------------------------------------------------------------------
+
+    async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
+        """One conditional request; checked under a lock here if the store drops conditions."""
+        await self._ready()
+        key = self.keys.key(path)
+        if not path:
+            raise IsADirectory("the root is a directory", path=path)
+        limit = self._max_cas_size
+        if limit is not None and len(data) > limit:
+            raise TooLarge(
+                f"{path}: {len(data)} bytes is more than the {limit} one conditional write "
+                f"to {self.store.name} can carry",
+                path=path,
+                hint="Split the content into smaller files.",
+                details={"size": len(data), "max_size": limit},
+            )
+        if not self._emulating:
+            return await self._put(path, key, data, expect=expect)
+        async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
+            await self._check_expect(path, key, expect)
+            return await self._put(path, key, data, expect=None)
+
+    async def _put(self, path: str, key: str, data: bytes, *, expect: Expect) -> Version:
+        uncertain = False  # an earlier attempt may have landed
+        for attempt in range(self.retries + 1):
+            try:
+                return await on_io_loop(self.store.put, key, data, expect=expect)
+            except Unavailable as error:
+                if attempt == self.retries:
+                    raise _named(error, path) from error
+                uncertain = True
+                await anyio.sleep(self.backoff * 2**attempt * (0.5 + random.random()))
+            except (Stale, AlreadyExists) as error:
+                if uncertain:
+                    landed = await self._landed(path, key, data)
+                    if landed is not None:
+                        return landed
+                raise _named(error, path) from error
+            except FsError as error:
+                raise _named(error, path) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _landed(self, path: str, key: str, data: bytes) -> Version | None:
+        """The version of *data* if the store holds exactly it now (a retried write landed)."""
+        try:
+            stored, info = await self._io(path, self.store.get, key)
+        except NotFound:
+            return None
+        return info.version if stored == data else None
+
+    async def _check_expect(self, path: str, key: str, expect: Expect) -> None:
+        try:
+            current: Version | None = (await self._io(path, self.store.head, key)).version
+        except NotFound:
+            current = None
+        if expect is ABSENT and current is not None:
+            raise AlreadyExists(f"{path} already exists", path=path)
+        if isinstance(expect, str) and current != expect:
+            raise Stale(f"{path} is no longer at the expected version", path=path)
+
+    async def delete(self, path: str, *, expect: Version | None = None) -> None:
+        """Delete a file (conditionally with *expect*); directories vanish with their last file."""
+        await self._ready()
+        key = self.keys.key(path)
+        if not path:
+            raise InvalidArgument("the root cannot be deleted", path=path)
+        try:
+            if self._emulating and expect is not None:
+                async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
+                    await self._check_expect(path, key, expect)
+                    await self._io(path, self.store.remove, key)
+            else:
+                await self._io(path, self.store.remove, key, expect=expect)
+        except NotFound:
+            if await self._has_entries(path):
+                raise InvalidArgument(
+                    f"{path} is a directory that is not empty", path=path
+                ) from None
+            raise
+
+    async def mkdir(self, path: str) -> None:
+        """Nothing to create: a directory exists while objects live under it."""
+        await self._ready()
+        key = self.keys.key(path)
+        if not path:
+            return
+        try:
+            await self._io(path, self.store.head, key)
+        except NotFound:
+            return
+        raise AlreadyExists(f"{path} is a file", path=path)
+
+    async def aclose(self) -> None:
+        """Close the driver's client."""
+        with anyio.CancelScope(shield=True):
+            await on_io_loop(self.store.close)
+
+    def __repr__(self) -> str:
+        prefix = f"/{self.keys.prefix}" if self.keys.prefix else ""
+        return f"{type(self).__name__}({self.store.name}{prefix!s})"
+
+
+def _file_stat(path: str, info: ObjectInfo) -> Stat:
+    return Stat(
+        path=path, kind=FileKind.FILE, size=info.size, mtime=info.mtime, version=info.version
+    )
+
+
+_MESSAGES: Final[dict[type[FsError], str]] = {
+    NotFound: "{what} does not exist",
+    Stale: "{what} is no longer at the expected version: someone else changed it",
+    AlreadyExists: "{what} already exists",
+    PermissionDenied: "the store refused access to {what}: {message}",
+    Unavailable: "the store did not answer for {what}: {message}",
+    BackendError: "the store failed on {what}: {message}",
+    TooLarge: "{what}: {message}",
+}
+
+
+def _named(error: FsError, what: str) -> FsError:
+    """*error* from a driver, re-raised with the path (or operation) it concerns."""
+    if error.path is not None:
+        return error
+    template = next(
+        (text for cls, text in _MESSAGES.items() if isinstance(error, cls)), "{what}: {message}"
+    )
+    path = what if what and " " not in what else None
+    return type(error)(
+        template.format(what=what, message=error.message),
+        path=path,
+        hint=error.hint,
+        retryable=error.retryable,
+        details=error.details,
+    )

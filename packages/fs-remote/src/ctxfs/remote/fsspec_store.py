@@ -1,0 +1,142 @@
+"""Any fsspec filesystem as a store, with compare-and-swap in this process.
+
+For filesystems with no conditional writes of their own, above all fsspec's
+``memory://``. Versions are ``xxh3:`` hashes of the content. Every call runs on
+the single IO loop thread and does its read-compare-write with no await in
+between, so writers going through ctxfs in this process cannot interleave
+(``cas_scope`` ``PROCESS``); writers elsewhere are not seen. Calls are made
+synchronously on that thread: meant for in-memory and local filesystems, since a
+filesystem doing network I/O would hold up every other store's calls meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ctxfs.core import (
+    ABSENT,
+    AlreadyExists,
+    CasScope,
+    Expect,
+    NotFound,
+    Stale,
+    TooLarge,
+    Version,
+    content_version,
+)
+from ctxfs.remote.errors import translated
+from ctxfs.remote.keys import KeySpace, split_url
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+
+if TYPE_CHECKING:
+    from ctxfs.remote.backend import ObjectStoreBackend
+
+__all__ = ["FsspecStore", "open_fsspec"]
+
+
+class FsspecStore(ObjectStore):
+    """Objects as files of an fsspec filesystem under *root* (a bucket or directory)."""
+
+    scope = CasScope.PROCESS
+
+    def __init__(self, fs: Any, root: str) -> None:
+        self.fs = fs
+        self.root = root.strip("/")
+        self.name = f"{_protocol(fs)}://{self.root}"
+
+    def _path(self, key: str) -> str:
+        return f"{self.root}/{key}" if key else self.root
+
+    def _current(self, key: str) -> bytes | None:
+        path = self._path(key)
+        with translated():
+            if not self.fs.isfile(path):
+                return None
+            data: bytes = self.fs.cat_file(path)
+        return data
+
+    def _info(self, key: str, data: bytes) -> ObjectInfo:
+        return ObjectInfo(key=key, size=len(data), version=content_version(data))
+
+    async def get(
+        self,
+        key: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version: Version | None = None,
+        max_size: int | None = None,
+    ) -> tuple[bytes, ObjectInfo]:
+        data = self._current(key)
+        if data is None:
+            raise NotFound("no such object")
+        info = self._info(key, data)
+        if version is not None and info.version != version:
+            raise Stale("the object is at another version")
+        if max_size is not None and info.size > max_size:
+            raise TooLarge(f"the object holds {info.size} bytes, more than {max_size}")
+        return data[start:end], info
+
+    async def head(self, key: str) -> ObjectInfo:
+        return (await self.get(key))[1]
+
+    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+        current = self._current(key)
+        if expect is ABSENT and current is not None:
+            raise AlreadyExists("the object exists")
+        if isinstance(expect, str) and (current is None or content_version(current) != expect):
+            raise Stale("the object is at another version")
+        with translated():
+            self.fs.pipe_file(self._path(key), data)
+        return content_version(data)
+
+    async def remove(self, key: str, *, expect: Version | None = None) -> None:
+        await self.get(key, version=expect)
+        with translated():
+            self.fs.rm_file(self._path(key))
+
+    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+        directory = self._path(prefix.rstrip("/"))
+        listing = Listing()
+        with translated():
+            if not self.fs.isdir(directory):
+                return listing
+            entries = self.fs.ls(directory, detail=True)
+        base = f"{self.root}/" if self.root else ""
+        for entry in entries:
+            key = str(entry["name"]).strip("/")[len(base) :]
+            if entry["type"] == "directory":
+                listing.prefixes.append(f"{key}/")
+            else:
+                listing.objects.append(
+                    ObjectInfo(key=key, size=int(entry["size"]), version=self._version(key))
+                )
+        return listing
+
+    def _version(self, key: str) -> Version:
+        data = self._current(key)
+        return content_version(data if data is not None else b"")
+
+
+def _protocol(fs: Any) -> str:
+    protocol = fs.protocol
+    return str(protocol if isinstance(protocol, str) else protocol[0])
+
+
+def open_fsspec(url: str, **options: Any) -> ObjectStoreBackend:
+    """The backend for ``fsspec+<protocol>://bucket[/prefix]``, e.g. ``fsspec+memory://b``.
+
+    Keyword options ``probe``, ``require_global_cas``, ``retries`` and
+    ``max_cas_size`` configure the backend; the others go to the filesystem.
+    """
+    import fsspec  # noqa: PLC0415
+
+    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
+
+    scheme, _, rest = url.partition("://")
+    protocol = scheme.removeprefix("fsspec+")
+    bucket, prefix = split_url(f"{protocol}://{rest}")
+    settings = pop_backend_options(options)
+    fs = fsspec.filesystem(protocol, **options)
+    store = FsspecStore(fs, bucket)
+    return ObjectStoreBackend(store, KeySpace(bucket, prefix), **settings)

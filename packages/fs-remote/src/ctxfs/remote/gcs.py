@@ -1,0 +1,244 @@
+"""Google Cloud Storage through gcsfs's session and credentials, on the JSON API.
+
+Versions are ``gen:<generation>``. A read is one media ``GET``; the generation
+comes back in ``X-Goog-Generation`` with the body and is checked against a
+pinned version (as well as sent as ``ifGenerationMatch``), so even a server that
+ignores the condition cannot hand out bytes of another generation. A write is a
+multipart upload with ``ifGenerationMatch`` (0: create-only): the media upload
+is avoided because emulators ignore conditions there. gcsfs supplies
+configuration (``STORAGE_EMULATOR_HOST``, tokens, projects) and the HTTP
+session; its retries and caches are not used.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
+
+from ctxfs.core import (
+    ABSENT,
+    AlreadyExists,
+    BackendError,
+    Expect,
+    NotFound,
+    Stale,
+    TooLarge,
+    Version,
+)
+from ctxfs.remote.errors import from_status, translated
+from ctxfs.remote.keys import KeySpace, split_url
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from ctxfs.remote.backend import ObjectStoreBackend
+
+__all__ = ["GcsStore", "open_gcs"]
+
+MAX_UPLOAD_SIZE: Final = 5 << 30
+"""The largest body ctxfs sends in one conditional multipart upload (5 GiB)."""
+
+
+class GcsStore(ObjectStore):
+    """One GCS bucket through a ``gcsfs.GCSFileSystem`` (its session and credentials)."""
+
+    max_cas_size = MAX_UPLOAD_SIZE
+
+    def __init__(self, fs: Any, bucket: str) -> None:
+        self.fs = fs
+        self.bucket = bucket
+        self.name = f"gs://{bucket}"
+
+    def _objects(self, key: str | None = None) -> str:
+        url = f"{self.fs._location}/storage/v1/b/{quote(self.bucket, safe='')}/o"
+        return url if key is None else f"{url}/{quote(key, safe='')}"
+
+    @asynccontextmanager
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        data: io.BytesIO | None = None,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        with translated():
+            await self.fs._set_session()
+            async with self.fs.session.request(
+                method,
+                url,
+                params=dict(params or {}),
+                headers=self.fs._get_headers(dict(headers or {})),
+                data=data,
+                timeout=self.fs.requests_timeout,
+            ) as response:
+                yield response
+
+    async def _json(self, method: str, url: str, **kwargs: Any) -> dict[str, Any]:
+        async with self._request(method, url, **kwargs) as response:
+            body = await response.read()
+            _check(response.status, body)
+        parsed = json.loads(body) if body.strip() else None
+        return parsed if isinstance(parsed, dict) else {}
+
+    async def get(
+        self,
+        key: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version: Version | None = None,
+        max_size: int | None = None,
+    ) -> tuple[bytes, ObjectInfo]:
+        first = start or 0
+        if end is not None and end <= first:
+            return b"", await self._pinned_head(key, version)
+        params = {"alt": "media"}
+        if version is not None:
+            params["ifGenerationMatch"] = _generation(version)
+        headers = {}
+        if start is not None or end is not None:
+            headers["Range"] = f"bytes={first}-" + ("" if end is None else str(end - 1))
+        async with self._request("GET", self._objects(key), params=params, headers=headers) as r:
+            if r.status == 416:  # start at or past the end
+                return b"", await self._pinned_head(key, version)
+            if r.status >= 400:
+                _check(r.status, await r.read())
+            info = _info_from_headers(key, r.headers)
+            if version is not None and info.version != version:
+                raise Stale("the object is at another generation")
+            if max_size is not None and info.size > max_size:
+                raise TooLarge(f"the object holds {info.size} bytes, more than {max_size}")
+            with translated():
+                data = await r.read()
+        return data, info
+
+    async def _pinned_head(self, key: str, version: Version | None) -> ObjectInfo:
+        info = await self.head(key)
+        if version is not None and info.version != version:
+            raise Stale("the object is at another generation")
+        return info
+
+    async def head(self, key: str) -> ObjectInfo:
+        return _info(await self._json("GET", self._objects(key)))
+
+    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+        params = {"uploadType": "multipart"}
+        if expect is ABSENT:
+            params["ifGenerationMatch"] = "0"
+        elif expect is not None:
+            params["ifGenerationMatch"] = _generation(expect)
+        boundary = uuid.uuid4().hex
+        metadata = json.dumps({"name": key}).encode()
+        body = b"".join(
+            [
+                f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".encode(),
+                metadata,
+                f"\r\n--{boundary}\r\nContent-Type: application/octet-stream\r\n\r\n".encode(),
+                data,
+                f"\r\n--{boundary}--\r\n".encode(),
+            ]
+        )
+        url = f"{self.fs._location}/upload/storage/v1/b/{quote(self.bucket, safe='')}/o"
+        headers = {"Content-Type": f'multipart/related; boundary="{boundary}"'}
+        try:
+            resource = await self._json(
+                "POST", url, params=params, headers=headers, data=io.BytesIO(body)
+            )
+        except Stale:
+            if expect is ABSENT:
+                raise AlreadyExists("the object exists") from None
+            raise
+        return _info(resource).version
+
+    async def remove(self, key: str, *, expect: Version | None = None) -> None:
+        params = {}
+        if expect is not None:
+            # GCS enforces ifGenerationMatch on DELETE; emulators may not, so check first too.
+            await self._pinned_head(key, expect)
+            params["ifGenerationMatch"] = _generation(expect)
+        await self._json("DELETE", self._objects(key), params=params)
+
+    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+        params = {"prefix": prefix, "delimiter": "/"}
+        if limit is not None:
+            params["maxResults"] = str(limit)
+        listing = Listing()
+        while True:
+            page = await self._json("GET", self._objects(), params=params)
+            listing.objects.extend(_info(item) for item in page.get("items", []))
+            listing.prefixes.extend(page.get("prefixes", []))
+            token = page.get("nextPageToken")
+            if limit is not None or not token:
+                return listing
+            params["pageToken"] = token
+
+    async def close(self) -> None:
+        session = self.fs._session
+        if session is not None:
+            self.fs._session = None
+            await session.close()
+
+
+def _check(status: int, body: bytes) -> None:
+    """Raise the ctxfs error for a failed response."""
+    if status < 400:
+        return
+    message = body.decode("utf-8", "replace")[:500]
+    if status == 404:
+        if "bucket" in message.lower() and "not" in message.lower():
+            raise BackendError(f"bucket does not exist ({message})", hint="Create the bucket.")
+        raise NotFound("no such object")
+    if status == 412:
+        raise Stale("the object is at another generation")
+    raise from_status(status, message)
+
+
+def _generation(version: Version) -> str:
+    if not version.startswith("gen:"):
+        raise Stale("the version is not a GCS generation")
+    return version[len("gen:") :]
+
+
+def _info(resource: Mapping[str, Any]) -> ObjectInfo:
+    updated = resource.get("updated")
+    return ObjectInfo(
+        key=str(resource["name"]),
+        size=int(resource.get("size", 0)),
+        version=Version(f"gen:{resource['generation']}"),
+        mtime=datetime.fromisoformat(updated).timestamp() if updated else None,
+    )
+
+
+def _info_from_headers(key: str, headers: Mapping[str, str]) -> ObjectInfo:
+    content_range = headers.get("Content-Range")  # "bytes 0-4/10"
+    size = int(
+        content_range.rpartition("/")[2] if content_range else headers.get("Content-Length", 0)
+    )
+    return ObjectInfo(key=key, size=size, version=Version(f"gen:{headers['X-Goog-Generation']}"))
+
+
+def open_gcs(url: str, **options: Any) -> ObjectStoreBackend:
+    """The backend for ``gs://bucket[/prefix]`` (also ``gcs://``).
+
+    Keyword options ``probe``, ``require_global_cas``, ``retries`` and
+    ``max_cas_size`` configure the backend; the others go to
+    ``gcsfs.GCSFileSystem`` (``project``, ``token``, ``endpoint_url``, ...).
+    ``STORAGE_EMULATOR_HOST`` points it at an emulator.
+    """
+    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
+    from ctxfs.remote.extras import require  # noqa: PLC0415
+
+    gcsfs_core = require("gcsfs.core", extra="gcs")
+    bucket, prefix = split_url(url)
+    settings = pop_backend_options(options)
+    fs = gcsfs_core.GCSFileSystem(skip_instance_cache=True, **options)
+    return ObjectStoreBackend(GcsStore(fs, bucket), KeySpace(bucket, prefix), **settings)

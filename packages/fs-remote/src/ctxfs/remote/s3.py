@@ -1,0 +1,244 @@
+"""S3 (and S3-compatible stores) through s3fs's aiobotocore client.
+
+Versions are ``etag:<ETag>``. A read is one ``GetObject``: body and ETag from
+the same response; ranges carry ``If-Match`` when pinned. A write is one
+``PutObject`` with ``If-Match: <etag>`` or ``If-None-Match: *``; a delete is a
+``DeleteObject`` with ``If-Match``. s3fs supplies configuration (credentials,
+``AWS_ENDPOINT_URL`` and the rest of botocore's environment) and the session;
+its listing cache is never consulted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from ctxfs.core import (
+    ABSENT,
+    AlreadyExists,
+    BackendError,
+    Expect,
+    FsError,
+    NotFound,
+    PermissionDenied,
+    Stale,
+    TooLarge,
+    Unavailable,
+    Version,
+)
+from ctxfs.remote.errors import RETRYABLE_STATUS, from_status, translate
+from ctxfs.remote.keys import KeySpace, split_url
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+
+if TYPE_CHECKING:
+    from ctxfs.remote.backend import ObjectStoreBackend
+
+__all__ = ["S3Store", "open_s3"]
+
+MAX_PUT_SIZE: Final = 5 << 30
+"""S3's largest single-request PutObject (5 GiB)."""
+
+
+class S3Store(ObjectStore):
+    """One S3 bucket through an ``s3fs.S3FileSystem`` (its configuration and session)."""
+
+    max_cas_size = MAX_PUT_SIZE
+
+    def __init__(self, fs: Any, bucket: str) -> None:
+        self.fs = fs
+        self.bucket = bucket
+        self.name = f"s3://{bucket}"
+
+    async def _client(self) -> Any:
+        await self.fs.set_session()
+        return await self.fs.get_s3(self.bucket)
+
+    async def get(
+        self,
+        key: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version: Version | None = None,
+        max_size: int | None = None,
+    ) -> tuple[bytes, ObjectInfo]:
+        s3 = await self._client()
+        request: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if version is not None:
+            request["IfMatch"] = _etag(version)
+        ranged = start is not None or end is not None
+        first = start or 0
+        if end is not None and end <= first:
+            return b"", await self._head(s3, request)
+        if ranged:
+            request["Range"] = f"bytes={first}-" + ("" if end is None else str(end - 1))
+        try:
+            response = await s3.get_object(**request)
+        except Exception as exc:
+            if _code(exc) == "InvalidRange":  # start at or past the end
+                return b"", await self._head(s3, request)
+            raise _error(exc) from exc
+        body = response["Body"]
+        size = _total_size(response)
+        if max_size is not None and size > max_size:
+            body.close()
+            raise TooLarge(f"the object holds {size} bytes, more than {max_size}")
+        try:
+            data: bytes = await body.read()
+        except Exception as exc:
+            raise _error(exc) from exc
+        finally:
+            body.close()
+        return data, _info(key, response, size)
+
+    async def _head(self, s3: Any, request: dict[str, Any]) -> ObjectInfo:
+        head = {k: v for k, v in request.items() if k in ("Bucket", "Key", "IfMatch")}
+        try:
+            response = await s3.head_object(**head)
+        except Exception as exc:
+            raise _error(exc) from exc
+        return _info(head["Key"], response, int(response["ContentLength"]))
+
+    async def head(self, key: str) -> ObjectInfo:
+        return await self._head(await self._client(), {"Bucket": self.bucket, "Key": key})
+
+    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+        s3 = await self._client()
+        request: dict[str, Any] = {"Bucket": self.bucket, "Key": key, "Body": data}
+        if expect is ABSENT:
+            request["IfNoneMatch"] = "*"
+        elif expect is not None:
+            request["IfMatch"] = _etag(expect)
+        try:
+            response = await s3.put_object(**request)
+        except Exception as exc:
+            error = _error(exc)
+            if isinstance(error, Stale | NotFound) and expect is ABSENT:
+                raise AlreadyExists("the object exists") from exc
+            if isinstance(error, NotFound) and expect is not None:
+                raise Stale("the object no longer exists") from exc
+            raise error from exc
+        return Version(f"etag:{response['ETag']}")
+
+    async def remove(self, key: str, *, expect: Version | None = None) -> None:
+        s3 = await self._client()
+        request: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        await self._head(s3, request)  # S3 answers 204 for a missing key
+        if expect is not None:
+            request["IfMatch"] = _etag(expect)
+        try:
+            await s3.delete_object(**request)
+        except Exception as exc:
+            raise _error(exc) from exc
+
+    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+        s3 = await self._client()
+        request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "Delimiter": "/"}
+        if limit is not None:
+            request["MaxKeys"] = limit
+        listing = Listing()
+        try:
+            while True:
+                page = await s3.list_objects_v2(**request)
+                listing.objects.extend(
+                    ObjectInfo(
+                        key=item["Key"],
+                        size=int(item["Size"]),
+                        version=Version(f"etag:{item['ETag']}"),
+                        mtime=item["LastModified"].timestamp(),
+                    )
+                    for item in page.get("Contents", [])
+                )
+                listing.prefixes.extend(p["Prefix"] for p in page.get("CommonPrefixes", []))
+                if limit is not None or not page.get("IsTruncated"):
+                    return listing
+                request["ContinuationToken"] = page["NextContinuationToken"]
+        except Exception as exc:
+            raise _error(exc) from exc
+
+    async def close(self) -> None:
+        creator = getattr(self.fs, "_s3creator", None)
+        if creator is not None and getattr(self.fs, "_s3", None) is not None:
+            self.fs._s3 = None
+            await creator.__aexit__(None, None, None)
+
+
+def _etag(version: Version) -> str:
+    if not version.startswith("etag:"):
+        raise Stale("the version is not an S3 ETag")
+    return version[len("etag:") :]
+
+
+def _total_size(response: dict[str, Any]) -> int:
+    content_range = response.get("ContentRange")  # "bytes 0-4/10"
+    if content_range:
+        return int(content_range.rpartition("/")[2])
+    return int(response["ContentLength"])
+
+
+def _info(key: str, response: dict[str, Any], size: int) -> ObjectInfo:
+    modified = response.get("LastModified")
+    return ObjectInfo(
+        key=key,
+        size=size,
+        version=Version(f"etag:{response['ETag']}"),
+        mtime=modified.timestamp() if modified is not None else None,
+    )
+
+
+def _code(exc: BaseException) -> str | None:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    code = response.get("Error", {}).get("Code")
+    return str(code) if code is not None else None
+
+
+def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind of failure
+    """The ctxfs error for a botocore (or transport) failure."""
+    import botocore.exceptions as boto  # noqa: PLC0415 - the s3 extra
+
+    if isinstance(exc, boto.ClientError):
+        code = _code(exc) or ""
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+        message = exc.response.get("Error", {}).get("Message") or code
+        if code == "NoSuchBucket":
+            return BackendError(
+                f"bucket does not exist ({message})", hint="Create the bucket or fix the URL."
+            )
+        if code == "PreconditionFailed" or status == 412:
+            return Stale("the object is at another version")
+        if code in ("NoSuchKey", "NotFound", "404") or status == 404:
+            return NotFound("no such object")
+        if code in ("SlowDown", "RequestTimeout", "ConditionalRequestConflict"):
+            return Unavailable(f"{code}: {message}")
+        if code == "EntityTooLarge":
+            return TooLarge(message)
+        if status in RETRYABLE_STATUS or status in (401, 403):
+            return from_status(status, f"{code}: {message}")
+        return BackendError(f"{code or status}: {message}")
+    if isinstance(exc, boto.NoCredentialsError | boto.PartialCredentialsError):
+        return PermissionDenied(
+            str(exc), hint="Configure S3 credentials (AWS_ACCESS_KEY_ID and the like)."
+        )
+    if isinstance(exc, boto.ConnectionError | boto.HTTPClientError):
+        return Unavailable(f"{type(exc).__name__}: {exc}")
+    return translate(exc)
+
+
+def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
+    """The backend for ``s3://bucket[/prefix]``.
+
+    Keyword options ``probe``, ``require_global_cas``, ``retries`` and
+    ``max_cas_size`` configure the backend; the others go to
+    ``s3fs.S3FileSystem`` (``endpoint_url``, ``key``, ``secret``, ``client_kwargs``, ...).
+    Without them, botocore's standard environment applies (``AWS_ENDPOINT_URL``,
+    ``AWS_ACCESS_KEY_ID``, profiles, ...).
+    """
+    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
+    from ctxfs.remote.extras import require  # noqa: PLC0415
+
+    s3fs = require("s3fs", extra="s3")
+    bucket, prefix = split_url(url)
+    settings = pop_backend_options(options)
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False, **options)
+    return ObjectStoreBackend(S3Store(fs, bucket), KeySpace(bucket, prefix), **settings)

@@ -1,0 +1,122 @@
+"""The driver contract: one object store's API, as the few calls a backend needs.
+
+A driver speaks to one store (S3, GCS, Azure, an fsspec filesystem) through its
+asyncio client and translates the store's answers into ctxfs errors. Its
+coroutines run on the IO loop (:mod:`ctxfs.remote.ioloop`). Everything else
+(paths, directories as prefixes, the probe, retries, streaming) lives once in
+:class:`~ctxfs.remote.backend.ObjectStoreBackend`.
+
+Drivers raise errors without a path: the backend names the path in the message.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from ctxfs.core import CasScope, Expect, Version
+
+__all__ = ["Listing", "ObjectInfo", "ObjectStore"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectInfo:
+    """One object: its key, size and version (the store's own token)."""
+
+    key: str
+    size: int
+    version: Version
+    mtime: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listing:
+    """One level under a key prefix: the objects directly there and the deeper prefixes."""
+
+    objects: list[ObjectInfo] = field(default_factory=list)
+    prefixes: list[str] = field(default_factory=list)
+    """Full key prefixes, each ending in ``/``."""
+
+
+class ObjectStore(ABC):
+    """One store's calls, run on the IO loop. Raise ctxfs errors only.
+
+    Attributes:
+        name: The URL of the store, for messages (``s3://bucket``).
+        scope: How far the store enforces conditions when it honours them
+            (``GLOBAL`` for a real store; the probe checks it).
+        max_cas_size: The largest body one conditional write can carry.
+
+    """
+
+    name: str
+    scope: CasScope = CasScope.GLOBAL
+    max_cas_size: int | None = None
+
+    @abstractmethod
+    async def get(
+        self,
+        key: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        version: Version | None = None,
+        max_size: int | None = None,
+    ) -> tuple[bytes, ObjectInfo]:
+        """Bytes ``[start, end)`` of an object (all of it by default) and its info, in one read.
+
+        Bounds are non-negative; a range past the end is clipped, an empty or
+        out-of-range one returns no bytes. With *version*, the read is pinned:
+        an object at another version is ``Stale``, never mixed bytes. With
+        *max_size*, a larger object is ``TooLarge`` before its body is fetched.
+
+        Raises:
+            NotFound, Stale, TooLarge, PermissionDenied, Unavailable, BackendError.
+
+        """
+
+    @abstractmethod
+    async def head(self, key: str) -> ObjectInfo:
+        """The info of an object, fresh from the store (never from a listing cache).
+
+        Raises:
+            NotFound, PermissionDenied, Unavailable, BackendError.
+
+        """
+
+    @abstractmethod
+    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+        """Store *data* at *key* in one request, under the store's own condition.
+
+        *expect*: a version (the object must be at it), ``ABSENT`` (it must not
+        exist) or None. Returns the new version.
+
+        Raises:
+            Stale: The object is at another version, or missing.
+            AlreadyExists: *expect* is ABSENT and the object exists.
+            TooLarge, PermissionDenied, Unavailable, BackendError.
+
+        """
+
+    @abstractmethod
+    async def remove(self, key: str, *, expect: Version | None = None) -> None:
+        """Delete an object; with *expect*, only at that version.
+
+        Raises:
+            NotFound, Stale, PermissionDenied, Unavailable, BackendError.
+
+        """
+
+    @abstractmethod
+    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+        """The objects and sub-prefixes directly under *prefix* (``""`` or ending in ``/``).
+
+        With *limit*, at most about that many entries (enough to tell empty from not).
+
+        Raises:
+            PermissionDenied, Unavailable, BackendError.
+
+        """
+
+    async def close(self) -> None:  # noqa: B027 - most drivers hold nothing
+        """Release the client's connections."""
