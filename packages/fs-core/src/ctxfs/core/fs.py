@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Self
 
 from anyio.abc import AsyncResource
 
@@ -52,6 +53,15 @@ class Fs(AsyncResource):
             load_entrypoints=load_entrypoints,
         )
         self.hooks = PluginHost(self.plugin_manager)
+
+    async def __aenter__(self) -> Self:
+        """Open the backend (a remote one checks its store here), then return this ``Fs``."""
+        try:
+            await self.backend.__aenter__()
+        except BaseException:
+            await self.backend.aclose()
+            raise
+        return self
 
     def context(self, *, owner: str, workspace: str | None = None) -> Context:
         """Return an execution context for *owner*; its ``.fs`` is the seam to hand out."""

@@ -136,7 +136,12 @@ class ObjectStoreBackend(Backend):
     # -- opening: the probe -----------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        await self._ready()
+        """Run the probe now rather than before the first call."""
+        try:
+            await self._ready()
+        except BaseException:
+            await self.aclose()
+            raise
         return self
 
     @property
@@ -256,14 +261,11 @@ class ObjectStoreBackend(Backend):
         if not path:
             raise IsADirectory("the root is a directory", path=path)
         check_read_bounds(path, start=start, end=end, size=0, max_size=None)
-        try:
-            data, info = await self._io(
-                path, self.store.get, key, start=start, end=end, version=version, max_size=max_size
-            )
-        except NotFound:
-            if path and await self._has_entries(path):
-                raise IsADirectory(f"{path} is a directory", path=path) from None
-            raise
+        # A prefix with objects under it reads as NotFound: telling it from a missing file
+        # would cost a listing on every create (whose first step is a read).
+        data, info = await self._io(
+            path, self.store.get, key, start=start, end=end, version=version, max_size=max_size
+        )
         if max_size is not None:
             check_read_bounds(path, start=start, end=end, size=info.size, max_size=max_size)
         return Blob(data=data, version=info.version, size=info.size)

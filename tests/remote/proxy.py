@@ -1,0 +1,87 @@
+"""A small HTTP proxy in front of a test server: it counts requests and can drop conditions.
+
+Dropping ``If-Match``/``If-None-Match`` headers (S3) or ``ifGenerationMatch``
+parameters (GCS) turns a real server into one that silently ignores
+conditional writes, as some S3-compatible stores and proxies do.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "host"}
+
+
+@dataclass
+class Proxy:
+    """What the proxy saw, and what it drops."""
+
+    upstream: int
+    drop_headers: frozenset[str] = frozenset()
+    drop_params: frozenset[str] = frozenset()
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    """``(method, path)`` of every request, in order."""
+    url: str = ""
+
+
+@contextmanager
+def proxy(
+    upstream: int, *, drop_headers: set[str] = frozenset(), drop_params: set[str] = frozenset()
+) -> Iterator[Proxy]:
+    """Run a proxy to ``127.0.0.1:upstream`` on a free loopback port."""
+    seen = Proxy(
+        upstream=upstream,
+        drop_headers=frozenset(h.lower() for h in drop_headers),
+        drop_params=frozenset(drop_params),
+    )
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def forward(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            parts = urlsplit(self.path)
+            query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                     if k not in seen.drop_params]  # fmt: skip
+            target = parts.path + (f"?{urlencode(query)}" if query else "")
+            seen.requests.append((self.command, parts.path))
+            headers = {k: v for k, v in self.headers.items()
+                       if k.lower() not in _HOP_BY_HOP | seen.drop_headers}  # fmt: skip
+            upstream = http.client.HTTPConnection("127.0.0.1", seen.upstream, timeout=30)
+            try:
+                upstream.request(self.command, target, body=body, headers=headers)
+                response = upstream.getresponse()
+                payload = response.read()
+            finally:
+                upstream.close()
+            self.send_response(response.status, response.reason)
+            for key, value in response.getheaders():
+                if key.lower() not in _HOP_BY_HOP | {"content-length"}:
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward  # noqa: N815
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            del format, args
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    seen.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -1,0 +1,83 @@
+"""The CAS probe against stores that drop conditions, and the requests each operation costs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ctxfs.core import ABSENT, BackendError, CasScope, ErrorCode, Stale, open_backend, open_fs
+from ctxfs.remote import ObjectStoreBackend, ProbeResult
+from tests.remote.conftest import UrlFor
+from tests.remote.proxy import proxy
+from tests.remote.servers import GCS, S3, Server
+
+pytestmark = pytest.mark.anyio
+
+DROPPING = {
+    "s3": {"drop_headers": {"If-Match", "If-None-Match"}},
+    "gcs": {"drop_params": {"ifGenerationMatch"}},
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.parametrize("store", [S3, GCS], ids=["s3", "gcs"])
+async def test_the_probe_catches_a_store_that_ignores_conditions(
+    store: Server, url_for: UrlFor
+) -> None:
+    url = url_for(store)
+    with proxy(store.port, **DROPPING[store.name]) as fake:
+        options: dict[str, Any] = store.options | {"endpoint_url": fake.url}
+        backend = open_backend(url, **options)
+        assert isinstance(backend, ObjectStoreBackend)
+        async with backend:
+            assert backend.probe_result == ProbeResult(create_refused=False, stale_refused=False)
+            assert backend.capabilities.cas_scope is CasScope.PROCESS
+            # Within this process the backend still refuses a stale write, by itself.
+            first = await backend.write("a.txt", b"1", expect=ABSENT)
+            await backend.write("a.txt", b"2", expect=first)
+            with pytest.raises(Stale):
+                await backend.write("a.txt", b"3", expect=first)
+            assert (await backend.read("a.txt")).data == b"2"
+            assert [entry.name for entry in await backend.list("")] == ["a.txt"]  # no probe left
+
+        with pytest.raises(BackendError) as refused:
+            async with open_fs(url, require_global_cas=True, load_entrypoints=False, **options):
+                pass  # pragma: no cover - refused on entry
+        assert refused.value.code is ErrorCode.BACKEND_ERROR
+        assert refused.value.details == {"create_refused": False, "stale_refused": False}
+        assert "conditional writes" in refused.value.message
+
+    async with open_fs(url, require_global_cas=True, load_entrypoints=False, **store.options) as fs:
+        backend = fs.backend
+        assert isinstance(backend, ObjectStoreBackend)
+        assert backend.capabilities.cas_scope is CasScope.GLOBAL
+
+
+async def test_s3_requests_per_operation_are_the_minimum(url_for: UrlFor) -> None:
+    """A read is one GET; an edit of an observed file is one GET and one conditional PUT."""
+    url = url_for(S3)
+    with proxy(S3.port) as counted:
+        options = S3.options | {"endpoint_url": counted.url}
+        async with open_fs(url, load_entrypoints=False, **options) as fs:
+            ctx = fs.context(owner="agent")
+            opened = list(counted.requests)
+            counted.requests.clear()
+            await ctx.fs.write("notes.txt", "one\ntwo\n")
+            created = list(counted.requests)
+            counted.requests.clear()
+            await ctx.fs.read("notes.txt")
+            read = list(counted.requests)
+            counted.requests.clear()
+            await ctx.fs.edit("notes.txt", "two", "three")
+            edited = list(counted.requests)
+    key = url.removeprefix("s3://")
+    # The probe, once per open: create, create again, head, update, stale update, delete.
+    assert [m for m, _ in opened] == ["PUT", "PUT", "HEAD", "PUT", "PUT", "HEAD", "DELETE"]
+    assert created == [("GET", f"/{key}/notes.txt"), ("PUT", f"/{key}/notes.txt")]
+    assert read == [("GET", f"/{key}/notes.txt")]
+    assert edited == [("GET", f"/{key}/notes.txt"), ("PUT", f"/{key}/notes.txt")]
