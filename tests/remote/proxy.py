@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import http.client
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,9 +18,18 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "host"}
 
 
+@dataclass(frozen=True)
+class Fault:
+    """Answer the next *method* request with *status*, after forwarding it if *forward*."""
+
+    method: str
+    status: int = 503
+    forward: bool = False
+
+
 @dataclass
 class Proxy:
-    """What the proxy saw, and what it drops."""
+    """What the proxy saw, what it drops, and the faults it is to inject, in order."""
 
     upstream: int
     drop_headers: frozenset[str] = frozenset()
@@ -28,11 +37,15 @@ class Proxy:
     requests: list[tuple[str, str]] = field(default_factory=list)
     """``(method, path)`` of every request, in order."""
     url: str = ""
+    faults: list[Fault] = field(default_factory=list)
 
 
 @contextmanager
 def proxy(
-    upstream: int, *, drop_headers: set[str] = frozenset(), drop_params: set[str] = frozenset()
+    upstream: int,
+    *,
+    drop_headers: Collection[str] = frozenset(),
+    drop_params: Collection[str] = frozenset(),
 ) -> Iterator[Proxy]:
     """Run a proxy to ``127.0.0.1:upstream`` on a free loopback port."""
     seen = Proxy(
@@ -54,15 +67,24 @@ def proxy(
             seen.requests.append((self.command, parts.path))
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in _HOP_BY_HOP | seen.drop_headers}  # fmt: skip
-            upstream = http.client.HTTPConnection("127.0.0.1", seen.upstream, timeout=30)
-            try:
-                upstream.request(self.command, target, body=body, headers=headers)
-                response = upstream.getresponse()
-                payload = response.read()
-            finally:
-                upstream.close()
-            self.send_response(response.status, response.reason)
-            for key, value in response.getheaders():
+            fault = None
+            if seen.faults and seen.faults[0].method == self.command:
+                fault = seen.faults.pop(0)
+            status, reason, response_headers, payload = 0, "", [], b""
+            if fault is None or fault.forward:
+                upstream = http.client.HTTPConnection("127.0.0.1", seen.upstream, timeout=30)
+                try:
+                    upstream.request(self.command, target, body=body, headers=headers)
+                    response = upstream.getresponse()
+                    payload = response.read()
+                    status, reason = response.status, response.reason
+                    response_headers = response.getheaders()
+                finally:
+                    upstream.close()
+            if fault is not None:
+                status, reason, response_headers, payload = fault.status, "Injected", [], b""
+            self.send_response(status, reason)
+            for key, value in response_headers:
                 if key.lower() not in _HOP_BY_HOP | {"content-length"}:
                     self.send_header(key, value)
             self.send_header("Content-Length", str(len(payload)))
@@ -72,7 +94,7 @@ def proxy(
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward  # noqa: N815
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             del format, args
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ctxfs.core import open_fs
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import Server
+
+from ctxfs.core import open_fs
 
 WORKERS = 4
 INCREMENTS = 25
@@ -33,7 +33,7 @@ async def test_four_processes_lose_no_increment(
         await fs.context(owner="setup").fs.write("counter.txt", "0\n")
     go = tmp_path / "go"
     workers = [
-        subprocess.Popen(  # noqa: ASYNC220 - separate hosts, simulated
+        subprocess.Popen(
             [
                 sys.executable,
                 "-m",

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from ctxfs.core import ABSENT, BackendError, CasScope, ErrorCode, Stale, open_backend, open_fs
-from ctxfs.remote import ObjectStoreBackend, ProbeResult
 from tests.remote.conftest import UrlFor
 from tests.remote.proxy import proxy
 from tests.remote.servers import GCS, S3, Server
+
+from ctxfs.core import ABSENT, BackendError, CasScope, ErrorCode, Stale, open_backend, open_fs
+from ctxfs.remote import ObjectStoreBackend, ProbeResult
 
 pytestmark = pytest.mark.anyio
 

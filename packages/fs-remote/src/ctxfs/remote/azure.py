@@ -38,6 +38,8 @@ __all__ = ["AzureStore", "open_azure"]
 
 MAX_BLOB_SIZE: Final = 5 << 30
 """The largest body ctxfs sends in one conditional upload (5 GiB)."""
+_ONCE: Final = {"retry_total": 0}
+"""Per-call SDK option: the backend retries, boundedly, and checks what a retry finds."""
 
 
 class AzureStore(ObjectStore):
@@ -70,7 +72,7 @@ class AzureStore(ObjectStore):
             request["offset"] = first
             request["length"] = None if end is None else end - first
         try:
-            downloader = await self._blob(key).download_blob(**request)
+            downloader = await self._blob(key).download_blob(**request, **_ONCE)
         except Exception as exc:
             if getattr(exc, "status_code", None) == 416:  # start at or past the end
                 return b"", await self._properties(key, version)
@@ -87,7 +89,7 @@ class AzureStore(ObjectStore):
 
     async def _properties(self, key: str, version: Version | None) -> ObjectInfo:
         try:
-            properties = await self._blob(key).get_blob_properties(**_condition(version))
+            properties = await self._blob(key).get_blob_properties(**_condition(version), **_ONCE)
         except Exception as exc:
             raise _error(exc) from exc
         return _info(key, properties, int(properties.size))
@@ -101,7 +103,7 @@ class AzureStore(ObjectStore):
             request |= _condition(expect)
         try:
             result = await self._blob(key).upload_blob(
-                io.BytesIO(data), length=len(data), **request
+                io.BytesIO(data), length=len(data), **request, **_ONCE
             )
         except Exception as exc:
             error = _error(exc)
@@ -112,7 +114,7 @@ class AzureStore(ObjectStore):
 
     async def remove(self, key: str, *, expect: Version | None = None) -> None:
         try:
-            await self._blob(key).delete_blob(**_condition(expect))
+            await self._blob(key).delete_blob(**_condition(expect), **_ONCE)
         except Exception as exc:
             raise _error(exc) from exc
 
@@ -121,7 +123,7 @@ class AzureStore(ObjectStore):
         listing = Listing()
         try:
             async for item in container.walk_blobs(
-                name_starts_with=prefix or None, delimiter="/", results_per_page=limit
+                name_starts_with=prefix or None, delimiter="/", results_per_page=limit, **_ONCE
             ):
                 if item.name.endswith("/"):
                     listing.prefixes.append(item.name)

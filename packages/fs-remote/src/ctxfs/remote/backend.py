@@ -17,8 +17,10 @@ really enforces them:
 
 Transient failures (timeouts, lost connections, 5xx, S3's 409 conflicts) are
 retried a bounded number of times with backoff, then raised ``Unavailable``. A
-write retried after a failure that may have landed is checked against the store,
-so an ambiguous success is never reported as a conflict.
+refused conditional write is checked against the store before it is reported:
+a retry (ours, or one the store's client made on its own) of a write that had
+in fact landed finds exactly its bytes there, and succeeds instead of reporting
+a conflict.
 """
 
 from __future__ import annotations
@@ -352,20 +354,19 @@ class ObjectStoreBackend(Backend):
             return await self._put(path, key, data, expect=None)
 
     async def _put(self, path: str, key: str, data: bytes, *, expect: Expect) -> Version:
-        uncertain = False  # an earlier attempt may have landed
         for attempt in range(self.retries + 1):
             try:
                 return await on_io_loop(self.store.put, key, data, expect=expect)
             except Unavailable as error:
                 if attempt == self.retries:
                     raise _named(error, path) from error
-                uncertain = True
                 await anyio.sleep(self.backoff * 2**attempt * (0.5 + random.random()))
             except (Stale, AlreadyExists) as error:
-                if uncertain:
-                    landed = await self._landed(path, key, data)
-                    if landed is not None:
-                        return landed
+                # A retried attempt (ours, or the client library's own) may have landed
+                # before the condition refused it: then the store holds exactly our bytes.
+                landed = await self._landed(path, key, data)
+                if landed is not None:
+                    return landed
                 raise _named(error, path) from error
             except FsError as error:
                 raise _named(error, path) from error

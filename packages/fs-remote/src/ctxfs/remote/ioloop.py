@@ -9,6 +9,7 @@ restarts after a fork); the caller's task waits in a worker thread for the resul
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
@@ -33,7 +34,8 @@ async def on_io_loop(fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.k
     async def call() -> T:
         return await fn(*args, **kwargs)
 
-    future = asyncio.run_coroutine_threadsafe(call(), io_loop())
+    # A fresh context: the caller's (e.g. sniffio saying "trio") must not leak into the IO loop.
+    future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, call(), io_loop())
     try:
         return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
     except BaseException:

@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, Self, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import anyio
@@ -143,6 +143,15 @@ class SftpBackend(Backend):
         )
 
     # -- connection ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        """Connect now rather than on the first call."""
+        try:
+            await self._io("the connection", _connected)
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
 
     async def _sftp(self) -> Any:
         """The SFTP client (on the IO loop), connecting on first use and after a loss."""
@@ -370,8 +379,7 @@ class SftpBackend(Backend):
                     else:
                         await sftp.posix_rename(temp, full)
                 except BaseException:
-                    with anyio.CancelScope(shield=True):
-                        await _quietly(sftp.remove(temp))
+                    await asyncio.shield(_quietly(sftp.remove(temp)))
                     raise
             return content_version(data)
 
@@ -416,8 +424,7 @@ class SftpBackend(Backend):
         try:
             yield
         finally:
-            with anyio.CancelScope(shield=True):
-                await _quietly(sftp.remove(lock))
+            await asyncio.shield(_quietly(sftp.remove(lock)))
 
     async def _try_lock(self, sftp: Any, lock: str, token: str) -> bool:
         lease = json.dumps({"owner": token, "expires": time.time() + self.lease}).encode()
@@ -534,6 +541,10 @@ def _check_expect(path: str, expect: Expect, current: Version | None) -> None:
         raise AlreadyExists(f"{path} already exists", path=path)
     if isinstance(expect, str) and current != expect:
         raise Stale(f"{path} is no longer at the expected version", path=path)
+
+
+async def _connected(sftp: Any) -> None:
+    del sftp
 
 
 async def _read_chunk(sftp: Any, handle: Any, size: int) -> bytes:

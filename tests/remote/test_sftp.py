@@ -1,0 +1,116 @@
+"""SFTP's cooperative protocol, against the real OpenSSH server on this machine.
+
+The server's files live on this host, so the tests reach behind the protocol
+the way someone with a shell on the server would: leaving a crashed writer's
+lock, planting a symbolic link, checking modes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from tests.remote.conftest import UrlFor
+from tests.remote.servers import SFTP
+
+from ctxfs.core import ABSENT, Busy, ErrorCode, FsError, open_backend
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def root(url_for: UrlFor) -> tuple[str, Path]:
+    """A fresh SFTP root: its URL and where it lies on this machine."""
+    url = url_for(SFTP)
+    return url, Path(urlsplit(url).path)
+
+
+def sftp(url: str, **extra: Any) -> Any:
+    return open_backend(url, **(SFTP.options | extra))
+
+
+def lease(path: Path, *, owner: str, expires: float) -> None:
+    path.write_text(json.dumps({"owner": owner, "expires": expires}))
+
+
+async def test_a_crashed_writers_lock_is_broken_once_its_lease_ends(
+    root: tuple[str, Path],
+) -> None:
+    url, local = root
+    async with sftp(url, lock_timeout=0.3) as backend:
+        version = await backend.write("a.txt", b"one", expect=ABSENT)
+        lock = local / ".ctxfs-lock.a.txt"
+        lease(lock, owner="crashed-host:1:x", expires=time.time() + 60)
+        with pytest.raises(Busy) as busy:
+            await backend.write("a.txt", b"two", expect=version)
+        assert busy.value.retryable is True
+        assert (await backend.read("a.txt")).data == b"one"
+        lease(lock, owner="crashed-host:1:x", expires=time.time() - 1)
+        await backend.write("a.txt", b"two", expect=version)
+        assert (await backend.read("a.txt")).data == b"two"
+    assert sorted(p.name for p in local.iterdir()) == ["a.txt"]  # no lock, temp or broken lease
+
+
+async def test_symbolic_links_out_of_the_root_are_refused(
+    root: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, local = root
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    async with sftp(url) as backend:
+        await backend.mkdir("")
+        (local / "escape").symlink_to(outside)
+        (local / "inside").symlink_to(local / "real", target_is_directory=True)
+        (local / "real").mkdir()
+        for attempt in (
+            backend.read("escape/secret.txt"),
+            backend.write("escape/new.txt", b"x", expect=ABSENT),
+            backend.list("escape"),
+            backend.write("escape/deeper/new.txt", b"x", expect=ABSENT),
+        ):
+            with pytest.raises(FsError) as refused:
+                await attempt
+            assert refused.value.code is ErrorCode.OUTSIDE_ROOT
+        assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+        await backend.write("inside/ok.txt", b"fine", expect=ABSENT)  # a link within the root
+        assert (local / "real" / "ok.txt").read_bytes() == b"fine"
+        kinds = {entry.name: entry.kind.value for entry in await backend.list("")}
+        assert kinds == {"escape": "symlink", "inside": "symlink", "real": "directory"}
+
+
+async def test_an_update_keeps_the_files_mode_and_leaves_nothing_behind(
+    root: tuple[str, Path],
+) -> None:
+    url, local = root
+    async with sftp(url) as backend:
+        version = await backend.write("run.sh", b"echo one\n", expect=ABSENT)
+        os.chmod(local / "run.sh", 0o751)
+        version = (await backend.read("run.sh")).version
+        await backend.write("run.sh", b"echo two\n", expect=version)
+    assert (local / "run.sh").stat().st_mode & 0o777 == 0o751
+    assert (local / "run.sh").read_bytes() == b"echo two\n"
+    assert sorted(p.name for p in local.iterdir()) == ["run.sh"]
+
+
+async def test_a_writer_outside_the_protocol_is_still_caught_by_the_version(
+    root: tuple[str, Path],
+) -> None:
+    url, local = root
+    async with sftp(url) as backend:
+        version = await backend.write("a.txt", b"one", expect=ABSENT)
+        (local / "a.txt").write_bytes(b"changed in a shell")
+        with pytest.raises(FsError) as stale:
+            await backend.write("a.txt", b"two", expect=version)
+        assert stale.value.code is ErrorCode.STALE
+        assert (local / "a.txt").read_bytes() == b"changed in a shell"

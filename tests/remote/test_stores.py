@@ -1,0 +1,255 @@
+"""Behaviour every remote store must show beyond the conformance suite, on real servers."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from typing import Any
+
+import anyio
+import pytest
+from tests.remote.conftest import UrlFor
+from tests.remote.proxy import Fault, proxy
+from tests.remote.servers import AZURE, AZURITE, GCS, S3, SFTP, Server
+
+from ctxfs.core import (
+    ABSENT,
+    Backend,
+    ErrorCode,
+    FsError,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Stale,
+    TooLarge,
+    Unavailable,
+    open_backend,
+    open_fs,
+)
+from ctxfs.remote import ObjectStoreBackend
+
+pytestmark = pytest.mark.anyio
+
+_MiB = 1 << 20
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def opened(server: Server, url: str, **extra: Any) -> Backend:
+    return open_backend(url, **(server.options | extra))
+
+
+# -- reads pinned to one version ----------------------------------------------------------------
+
+
+async def test_a_streamed_read_is_never_torn_by_a_concurrent_overwrite(
+    server: Server, url_for: UrlFor
+) -> None:
+    old, new = b"a" * (3 * _MiB), b"b" * (3 * _MiB)
+    async with opened(server, url_for(server)) as backend:
+        await backend.write("big.bin", old, expect=ABSENT)
+        received = []
+        try:
+            async with backend.open_read("big.bin", chunk_size=256 * 1024) as stream:
+                async for chunk in stream:
+                    received.append(chunk)
+                    if len(received) == 1:
+                        await backend.write("big.bin", new, expect=None)
+        except Stale:
+            assert backend.capabilities.range_reads, "only ranged reads see the change"
+        else:
+            # SFTP streams one open handle: the replaced file keeps its old bytes under it.
+            assert not backend.capabilities.range_reads
+            assert b"".join(received) == old
+        assert set(b"".join(received)) == {ord("a")}
+
+
+async def test_reads_and_ranges_pinned_to_an_old_version_are_stale(
+    server: Server, url_for: UrlFor
+) -> None:
+    async with opened(server, url_for(server)) as backend:
+        first = await backend.write("f.txt", b"0123456789", expect=ABSENT)
+        await backend.write("f.txt", b"abcdefghij", expect=first)
+        for start, end in ((None, None), (2, 4), (8, None), (3, 3), (20, None)):
+            with pytest.raises(Stale):
+                await backend.read("f.txt", start=start, end=end, version=first)
+
+
+# -- sizes -------------------------------------------------------------------------------------
+
+
+async def test_writes_beyond_the_single_request_limit_are_too_large(url_for: UrlFor) -> None:
+    for server in (S3, GCS, AZURE):
+        async with opened(server, url_for(server), max_cas_size=1024) as backend:
+            assert backend.capabilities.max_cas_size == 1024
+            with pytest.raises(TooLarge) as refused:
+                await backend.write("big.bin", b"x" * 1025, expect=ABSENT)
+            assert refused.value.details == {"size": 1025, "max_size": 1024}
+            with pytest.raises(NotFound):
+                await backend.stat("big.bin")
+
+
+async def test_max_size_refuses_before_the_body_is_fetched(server: Server, url_for: UrlFor) -> None:
+    async with opened(server, url_for(server)) as backend:
+        await backend.write("f.bin", b"x" * 5000, expect=ABSENT)
+        with pytest.raises(TooLarge):
+            await backend.read("f.bin", max_size=4999)
+        assert (await backend.read("f.bin", max_size=5000)).size == 5000
+
+
+# -- keys stay under the prefix ------------------------------------------------------------------
+
+
+async def test_roots_side_by_side_never_see_each_other(server: Server, url_for: UrlFor) -> None:
+    url = url_for(server)
+    async with opened(server, url) as mine, opened(server, url + "-sibling") as theirs:
+        await mine.write("a.txt", b"mine", expect=ABSENT)
+        await theirs.write("a.txt", b"theirs", expect=ABSENT)
+        await theirs.write("only-theirs.txt", b"x", expect=ABSENT)
+        assert [entry.name for entry in await mine.list("")] == ["a.txt"]
+        assert (await mine.read("a.txt")).data == b"mine"
+        for attack in ("../x", "/etc/passwd", "a\\..\\b", "s3://other/key", "a//b", "./a"):
+            with pytest.raises(FsError) as refused:
+                await mine.read(attack)
+            assert refused.value.code in (ErrorCode.INVALID_PATH, ErrorCode.OUTSIDE_ROOT)
+
+
+async def test_reserved_names_are_refused_and_hidden(server: Server, url_for: UrlFor) -> None:
+    async with opened(server, url_for(server)) as backend:
+        with pytest.raises(FsError) as refused:
+            await backend.write(".ctxfs-lock.a", b"x", expect=None)
+        assert refused.value.code is ErrorCode.INVALID_PATH
+        await backend.write("a.txt", b"x", expect=ABSENT)
+        assert [entry.name for entry in await backend.list("")] == ["a.txt"]
+
+
+# -- failures ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store", [S3, GCS, AZURE, SFTP], ids=lambda s: s.name)
+async def test_an_unreachable_store_is_unavailable_after_bounded_retries(store: Server) -> None:
+    url = store.url("/tmp/ctxfs-unreachable" if store is SFTP else "bucket", "root")
+    url = url.replace(f":{store.port}", ":9")
+    options: dict[str, Any] = dict(store.options, retries=1)
+    if store is S3:
+        options |= {
+            "endpoint_url": "http://127.0.0.1:9",
+            "config_kwargs": {"retries": {"max_attempts": 1}},
+        }
+    elif store is GCS:
+        options |= {"endpoint_url": "http://127.0.0.1:9"}
+    elif store is AZURE:
+        options |= {"connection_string": AZURITE.replace(":10000", ":9")}
+    started = time.monotonic()
+    with pytest.raises(Unavailable) as caught:
+        async with open_fs(url, load_entrypoints=False, **options):
+            pass  # pragma: no cover - the probe at open fails
+    assert caught.value.retryable is True
+    assert caught.value.code is ErrorCode.UNAVAILABLE
+    assert time.monotonic() - started < 60
+
+
+async def test_transient_failures_are_retried_and_a_landed_write_is_not_a_conflict(
+    url_for: UrlFor,
+) -> None:
+    url = url_for(GCS)
+    with proxy(GCS.port) as flaky:
+        async with opened(GCS, url, endpoint_url=flaky.url) as backend:
+            flaky.faults = [Fault("GET", 503), Fault("GET", 503)]
+            with pytest.raises(NotFound):
+                await backend.read("a.txt")  # two 503s, then the real answer
+            flaky.faults = [Fault("POST", 503, forward=True)]  # landed, but we hear 503
+            version = await backend.write("a.txt", b"one", expect=ABSENT)
+            assert (await backend.read("a.txt")).version == version
+            flaky.faults = [Fault("POST", 503, forward=True)]
+            newer = await backend.write("a.txt", b"two", expect=version)
+            assert (await backend.read("a.txt")).data == b"two"
+            assert newer != version
+            flaky.faults = [Fault("GET", 503)] * 5
+            flaky.requests.clear()
+            with pytest.raises(Unavailable):
+                await backend.read("a.txt")
+            assert len(flaky.requests) == 4  # the first try and three retries
+
+
+async def test_a_refused_login_is_permission_denied(url_for: UrlFor, tmp_path: Any) -> None:
+    url_for(AZURE)
+    wrong_key = AZURITE.replace("AccountKey=Eby8", "AccountKey=Xby8")
+    with pytest.raises(PermissionDenied):
+        async with open_fs(
+            AZURE.url("any", "root"), connection_string=wrong_key, load_entrypoints=False
+        ):
+            pass  # pragma: no cover
+    url = url_for(SFTP)
+    import asyncssh  # noqa: PLC0415
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    (tmp_path / "stranger").write_bytes(key.export_private_key())
+    options = SFTP.options | {"client_keys": [str(tmp_path / "stranger")], "retries": 0}
+    with pytest.raises(PermissionDenied) as refused:
+        async with open_fs(url, load_entrypoints=False, **options) as fs:
+            await fs.backend.list("")
+    assert "login refused" in refused.value.message
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+async def test_s3_reads_the_standard_environment(
+    url_for: UrlFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = url_for(S3)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5555")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    async with open_fs(url, load_entrypoints=False) as fs:
+        ctx = fs.context(owner="agent")
+        await ctx.fs.write("env.txt", "from the environment\n")
+        assert (await ctx.fs.read("env.txt")).text == "from the environment\n"
+
+
+async def test_azure_reads_the_standard_environment(
+    url_for: UrlFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = url_for(AZURE)
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", AZURITE)
+    async with open_fs(url, load_entrypoints=False) as fs:
+        await fs.context(owner="agent").fs.write("env.txt", "x\n")
+
+
+def test_a_missing_extra_names_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module, url, extra in (
+        ("s3fs", "s3://b/p", "ctxfs-remote[s3]"),
+        ("gcsfs.core", "gs://b/p", "ctxfs-remote[gcs]"),
+        ("adlfs", "az://c/p", "ctxfs-remote[azure]"),
+        ("asyncssh", "sftp://u@h/root", "ctxfs-remote[sftp]"),
+    ):
+        monkeypatch.setitem(sys.modules, module, None)  # makes the import fail
+        with pytest.raises(InvalidArgument) as refused:
+            open_backend(url)
+        assert extra in refused.value.message
+        assert refused.value.hint == f"pip install '{extra}'"
+
+
+async def test_every_store_runs_under_trio_too(server: Server, url_for: UrlFor) -> None:
+    url = url_for(server)
+
+    async def roundtrip() -> bytes:
+        async with opened(server, url) as backend:
+            version = await backend.write("t.txt", b"trio", expect=ABSENT)
+            return (await backend.read("t.txt", version=version)).data
+
+    in_trio = functools.partial(anyio.run, roundtrip, backend="trio")
+    assert await anyio.to_thread.run_sync(in_trio) == b"trio"
+
+
+async def test_the_probe_can_be_skipped(url_for: UrlFor) -> None:
+    async with opened(S3, url_for(S3), probe=False) as backend:
+        assert isinstance(backend, ObjectStoreBackend)
+        assert backend.probe_result is None
+        assert backend.capabilities.cas_scope.value == "global"  # the store's promise, unchecked
