@@ -176,6 +176,28 @@ async def test_transient_failures_are_retried_and_a_landed_write_is_not_a_confli
             assert len(flaky.requests) == 4  # the first try and three retries
 
 
+async def test_identical_bytes_from_another_writer_are_still_a_conflict(
+    server: Server, url_for: UrlFor
+) -> None:
+    """Two agents turning "5" into "6" from the same base: one of them must hear stale."""
+    async with opened(server, url_for(server)) as backend:
+        base = await backend.write("counter", b"5", expect=ABSENT)
+        await backend.write("counter", b"6", expect=base)
+        with pytest.raises(Stale):
+            await backend.write("counter", b"6", expect=base)
+
+
+async def test_s3_client_retries_of_a_landed_write_are_not_conflicts(url_for: UrlFor) -> None:
+    """botocore retries a 503 by itself; the retry meets our own write's condition."""
+    with proxy(S3.port) as flaky:
+        async with opened(S3, url_for(S3), endpoint_url=flaky.url) as backend:
+            flaky.faults = [Fault("PUT", 503, forward=True)]
+            flaky.requests.clear()
+            version = await backend.write("a.txt", b"one", expect=ABSENT)
+            assert [method for method, _ in flaky.requests].count("PUT") == 2
+            assert (await backend.read("a.txt")).version == version
+
+
 async def test_a_refused_login_is_permission_denied(url_for: UrlFor, tmp_path: Any) -> None:
     url_for(AZURE)
     wrong_key = AZURITE.replace("AccountKey=Eby8", "AccountKey=Xby8")

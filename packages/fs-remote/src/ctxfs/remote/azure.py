@@ -38,6 +38,8 @@ __all__ = ["AzureStore", "open_azure"]
 
 MAX_BLOB_SIZE: Final = 5 << 30
 """The largest body ctxfs sends in one conditional upload (5 GiB)."""
+WRITE_ID: Final = "ctxfswrite"
+"""The metadata name holding each write's id (Azure names are C# identifiers)."""
 _ONCE: Final = {"retry_total": 0}
 """Per-call SDK option: the backend retries, boundedly, and checks what a retry finds."""
 
@@ -97,8 +99,12 @@ class AzureStore(ObjectStore):
     async def head(self, key: str) -> ObjectInfo:
         return await self._properties(key, None)
 
-    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+    async def put(
+        self, key: str, data: bytes, *, expect: Expect, write_id: str | None = None
+    ) -> Version:
         request: dict[str, Any] = {"overwrite": expect is not ABSENT}
+        if write_id is not None:
+            request["metadata"] = {WRITE_ID: write_id}
         if expect is not ABSENT and expect is not None:
             request |= _condition(expect)
         try:
@@ -169,6 +175,7 @@ def _info(key: str, properties: Any, size: int) -> ObjectInfo:
         size=size,
         version=_version(properties.etag),
         mtime=modified.timestamp() if modified is not None else None,
+        write_id=(getattr(properties, "metadata", None) or {}).get(WRITE_ID),
     )
 
 

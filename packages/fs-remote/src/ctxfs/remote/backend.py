@@ -18,9 +18,10 @@ really enforces them:
 Transient failures (timeouts, lost connections, 5xx, S3's 409 conflicts) are
 retried a bounded number of times with backoff, then raised ``Unavailable``. A
 refused conditional write is checked against the store before it is reported:
-a retry (ours, or one the store's client made on its own) of a write that had
-in fact landed finds exactly its bytes there, and succeeds instead of reporting
-a conflict.
+every write carries a unique id in the object's metadata, so a retry (ours, or
+one the store's client made on its own) of a write that had in fact landed finds
+its own id there and succeeds, while identical bytes from another writer are
+still a conflict.
 """
 
 from __future__ import annotations
@@ -354,17 +355,18 @@ class ObjectStoreBackend(Backend):
             return await self._put(path, key, data, expect=None)
 
     async def _put(self, path: str, key: str, data: bytes, *, expect: Expect) -> Version:
+        write_id = uuid.uuid4().hex
         for attempt in range(self.retries + 1):
             try:
-                return await on_io_loop(self.store.put, key, data, expect=expect)
+                return await on_io_loop(self.store.put, key, data, expect=expect, write_id=write_id)
             except Unavailable as error:
                 if attempt == self.retries:
                     raise _named(error, path) from error
                 await anyio.sleep(self.backoff * 2**attempt * (0.5 + random.random()))
             except (Stale, AlreadyExists) as error:
                 # A retried attempt (ours, or the client library's own) may have landed
-                # before the condition refused it: then the store holds exactly our bytes.
-                landed = await self._landed(path, key, data)
+                # before the condition refused it: the object then carries our write id.
+                landed = await self._landed(path, key, write_id)
                 if landed is not None:
                     return landed
                 raise _named(error, path) from error
@@ -372,13 +374,13 @@ class ObjectStoreBackend(Backend):
                 raise _named(error, path) from error
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _landed(self, path: str, key: str, data: bytes) -> Version | None:
-        """The version of *data* if the store holds exactly it now (a retried write landed)."""
+    async def _landed(self, path: str, key: str, write_id: str) -> Version | None:
+        """The object's version if it is the one write *write_id* stored, else None."""
         try:
-            stored, info = await self._io(path, self.store.get, key)
+            info = await self._io(path, self.store.head, key)
         except NotFound:
             return None
-        return info.version if stored == data else None
+        return info.version if info.write_id == write_id else None
 
     async def _check_expect(self, path: str, key: str, expect: Expect) -> None:
         try:

@@ -80,7 +80,10 @@ class FsspecStore(ObjectStore):
     async def head(self, key: str) -> ObjectInfo:
         return (await self.get(key))[1]
 
-    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+    async def put(
+        self, key: str, data: bytes, *, expect: Expect, write_id: str | None = None
+    ) -> Version:
+        del write_id  # no metadata; and no retries, so nothing to tell apart
         current = self._current(key)
         if expect is ABSENT and current is not None:
             raise AlreadyExists("the object exists")

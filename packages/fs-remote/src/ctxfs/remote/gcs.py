@@ -44,6 +44,8 @@ __all__ = ["GcsStore", "open_gcs"]
 
 MAX_UPLOAD_SIZE: Final = 5 << 30
 """The largest body ctxfs sends in one conditional multipart upload (5 GiB)."""
+WRITE_ID: Final = "ctxfs-write"
+"""The custom-metadata key holding each write's id."""
 
 
 class GcsStore(ObjectStore):
@@ -130,14 +132,19 @@ class GcsStore(ObjectStore):
     async def head(self, key: str) -> ObjectInfo:
         return _info(await self._json("GET", self._objects(key)))
 
-    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+    async def put(
+        self, key: str, data: bytes, *, expect: Expect, write_id: str | None = None
+    ) -> Version:
         params = {"uploadType": "multipart"}
         if expect is ABSENT:
             params["ifGenerationMatch"] = "0"
         elif expect is not None:
             params["ifGenerationMatch"] = _generation(expect)
         boundary = uuid.uuid4().hex
-        metadata = json.dumps({"name": key}).encode()
+        resource: dict[str, Any] = {"name": key}
+        if write_id is not None:
+            resource["metadata"] = {WRITE_ID: write_id}
+        metadata = json.dumps(resource).encode()
         body = b"".join(
             [
                 f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".encode(),
@@ -150,14 +157,14 @@ class GcsStore(ObjectStore):
         url = f"{self.fs._location}/upload/storage/v1/b/{quote(self.bucket, safe='')}/o"
         headers = {"Content-Type": f'multipart/related; boundary="{boundary}"'}
         try:
-            resource = await self._json(
+            stored = await self._json(
                 "POST", url, params=params, headers=headers, data=io.BytesIO(body)
             )
         except Stale:
             if expect is ABSENT:
                 raise AlreadyExists("the object exists") from None
             raise
-        return _info(resource).version
+        return _info(stored).version
 
     async def remove(self, key: str, *, expect: Version | None = None) -> None:
         params = {}
@@ -215,6 +222,7 @@ def _info(resource: Mapping[str, Any]) -> ObjectInfo:
         size=int(resource.get("size", 0)),
         version=Version(f"gen:{resource['generation']}"),
         mtime=datetime.fromisoformat(updated).timestamp() if updated else None,
+        write_id=(resource.get("metadata") or {}).get(WRITE_ID),
     )
 
 

@@ -36,6 +36,8 @@ __all__ = ["S3Store", "open_s3"]
 
 MAX_PUT_SIZE: Final = 5 << 30
 """S3's largest single-request PutObject (5 GiB)."""
+WRITE_ID: Final = "ctxfs-write"
+"""The user-metadata key holding each write's id."""
 
 
 class S3Store(ObjectStore):
@@ -101,9 +103,13 @@ class S3Store(ObjectStore):
     async def head(self, key: str) -> ObjectInfo:
         return await self._head(await self._client(), {"Bucket": self.bucket, "Key": key})
 
-    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+    async def put(
+        self, key: str, data: bytes, *, expect: Expect, write_id: str | None = None
+    ) -> Version:
         s3 = await self._client()
         request: dict[str, Any] = {"Bucket": self.bucket, "Key": key, "Body": data}
+        if write_id is not None:
+            request["Metadata"] = {WRITE_ID: write_id}
         if expect is ABSENT:
             request["IfNoneMatch"] = "*"
         elif expect is not None:
@@ -182,6 +188,7 @@ def _info(key: str, response: dict[str, Any], size: int) -> ObjectInfo:
         size=size,
         version=Version(f"etag:{response['ETag']}"),
         mtime=modified.timestamp() if modified is not None else None,
+        write_id=response.get("Metadata", {}).get(WRITE_ID),
     )
 
 

@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from typing import Any, Final, ParamSpec, Self, TypeVar
+from typing import Any, Final, Literal, ParamSpec, Self, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import anyio
@@ -351,21 +351,20 @@ class SftpBackend(Backend):
             raise IsADirectory("the root is a directory", path=path)
 
         token = f"{self._owner}:{uuid.uuid4().hex}"  # the same on every attempt
-        attempts = 0
 
         async def run(sftp: Any) -> Version:
-            nonlocal attempts
-            attempts += 1
             directory, name = posixpath.split(full)
             await self._confined(sftp, full, path)
             try:
                 await sftp.makedirs(directory, exist_ok=True)
             except Exception as exc:
                 raise await self._missing(sftp, exc, path) from exc
-            async with self._locked(sftp, directory, name, path, token):
+            async with self._locked(sftp, directory, name, path, token) as reclaimed:
                 current, mode = await self._current(sftp, full, path)
-                if attempts > 1 and current == content_version(data):
-                    return current  # an attempt cut off by a lost connection had landed
+                if reclaimed and current == content_version(data):
+                    # Our lock outlived a lost connection, so no one else wrote since:
+                    # the bytes there are our own cut-off attempt's.
+                    return current
                 _check_expect(path, expect, current)
                 temp = posixpath.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
                 try:
@@ -407,13 +406,17 @@ class SftpBackend(Backend):
     @asynccontextmanager
     async def _locked(
         self, sftp: Any, directory: str, name: str, path: str, token: str | None = None
-    ) -> AsyncIterator[None]:
-        """Hold the lock file of *name* in *directory* (the protocol above) as *token*."""
+    ) -> AsyncIterator[bool]:
+        """Hold the lock file of *name* in *directory* as *token* (the protocol above).
+
+        Yields whether the lock was already ours (left by an attempt whose
+        connection was lost), rather than newly taken.
+        """
         lock = posixpath.join(directory, f"{LOCK_PREFIX}{name}")
         token = token or f"{self._owner}:{uuid.uuid4().hex}"
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.002
-        while not await self._try_lock(sftp, lock, token):
+        while (taken := await self._try_lock(sftp, lock, token)) is None:
             if time.monotonic() > deadline:
                 raise Busy(
                     f"{path} is being written by another writer (lock {posixpath.basename(lock)})",
@@ -422,11 +425,14 @@ class SftpBackend(Backend):
             await asyncio.sleep(delay * (0.5 + (uuid.uuid4().int % 1000) / 1000))
             delay = min(delay * 2, 0.1)
         try:
-            yield
+            yield taken == "reclaimed"
         finally:
             await asyncio.shield(_quietly(sftp.remove(lock)))
 
-    async def _try_lock(self, sftp: Any, lock: str, token: str) -> bool:
+    async def _try_lock(
+        self, sftp: Any, lock: str, token: str
+    ) -> Literal["taken", "reclaimed"] | None:
+        """Take the lock file, or find it ours already; None while someone else holds it."""
         lease = json.dumps({"owner": token, "expires": time.time() + self.lease}).encode()
         try:
             async with sftp.open(lock, "xb") as handle:
@@ -435,27 +441,27 @@ class SftpBackend(Backend):
             if _code(exc) not in (4, 11):  # failure (exists, on protocol 3) / file exists
                 raise
         else:
-            return True
+            return "taken"
         try:
             async with sftp.open(lock, "rb") as handle:
                 held = json.loads(await handle.read() or b"{}")
             if held.get("owner") == token:
-                return True  # ours, from an attempt cut off by a lost connection
+                return "reclaimed"
             expired = float(held.get("expires", float("inf"))) < time.time()
         except (ValueError, TypeError):
             expired = False  # being written right now
         except Exception as exc:
             if _code(exc) == 2:
-                return False  # released meanwhile: try again
+                return None  # released meanwhile: try again
             raise
         if expired:  # a crashed writer's lease: only one breaker wins the rename
             broken = f"{lock}.broken.{uuid.uuid4().hex}"
             try:
                 await sftp.rename(lock, broken)
             except Exception:
-                return False
+                return None
             await _quietly(sftp.remove(broken))
-        return False
+        return None
 
     async def delete(self, path: str, *, expect: Version | None = None) -> None:
         """Remove a file under its lock (compared with *expect*), or an empty directory."""

@@ -27,6 +27,8 @@ class ObjectInfo:
     size: int
     version: Version
     mtime: float | None = None
+    write_id: str | None = None
+    """The ``write_id`` the object was stored with, where the store keeps metadata."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,11 +87,16 @@ class ObjectStore(ABC):
         """
 
     @abstractmethod
-    async def put(self, key: str, data: bytes, *, expect: Expect) -> Version:
+    async def put(
+        self, key: str, data: bytes, *, expect: Expect, write_id: str | None = None
+    ) -> Version:
         """Store *data* at *key* in one request, under the store's own condition.
 
         *expect*: a version (the object must be at it), ``ABSENT`` (it must not
-        exist) or None. Returns the new version.
+        exist) or None. *write_id*, unique per write, is kept with the object
+        where the store has metadata (``head`` reports it), so that a write
+        whose answer was lost can be told from another writer's. Returns the
+        new version.
 
         Raises:
             Stale: The object is at another version, or missing.
