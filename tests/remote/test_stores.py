@@ -176,6 +176,19 @@ async def test_transient_failures_are_retried_and_a_landed_write_is_not_a_confli
             assert len(flaky.requests) == 4  # the first try and three retries
 
 
+async def test_s3_conditional_request_conflicts_are_retried(url_for: UrlFor) -> None:
+    """S3 may answer 409 to concurrent conditional writes: nothing was written, try again."""
+    with proxy(S3.port) as flaky:
+        async with opened(S3, url_for(S3), endpoint_url=flaky.url) as backend:
+            flaky.faults = [Fault("PUT", 409), Fault("PUT", 409)]
+            version = await backend.write("a.txt", b"one", expect=ABSENT)
+            assert (await backend.read("a.txt")).version == version
+            flaky.faults = [Fault("PUT", 409)] * 4
+            with pytest.raises(Unavailable):
+                await backend.write("a.txt", b"two", expect=version)
+            assert (await backend.read("a.txt")).data == b"one"
+
+
 async def test_identical_bytes_from_another_writer_are_still_a_conflict(
     server: Server, url_for: UrlFor
 ) -> None:

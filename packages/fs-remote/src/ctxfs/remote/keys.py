@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
-from ctxfs.core import InvalidArgument, InvalidPath
+from ctxfs.core import InvalidArgument, InvalidPath, OutsideRoot
 from ctxfs.core.paths import check_path
 
 __all__ = ["RESERVED_PREFIX", "KeySpace", "is_reserved", "split_url"]
@@ -61,7 +61,7 @@ class KeySpace:
         if stripped:
             try:
                 check_path(stripped)
-            except InvalidPath as exc:
+            except (InvalidPath, OutsideRoot) as exc:
                 raise InvalidArgument(f"{prefix!r} is not a usable root prefix: {exc}") from exc
         self.bucket = bucket
         self.prefix = stripped
