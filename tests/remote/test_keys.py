@@ -51,5 +51,5 @@ def test_urls_split_into_bucket_and_prefix() -> None:
     assert split_url("s3://bucket/a/b") == ("bucket", "/a/b")
     assert split_url("gs://bucket") == ("bucket", "")
     for bad in ("s3:///nobucket", "s3://b/p?versionId=1", "s3://b/p#frag"):
-        with pytest.raises(ValueError, match="bucket|keyword"):
+        with pytest.raises(ValueError, match=r"bucket|keyword"):
             split_url(bad)
