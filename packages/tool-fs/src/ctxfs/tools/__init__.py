@@ -16,6 +16,8 @@ Tools: ``read``, ``write``, ``edit``, ``list_dir``, ``glob``, ``grep`` (and, whe
 some are deferred, ``search_tools`` and ``call_tool``).
 """
 
+from importlib.metadata import version
+
 from ctxfs.tools.arguments import (
     ARGUMENTS,
     CallToolArgs,
@@ -50,4 +52,7 @@ __all__ = [
     "ToolResult",
     "ToolsetOptions",
     "WriteArgs",
+    "__version__",
 ]
+
+__version__ = version("ctxfs-tools")

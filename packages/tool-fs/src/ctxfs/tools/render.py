@@ -80,16 +80,17 @@ def _read_notes(outcome: ReadOutcome) -> list[str]:
 def write_text(outcome: WriteOutcome, *, lines: int) -> str:
     """One line on what the write did, and the diff of a small update."""
     if outcome.created:
-        return f"Created {outcome.path} ({lines} lines, {outcome.size} bytes)."
+        return f"Created {outcome.path} ({_count(lines, 'line')}, {outcome.size} bytes)."
     if outcome.previous_version == outcome.version:
         return f"Wrote {outcome.path}: the content was already identical; nothing changed."
     span = _span(outcome.first_line, outcome.last_line)
-    return _with_diff(f"Updated {outcome.path}: {span} changed ({lines} lines now).", outcome.diff)
+    now = _count(lines, "line")
+    return _with_diff(f"Updated {outcome.path}: {span} changed ({now} now).", outcome.diff)
 
 
 def edit_text(outcome: EditOutcome) -> str:
     """One line on what the edit did, and the diff when it is small."""
-    count = f"{outcome.replacements} replacement{'s' if outcome.replacements != 1 else ''}"
+    count = _count(outcome.replacements, "replacement")
     head = f"Edited {outcome.path}: {count}, {_span(outcome.first_line, outcome.last_line)}."
     if outcome.stripped_line_numbers:
         head += " (The line numbers pasted into old_string were ignored.)"
@@ -98,10 +99,15 @@ def edit_text(outcome: EditOutcome) -> str:
 
 def insert_text(outcome: InsertOutcome) -> str:
     """One line on the inserted lines, and their diff when small."""
-    count = outcome.last_line - outcome.first_line + 1
+    count = _count(outcome.last_line - outcome.first_line + 1, "line")
     where = _span(outcome.first_line, outcome.last_line)
-    head = f"Inserted {count} line{'s' if count != 1 else ''} into {outcome.path} ({where})."
+    head = f"Inserted {count} into {outcome.path} ({where})."
     return _with_diff(head, outcome.diff)
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 line``, ``2 lines``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def error_text(error: FsError) -> str:
@@ -158,7 +164,7 @@ def glob_text(paths: list[str], *, total: int, first: int, next_offset: int | No
     if total == 0:
         lines.append("(no file matches)")
     elif next_offset is None and first == 1:
-        lines.append(f"({total} file{'s' if total != 1 else ''} match)")
+        lines.append(f"({_count(total, 'file')} match)")
     else:
         last = first + len(paths) - 1
         more = f"; continue with offset={next_offset}" if next_offset else ""
@@ -173,7 +179,7 @@ def grep_text(hits: list[tuple[str, int, str]], *, total: int, files: int, first
     """``path:line: text`` per hit, then a footer."""
     lines = [f"{escape(path)}:{number}: {escape(_cut(text))}" for path, number, text in hits]
     if total == 0:
-        lines.append(f"(no match in {files} file{'s' if files != 1 else ''})")
+        lines.append(f"(no match in {_count(files, 'file')})")
     elif next_offset is None and first == 1:
         lines.append(f"({total} match{'es' if total != 1 else ''} in {files} files searched)")
     else:

@@ -1,0 +1,172 @@
+"""The ``ctxfs`` command: ``serve`` the tools over MCP, ``call`` one tool, run the ``demo``.
+
+Every failure is one line on stderr and a non-zero exit: 2 for a usage or
+configuration error, 1 for a tool call that failed (its code in the line).
+Logs go to stderr; on ``serve --transport stdio`` stdout carries MCP only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from ctxfs.core import Fs, FsError, open_fs
+from ctxfs.core.policies import PathRules
+from ctxfs.tools import __version__
+from ctxfs.tools.definitions import Exposure, ToolsetOptions
+from ctxfs.tools.toolset import FsToolset
+
+__all__ = ["main"]
+
+log = logging.getLogger("ctxfs")
+
+
+class UsageError(Exception):
+    """A command line that cannot run: said in one line, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ctxfs`` command; return its exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="ctxfs: %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        status: int = anyio.run(args.run, args)
+    except UsageError as error:
+        print(f"ctxfs: {error}", file=sys.stderr)
+        return 2
+    except FsError as error:
+        print(f"ctxfs: error [{error.code}]: {error.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxfs", description="Safe file tools for LLM agents, over local disk or a store."
+    )
+    parser.add_argument("--version", action="version", version=f"ctxfs {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr in detail")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="serve the tools as an MCP server")
+    _store_options(serve)
+    serve.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000)")
+    serve.set_defaults(run=_serve)
+
+    call = commands.add_parser("call", help="run one tool call and print its result")
+    _store_options(call)
+    call.add_argument("tool", help="read, write, edit, list_dir, glob or grep")
+    call.add_argument("arguments", help='the arguments as JSON, e.g. \'{"file_path": "a.txt"}\'')
+    call.add_argument("--json", action="store_true", help="print the structured result instead")
+    call.set_defaults(run=_call)
+
+    demo = commands.add_parser("demo", help="two scripted agents on a throw-away workspace")
+    demo.add_argument("--keep", action="store_true", help="keep the workspace afterwards")
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def _store_options(command: argparse.ArgumentParser) -> None:
+    where = command.add_mutually_exclusive_group(required=True)
+    where.add_argument("--root", metavar="DIR", help="a local directory (the workspace root)")
+    where.add_argument("--url", metavar="URL", help="any ctxfs store: s3://bucket/prefix, ...")
+    command.add_argument("--read-only", action="store_true", help="refuse and hide every change")
+    command.add_argument(
+        "--deny", action="append", default=[], metavar="PATTERN", help="refuse these paths"
+    )
+    command.add_argument(
+        "--plugin", action="append", default=[], metavar="MODULE:NAME", help="add a plugin"
+    )
+    command.add_argument("--owner", default="mcp", help="the owner of the session's observations")
+    command.add_argument("--workspace", help="the workspace name policies see")
+
+
+def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
+    """The store and the toolset the options describe."""
+    plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
+    if args.read_only or args.deny:
+        plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
+    hidden = {"write": Exposure.HIDDEN, "edit": Exposure.HIDDEN} if args.read_only else {}
+    fs = open_fs(args.root if args.root is not None else args.url, plugins=plugins)
+    return fs, FsToolset(ToolsetOptions(exposure=hidden))
+
+
+def _load_plugin(spec: str) -> object:
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, attribute) if attribute else module
+    except (ImportError, AttributeError) as error:
+        raise UsageError(f"cannot load plugin {spec!r}: {error}") from error
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    try:
+        from ctxfs.tools.mcpserver import McpTools, create_server  # noqa: PLC0415
+    except ImportError as error:  # pragma: no cover - the mcp extra
+        raise UsageError("serve needs the MCP SDK: pip install 'ctxfs-tools[mcp]'") from error
+    fs, toolset = _open(args)
+    async with fs:
+        tools = McpTools(fs, toolset, owner=args.owner, workspace=args.workspace)
+        server = create_server(tools)
+        if args.transport == "stdio":
+            from mcp.server.stdio import stdio_server  # noqa: PLC0415
+
+            log.info("serving %r over stdio", fs.backend)
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            return 0
+        import uvicorn  # noqa: PLC0415
+
+        app = server.streamable_http_app(host=args.host)
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+        print(f"ctxfs: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+        await uvicorn.Server(config).serve()
+    return 0
+
+
+async def _call(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"the arguments are not JSON: {error}") from error
+    fs, toolset = _open(args)
+    async with fs:
+        ctx = fs.context(owner=args.owner, workspace=args.workspace)
+        result = await toolset.execute(ctx, args.tool, arguments)
+    if args.json:
+        print(json.dumps(result.data, indent=2, ensure_ascii=False))
+    elif not result.is_error:
+        print(result.text)
+    if result.is_error:
+        failure = result.data.get("error") or {}
+        print(f"ctxfs: error [{result.error_code}]: {failure.get('message')}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _demo(args: argparse.Namespace) -> int:
+    from ctxfs.tools.demo import run_demo  # noqa: PLC0415
+
+    return await run_demo(keep=args.keep, out=sys.stdout)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The tools as an MCP server, on the ``mcp`` SDK's low-level ``Server``.
+
+Our pydantic models stay the validators (the low-level server validates
+nothing), so a call runs exactly as :meth:`FsToolset.execute` runs it for any
+other harness: same checks, same policies, same results. Each result carries the
+model's text, the structured data (``structured_content``, checked by clients
+against the tool's output schema) and ``is_error``; a failure's structured
+content holds its error code, message, hint and ``retryable``.
+
+Owners: observations (which file versions an agent has seen) belong to one
+owner. A client session of the handshake era (``initialize``) is its own owner,
+so two clients get independent observations and stale protection between
+them. Requests of the stateless era carry no session: they share the server's
+owner (one client per stdio server, the usual case) unless the client names
+itself in ``_meta`` as ``io.ctxfs/owner``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import TYPE_CHECKING, Any, Final
+
+from ctxfs.tools.toolset import FsToolset
+
+if TYPE_CHECKING:
+    from mcp.server import Server, ServerRequestContext
+    from mcp.types import (
+        CallToolRequestParams,
+        CallToolResult,
+        ListToolsResult,
+        PaginatedRequestParams,
+    )
+
+    from ctxfs.core import Context, Fs
+
+__all__ = ["OWNER_META_KEY", "McpTools", "create_server"]
+
+OWNER_META_KEY: Final = "io.ctxfs/owner"
+"""The ``_meta`` key a client may name its owner with."""
+
+
+class McpTools:
+    """The MCP handlers of one ``Fs``: tool listing and tool calls, one owner per session.
+
+    Args:
+        fs: The store the tools work on.
+        toolset: The tools (default: ``FsToolset()``).
+        owner: The owner of requests that name no session (stateless era).
+        workspace: The workspace of every context (for policies such as switches).
+
+    """
+
+    def __init__(
+        self,
+        fs: Fs,
+        toolset: FsToolset | None = None,
+        *,
+        owner: str = "mcp",
+        workspace: str | None = None,
+    ) -> None:
+        self.fs = fs
+        self.toolset = toolset if toolset is not None else FsToolset()
+        self.owner = owner
+        self.workspace = workspace
+        self._sessions: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+        self._numbers = itertools.count(1)
+
+    def context(self, request: ServerRequestContext[Any, Any]) -> Context:
+        """The ctx.fs context of the client behind *request*."""
+        return self.fs.context(owner=self.owner_of(request), workspace=self.workspace)
+
+    def owner_of(self, request: ServerRequestContext[Any, Any]) -> str:
+        """``_meta`` owner, else the handshake session's own owner, else the server's."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: PLC0415
+
+        named = (request.meta or {}).get(OWNER_META_KEY)
+        if isinstance(named, str) and named:
+            return f"{self.owner}:{named}"
+        if request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return self.owner  # stateless: no session to tell clients apart
+        # A handshake-era session keeps one connection object for its lifetime.
+        connection = getattr(request.session, "_connection", None) or request.session
+        owner = self._sessions.get(connection)
+        if owner is None:
+            owner = self._sessions[connection] = f"{self.owner}-session-{next(self._numbers)}"
+        return owner
+
+    async def list_tools(
+        self, request: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """The tools offered to this client now (exposure plugins may hide some)."""
+        from mcp.types import ListToolsResult, Tool, ToolAnnotations  # noqa: PLC0415
+
+        del params
+        offered = await self.toolset.tools(self.context(request))
+        return ListToolsResult(
+            tools=[
+                Tool(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=tool.input_schema,
+                    output_schema=tool.output_schema,
+                    annotations=ToolAnnotations(
+                        read_only_hint=tool.read_only,
+                        destructive_hint=tool.destructive,
+                        idempotent_hint=tool.idempotent,
+                        open_world_hint=False,
+                    ),
+                )
+                for tool in offered
+            ]
+        )
+
+    async def call_tool(
+        self, request: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        """Run one tool call; every failure is an ``is_error`` result with its code."""
+        from mcp.types import CallToolResult, TextContent  # noqa: PLC0415
+
+        result = await self.toolset.execute(
+            self.context(request), params.name, params.arguments or {}
+        )
+        return CallToolResult(
+            content=[TextContent(type="text", text=result.text)],
+            structured_content=result.data,
+            is_error=result.is_error,
+        )
+
+
+def create_server(tools: McpTools, *, name: str = "ctxfs") -> Server[Any]:
+    """An MCP ``Server`` answering tool listings and calls with *tools*."""
+    from mcp.server import Server  # noqa: PLC0415
+
+    from ctxfs.tools import __version__  # noqa: PLC0415
+
+    return Server(
+        name,
+        version=__version__,
+        instructions=(
+            "File tools over one workspace. Read a file before editing it; an edit or write "
+            "of a file changed since you read it fails `stale`: read it again, then redo it."
+        ),
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+    )

@@ -1,0 +1,101 @@
+"""The tools as a pydantic-ai toolset (``ctxfs-tools[pydantic-ai]``).
+
+::
+
+    from pydantic_ai import Agent
+    from ctxfs.tools.pydanticai import CtxfsToolset
+
+    agent = Agent("openai:gpt-5", deps_type=Context, toolsets=[CtxfsToolset()])
+    await agent.run("Fix the typo in README.md", deps=fs.context(owner="agent-1"))
+
+The run's ``deps`` is the agent's ctxfs :class:`~ctxfs.core.Context` (or pass
+``context=`` to find it elsewhere in the deps). The tools are listed afresh
+at every step from :meth:`FsToolset.tools`, so exposure plugins decide per
+step: while an integration switch is off, the tools that would write what it
+governs are not offered at all. Calls run through :meth:`FsToolset.execute`,
+whose pydantic models validate the arguments (pydantic-ai's own validation is
+bypassed); the model reads the result's text, and the structured data is the
+tool return's ``metadata``. Failures are results the model reads, not exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from pydantic_ai import RunContext, ToolReturn
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
+
+from ctxfs.core import Context
+from ctxfs.tools.toolset import FsToolset
+
+__all__ = ["CtxfsToolset"]
+
+_ANY_ARGUMENTS: Final = SchemaValidator(core_schema.dict_schema(core_schema.str_schema()))
+"""pydantic-ai checks only that arguments are an object; ``FsToolset`` validates them."""
+
+
+def _deps_context(run: RunContext[Any]) -> Context:
+    if not isinstance(run.deps, Context):
+        raise TypeError(
+            "CtxfsToolset needs the run's deps to be a ctxfs Context, or a context= function"
+        )
+    return run.deps
+
+
+class CtxfsToolset(AbstractToolset[Any]):
+    """The ctxfs file tools for a pydantic-ai agent.
+
+    Args:
+        toolset: The tools and their options (default: ``FsToolset()``).
+        context: Finds the ctxfs context in a run (default: the run's ``deps``).
+        id: The toolset's id among the agent's toolsets.
+        max_retries: Retries pydantic-ai allows a tool whose arguments it rejects.
+
+    """
+
+    def __init__(
+        self,
+        toolset: FsToolset | None = None,
+        *,
+        context: Callable[[RunContext[Any]], Context] = _deps_context,
+        id: str | None = "ctxfs",
+        max_retries: int = 1,
+    ) -> None:
+        self.toolset = toolset if toolset is not None else FsToolset()
+        self.context = context
+        self._id = id
+        self.max_retries = max_retries
+
+    @property
+    def id(self) -> str | None:
+        """The toolset's id among the agent's toolsets."""
+        return self._id
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        """The tools offered in this step (exposure plugins may hide some)."""
+        offered = await self.toolset.tools(self.context(ctx))
+        return {
+            tool.name: ToolsetTool(
+                toolset=self,
+                tool_def=ToolDefinition(
+                    name=tool.name,
+                    description=tool.description,
+                    parameters_json_schema=tool.input_schema,
+                ),
+                max_retries=self.max_retries,
+                args_validator=_ANY_ARGUMENTS,
+            )
+            for tool in offered
+        }
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> ToolReturn:
+        """Run the call; the model reads the text, programs get the data as metadata."""
+        del tool
+        result = await self.toolset.execute(self.context(ctx), name, tool_args)
+        return ToolReturn(return_value=result.text, metadata=result.data)
