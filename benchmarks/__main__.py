@@ -8,8 +8,8 @@ from pathlib import Path
 
 import anyio
 
-from benchmarks import local_disk, projection, text_semantics
-from benchmarks.harness import measure, report
+from benchmarks import local_disk, mcp_servers, projection, text_semantics
+from benchmarks.harness import Case, Result, measure, report
 
 REPORT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 INTRO = (
@@ -23,18 +23,23 @@ INTRO = (
 
 async def main() -> None:
     """Measure every case, print the report and write it to docs/benchmarks.md."""
-    results = []
     with tempfile.TemporaryDirectory(prefix="ctxfs-bench-") as workdir:
-        for case in [*await local_disk.cases(Path(workdir)), *await text_semantics.cases()]:
-            result = await measure(case)
-            results.append(result)
-            print(f"{case.group} / {case.name}: {result.ratio:.2f}x", file=sys.stderr)
+        cases = [*await local_disk.cases(Path(workdir)), *await text_semantics.cases()]
+        results = [await _measured(case) for case in cases]
+        async with mcp_servers.cases(Path(workdir)) as served:
+            results += [await _measured(case) for case in served]
     measures, tokenizer = await projection.measure()
     text = report(results, title="Benchmarks", intro=INTRO) + projection.section(
         measures, tokenizer
     )
     REPORT.write_text(text + "\n")
     print(text)
+
+
+async def _measured(case: Case) -> Result:
+    result = await measure(case)
+    print(f"{case.group} / {case.name}: {result.ratio:.2f}x", file=sys.stderr)
+    return result
 
 
 if __name__ == "__main__":

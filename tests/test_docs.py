@@ -132,8 +132,12 @@ def test_readme_main_job_command_runs_the_demo() -> None:
     readme = (ROOT / "README.md").read_text()
     (command,) = re.findall(r"^(uv run --locked ctxfs demo)\b", readme, flags=re.MULTILINE)
     uv = shutil.which("uv")
-    argv = [uv, *command.split()[1:]] if uv else [str(Path(sys.executable).with_name("ctxfs")), "demo"]
-    result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    argv = (
+        [uv, *command.split()[1:]] if uv else [str(Path(sys.executable).with_name("ctxfs")), "demo"]
+    )
+    result = subprocess.run(
+        argv, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert "<- error [stale]" in result.stdout
     assert result.stdout.rstrip().endswith("neither agent overwrote what it had not seen.")

@@ -11,6 +11,7 @@ from ctxfs.core.text import (
     Window,
     format_line_number,
     iter_lines,
+    number_lines,
     read_window,
     truncation_marker,
 )
@@ -227,3 +228,11 @@ def test_iter_lines_matches_the_reference(
 
     expected = [(n, content[:cap]) for n, (content, _) in enumerate(reference_lines(text), 1)]
     assert anyio.run(collect) == expected
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\n\r")), max_size=20),
+       st.integers(min_value=1, max_value=10**6))  # fmt: skip
+def test_number_lines_uses_the_one_line_number_format(lines: list[str], first: int) -> None:
+    text = "".join(f"{line}\n" for line in lines)
+    expected = "".join(format_line_number(n) + line + "\n" for n, line in enumerate(lines, first))
+    assert number_lines(text, first) == expected

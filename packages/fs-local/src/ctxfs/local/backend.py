@@ -64,6 +64,8 @@ from ctxfs.local.resolve import Resolver, choose_resolver
 __all__ = ["TEMP_PREFIX", "LocalBackend"]
 
 TEMP_PREFIX: Final = ".ctxfs-tmp."
+INLINE_READ_MAX: Final = 256 * 1024
+"""Files up to this size are read on the event loop (see ``inline_reads``)."""
 """Names of temporary files; hidden from listings, reaped, and refused as targets."""
 
 _CAS_LOCK_TIMEOUT: Final = 30.0
@@ -97,6 +99,11 @@ class LocalBackend(Backend):
             (default: ``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``).
         temp_max_age: Seconds after which a stray temporary file is reaped even
             if its writer may still be alive.
+        inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event
+            loop itself: a few microseconds of system calls on a local disk, where
+            a worker-thread visit costs hundreds. Turn off for a root on a network
+            filesystem, whose reads can stall. Writes always run in a worker
+            thread (they wait for ``fsync``).
 
     """
 
@@ -109,6 +116,7 @@ class LocalBackend(Backend):
         resolver: str | None = None,
         state_dir: str | os.PathLike[str] | None = None,
         temp_max_age: float = 3600.0,
+        inline_reads: bool = True,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         try:
@@ -120,6 +128,7 @@ class LocalBackend(Backend):
         self.follow_symlinks = follow_symlinks
         self.allow_hard_links = allow_hard_links
         self.temp_max_age = temp_max_age
+        self.inline_reads = inline_reads
         try:
             self.resolver: Resolver = choose_resolver(
                 self.root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
@@ -163,7 +172,22 @@ class LocalBackend(Backend):
         max_size: int | None = None,
     ) -> Blob:
         """Read a whole file or a range; the version always covers the whole file."""
-        return await self._run(self._read, check_path(path), start, end, version, max_size)
+        path = check_path(path)
+        if not self.inline_reads:
+            return await self._run(self._read, path, start, end, version, max_size)
+        fd, info = self._open_file(path)
+        rest = partial(
+            self._read_open, fd, info, path=path, start=start, end=end, pinned=version,
+            max_size=max_size,
+        )  # fmt: skip
+        if info.st_size <= INLINE_READ_MAX:
+            return rest()
+        try:
+            return await self._run(rest)
+        except BaseException:
+            with contextlib.suppress(OSError):  # if cancelled before the worker took it
+                os.close(fd)
+            raise
 
     def open_read(
         self, path: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE
@@ -174,7 +198,10 @@ class LocalBackend(Backend):
     @asynccontextmanager
     async def _stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
         check_chunk_size(chunk_size)
-        fd, info, first = await self._run(self._open_and_read, path, chunk_size)
+        if self.inline_reads:
+            fd, info, first = self._open_and_read(path, min(chunk_size, INLINE_READ_MAX))
+        else:
+            fd, info, first = await self._run(self._open_and_read, path, chunk_size)
 
         async def chunks() -> AsyncIterator[bytes]:
             chunk, seen = first, 0
@@ -307,6 +334,22 @@ class LocalBackend(Backend):
         max_size: int | None,
     ) -> Blob:
         fd, info = self._open_file(path)
+        return self._read_open(
+            fd, info, path=path, start=start, end=end, pinned=pinned, max_size=max_size
+        )
+
+    def _read_open(
+        self,
+        fd: int,
+        info: os.stat_result,
+        *,
+        path: str,
+        start: int | None,
+        end: int | None,
+        pinned: Version | None,
+        max_size: int | None,
+    ) -> Blob:
+        """Read from *fd* (opened on *path*, *info* its fstat), then close it."""
         try:
             check_read_bounds(path, start=start, end=end, size=info.st_size, max_size=max_size)
             with translated(path):

@@ -127,10 +127,10 @@ async def _serve(args: argparse.Namespace) -> int:
         tools = McpTools(fs, toolset, owner=args.owner, workspace=args.workspace)
         server = create_server(tools)
         if args.transport == "stdio":
-            from mcp.server.stdio import stdio_server  # noqa: PLC0415
+            from ctxfs.tools.stdio import stdio_pipes  # noqa: PLC0415
 
             log.info("serving %r over stdio", fs.backend)
-            async with stdio_server() as (read, write):
+            async with stdio_pipes() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
             return 0
         import uvicorn  # noqa: PLC0415

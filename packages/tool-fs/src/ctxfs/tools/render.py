@@ -12,7 +12,7 @@ from typing import Final
 
 from ctxfs.core import EditOutcome, FsError, InsertOutcome, ReadOutcome, Stat, WriteOutcome
 from ctxfs.core.backend import FileKind
-from ctxfs.core.text import format_line_number
+from ctxfs.core.text import format_line_number, number_lines
 
 __all__ = [
     "edit_text",
@@ -49,13 +49,8 @@ def read_text(outcome: ReadOutcome) -> str:
             f"(no lines at offset {outcome.offset}: {outcome.path} has {outcome.total_lines} "
             f"lines; use an offset from 1 to {outcome.total_lines})"
         )
-    lines = outcome.text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    body = "\n".join(
-        format_line_number(number) + line for number, line in enumerate(lines, outcome.offset)
-    )
-    return body + "\n" + "\n".join(_read_notes(outcome))
+    body = number_lines(outcome.text, outcome.offset)
+    return body + "\n".join(_read_notes(outcome))
 
 
 def _read_notes(outcome: ReadOutcome) -> list[str]:

@@ -15,6 +15,7 @@ from ctxfs.core.text.options import (
     LINE_NUMBER_PREFIX,
     TextOptions,
     format_line_number,
+    number_lines,
 )
 from ctxfs.core.text.window import Window, iter_lines, read_window, truncation_marker
 
@@ -33,6 +34,7 @@ __all__ = [
     "display",
     "format_line_number",
     "iter_lines",
+    "number_lines",
     "read_window",
     "truncation_marker",
 ]

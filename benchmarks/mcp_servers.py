@@ -1,0 +1,119 @@
+"""``ctxfs serve`` against the reference MCP filesystem server, through one MCP client.
+
+The reference is npm's ``@modelcontextprotocol/server-filesystem``, installed on
+first use into a cache directory (``CTXFS_BENCH_NODE``, default under the
+system temporary directory). Both servers run as subprocesses over stdio on
+copies of the same ~10 KB file, and the same ``mcp`` client drives both with the
+initialize handshake (the only protocol the reference speaks): a read is our
+``read`` against its ``read_text_file``, an edit our ``edit`` against its
+``edit_file``, each one full round trip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from mcp import Client, StdioServerParameters
+
+from benchmarks.harness import Case
+from benchmarks.text_semantics import text_of_size, toggle
+
+GROUP = "MCP round trips over stdio, ~10 KB file: `ctxfs serve` against the reference server"
+REFERENCE: Final = "@modelcontextprotocol/server-filesystem"
+NODE_HOME: Final = Path(
+    os.environ.get("CTXFS_BENCH_NODE", Path(tempfile.gettempdir()) / "ctxfs-bench-node")
+)
+
+
+def reference_server() -> Path:
+    """The reference server's entry script, installed with npm on first use."""
+    script = NODE_HOME / "node_modules" / REFERENCE / "dist" / "index.js"
+    if not script.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise RuntimeError(f"npm is needed to install {REFERENCE} for the MCP comparison")
+        print(f"installing {REFERENCE} into {NODE_HOME}", file=sys.stderr)
+        subprocess.run(
+            [npm, "install", "--prefix", str(NODE_HOME), "--no-audit", "--no-fund",
+             "--loglevel=error", REFERENCE],
+            check=True,
+        )  # fmt: skip
+    return script
+
+
+def reference_version() -> str:
+    """The installed version of the reference server."""
+    import json  # noqa: PLC0415
+
+    package = NODE_HOME / "node_modules" / REFERENCE / "package.json"
+    return str(json.loads(package.read_text())["version"])
+
+
+async def _checked(client: Client, tool: str, arguments: dict[str, Any]) -> object:
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed in the benchmark: {result.content}")
+    return result
+
+
+@asynccontextmanager
+async def cases(workdir: Path) -> AsyncIterator[list[Case]]:
+    """Both servers running on their copy of the file, and the cases that time them."""
+    script = reference_server()
+    data = text_of_size(10_000)
+    at = len(data) // 2
+    data = data[:at] + b"UNIQUE-MARKER-A\n" + data[at:]
+    ours_root, theirs_root = workdir / "mcp-ctxfs", workdir / "mcp-reference"
+    for root in (ours_root, theirs_root):
+        root.mkdir()
+        (root / "module.py").write_bytes(data)
+    theirs_file = str((theirs_root / "module.py").resolve())
+    ctxfs = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ctxfs.tools.cli", "serve", "--root", str(ours_root)],
+        env=dict(os.environ),
+    )
+    reference = StdioServerParameters(command="node", args=[str(script), str(theirs_root)])
+    async with AsyncExitStack() as stack:
+        ours = await stack.enter_async_context(Client(ctxfs, mode="legacy"))
+        theirs = await stack.enter_async_context(Client(reference, mode="legacy"))
+        await _checked(ours, "read", {"file_path": "module.py"})  # edits need a read first
+
+        async def ours_edit(old: str, new: str) -> object:
+            arguments = {"file_path": "module.py", "old_string": old, "new_string": new}
+            return await _checked(ours, "edit", arguments)
+
+        async def theirs_edit(old: str, new: str) -> object:
+            arguments = {"path": theirs_file, "edits": [{"oldText": old, "newText": new}]}
+            return await _checked(theirs, "edit_file", arguments)
+
+        note = f"reference: {REFERENCE} {reference_version()} on node; same mcp client, stdio"
+        yield [
+            Case(
+                group=GROUP,
+                name="read (`read` / `read_text_file`)",
+                ours=lambda: _checked(ours, "read", {"file_path": "module.py"}),
+                baseline=lambda: _checked(theirs, "read_text_file", {"path": theirs_file}),
+                target=1.0,
+                rounds=25,
+                calls=10,
+                note=note,
+            ),
+            Case(
+                group=GROUP,
+                name="edit (`edit` / `edit_file`)",
+                ours=toggle(ours_edit),
+                baseline=toggle(theirs_edit),
+                target=1.0,
+                rounds=25,
+                calls=10,
+            ),
+        ]
