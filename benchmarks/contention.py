@@ -1,0 +1,115 @@
+"""Contention: 8 processes × 100 guarded edits on fs-local, on one file and on 8 files.
+
+Each process has its own ``Fs`` and makes its edits through ``ctx.fs.read`` and
+``ctx.fs.edit``, reading again after every ``stale``. The report gives the
+throughput, the stale edits retried and the lost updates (the counters' final
+sum against the edits made), which must be 0.
+
+``python -m benchmarks.contention ROOT OWNER COUNT FILES GO`` is one worker.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Final
+
+import anyio
+
+from ctxfs.core import Stale, open_fs
+
+PROCESSES: Final = 8
+EDITS: Final = 100
+
+
+async def work(root: str, owner: str, count: int, files: int, go: Path) -> int:
+    """Make *count* increments over *files* counters; return how many edits were stale."""
+    stale = 0
+    async with open_fs(root, load_entrypoints=False, state_dir=f"{root}.state") as fs:
+        ctx = fs.context(owner=owner)
+        while not go.exists():  # a barrier across processes
+            await anyio.sleep(0.002)
+        for index in range(count):
+            name = f"counter-{index % files}.txt"
+            while True:
+                current = (await ctx.fs.read(name)).text
+                try:
+                    await ctx.fs.edit(name, current, f"{int(current) + 1}\n")
+                except Stale:
+                    stale += 1
+                    continue
+                break
+    return stale
+
+
+def run(workdir: Path, files: int) -> dict[str, float]:
+    """Run the processes on *files* counters; return the measurements."""
+    root = workdir / f"contention-{files}"
+    root.mkdir()
+    for index in range(files):
+        (root / f"counter-{index}.txt").write_text("0\n")
+    go = workdir / f"go-{files}"
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.contention",
+                str(root),
+                f"p{n}",
+                str(EDITS),
+                str(files),
+                str(go),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(PROCESSES)
+    ]
+    time.sleep(1.0)  # let every interpreter start before the gun
+    started = time.perf_counter()
+    go.touch()
+    stale = 0
+    for worker in workers:
+        out, _ = worker.communicate(timeout=600)
+        if worker.returncode:
+            raise RuntimeError(f"a contention worker failed with status {worker.returncode}")
+        stale += int(out)
+    elapsed = time.perf_counter() - started
+    total = sum(int((root / f"counter-{i}.txt").read_text()) for i in range(files))
+    return {
+        "edits": PROCESSES * EDITS,
+        "seconds": elapsed,
+        "stale": stale,
+        "lost": PROCESSES * EDITS - total,
+    }
+
+
+def section(workdir: Path) -> list[str]:
+    """The contention table."""
+    rows = [
+        f"## Contention: {PROCESSES} processes × {EDITS} guarded edits (fs-local)",
+        "",
+        "Each process has its own `Fs`; an edit refused `stale` is read again and retried. "
+        "Lost updates must be 0.",
+        "",
+        "| counters | edits | wall time | edits/s | stale edits retried | lost updates |",
+        "|---|---|---|---|---|---|",
+    ]
+    for files in (1, PROCESSES):
+        measured = run(workdir, files)
+        rate = measured["edits"] / measured["seconds"]
+        lost = int(measured["lost"])
+        rows.append(
+            f"| {files} | {int(measured['edits'])} | {measured['seconds']:.2f} s | {rate:.0f} "
+            f"| {int(measured['stale'])} | {lost}{'' if lost == 0 else ' **(lost!)**'} |"
+        )
+        print(f"contention on {files} file(s): {rate:.0f} edits/s, lost {lost}", file=sys.stderr)
+    return [*rows, ""]
+
+
+if __name__ == "__main__":
+    root_arg, owner_arg, count_arg, files_arg, go_arg = sys.argv[1:6]
+    print(anyio.run(work, root_arg, owner_arg, int(count_arg), int(files_arg), Path(go_arg)))
