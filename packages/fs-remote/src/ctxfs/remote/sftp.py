@@ -498,11 +498,10 @@ class SftpBackend(Backend):
 
         async def run(sftp: Any) -> None:
             await self._confined(sftp, full, path)
-            try:
+            attrs = None
+            with suppress(Exception):  # missing: made below, with its parents
                 attrs = await sftp.stat(full)
-            except Exception as exc:
-                del exc
-            else:
+            if attrs is not None:
                 if attrs.type != _TYPE_DIRECTORY:
                     raise AlreadyExists(f"{path} is a file", path=path)
                 return
