@@ -60,10 +60,11 @@ def _file(path: Path, size: int) -> None:
             written += len(block)
 
 
-def peak_window_read_mb(root: Path, name: str, offset: int) -> float:
-    """The extra peak memory, in MB, of a 2,000-line window read in a fresh process.
+def peak_window_read_mb(root: Path, name: str, offset: int) -> tuple[float, float]:
+    """The process's peak memory in MB before and after a 2,000-line window read.
 
-    (The window holds fewer lines when they pass the read's character budget.)
+    A fresh process each time. (The window holds fewer lines when they pass the
+    read's character budget.)
     """
     result = subprocess.run(
         [sys.executable, "-c", _PEAK, str(root), name, str(offset)],
@@ -72,7 +73,7 @@ def peak_window_read_mb(root: Path, name: str, offset: int) -> float:
     measured = json.loads(result.stdout)
     if not measured["lines"]:
         raise RuntimeError(f"the window read at {offset:,} in {name} returned no lines")
-    return float(measured["after_kb"] - measured["before_kb"]) / 1024
+    return measured["before_kb"] / 1024, measured["after_kb"] / 1024
 
 
 async def cases(workdir: Path) -> tuple[list[Case], list[str]]:
@@ -93,15 +94,20 @@ async def cases(workdir: Path) -> tuple[list[Case], list[str]]:
         "## Peak memory of a 2,000-line window read",
         "",
         f"A fresh process each; target: under {RSS_TARGET_MB} MB above the process's peak "
-        "before the read, whatever the file size.",
+        "before the read (interpreter, ctxfs, the open store), whatever the file size. The "
+        "stream holds one 1 MiB chunk at a time, which often fits in memory the imports had "
+        "already touched.",
         "",
-        "| file | offset | extra peak RSS | target | met |",
-        "|---|---|---|---|---|",
+        "| file | offset | peak RSS before | peak RSS after | growth | target | met |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, offset in (("100MB.txt", 500_000), ("1GB.txt", middle), ("1GB.txt", 9_000_000)):
-        extra = peak_window_read_mb(ours_root, name, offset)
-        met = "yes" if extra < RSS_TARGET_MB else "**missed**"
-        rows.append(f"| {name} | {offset:,} | {extra:.1f} MB | < {RSS_TARGET_MB} MB | {met} |")
+        before, after = peak_window_read_mb(ours_root, name, offset)
+        met = "yes" if after - before < RSS_TARGET_MB else "**missed**"
+        rows.append(
+            f"| {name} | {offset:,} | {before:.1f} MB | {after:.1f} MB | {after - before:.1f} MB "
+            f"| < {RSS_TARGET_MB} MB | {met} |"
+        )
 
     async def ours_read() -> object:
         return await ctx.fs.read("1GB.txt", offset=middle, limit=2000)
