@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from anyio.abc import AsyncResource
 
-from ctxfs.core.errors import InvalidArgument, TooLarge
-from ctxfs.core.versions import ContentHasher, Expect, Version
+from ctxfs.core.errors import AlreadyExists, InvalidArgument, Stale, TooLarge
+from ctxfs.core.versions import ABSENT, ContentHasher, Expect, Version
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -330,6 +330,27 @@ def check_read_bounds(
             f"{path} holds {size} bytes, more than the {max_size} allowed here",
             path=path,
             details={"size": size, "max_size": max_size},
+        )
+
+
+def check_expect(path: str, expect: Expect, current: Version | None) -> None:
+    """Refuse a write whose precondition *expect* the file's *current* version fails.
+
+    For backends that compare versions themselves (under their own lock):
+    *current* is None when the file does not exist.
+
+    Raises:
+        AlreadyExists: *expect* is ABSENT and the file exists.
+        Stale: *expect* is a version and the file is at another one, or missing.
+
+    """
+    if expect is ABSENT and current is not None:
+        raise AlreadyExists(f"{path} already exists", path=path)
+    if isinstance(expect, str) and current != expect:
+        raise Stale(
+            f"{path} is not at the expected version",
+            path=path,
+            details={"expected_version": expect, "current_version": current},
         )
 
 

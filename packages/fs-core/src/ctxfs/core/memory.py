@@ -24,6 +24,7 @@ from ctxfs.core.backend import (
     CasScope,
     FileKind,
     Stat,
+    check_expect,
     check_read_bounds,
 )
 from ctxfs.core.errors import (
@@ -35,7 +36,7 @@ from ctxfs.core.errors import (
     Stale,
 )
 from ctxfs.core.paths import check_path, join_path
-from ctxfs.core.versions import ABSENT, Expect, Version, content_version
+from ctxfs.core.versions import Expect, Version, content_version
 
 __all__ = ["Faults", "MemoryBackend", "MemoryStore"]
 
@@ -177,17 +178,7 @@ class MemoryBackend(Backend):
         with self.store.lock:
             self._check_writable(path)
             existing = self.store.files.get(path)
-            if expect is ABSENT and existing is not None:
-                raise AlreadyExists(f"{path} already exists", path=path)
-            if isinstance(expect, str) and (existing is None or existing.version != expect):
-                raise Stale(
-                    f"{path} is not at the expected version",
-                    path=path,
-                    details={
-                        "expected_version": expect,
-                        "current_version": existing.version if existing else None,
-                    },
-                )
+            check_expect(path, expect, existing.version if existing is not None else None)
             self._make_parents(path)
             stored = _File(data=bytes(data), version=content_version(data), mtime=time.time())
             self.store.files[path] = stored
@@ -205,8 +196,7 @@ class MemoryBackend(Backend):
                 self.store.directories.discard(path)
                 return
             file = self._file(path)
-            if expect is not None and file.version != expect:
-                raise Stale(f"{path} is not at the expected version", path=path)
+            check_expect(path, expect, file.version)
             del self.store.files[path]
 
     async def list(self, path: str) -> list[Stat]:

@@ -58,7 +58,12 @@ from ctxfs.core import (
     Unavailable,
     Version,
 )
-from ctxfs.core.backend import DEFAULT_CHUNK_SIZE, check_chunk_size, check_read_bounds
+from ctxfs.core.backend import (
+    DEFAULT_CHUNK_SIZE,
+    check_chunk_size,
+    check_expect,
+    check_read_bounds,
+)
 from ctxfs.core.locks import KeyedLocks
 from ctxfs.remote.ioloop import on_io_loop
 from ctxfs.remote.keys import RESERVED_PREFIX, KeySpace, is_reserved
@@ -228,10 +233,14 @@ class ObjectStoreBackend(Backend):
             except Unavailable as error:
                 if attempt == self.retries:
                     raise _named(error, what) from error
-                await anyio.sleep(self.backoff * 2**attempt * (0.5 + random.random()))
+                await self._pause(attempt)
             except FsError as error:
                 raise _named(error, what) from error
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _pause(self, attempt: int) -> None:
+        """Wait before retry *attempt* + 1: exponential backoff with jitter."""
+        await anyio.sleep(self.backoff * 2**attempt * (0.5 + random.random()))
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -362,7 +371,7 @@ class ObjectStoreBackend(Backend):
             except Unavailable as error:
                 if attempt == self.retries:
                     raise _named(error, path) from error
-                await anyio.sleep(self.backoff * 2**attempt * (0.5 + random.random()))
+                await self._pause(attempt)
             except (Stale, AlreadyExists) as error:
                 # A retried attempt (ours, or the client library's own) may have landed
                 # before the condition refused it: the object then carries our write id.
@@ -387,10 +396,7 @@ class ObjectStoreBackend(Backend):
             current: Version | None = (await self._io(path, self.store.head, key)).version
         except NotFound:
             current = None
-        if expect is ABSENT and current is not None:
-            raise AlreadyExists(f"{path} already exists", path=path)
-        if isinstance(expect, str) and current != expect:
-            raise Stale(f"{path} is no longer at the expected version", path=path)
+        check_expect(path, expect, current)
 
     async def delete(self, path: str, *, expect: Version | None = None) -> None:
         """Delete a file (conditionally with *expect*); directories vanish with their last file."""

@@ -41,7 +41,6 @@ from urllib.parse import unquote, urlsplit
 import anyio
 
 from ctxfs.core import (
-    ABSENT,
     AlreadyExists,
     Backend,
     Blob,
@@ -66,7 +65,12 @@ from ctxfs.core import (
     Version,
     content_version,
 )
-from ctxfs.core.backend import DEFAULT_CHUNK_SIZE, check_chunk_size, check_read_bounds
+from ctxfs.core.backend import (
+    DEFAULT_CHUNK_SIZE,
+    check_chunk_size,
+    check_expect,
+    check_read_bounds,
+)
 from ctxfs.core.versions import ContentHasher
 from ctxfs.remote.errors import translate
 from ctxfs.remote.extras import require
@@ -365,7 +369,7 @@ class SftpBackend(Backend):
                     # Our lock outlived a lost connection, so no one else wrote since:
                     # the bytes there are our own cut-off attempt's.
                     return current
-                _check_expect(path, expect, current)
+                check_expect(path, expect, current)
                 temp = posixpath.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
                 try:
                     async with sftp.open(temp, "xb") as handle:
@@ -486,8 +490,7 @@ class SftpBackend(Backend):
                 current, _ = await self._current(sftp, full, path)
                 if current is None:
                     raise NotFound(f"{path} does not exist", path=path)
-                if expect is not None and current != expect:
-                    raise Stale(f"{path} is no longer at the expected version", path=path)
+                check_expect(path, expect, current)
                 await sftp.remove(full)
 
         await self._io(path, run)
@@ -539,13 +542,6 @@ def _stat(path: str, attrs: Any) -> Stat:
         size=attrs.size if kind is FileKind.FILE else None,
         mtime=float(attrs.mtime) if attrs.mtime is not None else None,
     )
-
-
-def _check_expect(path: str, expect: Expect, current: Version | None) -> None:
-    if expect is ABSENT and current is not None:
-        raise AlreadyExists(f"{path} already exists", path=path)
-    if isinstance(expect, str) and current != expect:
-        raise Stale(f"{path} is no longer at the expected version", path=path)
 
 
 async def _connected(sftp: Any) -> None:
