@@ -29,7 +29,7 @@ from ctxfs.core import (
 )
 from ctxfs.remote.errors import from_status, translate
 from ctxfs.remote.keys import KeySpace, split_url
-from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
 
 if TYPE_CHECKING:
     from ctxfs.remote.backend import ObjectStoreBackend
@@ -80,7 +80,7 @@ class AzureStore(ObjectStore):
                 return b"", await self._properties(key, version)
             raise _error(exc) from exc
         properties = downloader.properties
-        size = _total_size(properties)
+        size = object_size(getattr(properties, "content_range", None), properties.size)
         if max_size is not None and size > max_size:
             raise TooLarge(f"the object holds {size} bytes, more than {max_size}")
         try:
@@ -154,13 +154,6 @@ def _condition(version: Version | None) -> dict[str, Any]:
     from azure.core import MatchConditions  # noqa: PLC0415 - the azure extra
 
     return {"etag": version[len("etag:") :], "match_condition": MatchConditions.IfNotModified}
-
-
-def _total_size(properties: Any) -> int:
-    content_range = getattr(properties, "content_range", None)  # "bytes 1-2/5"
-    if content_range:
-        return int(content_range.rpartition("/")[2])
-    return int(properties.size)
 
 
 def _version(etag: str) -> Version:

@@ -33,7 +33,7 @@ from ctxfs.core import (
 )
 from ctxfs.remote.errors import from_status, translated
 from ctxfs.remote.keys import KeySpace, split_url
-from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
 
 if TYPE_CHECKING:
     import aiohttp
@@ -227,10 +227,7 @@ def _info(resource: Mapping[str, Any]) -> ObjectInfo:
 
 
 def _info_from_headers(key: str, headers: Mapping[str, str]) -> ObjectInfo:
-    content_range = headers.get("Content-Range")  # "bytes 0-4/10"
-    size = int(
-        content_range.rpartition("/")[2] if content_range else headers.get("Content-Length", 0)
-    )
+    size = object_size(headers.get("Content-Range"), headers.get("Content-Length", 0))
     return ObjectInfo(key=key, size=size, version=Version(f"gen:{headers['X-Goog-Generation']}"))
 
 

@@ -27,7 +27,7 @@ from ctxfs.core import (
 )
 from ctxfs.remote.errors import RETRYABLE_STATUS, from_status, translate
 from ctxfs.remote.keys import KeySpace, split_url
-from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
 
 if TYPE_CHECKING:
     from ctxfs.remote.backend import ObjectStoreBackend
@@ -80,7 +80,7 @@ class S3Store(ObjectStore):
                 return b"", await self._head(s3, request)
             raise _error(exc) from exc
         body = response["Body"]
-        size = _total_size(response)
+        size = object_size(response.get("ContentRange"), response["ContentLength"])
         if max_size is not None and size > max_size:
             body.close()
             raise TooLarge(f"the object holds {size} bytes, more than {max_size}")
@@ -172,13 +172,6 @@ def _etag(version: Version) -> str:
     if not version.startswith("etag:"):
         raise Stale("the version is not an S3 ETag")
     return version[len("etag:") :]
-
-
-def _total_size(response: dict[str, Any]) -> int:
-    content_range = response.get("ContentRange")  # "bytes 0-4/10"
-    if content_range:
-        return int(content_range.rpartition("/")[2])
-    return int(response["ContentLength"])
 
 
 def _info(key: str, response: dict[str, Any], size: int) -> ObjectInfo:

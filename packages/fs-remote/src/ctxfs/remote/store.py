@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 
 from ctxfs.core import CasScope, Expect, Version
 
-__all__ = ["Listing", "ObjectInfo", "ObjectStore"]
+__all__ = ["Listing", "ObjectInfo", "ObjectStore", "object_size"]
+
+
+def object_size(content_range: str | None, length: int | str) -> int:
+    """The size of a whole object from a response that may carry only a range of it.
+
+    *content_range* is the ``Content-Range`` of a ranged response (``bytes 0-4/10``),
+    None or empty for a whole one, whose *length* is then the object's size.
+    """
+    return int(content_range.rpartition("/")[2] if content_range else length)
 
 
 @dataclass(frozen=True, kw_only=True)
