@@ -135,10 +135,17 @@ def list_text(
     if next_offset is None and first == 1:
         lines.append(f"({total} entr{'y' if total == 1 else 'ies'})")
     else:
-        last = first + len(entries) - 1
-        more = f"; continue with offset={next_offset}" if next_offset else ""
-        lines.append(f"(entries {first}-{last} of {total}{more})")
+        lines.append(_page("entries", first, len(entries), f"{total}", next_offset))
     return "\n".join(lines)
+
+
+_WALK_TRUNCATED = "(the walk stopped at its size limit: give a narrower path)"
+
+
+def _page(noun: str, first: int, shown: int, of: str, next_offset: int | None) -> str:
+    """The footer of one page of a longer list: which items, of how many, how to go on."""
+    more = f"; continue with offset={next_offset}" if next_offset else ""
+    return f"({noun} {first}-{first + shown - 1} of {of}{more})"
 
 
 def _entry(entry: Stat) -> str:
@@ -161,11 +168,9 @@ def glob_text(paths: list[str], *, total: int, first: int, next_offset: int | No
     elif next_offset is None and first == 1:
         lines.append(f"({_count(total, 'file')} match)")
     else:
-        last = first + len(paths) - 1
-        more = f"; continue with offset={next_offset}" if next_offset else ""
-        lines.append(f"(files {first}-{last} of {total} matching{more})")
+        lines.append(_page("files", first, len(paths), f"{total} matching", next_offset))
     if walk_truncated:
-        lines.append("(the walk stopped at its size limit: give a narrower path)")
+        lines.append(_WALK_TRUNCATED)
     return "\n".join(lines)
 
 
@@ -178,13 +183,12 @@ def grep_text(hits: list[tuple[str, int, str]], *, total: int, files: int, first
     elif next_offset is None and first == 1:
         lines.append(f"({total} match{'es' if total != 1 else ''} in {files} files searched)")
     else:
-        last = first + len(hits) - 1
-        more = f"; continue with offset={next_offset}" if next_offset else ""
-        lines.append(f"(matches {first}-{last} of {total} in {files} files searched{more})")
+        of = f"{total} in {files} files searched"
+        lines.append(_page("matches", first, len(hits), of, next_offset))
     if skipped:
         lines.append(f"({skipped} binary, undecodable or unreadable files skipped)")
     if walk_truncated:
-        lines.append("(the walk stopped at its size limit: give a narrower path)")
+        lines.append(_WALK_TRUNCATED)
     return "\n".join(lines)
 
 
