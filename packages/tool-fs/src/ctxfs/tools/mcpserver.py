@@ -21,17 +21,22 @@ import itertools
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
+from mcp.server import Server, ServerRequestContext
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ctxfs.tools import __version__
 from ctxfs.tools.toolset import FsToolset
 
 if TYPE_CHECKING:
-    from mcp.server import Server, ServerRequestContext
-    from mcp.types import (
-        CallToolRequestParams,
-        CallToolResult,
-        ListToolsResult,
-        PaginatedRequestParams,
-    )
-
     from ctxfs.core import Context, Fs
 
 __all__ = ["OWNER_META_KEY", "McpTools", "create_server"]
@@ -72,8 +77,6 @@ class McpTools:
 
     def owner_of(self, request: ServerRequestContext[Any, Any]) -> str:
         """``_meta`` owner, else the handshake session's own owner, else the server's."""
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # noqa: PLC0415
-
         named = (request.meta or {}).get(OWNER_META_KEY)
         if isinstance(named, str) and named:
             return f"{self.owner}:{named}"
@@ -90,8 +93,6 @@ class McpTools:
         self, request: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
         """The tools offered to this client now (exposure plugins may hide some)."""
-        from mcp.types import ListToolsResult, Tool, ToolAnnotations  # noqa: PLC0415
-
         del params
         offered = await self.toolset.tools(self.context(request))
         return ListToolsResult(
@@ -116,8 +117,6 @@ class McpTools:
         self, request: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult:
         """Run one tool call; every failure is an ``is_error`` result with its code."""
-        from mcp.types import CallToolResult, TextContent  # noqa: PLC0415
-
         result = await self.toolset.execute(
             self.context(request), params.name, params.arguments or {}
         )
@@ -130,10 +129,6 @@ class McpTools:
 
 def create_server(tools: McpTools, *, name: str = "ctxfs") -> Server[Any]:
     """An MCP ``Server`` answering tool listings and calls with *tools*."""
-    from mcp.server import Server  # noqa: PLC0415
-
-    from ctxfs.tools import __version__  # noqa: PLC0415
-
     return Server(
         name,
         version=__version__,
