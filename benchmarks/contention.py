@@ -5,16 +5,21 @@ Each process has its own ``Fs`` and makes its edits through ``ctx.fs.read`` and
 throughput, the stale edits retried and the lost updates (the counters' final
 sum against the edits made), which must be 0.
 
-``python -m benchmarks.contention ROOT OWNER COUNT FILES GO`` is one worker.
+``python -m benchmarks.contention URL OPTIONS_JSON OWNER COUNT FILES GO`` is one
+worker, on any store (the fs-remote tests run it against every server too): it
+waits for the file GO to exist, makes COUNT increments over the counters
+``counter-0.txt`` .. ``counter-<FILES-1>.txt`` and prints how many edits were stale.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import anyio
 
@@ -24,10 +29,12 @@ PROCESSES: Final = 8
 EDITS: Final = 100
 
 
-async def work(root: str, owner: str, count: int, files: int, go: Path) -> int:
+async def work(
+    url: str, options: dict[str, Any], owner: str, *, count: int, files: int, go: Path
+) -> int:
     """Make *count* increments over *files* counters; return how many edits were stale."""
     stale = 0
-    async with open_fs(root, load_entrypoints=False, state_dir=f"{root}.state") as fs:
+    async with open_fs(url, load_entrypoints=False, **options) as fs:
         ctx = fs.context(owner=owner)
         while not go.exists():  # a barrier across processes
             await anyio.sleep(0.002)
@@ -58,6 +65,7 @@ def run(workdir: Path, files: int) -> dict[str, float]:
                 "-m",
                 "benchmarks.contention",
                 str(root),
+                json.dumps({"state_dir": f"{root}.state"}),
                 f"p{n}",
                 str(EDITS),
                 str(files),
@@ -111,5 +119,6 @@ def section(workdir: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    root_arg, owner_arg, count_arg, files_arg, go_arg = sys.argv[1:6]
-    print(anyio.run(work, root_arg, owner_arg, int(count_arg), int(files_arg), Path(go_arg)))
+    url, options, owner, count, files, go = sys.argv[1:7]
+    worker = partial(work, count=int(count), files=int(files), go=Path(go))
+    print(anyio.run(worker, url, json.loads(options), owner))
