@@ -29,7 +29,7 @@ def test_call_prints_what_the_model_would_read(
 ) -> None:
     (tmp_path / "a.txt").write_text("one\ntwo\n")
     assert main(["call", "--root", str(tmp_path), "read", '{"file_path": "a.txt"}']) == 0
-    assert capsys.readouterr().out == "1\tone\n2\ttwo\n(end of file; lines 1-2 of 2)\n"
+    assert capsys.readouterr().out == "1 one\n2 two\n(end of file; lines 1-2 of 2)\n"
     assert main(["call", "--root", str(tmp_path), "--json", "list_dir", '{"path": ""}']) == 0
     data = json.loads(capsys.readouterr().out)
     assert [entry["name"] for entry in data["entries"]] == ["a.txt"]

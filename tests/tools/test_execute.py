@@ -47,9 +47,7 @@ async def test_read_projects_numbered_lines_and_an_exact_footer(
 ) -> None:
     await seed("notes.md", "".join(f"line {n}\n" for n in range(1, 11)).encode())
     first = await run(tools, ctx, "read", file_path="notes.md", limit=3)
-    assert (
-        first.text == "1\tline 1\n2\tline 2\n3\tline 3\n(lines 1-3 of 10; continue with offset=4)"
-    )
+    assert first.text == "1 line 1\n2 line 2\n3 line 3\n(lines 1-3 of 10; continue with offset=4)"
     assert first.data == {
         "status": "ok", "tool": "read", "target": "notes.md", "error": None,
         "content": "line 1\nline 2\nline 3\n", "version": first.data["version"], "offset": 1,
@@ -58,7 +56,7 @@ async def test_read_projects_numbered_lines_and_an_exact_footer(
     }  # fmt: skip
     assert first.data["version"].startswith("xxh3:")
     rest = await run(tools, ctx, "read", file_path="notes.md", offset=9)
-    assert rest.text.endswith("10\tline 10\n(end of file; lines 9-10 of 10)")
+    assert rest.text.endswith("10 line 10\n(end of file; lines 9-10 of 10)")
     assert rest.data["next_offset"] is None
 
 
@@ -83,7 +81,7 @@ async def test_read_says_which_lines_were_cut_and_which_encoding(
     latin = await run(tools, ctx, "read", file_path="latin.txt")
     assert (
         latin.text
-        == "1\tCafé\n(end of file; lines 1-1 of 1)\n(decoded as cp1252; changes keep that encoding)"
+        == "1 Café\n(end of file; lines 1-1 of 1)\n(decoded as cp1252; changes keep that encoding)"
     )
 
 
@@ -112,8 +110,8 @@ async def test_edit_says_what_changed_with_a_diff(
         ctx,
         "edit",
         file_path="app.py",
-        old_string="2\t    return 1",
-        new_string="2\t    return 2",
+        old_string="2     return 1",
+        new_string="2     return 2",
     )
     assert result.text == (
         "Edited app.py: 1 replacement, line 2. (The line numbers pasted into old_string were "
@@ -288,7 +286,7 @@ FAILURES = [
     Failure("edit no change", "edit", {"file_path": "a.txt", "old_string": "b", "new_string": "b"},
             ErrorCode.NO_CHANGE, "identical", files_read),
     Failure("edit no match", "edit", {"file_path": "a.txt", "old_string": "betta", "new_string": "b"},
-            ErrorCode.NO_MATCH, "Closest text in the file:\n2\tbeta", files_read),
+            ErrorCode.NO_MATCH, "Closest text in the file:\n2 beta", files_read),
     Failure("edit ambiguous", "edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "b"},
             ErrorCode.AMBIGUOUS_MATCH, "occurs 2 times in a.txt, at lines 1, 3", files_read,
             data={"count": 2, "lines": [1, 3]}),

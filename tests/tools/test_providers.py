@@ -78,7 +78,7 @@ async def test_openai_chat_completions_sends_our_tools_unchanged_and_runs_the_ca
         ctx, call.function.name, call.function.arguments, provider="openai"
     )
     assert not result.is_error
-    assert result.text.startswith("1\thello\n")
+    assert result.text.startswith("1 hello\n")
     messages += [
         message.model_dump(exclude_none=True),
         {"role": "tool", "tool_call_id": call.id, "content": result.text},
@@ -299,8 +299,8 @@ async def test_a_scripted_text_editor_conversation_leaves_the_right_bytes(
 
     views = await chat.step()
     assert [r["is_error"] for r in views] == [False, False]
-    assert views[0]["content"].startswith("1\talpha\n2\tbeta\n3\tgamma\n")
-    assert views[1]["content"].startswith("2\ttwo\n")
+    assert views[0]["content"].startswith("1 alpha\n2 beta\n3 gamma\n")
+    assert views[1]["content"].startswith("2 two\n")
 
     changes = await chat.step()
     assert [r["is_error"] for r in changes] == [False, False]
@@ -313,7 +313,7 @@ async def test_a_scripted_text_editor_conversation_leaves_the_right_bytes(
     assert "app.py" in listing["content"]
     assert "util.py" in listing["content"]
     assert not listing["is_error"]
-    assert shared["content"].startswith("1\tv1\n")
+    assert shared["content"].startswith("1 v1\n")
 
     # A person saves shared.txt after the model viewed it and before it writes.
     current = await fs.backend.stat("shared.txt")
@@ -364,7 +364,7 @@ async def test_the_editor_alias_is_only_accepted_for_anthropic(
     result = await tools.execute(
         ctx, EDITOR, {"command": "view", "path": "a.txt"}, provider="anthropic"
     )
-    assert result.text.startswith("1\tx\n")
+    assert result.text.startswith("1 x\n")
 
 
 async def test_undo_edit_is_refused_with_a_way_forward(editor: EditorCall, seed: Seed) -> None:
@@ -380,7 +380,7 @@ async def test_view_ranges_and_insert_arguments_are_checked(
 ) -> None:
     await seed("a.txt", b"1\n2\n3\n4\n")
     middle = await editor(command="view", path="a.txt", view_range=[2, 3])
-    assert middle.text.startswith("2\t2\n3\t3\n")
+    assert middle.text.startswith("2 2\n3 3\n")
     assert middle.data["offset"] == 2
     assert middle.data["returned_lines"] == 2
     for bad in ([0, 2], [3, 2], [2, -2]):

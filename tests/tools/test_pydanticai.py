@@ -86,7 +86,7 @@ async def test_an_agent_reads_edits_and_writes_through_the_toolset() -> None:
 
     assert result.output == "done"
     read, edit, (created, refused) = (step.returns for step in seen[1:4])
-    assert text(read[0]).startswith("1\talpha\n2\tbeta\n")
+    assert text(read[0]).startswith("1 alpha\n2 beta\n")
     assert read[0].metadata["content"] == "alpha\nbeta\n"
     assert text(edit[0]).startswith("Edited notes.md: 1 replacement")
     assert text(created) == "Created summary.md (2 lines, 8 bytes)."

@@ -94,8 +94,8 @@ def test_changed_line_range(data: bytes, old: str, new: str, lines: tuple[int, i
 def test_pasted_read_line_numbers_are_stripped_and_reported() -> None:
     document = decode_document(b"def f():\n    return 1\n", OPTIONS, path="f")
     change = document.replace(
-        "1\tdef f():\n2\t    return 1",
-        "1\tdef g():\n2\t    return 2",
+        "1 def f():\n2     return 1",
+        "1 def g():\n2     return 2",
         replace_all=False,
     )
     assert change.data == b"def g():\n    return 2\n"
@@ -103,17 +103,51 @@ def test_pasted_read_line_numbers_are_stripped_and_reported() -> None:
 
 
 def test_line_numbers_are_not_stripped_when_the_text_matches_as_is() -> None:
-    data = b"1\tliteral\n"
-    change = decode_document(data, OPTIONS, path="f").replace("1\tliteral", "x", replace_all=False)
+    data = b"1 literal\n"
+    change = decode_document(data, OPTIONS, path="f").replace("1 literal", "x", replace_all=False)
     assert (change.data, change.stripped_line_numbers) == (b"x\n", False)
 
 
 def test_non_consecutive_numbers_are_not_stripped() -> None:
     document = decode_document(b"a\nb\n", OPTIONS, path="f")
     with pytest.raises(FsError) as caught:
-        document.replace("1\ta\n3\tb", "x", replace_all=False)
+        document.replace("1 a\n3 b", "x", replace_all=False)
     assert caught.value.code is ErrorCode.NO_MATCH
     assert caught.value.details["differences"] == ["pasted line-number prefixes"]
+
+
+def test_pasted_numbers_must_name_the_line_the_text_is_on() -> None:
+    document = decode_document(b"a\nb\n", OPTIONS, path="f")
+    with pytest.raises(FsError) as caught:
+        document.replace("7 a\n8 b", "x", replace_all=False)
+    assert caught.value.code is ErrorCode.NO_MATCH
+    assert caught.value.details["differences"] == ["pasted line-number prefixes"]
+
+
+def test_content_that_starts_with_numbers_survives_stripping() -> None:
+    document = decode_document(b"intro\n3 apples\n\n4 pears\n", OPTIONS, path="f")
+    change = document.replace(
+        "2 3 apples\n3\n4 4 pears", "2 3 plums\n3\n4 5 pears", replace_all=False
+    )
+    assert change.data == b"intro\n3 plums\n\n5 pears\n"
+    assert change.stripped_line_numbers
+
+
+def test_new_string_keeps_numbers_that_do_not_continue_the_pasted_ones() -> None:
+    document = decode_document(b"a\nb\n", OPTIONS, path="f")
+    change = document.replace("2 b", "1 one\n2 two", replace_all=False)
+    assert change.data == b"a\n1 one\n2 two\n"
+    renumbered = decode_document(b"a\nb\n", OPTIONS, path="f").replace(
+        "1 a", "5 one\n6 two", replace_all=False
+    )
+    assert renumbered.data == b"5 one\n6 two\nb\n"
+
+
+def test_pasted_numbers_around_the_same_text_are_no_change() -> None:
+    document = decode_document(b"a\nb\n", OPTIONS, path="f")
+    with pytest.raises(FsError) as caught:
+        document.replace("1 a\n2 b", "1 a\n3 b", replace_all=False)
+    assert caught.value.code is ErrorCode.NO_CHANGE
 
 
 # -- insert -----------------------------------------------------------------------------------

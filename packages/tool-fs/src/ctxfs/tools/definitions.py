@@ -114,7 +114,7 @@ def describe(name: str, text: TextOptions, options: ToolsetOptions) -> ToolDefin
     descriptions = {
         "read": (
             f"Read a text file. Returns up to {text.default_limit:,} lines from `offset` "
-            f"(1-based, default 1), each prefixed with its line number and a tab; at most "
+            f"(1-based, default 1), each prefixed with its line number and one space; at most "
             f"{text.max_output_chars:,} characters per call; lines longer than "
             f"{text.max_line_chars:,} characters are cut where marked. A last line in "
             "parentheses says the file ended or gives the exact `offset` to continue with. "

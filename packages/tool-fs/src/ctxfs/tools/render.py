@@ -1,7 +1,7 @@
 """The model's projection of each result: short, exact, and saying what to do next.
 
 Read windows use the one line-number format of ``ctxfs.core.text``
-(``<number><tab><line>``) and end with a footer in parentheses that gives the
+(``<number><space><line>``) and end with a footer in parentheses that gives the
 exact offset to continue from. Changes are one line, plus a short diff when the
 change is small. Errors give the code, the message and the next action.
 """

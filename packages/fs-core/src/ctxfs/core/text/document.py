@@ -127,6 +127,15 @@ class TextDocument(Generic[AnyStr]):
         """Return the 1-based line number of a position in the logical view."""
         return self.logical.count(self.endings.lf, 0, logical_position) + 1
 
+    def _starts_line(self, logical_position: int, line: int) -> bool:
+        """Whether *logical_position* is the first character of line *line*."""
+        logical = self.logical
+        at_line_start = (
+            logical_position == 0
+            or logical[logical_position - 1 : logical_position] == self.endings.lf
+        )
+        return at_line_start and self.line_at(logical_position) == line
+
     def find_all(self, needle: AnyStr) -> list[int]:
         """Return the logical start of every non-overlapping occurrence, left to right."""
         found, start = [], self.logical.find(needle)
@@ -151,12 +160,17 @@ class TextDocument(Generic[AnyStr]):
         if old == new:
             raise NoChange("old_string and new_string differ only in line endings", path=self.path)
         matches, stripped = self.find_all(old), False
-        if not matches:
-            retry = strip_line_numbers(old_string, new_string)
-            if retry is not None:
-                old = self.units(retry[0], what="old_string")
-                new = self.units(retry[1], what="new_string")
-                matches, stripped = self.find_all(old), True
+        if not matches and (pasted := strip_line_numbers(old_string, new_string)) is not None:
+            bare = self.units(pasted[0], what="old_string")
+            found = self.find_all(bare)
+            if any(self._starts_line(position, pasted[2]) for position in found):
+                old, new = bare, self.units(pasted[1], what="new_string")
+                matches, stripped = found, True
+                if old == new:
+                    raise NoChange(
+                        "without their line numbers, old_string and new_string are the same",
+                        path=self.path,
+                    )
         if not matches:
             message, hint, details = diagnose_no_match(self.logical_text, old_string, self.path)
             raise NoMatch(message, path=self.path, hint=hint, details=details)
@@ -437,26 +451,39 @@ def decode_document(
     return TextDocument(path=path, encoding=encoding, raw=text, endings=TEXT_ENDINGS)
 
 
-def strip_line_numbers(old_string: str, new_string: str) -> tuple[str, str] | None:
+def strip_line_numbers(old_string: str, new_string: str) -> tuple[str, str, int] | None:
     """Remove read-output line numbers pasted into *old_string* (and *new_string*).
 
     Applies only when every line of *old_string* carries the prefix, with
-    consecutive numbers; *new_string* loses its prefixes only if all its lines
-    carry one. Returns None when *old_string* does not qualify.
+    consecutive numbers. *new_string* loses its prefixes only if each of its
+    non-empty lines carries one, numbered upwards from the same first line.
+    Returns both strings and that first line number, or None when *old_string*
+    does not qualify; the caller still checks that the text is at that line.
     """
-    old_lines = old_string.split("\n")
-    if old_lines[-1] == "":
-        old_lines.pop()
-    prefixes = [LINE_NUMBER_PREFIX.match(line) for line in old_lines]
-    if not old_lines or not all(prefixes):
+    numbers = _prefix_numbers(old_string)
+    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         return None
-    numbers = [int(match.group(1)) for match in prefixes if match]
-    if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
-        return None
-    new_lines = [line for line in new_string.split("\n") if line]
-    if new_lines and all(LINE_NUMBER_PREFIX.match(line) for line in new_lines):
+    first = numbers[0]
+    new_numbers = _prefix_numbers(new_string, skip_empty=True)
+    if new_numbers and new_numbers[0] == first and new_numbers == sorted(set(new_numbers)):
         new_string = _strip_prefixes(new_string)
-    return _strip_prefixes(old_string), new_string
+    return _strip_prefixes(old_string), new_string, first
+
+
+def _prefix_numbers(text: str, *, skip_empty: bool = False) -> list[int] | None:
+    """The pasted line number of each line of *text*, or None if a line has none."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    numbers = []
+    for line in lines:
+        if skip_empty and not line:
+            continue
+        prefix = LINE_NUMBER_PREFIX.match(line)
+        if prefix is None:
+            return None
+        numbers.append(int(prefix.group(1)))
+    return numbers
 
 
 def _strip_prefixes(text: str) -> str:

@@ -26,7 +26,7 @@ _QUOTES: Final = str.maketrans(
 _SPACES: Final = str.maketrans(dict.fromkeys("\u00a0\u2007\u2009\u202f\u3000", " "))
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
 _LEADING = re.compile(r"^[ \t]+", re.MULTILINE)
-_ANY_LINE_NUMBER = re.compile(r"^[ \t]*\d+[ \t]*(?:│|→|\||:|\t)[ \t]?", re.MULTILINE)
+_ANY_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:[ \t]*(?:│|→|\||:)[ \t]?|[ \t]|$)", re.MULTILINE)
 
 Lens = tuple[str, Callable[[str], str], Callable[[str], str]]
 """(name of the difference, transform of the file text, transform of old_string)."""

@@ -18,8 +18,9 @@ __all__ = [
 DEFAULT_LEGACY_ENCODINGS: Final = ("shift_jis", "euc_jp", "gbk", "big5", "euc_kr", "cp1252")
 """Encodings tried, in this order, for text that is not UTF-8 and carries no BOM."""
 
-LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d+)\t")
-"""Matches the prefix :func:`format_line_number` puts before each line of a read window."""
+LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d+)(?: |$)")
+"""Matches the prefix :func:`format_line_number` puts before a line of a read window, also
+when the space after the number of an empty line was trimmed away."""
 
 
 def number_lines(text: str, first: int) -> str:
@@ -31,16 +32,18 @@ def number_lines(text: str, first: int) -> str:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    return "".join([f"{number}\t{line}\n" for number, line in enumerate(lines, first)])
+    return "".join([f"{number} {line}\n" for number, line in enumerate(lines, first)])
 
 
 def format_line_number(number: int) -> str:
-    r"""Return the prefix shown before line *number* in read output: ``"12\t"``.
+    """Return the prefix shown before line *number* in read output: ``"12 "``.
 
-    The number and one tab, nothing else: the cheapest prefix in tokens, and the
-    format models know best. A tab-indented line keeps its own tabs after it.
+    The number and one space, nothing else; the line follows exactly as stored,
+    its own leading spaces and tabs included. It is the cheapest prefix in
+    tokens: the space usually merges into the line's first token, where a tab,
+    a colon or a bar often costs one more.
     """
-    return f"{number}\t"
+    return f"{number} "
 
 
 @dataclass(frozen=True, kw_only=True)
