@@ -1,0 +1,132 @@
+"""The stdio wire of ``ctxfs serve``, driven byte by byte over real pipes.
+
+The MCP client always writes one whole line at a time and reads eagerly; these
+tests do what it does not: several frames in one write, a frame split across
+writes, a reply larger than the pipe's buffer that the client is slow to read,
+a line that is not JSON, and a last frame without its newline.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def read_call(request_id: int, path: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "read", "arguments": {"file_path": path}},
+    }
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "small.txt").write_text("one\ntwo\n")
+    (root / "big.txt").write_text("".join(f"line {n:06d} {'x' * 90}\n" for n in range(900)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None
+    process.stdin.write(frame(INITIALIZE))
+    process.stdin.flush()
+    assert reply(process)["id"] == 0
+    process.stdin.write(frame(INITIALIZED))
+    process.stdin.flush()
+    yield process
+    process.kill()
+    process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        assert stream is not None
+        stream.close()
+
+
+def reply(process: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.endswith(b"\n"), f"no whole reply; stderr: {stderr_of(process)}"
+    message: dict[str, Any] = json.loads(line)
+    return message
+
+
+def stderr_of(process: subprocess.Popen[bytes]) -> str:
+    process.kill()
+    assert process.stderr is not None
+    return process.stderr.read().decode(errors="replace")
+
+
+def send(process: subprocess.Popen[bytes], data: bytes) -> None:
+    assert process.stdin is not None
+    process.stdin.write(data)
+    process.stdin.flush()
+
+
+def test_frames_in_one_write_and_a_line_that_is_not_json(
+    server: subprocess.Popen[bytes],
+) -> None:
+    send(
+        server, frame(read_call(1, "small.txt")) + b"{not json\n" + frame(read_call(2, "small.txt"))
+    )
+    replies = {message["id"]: message for message in (reply(server), reply(server))}
+    assert set(replies) == {1, 2}
+    for message in replies.values():
+        assert message["result"]["structuredContent"]["content"] == "one\ntwo\n"
+
+
+def test_a_frame_split_across_writes(server: subprocess.Popen[bytes]) -> None:
+    data = frame(read_call(3, "small.txt"))
+    for start in range(0, len(data), 7):
+        send(server, data[start : start + 7])
+        time.sleep(0.002)
+    assert reply(server)["result"]["content"][0]["text"].startswith("1 one\n2 two\n")
+
+
+def test_a_reply_larger_than_the_pipe_reaches_a_slow_reader_whole(
+    server: subprocess.Popen[bytes],
+) -> None:
+    send(server, frame(read_call(4, "big.txt")) + frame(read_call(5, "small.txt")))
+    time.sleep(0.5)  # the server fills the pipe and must wait for room, then go on
+    big, small = reply(server), reply(server)
+    assert (big["id"], small["id"]) == (4, 5)
+    content = big["result"]["structuredContent"]["content"]
+    assert len(content) > 1 << 16
+    assert content.splitlines() == [f"line {n:06d} {'x' * 90}" for n in range(900)]
+
+
+def test_a_last_frame_without_newline_is_served_then_the_server_exits(
+    server: subprocess.Popen[bytes],
+) -> None:
+    send(server, frame(read_call(6, "small.txt")).rstrip(b"\n"))
+    assert server.stdin is not None
+    server.stdin.close()
+    assert reply(server)["id"] == 6
+    assert server.wait(timeout=10) == 0
