@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
 import pytest
 
 from ctxfs.core import Context, ErrorCode
 from ctxfs.core.text import TextOptions
-from ctxfs.tools import FsToolset, ToolsetOptions
+from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
+from ctxfs.tools.definitions import describe
+from tests.tools.conftest import Seed
 
 pytestmark = pytest.mark.anyio
 
@@ -131,3 +135,44 @@ async def test_openai_tools_are_valid_in_strict_mode(
     read = next(t for t in offered if (t["function"] if api == "chat" else t)["name"] == "read")
     offset = (read["function"] if api == "chat" else read)["parameters"]["properties"]["offset"]
     assert {"type": "null"} in offset["anyOf"]
+
+
+# -- output schemas ---------------------------------------------------------------------------
+
+SUCCESSFUL_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("read", {"file_path": "a.py"}),
+    ("edit", {"file_path": "a.py", "old_string": "one", "new_string": "uno"}),
+    ("write", {"file_path": "b.py", "content": "two\n"}),
+    ("list_dir", {}),
+    ("glob", {"pattern": "*.py"}),
+    ("grep", {"pattern": "uno"}),
+    ("search_tools", {"query": "grep"}),
+    ("call_tool", {"name": "grep", "arguments": {"pattern": "two"}}),
+]
+
+
+async def test_every_result_matches_its_plain_output_schema(ctx: Context, seed: Seed) -> None:
+    await seed("a.py", b"one\n")
+    direct = FsToolset()
+    deferred = FsToolset(ToolsetOptions(exposure={"grep": Exposure.DEFERRED}))
+    for name, arguments in SUCCESSFUL_CALLS:
+        schema = describe(name, TextOptions(), ToolsetOptions()).output_schema
+        tools = deferred if name in ("search_tools", "call_tool") else direct
+        assert not {"$ref", "$defs", "anyOf"} & set(_keys(schema)), name
+        jsonschema.Draft202012Validator.check_schema(schema)
+        result = await tools.execute(ctx, name, arguments)
+        assert not result.is_error, result.text
+        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(result.data))
+        assert errors == [], (name, errors)
+    grep_schema = describe("grep", TextOptions(), ToolsetOptions()).output_schema
+    assert not jsonschema.Draft202012Validator(grep_schema).is_valid(dict(result.data, total=None))
+
+
+def _keys(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            yield key
+            yield from _keys(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _keys(item)

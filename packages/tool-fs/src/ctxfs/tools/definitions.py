@@ -168,7 +168,7 @@ def describe(name: str, text: TextOptions, options: ToolsetOptions) -> ToolDefin
         name=name,
         description=descriptions[name],
         input_schema=_input_schema(arguments, text, options, name),
-        output_schema=_clean(_OUTPUTS[name].model_json_schema()),
+        output_schema=_output_schema(_OUTPUTS[name]),
         read_only=read_only,
         destructive=destructive,
         idempotent=idempotent,
@@ -207,6 +207,42 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
         else:
             cleaned[key] = value
     return cleaned
+
+
+def _output_schema(model: type[ResultData]) -> dict[str, Any]:
+    """The model's schema made self-contained: references inlined, ``X | None`` as a type list.
+
+    Plain schemas read the same in every client, and they are the cheapest to
+    check: an MCP client validates every structured result against its tool's.
+    """
+    schema = _clean(model.model_json_schema())
+    return _inline(schema, schema.pop("$defs", {}))
+
+
+def _inline(schema: dict[str, Any], defs: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    if "$ref" in schema:
+        rest = {key: value for key, value in schema.items() if key != "$ref"}
+        return _inline(defs[schema["$ref"].rsplit("/", 1)[-1]], defs) | rest
+    options = schema.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        kept = _inline(next(o for o in options if o != {"type": "null"}), defs)
+        if isinstance(kept.get("type"), str) and "const" not in kept:
+            rest = {key: value for key, value in schema.items() if key != "anyOf"}
+            nullable = kept | rest | {"type": [kept["type"], "null"]}
+            if "enum" in kept:
+                nullable["enum"] = [*kept["enum"], None]
+            return nullable
+    inlined: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties":
+            inlined[key] = {name: _inline(sub, defs) for name, sub in value.items()}
+        elif isinstance(value, dict):
+            inlined[key] = _inline(value, defs)
+        elif isinstance(value, list):
+            inlined[key] = [_inline(i, defs) if isinstance(i, dict) else i for i in value]
+        else:
+            inlined[key] = value
+    return inlined
 
 
 def openai_strict(schema: dict[str, Any]) -> dict[str, Any]:
