@@ -6,7 +6,8 @@ system temporary directory). Both servers run as subprocesses over stdio on
 copies of the same ~10 KB file, and the same ``mcp`` client drives both with the
 initialize handshake (the only protocol the reference speaks): a read is our
 ``read`` against its ``read_text_file``, an edit our ``edit`` against its
-``edit_file``, each one full round trip.
+``edit_file``, each one full round trip. A ``ping`` through both, with no tool
+behind it, shows what the two SDKs' servers cost before any tool work.
 """
 
 from __future__ import annotations
@@ -99,13 +100,23 @@ async def cases(workdir: Path) -> AsyncIterator[list[Case]]:
         yield [
             Case(
                 group=GROUP,
+                name="protocol floor (`ping`, no tool runs)",
+                ours=ours.send_ping,
+                baseline=theirs.send_ping,
+                target=None,
+                rounds=25,
+                calls=10,
+                note=f"{note}. The same request through each SDK's server with no tool behind "
+                "it: the share of every round trip that ctxfs's tool work does not decide",
+            ),
+            Case(
+                group=GROUP,
                 name="read (`read` / `read_text_file`)",
                 ours=lambda: _checked(ours, "read", {"file_path": "module.py"}),
                 baseline=lambda: _checked(theirs, "read_text_file", {"path": theirs_file}),
                 target=1.0,
                 rounds=25,
                 calls=10,
-                note=note,
             ),
             Case(
                 group=GROUP,
@@ -115,5 +126,7 @@ async def cases(workdir: Path) -> AsyncIterator[list[Case]]:
                 target=1.0,
                 rounds=25,
                 calls=10,
+                note="ctxfs fsyncs the new file and its directory before it answers (durable); "
+                "the reference writes a temporary file and renames it without fsync",
             ),
         ]
