@@ -108,18 +108,15 @@ def test_line_numbers_are_not_stripped_when_the_text_matches_as_is() -> None:
     assert (change.data, change.stripped_line_numbers) == (b"x\n", False)
 
 
-def test_non_consecutive_numbers_are_not_stripped() -> None:
+@pytest.mark.parametrize(
+    "old_string",
+    ["1 a\n3 b", "7 a\n8 b"],
+    ids=["numbers not consecutive", "numbers naming other lines"],
+)
+def test_pasted_numbers_are_stripped_only_where_they_name_the_text(old_string: str) -> None:
     document = decode_document(b"a\nb\n", OPTIONS, path="f")
     with pytest.raises(FsError) as caught:
-        document.replace("1 a\n3 b", "x", replace_all=False)
-    assert caught.value.code is ErrorCode.NO_MATCH
-    assert caught.value.details["differences"] == ["pasted line-number prefixes"]
-
-
-def test_pasted_numbers_must_name_the_line_the_text_is_on() -> None:
-    document = decode_document(b"a\nb\n", OPTIONS, path="f")
-    with pytest.raises(FsError) as caught:
-        document.replace("7 a\n8 b", "x", replace_all=False)
+        document.replace(old_string, "x", replace_all=False)
     assert caught.value.code is ErrorCode.NO_MATCH
     assert caught.value.details["differences"] == ["pasted line-number prefixes"]
 
