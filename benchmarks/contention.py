@@ -7,8 +7,10 @@ sum against the edits made), which must be 0.
 
 ``python -m benchmarks.contention URL OPTIONS_JSON OWNER COUNT FILES GO`` is one
 worker, on any store (the fs-remote tests run it against every server too): it
-waits for the file GO to exist, makes COUNT increments over the counters
-``counter-0.txt`` .. ``counter-<FILES-1>.txt`` and prints how many edits were stale.
+opens the store and prints ``ready``, waits for the file GO to exist, makes
+COUNT increments over the counters ``counter-0.txt`` .. ``counter-<FILES-1>.txt``
+and prints how many edits were stale. :func:`start` and :func:`finish` run a
+group of them, with the start gun fired once every one is ready.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from ctxfs.core import Stale, open_fs
 
 PROCESSES: Final = 8
 EDITS: Final = 100
+ROOT: Final = Path(__file__).resolve().parents[1]
+_WORKER: Final = (sys.executable, "-m", "benchmarks.contention")
 
 
 async def work(
@@ -36,6 +40,7 @@ async def work(
     stale = 0
     async with open_fs(url, load_entrypoints=False, **options) as fs:
         ctx = fs.context(owner=owner)
+        print("ready", flush=True)
         while not go.exists():  # a barrier across processes
             await anyio.sleep(0.002)
         for index in range(count):
@@ -51,6 +56,39 @@ async def work(
     return stale
 
 
+def start(
+    url: str, options: dict[str, Any], owners: list[str], *, count: int, files: int, go: Path
+) -> list[subprocess.Popen[str]]:
+    """Start one worker per owner; return once every one has its store open."""
+    workers = [
+        subprocess.Popen(
+            [*_WORKER, url, json.dumps(options), owner, str(count), str(files), str(go)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for owner in owners
+    ]
+    for worker in workers:
+        assert worker.stdout is not None
+        if worker.stdout.readline() != "ready\n":
+            _, err = worker.communicate(timeout=60)
+            raise RuntimeError(f"a contention worker did not start: {err.strip()[-2000:]}")
+    return workers
+
+
+def finish(workers: list[subprocess.Popen[str]]) -> int:
+    """Wait for every worker; return how many edits were stale in all."""
+    stale = 0
+    for worker in workers:
+        out, err = worker.communicate(timeout=600)
+        if worker.returncode:
+            raise RuntimeError(f"a contention worker failed: {err.strip()[-2000:]}")
+        stale += int(out)
+    return stale
+
+
 def run(workdir: Path, files: int) -> dict[str, float]:
     """Run the processes on *files* counters; return the measurements."""
     root = workdir / f"contention-{files}"
@@ -58,33 +96,12 @@ def run(workdir: Path, files: int) -> dict[str, float]:
     for index in range(files):
         (root / f"counter-{index}.txt").write_text("0\n")
     go = workdir / f"go-{files}"
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "benchmarks.contention",
-                str(root),
-                json.dumps({"state_dir": f"{root}.state"}),
-                f"p{n}",
-                str(EDITS),
-                str(files),
-                str(go),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(PROCESSES)
-    ]
-    time.sleep(1.0)  # let every interpreter start before the gun
+    owners = [f"p{n}" for n in range(PROCESSES)]
+    options = {"state_dir": f"{root}.state"}
+    workers = start(str(root), options, owners, count=EDITS, files=files, go=go)
     started = time.perf_counter()
     go.touch()
-    stale = 0
-    for worker in workers:
-        out, _ = worker.communicate(timeout=600)
-        if worker.returncode:
-            raise RuntimeError(f"a contention worker failed with status {worker.returncode}")
-        stale += int(out)
+    stale = finish(workers)
     elapsed = time.perf_counter() - started
     total = sum(int((root / f"counter-{i}.txt").read_text()) for i in range(files))
     return {

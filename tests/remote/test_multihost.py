@@ -1,16 +1,15 @@
 """Several hosts on one store: separate processes, each with its own ``Fs``, lose no update.
 
-The workers are the contention benchmark's (``benchmarks.contention``), pointed at each server.
+The workers are the contention benchmark's (``benchmarks.contention``), pointed at each server,
+and start together only once every one has its store open.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from benchmarks.contention import finish, start
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import Server
 
@@ -18,7 +17,6 @@ from ctxfs.core import open_fs
 
 WORKERS = 4
 INCREMENTS = 25
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -35,32 +33,10 @@ async def test_four_processes_lose_no_increment(
     async with open_fs(url, load_entrypoints=False, **server.options) as fs:
         await fs.context(owner="setup").fs.write("counter-0.txt", "0\n")
     go = tmp_path / "go"
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "benchmarks.contention",
-                url,
-                json.dumps(server.options),
-                f"host-{index}",
-                str(INCREMENTS),
-                "1",
-                str(go),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for index in range(WORKERS)
-    ]
+    owners = [f"host-{index}" for index in range(WORKERS)]
+    workers = start(url, server.options, owners, count=INCREMENTS, files=1, go=go)
     go.touch()
-    stale = 0
-    for worker in workers:
-        out, err = worker.communicate(timeout=300)
-        assert worker.returncode == 0, err
-        stale += int(out)
+    stale = finish(workers)
     async with open_fs(url, load_entrypoints=False, **server.options) as fs:
         final = await fs.context(owner="check").fs.read("counter-0.txt")
     assert final.text == f"{WORKERS * INCREMENTS}\n"
