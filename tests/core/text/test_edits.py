@@ -140,6 +140,19 @@ def test_new_string_keeps_numbers_that_do_not_continue_the_pasted_ones() -> None
     assert renumbered.data == b"5 one\n6 two\nb\n"
 
 
+@pytest.mark.parametrize(
+    "new_string",
+    ["1 x\ny", "1 x\n3 y\n2 z"],
+    ids=["a line left unnumbered", "numbers running backwards"],
+)
+def test_new_string_that_stops_numbering_part_way_is_refused(new_string: str) -> None:
+    document = decode_document(b"a\nb\n", OPTIONS, path="f")
+    with pytest.raises(FsError) as caught:
+        document.replace("1 a", new_string, replace_all=False)
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+    assert caught.value.details["field"] == "new_string"
+
+
 def test_pasted_numbers_around_the_same_text_are_no_change() -> None:
     document = decode_document(b"a\nb\n", OPTIONS, path="f")
     with pytest.raises(FsError) as caught:

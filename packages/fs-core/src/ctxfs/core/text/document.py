@@ -160,11 +160,12 @@ class TextDocument(Generic[AnyStr]):
         if old == new:
             raise NoChange("old_string and new_string differ only in line endings", path=self.path)
         matches, stripped = self.find_all(old), False
-        if not matches and (pasted := strip_line_numbers(old_string, new_string)) is not None:
-            bare = self.units(pasted[0], what="old_string")
+        if not matches and (pasted := strip_line_numbers(old_string)) is not None:
+            bare, first_line = self.units(pasted[0], what="old_string"), pasted[1]
             found = self.find_all(bare)
-            if any(self._starts_line(position, pasted[2]) for position in found):
-                old, new = bare, self.units(pasted[1], what="new_string")
+            if any(self._starts_line(position, first_line) for position in found):
+                bare_new = _strip_new_line_numbers(new_string, first_line, path=self.path)
+                old, new = bare, self.units(bare_new, what="new_string")
                 matches, stripped = found, True
                 if old == new:
                     raise NoChange(
@@ -451,34 +452,54 @@ def decode_document(
     return TextDocument(path=path, encoding=encoding, raw=text, endings=TEXT_ENDINGS)
 
 
-def strip_line_numbers(old_string: str, new_string: str) -> tuple[str, str, int] | None:
-    """Remove read-output line numbers pasted into *old_string* (and *new_string*).
+def strip_line_numbers(old_string: str) -> tuple[str, int] | None:
+    """Remove read-output line numbers pasted into *old_string*.
 
-    Applies only when every line of *old_string* carries the prefix, with
-    consecutive numbers. *new_string* loses its prefixes only if each of its
-    non-empty lines carries one, numbered upwards from the same first line.
-    Returns both strings and that first line number, or None when *old_string*
+    Applies only when every line carries the prefix, with consecutive numbers.
+    Returns the bare text and its first line number, or None when *old_string*
     does not qualify; the caller still checks that the text is at that line.
     """
     numbers = _prefix_numbers(old_string)
     if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         return None
-    first = numbers[0]
-    new_numbers = _prefix_numbers(new_string, skip_empty=True)
-    if new_numbers and new_numbers[0] == first and new_numbers == sorted(set(new_numbers)):
-        new_string = _strip_prefixes(new_string)
-    return _strip_prefixes(old_string), new_string, first
+    return _strip_prefixes(old_string), numbers[0]
 
 
-def _prefix_numbers(text: str, *, skip_empty: bool = False) -> list[int] | None:
+def _strip_new_line_numbers(new_string: str, first_line: int, *, path: str) -> str:
+    """*new_string* without the line numbers pasted with it, numbered from *first_line*.
+
+    A new_string whose first line does not carry *first_line* is taken as
+    written. One that starts numbered must number every non-empty line,
+    upwards: anything else mixes numbers with text and is refused, since
+    either reading could be wrong.
+
+    Raises:
+        InvalidArgument: The numbering stops or runs backwards part way.
+
+    """
+    lines = [line for line in new_string.split("\n") if line]
+    prefixes = [LINE_NUMBER_PREFIX.match(line) for line in lines]
+    if not prefixes or prefixes[0] is None or int(prefixes[0].group(1)) != first_line:
+        return new_string
+    numbers = [int(prefix.group(1)) for prefix in prefixes if prefix]
+    if len(numbers) < len(lines) or numbers != sorted(set(numbers)):
+        raise InvalidArgument(
+            "new_string starts with the line numbers read shows, but not every line "
+            "carries one in order",
+            path=path,
+            hint="Write new_string without line numbers, exactly as the text should read.",
+            details={"field": "new_string"},
+        )
+    return _strip_prefixes(new_string)
+
+
+def _prefix_numbers(text: str) -> list[int] | None:
     """The pasted line number of each line of *text*, or None if a line has none."""
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
     numbers = []
     for line in lines:
-        if skip_empty and not line:
-            continue
         prefix = LINE_NUMBER_PREFIX.match(line)
         if prefix is None:
             return None
