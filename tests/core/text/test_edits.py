@@ -108,19 +108,6 @@ def test_line_numbers_are_not_stripped_when_the_text_matches_as_is() -> None:
     assert (change.data, change.stripped_line_numbers) == (b"x\n", False)
 
 
-@pytest.mark.parametrize(
-    "old_string",
-    ["1 a\n3 b", "7 a\n8 b"],
-    ids=["numbers not consecutive", "numbers naming other lines"],
-)
-def test_pasted_numbers_are_stripped_only_where_they_name_the_text(old_string: str) -> None:
-    document = decode_document(b"a\nb\n", OPTIONS, path="f")
-    with pytest.raises(FsError) as caught:
-        document.replace(old_string, "x", replace_all=False)
-    assert caught.value.code is ErrorCode.NO_MATCH
-    assert caught.value.details["differences"] == ["pasted line-number prefixes"]
-
-
 def test_content_that_starts_with_numbers_survives_stripping() -> None:
     document = decode_document(b"intro\n3 apples\n\n4 pears\n", OPTIONS, path="f")
     change = document.replace(
@@ -140,17 +127,32 @@ def test_new_string_keeps_numbers_that_do_not_continue_the_pasted_ones() -> None
     assert renumbered.data == b"5 one\n6 two\nb\n"
 
 
+PASTED = "pasted line-number prefixes"
+
+
 @pytest.mark.parametrize(
-    "new_string",
-    ["1 x\ny", "1 x\n3 y\n2 z"],
-    ids=["a line left unnumbered", "numbers running backwards"],
+    ("old_string", "new_string", "code", "detail"),
+    [
+        ("1 a\n3 b", "x", ErrorCode.NO_MATCH, ("differences", [PASTED])),
+        ("7 a\n8 b", "x", ErrorCode.NO_MATCH, ("differences", [PASTED])),
+        ("1 a", "1 x\ny", ErrorCode.INVALID_ARGUMENT, ("field", "new_string")),
+        ("1 a", "1 x\n3 y\n2 z", ErrorCode.INVALID_ARGUMENT, ("field", "new_string")),
+    ],
+    ids=[
+        "old numbers not consecutive",
+        "old numbers naming other lines",
+        "new line left unnumbered",
+        "new numbers running backwards",
+    ],
 )
-def test_new_string_that_stops_numbering_part_way_is_refused(new_string: str) -> None:
+def test_pasted_numbers_that_do_not_read_one_way_are_refused(
+    old_string: str, new_string: str, code: ErrorCode, detail: tuple[str, object]
+) -> None:
     document = decode_document(b"a\nb\n", OPTIONS, path="f")
     with pytest.raises(FsError) as caught:
-        document.replace("1 a", new_string, replace_all=False)
-    assert caught.value.code is ErrorCode.INVALID_ARGUMENT
-    assert caught.value.details["field"] == "new_string"
+        document.replace(old_string, new_string, replace_all=False)
+    assert caught.value.code is code
+    assert caught.value.details[detail[0]] == detail[1]
 
 
 def test_pasted_numbers_around_the_same_text_are_no_change() -> None:
