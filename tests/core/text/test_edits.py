@@ -135,12 +135,14 @@ PASTED = "pasted line-number prefixes"
     [
         ("1 a\n3 b", "x", ErrorCode.NO_MATCH, ("differences", [PASTED])),
         ("7 a\n8 b", "x", ErrorCode.NO_MATCH, ("differences", [PASTED])),
+        ("0 a\n1 b", "x", ErrorCode.NO_MATCH, ("differences", [PASTED])),
         ("1 a", "1 x\ny", ErrorCode.INVALID_ARGUMENT, ("field", "new_string")),
         ("1 a", "1 x\n3 y\n2 z", ErrorCode.INVALID_ARGUMENT, ("field", "new_string")),
     ],
     ids=[
         "old numbers not consecutive",
         "old numbers naming other lines",
+        "old numbers from line 0",
         "new line left unnumbered",
         "new numbers running backwards",
     ],

@@ -127,15 +127,6 @@ class TextDocument(Generic[AnyStr]):
         """Return the 1-based line number of a position in the logical view."""
         return self.logical.count(self.endings.lf, 0, logical_position) + 1
 
-    def _starts_line(self, logical_position: int, line: int) -> bool:
-        """Whether *logical_position* is the first character of line *line*."""
-        logical = self.logical
-        at_line_start = (
-            logical_position == 0
-            or logical[logical_position - 1 : logical_position] == self.endings.lf
-        )
-        return at_line_start and self.line_at(logical_position) == line
-
     def find_all(self, needle: AnyStr) -> list[int]:
         """Return the logical start of every non-overlapping occurrence, left to right."""
         found, start = [], self.logical.find(needle)
@@ -163,7 +154,9 @@ class TextDocument(Generic[AnyStr]):
         if not matches and (pasted := strip_line_numbers(old_string)) is not None:
             bare, first_line = self.units(pasted[0], what="old_string"), pasted[1]
             found = self.find_all(bare)
-            if any(self._starts_line(position, first_line) for position in found):
+            if 0 < first_line <= self.logical.count(self.endings.lf) + 1 and (
+                self._line_start(first_line) in found
+            ):
                 bare_new = _strip_new_line_numbers(new_string, first_line, path=self.path)
                 old, new = bare, self.units(bare_new, what="new_string")
                 matches, stripped = found, True
@@ -323,6 +316,10 @@ class TextDocument(Generic[AnyStr]):
 
     def _raw_line_start(self, line: int) -> int:
         """Raw position where 1-based *line* starts (``line - 1`` endings precede it)."""
+        return self.endings.to_raw(self.raw, self._line_start(line))
+
+    def _line_start(self, line: int) -> int:
+        """Logical position where 1-based *line* starts (it needs ``line - 1`` breaks)."""
         logical, lf = self.logical, self.endings.lf
         position, remaining = 0, line - 1
         while remaining:  # skip whole blocks by counting, then step through the last one
@@ -333,7 +330,7 @@ class TextDocument(Generic[AnyStr]):
             for _ in range(remaining):
                 position = logical.index(lf, position) + 1
             remaining = 0
-        return self.endings.to_raw(self.raw, position)
+        return position
 
     def _lines_of(self, logical_positions: list[int]) -> list[int]:
         lines, line, previous = [], 1, 0
