@@ -176,3 +176,12 @@ def _keys(schema: Any) -> Iterator[str]:
     elif isinstance(schema, list):
         for item in schema:
             yield from _keys(item)
+
+
+async def test_each_call_gets_schemas_of_its_own(tools: FsToolset, ctx: Context) -> None:
+    first = {tool.name: tool for tool in await tools.tools(ctx)}
+    first["read"].input_schema["properties"]["offset"]["anyOf"].clear()
+    first["read"].output_schema["properties"]["error"]["properties"].clear()
+    again = {tool.name: tool for tool in await tools.tools(ctx)}
+    assert again["read"].input_schema["properties"]["offset"]["anyOf"]
+    assert again["read"].output_schema["properties"]["error"]["properties"]

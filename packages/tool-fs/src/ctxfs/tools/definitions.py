@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from pydantic import BaseModel
 
 from ctxfs.core.text import TextOptions
 from ctxfs.tools.arguments import ARGUMENTS, CallToolArgs, SearchToolsArgs, ToolArgs
@@ -178,7 +181,7 @@ def describe(name: str, text: TextOptions, options: ToolsetOptions) -> ToolDefin
 def _input_schema(
     model: type[ToolArgs], text: TextOptions, options: ToolsetOptions, name: str
 ) -> dict[str, Any]:
-    schema = _clean(model.model_json_schema())
+    schema = _json_schema(model)
     limits = {
         "read": text.default_limit,
         "list_dir": options.list_limit,
@@ -188,6 +191,16 @@ def _input_schema(
     if name in limits and "limit" in schema["properties"]:
         schema["properties"]["limit"]["description"] += f" Default and most: {limits[name]:,}."
     return schema
+
+
+def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A fresh copy of *model*'s JSON schema without titles (pydantic builds it only once)."""
+    return copy.deepcopy(_built_schema(model))
+
+
+@functools.cache
+def _built_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return _clean(model.model_json_schema())
 
 
 def _clean(schema: dict[str, Any]) -> dict[str, Any]:
@@ -215,7 +228,7 @@ def _output_schema(model: type[ResultData]) -> dict[str, Any]:
     Plain schemas read the same in every client, and they are the cheapest to
     check: an MCP client validates every structured result against its tool's.
     """
-    schema = _clean(model.model_json_schema())
+    schema = _json_schema(model)
     return _inline(schema, schema.pop("$defs", {}))
 
 
