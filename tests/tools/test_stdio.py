@@ -45,7 +45,8 @@ def read_call(request_id: int, path: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+def started(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``ctxfs serve`` on a small workspace, before the client's first message."""
     root = tmp_path / "ws"
     root.mkdir()
     (root / "small.txt").write_text("one\ntwo\n")
@@ -56,18 +57,21 @@ def server(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert process.stdin is not None
-    process.stdin.write(frame(INITIALIZE))
-    process.stdin.flush()
-    assert reply(process)["id"] == 0
-    process.stdin.write(frame(INITIALIZED))
-    process.stdin.flush()
     yield process
     process.kill()
     process.wait()
     for stream in (process.stdin, process.stdout, process.stderr):
         assert stream is not None
         stream.close()
+
+
+@pytest.fixture
+def server(started: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """The server after the initialize handshake."""
+    send(started, frame(INITIALIZE))
+    assert reply(started)["id"] == 0
+    send(started, frame(INITIALIZED))
+    return started
 
 
 def reply(process: subprocess.Popen[bytes]) -> dict[str, Any]:
@@ -130,3 +134,21 @@ def test_a_last_frame_without_newline_is_served_then_the_server_exits(
     server.stdin.close()
     assert reply(server)["id"] == 6
     assert server.wait(timeout=10) == 0
+
+
+def test_a_handshake_after_a_line_that_is_not_json_is_served(
+    started: subprocess.Popen[bytes],
+) -> None:
+    # The first line decides how the connection is served; a broken one must not end it.
+    send(started, b"{not json\n" + frame(INITIALIZE) + frame(INITIALIZED))
+    assert reply(started)["result"]["protocolVersion"] == "2025-11-25"
+    send(started, frame(read_call(7, "small.txt")))
+    assert reply(started)["result"]["structuredContent"]["content"] == "one\ntwo\n"
+
+
+def test_a_client_that_closes_before_its_first_message_ends_the_server(
+    started: subprocess.Popen[bytes],
+) -> None:
+    assert started.stdin is not None
+    started.stdin.close()
+    assert started.wait(timeout=10) == 0
