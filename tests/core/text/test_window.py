@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import gc
+from contextlib import aclosing
+
 import anyio
 import pytest
 from hypothesis import given, settings
@@ -236,3 +239,15 @@ def test_number_lines_uses_the_one_line_number_format(lines: list[str], first: i
     text = "".join(f"{line}\n" for line in lines)
     expected = "".join(format_line_number(n) + line + "\n" for n, line in enumerate(lines, first))
     assert number_lines(text, first) == expected
+
+
+async def test_iter_lines_stopped_early_closes_what_it_decodes_from() -> None:
+    # A grep stops at its first failure; the generator decoding the stream must close with it
+    # (left to the garbage collector, it raises an unraisable ResourceWarning here).
+    lines = iter_lines(stream_of(b"one\ntwo\nthree\n", 4), options=OPTIONS, path="f",
+                       max_line_chars=10)  # fmt: skip
+    async with aclosing(lines):
+        async for number, line in lines:
+            assert (number, line) == (1, "one")
+            break
+    gc.collect()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import AnyStr, Final, Generic
 
@@ -107,27 +108,28 @@ async def iter_lines(
     decoder = codecs.getincrementaldecoder(encoding.codec)("surrogateescape")
     pending, number, skipping = "", 1, False  # skipping: the rest of an over-long line
 
-    async def pieces() -> AsyncIterator[str]:
+    async def pieces() -> AsyncGenerator[str]:
         yield decoder.decode(head, final=ended)
         async for chunk in chunks:
             yield decoder.decode(chunk)
         yield decoder.decode(b"", final=True)
 
-    async for piece in pieces():
-        text = pending + piece
-        held = text.endswith("\r")  # may be the first half of a \r\n
-        body = text[:-1] if held else text
-        start = 0
-        for match in TEXT_ENDINGS.splitter.finditer(body):
-            if not skipping:
-                yield number, display(body[start : match.start()][:max_line_chars])
-            skipping, start, number = False, match.end(), number + 1
-        rest = body[start:]
-        if skipping or len(rest) > max_line_chars:
-            if not skipping:
-                yield number, display(rest[:max_line_chars])
-            skipping, rest = True, ""
-        pending = rest + ("\r" if held else "")
+    async with aclosing(pieces()) as decoded:  # closed too when our caller stops early
+        async for piece in decoded:
+            text = pending + piece
+            held = text.endswith("\r")  # may be the first half of a \r\n
+            body = text[:-1] if held else text
+            start = 0
+            for match in TEXT_ENDINGS.splitter.finditer(body):
+                if not skipping:
+                    yield number, display(body[start : match.start()][:max_line_chars])
+                skipping, start, number = False, match.end(), number + 1
+            rest = body[start:]
+            if skipping or len(rest) > max_line_chars:
+                if not skipping:
+                    yield number, display(rest[:max_line_chars])
+                skipping, rest = True, ""
+            pending = rest + ("\r" if held else "")
     if pending.endswith("\r"):
         if not skipping:
             yield number, display(pending[:-1][:max_line_chars])
