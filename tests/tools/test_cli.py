@@ -48,6 +48,13 @@ def test_call_failures_are_one_line_with_the_code(
     assert (tmp_path / "a.txt").read_text() == "one\n"
 
 
+def test_call_grep_with_a_catastrophic_pattern_fails_instead_of_hanging(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a" * 60 + "!\n")
+    result = run("call", "--root", str(tmp_path), "grep", '{"pattern": "(a|aa)+$"}')
+    assert result.returncode == 1
+    assert result.stderr.startswith("ctxfs: error [invalid_argument]: the pattern took more than")
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [

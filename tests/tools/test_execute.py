@@ -29,7 +29,8 @@ from ctxfs.core import (
     hookimpl,
 )
 from ctxfs.local import LocalBackend
-from ctxfs.tools import FsToolset, ToolResult
+from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
+from ctxfs.tools.tree import LinePattern
 from tests.tools.conftest import Seed
 
 pytestmark = pytest.mark.anyio
@@ -195,6 +196,44 @@ async def test_grep_finds_counts_pages_and_skips_binaries(
     assert "(matches 2-2 of 3 in 3 files searched; continue with offset=3)" in page.text
     one_file = await run(tools, ctx, "grep", pattern="import", path="src/a.py")
     assert one_file.data["matches"] == [{"path": "src/a.py", "line": 1, "text": "import os"}]
+
+
+async def test_grep_stops_a_pattern_that_backtracks_catastrophically(
+    ctx: Context, seed: Seed
+) -> None:
+    # (a|aa)+$ against "aaa...!" tries every way to split 60 a's into ones and twos (about
+    # 2**41) before it fails: without a limit, the search never ends.
+    await seed("src/a.txt", b"TODO\n" + b"a" * 60 + b"!\n")
+    tools = FsToolset(ToolsetOptions(grep_line_seconds=0.05))
+    stopped = await run(tools, ctx, "grep", pattern="(a|aa)+$")
+    assert stopped.error_code is ErrorCode.INVALID_ARGUMENT
+    assert stopped.data["error"]["details"] == {"field": "pattern", "path": "src/a.txt", "line": 2}
+    assert "line 2 of src/a.txt" in stopped.text
+    assert "backtracks catastrophically" in stopped.text
+    assert "overlapping alternatives" in stopped.data["error"]["hint"]
+    fine = await run(tools, ctx, "grep", pattern="a+!$")
+    assert fine.data["matches"] == [{"path": "src/a.txt", "line": 2, "text": "a" * 60 + "!"}]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "limited"),
+    [
+        # linear, or a small power of the (capped) line length: searched without a limit
+        ("TODO", False), (r"def \w+", False), ("foo.*bar", False), (r"^\s*#", False),
+        ("[a-z]{3}", False), ("import (os|sys)", False), ("(TODO|FIXME):", False),
+        (r"\w+\s*=\s*", False), ("(foo)?bar", False), (r"\p{L}+", False),
+        (r"[(|+]+\(", False), (r"a\(b+\)+", False), ("x{2}", False), ("{}+", False),
+        # can backtrack without bound: every line gets a time limit
+        ("(a+)+$", True), ("(a|aa)+$", True), ("((ab)?c)*", True), ("(a?b?){2,}", True),
+        ("(?:x|y)*z", True), (r"(x)\1", True), ("(?P<q>x)(?P=q)", True), (r"(?P<q>x)\g<q>", True),
+        (r"\w+\s*=\s*\w+", True), ("a*b*c*d*", True),
+    ],
+)  # fmt: skip
+def test_only_a_pattern_that_can_backtrack_without_bound_gets_a_time_limit(
+    pattern: str, limited: bool
+) -> None:
+    compiled = LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0)
+    assert (compiled.line_seconds is not None) is limited
 
 
 async def test_searching_does_not_license_an_edit(

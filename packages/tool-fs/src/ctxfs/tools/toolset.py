@@ -389,20 +389,17 @@ class FsToolset:
         return _success(text, data)
 
     async def _grep(self, ctx: Context, args: GrepArgs) -> ToolResult:
-        try:
-            regex = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
-        except re.error as bad:
-            raise InvalidArgument(
-                f"pattern is not a valid regular expression: {bad}",
-                hint="Fix the regular expression (Python syntax); escape special characters.",
-                details={"field": "pattern"},
-            ) from None
+        pattern = tree.LinePattern.compile(
+            args.pattern,
+            ignore_case=args.ignore_case,
+            line_seconds=self.options.grep_line_seconds,
+        )
         if args.glob is not None:
             glob_matcher(args.glob)  # refuse a bad filter before searching
         first, count = _page(args.offset, args.limit, self.options.grep_limit)
         found = await tree.grep(
             ctx,
-            regex,
+            pattern,
             root=args.path,
             file_glob=args.glob,
             ignore=self.options.ignore,

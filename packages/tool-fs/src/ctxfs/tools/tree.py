@@ -5,20 +5,33 @@ directories in sorted order, and the whole result set is counted before a page
 of it is cut, so totals and continuation offsets are exact. Directories named in
 the ignore list are not descended into, symlinked directories are not followed,
 and a walk stops (saying so) after a bounded number of entries.
+
+Grep patterns are Python regular expressions, run by the ``regex`` engine
+(``re``'s syntax and meaning) because it can stop a search: a pattern that could
+backtrack without bound (nested or repeated quantifiers, alternatives,
+backreferences) gets a time limit per line, so a catastrophic one fails the
+call instead of holding the event loop forever.
 """
 
 from __future__ import annotations
 
-import re
+import math
 from collections import deque
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import Final
 
-from ctxfs.core import Context, FileKind, FsError, Stat
+import regex
+
+from ctxfs.core import Context, FileKind, FsError, InvalidArgument, Stat
 from ctxfs.core.globs import glob_matcher, relative_to
 from ctxfs.core.paths import normalize_path
 
-__all__ = ["Grep", "Walk", "grep", "walk"]
+__all__ = ["Grep", "LinePattern", "Walk", "grep", "walk"]
+
+_QUANTIFIER: Final = regex.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
+_CHARACTER_CLASS: Final = regex.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]", regex.DOTALL)
+_MOST_UNBOUNDED_REPEATS: Final = 3
 
 
 @dataclass
@@ -58,6 +71,111 @@ async def walk(ctx: Context, root: str, *, ignore: frozenset[str], max_entries: 
     return result
 
 
+@dataclass(frozen=True, kw_only=True)
+class LinePattern:
+    """A grep pattern, searched for in one line at a time."""
+
+    compiled: regex.Pattern[str]
+    line_seconds: float | None
+    """The time one line's search may take; None for a pattern that cannot backtrack
+    without bound (see :func:`_can_backtrack`)."""
+
+    @classmethod
+    def compile(cls, pattern: str, *, ignore_case: bool, line_seconds: float) -> LinePattern:
+        """Compile *pattern*; raise ``InvalidArgument`` (field ``pattern``) if it is not one."""
+        try:
+            compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+        except regex.error as bad:
+            raise InvalidArgument(
+                f"pattern is not a valid regular expression: {bad}",
+                hint="Fix the regular expression (Python syntax); escape special characters.",
+                details={"field": "pattern"},
+            ) from None
+        bounded = not _can_backtrack(pattern)
+        return cls(compiled=compiled, line_seconds=None if bounded else line_seconds)
+
+    def search(self, line: str) -> bool:
+        """Whether *line* holds a match; ``TimeoutError`` once the line's time is up."""
+        if self.line_seconds is None:
+            return self.compiled.search(line) is not None  # passing a timeout costs microseconds
+        return self.compiled.search(line, timeout=self.line_seconds) is not None
+
+    def too_slow(self, path: str, number: int) -> InvalidArgument:
+        """The failure of a search that ran out of time on line *number* of *path*."""
+        return InvalidArgument(
+            f"the pattern took more than {self.line_seconds:g} s to search line {number} "
+            f"of {path}: it backtracks catastrophically",
+            hint="Simplify the pattern: no quantifier inside a repeated group (as in "
+            "(a+)+), no overlapping alternatives, fewer adjacent quantifiers such as .*.*",
+            details={"field": "pattern", "path": path, "line": number},
+        )
+
+
+def _quantifier(pattern: str, at: int) -> tuple[float, int] | None:
+    """The most repeats the quantifier at *at* allows and where it ends, if one starts there."""
+    found = _QUANTIFIER.match(pattern, at)
+    if found is None:
+        return None
+    low, comma, high = found.groups()
+    if found.group() in ("*", "+"):
+        most: float = math.inf
+    elif found.group() == "?":
+        most = 1
+    elif not (low or high):
+        return None  # "{}" or "{,}": literal braces
+    else:
+        most = math.inf if comma and not high else int(high or low)
+    end = found.end()
+    return most, end + (end < len(pattern) and pattern[end] in "?+")  # lazy or possessive
+
+
+def _can_backtrack(pattern: str) -> bool:
+    """Whether *pattern* may backtrack without bound; in doubt, it may.
+
+    It may with a backreference or a conditional group, with a repeated group
+    that holds a quantifier or alternatives (``(a+)+``, ``(a|aa)*``, ``(a?b?){2,}``),
+    and with more than three unbounded repeats. Anything else costs at most a
+    small power of the line's length, which is capped.
+    """
+    groups: list[bool] = [False]  # per open group: it holds a quantifier or an alternative
+    last_group = False  # the atom before a quantifier is a group that holds one
+    unbounded, at = 0, 0
+    while at < len(pattern):
+        char, quantifier = pattern[at], _quantifier(pattern, at)
+        if quantifier is not None:
+            most, at = quantifier
+            if last_group and most > 1:
+                return True
+            unbounded += most == math.inf
+            groups[-1], last_group = True, False
+            continue
+        last_group = False
+        if char == "\\":
+            if pattern[at + 1 : at + 2] in ("", "g", "k") or pattern[at + 1 : at + 2].isdigit():
+                return True  # a backreference (or a dangling escape)
+            at += 2
+            continue
+        if char == "[":
+            characters = _CHARACTER_CLASS.match(pattern, at)
+            if characters is None:
+                return True
+            at = characters.end()
+            continue
+        if char == "(":
+            if pattern.startswith(("(?P=", "(?(", "(?#"), at):
+                return True
+            groups.append(False)
+            at += 2 if pattern.startswith("(?", at) else 1
+            continue
+        if char == ")" and len(groups) > 1:
+            last_group = groups.pop()
+            groups[-1] = groups[-1] or last_group
+        elif char == "|":
+            groups[-1] = True
+        at += 1
+    return unbounded > _MOST_UNBOUNDED_REPEATS
+
+
 @dataclass
 class Grep:
     """Hits of a regular expression, counted over every file searched."""
@@ -72,7 +190,7 @@ class Grep:
 
 async def grep(
     ctx: Context,
-    regex: re.Pattern[str],
+    pattern: LinePattern,
     *,
     root: str,
     file_glob: str | None,
@@ -87,6 +205,10 @@ async def grep(
     Hits ``first .. first + count - 1`` (1-based, over all hits in sorted order)
     are kept; all are counted. Files that are binary, undecodable or refused are
     skipped and counted.
+
+    Raises:
+        InvalidArgument: A line's search ran out of time (see :class:`LinePattern`).
+
     """
     root = normalize_path(root)
     found = Grep()
@@ -100,16 +222,20 @@ async def grep(
             for entry in found.walk.files
             if matcher is None or matcher.fullmatch(relative_to(entry.path, root))
         ]
-    for path in paths:
-        try:
-            async with aclosing(ctx.fs.lines(path, max_line_chars=max_line_chars)) as lines:
-                async for number, line in lines:
-                    if regex.search(line):
-                        found.total += 1
-                        if first <= found.total < first + count:
-                            found.hits.append((path, number, line))
-        except FsError:
-            found.files_skipped += 1
-            continue
-        found.files_searched += 1
+    path, number = "", 0
+    try:
+        for path in paths:
+            try:
+                async with aclosing(ctx.fs.lines(path, max_line_chars=max_line_chars)) as lines:
+                    async for number, line in lines:
+                        if pattern.search(line):
+                            found.total += 1
+                            if first <= found.total < first + count:
+                                found.hits.append((path, number, line))
+            except FsError:  # this file cannot be searched; the others still can
+                found.files_skipped += 1
+                continue
+            found.files_searched += 1
+    except TimeoutError:  # the pattern's own failure (``Busy`` is an ``FsError``, caught above)
+        raise pattern.too_slow(path, number) from None
     return found
