@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from ctxfs.core import (
@@ -24,6 +25,7 @@ from ctxfs.core import (
     MemoryBackend,
     NotARegularFile,
     Operation,
+    OpKind,
     PermissionDenied,
     Unavailable,
     hookimpl,
@@ -234,6 +236,29 @@ def test_only_a_pattern_that_can_backtrack_without_bound_gets_a_time_limit(
 ) -> None:
     compiled = LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0)
     assert (compiled.line_seconds is not None) is limited
+
+
+async def test_a_cancelled_grep_stops_between_files(tmp_path: Path) -> None:
+    # Files this small are read without suspending, so only grep's own checkpoints let the
+    # cancel of the caller land before every file has been searched.
+    for n in range(50):
+        (tmp_path / f"f{n:02d}.txt").write_text("needle\n")
+    opened: list[str] = []
+    scope = anyio.CancelScope()
+
+    class CancelOnSecondFile:
+        @hookimpl
+        def ctxfs_authorize(self, ctx: Context, op: Operation) -> None:
+            if op.kind is OpKind.READ:
+                opened.append(op.path)
+                if len(opened) == 2:
+                    scope.cancel()
+
+    fs = Fs(LocalBackend(tmp_path), plugins=[CancelOnSecondFile()], load_entrypoints=False)
+    with scope:
+        await FsToolset().execute(fs.context(owner="a"), "grep", {"pattern": "needle"})
+    assert scope.cancelled_caught
+    assert opened == ["f00.txt", "f01.txt"]
 
 
 async def test_searching_does_not_license_an_edit(

@@ -21,6 +21,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Final
 
+import anyio.lowlevel
 import regex
 
 from ctxfs.core import Context, FileKind, FsError, InvalidArgument, Stat
@@ -225,6 +226,8 @@ async def grep(
     path, number = "", 0
     try:
         for path in paths:
+            # Small files are read without suspending: let other tasks run, and a cancel land.
+            await anyio.lowlevel.checkpoint()
             try:
                 async with aclosing(ctx.fs.lines(path, max_line_chars=max_line_chars)) as lines:
                     async for number, line in lines:
