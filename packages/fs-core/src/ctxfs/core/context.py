@@ -14,11 +14,13 @@ from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ctxfs.core.backend import FileKind
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
     EmptyOldString,
     FsError,
+    IsADirectory,
     NoChange,
     NotFound,
     Stale,
@@ -96,10 +98,16 @@ class ContextFs:
             op = report.op
             await mount.hooks.authorize(ctx, op)
             options = mount.text_options
-            async with mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
-                window = await read_window(
-                    stream, offset=offset, limit=limit, options=options, path=op.path
-                )
+            try:
+                async with mount.backend.open_read(
+                    op.path, chunk_size=options.chunk_size
+                ) as stream:
+                    window = await read_window(
+                        stream, offset=offset, limit=limit, options=options, path=op.path
+                    )
+            except NotFound:
+                await self._refuse_directory(op.path)
+                raise
             report.after = stream.version
             await mount.hooks.observed(ctx, op.path, stream.version, complete=window.complete)
         return ReadOutcome(
@@ -334,6 +342,19 @@ class ContextFs:
         document = decode_document(blob.data, mount.text_options, path=path, encoding=known)
         mount.known_encodings.remember(blob.version, document.encoding)
         return document
+
+    async def _refuse_directory(self, path: str) -> None:
+        """Raise ``IsADirectory`` if *path* is a directory that read as missing.
+
+        On an object store a directory is a key prefix, which reads as missing;
+        the stat that tells the two apart is paid only by a read that failed.
+        """
+        try:
+            kind = (await self._ctx.mount.backend.stat(path)).kind
+        except FsError:
+            return
+        if kind is FileKind.DIRECTORY:
+            raise IsADirectory(f"{path} is a directory", path=path) from None
 
     async def _current(self, path: str) -> Blob | None:
         mount = self._ctx.mount

@@ -296,6 +296,16 @@ class BackendConformance:
             with pytest.raises(IsADirectory):
                 await backend.write("d", b"x", expect=None)
 
+    async def test_reading_a_directory_through_ctx_fs_is_is_directory(
+        self, backend: Backend
+    ) -> None:
+        await backend.write("d/f.txt", b"x", expect=ABSENT)
+        ctx = Fs(backend, load_entrypoints=False).context(owner="reader")
+        with pytest.raises(IsADirectory):
+            await ctx.fs.read("d")
+        with pytest.raises(NotFound):
+            await ctx.fs.read("e")
+
     async def test_file_as_directory(self, backend: Backend) -> None:
         if not backend.capabilities.real_directories:
             return  # object stores allow "f" and "f/x" side by side, by contract
