@@ -32,7 +32,6 @@ from ctxfs.core import (
 )
 from ctxfs.local import LocalBackend
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
-from ctxfs.tools.tree import LinePattern
 from tests.tools.conftest import Seed
 
 pytestmark = pytest.mark.anyio
@@ -215,27 +214,6 @@ async def test_grep_stops_a_pattern_that_backtracks_catastrophically(
     assert "overlapping alternatives" in stopped.data["error"]["hint"]
     fine = await run(tools, ctx, "grep", pattern="a+!$")
     assert fine.data["matches"] == [{"path": "src/a.txt", "line": 2, "text": "a" * 60 + "!"}]
-
-
-@pytest.mark.parametrize(
-    ("pattern", "limited"),
-    [
-        # linear, or a small power of the (capped) line length: searched without a limit
-        ("TODO", False), (r"def \w+", False), ("foo.*bar", False), (r"^\s*#", False),
-        ("[a-z]{3}", False), ("import (os|sys)", False), ("(TODO|FIXME):", False),
-        (r"\w+\s*=\s*", False), ("(foo)?bar", False), (r"\p{L}+", False),
-        (r"[(|+]+\(", False), (r"a\(b+\)+", False), ("x{2}", False), ("{}+", False),
-        # can backtrack without bound: every line gets a time limit
-        ("(a+)+$", True), ("(a|aa)+$", True), ("((ab)?c)*", True), ("(a?b?){2,}", True),
-        ("(?:x|y)*z", True), (r"(x)\1", True), ("(?P<q>x)(?P=q)", True), (r"(?P<q>x)\g<q>", True),
-        (r"\w+\s*=\s*\w+", True), ("a*b*c*d*", True),
-    ],
-)  # fmt: skip
-def test_only_a_pattern_that_can_backtrack_without_bound_gets_a_time_limit(
-    pattern: str, limited: bool
-) -> None:
-    compiled = LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0)
-    assert (compiled.line_seconds is not None) is limited
 
 
 async def test_a_cancelled_grep_stops_between_files(tmp_path: Path) -> None:

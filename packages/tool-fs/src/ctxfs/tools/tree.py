@@ -8,9 +8,9 @@ and a walk stops (saying so) after a bounded number of entries.
 
 Grep patterns are Python regular expressions, run by the ``regex`` engine
 (``re``'s syntax and meaning) because it can stop a search: a pattern that could
-backtrack without bound (nested or repeated quantifiers, alternatives,
-backreferences) gets a time limit per line, so a catastrophic one fails the
-call instead of holding the event loop forever.
+backtrack without bound (a repeated group holding a quantifier or alternatives, a
+backreference, many unbounded repeats) gets a time limit per line, so a
+catastrophic one fails the call instead of holding the event loop forever.
 """
 
 from __future__ import annotations

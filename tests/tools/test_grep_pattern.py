@@ -1,0 +1,59 @@
+"""Which grep patterns search under a time limit, and that the rest cannot run away."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxfs.tools.tree import LinePattern
+
+
+def limited(pattern: str) -> bool:
+    return (
+        LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0).line_seconds is not None
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        # linear, or a small power of the (capped) line length: searched without a limit
+        ("TODO", False), (r"def \w+", False), ("foo.*bar", False), (r"^\s*#", False),
+        ("[a-z]{3}", False), ("import (os|sys)", False), ("(TODO|FIXME):", False),
+        (r"\w+\s*=\s*", False), ("(foo)?bar", False), (r"\p{L}+", False),
+        (r"[(|+]+\(", False), (r"a\(b+\)+", False), ("x{2}", False), ("{}+", False),
+        # can backtrack without bound: every line gets a time limit
+        ("(a+)+$", True), ("(a|aa)+$", True), ("((ab)?c)*", True), ("(a?b?){2,}", True),
+        ("(?:x|y)*z", True), (r"(x)\1", True), ("(?P<q>x)(?P=q)", True), (r"(?P<q>x)\g<q>", True),
+        (r"\w+\s*=\s*\w+", True), ("a*b*c*d*", True),
+    ],
+)  # fmt: skip
+def test_only_a_pattern_that_can_backtrack_without_bound_gets_a_time_limit(
+    pattern: str, expected: bool
+) -> None:
+    assert limited(pattern) is expected
+
+
+ATOMS = st.sampled_from(["a", "b", ".", "[ab]", "\\w", "a\\b"])
+QUANTIFIERS = st.sampled_from(["", "", "*", "+", "?", "{2}", "{1,3}", "{2,}", "*?", "++"])
+
+
+def patterns() -> st.SearchStrategy[str]:
+    def pieces(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        piece = st.tuples(st.one_of(ATOMS, inner.map(lambda p: f"({p})")), QUANTIFIERS).map("".join)
+        branch = st.lists(piece, min_size=1, max_size=4).map("".join)
+        return st.lists(branch, min_size=1, max_size=3).map("|".join)
+
+    return st.recursive(ATOMS, pieces, max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(patterns())
+def test_a_pattern_searched_without_a_limit_cannot_run_away(pattern: str) -> None:
+    # Inputs built to make backtracking explode; a pattern let off the limit must still finish
+    # at once (a tenth of a second is thousands of times what a bounded search takes here).
+    compiled = LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0)
+    if compiled.line_seconds is None:
+        for line in ("a" * 40 + "!", "ab" * 20 + "!", "a b " * 10 + "!"):
+            compiled.compiled.search(line, timeout=0.1)
