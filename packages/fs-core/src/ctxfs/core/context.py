@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import anyio.to_thread
 
 from ctxfs.core.backend import FileKind
 from ctxfs.core.errors import (
@@ -41,7 +43,13 @@ if TYPE_CHECKING:
     from ctxfs.core.backend import Blob, Stat
     from ctxfs.core.fs import Fs
 
-__all__ = ["Context", "ContextFs"]
+__all__ = ["TEXT_WORK_INLINE_BYTES", "Context", "ContextFs"]
+
+T = TypeVar("T")
+
+TEXT_WORK_INLINE_BYTES: Final = 1 << 20
+"""Files up to this size are decoded and changed on the event loop; larger ones in a
+worker thread, so that other tasks keep running meanwhile."""
 
 
 class Context:
@@ -144,12 +152,17 @@ class ContextFs:
             current = await self._current(report.op.path)
             before = report.before = current.version if current is not None else None
             await mount.hooks.check_version(self._ctx, report.op, before)
-            document = (
-                self._decode(report.op.path, current)
-                if current is not None
-                else decode_document(b"", mount.text_options, path=report.op.path)
-            )
-            change = document.rewrite(content)
+
+            def rewrite() -> tuple[AnyDocument, Change]:
+                document = (
+                    self._decode(report.op.path, current)
+                    if current is not None
+                    else decode_document(b"", mount.text_options, path=report.op.path)
+                )
+                return document, document.rewrite(content)
+
+            work = size + (current.size if current is not None else 0)
+            document, change = await _text_work(work, rewrite)
             try:
                 after = report.after = await mount.backend.write(
                     report.op.path, change.data, expect=before if before is not None else ABSENT
@@ -234,9 +247,9 @@ class ContextFs:
         async with self._mutation(op):
             current = await mount.backend.read(op.path, max_size=mount.text_options.max_edit_bytes)
             before = report.before = current.version
-            document = self._decode(op.path, current)
+            document = await _text_work(current.size, lambda: self._decode(op.path, current))
             await mount.hooks.check_version(self._ctx, op, before)
-            change = apply(document)
+            change = await _text_work(current.size, lambda: apply(document))
             after = report.after = await mount.backend.write(op.path, change.data, expect=before)
             mount.known_encodings.remember(after, document.encoding)
             await mount.hooks.committed(self._ctx, op, before, after)
@@ -379,3 +392,15 @@ def check_edit_strings(old_string: str, new_string: str) -> None:
         raise EmptyOldString("old_string is empty")
     if old_string == new_string:
         raise NoChange("old_string and new_string are identical")
+
+
+async def _text_work(size: int, work: Callable[[], T]) -> T:
+    """Run *work* on a file of *size* bytes: inline, or in a worker thread once it is large.
+
+    Decoding and splicing a large file takes long enough to stall every other
+    task of the event loop (other sessions of a server); a worker thread lets
+    them run meanwhile.
+    """
+    if size <= TEXT_WORK_INLINE_BYTES:
+        return work()
+    return await anyio.to_thread.run_sync(work)

@@ -1,0 +1,37 @@
+"""``ctx.fs`` work that would stall the event loop runs beside it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from ctxfs.core import ABSENT, Context, MemoryBackend
+from ctxfs.core.context import TEXT_WORK_INLINE_BYTES
+from ctxfs.core.text import decode_document
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("lines", [10, TEXT_WORK_INLINE_BYTES // 16 + 1])
+async def test_a_large_file_is_decoded_and_changed_off_the_event_loop(
+    memory_backend: MemoryBackend, memory_ctx: Context, monkeypatch: pytest.MonkeyPatch, lines: int
+) -> None:
+    threads: list[int] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return decode_document(*args, **kwargs)
+
+    monkeypatch.setattr("ctxfs.core.context.decode_document", spy)
+    data = b"".join(b"line %010d\n" % n for n in range(lines))  # 16 bytes a line
+    await memory_backend.write("big.txt", data, expect=ABSENT)
+    await memory_ctx.fs.read("big.txt")
+    await memory_ctx.fs.edit("big.txt", "line 0000000003\n", "line three\n")
+    await memory_ctx.fs.write("big.txt", data.decode())
+    large = len(data) > TEXT_WORK_INLINE_BYTES
+    loop = threading.get_ident()
+    assert len(threads) == 2  # the edit's decode, then the write's
+    assert all((thread != loop) is large for thread in threads)
+    assert (await memory_backend.read("big.txt")).data == data
