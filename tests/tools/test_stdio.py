@@ -51,6 +51,8 @@ def started(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     root.mkdir()
     (root / "small.txt").write_text("one\ntwo\n")
     (root / "big.txt").write_text("".join(f"line {n:06d} {'x' * 90}\n" for n in range(900)))
+    # Past what fs-local reads on the event loop: its read waits on a worker thread.
+    (root / "large.txt").write_text("".join(f"{n:07d}\n" for n in range(40_000)))
     process = subprocess.Popen(
         [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root)],
         stdin=subprocess.PIPE,
@@ -152,3 +154,31 @@ def test_a_client_that_closes_before_its_first_message_ends_the_server(
     assert started.stdin is not None
     started.stdin.close()
     assert started.wait(timeout=10) == 0
+
+
+def test_requests_sent_before_the_client_closes_are_all_answered(
+    server: subprocess.Popen[bytes],
+) -> None:
+    # The reads are still running when stdin reaches its end; they are answered, then it exits.
+    send(server, frame(read_call(8, "large.txt")) + frame(read_call(9, "small.txt")))
+    assert server.stdin is not None
+    server.stdin.close()
+    replies = {message["id"]: message for message in (reply(server), reply(server))}
+    assert replies[8]["result"]["structuredContent"]["total_lines"] == 40_000
+    assert replies[9]["result"]["structuredContent"]["content"] == "one\ntwo\n"
+    assert server.wait(timeout=10) == 0
+
+
+def test_a_request_the_client_cancelled_does_not_hold_up_the_exit(
+    server: subprocess.Popen[bytes],
+) -> None:
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 10, "reason": "no longer needed"},
+    }
+    send(server, frame(read_call(10, "large.txt")) + frame(cancel))
+    assert server.stdin is not None
+    server.stdin.close()
+    # A cancelled request may never be answered; the server must not wait for it (30 s).
+    assert server.wait(timeout=10) == 0

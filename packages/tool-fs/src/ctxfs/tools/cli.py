@@ -127,11 +127,10 @@ async def _serve(args: argparse.Namespace) -> int:
         tools = McpTools(fs, toolset, owner=args.owner, workspace=args.workspace)
         server = create_server(tools)
         if args.transport == "stdio":
-            from ctxfs.tools.stdio import stdio_pipes  # noqa: PLC0415
+            from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
 
             log.info("serving %r over stdio", fs.backend)
-            async with stdio_pipes() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            await serve_stdio(server)
             return 0
         import uvicorn  # noqa: PLC0415
 
