@@ -1,24 +1,122 @@
 """Glob patterns over root-relative paths, shared by the search tools and the path policies.
 
 ``*`` and ``?`` match within one path segment, ``**`` across any number of
-segments, ``[...]`` is a class (``[!...]`` negated). A pattern without ``/``
-matches a name at any depth, as in ``.gitignore``; one with ``/`` matches the
-whole path below where the search starts.
+segments, ``[...]`` is a class (``[!...]`` negated; never ``/``). A pattern
+without ``/`` matches a name at any depth, as in ``.gitignore``; one with ``/``
+matches the whole path below where the search starts.
+
+No pattern can make matching run away. Segments are matched one by one: with
+up to two ``*`` by a regular expression (at worst quadratic in a name's
+length), with more by the classic greedy scan that only ever returns to the
+last ``*``; ``**`` by a table over (pattern segment, path segment). One regular
+expression for the whole pattern would backtrack: ``*a*a*a*a*a*a*a*b`` against
+a long name of ``a``'s took seconds, and longer patterns, hours.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
+from typing import Final
 
 from ctxfs.core.errors import InvalidArgument
 
-__all__ = ["glob_matcher", "relative_to"]
+__all__ = ["GlobMatcher", "glob_matcher", "relative_to"]
+
+
+class _Wildcard:
+    """``*`` (any run of characters) or ``?`` (any one character) within a segment."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_STAR: Final = _Wildcard("*")
+_ANY: Final = _Wildcard("?")
+_MOST_STARS_FOR_REGEX: Final = 2
+"""Up to this many ``*`` a segment is matched by a regular expression (fast, and at most
+quadratic in the name's length); with more, by the greedy scan (linear times the stars)."""
+
+_Token = str | _Wildcard | re.Pattern[str]  # a literal character, a wildcard, a class
+
+
+class _Segment:
+    """One ``/``-separated part of a pattern, other than ``**``."""
+
+    __slots__ = ("matches",)
+
+    def __init__(self, tokens: tuple[_Token, ...]) -> None:
+        self.matches: Callable[[str], object]
+        """Truthy when a name matches: a regular expression for few ``*``, else the scan."""
+        if tokens.count(_STAR) > _MOST_STARS_FOR_REGEX:
+            self.matches = partial(_scan, tokens)
+        else:
+            self.matches = re.compile("".join(map(_regex_of, tokens)), re.DOTALL).fullmatch
+
+
+class GlobMatcher:
+    """A compiled glob pattern (made by :func:`glob_matcher`)."""
+
+    __slots__ = ("_anywhere", "_fixed", "pattern", "segments")
+
+    def __init__(self, pattern: str, segments: tuple[_Segment | None, ...]) -> None:
+        self.pattern = pattern
+        self.segments = segments
+        """The pattern's parts; None is ``**`` (an unanchored pattern starts with one)."""
+        self._anywhere = segments[0] is None and len(segments) > 1
+        rest = segments[1:] if self._anywhere else segments
+        # The usual case: no "**" but perhaps a leading one; then no table is needed.
+        self._fixed = None if None in rest else tuple(s for s in rest if s is not None)
+
+    def __repr__(self) -> str:
+        return f"GlobMatcher({self.pattern!r})"
+
+    def fullmatch(self, path: str) -> bool:
+        """Whether *path* (root-relative, ``/``-separated) matches the whole pattern."""
+        names, fixed = path.split("/"), self._fixed
+        if fixed is None:
+            return self._from(0, 0, names, {})
+        if self._anywhere and len(names) > len(fixed):
+            names = names[len(names) - len(fixed) :]
+        return len(names) == len(fixed) and all(
+            segment.matches(name) for segment, name in zip(fixed, names, strict=True)
+        )
+
+    def _from(
+        self, at: int, first: int, names: list[str], seen: dict[tuple[int, int], bool]
+    ) -> bool:
+        """Whether segments ``at..`` match names ``first..`` (memoized on the pair)."""
+        key = (at, first)
+        if key not in seen:
+            seen[key] = self._decide(at, first, names, seen)
+        return seen[key]
+
+    def _decide(
+        self, at: int, first: int, names: list[str], seen: dict[tuple[int, int], bool]
+    ) -> bool:
+        if at == len(self.segments):
+            return first == len(names)
+        segment, rest = self.segments[at], len(self.segments) - at - 1
+        if segment is not None:
+            return (
+                first < len(names)
+                and bool(segment.matches(names[first]))
+                and self._from(at + 1, first + 1, names, seen)
+            )
+        if not rest:
+            return first < len(names)  # a final "**": one or more names, any
+        if None not in self.segments[at + 1 :]:  # the rest is fixed: it takes the last names
+            return first <= len(names) - rest and self._from(at + 1, len(names) - rest, names, seen)
+        return any(self._from(at + 1, skip, names, seen) for skip in range(first, len(names)))
 
 
 @lru_cache(maxsize=256)
-def glob_matcher(pattern: str) -> re.Pattern[str]:
-    """Compile *pattern* to a regular expression to ``fullmatch`` paths with.
+def glob_matcher(pattern: str) -> GlobMatcher:
+    """Compile *pattern*; ``fullmatch`` a root-relative path against the result.
 
     Raises:
         InvalidArgument: The pattern is empty or has an unclosed ``[``.
@@ -27,26 +125,24 @@ def glob_matcher(pattern: str) -> re.Pattern[str]:
     if not pattern or pattern.strip("/") == "":
         raise InvalidArgument("the glob pattern is empty", details={"field": "pattern"})
     anchored = "/" in pattern.strip("/")
-    segments = pattern.strip("/").split("/")
-    parts: list[str] = []
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        parts.append(_segment(segment, pattern) + ("" if last else "/"))
-    body = "".join(parts)
-    return re.compile(body if anchored else f"(?:.*/)?{body}", re.DOTALL)
+    segments: list[_Segment | None] = [] if anchored else [None]  # unanchored: at any depth
+    segments += [
+        None if segment == "**" else _compile_segment(segment, pattern)
+        for segment in pattern.strip("/").split("/")
+    ]
+    return GlobMatcher(pattern, tuple(segments))
 
 
-def _segment(segment: str, pattern: str) -> str:
-    out, index = [], 0
+def _compile_segment(segment: str, pattern: str) -> _Segment:
+    tokens: list[_Token] = []
+    index = 0
     while index < len(segment):
         char = segment[index]
         if char == "*":
-            out.append("[^/]*")
+            if not tokens or tokens[-1] is not _STAR:  # "**" inside a segment is one "*"
+                tokens.append(_STAR)
         elif char == "?":
-            out.append("[^/]")
+            tokens.append(_ANY)
         elif char == "[":
             negated = segment[index + 1 : index + 2] in ("!", "^")
             close = segment.find("]", index + (3 if negated else 2))  # "]" first is literal
@@ -57,13 +153,49 @@ def _segment(segment: str, pattern: str) -> str:
                 )
             body = segment[index + 1 : close]
             if body[:1] in ("!", "^"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
+                body = "^/" + body[1:]  # a class stays within its segment
+            tokens.append(re.compile("[" + body.replace("\\", "\\\\") + "]"))
             index = close
         else:
-            out.append(re.escape(char))
+            tokens.append(char)
         index += 1
-    return "".join(out)
+    return _Segment(tuple(tokens))
+
+
+def _regex_of(token: _Token) -> str:
+    if isinstance(token, re.Pattern):
+        return token.pattern
+    if isinstance(token, str):
+        return re.escape(token)
+    return "[^/]*" if token is _STAR else "[^/]"
+
+
+def _scan(tokens: tuple[_Token, ...], name: str) -> bool:
+    """Whether *name* matches *tokens*: greedy, going back only to the last ``*``."""
+    token_at = name_at = 0
+    star_token, star_name = -1, 0  # the last "*" seen, and where its match ends so far
+    while name_at < len(name):
+        token = tokens[token_at] if token_at < len(tokens) else None
+        if token is _STAR:
+            star_token, star_name = token_at, name_at
+            token_at += 1
+        elif token is not None and _one_matches(token, name[name_at]):
+            token_at += 1
+            name_at += 1
+        elif star_token >= 0:  # let the last "*" take one more character, and go on from there
+            token_at, star_name = star_token + 1, star_name + 1
+            name_at = star_name
+        else:
+            return False
+    return all(token is _STAR for token in tokens[token_at:])
+
+
+def _one_matches(token: _Token, char: str) -> bool:
+    if isinstance(token, str):
+        return token == char
+    if token is _ANY:
+        return char != "/"
+    return isinstance(token, re.Pattern) and token.fullmatch(char) is not None
 
 
 def relative_to(path: str, root: str) -> str:

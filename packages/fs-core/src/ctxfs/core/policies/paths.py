@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ctxfs.core.errors import Denied, FsError
-from ctxfs.core.globs import glob_matcher
+from ctxfs.core.globs import GlobMatcher, glob_matcher
 from ctxfs.core.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class PathRules:
         return None
 
 
-def _covering(rules: list[tuple[str, re.Pattern[str]]], path: str) -> str | None:
+def _covering(rules: list[tuple[str, GlobMatcher]], path: str) -> str | None:
     if not rules or not path:
         return None
     segments = fold_name(path).split("/")

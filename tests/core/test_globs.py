@@ -1,0 +1,84 @@
+"""Glob patterns: their meaning, pinned by examples and by a regular-expression reference."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxfs.core import InvalidArgument
+from ctxfs.core.globs import glob_matcher
+
+
+def reference(pattern: str) -> re.Pattern[str]:
+    """The same language as one regular expression: it can run away, so short inputs only."""
+    anchored = "/" in pattern.strip("/")
+    segments = pattern.strip("/").split("/")
+    parts = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            parts.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        out, at = [], 0
+        while at < len(segment):
+            char = segment[at]
+            if char == "*":
+                if out[-1:] != ["[^/]*"]:  # "**" in a segment is one "*" (and cannot run away)
+                    out.append("[^/]*")
+            elif char == "?":
+                out.append("[^/]")
+            elif char == "[":
+                negated = segment[at + 1 : at + 2] in ("!", "^")
+                close = segment.find("]", at + (3 if negated else 2))
+                body = segment[at + 1 : close]
+                body = "^/" + body[1:] if body[:1] in ("!", "^") else body  # never "/"
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                at = close
+            else:
+                out.append(re.escape(char))
+            at += 1
+        parts.append("".join(out) + ("" if last else "/"))
+    body = "".join(parts)
+    return re.compile(body if anchored else f"(?:.*/)?{body}", re.DOTALL)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("*.py", "a.py", True), ("*.py", "src/deep/a.py", True), ("*.py", "a.pyc", False),
+        ("src/*.py", "src/a.py", True), ("src/*.py", "src/b/a.py", False),
+        ("src/**/*.py", "src/a.py", True), ("src/**/*.py", "src/b/c/a.py", True),
+        ("src/**", "src/a/b", True), ("src/**", "src", False), ("**", "any/thing", True),
+        ("**/test_*", "tests/test_a.py", True), ("/docs/", "docs", True),
+        ("?.txt", "a.txt", True), ("?.txt", "ab.txt", False), ("[!a]*", "b", True),
+        ("[!a]*", "a", False), ("x[!a]y", "x/y", False), ("[a-c]x", "bx", True), ("[]]", "]", True), ("a**b", "axyb", True),
+        ("*a*a*a*a*a*a*a*a*a*a*b", "a" * 255, False),  # a regular expression takes hours here
+        ("**/a/**/a/**/a/**/a/**/b", "/".join(["a"] * 200), False),
+    ],
+)  # fmt: skip
+def test_examples(pattern: str, path: str, matches: bool) -> None:
+    assert glob_matcher(pattern).fullmatch(path) is matches
+
+
+@pytest.mark.parametrize("pattern", ["", "/", "//", "src/[ab"])
+def test_bad_patterns_are_invalid_arguments(pattern: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        glob_matcher(pattern)
+    assert caught.value.details["field"] == "pattern"
+
+
+NAMES = st.text(alphabet="ab.", min_size=1, max_size=6)
+PATHS = st.lists(NAMES, min_size=1, max_size=4).map("/".join)
+PIECES = st.sampled_from(["a", "b", ".", "*", "?", "[ab]", "[!a]", "**"])
+SEGMENTS = st.lists(PIECES, min_size=1, max_size=4).map("".join)
+PATTERNS = st.lists(SEGMENTS, min_size=1, max_size=3).map("/".join)
+
+
+@settings(max_examples=1000)
+@given(PATTERNS, PATHS)
+def test_the_matcher_agrees_with_the_regular_expression(pattern: str, path: str) -> None:
+    expected = reference(pattern).fullmatch(path) is not None
+    assert glob_matcher(pattern).fullmatch(path) is expected
