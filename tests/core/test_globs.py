@@ -22,7 +22,8 @@ def reference(pattern: str) -> re.Pattern[str]:
         if segment == "**":
             parts.append(".*" if last else "(?:[^/]+/)*")
             continue
-        out, at = [], 0
+        out: list[str] = []
+        at = 0
         while at < len(segment):
             char = segment[at]
             if char == "*":
