@@ -28,7 +28,7 @@ from ctxfs.core import Context, FileKind, FsError, InvalidArgument, Stat
 from ctxfs.core.globs import glob_matcher, relative_to
 from ctxfs.core.paths import normalize_path
 
-__all__ = ["Grep", "LinePattern", "Walk", "grep", "walk"]
+__all__ = ["Grep", "LinePattern", "OutOfTime", "Walk", "grep", "walk"]
 
 _QUANTIFIER: Final = regex.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
 _CHARACTER_CLASS: Final = regex.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]", regex.DOTALL)
@@ -72,6 +72,10 @@ async def walk(ctx: Context, root: str, *, ignore: frozenset[str], max_entries: 
     return result
 
 
+class OutOfTime(Exception):
+    """A line's search took longer than the pattern's limit (grep turns it into its error)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class LinePattern:
     """A grep pattern, searched for in one line at a time."""
@@ -96,10 +100,13 @@ class LinePattern:
         return cls(compiled=compiled, line_seconds=None if bounded else line_seconds)
 
     def search(self, line: str) -> bool:
-        """Whether *line* holds a match; ``TimeoutError`` once the line's time is up."""
+        """Whether *line* holds a match; ``OutOfTime`` once the line's time is up."""
         if self.line_seconds is None:
             return self.compiled.search(line) is not None  # passing a timeout costs microseconds
-        return self.compiled.search(line, timeout=self.line_seconds) is not None
+        try:
+            return self.compiled.search(line, timeout=self.line_seconds) is not None
+        except TimeoutError:
+            raise OutOfTime from None
 
     def too_slow(self, path: str, number: int) -> InvalidArgument:
         """The failure of a search that ran out of time on line *number* of *path*."""
@@ -239,6 +246,6 @@ async def grep(
                 found.files_skipped += 1
                 continue
             found.files_searched += 1
-    except TimeoutError:  # the pattern's own failure (``Busy`` is an ``FsError``, caught above)
+    except OutOfTime:
         raise pattern.too_slow(path, number) from None
     return found
