@@ -61,7 +61,7 @@ class _Segment:
 class GlobMatcher:
     """A compiled glob pattern (made by :func:`glob_matcher`)."""
 
-    __slots__ = ("_anywhere", "_fixed", "pattern", "segments")
+    __slots__ = ("_anywhere", "_fixed", "_last_globstar", "pattern", "segments")
 
     def __init__(self, pattern: str, segments: tuple[_Segment | None, ...]) -> None:
         self.pattern = pattern
@@ -71,6 +71,7 @@ class GlobMatcher:
         rest = segments[1:] if self._anywhere else segments
         # The usual case: no "**" but perhaps a leading one; then no table is needed.
         self._fixed = None if None in rest else tuple(s for s in rest if s is not None)
+        self._last_globstar = max((i for i, s in enumerate(segments) if s is None), default=-1)
 
     def __repr__(self) -> str:
         return f"GlobMatcher({self.pattern!r})"
@@ -109,7 +110,7 @@ class GlobMatcher:
             )
         if not rest:
             return first < len(names)  # a final "**": one or more names, any
-        if None not in self.segments[at + 1 :]:  # the rest is fixed: it takes the last names
+        if at == self._last_globstar:  # the rest is fixed: it takes the last names
             return first <= len(names) - rest and self._from(at + 1, len(names) - rest, names, seen)
         return any(self._from(at + 1, skip, names, seen) for skip in range(first, len(names)))
 
