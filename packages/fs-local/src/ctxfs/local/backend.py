@@ -64,9 +64,9 @@ from ctxfs.local.resolve import Resolver, choose_resolver
 __all__ = ["TEMP_PREFIX", "LocalBackend"]
 
 TEMP_PREFIX: Final = ".ctxfs-tmp."
+"""Names of temporary files; hidden from listings, reaped, and refused as targets."""
 INLINE_READ_MAX: Final = 256 * 1024
 """Files up to this size are read on the event loop (see ``inline_reads``)."""
-"""Names of temporary files; hidden from listings, reaped, and refused as targets."""
 
 _CAS_LOCK_TIMEOUT: Final = 30.0
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK
