@@ -35,3 +35,26 @@ async def test_a_large_file_is_decoded_and_changed_off_the_event_loop(
     assert len(threads) == 2  # the edit's decode, then the write's
     assert all((thread != loop) is large for thread in threads)
     assert (await memory_backend.read("big.txt")).data == data
+
+
+async def test_every_change_reads_the_file_once_and_writes_it_once(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    await memory_backend.write("a.txt", b"one\ntwo\n", expect=ABSENT)
+    await memory_ctx.fs.read("a.txt")
+    changes = {
+        "edit": memory_ctx.fs.edit("a.txt", "one", "uno"),
+        "insert": memory_ctx.fs.insert("a.txt", 1, "between"),
+        "write": memory_ctx.fs.write("a.txt", "whole\n"),
+        "create": memory_ctx.fs.write("b.txt", "new\n"),
+        "delete": memory_ctx.fs.delete("a.txt"),
+    }
+    for name, change in changes.items():
+        before = dict(memory_backend.calls)
+        await change
+        calls = {
+            method: count - before.get(method, 0) for method, count in memory_backend.calls.items()
+        }
+        changed = {method: count for method, count in calls.items() if count}
+        stored = "delete" if name == "delete" else "write"
+        assert changed == {"read": 1, stored: 1}, name

@@ -22,8 +22,10 @@ from ctxfs.core.backend import (
     Capabilities,
     CasScope,
     FileKind,
+    ReadRequest,
     ReadStream,
     Stat,
+    Update,
 )
 from ctxfs.core.context import Context, ContextFs
 from ctxfs.core.errors import (
@@ -120,6 +122,7 @@ __all__ = [
     "OutsideRoot",
     "PermissionDenied",
     "ReadOutcome",
+    "ReadRequest",
     "ReadStream",
     "Refused",
     "Stale",
@@ -127,6 +130,7 @@ __all__ = [
     "TextOptions",
     "TooLarge",
     "Unavailable",
+    "Update",
     "Version",
     "WriteOutcome",
     "content_version",

@@ -5,24 +5,41 @@ owners, observations or policies, which live above it in fs-core so that every
 backend behaves the same. Implement :class:`Backend` and prove it with
 :class:`ctxfs.core.testing.BackendConformance`.
 
-Paths handed to a backend are root-relative, ``/``-separated and already
-checked by :func:`ctxfs.core.paths.check_path` (no ``..``, no empty segment, no
-leading ``/``); ``""`` is the root. A backend still confines them to its root,
-by construction, and raises :class:`~ctxfs.core.errors.FsError` subclasses only:
-its library's exceptions are translated at this boundary.
+:class:`Backend` is a template. Its public methods do the work every store
+shares, once: they check each path (:func:`~ctxfs.core.paths.check_path`:
+canonical, root-relative, no reserved name), refuse the root where a file is
+meant, check byte ranges, ``max_size``, pinned versions and
+:attr:`Capabilities.max_cas_size`, tell a directory from a missing file on
+stores without real directories, and keep reserved names out of listings. A
+backend implements the protected primitives they call (``_stat``, ``_read``,
+``_write``, ``_delete``, ``_list``, ``_mkdir``, and optionally ``_open_read``,
+``_open_update`` and :meth:`Backend.lock`), which receive canonical paths only,
+and raises :class:`~ctxfs.core.errors.FsError` subclasses only: its library's
+exceptions are translated at this boundary. :mod:`ctxfs.core.kit` holds what a
+backend author needs in one import.
 """
 
 from __future__ import annotations
 
+import builtins
 import enum
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from anyio.abc import AsyncResource
 
-from ctxfs.core.errors import AlreadyExists, InvalidArgument, Stale, TooLarge
+from ctxfs.core.errors import (
+    AlreadyExists,
+    FsError,
+    InvalidArgument,
+    IsADirectory,
+    NotFound,
+    Stale,
+    TooLarge,
+)
+from ctxfs.core.paths import check_path, is_reserved
 from ctxfs.core.versions import ABSENT, ContentHasher, Expect, Version
 
 __all__ = [
@@ -31,9 +48,13 @@ __all__ = [
     "Blob",
     "Capabilities",
     "CasScope",
+    "ConditionalUpdate",
     "FileKind",
+    "ReadRequest",
     "ReadStream",
     "Stat",
+    "Update",
+    "check_expect",
 ]
 
 DEFAULT_CHUNK_SIZE = 1 << 20
@@ -114,6 +135,42 @@ class Blob:
     """The size of the whole file, which may exceed ``len(data)`` for a range."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReadRequest:
+    """What a read asks for, checked by :meth:`Backend.read` before a primitive sees it."""
+
+    start: int | None = None
+    """First byte of the range (``None``: the start of the file)."""
+    end: int | None = None
+    """End of the range, exclusive (``None``: the end of the file)."""
+    version: Version | None = None
+    """Read only this version of the file: any other is ``Stale``, never mixed bytes."""
+    max_size: int | None = None
+    """Refuse a file larger than this many bytes, before reading its content if possible."""
+
+    @property
+    def whole(self) -> bool:
+        """Whether the whole file is asked for, not a range."""
+        return self.start is None and self.end is None
+
+    def cut(self, data: bytes) -> bytes:
+        """The requested range of a whole file's *data* (slice rules: clipped, maybe empty)."""
+        return data if self.whole else data[self.start : self.end]
+
+    def check(self, path: str | None, *, size: int) -> None:
+        """Refuse a file of *size* bytes that exceeds :attr:`max_size` (``TooLarge``).
+
+        *path* names the file in the error (None: a driver's error, named later).
+        """
+        if self.max_size is not None and size > self.max_size:
+            raise TooLarge(
+                f"{path or 'the object'} holds {size} bytes, "
+                f"more than the {self.max_size} allowed here",
+                path=path,
+                details={"size": size, "max_size": self.max_size},
+            )
+
+
 class ReadStream:
     """The content of one file as a sequence of chunks, and the version it makes up.
 
@@ -133,7 +190,7 @@ class ReadStream:
         self._version = version
         self._hasher = None if version is not None else ContentHasher()
         self._finished = False
-        self._iterator: AsyncGenerator[bytes] | None = None
+        self._iterator: AsyncIterator[bytes] | None = None
         self.size = size
         """The size of the file when known at open."""
 
@@ -142,13 +199,13 @@ class ReadStream:
         return self._iterator
 
     async def aclose(self) -> None:
-        """Stop the stream early; backends call this when their ``open_read`` context ends."""
-        if self._iterator is not None:
-            await self._iterator.aclose()
-        if isinstance(self._chunks, AsyncGenerator):
-            await self._chunks.aclose()
+        """Stop the stream early; the template calls this when ``open_read``'s context ends."""
+        for iterator in (self._iterator, self._chunks):
+            close = getattr(iterator, "aclose", None)
+            if close is not None:
+                await close()
 
-    async def _iterate(self) -> AsyncGenerator[bytes]:
+    async def _iterate(self) -> AsyncIterator[bytes]:
         async for chunk in self._chunks:
             if self._hasher is not None:
                 self._hasher.update(chunk)
@@ -170,12 +227,84 @@ class ReadStream:
         return self._version
 
 
+class Update:
+    """A file read for a read-compare-write, as :meth:`Backend.open_update` yields it.
+
+    :attr:`current` is what the file held when the update opened (None: it did
+    not exist). :meth:`write` and :meth:`delete` then succeed only if the file
+    is still in that state, as far as :attr:`Capabilities.cas_scope` reaches, so
+    the one read serves both the caller's check and the store's condition.
+    Backends subclass it where they can do better than :class:`ConditionalUpdate`.
+    """
+
+    def __init__(self, backend: Backend, path: str, current: Blob | None) -> None:
+        self.backend = backend
+        """The backend the file lives in."""
+        self.path = path
+        """The canonical path being updated."""
+        self.current = current
+        """The whole file as it was read, or None when it did not exist."""
+
+    async def write(self, data: bytes) -> Version:
+        """Replace the file read (or create it, if it did not exist) with *data*.
+
+        Raises:
+            Stale: The file changed since it was read (or was deleted).
+            AlreadyExists: It did not exist, and was created meanwhile.
+            TooLarge: *data* exceeds :attr:`Capabilities.max_cas_size`.
+
+        """
+        self.backend._check_size(self.path, data)
+        return await self._write(data)
+
+    async def delete(self) -> None:
+        """Delete the file read.
+
+        Raises:
+            NotFound: It did not exist when read (``IsADirectory`` for a prefix).
+            Stale: It changed since it was read.
+
+        """
+        if self.current is None:
+            raise await self.missing()
+        await self._delete(self.current.version)
+
+    async def missing(self) -> FsError:
+        """The error for a file that was not there when read.
+
+        ``NotFound``, or ``IsADirectory`` where a directory (an object-store
+        prefix) stands at the path.
+        """
+        return await self.backend._missing(self.path)
+
+    async def _write(self, data: bytes) -> Version:
+        raise NotImplementedError  # pragma: no cover - every Update subclass has its own
+
+    async def _delete(self, version: Version) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+
+class ConditionalUpdate(Update):
+    """The default :class:`Update`: the store's compare-and-swap against the version read."""
+
+    async def _write(self, data: bytes) -> Version:
+        expect = ABSENT if self.current is None else self.current.version
+        return await self.backend._write(self.path, data, expect)
+
+    async def _delete(self, version: Version) -> None:
+        await self.backend._delete(self.path, version)
+
+
 class Backend(AsyncResource):
-    """A store of files under one root. Every method is a coroutine except :meth:`lock`.
+    """A store of files under one root.
+
+    Every method is a coroutine except the ``open_*`` context managers and :meth:`lock`.
 
     A backend is an anyio ``AsyncResource``: ``async with backend:`` closes it on exit.
     Methods raise :class:`~ctxfs.core.errors.FsError` subclasses only; the codes
-    named below are the ones the conformance suite checks.
+    named below are the ones the conformance suite checks. Subclasses implement
+    the primitives (the abstract ``_`` methods) and leave the public methods as
+    they are.
     """
 
     @property
@@ -183,17 +312,19 @@ class Backend(AsyncResource):
     def capabilities(self) -> Capabilities:
         """What this backend can do."""
 
-    @abstractmethod
+    # -- the public contract: shared checks, then the primitive --------------------------------
+
     async def stat(self, path: str) -> Stat:
         """Return the metadata of *path* (a file or a directory; ``""`` is the root).
 
         Raises:
             NotFound: Nothing exists at *path*.
             NotADirectory: A parent component is a file.
+            InvalidPath, OutsideRoot: *path* is not canonical, or names a reserved entry.
 
         """
+        return await self._stat(check_path(path))
 
-    @abstractmethod
     async def read(
         self,
         path: str,
@@ -213,41 +344,34 @@ class Backend(AsyncResource):
 
         Raises:
             NotFound: The file does not exist.
-            IsADirectory: *path* is a directory.
+            IsADirectory: *path* is a directory (on object stores: a prefix with
+                objects under it), or the root.
             NotARegularFile: *path* is a FIFO, socket, device or other special file.
             InvalidArgument: A bound is negative.
             Stale: *version* was given and the file is at another version.
             TooLarge: The file is larger than *max_size* bytes.
 
         """
+        path = self._file_path(path)
+        request = ReadRequest(start=start, end=end, version=version, max_size=max_size)
+        if (start is not None and start < 0) or (end is not None and end < 0):
+            raise InvalidArgument(f"byte range bounds must not be negative ({start}, {end})")
+        try:
+            blob = await self._read(path, request)
+        except NotFound:
+            raise await self._missing(path) from None
+        return self._checked(path, blob, request)
 
     def open_read(
         self, path: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE
     ) -> AbstractAsyncContextManager[ReadStream]:
         """Open a streamed read of a whole file; memory stays bounded by *chunk_size*.
 
-        The default reads the file at once and slices it, which suits stores
-        whose files are small; stores that can stream override it. Errors are
-        those of :meth:`read`, raised on entering the context or while iterating.
+        Errors are those of :meth:`read`, raised on entering the context or while
+        iterating; a non-positive *chunk_size* is ``InvalidArgument``.
         """
-        return self._sliced_stream(path, chunk_size)
+        return self._checked_stream(self._file_path(path), chunk_size)
 
-    @asynccontextmanager
-    async def _sliced_stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
-        check_chunk_size(chunk_size)
-        blob = await self.read(path)
-
-        async def chunks() -> AsyncIterator[bytes]:
-            for offset in range(0, len(blob.data), chunk_size):
-                yield blob.data[offset : offset + chunk_size]
-
-        stream = ReadStream(chunks(), version=blob.version, size=blob.size)
-        try:
-            yield stream
-        finally:
-            await stream.aclose()
-
-    @abstractmethod
     async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
         """Replace or create a file with *data*, atomically, and return its new version.
 
@@ -263,13 +387,31 @@ class Backend(AsyncResource):
         Raises:
             Stale: *expect* is a version and the file is at another one, or is missing.
             AlreadyExists: *expect* is ABSENT and the path exists.
-            IsADirectory: *path* is a directory.
+            IsADirectory: *path* is a directory (where the store has real ones), or the root.
             NotADirectory: A parent component is a file.
             TooLarge: *data* exceeds :attr:`Capabilities.max_cas_size`.
 
         """
+        path = self._file_path(path)
+        self._check_size(path, data)
+        return await self._write(path, data, expect)
 
-    @abstractmethod
+    def open_update(
+        self, path: str, *, max_size: int | None = None
+    ) -> AbstractAsyncContextManager[Update]:
+        """Read a file whole to change it: the read-compare-write of every ``ctx.fs`` mutation.
+
+        Inside the context, :attr:`Update.current` is the file as read (None if it
+        does not exist), and :meth:`Update.write` or :meth:`Update.delete` changes
+        it only if it is still so. The one read serves both: no second read, no
+        second hash. A backend may hold a lock for the context's lifetime.
+
+        Raises:
+            IsADirectory, NotARegularFile, TooLarge: As for :meth:`read`.
+
+        """
+        return self._checked_update(self._file_path(path), ReadRequest(max_size=max_size))
+
     async def delete(self, path: str, *, expect: Version | None = None) -> None:
         """Delete a file, or an empty directory; with *expect*, only at that version.
 
@@ -279,20 +421,27 @@ class Backend(AsyncResource):
             InvalidArgument: *path* is the root, or a directory that is not empty.
 
         """
+        path = check_path(path)
+        if not path:
+            raise InvalidArgument("the root cannot be deleted", path=path)
+        await self._delete(path, expect)
 
-    @abstractmethod
-    async def list(self, path: str) -> list[Stat]:
+    async def list(self, path: str) -> builtins.list[Stat]:
         """List the entries directly inside directory *path*, sorted by name.
 
-        Backend-internal names (temporary files, lock files) never appear.
+        Reserved names (the backends' temporary and lock files) never appear.
 
         Raises:
             NotFound: *path* does not exist.
             NotADirectory: *path* is a file.
 
         """
+        entries = await self._list(check_path(path))
+        return sorted(
+            (entry for entry in entries if not is_reserved(entry.name)),
+            key=lambda entry: entry.name,
+        )
 
-    @abstractmethod
     async def mkdir(self, path: str) -> None:
         """Create directory *path* and any missing parents; an existing directory is fine.
 
@@ -303,6 +452,9 @@ class Backend(AsyncResource):
             NotADirectory: A parent component is a file.
 
         """
+        path = check_path(path)
+        if path:
+            await self._mkdir(path)
 
     def lock(self, key: str, *, timeout: float) -> AbstractAsyncContextManager[None] | None:
         """Return a lock giving exclusion on *key* beyond this process, or None.
@@ -318,26 +470,156 @@ class Backend(AsyncResource):
     async def aclose(self) -> None:
         """Release connections and handles. Further calls are undefined."""
 
+    # -- primitives: what a backend implements --------------------------------------------------
 
-def check_read_bounds(
-    path: str, *, start: int | None, end: int | None, size: int, max_size: int | None
+    @abstractmethod
+    async def _stat(self, path: str) -> Stat:
+        """The metadata of canonical *path*; errors as for :meth:`stat`."""
+
+    @abstractmethod
+    async def _read(self, path: str, request: ReadRequest) -> Blob:
+        """Read canonical file *path* as *request* asks.
+
+        The bounds are checked already. Refuse ``request.max_size`` before
+        fetching the content where the store allows (the template checks the
+        size again afterwards), and pin ``request.version`` where the store can
+        (the template compares the version read with it afterwards). A directory
+        is ``IsADirectory`` where the store has real ones; elsewhere raise
+        ``NotFound`` and the template tells a prefix from a missing file.
+        """
+
+    @abstractmethod
+    async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
+        """Store *data* at canonical file *path* under *expect*; errors as for :meth:`write`.
+
+        Stores without a native condition check it with :func:`check_expect`
+        under their own lock.
+        """
+
+    @abstractmethod
+    async def _delete(self, path: str, expect: Version | None) -> None:
+        """Delete canonical *path* (never the root); errors as for :meth:`delete`."""
+
+    @abstractmethod
+    async def _list(self, path: str) -> builtins.list[Stat]:
+        """The entries of directory *path*, in any order; errors as for :meth:`list`.
+
+        The template sorts them and drops reserved names.
+        """
+
+    @abstractmethod
+    async def _mkdir(self, path: str) -> None:
+        """Create canonical directory *path* (never the root) and its parents."""
+
+    def _open_read(self, path: str, chunk_size: int) -> AbstractAsyncContextManager[ReadStream]:
+        """Stream canonical file *path*.
+
+        The default reads it whole and slices it, which suits stores whose files
+        are small; stores that can stream override it.
+        """
+        return self._sliced_stream(path, chunk_size)
+
+    def _open_update(self, path: str, request: ReadRequest) -> AbstractAsyncContextManager[Update]:
+        """Read canonical file *path* for an update.
+
+        The default is a :class:`ConditionalUpdate` over the version read;
+        backends with a lock of their own may hold it instead.
+        """
+        return self._conditional_update(path, request)
+
+    # -- the template's own machinery --------------------------------------------------------
+
+    def _file_path(self, path: str) -> str:
+        """*path*, checked, where a file is meant: the root is a directory."""
+        path = check_path(path)
+        if not path:
+            raise IsADirectory("the root is a directory", path=path)
+        return path
+
+    def _checked(self, path: str, blob: Blob, request: ReadRequest) -> Blob:
+        """The checks every read gets, whatever the primitive did: size and pinned version."""
+        request.check(path, size=blob.size)
+        if request.version is not None and blob.version != request.version:
+            raise Stale(
+                f"{path} is no longer at the requested version",
+                path=path,
+                details={"expected_version": request.version, "current_version": blob.version},
+            )
+        return blob
+
+    def _check_size(self, path: str, data: bytes) -> None:
+        limit = self.capabilities.max_cas_size
+        if limit is not None and len(data) > limit:
+            raise TooLarge(
+                f"{path}: {len(data)} bytes is more than the {limit} one write here can carry",
+                path=path,
+                hint="Split the content into smaller files.",
+                details={"size": len(data), "max_size": limit},
+            )
+
+    async def _missing(self, path: str) -> FsError:
+        """The error for a file that read as missing: ``IsADirectory`` where it is a prefix.
+
+        Stores without real directories read a prefix as missing; the stat that
+        tells the two apart is paid only by a read that failed.
+        """
+        if not self.capabilities.real_directories:
+            try:
+                kind = (await self._stat(path)).kind
+            except FsError:
+                kind = None
+            if kind is FileKind.DIRECTORY:
+                return IsADirectory(f"{path} is a directory", path=path)
+        return NotFound(f"{path} does not exist", path=path)
+
+    @asynccontextmanager
+    async def _checked_stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
+        if chunk_size <= 0:
+            raise InvalidArgument(f"chunk_size must be positive, got {chunk_size}")
+        async with AsyncExitStack() as stack:
+            try:
+                stream = await stack.enter_async_context(self._open_read(path, chunk_size))
+            except NotFound:
+                raise await self._missing(path) from None
+            try:
+                yield stream
+            finally:
+                await stream.aclose()
+
+    @asynccontextmanager
+    async def _sliced_stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
+        blob = await self._read(path, ReadRequest())
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for offset in range(0, len(blob.data), chunk_size):
+                yield blob.data[offset : offset + chunk_size]
+
+        yield ReadStream(chunks(), version=blob.version, size=blob.size)
+
+    @asynccontextmanager
+    async def _checked_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
+        async with self._open_update(path, request) as update:
+            if update.current is not None:
+                self._checked(path, update.current, request)
+            yield update
+
+    @asynccontextmanager
+    async def _conditional_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
+        try:
+            current: Blob | None = await self._read(path, request)
+        except NotFound:
+            current = None
+        yield ConditionalUpdate(self, path, current)
+
+
+def check_expect(
+    path: str, expect: Expect, current: Version | Callable[[], Version] | None
 ) -> None:
-    """Refuse negative range bounds, and a file larger than *max_size*, as backends must."""
-    if (start is not None and start < 0) or (end is not None and end < 0):
-        raise InvalidArgument(f"byte range bounds must not be negative ({start}, {end})", path=path)
-    if max_size is not None and size > max_size:
-        raise TooLarge(
-            f"{path} holds {size} bytes, more than the {max_size} allowed here",
-            path=path,
-            details={"size": size, "max_size": max_size},
-        )
+    """Refuse a write whose precondition *expect* the file's *current* state fails.
 
-
-def check_expect(path: str, expect: Expect, current: Version | None) -> None:
-    """Refuse a write whose precondition *expect* the file's *current* version fails.
-
-    For backends that compare versions themselves (under their own lock):
-    *current* is None when the file does not exist.
+    For backends that compare versions themselves, under their own lock.
+    *current* is the file's version, a function computing it (called only when
+    *expect* is a version), or None when the file does not exist.
 
     Raises:
         AlreadyExists: *expect* is ABSENT and the file exists.
@@ -346,15 +628,11 @@ def check_expect(path: str, expect: Expect, current: Version | None) -> None:
     """
     if expect is ABSENT and current is not None:
         raise AlreadyExists(f"{path} already exists", path=path)
-    if isinstance(expect, str) and current != expect:
-        raise Stale(
-            f"{path} is not at the expected version",
-            path=path,
-            details={"expected_version": expect, "current_version": current},
-        )
-
-
-def check_chunk_size(chunk_size: int) -> None:
-    """Refuse a chunk size that is not a positive integer."""
-    if chunk_size <= 0:
-        raise InvalidArgument(f"chunk_size must be positive, got {chunk_size}")
+    if isinstance(expect, str):
+        actual = current() if callable(current) else current
+        if actual != expect:
+            raise Stale(
+                f"{path} is not at the expected version",
+                path=path,
+                details={"expected_version": expect, "current_version": actual},
+            )

@@ -16,15 +16,12 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
 
-from ctxfs.core.backend import FileKind
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
     EmptyOldString,
     FsError,
-    IsADirectory,
     NoChange,
-    NotFound,
     Stale,
 )
 from ctxfs.core.outcomes import (
@@ -37,10 +34,10 @@ from ctxfs.core.outcomes import (
 )
 from ctxfs.core.paths import normalize_path
 from ctxfs.core.text import AnyDocument, Change, decode_document, iter_lines, read_window
-from ctxfs.core.versions import ABSENT, Version
+from ctxfs.core.versions import Version
 
 if TYPE_CHECKING:
-    from ctxfs.core.backend import Blob, Stat
+    from ctxfs.core.backend import Blob, Stat, Update
     from ctxfs.core.fs import Fs
 
 __all__ = ["TEXT_WORK_INLINE_BYTES", "Context", "ContextFs"]
@@ -106,16 +103,10 @@ class ContextFs:
             op = report.op
             await mount.hooks.authorize(ctx, op)
             options = mount.text_options
-            try:
-                async with mount.backend.open_read(
-                    op.path, chunk_size=options.chunk_size
-                ) as stream:
-                    window = await read_window(
-                        stream, offset=offset, limit=limit, options=options, path=op.path
-                    )
-            except NotFound:
-                await self._refuse_directory(op.path)
-                raise
+            async with mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
+                window = await read_window(
+                    stream, offset=offset, limit=limit, options=options, path=op.path
+                )
             report.after = stream.version
             await mount.hooks.observed(ctx, op.path, stream.version, complete=window.complete)
         return ReadOutcome(
@@ -147,11 +138,9 @@ class ContextFs:
         size = len(content.encode("utf-8", "replace"))
         async with (
             self._reported(OpKind.WRITE, path, file=True, size=size) as report,
-            self._mutation(report.op),
+            self._updating(report) as (update, _),
         ):
-            current = await self._current(report.op.path)
-            before = report.before = current.version if current is not None else None
-            await mount.hooks.check_version(self._ctx, report.op, before)
+            current = update.current
 
             def rewrite() -> tuple[AnyDocument, Change]:
                 document = (
@@ -163,25 +152,16 @@ class ContextFs:
 
             work = size + (current.size if current is not None else 0)
             document, change = await _text_work(work, rewrite)
-            try:
-                after = report.after = await mount.backend.write(
-                    report.op.path, change.data, expect=before if before is not None else ABSENT
-                )
-            except AlreadyExists:
-                raise Stale(
-                    f"{report.op.path} was created by someone else meanwhile", path=report.op.path
-                ) from None
-            mount.known_encodings.remember(after, document.encoding)
-            await mount.hooks.committed(self._ctx, report.op, before, after)
+            await self._store(report, update, change.data, document)
         return WriteOutcome(
             path=report.op.path,
-            version=after,
-            previous_version=before,
-            created=before is None,
+            version=report.stored,
+            previous_version=report.before,
+            created=report.before is None,
             size=len(change.data),
             first_line=change.first_line,
             last_line=change.last_line,
-            diff=None if before is None else change.diff,
+            diff=None if report.before is None else change.diff,
         )
 
     async def edit(
@@ -200,14 +180,14 @@ class ContextFs:
         """
         async with self._reported(OpKind.EDIT, path, file=True) as report:
             check_edit_strings(old_string, new_string)
-            change, before, after = await self._change(
+            change = await self._change(
                 report,
                 lambda document: document.replace(old_string, new_string, replace_all=replace_all),
             )
         return EditOutcome(
             path=report.op.path,
-            version=after,
-            previous_version=before,
+            version=report.stored,
+            previous_version=report.found,
             replacements=change.replacements,
             first_line=change.first_line,
             last_line=change.last_line,
@@ -227,33 +207,15 @@ class ContextFs:
 
         """
         async with self._reported(OpKind.INSERT, path, file=True) as report:
-            change, before, after = await self._change(
-                report, lambda document: document.insert(after_line, text)
-            )
+            change = await self._change(report, lambda document: document.insert(after_line, text))
         return InsertOutcome(
             path=report.op.path,
-            version=after,
-            previous_version=before,
+            version=report.stored,
+            previous_version=report.found,
             first_line=change.first_line,
             last_line=change.last_line,
             diff=change.diff,
         )
-
-    async def _change(
-        self, report: _Report, apply: Callable[[AnyDocument], Change]
-    ) -> tuple[Change, Version, Version]:
-        """Run a change of an existing file under the mutation protocol."""
-        mount, op = self._ctx.mount, report.op
-        async with self._mutation(op):
-            current = await mount.backend.read(op.path, max_size=mount.text_options.max_edit_bytes)
-            before = report.before = current.version
-            document = await _text_work(current.size, lambda: self._decode(op.path, current))
-            await mount.hooks.check_version(self._ctx, op, before)
-            change = await _text_work(current.size, lambda: apply(document))
-            after = report.after = await mount.backend.write(op.path, change.data, expect=before)
-            mount.known_encodings.remember(after, document.encoding)
-            await mount.hooks.committed(self._ctx, op, before, after)
-        return change, before, after
 
     async def delete(self, path: str) -> None:
         """Delete a file the owner has read (any window of its current version).
@@ -262,16 +224,62 @@ class ContextFs:
             NotFound, NotObserved, Stale, Busy, IsADirectory, and any refusal of a policy.
 
         """
-        mount = self._ctx.mount
         async with (
             self._reported(OpKind.DELETE, path, file=True) as report,
-            self._mutation(report.op),
+            self._updating(report) as (update, _),
         ):
-            current = await mount.backend.read(report.op.path)
-            report.before = current.version
-            await mount.hooks.check_version(self._ctx, report.op, current.version)
-            await mount.backend.delete(report.op.path, expect=current.version)
-            await mount.hooks.committed(self._ctx, report.op, current.version, None)
+            await update.delete()
+
+    async def _change(self, report: _Report, apply: Callable[[AnyDocument], Change]) -> Change:
+        """Change the text of an existing file under the mutation protocol."""
+        async with self._updating(report, decode=True) as (update, document):
+            if update.current is None or document is None:
+                raise await update.missing()
+            change = await _text_work(update.current.size, lambda: apply(document))
+            await self._store(report, update, change.data, document)
+        return change
+
+    @asynccontextmanager
+    async def _updating(
+        self, report: _Report, *, decode: bool = False
+    ) -> AsyncIterator[tuple[Update, AnyDocument | None]]:
+        """The one mutation protocol, for every operation that changes a file.
+
+        Authorize the operation, hold every mutation lock, read the file once
+        (:meth:`Backend.open_update`), decode it if asked (a file no text
+        operation can change says so before anything else), let the checkers
+        vote on the version read, run the block (which stores the change
+        through the update and sets ``report.after``), then report the commit,
+        still under the locks.
+        """
+        ctx, mount, op = self._ctx, self._ctx.mount, report.op
+        await mount.hooks.authorize(ctx, op)
+        async with AsyncExitStack() as stack:
+            for lock in mount.hooks.mutation_locks(ctx, op):
+                await stack.enter_async_context(lock)
+            max_size = mount.text_options.max_edit_bytes
+            update = await stack.enter_async_context(
+                mount.backend.open_update(op.path, max_size=max_size)
+            )
+            current, document = update.current, None
+            if decode and current is not None:
+                document = await _text_work(current.size, lambda: self._decode(op.path, current))
+            report.before = current.version if current is not None else None
+            await mount.hooks.check_version(ctx, op, report.before)
+            yield update, document
+            await mount.hooks.committed(ctx, op, report.before, report.after)
+
+    async def _store(
+        self, report: _Report, update: Update, data: bytes, document: AnyDocument
+    ) -> None:
+        """Write a changed text through *update*, and remember its encoding by version."""
+        try:
+            report.after = await update.write(data)
+        except AlreadyExists:
+            raise Stale(
+                f"{report.op.path} was created by someone else meanwhile", path=report.op.path
+            ) from None
+        self._ctx.mount.known_encodings.remember(report.after, document.encoding)
 
     async def lines(
         self, path: str, *, max_line_chars: int | None = None
@@ -338,16 +346,6 @@ class ContextFs:
             raise
         await hooks.finished(self._ctx, report.op, None, report.before, report.after)
 
-    @asynccontextmanager
-    async def _mutation(self, op: Operation) -> AsyncIterator[None]:
-        """Authorize *op*, then hold every mutation lock around the block."""
-        hooks = self._ctx.mount.hooks
-        await hooks.authorize(self._ctx, op)
-        async with AsyncExitStack() as stack:
-            for lock in hooks.mutation_locks(self._ctx, op):
-                await stack.enter_async_context(lock)
-            yield
-
     def _decode(self, path: str, blob: Blob) -> AnyDocument:
         """Decode a whole file, detecting its encoding once per version."""
         mount = self._ctx.mount
@@ -355,26 +353,6 @@ class ContextFs:
         document = decode_document(blob.data, mount.text_options, path=path, encoding=known)
         mount.known_encodings.remember(blob.version, document.encoding)
         return document
-
-    async def _refuse_directory(self, path: str) -> None:
-        """Raise ``IsADirectory`` if *path* is a directory that read as missing.
-
-        On an object store a directory is a key prefix, which reads as missing;
-        the stat that tells the two apart is paid only by a read that failed.
-        """
-        try:
-            kind = (await self._ctx.mount.backend.stat(path)).kind
-        except FsError:
-            return
-        if kind is FileKind.DIRECTORY:
-            raise IsADirectory(f"{path} is a directory", path=path) from None
-
-    async def _current(self, path: str) -> Blob | None:
-        mount = self._ctx.mount
-        try:
-            return await mount.backend.read(path, max_size=mount.text_options.max_edit_bytes)
-        except NotFound:
-            return None
 
 
 @dataclass
@@ -384,6 +362,20 @@ class _Report:
     op: Operation
     before: Version | None = None
     after: Version | None = None
+
+    @property
+    def found(self) -> Version:
+        """The version the operation found (it must have found one)."""
+        if self.before is None:
+            raise RuntimeError("the operation found no file")  # pragma: no cover
+        return self.before
+
+    @property
+    def stored(self) -> Version:
+        """The version the operation stored (it must have stored one)."""
+        if self.after is None:
+            raise RuntimeError("the operation stored nothing")  # pragma: no cover
+        return self.after
 
 
 def check_edit_strings(old_string: str, new_string: str) -> None:

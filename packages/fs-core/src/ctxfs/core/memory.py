@@ -23,19 +23,12 @@ from ctxfs.core.backend import (
     Capabilities,
     CasScope,
     FileKind,
+    ReadRequest,
     Stat,
     check_expect,
-    check_read_bounds,
 )
-from ctxfs.core.errors import (
-    AlreadyExists,
-    InvalidArgument,
-    IsADirectory,
-    NotADirectory,
-    NotFound,
-    Stale,
-)
-from ctxfs.core.paths import check_path, join_path
+from ctxfs.core.errors import AlreadyExists, InvalidArgument, IsADirectory, NotADirectory, NotFound
+from ctxfs.core.paths import join_path
 from ctxfs.core.versions import Expect, Version, content_version
 
 __all__ = ["Faults", "MemoryBackend", "MemoryStore"]
@@ -135,43 +128,24 @@ class MemoryBackend(Backend):
 
     async def _enter(self, method: str, path: str) -> None:
         self.calls[method] += 1
-        check_path(path)
         if self.faults.latency:
             await anyio.sleep(self.faults.latency)
         error = self.faults._take_failure(method, path)
         if error is not None:
             raise error
 
-    async def stat(self, path: str) -> Stat:
-        """Return the metadata of a file or directory."""
+    async def _stat(self, path: str) -> Stat:
         await self._enter("stat", path)
         with self.store.lock:
-            return self._stat(path)
+            return self._stat_locked(path)
 
-    async def read(
-        self,
-        path: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        version: Version | None = None,
-        max_size: int | None = None,
-    ) -> Blob:
-        """Read a whole file or a byte range."""
+    async def _read(self, path: str, request: ReadRequest) -> Blob:
         await self._enter("read", path)
         with self.store.lock:
             file = self._file(path)
-        check_read_bounds(path, start=start, end=end, size=len(file.data), max_size=max_size)
-        if version is not None and file.version != version:
-            raise Stale(
-                f"{path} is no longer at the requested version",
-                path=path,
-                details={"expected_version": version, "current_version": file.version},
-            )
-        return Blob(data=file.data[start:end], version=file.version, size=len(file.data))
+        return Blob(data=request.cut(file.data), version=file.version, size=len(file.data))
 
-    async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
-        """Store a file if the precondition holds, creating its parents."""
+    async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         await self._enter("write", path)
         for change in self.faults._take_changes(path):
             self._force(path, change)
@@ -184,13 +158,12 @@ class MemoryBackend(Backend):
             self.store.files[path] = stored
             return stored.version
 
-    async def delete(self, path: str, *, expect: Version | None = None) -> None:
-        """Delete a file or an empty directory."""
+    async def _delete(self, path: str, expect: Version | None) -> None:
         await self._enter("delete", path)
         with self.store.lock:
             if path in self.store.directories:
-                if expect is not None or not path:
-                    raise InvalidArgument(f"cannot delete {path or 'the root'!r} this way")
+                if expect is not None:
+                    raise InvalidArgument(f"{path} is a directory; it has no version", path=path)
                 if self._children(path):
                     raise InvalidArgument(f"directory {path} is not empty", path=path)
                 self.store.directories.discard(path)
@@ -199,17 +172,15 @@ class MemoryBackend(Backend):
             check_expect(path, expect, file.version)
             del self.store.files[path]
 
-    async def list(self, path: str) -> list[Stat]:
-        """List one directory."""
+    async def _list(self, path: str) -> list[Stat]:
         await self._enter("list", path)
         with self.store.lock:
             if path not in self.store.directories:
-                self._stat(path)  # raises NotFound or NotADirectory
+                self._stat_locked(path)  # raises NotFound or NotADirectory
                 raise NotADirectory(f"{path} is not a directory", path=path)
-            return [self._stat(child) for child in self._children(path)]
+            return [self._stat_locked(child) for child in self._children(path)]
 
-    async def mkdir(self, path: str) -> None:
-        """Create a directory and its parents."""
+    async def _mkdir(self, path: str) -> None:
         await self._enter("mkdir", path)
         with self.store.lock:
             if path in self.store.files:
@@ -220,7 +191,7 @@ class MemoryBackend(Backend):
 
     # The helpers below run with the store lock held.
 
-    def _stat(self, path: str) -> Stat:
+    def _stat_locked(self, path: str) -> Stat:
         if path in self.store.directories:
             return Stat(path=path, kind=FileKind.DIRECTORY)
         file = self._file(path)

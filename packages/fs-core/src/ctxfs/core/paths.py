@@ -17,8 +17,19 @@ from typing import Final
 
 from ctxfs.core.errors import InvalidPath, OutsideRoot
 
-__all__ = ["MAX_NAME_BYTES", "MAX_PATH_BYTES", "check_path", "join_path", "normalize_path"]
+__all__ = [
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
+    "RESERVED_PREFIX",
+    "check_path",
+    "is_reserved",
+    "join_path",
+    "normalize_path",
+]
 
+RESERVED_PREFIX: Final = ".ctxfs-"
+"""Names starting with this are the backends' own (temporary files, lock files, probes),
+never a caller's: refused in every path, hidden from every listing, on every backend."""
 MAX_PATH_BYTES: Final = 4096
 """Longest accepted path, in UTF-8 bytes (Linux ``PATH_MAX``)."""
 MAX_NAME_BYTES: Final = 255
@@ -40,7 +51,8 @@ def normalize_path(path: str, *, file: bool = False) -> str:
         OutsideRoot: The path is absolute or has a ``..`` segment.
         InvalidPath: The path is not a string, holds a NUL, another control
             character or a backslash, looks like a URL or a drive, is not valid
-            Unicode, or is too long.
+            Unicode, is too long, or has a segment starting with
+            :data:`RESERVED_PREFIX`.
 
     """
     if not isinstance(path, str):
@@ -64,6 +76,12 @@ def _normalize(path: str, file: bool) -> str:
             raise InvalidPath(
                 f"a segment of {path!r} is longer than {MAX_NAME_BYTES} bytes", path=path
             )
+        if is_reserved(segment):
+            raise InvalidPath(
+                f"{path!r}: names starting with {RESERVED_PREFIX} are reserved for ctxfs",
+                path=path,
+                hint=f"Choose a name that does not start with {RESERVED_PREFIX}.",
+            )
     canonical = "/".join(segments)
     if file and (not canonical or path.endswith("/")):
         raise InvalidPath(f"{path!r} does not name a file", path=path)
@@ -85,6 +103,11 @@ def check_path(path: str) -> str:
     if normalize_path(path) != path:
         raise InvalidPath(f"path {path!r} is not in canonical form", path=path)
     return path
+
+
+def is_reserved(name: str) -> bool:
+    """Whether *name* (one path segment) is reserved for the backends (:data:`RESERVED_PREFIX`)."""
+    return name.startswith(RESERVED_PREFIX)
 
 
 def join_path(parent: str, name: str) -> str:

@@ -22,6 +22,7 @@ import stat
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Final, Self, TypeVar
@@ -30,24 +31,11 @@ from urllib.request import url2pathname
 
 import anyio
 
-from ctxfs.core.backend import (
-    DEFAULT_CHUNK_SIZE,
-    Backend,
-    Blob,
-    Capabilities,
-    CasScope,
-    FileKind,
-    ReadStream,
-    Stat,
-    check_chunk_size,
-    check_read_bounds,
-)
-from ctxfs.core.errors import (
+from ctxfs.core import (
     AlreadyExists,
     Denied,
     FsError,
     InvalidArgument,
-    InvalidPath,
     IsADirectory,
     NotADirectory,
     NotARegularFile,
@@ -55,8 +43,25 @@ from ctxfs.core.errors import (
     Stale,
     Unavailable,
 )
-from ctxfs.core.paths import check_path, join_path
-from ctxfs.core.versions import ABSENT, ContentHasher, Expect, Version, content_version
+from ctxfs.core.kit import (
+    ABSENT,
+    DEFAULT_CHUNK_SIZE,
+    Backend,
+    Blob,
+    Capabilities,
+    CasScope,
+    ContentHasher,
+    Expect,
+    FileKind,
+    ReadRequest,
+    ReadStream,
+    Stat,
+    Update,
+    Version,
+    check_expect,
+    content_version,
+    join_path,
+)
 from ctxfs.local.flocks import LockDirectory, default_state_dir
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.resolve import Resolver, choose_resolver
@@ -156,30 +161,16 @@ class LocalBackend(Backend):
     def __repr__(self) -> str:
         return f"LocalBackend({str(self.root)!r}, resolver={self.resolver.name!r})"
 
-    # -- the contract ----------------------------------------------------------------------
+    # -- the primitives ----------------------------------------------------------------------
 
-    async def stat(self, path: str) -> Stat:
-        """Metadata of a file or directory (symlinks inside the root followed by policy)."""
-        return await self._run(self._stat, check_path(path))
+    async def _stat(self, path: str) -> Stat:
+        return await self._run(self._stat_sync, path)
 
-    async def read(
-        self,
-        path: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        version: Version | None = None,
-        max_size: int | None = None,
-    ) -> Blob:
-        """Read a whole file or a range; the version always covers the whole file."""
-        path = check_path(path)
+    async def _read(self, path: str, request: ReadRequest) -> Blob:
         if not self.inline_reads:
-            return await self._run(self._read, path, start, end, version, max_size)
+            return await self._run(self._read_sync, path, request)
         fd, info = self._open_file(path)
-        rest = partial(
-            self._read_open, fd, info, path=path, start=start, end=end, pinned=version,
-            max_size=max_size,
-        )  # fmt: skip
+        rest = partial(self._read_open, fd, info, path, request)
         if info.st_size <= INLINE_READ_MAX:
             return rest()
         try:
@@ -189,15 +180,9 @@ class LocalBackend(Backend):
                 os.close(fd)
             raise
 
-    def open_read(
-        self, path: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE
-    ) -> AbstractAsyncContextManager[ReadStream]:
-        """Stream a file from one open descriptor, so a concurrent replace cannot tear it."""
-        return self._stream(check_path(path), chunk_size)
-
     @asynccontextmanager
-    async def _stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
-        check_chunk_size(chunk_size)
+    async def _open_read(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
+        """Stream a file from one open descriptor, so a concurrent replace cannot tear it."""
         if self.inline_reads:
             fd, info, first = self._open_and_read(path, min(chunk_size, INLINE_READ_MAX))
         else:
@@ -219,30 +204,51 @@ class LocalBackend(Backend):
             await stream.aclose()
             os.close(fd)
 
-    async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
+    @asynccontextmanager
+    async def _open_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
+        """Read the file under its CAS lock and keep the lock until the update is done.
+
+        No other ctxfs writer can replace the file meanwhile, so the write checks
+        only that the entry is still the file read (the same inode, size and
+        times: a writer bypassing ctxfs shows there), not its content again.
+        """
+        async with self.locks.hold("cas", path, timeout=_CAS_LOCK_TIMEOUT):
+            if self.inline_reads:
+                opened = self._open_entry(path, request.max_size)
+            else:
+                opened = await self._run(self._open_entry, path, request.max_size)
+            if opened is None:
+                yield _LockedUpdate(self, path, None, _Seen(None))
+                return
+            fd, info = opened
+            if self.inline_reads and info.st_size <= INLINE_READ_MAX:
+                current, seen = self._read_entry(fd, path)
+            else:
+                try:
+                    current, seen = await self._run(self._read_entry, fd, path)
+                except BaseException:
+                    with contextlib.suppress(OSError):  # if cancelled before the worker took it
+                        os.close(fd)
+                    raise
+            yield _LockedUpdate(self, path, current, seen)
+
+    async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         """Atomically replace or create a file, under the path's CAS lock."""
-        path = check_path(path)
-        if not path:
-            raise IsADirectory("the root is a directory", path=path)
         async with self.locks.hold("cas", path, timeout=_CAS_LOCK_TIMEOUT):
-            return await self._run(self._write, path, data, expect)
+            return await self._run(self._write_sync, path, data, expect)
 
-    async def delete(self, path: str, *, expect: Version | None = None) -> None:
+    async def _delete(self, path: str, expect: Version | None) -> None:
         """Delete a file or an empty directory, under the path's CAS lock."""
-        path = check_path(path)
-        if not path:
-            raise InvalidArgument("the root cannot be deleted")
         async with self.locks.hold("cas", path, timeout=_CAS_LOCK_TIMEOUT):
-            await self._run(self._delete, path, expect)
+            await self._run(self._delete_sync, path, expect)
 
-    async def list(self, path: str) -> list[Stat]:
-        """List a directory; temporary files are hidden and reaped."""
-        return await self._run(self._list, check_path(path))
+    async def _list(self, path: str) -> builtins.list[Stat]:
+        """List a directory; temporary files are reaped."""
+        return await self._run(self._list_sync, path)
 
-    async def mkdir(self, path: str) -> None:
+    async def _mkdir(self, path: str) -> None:
         """Create a directory and its parents, one level at a time."""
-        path = check_path(path)
-        await self._run(self._mkdir, path)
+        await self._run(self._mkdir_sync, path)
 
     def lock(self, key: str, *, timeout: float) -> AbstractAsyncContextManager[None]:
         """The cross-process mutation lock of *key*."""
@@ -314,7 +320,7 @@ class LocalBackend(Backend):
                 hint="A hard link may share this file with a place outside the workspace.",
             )
 
-    def _stat(self, path: str) -> Stat:
+    def _stat_sync(self, path: str) -> Stat:
         if not path:
             self._check_root()
         fd = self._open(path, os.O_PATH)
@@ -325,52 +331,78 @@ class LocalBackend(Backend):
             os.close(fd)
         return _stat_of(path, info)
 
-    def _read(
-        self,
-        path: str,
-        start: int | None,
-        end: int | None,
-        pinned: Version | None,
-        max_size: int | None,
-    ) -> Blob:
+    def _read_sync(self, path: str, request: ReadRequest) -> Blob:
         fd, info = self._open_file(path)
-        return self._read_open(
-            fd, info, path=path, start=start, end=end, pinned=pinned, max_size=max_size
-        )
+        return self._read_open(fd, info, path, request)
 
-    def _read_open(
-        self,
-        fd: int,
-        info: os.stat_result,
-        *,
-        path: str,
-        start: int | None,
-        end: int | None,
-        pinned: Version | None,
-        max_size: int | None,
-    ) -> Blob:
+    def _read_open(self, fd: int, info: os.stat_result, path: str, request: ReadRequest) -> Blob:
         """Read from *fd* (opened on *path*, *info* its fstat), then close it."""
         try:
-            check_read_bounds(path, start=start, end=end, size=info.st_size, max_size=max_size)
+            request.check(path, size=info.st_size)
             with translated(path):
-                if start is None and end is None:
+                if request.whole:
                     data = _read_all(fd, info.st_size)
                     version = content_version(data)
                 else:
                     version = _hash_fd(fd)
-                    first = start or 0
-                    last = min(info.st_size if end is None else end, info.st_size)
+                    first = request.start or 0
+                    end = info.st_size if request.end is None else request.end
+                    last = min(end, info.st_size)
                     data = os.pread(fd, max(0, last - first), first) if last > first else b""
                 size = os.fstat(fd).st_size
         finally:
             os.close(fd)
-        if pinned is not None and version != pinned:
-            raise Stale(
-                f"{path} is no longer at the requested version",
-                path=path,
-                details={"expected_version": pinned, "current_version": version},
-            )
         return Blob(data=data, version=version, size=size)
+
+    def _open_entry(self, path: str, max_size: int | None) -> tuple[int, os.stat_result] | None:
+        """Open file *path* for an update, not following a final symlink; None if missing."""
+        parent, _, name = path.rpartition("/")
+        try:
+            dir_fd = self._open_dir(parent, create=False)
+        except NotFound:
+            return None
+        try:
+            with translated(path):
+                entry = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISLNK(entry.st_mode):
+                    self._refuse_link(dir_fd, name, path)
+                    return None  # a dangling link reads as missing; a write refuses the link
+                fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except NotFound:
+            return None
+        finally:
+            os.close(dir_fd)
+        try:
+            info = os.fstat(fd)
+            self._check_regular(path, info)
+            ReadRequest(max_size=max_size).check(path, size=info.st_size)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, info
+
+    def _refuse_link(self, dir_fd: int, name: str, path: str) -> None:
+        """Refuse to update the symlink *name*, unless it dangles (then return).
+
+        A link that leads out of the root, or one the policy does not follow, is
+        refused as a read of it would be; a link inside the root is never replaced.
+        """
+        try:
+            os.close(self._open(path, os.O_PATH))
+        except NotFound:
+            return
+        raise self._symlink_refusal(dir_fd, name, path)
+
+    def _read_entry(self, fd: int, path: str) -> tuple[Blob, _Seen]:
+        """Read the whole file open at *fd*, then close it; with the identity it had."""
+        try:
+            with translated(path):
+                data = _read_all(fd, os.fstat(fd).st_size)
+                seen = _Seen(_identity(os.fstat(fd)))
+        finally:
+            os.close(fd)
+        return Blob(data=data, version=content_version(data), size=len(data)), seen
 
     def _open_dir(self, path: str, *, create: bool) -> int:
         """Open directory *path*; with *create*, make missing levels one at a time.
@@ -438,27 +470,16 @@ class LocalBackend(Backend):
             details={"symlink_target": target},
         )
 
-    def _write(self, path: str, data: bytes, expect: Expect) -> Version:
+    def _write_sync(self, path: str, data: bytes, expect: Expect | _Seen) -> Version:
         parent, _, name = path.rpartition("/")
-        if name.startswith(TEMP_PREFIX):
-            raise InvalidPath(f"names starting with {TEMP_PREFIX} are reserved", path=path)
         dir_fd = self._open_dir(parent, create=True)
         try:
             current = self._entry(dir_fd, name, path)
-            if current is not None and expect is ABSENT:
-                raise AlreadyExists(f"{path} already exists", path=path)
-            if isinstance(expect, str):
-                actual = None if current is None else self._hash_entry(dir_fd, name, path)
-                if actual != expect:
-                    raise Stale(
-                        f"{path} is not at the expected version",
-                        path=path,
-                        details={"expected_version": expect, "current_version": actual},
-                    )
+            self._check_precondition(dir_fd, name, path, current, expect)
             with translated(path, on_missing=self._root_gone):
                 temp = _write_temp(dir_fd, data, current)
                 try:
-                    if expect is ABSENT:
+                    if expect is ABSENT or expect == _Seen(None):
                         _rename_noreplace(dir_fd, temp, name)
                     else:
                         os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -471,6 +492,23 @@ class LocalBackend(Backend):
             os.close(dir_fd)
         return content_version(data)
 
+    def _check_precondition(
+        self,
+        dir_fd: int,
+        name: str,
+        path: str,
+        current: os.stat_result | None,
+        expect: Expect | _Seen,
+    ) -> None:
+        """Refuse a change whose precondition the entry *current* (None: missing) fails."""
+        if isinstance(expect, _Seen):
+            if _identity(current) != expect.identity:
+                raise Stale(f"{path} changed while it was being updated", path=path)
+            return
+        check_expect(
+            path, expect, None if current is None else partial(self._hash_entry, dir_fd, name, path)
+        )
+
     def _hash_entry(self, dir_fd: int, name: str, path: str) -> Version:
         with translated(path):
             fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
@@ -482,7 +520,7 @@ class LocalBackend(Backend):
         finally:
             os.close(fd)
 
-    def _delete(self, path: str, expect: Version | None) -> None:
+    def _delete_sync(self, path: str, expect: Version | _Seen | None) -> None:
         parent, _, name = path.rpartition("/")
         dir_fd = self._open_dir(parent, create=False)
         try:
@@ -501,8 +539,7 @@ class LocalBackend(Backend):
                     with translated(path):
                         raise
             else:
-                if expect is not None and self._hash_entry(dir_fd, name, path) != expect:
-                    raise Stale(f"{path} is not at the expected version", path=path)
+                self._check_precondition(dir_fd, name, path, info, expect)
                 with translated(path):
                     os.unlink(name, dir_fd=dir_fd)
             with translated(path):
@@ -510,7 +547,7 @@ class LocalBackend(Backend):
         finally:
             os.close(dir_fd)
 
-    def _list(self, path: str) -> builtins.list[Stat]:
+    def _list_sync(self, path: str) -> builtins.list[Stat]:
         self._check_root()  # a deleted root still lists as empty through its descriptor
         dir_fd = self._open(path, _DIR_FLAGS)
         entries: builtins.list[Stat] = []
@@ -527,7 +564,7 @@ class LocalBackend(Backend):
                     entries.append(_stat_of(join_path(path, entry.name), info))
         finally:
             os.close(dir_fd)
-        return sorted(entries, key=lambda entry: entry.name)
+        return entries
 
     def _reap(self, dir_fd: int, name: str, info: os.stat_result) -> None:
         """Remove a temporary file whose writer is gone, or which is simply too old."""
@@ -537,7 +574,7 @@ class LocalBackend(Backend):
             with contextlib.suppress(OSError):
                 os.unlink(name, dir_fd=dir_fd)
 
-    def _mkdir(self, path: str) -> None:
+    def _mkdir_sync(self, path: str) -> None:
         try:
             os.close(self._open_dir(path, create=True))
         except NotADirectory:
@@ -547,9 +584,43 @@ class LocalBackend(Backend):
 
     def _is_file(self, path: str) -> bool:
         try:
-            return self._stat(path).kind is FileKind.FILE
+            return self._stat_sync(path).kind is FileKind.FILE
         except FsError:
             return False
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """The entry an update read, by identity (None: there was none)."""
+
+    identity: tuple[int, ...] | None
+
+
+def _identity(info: os.stat_result | None) -> tuple[int, ...] | None:
+    """What tells one state of a file from another under the CAS lock, without reading it.
+
+    ctxfs writers always publish a new inode; a writer bypassing ctxfs that
+    rewrites the file in place changes its size or its times.
+    """
+    if info is None:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+class _LockedUpdate(Update):
+    """An update whose CAS lock is held since the read: the write checks identity only."""
+
+    def __init__(self, backend: LocalBackend, path: str, current: Blob | None, seen: _Seen):
+        super().__init__(backend, path, current)
+        self.local = backend
+        self.seen = seen
+
+    async def _write(self, data: bytes) -> Version:
+        return await self.local._run(self.local._write_sync, self.path, data, self.seen)
+
+    async def _delete(self, version: Version) -> None:
+        del version
+        await self.local._run(self.local._delete_sync, self.path, self.seen)
 
 
 _CAPABILITIES = Capabilities(

@@ -11,13 +11,18 @@ Open them by URL through ``ctxfs.core.open_fs`` (each scheme needs its extra)::
 The object stores share one backend, :class:`ObjectStoreBackend`, over a small
 driver per store (:class:`ObjectStore`); it probes at open that the store really
 enforces conditions (``open_fs(..., require_global_cas=True)`` refuses one that
-does not).
+does not). Every store call is retried the same bounded way (:class:`Retries`).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ctxfs.remote.backend import ObjectStoreBackend, ProbeResult
 from ctxfs.remote.keys import KeySpace
-from ctxfs.remote.sftp import SftpBackend
+from ctxfs.remote.retry import Retries
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
+
+if TYPE_CHECKING:
+    from ctxfs.remote.sftp.backend import SftpBackend
 
 __all__ = [
     "KeySpace",
@@ -26,5 +31,14 @@ __all__ = [
     "ObjectStore",
     "ObjectStoreBackend",
     "ProbeResult",
+    "Retries",
     "SftpBackend",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SftpBackend":  # needs asyncssh (ctxfs-remote[sftp]): imported when asked for
+        from ctxfs.remote import sftp  # noqa: PLC0415
+
+        return sftp.SftpBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

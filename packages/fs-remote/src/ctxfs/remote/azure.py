@@ -22,13 +22,14 @@ from ctxfs.core import (
     FsError,
     NotFound,
     PermissionDenied,
+    ReadRequest,
     Stale,
-    TooLarge,
     Unavailable,
     Version,
 )
 from ctxfs.remote.errors import from_status, translate
 from ctxfs.remote.keys import KeySpace, split_url
+from ctxfs.remote.retry import DEFAULT_DEADLINE
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
 
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ MAX_BLOB_SIZE: Final = 5 << 30
 """The largest body ctxfs sends in one conditional upload (5 GiB)."""
 WRITE_ID: Final = "ctxfswrite"
 """The metadata name holding each write's id (Azure names are C# identifiers)."""
-_ONCE: Final = {"retry_total": 0}
-"""Per-call SDK option: the backend retries, boundedly, and checks what a retry finds."""
 
 
 class AzureStore(ObjectStore):
@@ -49,40 +48,36 @@ class AzureStore(ObjectStore):
 
     max_cas_size = MAX_BLOB_SIZE
 
-    def __init__(self, fs: Any, container: str) -> None:
+    def __init__(self, fs: Any, container: str, *, connect_timeout: float | None = None) -> None:
         self.fs = fs
         self.container = container
         self.name = f"az://{container}"
+        self._once: dict[str, Any] = {"retry_total": 0}
+        """Per-call SDK options: the backend retries, boundedly, and checks what a retry finds;
+        a connection is awaited no longer than its deadline (:mod:`ctxfs.remote.retry`)."""
+        if connect_timeout is not None:
+            self._once["connection_timeout"] = connect_timeout
 
     def _blob(self, key: str) -> Any:
         return self.fs.service_client.get_blob_client(self.container, key)
 
-    async def get(
-        self,
-        key: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        version: Version | None = None,
-        max_size: int | None = None,
-    ) -> tuple[bytes, ObjectInfo]:
-        first = start or 0
+    async def get(self, key: str, request: ReadRequest) -> tuple[bytes, ObjectInfo]:
+        first, end = request.start or 0, request.end
         if end is not None and end <= first:
-            return b"", await self._properties(key, version)
-        request: dict[str, Any] = _condition(version)
-        if start is not None or end is not None:
-            request["offset"] = first
-            request["length"] = None if end is None else end - first
+            return b"", await self._properties(key, request.version)
+        call: dict[str, Any] = _condition(request.version)
+        if not request.whole:
+            call["offset"] = first
+            call["length"] = None if end is None else end - first
         try:
-            downloader = await self._blob(key).download_blob(**request, **_ONCE)
+            downloader = await self._blob(key).download_blob(**call, **self._once)
         except Exception as exc:
             if getattr(exc, "status_code", None) == 416:  # start at or past the end
-                return b"", await self._properties(key, version)
+                return b"", await self._properties(key, request.version)
             raise _error(exc) from exc
         properties = downloader.properties
         size = object_size(getattr(properties, "content_range", None), properties.size)
-        if max_size is not None and size > max_size:
-            raise TooLarge(f"the object holds {size} bytes, more than {max_size}")
+        request.check(None, size=size)
         try:
             data: bytes = await downloader.readall()
         except Exception as exc:
@@ -91,7 +86,9 @@ class AzureStore(ObjectStore):
 
     async def _properties(self, key: str, version: Version | None) -> ObjectInfo:
         try:
-            properties = await self._blob(key).get_blob_properties(**_condition(version), **_ONCE)
+            properties = await self._blob(key).get_blob_properties(
+                **_condition(version), **self._once
+            )
         except Exception as exc:
             raise _error(exc) from exc
         return _info(key, properties, int(properties.size))
@@ -109,7 +106,7 @@ class AzureStore(ObjectStore):
             request |= _condition(expect)
         try:
             result = await self._blob(key).upload_blob(
-                io.BytesIO(data), length=len(data), **request, **_ONCE
+                io.BytesIO(data), length=len(data), **request, **self._once
             )
         except Exception as exc:
             error = _error(exc)
@@ -120,7 +117,7 @@ class AzureStore(ObjectStore):
 
     async def remove(self, key: str, *, expect: Version | None = None) -> None:
         try:
-            await self._blob(key).delete_blob(**_condition(expect), **_ONCE)
+            await self._blob(key).delete_blob(**_condition(expect), **self._once)
         except Exception as exc:
             raise _error(exc) from exc
 
@@ -129,7 +126,7 @@ class AzureStore(ObjectStore):
         listing = Listing()
         try:
             async for item in container.walk_blobs(
-                name_starts_with=prefix or None, delimiter="/", results_per_page=limit, **_ONCE
+                name_starts_with=prefix or None, delimiter="/", results_per_page=limit, **self._once
             ):
                 if item.name.endswith("/"):
                     listing.prefixes.append(item.name)
@@ -199,8 +196,8 @@ def open_azure(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``az://container[/prefix]`` (also ``abfs://``).
 
     ``abfs://container@account.dfs.core.windows.net/prefix`` names the account
-    too. Keyword options ``probe``, ``require_global_cas``, ``retries`` and
-    ``max_cas_size`` configure the backend; the others go to
+    too. Keyword options ``probe``, ``require_global_cas``, ``retries``,
+    ``deadline`` and ``max_cas_size`` configure the backend; the others go to
     ``adlfs.AzureBlobFileSystem`` (``account_name``, ``credential``,
     ``connection_string``, ...), which also reads ``AZURE_STORAGE_*`` variables.
     """
@@ -214,4 +211,5 @@ def open_azure(url: str, **options: Any) -> ObjectStoreBackend:
         options.setdefault("account_name", host.partition(".")[0])
     settings = pop_backend_options(options)
     fs = adlfs.AzureBlobFileSystem(skip_instance_cache=True, **options)
-    return ObjectStoreBackend(AzureStore(fs, container), KeySpace(container, prefix), **settings)
+    store = AzureStore(fs, container, connect_timeout=settings.get("deadline", DEFAULT_DEADLINE))
+    return ObjectStoreBackend(store, KeySpace(container, prefix), **settings)

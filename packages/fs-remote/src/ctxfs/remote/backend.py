@@ -16,8 +16,9 @@ really enforces them:
   refuses the store instead.
 
 Transient failures (timeouts, lost connections, 5xx, S3's 409 conflicts) are
-retried a bounded number of times with backoff, then raised ``Unavailable``. A
-refused conditional write is checked against the store before it is reported:
+retried a bounded number of times within one deadline (:mod:`ctxfs.remote.retry`),
+then raised ``Unavailable``. A refused conditional write is checked against the
+store before it is reported:
 every write carries a unique id in the object's metadata, so a retry (ours, or
 one the store's client made on its own) of a write that had in fact landed finds
 its own id there and succeeds, while identical bytes from another writer are
@@ -26,47 +27,46 @@ still a conflict.
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, ParamSpec, Self, TypeVar
+from functools import partial
+from typing import Any, Final, ParamSpec, Self, TypeVar
 
 import anyio
 
 from ctxfs.core import (
-    ABSENT,
     AlreadyExists,
-    Backend,
     BackendError,
+    FsError,
+    InvalidArgument,
+    NotADirectory,
+    NotFound,
+    PermissionDenied,
+    Stale,
+    TooLarge,
+    Unavailable,
+)
+from ctxfs.core.kit import (
+    ABSENT,
+    RESERVED_PREFIX,
+    Backend,
     Blob,
     Capabilities,
     CasScope,
     Expect,
     FileKind,
-    FsError,
-    InvalidArgument,
-    IsADirectory,
-    NotADirectory,
-    NotFound,
-    PermissionDenied,
+    KeyedLocks,
+    ReadRequest,
     ReadStream,
-    Stale,
     Stat,
-    TooLarge,
-    Unavailable,
     Version,
-)
-from ctxfs.core.backend import (
-    DEFAULT_CHUNK_SIZE,
-    check_chunk_size,
     check_expect,
-    check_read_bounds,
 )
-from ctxfs.core.locks import KeyedLocks
 from ctxfs.remote.ioloop import on_io_loop
-from ctxfs.remote.keys import RESERVED_PREFIX, KeySpace, is_reserved
+from ctxfs.remote.keys import KeySpace
+from ctxfs.remote.retry import DEFAULT_DEADLINE, DEFAULT_RETRIES, RETRY_OPTIONS, Retries
 from ctxfs.remote.store import ObjectInfo, ObjectStore
 
 __all__ = ["ObjectStoreBackend", "ProbeResult", "pop_backend_options"]
@@ -74,12 +74,10 @@ __all__ = ["ObjectStoreBackend", "ProbeResult", "pop_backend_options"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
-DEFAULT_RETRIES: Final = 3
-"""Retries of a transient failure before it is raised ``Unavailable``."""
 EMULATION_LOCK_TIMEOUT: Final = 30.0
 """Seconds a write waits for the per-key lock when the store drops conditions."""
 
-BACKEND_OPTIONS: Final = ("probe", "require_global_cas", "retries", "max_cas_size")
+BACKEND_OPTIONS: Final = ("probe", "require_global_cas", "max_cas_size", *RETRY_OPTIONS)
 """The keyword options of ``open_fs`` that configure the backend, not the store's client."""
 
 
@@ -112,12 +110,10 @@ class ObjectStoreBackend(Backend):
         probe: Run the CAS probe at open (off: trust the store, and report its promise).
         require_global_cas: Refuse the store unless the probe finds conditions enforced.
         retries: Retries of a transient failure before ``Unavailable``.
+        deadline: Seconds after which a failing call is retried no more.
         max_cas_size: The largest write accepted (default: the store's single-request limit).
 
     """
-
-    backoff: ClassVar[float] = 0.1
-    """Seconds before the first retry; doubled each time, with jitter."""
 
     def __init__(
         self,
@@ -127,13 +123,12 @@ class ObjectStoreBackend(Backend):
         probe: bool = True,
         require_global_cas: bool = False,
         retries: int = DEFAULT_RETRIES,
+        deadline: float = DEFAULT_DEADLINE,
         max_cas_size: int | None = None,
     ) -> None:
-        if retries < 0:
-            raise InvalidArgument(f"retries must not be negative, got {retries}")
+        self.retrying = Retries(retries=retries, deadline=deadline)
         self.store = store
         self.keys = keys
-        self.retries = retries
         self.require_global_cas = require_global_cas
         self._max_cas_size = max_cas_size if max_cas_size is not None else store.max_cas_size
         self._probe_wanted = probe or require_global_cas
@@ -227,92 +222,54 @@ class ObjectStoreBackend(Backend):
         self, what: str, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run one store call on the IO loop, retrying transient failures; name *what* in errors."""
-        for attempt in range(self.retries + 1):
-            try:
-                return await on_io_loop(fn, *args, **kwargs)
-            except Unavailable as error:
-                if attempt == self.retries:
-                    raise _named(error, what) from error
-                await self._pause(attempt)
-            except FsError as error:
-                raise _named(error, what) from error
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _pause(self, attempt: int) -> None:
-        """Wait before retry *attempt* + 1: exponential backoff with jitter."""
-        await anyio.sleep(self.backoff * 2**attempt * (0.5 + random.random()))
+        try:
+            return await self.retrying.run(
+                f"{self.store.name}: {what}", partial(on_io_loop, fn, *args, **kwargs)
+            )
+        except FsError as error:
+            raise _named(error, what) from error
 
     # -- reading --------------------------------------------------------------------------------
 
-    async def stat(self, path: str) -> Stat:
+    async def _stat(self, path: str) -> Stat:
         """A file's size, mtime and version; a directory if objects live under it."""
         await self._ready()
-        key = self.keys.key(path)
         if not path:
             return Stat(path="", kind=FileKind.DIRECTORY)
         try:
-            info = await self._io(path, self.store.head, key)
+            info = await self._io(path, self.store.head, self.keys.key(path))
         except NotFound:
             if await self._has_entries(path):
                 return Stat(path=path, kind=FileKind.DIRECTORY)
             raise
         return _file_stat(path, info)
 
-    async def read(
-        self,
-        path: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        version: Version | None = None,
-        max_size: int | None = None,
-    ) -> Blob:
-        """Bytes and version from one request; ranges pinned to *version* when given."""
+    async def _read(self, path: str, request: ReadRequest) -> Blob:
+        """Bytes and version from one request; ranges pinned to a version when asked."""
         await self._ready()
-        key = self.keys.key(path)
-        if not path:
-            raise IsADirectory("the root is a directory", path=path)
-        check_read_bounds(path, start=start, end=end, size=0, max_size=None)
-        # A prefix with objects under it reads as NotFound: telling it from a missing file
-        # would cost a listing on every create (whose first step is a read).
-        data, info = await self._io(
-            path, self.store.get, key, start=start, end=end, version=version, max_size=max_size
-        )
-        if max_size is not None:
-            check_read_bounds(path, start=start, end=end, size=info.size, max_size=max_size)
+        data, info = await self._io(path, self.store.get, self.keys.key(path), request)
         return Blob(data=data, version=info.version, size=info.size)
 
-    def open_read(
-        self, path: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE
-    ) -> AbstractAsyncContextManager[ReadStream]:
-        """Stream in ranged reads, every range pinned to the version of the first."""
-        return self._stream(path, chunk_size)
-
     @asynccontextmanager
-    async def _stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
-        check_chunk_size(chunk_size)
-        first = await self.read(path, start=0, end=chunk_size)
+    async def _open_read(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
+        """Stream in ranged reads, every range pinned to the version of the first."""
+        first = await self._read(path, ReadRequest(start=0, end=chunk_size))
 
         async def chunks() -> AsyncIterator[bytes]:
             yield first.data
             offset = len(first.data)
             while offset < first.size:
-                blob = await self.read(
-                    path, start=offset, end=offset + chunk_size, version=first.version
-                )
+                pinned = ReadRequest(start=offset, end=offset + chunk_size, version=first.version)
+                blob = await self._read(path, pinned)
                 if not blob.data:
                     raise Stale(f"{path} changed while it was read", path=path)
                 yield blob.data
                 offset += len(blob.data)
 
-        stream = ReadStream(chunks(), version=first.version, size=first.size)
-        try:
-            yield stream
-        finally:
-            await stream.aclose()
+        yield ReadStream(chunks(), version=first.version, size=first.size)
 
-    async def list(self, path: str) -> list[Stat]:
-        """The files and sub-prefixes directly under *path*, sorted by name."""
+    async def _list(self, path: str) -> list[Stat]:
+        """The files and sub-prefixes directly under *path*."""
         await self._ready()
         prefix = self.keys.directory(path)
         listing = await self._io(path or "the root", self.store.scan, prefix)
@@ -324,12 +281,8 @@ class ObjectStoreBackend(Backend):
         entries += [
             Stat(path=self.keys.path(sub), kind=FileKind.DIRECTORY) for sub in listing.prefixes
         ]
-        visible = sorted(
-            (entry for entry in entries if entry.name and not is_reserved(entry.name)),
-            key=lambda entry: entry.name,
-        )
         if not path or listing.objects or listing.prefixes:
-            return visible
+            return [entry for entry in entries if entry.name]
         try:
             await self._io(path, self.store.head, self.keys.key(path))
         except NotFound:
@@ -342,21 +295,10 @@ class ObjectStoreBackend(Backend):
 
     # -- writing --------------------------------------------------------------------------------
 
-    async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
+    async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         """One conditional request; checked under a lock here if the store drops conditions."""
         await self._ready()
         key = self.keys.key(path)
-        if not path:
-            raise IsADirectory("the root is a directory", path=path)
-        limit = self._max_cas_size
-        if limit is not None and len(data) > limit:
-            raise TooLarge(
-                f"{path}: {len(data)} bytes is more than the {limit} one conditional write "
-                f"to {self.store.name} can carry",
-                path=path,
-                hint="Split the content into smaller files.",
-                details={"size": len(data), "max_size": limit},
-            )
         if not self._emulating:
             return await self._put(path, key, data, expect=expect)
         async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
@@ -365,23 +307,15 @@ class ObjectStoreBackend(Backend):
 
     async def _put(self, path: str, key: str, data: bytes, *, expect: Expect) -> Version:
         write_id = uuid.uuid4().hex
-        for attempt in range(self.retries + 1):
-            try:
-                return await on_io_loop(self.store.put, key, data, expect=expect, write_id=write_id)
-            except Unavailable as error:
-                if attempt == self.retries:
-                    raise _named(error, path) from error
-                await self._pause(attempt)
-            except (Stale, AlreadyExists) as error:
-                # A retried attempt (ours, or the client library's own) may have landed
-                # before the condition refused it: the object then carries our write id.
-                landed = await self._landed(path, key, write_id)
-                if landed is not None:
-                    return landed
-                raise _named(error, path) from error
-            except FsError as error:
-                raise _named(error, path) from error
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            return await self._io(path, self.store.put, key, data, expect=expect, write_id=write_id)
+        except (Stale, AlreadyExists):
+            # A retried attempt may have landed before the condition refused it (the
+            # answer to the first was lost): the object then carries our write id.
+            landed = await self._landed(path, key, write_id)
+            if landed is not None:
+                return landed
+            raise
 
     async def _landed(self, path: str, key: str, write_id: str) -> Version | None:
         """The object's version if it is the one write *write_id* stored, else None."""
@@ -398,12 +332,10 @@ class ObjectStoreBackend(Backend):
             current = None
         check_expect(path, expect, current)
 
-    async def delete(self, path: str, *, expect: Version | None = None) -> None:
+    async def _delete(self, path: str, expect: Version | None) -> None:
         """Delete a file (conditionally with *expect*); directories vanish with their last file."""
         await self._ready()
         key = self.keys.key(path)
-        if not path:
-            raise InvalidArgument("the root cannot be deleted", path=path)
         try:
             if self._emulating and expect is not None:
                 async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
@@ -418,14 +350,11 @@ class ObjectStoreBackend(Backend):
                 ) from None
             raise
 
-    async def mkdir(self, path: str) -> None:
+    async def _mkdir(self, path: str) -> None:
         """Nothing to create: a directory exists while objects live under it."""
         await self._ready()
-        key = self.keys.key(path)
-        if not path:
-            return
         try:
-            await self._io(path, self.store.head, key)
+            await self._io(path, self.store.head, self.keys.key(path))
         except NotFound:
             return
         raise AlreadyExists(f"{path} is a file", path=path)

@@ -19,8 +19,8 @@ from ctxfs.core import (
     CasScope,
     Expect,
     NotFound,
+    ReadRequest,
     Stale,
-    TooLarge,
     Version,
     content_version,
 )
@@ -58,27 +58,18 @@ class FsspecStore(ObjectStore):
     def _info(self, key: str, data: bytes) -> ObjectInfo:
         return ObjectInfo(key=key, size=len(data), version=content_version(data))
 
-    async def get(
-        self,
-        key: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        version: Version | None = None,
-        max_size: int | None = None,
-    ) -> tuple[bytes, ObjectInfo]:
+    async def get(self, key: str, request: ReadRequest) -> tuple[bytes, ObjectInfo]:
         data = self._current(key)
         if data is None:
             raise NotFound("no such object")
         info = self._info(key, data)
-        if version is not None and info.version != version:
+        if request.version is not None and info.version != request.version:
             raise Stale("the object is at another version")
-        if max_size is not None and info.size > max_size:
-            raise TooLarge(f"the object holds {info.size} bytes, more than {max_size}")
-        return data[start:end], info
+        request.check(None, size=info.size)
+        return request.cut(data), info
 
     async def head(self, key: str) -> ObjectInfo:
-        return (await self.get(key))[1]
+        return (await self.get(key, ReadRequest()))[1]
 
     async def put(
         self, key: str, data: bytes, *, expect: Expect, write_id: str | None = None
@@ -94,7 +85,7 @@ class FsspecStore(ObjectStore):
         return content_version(data)
 
     async def remove(self, key: str, *, expect: Version | None = None) -> None:
-        await self.get(key, version=expect)
+        await self.get(key, ReadRequest(version=expect))
         with translated():
             self.fs.rm_file(self._path(key))
 
@@ -129,8 +120,8 @@ def _protocol(fs: Any) -> str:
 def open_fsspec(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``fsspec+<protocol>://bucket[/prefix]``, e.g. ``fsspec+memory://b``.
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries`` and
-    ``max_cas_size`` configure the backend; the others go to the filesystem.
+    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``
+    and ``max_cas_size`` configure the backend; the others go to the filesystem.
     """
     import fsspec  # noqa: PLC0415
 

@@ -21,23 +21,24 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
+import aiohttp
+
 from ctxfs.core import (
     ABSENT,
     AlreadyExists,
     BackendError,
     Expect,
     NotFound,
+    ReadRequest,
     Stale,
-    TooLarge,
     Version,
 )
 from ctxfs.remote.errors import from_status, translated
 from ctxfs.remote.keys import KeySpace, split_url
+from ctxfs.remote.retry import DEFAULT_DEADLINE
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
 
 if TYPE_CHECKING:
-    import aiohttp
-
     from ctxfs.remote.backend import ObjectStoreBackend
 
 __all__ = ["GcsStore", "open_gcs"]
@@ -53,10 +54,12 @@ class GcsStore(ObjectStore):
 
     max_cas_size = MAX_UPLOAD_SIZE
 
-    def __init__(self, fs: Any, bucket: str) -> None:
+    def __init__(self, fs: Any, bucket: str, *, connect_timeout: float | None = None) -> None:
         self.fs = fs
         self.bucket = bucket
         self.name = f"gs://{bucket}"
+        self.connect_timeout = connect_timeout
+        """Seconds to wait for a connection (the retry deadline: :mod:`ctxfs.remote.retry`)."""
 
     def _objects(self, key: str | None = None) -> str:
         url = f"{self.fs._location}/storage/v1/b/{quote(self.bucket, safe='')}/o"
@@ -80,7 +83,9 @@ class GcsStore(ObjectStore):
                 params=dict(params or {}),
                 headers=self.fs._get_headers(dict(headers or {})),
                 data=data,
-                timeout=self.fs.requests_timeout,
+                timeout=aiohttp.ClientTimeout(
+                    total=self.fs.requests_timeout, sock_connect=self.connect_timeout
+                ),
             ) as response:
                 yield response
 
@@ -91,23 +96,15 @@ class GcsStore(ObjectStore):
         parsed = json.loads(body) if body.strip() else None
         return parsed if isinstance(parsed, dict) else {}
 
-    async def get(
-        self,
-        key: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        version: Version | None = None,
-        max_size: int | None = None,
-    ) -> tuple[bytes, ObjectInfo]:
-        first = start or 0
+    async def get(self, key: str, request: ReadRequest) -> tuple[bytes, ObjectInfo]:
+        first, end, version = request.start or 0, request.end, request.version
         if end is not None and end <= first:
             return b"", await self._pinned_head(key, version)
         params = {"alt": "media"}
         if version is not None:
             params["ifGenerationMatch"] = _generation(version)
         headers = {}
-        if start is not None or end is not None:
+        if not request.whole:
             headers["Range"] = f"bytes={first}-" + ("" if end is None else str(end - 1))
         async with self._request("GET", self._objects(key), params=params, headers=headers) as r:
             if r.status == 416:  # start at or past the end
@@ -117,8 +114,7 @@ class GcsStore(ObjectStore):
             info = _info_from_headers(key, r.headers)
             if version is not None and info.version != version:
                 raise Stale("the object is at another generation")
-            if max_size is not None and info.size > max_size:
-                raise TooLarge(f"the object holds {info.size} bytes, more than {max_size}")
+            request.check(None, size=info.size)
             with translated():
                 data = await r.read()
         return data, info
@@ -234,8 +230,8 @@ def _info_from_headers(key: str, headers: Mapping[str, str]) -> ObjectInfo:
 def open_gcs(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``gs://bucket[/prefix]`` (also ``gcs://``).
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries`` and
-    ``max_cas_size`` configure the backend; the others go to
+    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``
+    and ``max_cas_size`` configure the backend; the others go to
     ``gcsfs.GCSFileSystem`` (``project``, ``token``, ``endpoint_url``, ...).
     ``STORAGE_EMULATOR_HOST`` points it at an emulator.
     """
@@ -246,4 +242,5 @@ def open_gcs(url: str, **options: Any) -> ObjectStoreBackend:
     bucket, prefix = split_url(url)
     settings = pop_backend_options(options)
     fs = gcsfs_core.GCSFileSystem(skip_instance_cache=True, **options)
-    return ObjectStoreBackend(GcsStore(fs, bucket), KeySpace(bucket, prefix), **settings)
+    store = GcsStore(fs, bucket, connect_timeout=settings.get("deadline", DEFAULT_DEADLINE))
+    return ObjectStoreBackend(store, KeySpace(bucket, prefix), **settings)

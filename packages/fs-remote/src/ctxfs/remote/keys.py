@@ -2,24 +2,19 @@
 
 An object store has no kernel to confine paths, so confinement is by
 construction: a key is the configured prefix, a slash and a canonical path that
-:func:`~ctxfs.core.paths.check_path` accepted (no ``..``, no absolute path, no
-backslash, no scheme, no empty segment). Names starting with ``.ctxfs-`` are
-reserved for the backends' own objects (probes, lock files, temporary files)
-and refused.
+:func:`~ctxfs.core.kit.check_path` accepted (no ``..``, no absolute path, no
+backslash, no scheme, no empty segment, no name reserved for the backends' own
+objects: probes, lock files, temporary files).
 """
 
 from __future__ import annotations
 
-from typing import Final
 from urllib.parse import unquote, urlsplit
 
 from ctxfs.core import InvalidArgument, InvalidPath, OutsideRoot
-from ctxfs.core.paths import check_path
+from ctxfs.core.kit import check_path, is_reserved
 
-__all__ = ["RESERVED_PREFIX", "KeySpace", "is_reserved", "split_url"]
-
-RESERVED_PREFIX: Final = ".ctxfs-"
-"""Names starting with this are the backend's own, never a caller's."""
+__all__ = ["KeySpace", "split_url"]
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -35,11 +30,6 @@ def split_url(url: str) -> tuple[str, str]:
     if parts.query or parts.fragment:
         raise ValueError(f"{url!r}: pass options as keyword arguments, not in the URL")
     return unquote(parts.netloc), unquote(parts.path)
-
-
-def is_reserved(name: str) -> bool:
-    """Whether *name* (one path segment) is reserved for the backend."""
-    return name.startswith(RESERVED_PREFIX)
 
 
 class KeySpace:
@@ -76,11 +66,6 @@ class KeySpace:
         """
         check_path(path)
         if path:
-            for segment in path.split("/"):
-                if is_reserved(segment):
-                    raise InvalidPath(
-                        f"names starting with {RESERVED_PREFIX} are reserved", path=path
-                    )
             try:
                 path.encode("utf-8")
             except UnicodeEncodeError:
@@ -95,7 +80,7 @@ class KeySpace:
         return f"{key}/" if key else ""
 
     def internal(self, name: str) -> str:
-        """The key of a backend object *name* (it must start with ``.ctxfs-``) at the root."""
+        """The key of a backend object *name* (a reserved name) at the root."""
         if not is_reserved(name):
             raise ValueError(f"{name!r} is not a reserved name")
         return f"{self.prefix}/{name}" if self.prefix else name

@@ -20,6 +20,7 @@ from ctxfs.core import (
     FsError,
     NotFound,
     PermissionDenied,
+    ReadRequest,
     Stale,
     TooLarge,
     Unavailable,
@@ -27,6 +28,7 @@ from ctxfs.core import (
 )
 from ctxfs.remote.errors import RETRYABLE_STATUS, from_status, translate
 from ctxfs.remote.keys import KeySpace, split_url
+from ctxfs.remote.retry import DEFAULT_DEADLINE
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
 
 if TYPE_CHECKING:
@@ -54,36 +56,29 @@ class S3Store(ObjectStore):
         await self.fs.set_session()
         return await self.fs.get_s3(self.bucket)
 
-    async def get(
-        self,
-        key: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        version: Version | None = None,
-        max_size: int | None = None,
-    ) -> tuple[bytes, ObjectInfo]:
+    async def get(self, key: str, request: ReadRequest) -> tuple[bytes, ObjectInfo]:
         s3 = await self._client()
-        request: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
-        if version is not None:
-            request["IfMatch"] = _etag(version)
-        ranged = start is not None or end is not None
-        first = start or 0
+        call: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if request.version is not None:
+            call["IfMatch"] = _etag(request.version)
+        first, end = request.start or 0, request.end
         if end is not None and end <= first:
-            return b"", await self._head(s3, request)
-        if ranged:
-            request["Range"] = f"bytes={first}-" + ("" if end is None else str(end - 1))
+            return b"", await self._head(s3, call)
+        if not request.whole:
+            call["Range"] = f"bytes={first}-" + ("" if end is None else str(end - 1))
         try:
-            response = await s3.get_object(**request)
+            response = await s3.get_object(**call)
         except Exception as exc:
             if _code(exc) == "InvalidRange":  # start at or past the end
-                return b"", await self._head(s3, request)
+                return b"", await self._head(s3, call)
             raise _error(exc) from exc
         body = response["Body"]
         size = object_size(response.get("ContentRange"), response["ContentLength"])
-        if max_size is not None and size > max_size:
+        try:
+            request.check(None, size=size)
+        except TooLarge:
             body.close()
-            raise TooLarge(f"the object holds {size} bytes, more than {max_size}")
+            raise
         try:
             data: bytes = await body.read()
         except Exception as exc:
@@ -228,11 +223,12 @@ def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind 
 def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``s3://bucket[/prefix]``.
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries`` and
-    ``max_cas_size`` configure the backend; the others go to
+    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``
+    and ``max_cas_size`` configure the backend; the others go to
     ``s3fs.S3FileSystem`` (``endpoint_url``, ``key``, ``secret``, ``client_kwargs``, ...).
     Without them, botocore's standard environment applies (``AWS_ENDPOINT_URL``,
-    ``AWS_ACCESS_KEY_ID``, profiles, ...).
+    ``AWS_ACCESS_KEY_ID``, profiles, ...). botocore's own retries are off, and its
+    connect timeout is the deadline, unless ``config_kwargs`` says otherwise.
     """
     from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
     from ctxfs.remote.extras import require  # noqa: PLC0415
@@ -240,5 +236,10 @@ def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
     s3fs = require("s3fs", extra="s3")
     bucket, prefix = split_url(url)
     settings = pop_backend_options(options)
-    fs = s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False, **options)
+    config = dict(options.pop("config_kwargs", None) or {})
+    config.setdefault("retries", {"total_max_attempts": 1})  # one loop retries: ours
+    config.setdefault("connect_timeout", settings.get("deadline", DEFAULT_DEADLINE))
+    fs = s3fs.S3FileSystem(
+        skip_instance_cache=True, use_listings_cache=False, config_kwargs=config, **options
+    )
     return ObjectStoreBackend(S3Store(fs, bucket), KeySpace(bucket, prefix), **settings)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from ctxfs.core import CasScope, Expect, Version
+from ctxfs.core import CasScope, Expect, ReadRequest, Version
 
 __all__ = ["Listing", "ObjectInfo", "ObjectStore", "object_size"]
 
@@ -65,21 +65,14 @@ class ObjectStore(ABC):
     max_cas_size: int | None = None
 
     @abstractmethod
-    async def get(
-        self,
-        key: str,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        version: Version | None = None,
-        max_size: int | None = None,
-    ) -> tuple[bytes, ObjectInfo]:
-        """Bytes ``[start, end)`` of an object (all of it by default) and its info, in one read.
+    async def get(self, key: str, request: ReadRequest) -> tuple[bytes, ObjectInfo]:
+        """The bytes of an object *request* asks for (all of it, or a range) and its info.
 
-        Bounds are non-negative; a range past the end is clipped, an empty or
-        out-of-range one returns no bytes. With *version*, the read is pinned:
-        an object at another version is ``Stale``, never mixed bytes. With
-        *max_size*, a larger object is ``TooLarge`` before its body is fetched.
+        One read. Bounds are non-negative; a range past the end is clipped, an
+        empty or out-of-range one returns no bytes. With ``request.version``, the
+        read is pinned: an object at another version is ``Stale``, never mixed
+        bytes. With ``request.max_size``, a larger object is ``TooLarge`` before
+        its body is fetched (:meth:`ReadRequest.check`).
 
         Raises:
             NotFound, Stale, TooLarge, PermissionDenied, Unavailable, BackendError.

@@ -32,6 +32,7 @@ from ctxfs.core.errors import (
     ErrorCode,
     FsError,
     InvalidArgument,
+    InvalidPath,
     IsADirectory,
     NotADirectory,
     NotFound,
@@ -40,12 +41,13 @@ from ctxfs.core.errors import (
     TooLarge,
 )
 from ctxfs.core.fs import Fs
-from ctxfs.core.versions import ABSENT
+from ctxfs.core.versions import ABSENT, Version
 
 __all__ = ["BackendConformance"]
 
 _MiB = 1 << 20
 _PATH_ATTACKS = ("../x", "/x", "a//b", "a/./b", "./a", "a/", "a\\b", "a\x00b", "s3://x/y", "C:x")
+_RESERVED = (".ctxfs-x", "d/.ctxfs-lock.a.txt", ".ctxfs-tmp.1", "d/.ctxfs-/x")
 
 
 class BackendConformance:
@@ -285,16 +287,22 @@ class BackendConformance:
         assert isinstance(caught.value, FileNotFoundError)
         assert caught.value.code is ErrorCode.NOT_FOUND
 
-    async def test_directory_as_file(self, backend: Backend) -> None:
+    async def test_directories_and_prefixes_read_as_is_directory(self, backend: Backend) -> None:
         await backend.write("d/f.txt", b"x", expect=ABSENT)
-        expected = (IsADirectory,) if backend.capabilities.real_directories else (
-            IsADirectory, NotFound
-        )  # fmt: skip
-        with pytest.raises(expected):
-            await backend.read("d")
+        for path in ("d", ""):
+            with pytest.raises(IsADirectory):
+                await backend.read(path)
+            with pytest.raises(IsADirectory):
+                await _stream(backend, path)
+        for attempt in (backend.write("", b"x", expect=None), _update(backend, "")):
+            with pytest.raises(IsADirectory):
+                await attempt
         if backend.capabilities.real_directories:
             with pytest.raises(IsADirectory):
                 await backend.write("d", b"x", expect=None)
+            with pytest.raises(IsADirectory):
+                await _update(backend, "d")
+        assert (await backend.read("d/f.txt")).data == b"x"
 
     async def test_reading_a_directory_through_ctx_fs_is_is_directory(
         self, backend: Backend
@@ -315,6 +323,27 @@ class BackendConformance:
         with pytest.raises(NotADirectory):
             await backend.read("f/x")
 
+    @pytest.mark.parametrize("path", _RESERVED)
+    async def test_reserved_names_are_refused_everywhere(self, backend: Backend, path: str) -> None:
+        await backend.write("d/a.txt", b"x", expect=ABSENT)
+        attempts = [
+            backend.write(path, b"x", expect=None),
+            backend.write(path, b"x", expect=ABSENT),
+            backend.read(path),
+            backend.stat(path),
+            backend.list(path),
+            backend.mkdir(path),
+            backend.delete(path),
+            _update(backend, path),
+            _stream(backend, path),
+        ]
+        for attempt in attempts:
+            with pytest.raises(InvalidPath) as caught:
+                await attempt
+            assert caught.value.code is ErrorCode.INVALID_PATH
+        assert [entry.name for entry in await backend.list("")] == ["d"]
+        assert [entry.name for entry in await backend.list("d")] == ["a.txt"]
+
     @pytest.mark.parametrize("path", _PATH_ATTACKS)
     async def test_non_canonical_paths_are_refused(self, backend: Backend, path: str) -> None:
         with pytest.raises(FsError) as caught:
@@ -323,6 +352,72 @@ class BackendConformance:
         with pytest.raises(FsError):
             await backend.read(path)
         assert await backend.list("") == []
+
+    async def test_bounds_and_sizes_are_checked_before_content(self, backend: Backend) -> None:
+        version = await backend.write("r.bin", b"0123456789", expect=ABSENT)
+        with pytest.raises(TooLarge) as caught:
+            await backend.read("r.bin", max_size=9)
+        assert caught.value.details["max_size"] == 9
+        assert (await backend.read("r.bin", max_size=10)).data == b"0123456789"
+        with pytest.raises(TooLarge):
+            await _update(backend, "r.bin", max_size=9)
+        with pytest.raises(InvalidArgument):
+            await backend.read("r.bin", end=-1)
+        with pytest.raises(InvalidArgument):
+            await _stream(backend, "r.bin", chunk_size=0)
+        with pytest.raises(Stale):
+            await backend.read("r.bin", version=Version("xxh3:" + "0" * 32))
+        assert (await backend.read("r.bin", version=version)).version == version
+
+    # -- updates: one read, then a conditional change ---------------------------------------
+
+    async def test_update_changes_what_it_read(self, backend: Backend) -> None:
+        version = await backend.write("a.txt", b"one", expect=ABSENT)
+        async with backend.open_update("a.txt") as update:
+            assert update.current is not None
+            assert (update.current.data, update.current.version) == (b"one", version)
+            written = await update.write(b"two")
+        blob = await backend.read("a.txt")
+        assert (blob.data, blob.version) == (b"two", written)
+        async with backend.open_update("new/b.txt") as update:
+            assert update.current is None
+            created = await update.write(b"fresh")
+        assert (await backend.read("new/b.txt")).version == created
+        async with backend.open_update("a.txt") as update:
+            await update.delete()
+        with pytest.raises(NotFound):
+            await backend.read("a.txt")
+        async with backend.open_update("a.txt") as update:
+            with pytest.raises(NotFound):
+                await update.delete()
+
+    async def test_update_and_a_rival_writer_never_both_win(self, backend: Backend) -> None:
+        version = await backend.write("a.txt", b"base", expect=ABSENT)
+        outcomes: dict[str, bool] = {}
+
+        async def rival() -> None:
+            try:
+                await backend.write("a.txt", b"rival", expect=version)
+            except Stale:
+                outcomes["rival"] = False
+            else:
+                outcomes["rival"] = True
+
+        async with (
+            anyio.create_task_group() as group,
+            backend.open_update("a.txt") as update,
+        ):
+            group.start_soon(rival)
+            await anyio.sleep(0.5)  # the rival lands now, or waits for the update's lock
+            try:
+                await update.write(b"mine")
+            except Stale:
+                outcomes["mine"] = False
+            else:
+                outcomes["mine"] = True
+        assert sorted(outcomes.values()) == [False, True], outcomes
+        winner = "mine" if outcomes["mine"] else "rival"
+        assert (await backend.read("a.txt")).data == winner.encode()
 
     async def test_lock_or_documented_absence(self, backend: Backend) -> None:
         lock = backend.lock("k", timeout=0.2)
@@ -357,3 +452,15 @@ class BackendConformance:
         read = await alice.fs.read("notes.txt")
         assert read.text == "one\ndos\n"
         assert read.version == outcome.version == (await backend.read("notes.txt")).version
+
+
+async def _update(backend: Backend, path: str, *, max_size: int | None = None) -> None:
+    """Open and leave an update of *path* (to see what opening it raises)."""
+    async with backend.open_update(path, max_size=max_size):
+        pass
+
+
+async def _stream(backend: Backend, path: str, *, chunk_size: int = 4096) -> None:
+    """Open and leave a streamed read of *path* (to see what opening it raises)."""
+    async with backend.open_read(path, chunk_size=chunk_size):
+        pass

@@ -1,0 +1,92 @@
+"""One retry loop for every remote store: a bounded number of retries within one deadline.
+
+A store call that fails ``Unavailable`` (a timeout, a lost connection, a 5xx)
+is tried again after an exponential pause with jitter, until it succeeds, fails
+otherwise, has been retried :attr:`Retries.retries` times, or the next attempt
+would start after :attr:`Retries.deadline` seconds; then the last failure is
+raised. An attempt that is under way is never cut short (a large transfer may
+take longer than the deadline): the clients' own connect timeouts are set no
+longer than the deadline, and their own retries are off, so that this loop is
+the only one. Each retry is logged (logger ``ctxfs.remote``, level WARNING),
+which the ``ctxfs`` command prints on stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+import anyio
+
+from ctxfs.core import InvalidArgument, Unavailable
+
+__all__ = ["DEFAULT_DEADLINE", "DEFAULT_RETRIES", "RETRY_OPTIONS", "Retries"]
+
+T = TypeVar("T")
+
+DEFAULT_RETRIES: Final = 3
+"""Retries of a transient failure before it is raised ``Unavailable``."""
+DEFAULT_DEADLINE: Final = 10.0
+"""Seconds, from a call's first attempt, after which no retry starts."""
+RETRY_OPTIONS: Final = ("retries", "deadline")
+"""The keyword options of ``open_fs`` that configure :class:`Retries`."""
+
+log = logging.getLogger("ctxfs.remote")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retries:
+    """How a store call is retried: at most *retries* times, none starting after *deadline*."""
+
+    retries: int = DEFAULT_RETRIES
+    deadline: float = DEFAULT_DEADLINE
+    backoff: float = 0.1
+    """Seconds before the first retry; doubled each time, with jitter."""
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise InvalidArgument(f"retries must not be negative, got {self.retries}")
+        if self.deadline <= 0:
+            raise InvalidArgument(f"deadline must be positive, got {self.deadline}")
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> Retries:
+        """The policy the :data:`RETRY_OPTIONS` in *options* describe, taking them out."""
+        return cls(**{name: options.pop(name) for name in RETRY_OPTIONS if name in options})
+
+    async def run(
+        self,
+        what: str,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        recover: Callable[[], Awaitable[None]] | None = None,
+    ) -> T:
+        """Await ``attempt()`` until it does not fail ``Unavailable``, within the bounds.
+
+        *what* names the call in the log. *recover* runs before each retry (to
+        drop a broken connection, say).
+
+        Raises:
+            Unavailable: The last attempt's failure, once the bounds are reached.
+
+        """
+        started = anyio.current_time()
+        tried = 0
+        while True:
+            try:
+                return await attempt()
+            except Unavailable as failure:
+                pause = self.backoff * 2**tried * (0.5 + random.random())
+                elapsed = anyio.current_time() - started
+                if tried >= self.retries or elapsed + pause > self.deadline:
+                    raise
+                tried += 1
+                log.warning(
+                    "%s: %s; retry %d of %d in %.1f s", what, failure, tried, self.retries, pause
+                )
+            await anyio.sleep(pause)
+            if recover is not None:
+                await recover()

@@ -1,0 +1,499 @@
+"""``SftpBackend``: files under a root on an SFTP server, with the cooperative lock protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import posixpath
+import socket
+import stat as stat_module
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from functools import partial
+from typing import Any, Final, Self
+
+import anyio
+import asyncssh
+
+from ctxfs.core import (
+    AlreadyExists,
+    InvalidArgument,
+    IsADirectory,
+    NotADirectory,
+    NotARegularFile,
+    NotFound,
+    Stale,
+)
+from ctxfs.core.kit import (
+    RESERVED_PREFIX,
+    Backend,
+    Blob,
+    Capabilities,
+    CasScope,
+    ConditionalUpdate,
+    ContentHasher,
+    Expect,
+    FileKind,
+    ReadRequest,
+    ReadStream,
+    Stat,
+    Update,
+    Version,
+    check_expect,
+    content_version,
+)
+from ctxfs.remote.retry import DEFAULT_DEADLINE, Retries
+from ctxfs.remote.sftp.client import SftpClient, is_missing, sftp_error
+from ctxfs.remote.sftp.lease import DEFAULT_LEASE, DEFAULT_LOCK_TIMEOUT, Leases
+
+__all__ = ["SftpBackend"]
+
+TEMP_PREFIX: Final = f"{RESERVED_PREFIX}tmp."
+_READ_BLOCK: Final = 256 * 1024
+_KINDS: Final = {
+    asyncssh.FILEXFER_TYPE_REGULAR: FileKind.FILE,
+    asyncssh.FILEXFER_TYPE_DIRECTORY: FileKind.DIRECTORY,
+    asyncssh.FILEXFER_TYPE_SYMLINK: FileKind.SYMLINK,
+}
+
+
+class SftpBackend(Backend):
+    """Files under *root* on an SFTP server.
+
+    Args:
+        host: The server.
+        root: The absolute directory on the server that is the root.
+        port: The SSH port.
+        username: The login (default: asyncssh's, from the SSH config or the local user).
+        connect_options: More keywords for ``asyncssh.connect`` (``client_keys``,
+            ``known_hosts``, ``password``, ``passphrase``, ...); ``connect_timeout``
+            defaults to the deadline.
+        lease: Seconds a write lock's lease lasts.
+        lock_timeout: Seconds a write waits for another writer's lock.
+        retries: Reconnections after a lost connection before ``Unavailable``.
+        deadline: Seconds after which a failing call is retried no more.
+
+    """
+
+    def __init__(
+        self,
+        host: str,
+        root: str,
+        *,
+        port: int = 22,
+        username: str | None = None,
+        connect_options: dict[str, Any] | None = None,
+        lease: float = DEFAULT_LEASE,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        retries: int = 2,
+        deadline: float = DEFAULT_DEADLINE,
+    ) -> None:
+        if not root.startswith("/"):
+            raise InvalidArgument(f"the SFTP root must be an absolute path, got {root!r}")
+        options = {"connect_timeout": deadline, **(connect_options or {})}
+        retrying = Retries(retries=retries, deadline=deadline)
+        self.client = SftpClient(
+            host, root, port=port, username=username, connect_options=options, retrying=retrying
+        )
+        self.leases = Leases(
+            owner=f"{socket.gethostname()}:{os.getpid()}", lease=lease, timeout=lock_timeout
+        )
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Cooperative CAS, real directories, whole-file reads (ranges are sliced)."""
+        return _CAPABILITIES
+
+    async def __aenter__(self) -> Self:
+        """Connect now rather than on the first call."""
+        try:
+            await self.client.call("the connection", _connected)
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def aclose(self) -> None:
+        """Close the SSH connection."""
+        with anyio.CancelScope(shield=True):
+            await self.client.close()
+
+    def __repr__(self) -> str:
+        return f"SftpBackend({self.client.name})"
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def _stat(self, path: str) -> Stat:
+        """Metadata from ``lstat``; a symbolic link is reported as one."""
+        full = self.client.full(path)
+
+        async def run(sftp: asyncssh.SFTPClient) -> Stat:
+            await self.client.confined(sftp, full, path)
+            try:
+                attrs = await sftp.lstat(full)
+            except asyncssh.SFTPError as exc:
+                raise await self.client.refine(sftp, exc, path) from exc
+            return _stat(path, attrs)
+
+        return await self.client.call(path, run)
+
+    async def _read(self, path: str, request: ReadRequest) -> Blob:
+        """Read the whole file (its hash is the version) and slice the range."""
+        full = self.client.full(path)
+
+        async def run(sftp: asyncssh.SFTPClient) -> Blob:
+            await self._readable(sftp, full, path, request)
+            async with sftp.open(full, "rb", block_size=_READ_BLOCK) as handle:
+                data: bytes = await handle.read()
+            return Blob(data=request.cut(data), version=content_version(data), size=len(data))
+
+        return await self.client.call(path, run)
+
+    async def _readable(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str, request: ReadRequest
+    ) -> asyncssh.SFTPAttrs:
+        """The attributes of *full*, a regular file inside the root within the size asked."""
+        await self.client.confined(sftp, full, path)
+        try:
+            attrs = await sftp.stat(full)
+        except asyncssh.SFTPError as exc:
+            raise await self.client.refine(sftp, exc, path) from exc
+        if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+            raise IsADirectory(f"{path} is a directory", path=path)
+        if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
+            raise NotARegularFile(f"{path} is not a regular file", path=path)
+        request.check(path, size=attrs.size or 0)
+        return attrs
+
+    @asynccontextmanager
+    async def _open_read(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
+        """Stream from one open handle: a rename-published file never changes under it."""
+        full = self.client.full(path)
+
+        async def open_handle(
+            sftp: asyncssh.SFTPClient,
+        ) -> tuple[asyncssh.SFTPClientFile, int]:
+            attrs = await self._readable(sftp, full, path, ReadRequest())
+            return await sftp.open(full, "rb", block_size=_READ_BLOCK), attrs.size or 0
+
+        handle, size = await self.client.call(path, open_handle)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            while chunk := await self.client.call_once(
+                path, partial(_read_chunk, handle, chunk_size)
+            ):
+                yield chunk
+
+        try:
+            yield ReadStream(chunks(), size=size)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.client.call_once(path, partial(_close, handle))
+
+    async def _list(self, path: str) -> list[Stat]:
+        """The entries of a directory, not following links."""
+        full = self.client.full(path)
+
+        async def run(sftp: asyncssh.SFTPClient) -> list[Stat]:
+            await self.client.confined(sftp, full, path)
+            try:
+                attrs = await sftp.stat(full)
+            except asyncssh.SFTPError as exc:
+                raise await self.client.refine(sftp, exc, path) from exc
+            if attrs.type != asyncssh.FILEXFER_TYPE_DIRECTORY:
+                raise NotADirectory(f"{path} is not a directory", path=path)
+            names = [(os.fsdecode(name.filename), name.attrs) for name in await sftp.readdir(full)]
+            return [
+                _stat(posixpath.join(path, name) if path else name, attrs)
+                for name, attrs in names
+                if name not in (".", "..")
+            ]
+
+        return await self.client.call(path, run)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
+        """Lock, compare, write a temporary file, publish it by rename, unlock."""
+        full = self.client.full(path)
+        token = self.leases.token()  # the same on every attempt
+
+        async def run(sftp: asyncssh.SFTPClient) -> Version:
+            await self.client.confined(sftp, full, path)
+            try:
+                await sftp.makedirs(posixpath.dirname(full), exist_ok=True)
+            except asyncssh.SFTPError as exc:
+                raise await self.client.refine(sftp, exc, path) from exc
+            async with self.leases.held(sftp, full, path, token) as reclaimed:
+                current, mode = await self._current(sftp, full, path)
+                if reclaimed and current == content_version(data):
+                    # Our lock outlived a lost connection, so no one else wrote since:
+                    # the bytes there are our own cut-off attempt's.
+                    return current
+                check_expect(path, expect, current)
+                await _publish(sftp, full, data, mode=mode, replace=current is not None)
+            return content_version(data)
+
+        return await self.client.call(path, run)
+
+    @asynccontextmanager
+    async def _open_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
+        """Read the file under its lock, and hold the lock until the update is done.
+
+        Where the file's directory does not exist yet there is nothing to lock:
+        the update is a create, whose write takes the lock as any write does.
+        """
+        full = self.client.full(path)
+        token = self.leases.token()
+
+        async def take(sftp: asyncssh.SFTPClient) -> tuple[Blob | None, int | None] | None:
+            await self.client.confined(sftp, full, path)
+            if not await self._has_directory(sftp, full, path):
+                return None
+            await self.leases.take(sftp, full, path, token)
+            try:
+                return await self._current_blob(sftp, full, path, request)
+            except BaseException:
+                await asyncio.shield(self.leases.release(sftp, full, token))
+                raise
+
+        taken = await self.client.call(path, take)
+        if taken is None:
+            yield ConditionalUpdate(self, path, None)
+            return
+        current, mode = taken
+        try:
+            yield _LeasedUpdate(self, path, current, full=full, mode=mode, token=token)
+        finally:
+            with anyio.CancelScope(shield=True), suppress(Exception):
+                await self.client.call(path, partial(self.leases.release, full=full, token=token))
+
+    async def _has_directory(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> bool:
+        """Whether the directory of *full* exists (a file there is ``NotADirectory``)."""
+        try:
+            attrs = await sftp.stat(posixpath.dirname(full))
+        except asyncssh.SFTPError as exc:
+            if is_missing(exc):
+                return False
+            raise
+        if attrs.type != asyncssh.FILEXFER_TYPE_DIRECTORY:
+            raise NotADirectory(f"a parent of {path} is a file, not a directory", path=path)
+        return True
+
+    async def _current(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str
+    ) -> tuple[Version | None, int | None]:
+        """The version and permission bits of the file now, or (None, None)."""
+        attrs = await self._attributes(sftp, full, path)
+        if attrs is None:
+            return None, None
+        hasher = ContentHasher()
+        async with sftp.open(full, "rb", block_size=_READ_BLOCK) as handle:
+            while True:
+                chunk: bytes = await handle.read(_READ_BLOCK)
+                if not chunk:
+                    break
+                hasher.update(chunk)
+        return hasher.version(), _mode(attrs)
+
+    async def _current_blob(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str, request: ReadRequest
+    ) -> tuple[Blob | None, int | None]:
+        """The whole file now and its permission bits, or (None, None)."""
+        attrs = await self._attributes(sftp, full, path)
+        if attrs is None:
+            return None, None
+        request.check(path, size=attrs.size or 0)
+        async with sftp.open(full, "rb", block_size=_READ_BLOCK) as handle:
+            data: bytes = await handle.read()
+        return Blob(data=data, version=content_version(data), size=len(data)), _mode(attrs)
+
+    async def _attributes(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str
+    ) -> asyncssh.SFTPAttrs | None:
+        """The attributes of file *full*, None if it does not exist."""
+        try:
+            attrs = await sftp.stat(full)
+        except asyncssh.SFTPError as exc:
+            error = sftp_error(exc, path)
+            if isinstance(error, NotFound):
+                return None
+            raise error from exc
+        if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+            raise IsADirectory(f"{path} is a directory", path=path)
+        return attrs
+
+    async def _delete(self, path: str, expect: Version | None) -> None:
+        """Remove a file under its lock (compared with *expect*), or an empty directory."""
+        full = self.client.full(path)
+        token = self.leases.token()
+
+        async def run(sftp: asyncssh.SFTPClient) -> None:
+            await self.client.confined(sftp, full, path)
+            try:
+                attrs = await sftp.lstat(full)
+            except asyncssh.SFTPError as exc:
+                raise await self.client.refine(sftp, exc, path) from exc
+            if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+                if [name for name in await sftp.listdir(full) if name not in (".", "..")]:
+                    raise InvalidArgument(f"{path} is a directory that is not empty", path=path)
+                await sftp.rmdir(full)
+                return
+            async with self.leases.held(sftp, full, path, token):
+                current, _ = await self._current(sftp, full, path)
+                if current is None:
+                    raise NotFound(f"{path} does not exist", path=path)
+                check_expect(path, expect, current)
+                await sftp.remove(full)
+
+        await self.client.call(path, run)
+
+    async def _mkdir(self, path: str) -> None:
+        """Create the directory and its parents."""
+        full = self.client.full(path)
+
+        async def run(sftp: asyncssh.SFTPClient) -> None:
+            await self.client.confined(sftp, full, path)
+            try:
+                attrs = await sftp.stat(full)
+            except asyncssh.SFTPError:
+                attrs = None  # missing: made below, with its parents
+            if attrs is not None:
+                if attrs.type != asyncssh.FILEXFER_TYPE_DIRECTORY:
+                    raise AlreadyExists(f"{path} is a file", path=path)
+                return
+            try:
+                await sftp.makedirs(full, exist_ok=True)
+            except asyncssh.SFTPError as exc:
+                raise await self.client.refine(sftp, exc, path) from exc
+
+        await self.client.call(path, run)
+
+
+class _LeasedUpdate(Update):
+    """An update whose lock has been held since the read: nothing is compared again."""
+
+    def __init__(
+        self,
+        backend: SftpBackend,
+        path: str,
+        current: Blob | None,
+        *,
+        full: str,
+        mode: int | None,
+        token: str,
+    ) -> None:
+        super().__init__(backend, path, current)
+        self.sftp = backend
+        self.full, self.mode, self.token = full, mode, token
+        self._attempts = 0
+
+    async def _write(self, data: bytes) -> Version:
+        version = content_version(data)
+
+        async def run(sftp: asyncssh.SFTPClient) -> Version:
+            if await self._landed(sftp, version):
+                return version
+            await _publish(sftp, self.full, data, mode=self.mode, replace=self.current is not None)
+            return version
+
+        return await self.sftp.client.call(self.path, run)
+
+    async def _delete(self, version: Version) -> None:
+        del version  # read under the lock, which is still held
+
+        async def run(sftp: asyncssh.SFTPClient) -> None:
+            if await self._landed(sftp, None):
+                return
+            await sftp.remove(self.full)
+
+        await self.sftp.client.call(self.path, run)
+
+    async def _landed(self, sftp: asyncssh.SFTPClient, version: Version | None) -> bool:
+        """Check the lock is still ours; on a retry, whether the cut-off attempt landed.
+
+        Raises:
+            Stale: The lease ran out (another writer may have changed the file), or
+                the file is neither as read nor as this update would leave it.
+
+        """
+        self._attempts += 1
+        if not await self.sftp.leases.ours(sftp, self.full, self.token):
+            raise Stale(
+                f"the lock on {self.path} expired before it was written; nothing was written",
+                path=self.path,
+            )
+        if self._attempts == 1:
+            return False
+        now, _ = await self.sftp._current(sftp, self.full, self.path)
+        if now == version:
+            return True
+        if now != (self.current.version if self.current is not None else None):
+            raise Stale(f"{self.path} changed while it was being updated", path=self.path)
+        return False
+
+
+async def _publish(
+    sftp: asyncssh.SFTPClient, full: str, data: bytes, *, mode: int | None, replace: bool
+) -> None:
+    """Write *data* to a temporary file beside *full*, fsync it, and rename it over *full*."""
+    temp = posixpath.join(posixpath.dirname(full), f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+    try:
+        async with sftp.open(temp, "xb") as handle:
+            await handle.write(data)
+            await handle.fsync()
+        if mode is not None:
+            await sftp.chmod(temp, mode)
+        if replace:
+            await sftp.posix_rename(temp, full)
+        else:
+            await sftp.rename(temp, full)  # refuses to replace
+    except BaseException:
+        await asyncio.shield(_quietly_remove(sftp, temp))
+        raise
+
+
+async def _quietly_remove(sftp: asyncssh.SFTPClient, path: str) -> None:
+    with suppress(asyncssh.Error, OSError):  # cleanup of our own leftovers
+        await sftp.remove(path)
+
+
+def _mode(attrs: asyncssh.SFTPAttrs) -> int | None:
+    return stat_module.S_IMODE(attrs.permissions) if attrs.permissions is not None else None
+
+
+def _stat(path: str, attrs: asyncssh.SFTPAttrs) -> Stat:
+    kind = _KINDS.get(attrs.type, FileKind.OTHER)
+    return Stat(
+        path=path,
+        kind=kind,
+        size=attrs.size if kind is FileKind.FILE else None,
+        mtime=float(attrs.mtime) if attrs.mtime is not None else None,
+    )
+
+
+async def _connected(sftp: asyncssh.SFTPClient) -> None:
+    del sftp
+
+
+async def _read_chunk(
+    handle: asyncssh.SFTPClientFile, size: int, sftp: asyncssh.SFTPClient
+) -> bytes:
+    del sftp
+    data: bytes = await handle.read(size)
+    return data
+
+
+async def _close(handle: asyncssh.SFTPClientFile, sftp: asyncssh.SFTPClient) -> None:
+    del sftp
+    await handle.close()
+
+
+_CAPABILITIES = Capabilities(
+    cas_scope=CasScope.COOPERATIVE,
+    range_reads=False,
+    real_directories=True,
+    symlinks=True,
+    locks=False,
+)

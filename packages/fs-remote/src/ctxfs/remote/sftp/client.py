@@ -1,0 +1,185 @@
+"""The SFTP connection of one backend: connect on first use, translate errors, retry a loss.
+
+Every call runs a function of the ``asyncssh.SFTPClient`` on the IO loop
+(:mod:`ctxfs.remote.ioloop`). A lost connection is dropped and the call retried
+within the backend's :class:`~ctxfs.remote.retry.Retries`; anything asyncssh
+raises comes out as a ctxfs error naming the path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, Final, TypeVar
+
+import asyncssh
+
+from ctxfs.core import (
+    AlreadyExists,
+    FsError,
+    NotADirectory,
+    NotFound,
+    OutsideRoot,
+    PermissionDenied,
+    TooLarge,
+    Unavailable,
+)
+from ctxfs.remote.errors import translate
+from ctxfs.remote.ioloop import on_io_loop
+from ctxfs.remote.keys import KeySpace
+from ctxfs.remote.retry import Retries
+
+__all__ = ["SftpCall", "SftpClient", "is_missing", "sftp_error"]
+
+T = TypeVar("T")
+
+SftpCall = Callable[[asyncssh.SFTPClient], Awaitable[T]]
+"""A function of the SFTP client, run on the IO loop."""
+
+_MISSING: Final = frozenset({asyncssh.FX_NO_SUCH_FILE, asyncssh.FX_NO_SUCH_PATH})
+
+
+class SftpClient:
+    """One SSH connection and its SFTP session, to files under *root* on *host*."""
+
+    def __init__(
+        self,
+        host: str,
+        root: str,
+        *,
+        port: int,
+        username: str | None,
+        connect_options: dict[str, Any],
+        retrying: Retries,
+    ) -> None:
+        self.host, self.port, self.username = host, port, username
+        self.root = posixpath.normpath(root)
+        self.keys = KeySpace("")
+        self.retrying = retrying
+        self.real_root: str | None = None
+        """The root as the server resolves it (known once connected)."""
+        self._connect_options = connect_options
+        self._connection: asyncssh.SSHClientConnection | None = None
+        self._sftp: asyncssh.SFTPClient | None = None
+        self._connecting: asyncio.Lock | None = None
+
+    @property
+    def name(self) -> str:
+        """The server and root, as a URL."""
+        return f"sftp://{self.host}:{self.port}{self.root}"
+
+    async def call(self, path: str, fn: SftpCall[T]) -> T:
+        """Run ``fn(sftp)`` on the IO loop; a lost connection is dropped and the call retried."""
+        return await self.retrying.run(
+            f"{self.name}: {path or 'the root'}",
+            partial(self.call_once, path, fn),
+            recover=partial(on_io_loop, self._drop),
+        )
+
+    async def call_once(self, path: str, fn: SftpCall[T]) -> T:
+        """Run ``fn(sftp)`` on the IO loop, once (for calls that cannot be repeated)."""
+        return await on_io_loop(self._run, path, fn)
+
+    async def close(self) -> None:
+        """Close the SSH connection."""
+        await on_io_loop(self._drop)
+
+    def full(self, path: str) -> str:
+        """The server's path of canonical *path* (the lexical checks are the key space's)."""
+        self.keys.key(path)
+        return posixpath.join(self.root, path) if path else self.root
+
+    async def confined(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> None:
+        """Refuse *full* if the server resolves it (through symlinks) outside the root."""
+        probe = full
+        while True:
+            try:
+                real = await sftp.realpath(probe)
+                break
+            except asyncssh.SFTPError as exc:
+                if not is_missing(exc) or probe == self.root:
+                    raise
+                probe = posixpath.dirname(probe)
+        if real != self.real_root and not real.startswith(f"{self.real_root}/"):
+            raise OutsideRoot(f"{path} leads outside the root through a symbolic link", path=path)
+
+    async def refine(self, sftp: asyncssh.SFTPClient, exc: BaseException, path: str) -> FsError:
+        """The error for *exc* on *path*: ``NotADirectory`` when a parent is a file."""
+        error = sftp_error(exc, path)
+        if not isinstance(error, NotFound) and _code(exc) != asyncssh.FX_FAILURE:
+            return error
+        parent = path
+        while "/" in parent:
+            parent = parent.rpartition("/")[0]
+            try:
+                attrs = await sftp.stat(self.full(parent))
+            except asyncssh.SFTPError:
+                continue
+            if attrs.type != asyncssh.FILEXFER_TYPE_DIRECTORY:
+                return NotADirectory(f"{parent} is a file, not a directory", path=path)
+            break
+        return error
+
+    async def _run(self, path: str, fn: SftpCall[T]) -> T:
+        try:
+            return await fn(await self._session())
+        except FsError:
+            raise
+        except Exception as exc:
+            raise sftp_error(exc, path) from exc
+
+    async def _session(self) -> asyncssh.SFTPClient:
+        """The SFTP session, connecting on first use and after a loss."""
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            if self._sftp is None:
+                options = {"port": self.port, **self._connect_options}
+                if self.username is not None:
+                    options["username"] = self.username
+                self._connection = await asyncssh.connect(self.host, **options)
+                self._sftp = await self._connection.start_sftp_client()
+                await self._sftp.makedirs(self.root, exist_ok=True)  # as a bucket prefix is
+                self.real_root = await self._sftp.realpath(self.root)
+            return self._sftp
+
+    async def _drop(self) -> None:
+        connection, self._connection, self._sftp = self._connection, None, None
+        if connection is not None:
+            connection.close()
+            await connection.wait_closed()
+
+
+def is_missing(exc: BaseException) -> bool:
+    """Whether *exc* says the file is not there."""
+    return _code(exc) in _MISSING
+
+
+def _code(exc: BaseException) -> int | None:
+    return exc.code if isinstance(exc, asyncssh.SFTPError) else None
+
+
+def sftp_error(exc: BaseException, path: str) -> FsError:  # noqa: PLR0911 - a return per kind
+    """The ctxfs error for an asyncssh (or transport) failure on *path*."""
+    if isinstance(exc, FsError):
+        return exc
+    if isinstance(exc, asyncssh.SFTPError):
+        code, reason = exc.code, exc.reason
+        if code in _MISSING:
+            return NotFound(f"{path} does not exist", path=path)
+        if code in (asyncssh.FX_PERMISSION_DENIED, asyncssh.FX_WRITE_PROTECT):
+            return PermissionDenied(f"the server refused access to {path}: {reason}", path=path)
+        if code == asyncssh.FX_FILE_ALREADY_EXISTS:
+            return AlreadyExists(f"{path} already exists", path=path)
+        if code in (asyncssh.FX_NO_SPACE_ON_FILESYSTEM, asyncssh.FX_QUOTA_EXCEEDED):
+            return TooLarge(f"the server has no room for {path}: {reason}", path=path)
+        if code in (asyncssh.FX_NO_CONNECTION, asyncssh.FX_CONNECTION_LOST):
+            return Unavailable(f"the SFTP connection was lost: {reason}", path=path)
+        return translate(exc)
+    if isinstance(exc, asyncssh.PermissionDenied):
+        return PermissionDenied(f"SSH login refused: {exc.reason}", path=path)
+    if isinstance(exc, asyncssh.Error | OSError):
+        return Unavailable(f"SSH connection failed: {exc}", path=path)
+    return translate(exc)

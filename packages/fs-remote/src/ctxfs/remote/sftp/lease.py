@@ -1,0 +1,152 @@
+"""The cooperative lock of SFTP writers: a lock file beside the file, holding a lease.
+
+``.ctxfs-lock.<name>`` is taken by exclusive create and holds JSON
+``{"owner": token, "expires": time}``. While it exists, other writers following
+the protocol wait (a bounded wait, then ``Busy``). A lock whose lease has
+expired belongs to a writer that crashed: it is broken by renaming it away,
+which only one breaker can win. A writer that lost its connection while holding
+the lock finds its own token there and carries on ("reclaimed"). A lock is
+removed only by its owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import posixpath
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Final, Literal
+
+import asyncssh
+
+from ctxfs.core import Busy
+from ctxfs.core.kit import RESERVED_PREFIX
+from ctxfs.remote.sftp.client import is_missing
+
+__all__ = ["DEFAULT_LEASE", "DEFAULT_LOCK_TIMEOUT", "LOCK_PREFIX", "Leases"]
+
+LOCK_PREFIX: Final = f"{RESERVED_PREFIX}lock."
+DEFAULT_LEASE: Final = 30.0
+"""Seconds a lock's lease lasts; a writer holds it for milliseconds."""
+DEFAULT_LOCK_TIMEOUT: Final = 10.0
+"""Seconds a write waits for another writer's lock before ``Busy``."""
+
+Taken = Literal["taken", "reclaimed"]
+
+
+class Leases:
+    """The lock protocol of one writer (*owner*: its host and process).
+
+    Args:
+        owner: Names this writer in its locks.
+        lease: Seconds a lock lasts before others may break it.
+        timeout: Seconds to wait for another writer's lock.
+
+    """
+
+    def __init__(self, *, owner: str, lease: float, timeout: float) -> None:
+        self.owner = owner
+        self.lease = lease
+        self.timeout = timeout
+
+    def token(self) -> str:
+        """A new token naming one hold of a lock by this writer."""
+        return f"{self.owner}:{uuid.uuid4().hex}"
+
+    @asynccontextmanager
+    async def held(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str, token: str
+    ) -> AsyncIterator[bool]:
+        """Hold the lock of file *full* as *token*; yield whether it was ours already."""
+        reclaimed = await self.take(sftp, full, path, token)
+        try:
+            yield reclaimed
+        finally:
+            await asyncio.shield(self.release(sftp, full, token))
+
+    async def take(self, sftp: asyncssh.SFTPClient, full: str, path: str, token: str) -> bool:
+        """Take the lock of file *full*; return whether it was *token*'s already.
+
+        Raises:
+            Busy: Another writer held it for the whole timeout.
+
+        """
+        lock = _lock_of(full)
+        deadline = time.monotonic() + self.timeout
+        delay = 0.002
+        while (taken := await self._try(sftp, lock, token)) is None:
+            if time.monotonic() > deadline:
+                raise Busy(
+                    f"{path} is being written by another writer (lock {posixpath.basename(lock)})",
+                    path=path,
+                )
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.1)
+        return taken == "reclaimed"
+
+    async def ours(self, sftp: asyncssh.SFTPClient, full: str, token: str) -> bool:
+        """Whether the lock of file *full* is still held as *token*."""
+        return await self._holder(sftp, _lock_of(full)) == token
+
+    async def release(self, sftp: asyncssh.SFTPClient, full: str, token: str) -> None:
+        """Remove the lock of file *full*, if it is still *token*'s."""
+        lock = _lock_of(full)
+        with suppress(asyncssh.Error, OSError, ValueError):  # gone, or broken by someone else
+            if await self._holder(sftp, lock) == token:
+                await sftp.remove(lock)
+
+    async def _try(self, sftp: asyncssh.SFTPClient, lock: str, token: str) -> Taken | None:
+        """Take the lock file, or find it ours already; None while someone else holds it."""
+        lease = json.dumps({"owner": token, "expires": time.time() + self.lease}).encode()
+        try:
+            async with sftp.open(lock, "xb") as handle:
+                await handle.write(lease)
+        except asyncssh.SFTPError as exc:
+            if exc.code not in (asyncssh.FX_FAILURE, asyncssh.FX_FILE_ALREADY_EXISTS):
+                raise  # FX_FAILURE: "exists", on protocol 3
+        else:
+            return "taken"
+        try:
+            async with sftp.open(lock, "rb") as handle:
+                held = json.loads(await handle.read() or b"{}")
+        except (ValueError, TypeError):
+            return None  # being written right now
+        except asyncssh.SFTPError as exc:
+            if is_missing(exc):
+                return None  # released meanwhile: try again
+            raise
+        if held.get("owner") == token:
+            return "reclaimed"
+        if float(held.get("expires", float("inf"))) < time.time():
+            await self._break(sftp, lock)
+        return None
+
+    async def _holder(self, sftp: asyncssh.SFTPClient, lock: str) -> str | None:
+        try:
+            async with sftp.open(lock, "rb") as handle:
+                held = json.loads(await handle.read() or b"{}")
+        except asyncssh.SFTPError as exc:
+            if is_missing(exc):
+                return None
+            raise
+        owner = held.get("owner")
+        return owner if isinstance(owner, str) else None
+
+    async def _break(self, sftp: asyncssh.SFTPClient, lock: str) -> None:
+        """Remove a crashed writer's lock; only one breaker wins the rename."""
+        broken = f"{lock}.broken.{uuid.uuid4().hex}"
+        try:
+            await sftp.rename(lock, broken)
+        except asyncssh.SFTPError:
+            return
+        with suppress(asyncssh.SFTPError):
+            await sftp.remove(broken)
+
+
+def _lock_of(full: str) -> str:
+    directory, name = posixpath.split(full)
+    return posixpath.join(directory, f"{LOCK_PREFIX}{name}")

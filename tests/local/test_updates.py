@@ -1,0 +1,62 @@
+"""An update on fs-local reads the file once, under the CAS lock, and still sees other writers."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxfs.core import Stale
+from ctxfs.local import LocalBackend
+from tests.local.conftest import Layout, MakeFs
+
+pytestmark = pytest.mark.anyio
+
+SIZE = 4 << 20
+
+
+def bytes_read() -> int:
+    """Bytes this process has read through read-like system calls so far."""
+    with Path("/proc/self/io").open() as io:
+        return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
+
+
+@pytest.mark.parametrize("inline_reads", [True, False])
+async def test_an_edit_reads_the_file_once(
+    make_fs: MakeFs, layout: Layout, inline_reads: bool
+) -> None:
+    lines = b"".join(b"line %07d of the file\n" % n for n in range(SIZE // 23))
+    (layout.root / "big.txt").write_bytes(lines + b"MARKER\n")
+    ctx = make_fs(inline_reads=inline_reads).context(owner="agent")
+    await ctx.fs.read("big.txt", limit=1)
+    size = (layout.root / "big.txt").stat().st_size
+    before = bytes_read()
+    await ctx.fs.edit("big.txt", "MARKER", "CHANGED")
+    read = bytes_read() - before
+    assert size <= read < 1.5 * size  # once; reading it again to compare would make it 2x
+    assert (layout.root / "big.txt").read_bytes().endswith(b"CHANGED\n")
+
+
+@pytest.mark.parametrize("change", ["in place, same size", "in place, longer", "replaced"])
+async def test_a_writer_bypassing_ctxfs_during_an_update_is_caught(
+    layout: Layout, change: str
+) -> None:
+    target = layout.root / "a.txt"
+    async with LocalBackend(layout.root, state_dir=layout.state) as backend:
+        async with backend.open_update("a.txt") as update:
+            assert update.current is not None
+            time.sleep(0.05)  # past the file system's timestamp granularity
+            if change == "replaced":
+                (layout.root / "other").write_bytes(b"alpha\n")
+                os.replace(layout.root / "other", target)
+            else:
+                with target.open("r+b") as handle:
+                    handle.write(b"ALPHA\n" if change.endswith("same size") else b"ALPHA!!\n")
+            outside = target.read_bytes()
+            with pytest.raises(Stale):
+                await update.write(b"mine\n")
+            with pytest.raises(Stale):
+                await update.delete()
+        assert target.read_bytes() == outside
