@@ -47,7 +47,7 @@ async def measure() -> tuple[list[Measure], str]:
     await backend.write("sample.py", text.encode(), expect=ABSENT)
     ctx = Fs(backend, load_entrypoints=False).context(owner="bench")
     result = await FsToolset().execute(ctx, "read", {"file_path": "sample.py"})
-    assert result.data["returned_lines"] == 2000, "the whole file fits one read"
+    assert result.structured["returned_lines"] == 2000, "the whole file fits one read"
     measures = [Measure("characters", len(text), len(result.text))]
     tokenizer = "not installed (uv run --group bench)"
     try:

@@ -31,28 +31,20 @@ async def test_named_memory_stores_are_shared_within_the_process() -> None:
 def test_unknown_scheme_lists_what_is_installed() -> None:
     with pytest.raises(InvalidArgument) as caught:
         open_backend("nosuch://thing")
-    assert "no ctxfs backend is installed for scheme 'nosuch'" in str(caught.value)
+    assert "no installed package provides the 'nosuch' scheme" in str(caught.value)
     assert "memory" in caught.value.details["installed"]
+    assert "'ctxfs.backends' entry point group" in caught.value.hint
 
 
-def test_known_scheme_without_its_package_names_the_package(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_core_keeps_no_table_of_install_hints() -> None:
     from ctxfs.core import registry  # noqa: PLC0415
 
-    monkeypatch.setitem(registry._PROVIDERS, "webdav", "ctxfs-remote[webdav]")
-    with pytest.raises(InvalidArgument) as caught:
-        open_fs("webdav://host/share")
-    assert "pip install 'ctxfs-remote[webdav]'" in str(caught.value)
-    assert caught.value.hint == "pip install 'ctxfs-remote[webdav]'"
+    assert not hasattr(registry, "_PROVIDERS")  # hints live with the backends' entry points
 
 
-def test_backend_whose_dependencies_are_missing_names_the_extra(
-    install_dist: InstallDist, monkeypatch: pytest.MonkeyPatch
+def test_backend_whose_dependencies_are_missing_names_its_distribution(
+    install_dist: InstallDist,
 ) -> None:
-    from ctxfs.core import registry  # noqa: PLC0415
-
-    monkeypatch.setitem(registry._PROVIDERS, "broken", "ctxfs-broken[extra]")
     install_dist(
         "ctxfs-broken",
         modules={"ctxfs_broken_backend": "import not_installed_anywhere\n"},
@@ -60,7 +52,9 @@ def test_backend_whose_dependencies_are_missing_names_the_extra(
     )
     with pytest.raises(InvalidArgument) as caught:
         open_backend("broken://x")
-    assert "install its dependencies with pip install 'ctxfs-broken[extra]'" in str(caught.value)
+    assert "the backend for scheme 'broken' (ctxfs-broken) cannot be imported" in str(caught.value)
+    assert "not_installed_anywhere" in str(caught.value)
+    assert caught.value.hint == "Reinstall ctxfs-broken with its dependencies."
 
 
 def test_backend_options_reach_the_factory_and_bad_ones_are_invalid_arguments(

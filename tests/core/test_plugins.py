@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -17,13 +17,15 @@ from ctxfs.core import (
     ErrorCode,
     Fs,
     FsError,
+    InvalidArgument,
     MemoryBackend,
+    NotObserved,
     Operation,
     Version,
     hookimpl,
     hookspec,
 )
-from ctxfs.core.plugins import DISABLE_ENV
+from ctxfs.core.plugins import DISABLE_ENV, FILE_CONTEXT_PLUGIN
 from tests.conftest import InstallDist
 
 pytestmark = pytest.mark.anyio
@@ -196,24 +198,85 @@ def test_packages_add_hooks_through_ctxfs_addhooks() -> None:
     specs = types.ModuleType("extra_specs")
 
     @hookspec
-    def ctxfs_tool_exposure(ctx: Context, tool: str) -> str | None:
-        """Say how a tool is offered."""
+    def ctxfs_review_needed(ctx: Context, path: str) -> bool | None:
+        """Say whether a change to *path* needs a person's review."""
 
-    specs.ctxfs_tool_exposure = ctxfs_tool_exposure  # type: ignore[attr-defined]
+    specs.ctxfs_review_needed = ctxfs_review_needed  # type: ignore[attr-defined]
 
-    class Hider:  # registered before the package that declares the hook
+    class Reviewer:  # registered before the package that declares the hook
         @hookimpl
-        def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> str | None:
-            return "hidden" if tool == "write" else None
+        def ctxfs_review_needed(self, ctx: Context, path: str) -> bool | None:
+            return True if path.startswith("infra/") else None
 
-    class ToolsPackage:
+    class ReviewPackage:
         @hookimpl
         def ctxfs_addhooks(self, pluginmanager: pluggy.PluginManager) -> None:
             pluginmanager.add_hookspecs(specs)
 
-    fs = Fs(MemoryBackend(), plugins=[Hider(), ToolsPackage()], load_entrypoints=False)
+    fs = Fs(MemoryBackend(), plugins=[Reviewer(), ReviewPackage()], load_entrypoints=False)
     ctx = fs.context(owner="a")
-    assert fs.plugin_manager.hook.ctxfs_tool_exposure(ctx=ctx, tool="write") == ["hidden"]
+    assert fs.plugin_manager.hook.ctxfs_review_needed(ctx=ctx, path="infra/a.tf") == [True]
+
+
+# -- the file-context plugin is essential ---------------------------------------------------
+
+SPELLINGS = [
+    "ctxfs.file_context", " ctxfs.file_context ", "CTXFS.FILE_CONTEXT", "ctxfs-file-context",
+    "file_context", "FileContext", "FileContextPlugin", "ctxfs.core.filecontext",
+]  # fmt: skip
+
+
+async def _guarded(fs: Fs) -> None:
+    """The guard holds on *fs*: an owner that never read a file cannot change it."""
+    await fs.backend.write("a.txt", b"one\n", expect=ABSENT)
+    stranger = fs.context(owner="stranger")
+    with pytest.raises(NotObserved):
+        await stranger.fs.edit("a.txt", "one", "two")
+    with pytest.raises(NotObserved):
+        await stranger.fs.write("a.txt", "two\n")
+    with pytest.raises(NotObserved):
+        await stranger.fs.delete("a.txt")
+    assert (await fs.backend.read("a.txt")).data == b"one\n"
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+async def test_the_guard_cannot_be_disabled_by_the_environment(
+    monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    monkeypatch.setenv(DISABLE_ENV, f"some-other-plugin,{spelling}")
+    with pytest.raises(InvalidArgument) as refused:
+        Fs(MemoryBackend(), load_entrypoints=False)
+    assert "'ctxfs.file_context' is essential and cannot be disabled" in refused.value.message
+    assert DISABLE_ENV in refused.value.hint
+    monkeypatch.setenv(DISABLE_ENV, "some-other-plugin")
+    await _guarded(Fs(MemoryBackend(), load_entrypoints=False))
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+async def test_the_guard_cannot_be_blocked_or_unregistered(spelling: str) -> None:
+    fs = Fs(MemoryBackend(), load_entrypoints=False)
+    manager = fs.plugin_manager
+    attempts: list[Callable[[], object]] = [
+        lambda: manager.set_blocked(spelling),
+        lambda: manager.unregister(name=spelling),
+        lambda: manager.unregister(fs.file_context),
+        lambda: manager.unregister(plugin=manager.get_plugin(FILE_CONTEXT_PLUGIN)),
+    ]
+    for attempt in attempts:
+        with pytest.raises(InvalidArgument):
+            attempt()
+    assert manager.get_plugin(FILE_CONTEXT_PLUGIN) is fs.file_context
+    assert not manager.is_blocked(FILE_CONTEXT_PLUGIN)
+    await _guarded(fs)
+
+
+async def test_other_plugins_can_still_be_blocked_and_unregistered() -> None:
+    deny = AsyncDeny()
+    fs = Fs(MemoryBackend(), plugins=[deny], load_entrypoints=False)
+    fs.plugin_manager.unregister(deny)
+    await fs.context(owner="a").fs.write("x.txt", "x\n")
+    fs.plugin_manager.set_blocked("something-else")
+    assert fs.plugin_manager.is_blocked("something-else")
 
 
 class Recorder:

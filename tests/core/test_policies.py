@@ -174,7 +174,7 @@ async def test_checked_out_busy_and_stale_say_three_different_things(
     assert checked_out.error_code is ErrorCode.CHECKED_OUT
     assert "Checked out by alice@example.com until 2026-12-01T17:00:00+00:00." in checked_out.text
     assert "plan other work and come back after they check it in" in checked_out.text
-    assert checked_out.data["error"]["retryable"] is False
+    assert checked_out.structured["error"]["retryable"] is False
     leases.check_in("a.txt")
 
     async with fs.file_context.locks.hold("a.txt", timeout=5):
@@ -182,15 +182,15 @@ async def test_checked_out_busy_and_stale_say_three_different_things(
         busy = await tools.execute(agent, "edit", edit)
     assert busy.error_code is ErrorCode.BUSY
     assert "retry shortly" in busy.text
-    assert busy.data["error"]["retryable"] is True
+    assert busy.structured["error"]["retryable"] is True
 
     await other.fs.read("a.txt")
     await other.fs.edit("a.txt", "alpha", "gamma")
     stale = await tools.execute(agent, "edit", edit)
     assert stale.error_code is ErrorCode.STALE
     assert "read it again, then redo the change" in stale.text
-    assert len({checked_out.data["error"]["hint"], busy.data["error"]["hint"],
-                stale.data["error"]["hint"]}) == 3  # fmt: skip
+    assert len({checked_out.structured["error"]["hint"], busy.structured["error"]["hint"],
+                stale.structured["error"]["hint"]}) == 3  # fmt: skip
 
 
 async def test_an_expired_lease_and_the_holders_own_changes_pass() -> None:

@@ -60,7 +60,10 @@ def test_call_grep_with_a_catastrophic_pattern_fails_instead_of_hanging(tmp_path
     [
         (["call", "--root", "{root}", "read", "{{not json"], "the arguments are not JSON"),
         (["call", "--root", "{root}/missing", "read", "{{}}"], "ctxfs: error ["),
-        (["call", "--url", "nosuch://x", "read", "{{}}"], "no ctxfs backend is installed"),
+        (
+            ["call", "--url", "nosuch://x", "read", "{{}}"],
+            "no installed package provides the 'nosuch' scheme",
+        ),
         (["serve", "--root", "{root}", "--plugin", "no.such.module:thing"], "cannot load plugin"),
     ],
 )

@@ -50,16 +50,16 @@ async def test_read_projects_numbered_lines_and_an_exact_footer(
     await seed("notes.md", "".join(f"line {n}\n" for n in range(1, 11)).encode())
     first = await run(tools, ctx, "read", file_path="notes.md", limit=3)
     assert first.text == "1 line 1\n2 line 2\n3 line 3\n(lines 1-3 of 10; continue with offset=4)"
-    assert first.data == {
+    assert first.structured == {
         "status": "ok", "tool": "read", "target": "notes.md", "error": None,
-        "content": "line 1\nline 2\nline 3\n", "version": first.data["version"], "offset": 1,
+        "content": "line 1\nline 2\nline 3\n", "version": first.structured["version"], "offset": 1,
         "returned_lines": 3, "total_lines": 10, "next_offset": 4, "partial": True,
         "truncated_lines": [], "output_capped": False, "encoding": "utf-8",
     }  # fmt: skip
-    assert first.data["version"].startswith("xxh3:")
+    assert first.structured["version"].startswith("xxh3:")
     rest = await run(tools, ctx, "read", file_path="notes.md", offset=9)
     assert rest.text.endswith("10 line 10\n(end of file; lines 9-10 of 10)")
-    assert rest.data["next_offset"] is None
+    assert rest.structured["next_offset"] is None
 
 
 async def test_read_of_empty_and_short_files(tools: FsToolset, ctx: Context, seed: Seed) -> None:
@@ -79,7 +79,7 @@ async def test_read_says_which_lines_were_cut_and_which_encoding(
     cut = await run(tools, ctx, "read", file_path="long.txt")
     assert "(line 2 cut where marked: too long to show whole)" in cut.text
     assert "[line cut here; it holds 3000 bytes]" in cut.text
-    assert cut.data["truncated_lines"] == [2]
+    assert cut.structured["truncated_lines"] == [2]
     latin = await run(tools, ctx, "read", file_path="latin.txt")
     assert (
         latin.text
@@ -90,14 +90,14 @@ async def test_read_says_which_lines_were_cut_and_which_encoding(
 async def test_write_creates_then_updates_after_a_full_read(tools: FsToolset, ctx: Context) -> None:
     created = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 2\n")
     assert created.text == "Created src/new.py (2 lines, 12 bytes)."
-    assert created.data["created"] is True
-    assert created.data["previous_version"] is None
+    assert created.structured["created"] is True
+    assert created.structured["previous_version"] is None
     updated = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 3\n")
     assert (
         updated.text
         == "Updated src/new.py: line 2 changed (2 lines now).\n@@ -2,1 +2,1 @@\n-b = 2\n+b = 3"
     )
-    assert updated.data["previous_version"] == created.data["version"]
+    assert updated.structured["previous_version"] == created.structured["version"]
     same = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 3\n")
     assert same.text == "Wrote src/new.py: the content was already identical; nothing changed."
 
@@ -119,10 +119,10 @@ async def test_edit_says_what_changed_with_a_diff(
         "Edited app.py: 1 replacement, line 2. (The line numbers pasted into old_string were "
         "ignored.)\n@@ -2,1 +2,1 @@\n-    return 1\n+    return 2"
     )
-    assert result.data["stripped_line_numbers"] is True
-    assert result.data["replacements"] == 1
+    assert result.structured["stripped_line_numbers"] is True
+    assert result.structured["replacements"] == 1
     check = await run(tools, ctx, "read", file_path="app.py")
-    assert check.data["content"] == "def f():\n    return 2\n"
+    assert check.structured["content"] == "def f():\n    return 2\n"
 
 
 async def test_list_dir_sorts_marks_and_pages(tools: FsToolset, ctx: Context, seed: Seed) -> None:
@@ -132,7 +132,7 @@ async def test_list_dir_sorts_marks_and_pages(tools: FsToolset, ctx: Context, se
     assert listing.text == (
         "a.txt  (5 B)\nb.txt  (5 B)\nodd\\u202ename  (5 B)\nsub/\nzz.txt  (5 B)\n(5 entries)"
     )
-    assert [entry["name"] for entry in listing.data["entries"]] == [
+    assert [entry["name"] for entry in listing.structured["entries"]] == [
         "a.txt", "b.txt", "odd\u202ename", "sub", "zz.txt",
     ]  # fmt: skip
     page = await run(tools, ctx, "list_dir", offset=2, limit=2)
@@ -140,7 +140,11 @@ async def test_list_dir_sorts_marks_and_pages(tools: FsToolset, ctx: Context, se
         page.text
         == "b.txt  (5 B)\nodd\\u202ename  (5 B)\n(entries 2-3 of 5; continue with offset=4)"
     )
-    assert (page.data["total"], page.data["next_offset"], page.data["truncated"]) == (5, 4, True)
+    assert (
+        page.structured["total"],
+        page.structured["next_offset"],
+        page.structured["truncated"],
+    ) == (5, 4, True)
 
 
 async def test_control_characters_in_names_are_escaped(tools: FsToolset, tmp_path: Path) -> None:
@@ -151,7 +155,7 @@ async def test_control_characters_in_names_are_escaped(tools: FsToolset, tmp_pat
     ) as fs:
         listing = await tools.execute(fs.context(owner="a"), "list_dir", {})
     assert listing.text == "z\\x0aline  (1 B)\n(1 entry)"
-    assert listing.data["entries"][0]["name"] == "z\nline"
+    assert listing.structured["entries"][0]["name"] == "z\nline"
 
 
 async def test_glob_is_sorted_counted_paged_and_skips_ignored_dirs(
@@ -161,14 +165,19 @@ async def test_glob_is_sorted_counted_paged_and_skips_ignored_dirs(
                  "node_modules/m/index.py", "tests/test_a.py"):  # fmt: skip
         await seed(path, b"x = 1\n")
     everything = await run(tools, ctx, "glob", pattern="*.py")
-    assert everything.data["paths"] == ["src/a.py", "src/b.py", "src/deep/c.py", "tests/test_a.py"]
+    assert everything.structured["paths"] == [
+        "src/a.py",
+        "src/b.py",
+        "src/deep/c.py",
+        "tests/test_a.py",
+    ]
     assert everything.text.endswith("(4 files match)")
     anchored = await run(tools, ctx, "glob", pattern="src/*.py")
-    assert anchored.data["paths"] == ["src/a.py", "src/b.py"]
+    assert anchored.structured["paths"] == ["src/a.py", "src/b.py"]
     below = await run(tools, ctx, "glob", pattern="**/*.py", path="src")
-    assert below.data["paths"] == ["src/a.py", "src/b.py", "src/deep/c.py"]
+    assert below.structured["paths"] == ["src/a.py", "src/b.py", "src/deep/c.py"]
     page = await run(tools, ctx, "glob", pattern="*.py", offset=2, limit=2)
-    assert page.data["paths"] == ["src/b.py", "src/deep/c.py"]
+    assert page.structured["paths"] == ["src/b.py", "src/deep/c.py"]
     assert page.text.endswith("(files 2-3 of 4 matching; continue with offset=4)")
 
 
@@ -187,16 +196,16 @@ async def test_grep_finds_counts_pages_and_skips_binaries(
         "(3 matches in 3 files searched)",
         "(1 binary, undecodable or unreadable files skipped)",
     ]
-    assert hits.data["files_skipped"] == 1
+    assert hits.structured["files_skipped"] == 1
     folded = await run(tools, ctx, "grep", pattern="todo", ignore_case=True, glob="*.py")
-    assert folded.data["total"] == 3
-    assert [m["line"] for m in folded.data["matches"]] == [2, 1, 2]
+    assert folded.structured["total"] == 3
+    assert [m["line"] for m in folded.structured["matches"]] == [2, 1, 2]
     page = await run(tools, ctx, "grep", pattern="TODO", offset=2, limit=1)
-    assert page.data["matches"] == [{"path": "src/a.py", "line": 2, "text": "TODO: one"}]
+    assert page.structured["matches"] == [{"path": "src/a.py", "line": 2, "text": "TODO: one"}]
     assert page.text.splitlines()[-1] == ("(1 binary, undecodable or unreadable files skipped)")
     assert "(matches 2-2 of 3 in 3 files searched; continue with offset=3)" in page.text
     one_file = await run(tools, ctx, "grep", pattern="import", path="src/a.py")
-    assert one_file.data["matches"] == [{"path": "src/a.py", "line": 1, "text": "import os"}]
+    assert one_file.structured["matches"] == [{"path": "src/a.py", "line": 1, "text": "import os"}]
 
 
 async def test_grep_stops_a_pattern_that_backtracks_catastrophically(
@@ -208,12 +217,16 @@ async def test_grep_stops_a_pattern_that_backtracks_catastrophically(
     tools = FsToolset(ToolsetOptions(grep_line_seconds=0.05))
     stopped = await run(tools, ctx, "grep", pattern="(a|aa)+$")
     assert stopped.error_code is ErrorCode.INVALID_ARGUMENT
-    assert stopped.data["error"]["details"] == {"field": "pattern", "path": "src/a.txt", "line": 2}
+    assert stopped.structured["error"]["details"] == {
+        "field": "pattern",
+        "path": "src/a.txt",
+        "line": 2,
+    }
     assert "line 2 of src/a.txt" in stopped.text
     assert "backtracks catastrophically" in stopped.text
-    assert "overlapping alternatives" in stopped.data["error"]["hint"]
+    assert "overlapping alternatives" in stopped.structured["error"]["hint"]
     fine = await run(tools, ctx, "grep", pattern="a+!$")
-    assert fine.data["matches"] == [{"path": "src/a.txt", "line": 2, "text": "a" * 60 + "!"}]
+    assert fine.structured["matches"] == [{"path": "src/a.txt", "line": 2, "text": "a" * 60 + "!"}]
 
 
 async def test_a_cancelled_grep_stops_between_files(tmp_path: Path) -> None:
@@ -368,8 +381,8 @@ async def test_every_error_has_its_code_message_and_next_action(
     assert result.text.startswith(f"Error [{failure.code.value}]: ")
     assert failure.says in result.text, result.text
     assert "\nNext: " in result.text
-    error = result.data["error"]
-    assert (result.data["status"], result.data["tool"]) == ("error", failure.tool)
+    error = result.structured["error"]
+    assert (result.structured["status"], result.structured["tool"]) == ("error", failure.tool)
     assert error["code"] == failure.code.value
     assert error["hint"]
     assert error["hint"] in result.text
@@ -401,7 +414,7 @@ async def test_a_held_lock_is_busy_and_retryable(
             ctx, "edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"}
         )
     assert result.error_code is ErrorCode.BUSY
-    assert result.data["error"]["retryable"] is True
+    assert result.structured["error"]["retryable"] is True
     assert "retry shortly" in result.text
 
 
@@ -434,7 +447,7 @@ async def test_store_failures_are_typed_and_bugs_are_contained(tools: FsToolset)
     backend.faults.fail_next("write", Unavailable("the store is down"))
     down = await tools.execute(ctx, "write", {"file_path": "a.txt", "content": "x"})
     assert down.error_code is ErrorCode.UNAVAILABLE
-    assert down.data["error"]["retryable"] is True
+    assert down.structured["error"]["retryable"] is True
     backend.faults.fail_next("read", RuntimeError("a bug in some backend"))
     bug = await tools.execute(ctx, "read", {"file_path": "a.txt"})
     assert bug.error_code is ErrorCode.BACKEND_ERROR
@@ -481,7 +494,7 @@ async def test_too_large_files_are_refused_before_reading(
         result = await tools.execute(ctx, name, arguments)
         assert result.error_code is ErrorCode.TOO_LARGE
         assert "200 bytes, more than the 50 allowed" in result.text
-        assert result.data["error"]["details"] == {"size": 200, "max_size": 50}
+        assert result.structured["error"]["details"] == {"size": 200, "max_size": 50}
 
 
 @pytest.mark.parametrize(
@@ -500,4 +513,4 @@ async def test_store_refusals_reach_the_model_with_their_code(
         backend.faults.fail_next("read", error)
         result = await tools.execute(ctx, name, arguments)
         assert result.error_code is code
-        assert result.data["target"] == "a.txt"
+        assert result.structured["target"] == "a.txt"

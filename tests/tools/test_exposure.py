@@ -43,8 +43,8 @@ async def test_search_tools_finds_deferred_tools_by_their_metadata(
 ) -> None:
     result = await FsToolset(DEFERRED).execute(ctx, "search_tools", {"query": query})
     assert not result.is_error
-    assert sorted(tool["name"] for tool in result.data["tools"]) == found
-    for tool in result.data["tools"]:
+    assert sorted(tool["name"] for tool in result.structured["tools"]) == found
+    for tool in result.structured["tools"]:
         assert tool["owner"] == "ctxfs.tools"
         assert "pattern" in tool["arguments"]
         assert tool["required"] == ["pattern"]
@@ -54,7 +54,7 @@ async def test_search_tools_finds_deferred_tools_by_their_metadata(
 async def test_search_tools_never_returns_direct_or_hidden_tools(ctx: Context) -> None:
     options = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "glob": Exposure.HIDDEN})
     result = await FsToolset(options).execute(ctx, "search_tools", {"query": "files read edit"})
-    assert [tool["name"] for tool in result.data["tools"]] == ["grep"]
+    assert [tool["name"] for tool in result.structured["tools"]] == ["grep"]
 
 
 async def test_call_tool_runs_a_deferred_tool_through_the_normal_path(ctx: Context) -> None:
@@ -62,11 +62,11 @@ async def test_call_tool_runs_a_deferred_tool_through_the_normal_path(ctx: Conte
     await tools.execute(ctx, "write", {"file_path": "src/a.py", "content": "needle = 1\n"})
     ok = await tools.execute(ctx, "call_tool", {"name": "grep", "arguments": {"pattern": "needle"}})
     assert not ok.is_error
-    assert ok.data["tool"] == "grep"
+    assert ok.structured["tool"] == "grep"
     assert ok.text.startswith("src/a.py:1: needle = 1")
     invalid = await tools.execute(ctx, "call_tool", {"name": "grep", "arguments": {"pattern": "("}})
     assert invalid.error_code is ErrorCode.INVALID_ARGUMENT  # the same validation
-    assert invalid.data["error"]["details"]["field"] == "pattern"
+    assert invalid.structured["error"]["details"]["field"] == "pattern"
     missing = await tools.execute(ctx, "call_tool", {"name": "grep", "arguments": {}})
     assert missing.error_code is ErrorCode.INVALID_ARGUMENT
     assert "pattern: Field required" in missing.text
@@ -77,7 +77,7 @@ async def test_call_tool_rejects_direct_hidden_and_unknown_names(ctx: Context, n
     options = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "list_dir": Exposure.HIDDEN})
     result = await FsToolset(options).execute(ctx, "call_tool", {"name": name, "arguments": {}})
     assert result.error_code is ErrorCode.INVALID_ARGUMENT
-    assert result.data["error"]["details"]["deferred"] == ["grep"]
+    assert result.structured["error"]["details"]["deferred"] == ["grep"]
     hidden = await FsToolset(options).execute(ctx, "call_tool", {"name": "list_dir"})
     assert hidden.error_code is ErrorCode.INVALID_ARGUMENT
 
@@ -90,7 +90,7 @@ async def test_deferred_and_hidden_tools_cannot_be_called_by_name(ctx: Context) 
     assert "call_tool" in deferred.text
     hidden = await tools.execute(ctx, "list_dir", {})
     assert hidden.error_code is ErrorCode.INVALID_ARGUMENT
-    assert "list_dir" not in hidden.data["error"]["details"]["offered"]
+    assert "list_dir" not in hidden.structured["error"]["details"]["offered"]
 
 
 async def test_search_pair_is_not_callable_without_deferred_tools(
@@ -118,9 +118,7 @@ class Revealer:
 
 
 async def test_plugins_decide_per_step_and_the_strictest_vote_wins() -> None:
-    from ctxfs.tools import hookspecs  # noqa: PLC0415
-
-    fs = Fs(MemoryBackend(), plugins=[hookspecs, StepPolicy(), Revealer()], load_entrypoints=False)
+    fs = Fs(MemoryBackend(), plugins=[StepPolicy(), Revealer()], load_entrypoints=False)
     tools = FsToolset()
     reviewer, author = fs.context(owner="reviewer"), fs.context(owner="author")
     assert await names(tools, reviewer) == [

@@ -10,14 +10,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxfs.core import ABSENT, Fs, MemoryBackend
-from ctxfs.tools import ARGUMENTS, Exposure, FsToolset, ToolResult, ToolsetOptions
+from ctxfs.tools import BUILTIN_TOOLS, Exposure, FsToolset, ToolResult, ToolsetOptions
+from ctxfs.tools.builtin.text_editor import EditorCommand
 from tests.tools.test_execute import snapshot
 
 FIELDS = sorted(
-    {name for model in ARGUMENTS.values() for name in model.model_fields}
-    | {"name", "arguments", "query"}
+    {name for tool in BUILTIN_TOOLS for name in tool.arguments.model_fields}
+    | {
+        name
+        for command in EditorCommand.model_fields["root"].annotation.__args__  # type: ignore[union-attr]
+        for name in command.model_fields
+    }
 )
-TOOLS = [*ARGUMENTS, "search_tools", "call_tool", "shell", ""]
+TOOLS = [*(tool.name for tool in BUILTIN_TOOLS), "shell", ""]
 PATHS = st.sampled_from(["a.txt", "dir/b.txt", "bin.dat", "new.txt", "dir", "../x", "", "a.txt/z"])
 
 json_values = st.recursive(
@@ -69,7 +74,7 @@ def test_any_arguments_give_a_result_and_failures_change_nothing(name: str, args
     result, before, after = anyio.run(scenario, name, args)
     assert isinstance(result, ToolResult)
     assert result.text
-    json.dumps(result.data)  # plain JSON, always
+    json.dumps(result.structured)  # plain JSON, always
     if result.is_error:
         assert result.error_code is not None
         assert after == before, "a failed call changed the store"

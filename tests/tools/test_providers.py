@@ -172,13 +172,11 @@ async def test_strict_schemas_are_accepted_by_the_sdk_strict_converter(
     """``openai``'s own strict-schema conversion leaves our schemas as they are."""
     from openai.lib._pydantic import to_strict_json_schema  # noqa: PLC0415
 
-    from ctxfs.tools.arguments import ARGUMENTS  # noqa: PLC0415
-
     for tool in await tools.definitions(ctx, provider="openai"):
         function = tool["function"]
         if not function["strict"]:
             continue
-        sdk = to_strict_json_schema(ARGUMENTS[function["name"]])
+        sdk = to_strict_json_schema(tools.tool(function["name"]).arguments)
         assert set(sdk["required"]) == set(function["parameters"]["required"])
         assert sdk["additionalProperties"] is False
         assert function["parameters"]["additionalProperties"] is False
@@ -372,7 +370,7 @@ async def test_undo_edit_is_refused_with_a_way_forward(editor: EditorCall, seed:
     result = await editor(command="undo_edit", path="a.txt")
     assert result.error_code == "invalid_argument"
     assert "undo_edit" in result.text
-    assert "str_replace" in result.data["error"]["hint"]
+    assert "str_replace" in result.structured["error"]["hint"]
 
 
 async def test_view_ranges_and_insert_arguments_are_checked(
@@ -381,8 +379,8 @@ async def test_view_ranges_and_insert_arguments_are_checked(
     await seed("a.txt", b"1\n2\n3\n4\n")
     middle = await editor(command="view", path="a.txt", view_range=[2, 3])
     assert middle.text.startswith("2 2\n3 3\n")
-    assert middle.data["offset"] == 2
-    assert middle.data["returned_lines"] == 2
+    assert middle.structured["offset"] == 2
+    assert middle.structured["returned_lines"] == 2
     for bad in ([0, 2], [3, 2], [2, -2]):
         refused = await editor(command="view", path="a.txt", view_range=bad)
         assert refused.error_code == "invalid_argument", bad
@@ -399,13 +397,13 @@ async def test_editor_root_maps_absolute_paths_and_refuses_others(ctx: Context, 
     inside = await tools.execute(
         ctx, EDITOR, {"command": "view", "path": "/repo/pkg/a.txt"}, provider="anthropic"
     )
-    assert inside.data["target"] == "pkg/a.txt"
+    assert inside.structured["target"] == "pkg/a.txt"
     for outside in ("/etc/passwd", "/repository/a.txt"):
         refused = await tools.execute(
             ctx, EDITOR, {"command": "view", "path": outside}, provider="anthropic"
         )
         assert refused.error_code == "outside_root", outside
-        assert "/repo/" in refused.data["error"]["hint"], outside
+        assert "/repo/" in refused.structured["error"]["hint"], outside
     climbing = await tools.execute(
         ctx, EDITOR, {"command": "view", "path": "/repo/../etc/passwd"}, provider="anthropic"
     )

@@ -10,9 +10,10 @@ import pytest
 
 from ctxfs.core import Context, ErrorCode
 from ctxfs.core.text import TextOptions
-from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
-from ctxfs.tools.definitions import describe
+from ctxfs.tools import Exposure, FsToolset, Limits, ToolsetOptions
 from tests.tools.conftest import Seed
+
+LIMITS = Limits(text=TextOptions(), options=ToolsetOptions())
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +49,7 @@ async def test_read_rejects_non_positive_numbers_and_names_the_field(
 ) -> None:
     result = await tools.execute(ctx, "read", arguments)
     assert result.error_code is ErrorCode.INVALID_ARGUMENT
-    assert result.data["error"]["details"]["field"] == field
+    assert result.structured["error"]["details"]["field"] == field
     assert f"{field}:" in result.text
 
 
@@ -156,16 +157,17 @@ async def test_every_result_matches_its_plain_output_schema(ctx: Context, seed: 
     direct = FsToolset()
     deferred = FsToolset(ToolsetOptions(exposure={"grep": Exposure.DEFERRED}))
     for name, arguments in SUCCESSFUL_CALLS:
-        schema = describe(name, TextOptions(), ToolsetOptions()).output_schema
+        schema = direct.tool(name).definition(LIMITS).output_schema
         tools = deferred if name in ("search_tools", "call_tool") else direct
         assert not {"$ref", "$defs", "anyOf"} & set(_keys(schema)), name
         jsonschema.Draft202012Validator.check_schema(schema)
         result = await tools.execute(ctx, name, arguments)
         assert not result.is_error, result.text
-        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(result.data))
+        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(result.structured))
         assert errors == [], (name, errors)
-    grep_schema = describe("grep", TextOptions(), ToolsetOptions()).output_schema
-    assert not jsonschema.Draft202012Validator(grep_schema).is_valid(dict(result.data, total=None))
+    grep_schema = direct.tool("grep").definition(LIMITS).output_schema
+    invalid = dict(result.structured, total=None)
+    assert not jsonschema.Draft202012Validator(grep_schema).is_valid(invalid)
 
 
 def _keys(schema: Any) -> Iterator[str]:

@@ -61,7 +61,8 @@ from ctxfs.core.errors import (
     error_class,
 )
 from ctxfs.core.filecontext import FileContextPlugin, Observation
-from ctxfs.core.fs import Fs
+from ctxfs.core.fs import Fs, FsOptions
+from ctxfs.core.globs import GlobMatcher, glob_matcher, relative_to
 from ctxfs.core.hookspecs import hookimpl, hookspec
 from ctxfs.core.memory import MemoryBackend
 from ctxfs.core.outcomes import (
@@ -72,8 +73,9 @@ from ctxfs.core.outcomes import (
     ReadOutcome,
     WriteOutcome,
 )
+from ctxfs.core.paths import join_path, normalize_path
 from ctxfs.core.registry import open_backend, open_fs
-from ctxfs.core.text import TextOptions
+from ctxfs.core.text import TextOptions, format_line_number, number_lines
 from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version
 
 __all__ = [
@@ -104,6 +106,8 @@ __all__ = [
     "FileKind",
     "Fs",
     "FsError",
+    "FsOptions",
+    "GlobMatcher",
     "InsertOutcome",
     "InvalidArgument",
     "InvalidPath",
@@ -135,10 +139,16 @@ __all__ = [
     "WriteOutcome",
     "content_version",
     "error_class",
+    "format_line_number",
+    "glob_matcher",
     "hookimpl",
     "hookspec",
+    "join_path",
+    "normalize_path",
+    "number_lines",
     "open_backend",
     "open_fs",
+    "relative_to",
 ]
 
 __version__ = version("ctxfs-core")

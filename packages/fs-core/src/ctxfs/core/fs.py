@@ -3,54 +3,58 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Self
+from typing import Self, TypedDict, Unpack
 
 from anyio.abc import AsyncResource
 
 from ctxfs.core.backend import Backend
 from ctxfs.core.context import Context
 from ctxfs.core.filecontext import DEFAULT_LOCK_TIMEOUT, FileContextPlugin
-from ctxfs.core.plugins import PluginHost, create_plugin_manager
+from ctxfs.core.plugins import FILE_CONTEXT_PLUGIN, PluginHost, create_plugin_manager
 from ctxfs.core.text import KnownEncodings, TextOptions
 
-__all__ = ["FILE_CONTEXT_PLUGIN", "Fs"]
+__all__ = ["FILE_CONTEXT_PLUGIN", "Fs", "FsOptions"]
 
-FILE_CONTEXT_PLUGIN = "ctxfs.file_context"
-"""The registration name of the built-in file-context plugin."""
+
+class FsOptions(TypedDict, total=False):
+    """The options of an :class:`Fs`; ``open_fs`` takes them beside the backend's own."""
+
+    plugins: Iterable[object]
+    """Plugin objects to register after the entry-point plugins."""
+    load_entrypoints: bool
+    """Whether to load plugins from entry point group ``ctxfs.plugins`` (default: yes)."""
+    lock_timeout: float
+    """Seconds a mutation waits for its locks before failing ``Busy`` (default: 10)."""
+    text_options: TextOptions | None
+    """Read limits, encodings and the like (:class:`TextOptions`; default: its defaults)."""
 
 
 class Fs(AsyncResource):
     """A backend, the plugins that watch over it, and the contexts working on it.
 
     An anyio ``AsyncResource``: leaving ``async with fs:`` closes the backend.
-    Each ``Fs`` has its own plugin manager; nothing is global.
+    Each ``Fs`` has its own plugin manager; nothing is global. The file-context
+    plugin (:attr:`file_context`) is registered first and is essential: it cannot
+    be blocked or unregistered.
 
     Args:
         backend: The store.
-        plugins: Plugin objects to register after the entry-point plugins.
-        load_entrypoints: Whether to load plugins from entry point group ``ctxfs.plugins``.
-        lock_timeout: Seconds a mutation waits for its locks before failing ``Busy``.
-        text_options: Read limits, encodings and the like (:class:`TextOptions`).
+        options: See :class:`FsOptions`.
 
     """
 
-    def __init__(
-        self,
-        backend: Backend,
-        *,
-        plugins: Iterable[object] = (),
-        load_entrypoints: bool = True,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        text_options: TextOptions | None = None,
-    ) -> None:
+    def __init__(self, backend: Backend, **options: Unpack[FsOptions]) -> None:
         self.backend = backend
+        text_options = options.get("text_options")
         self.text_options = text_options if text_options is not None else TextOptions()
         self.known_encodings = KnownEncodings()
-        self.file_context = FileContextPlugin(backend, lock_timeout=lock_timeout)
+        self.file_context = FileContextPlugin(
+            backend, lock_timeout=options.get("lock_timeout", DEFAULT_LOCK_TIMEOUT)
+        )
         self.plugin_manager = create_plugin_manager(
-            builtins=[(self.file_context, FILE_CONTEXT_PLUGIN)],
-            plugins=plugins,
-            load_entrypoints=load_entrypoints,
+            essential=[(self.file_context, FILE_CONTEXT_PLUGIN)],
+            plugins=options.get("plugins", ()),
+            load_entrypoints=options.get("load_entrypoints", True),
         )
         self.hooks = PluginHost(self.plugin_manager)
 

@@ -19,7 +19,9 @@ One mutation (write, edit, delete) runs the hooks in this order::
     ctxfs_finished             every operation, success or failure, reports how it ended
 
 A read runs ``ctxfs_authorize``, then the backend, then ``ctxfs_observed``, then
-``ctxfs_finished``.
+``ctxfs_finished``. A toolset (ctxfs-tools) asks ``ctxfs_tool_exposure`` for every
+tool, once per step, before it offers any.
+
 Built-in behaviour (the file-context plugin, policies) is registered through
 these same hooks. Third-party plugins are found through the entry point group
 ``ctxfs.plugins``; an implementation of a hook that no specification declares
@@ -176,5 +178,31 @@ def ctxfs_finished(
         error: The failure, or None on success.
         before: The version the operation found (read, replaced or deleted), if any.
         after: The version it read or stored, if any.
+
+    """
+
+
+@hookspec
+def ctxfs_tool_exposure(
+    ctx: Context, tool: str, writes: bool
+) -> str | Awaitable[str | None] | None:
+    """Say how *tool* is offered to the model of *ctx* in this step.
+
+    Called for every tool once per step, when a toolset works out its offer
+    (listing the tools, or running a call without a listing). Return
+    ``"direct"`` (offered as a tool), ``"deferred"`` (found through
+    ``search_tools`` and run through ``call_tool``), ``"hidden"`` (neither
+    offered nor callable), or None for no opinion. Every implementation runs
+    and every awaitable is awaited; the most restrictive answer wins (hidden
+    over deferred over direct), so a plugin can hide but never reveal. An
+    answer that is none of these is logged and counts as no opinion; an
+    implementation that raises hides the tool for the step, and a call of it
+    fails with the error.
+
+    Args:
+        ctx: The execution context the tools are offered to.
+        tool: The tool's name (``read``, ``write``, ...).
+        writes: Whether the tool changes files (``write``, ``edit``, ...), as the
+            tool declares it: a policy hides what writes without knowing names.
 
     """

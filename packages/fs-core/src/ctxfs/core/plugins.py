@@ -1,8 +1,14 @@
-"""Plugin managers: one per ``Fs``, built-ins first, then entry points, then yours.
+"""Plugin managers: one per ``Fs``, essential plugins first, then entry points, then yours.
 
 Set ``CTXFS_DISABLE_PLUGINS`` to a comma-separated list of plugin names (entry
 point names, or the names given at registration) to keep them from loading:
 a blocked entry point is never imported.
+
+An *essential* plugin (the file-context plugin, :data:`FILE_CONTEXT_PLUGIN`, is
+one: it is the guard that refuses unobserved and stale changes) is registered
+first and cannot be removed, as pytest's core plugins cannot: naming it in
+``CTXFS_DISABLE_PLUGINS`` (in any spelling), ``set_blocked`` or ``unregister``
+raises :class:`~ctxfs.core.errors.InvalidArgument` instead.
 """
 
 from __future__ import annotations
@@ -11,51 +17,99 @@ import inspect
 import os
 from collections.abc import Awaitable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import pluggy
 
 from ctxfs.core import hookspecs
-from ctxfs.core.errors import FsError
+from ctxfs.core.errors import FsError, InvalidArgument
 
 if TYPE_CHECKING:
     from ctxfs.core.context import Context
     from ctxfs.core.outcomes import Operation
     from ctxfs.core.versions import Version
 
-__all__ = ["DISABLE_ENV", "ENTRY_POINT_GROUP", "PluginHost", "create_plugin_manager"]
+__all__ = [
+    "DISABLE_ENV",
+    "ENTRY_POINT_GROUP",
+    "FILE_CONTEXT_PLUGIN",
+    "PluginHost",
+    "PluginManager",
+    "create_plugin_manager",
+]
 
 ENTRY_POINT_GROUP: Final = "ctxfs.plugins"
 DISABLE_ENV: Final = "CTXFS_DISABLE_PLUGINS"
+FILE_CONTEXT_PLUGIN: Final = "ctxfs.file_context"
+"""The registration name of the built-in file-context plugin, an essential one."""
+_ESSENTIAL_SPELLINGS: Final = {
+    FILE_CONTEXT_PLUGIN: frozenset(
+        {"ctxfsfilecontext", "filecontext", "filecontextplugin", "ctxfscorefilecontext"}
+    )
+}
+"""Every way of naming an essential plugin, letters and digits only, case-folded."""
+
+
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, with essential plugins that nothing can block or unregister."""
+
+    def __init__(self) -> None:
+        super().__init__(hookspecs.PROJECT)
+        self._essential: dict[str, object] = {}
+
+    def register_essential(self, plugin: object, name: str) -> None:
+        """Register *plugin* as *name*, for good."""
+        self.register(plugin, name=name)
+        self._essential[name] = plugin
+
+    def set_blocked(self, name: str) -> None:
+        """Block *name*, as pluggy does; an essential plugin's name is refused."""
+        _refuse_essential(name, source="set_blocked")
+        super().set_blocked(name)
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
+        """Unregister a plugin, as pluggy does; an essential plugin is refused."""
+        if name is not None:
+            _refuse_essential(name, source="unregister")
+        for essential_name, essential in self._essential.items():
+            if plugin is essential:
+                _refuse_essential(essential_name, source="unregister")
+        return super().unregister(plugin, name)
+
 
 T = TypeVar("T")
 
 
 def create_plugin_manager(
     *,
-    builtins: Iterable[tuple[object, str]] = (),
+    essential: Iterable[tuple[object, str]] = (),
     plugins: Iterable[object] = (),
     load_entrypoints: bool = True,
-) -> pluggy.PluginManager:
+) -> PluginManager:
     """Return a new plugin manager with every plugin registered and validated.
 
     Order: the hook specifications (and, through ``ctxfs_addhooks``, those other
-    packages add as their plugins register); *builtins* as ``(plugin, name)`` pairs; the
-    names listed in ``CTXFS_DISABLE_PLUGINS`` are blocked; entry points of group
-    ``ctxfs.plugins`` are loaded (unless *load_entrypoints* is false); then
-    *plugins*. Finally every implementation is checked against a specification.
+    packages add as their plugins register); the *essential* plugins as
+    ``(plugin, name)`` pairs; the names listed in ``CTXFS_DISABLE_PLUGINS`` are
+    blocked; entry points of group ``ctxfs.plugins`` are loaded (unless
+    *load_entrypoints* is false); then *plugins*. Finally every implementation
+    is checked against a specification.
 
     Raises:
+        InvalidArgument: ``CTXFS_DISABLE_PLUGINS`` names an essential plugin.
         pluggy.PluginValidationError: A plugin implements a hook no specification
             declares, or with arguments its specification does not have.
 
     """
-    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    blocked = blocked_plugin_names()
+    for name in blocked:
+        _refuse_essential(name, source=DISABLE_ENV)
+    manager = PluginManager()
     manager.add_hookspecs(hookspecs)
     manager.hook.ctxfs_addhooks.call_historic(kwargs={"pluginmanager": manager})
-    for plugin, name in builtins:
-        manager.register(plugin, name=name)
-    for name in blocked_plugin_names():
+    for plugin, name in essential:
+        manager.register_essential(plugin, name)
+    for name in blocked:
         manager.set_blocked(name)
     if load_entrypoints:
         manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
@@ -68,6 +122,20 @@ def create_plugin_manager(
 def blocked_plugin_names() -> list[str]:
     """Return the plugin names listed in ``CTXFS_DISABLE_PLUGINS``."""
     return [name.strip() for name in os.environ.get(DISABLE_ENV, "").split(",") if name.strip()]
+
+
+def _refuse_essential(name: str, *, source: str) -> None:
+    """Raise ``InvalidArgument`` if *name*, however spelled, names an essential plugin."""
+    spelling = "".join(char for char in name.casefold() if char.isalnum())
+    for essential, spellings in _ESSENTIAL_SPELLINGS.items():
+        if spelling in spellings:
+            raise InvalidArgument(
+                f"the plugin {essential!r} is essential and cannot be disabled ({source} "
+                f"named {name!r}): it is the guard that refuses changes to files an owner "
+                "has not read, or has read at another version",
+                hint=f"Remove {name!r} from {source}; to refuse more, add a policy plugin.",
+                details={"plugin": essential, "source": source, "name": name},
+            )
 
 
 async def resolve(results: Sequence[T | Awaitable[T]]) -> list[T]:
@@ -84,6 +152,14 @@ class PluginHost:
 
     def __init__(self, manager: pluggy.PluginManager) -> None:
         self.manager = manager
+
+    async def tool_exposure(self, ctx: Context, tool: str, *, writes: bool) -> list[object]:
+        """Every ``ctxfs_tool_exposure`` answer for *tool*, awaited (None: no opinion).
+
+        The answers are returned as given; the toolset validates them.
+        """
+        hook = self.manager.hook.ctxfs_tool_exposure
+        return await resolve(hook(ctx=ctx, tool=tool, writes=writes))
 
     async def authorize(self, ctx: Context, op: Operation) -> None:
         """Raise the first refusal any ``ctxfs_authorize`` implementation gives."""

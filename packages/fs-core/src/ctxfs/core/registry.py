@@ -3,53 +3,32 @@
 A package provides a scheme by declaring an entry point in group
 ``ctxfs.backends`` whose name is the scheme and whose object is a factory
 ``factory(url: str, **options) -> Backend``. A plain path is the ``file`` scheme.
+A factory whose own dependencies are missing raises ``InvalidArgument`` saying
+what to install (see ``ctxfs.remote.extras``): hints live with the backends.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, Final
 
 from ctxfs.core.backend import Backend
 from ctxfs.core.errors import FsError, InvalidArgument
-from ctxfs.core.filecontext import DEFAULT_LOCK_TIMEOUT
-from ctxfs.core.fs import Fs
-from ctxfs.core.text import TextOptions
+from ctxfs.core.fs import Fs, FsOptions
 
 __all__ = ["BACKENDS_GROUP", "open_backend", "open_fs"]
 
 BACKENDS_GROUP: Final = "ctxfs.backends"
-
-_PROVIDERS: Final = {
-    "file": "ctxfs-local",
-    "memory": "ctxfs-core",
-    "s3": "ctxfs-remote[s3]",
-    "gs": "ctxfs-remote[gcs]",
-    "gcs": "ctxfs-remote[gcs]",
-    "az": "ctxfs-remote[azure]",
-    "abfs": "ctxfs-remote[azure]",
-    "sftp": "ctxfs-remote[sftp]",
-    "fsspec": "ctxfs-remote",
-}
-"""Which distribution to install for the schemes ctxfs knows of."""
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 BackendFactory = Callable[..., Backend]
 
 
-def open_fs(
-    url_or_path: str | os.PathLike[str],
-    *,
-    plugins: Iterable[object] = (),
-    load_entrypoints: bool = True,
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-    text_options: TextOptions | None = None,
-    **options: Any,
-) -> Fs:
+def open_fs(url_or_path: str | os.PathLike[str], /, **options: Any) -> Fs:
     """Open the store at *url_or_path* and return an :class:`Fs` over it.
 
     ``"memory://"`` is a private in-memory store; ``"memory://name"`` one shared
@@ -57,22 +36,17 @@ def open_fs(
     (ctxfs-local); ``s3://bucket/prefix``, ``gs://``, ``az://`` and ``sftp://``
     come with ctxfs-remote's extras, and ``fsspec+<protocol>://`` opens any
     fsspec filesystem. A scheme ``family+name`` falls back to the factory of
-    ``family``. *options* go to the backend; the other
-    keywords to :class:`Fs`.
+    ``family``. The :class:`~ctxfs.core.fs.FsOptions` among *options*
+    (``plugins``, ``load_entrypoints``, ``lock_timeout``, ``text_options``) go
+    to :class:`Fs`; the others to the backend.
 
     Raises:
-        InvalidArgument: No installed package provides the scheme (the message
-            names the one to install), or the backend refused the options.
+        InvalidArgument: No installed package provides the scheme, or the
+            backend refused the options (the message says what to install).
 
     """
-    backend = open_backend(url_or_path, **options)
-    return Fs(
-        backend,
-        plugins=plugins,
-        load_entrypoints=load_entrypoints,
-        lock_timeout=lock_timeout,
-        text_options=text_options,
-    )
+    mine = {name: options.pop(name) for name in FsOptions.__optional_keys__ if name in options}
+    return Fs(open_backend(url_or_path, **options), **mine)
 
 
 def open_backend(url_or_path: str | os.PathLike[str], **options: Any) -> Backend:
@@ -94,25 +68,23 @@ def _factory(scheme: str) -> BackendFactory:
     if not found and "+" in scheme:  # a family: "fsspec+memory" is served by "fsspec"
         scheme = scheme.partition("+")[0]
         found = entry_points(group=BACKENDS_GROUP, name=scheme)
-    provider = _PROVIDERS.get(scheme)
-    install = f"pip install '{provider}'" if provider else None
     if not found:
         known = sorted({ep.name for ep in entry_points(group=BACKENDS_GROUP)})
         raise InvalidArgument(
-            f"no ctxfs backend is installed for scheme {scheme!r}"
-            + (f"; it is provided by {provider} ({install})" if provider else "")
-            + f". Installed schemes: {', '.join(known) or 'none'}",
-            hint=install or "Use one of the installed schemes.",
-            details={"scheme": scheme, "provider": provider, "installed": known},
+            f"no installed package provides the {scheme!r} scheme "
+            f"(installed schemes: {', '.join(known) or 'none'})",
+            hint=f"Install the package that registers {scheme!r} in the {BACKENDS_GROUP!r} "
+            "entry point group, or use an installed scheme.",
+            details={"scheme": scheme, "installed": known},
         )
     (entry_point, *_) = found
     try:
         factory: BackendFactory = entry_point.load()
     except ImportError as exc:
+        distribution = entry_point.dist.name if entry_point.dist is not None else "its package"
         raise InvalidArgument(
-            f"the backend for scheme {scheme!r} cannot be imported ({exc})"
-            + (f"; install its dependencies with {install}" if install else ""),
-            hint=install or "Install the backend's dependencies.",
-            details={"scheme": scheme, "provider": provider},
+            f"the backend for scheme {scheme!r} ({distribution}) cannot be imported: {exc}",
+            hint=f"Reinstall {distribution} with its dependencies.",
+            details={"scheme": scheme, "distribution": distribution},
         ) from exc
     return factory

@@ -13,46 +13,81 @@
         result.text, result.data, result.is_error, result.error_code
 
 Tools: ``read``, ``write``, ``edit``, ``list_dir``, ``glob``, ``grep`` (and, when
-some are deferred, ``search_tools`` and ``call_tool``).
+some are deferred, ``search_tools`` and ``call_tool``). Each is one module of
+:mod:`ctxfs.tools.builtin`; a tool of your own is a :class:`Tool` subclass and
+one :meth:`FsToolset.register` call.
 """
 
 from importlib.metadata import version
+from typing import Any
 
-from ctxfs.tools.arguments import (
-    ARGUMENTS,
-    CallToolArgs,
-    EditArgs,
-    GlobArgs,
-    GrepArgs,
-    ListDirArgs,
-    ReadArgs,
-    SearchToolsArgs,
-    ToolArgs,
-    WriteArgs,
-)
+from ctxfs.tools.builtin import BUILTIN_TOOLS
+from ctxfs.tools.builtin.call_tool import CallToolArgs
+from ctxfs.tools.builtin.edit import EditArgs, EditData
+from ctxfs.tools.builtin.glob import GlobArgs, GlobData
+from ctxfs.tools.builtin.grep import GrepArgs, GrepData, GrepMatch
+from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
+from ctxfs.tools.builtin.read import ReadArgs, ReadData
+from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
+from ctxfs.tools.builtin.text_editor import InsertData
+from ctxfs.tools.builtin.write import WriteArgs, WriteData
 from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
-from ctxfs.tools.results import ToolResult
-from ctxfs.tools.toolset import FsToolset, Provider
+from ctxfs.tools.results import ErrorInfo, ResultData, ToolResult
+from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
+from ctxfs.tools.toolset import FsToolset, Offer, Provider
 
 __all__ = [
-    "ARGUMENTS",
+    "BUILTIN_TOOLS",
     "DEFAULT_IGNORE",
+    "Annotations",
     "CallToolArgs",
     "EditArgs",
+    "EditData",
+    "EntryData",
+    "ErrorInfo",
     "Exposure",
     "FsToolset",
     "GlobArgs",
+    "GlobData",
     "GrepArgs",
+    "GrepData",
+    "GrepMatch",
+    "InsertData",
+    "Limits",
+    "ListData",
     "ListDirArgs",
+    "Offer",
+    "Offering",
     "Provider",
     "ReadArgs",
+    "ReadData",
+    "ResultData",
     "SearchToolsArgs",
+    "SearchToolsData",
+    "Step",
+    "Tool",
     "ToolArgs",
     "ToolDefinition",
     "ToolResult",
+    "ToolSummary",
     "ToolsetOptions",
     "WriteArgs",
+    "WriteData",
     "__version__",
 ]
 
 __version__ = version("ctxfs-tools")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ARGUMENTS":  # the table of argument models this module used to export
+        import warnings  # noqa: PLC0415
+
+        warnings.warn(
+            "ctxfs.tools.ARGUMENTS is deprecated: each tool holds its arguments model "
+            "(FsToolset().tool(name).arguments)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return {tool.name: tool.arguments for tool in BUILTIN_TOOLS[:6]}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

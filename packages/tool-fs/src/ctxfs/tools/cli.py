@@ -19,7 +19,7 @@ import anyio
 from ctxfs.core import Fs, FsError, open_fs
 from ctxfs.core.policies import PathRules
 from ctxfs.tools import __version__
-from ctxfs.tools.definitions import Exposure, ToolsetOptions
+from ctxfs.tools.definitions import ToolsetOptions
 from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["main"]
@@ -103,9 +103,8 @@ def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
         plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
-    hidden = {"write": Exposure.HIDDEN, "edit": Exposure.HIDDEN} if args.read_only else {}
     fs = open_fs(args.root if args.root is not None else args.url, plugins=plugins)
-    return fs, FsToolset(ToolsetOptions(exposure=hidden))
+    return fs, FsToolset(ToolsetOptions(read_only=args.read_only))
 
 
 def _load_plugin(spec: str) -> object:
@@ -151,12 +150,11 @@ async def _call(args: argparse.Namespace) -> int:
         ctx = fs.context(owner=args.owner, workspace=args.workspace)
         result = await toolset.execute(ctx, args.tool, arguments)
     if args.json:
-        print(json.dumps(result.data, indent=2, ensure_ascii=False))
+        print(json.dumps(result.structured, indent=2, ensure_ascii=False))
     elif not result.is_error:
         print(result.text)
-    if result.is_error:
-        failure = result.data.get("error") or {}
-        print(f"ctxfs: error [{result.error_code}]: {failure.get('message')}", file=sys.stderr)
+    if result.data.error is not None:
+        print(f"ctxfs: error [{result.error_code}]: {result.data.error.message}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,8 +1,9 @@
-"""What the model is offered: names, descriptions written from the live limits, schemas.
+"""What the model is offered: exposure, options, definitions and their JSON schemas.
 
-Descriptions never promise what the code does not do: every number in them is
-read from the same :class:`~ctxfs.core.TextOptions` and
-:class:`ToolsetOptions` the tools run with.
+Each tool writes its own description from the live limits (the same
+:class:`~ctxfs.core.TextOptions` and :class:`ToolsetOptions` it runs with), so
+descriptions never promise what the code does not do; this module holds what
+every tool shares.
 """
 
 from __future__ import annotations
@@ -16,26 +17,14 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from ctxfs.core.text import TextOptions
-from ctxfs.tools.arguments import ARGUMENTS, CallToolArgs, SearchToolsArgs, ToolArgs
-from ctxfs.tools.results import (
-    EditData,
-    GlobData,
-    GrepData,
-    ListData,
-    ReadData,
-    ResultData,
-    SearchToolsData,
-    WriteData,
-)
-
 __all__ = [
     "DEFAULT_IGNORE",
     "Exposure",
     "ToolDefinition",
     "ToolsetOptions",
-    "describe",
+    "input_schema",
     "openai_strict",
+    "output_schema",
 ]
 
 DEFAULT_IGNORE: Final = frozenset(
@@ -64,6 +53,8 @@ class ToolsetOptions:
 
     exposure: Mapping[str, Exposure] = field(default_factory=dict)
     """Exposure per tool name; tools not named are direct."""
+    read_only: bool = False
+    """Offer no tool that writes (every tool declares whether it does)."""
     ignore: frozenset[str] = DEFAULT_IGNORE
     list_limit: int = 500
     glob_limit: int = 200
@@ -90,109 +81,16 @@ class ToolDefinition:
     destructive: bool
     idempotent: bool
     owner: str = "ctxfs.tools"
+    strict: bool = True
+    """Whether OpenAI's strict mode can describe the arguments."""
 
 
-_OUTPUTS: Final[dict[str, type[ResultData]]] = {
-    "read": ReadData,
-    "write": WriteData,
-    "edit": EditData,
-    "list_dir": ListData,
-    "glob": GlobData,
-    "grep": GrepData,
-    "search_tools": SearchToolsData,
-    "call_tool": ResultData,
-}
-_HINTS: Final = {  # read_only, destructive, idempotent
-    "read": (True, False, True),
-    "list_dir": (True, False, True),
-    "glob": (True, False, True),
-    "grep": (True, False, True),
-    "write": (False, True, True),
-    "edit": (False, True, False),
-    "search_tools": (True, False, True),
-    "call_tool": (False, True, False),
-}
-
-
-def describe(name: str, text: TextOptions, options: ToolsetOptions) -> ToolDefinition:
-    """The definition of tool *name* under the given limits."""
-    ignored = ", ".join(sorted(options.ignore))
-    descriptions = {
-        "read": (
-            f"Read a text file. Returns up to {text.default_limit:,} lines from `offset` "
-            f"(1-based, default 1), each prefixed with its line number and one space; at most "
-            f"{text.max_output_chars:,} characters per call; lines longer than "
-            f"{text.max_line_chars:,} characters are cut where marked. A last line in "
-            "parentheses says the file ended or gives the exact `offset` to continue with. "
-            "Binary files are refused; the file's encoding is detected."
-        ),
-        "write": (
-            "Create a file, or replace a whole file with `content`. Replacing an existing "
-            "file needs a read of all of it (one read that reached its end, nothing cut) "
-            "since it last changed; creating one needs no read. Missing directories are "
-            "created. A new file is UTF-8 with \\n line endings; a replaced file keeps its "
-            "encoding, byte-order mark and line endings. Prefer edit for small changes."
-        ),
-        "edit": (
-            "Replace exact text in a file you have read (any part of it) since it last "
-            "changed. `old_string` must match the file exactly, whitespace included, without "
-            "the line numbers read shows; \\n matches any line ending. It must occur exactly "
-            "once unless `replace_all` is true. Only the matched text changes; the new text "
-            "takes the line endings of the text it replaces."
-        ),
-        "list_dir": (
-            f"List a directory: names sorted, directories ending with /, files with their "
-            f"size; at most {options.list_limit:,} entries per call, with the `offset` to "
-            "continue."
-        ),
-        "glob": (
-            "Find files by path pattern: `*` and `?` match within one directory, `**` "
-            "across any number; a pattern without / matches file names at any depth "
-            f"(`*.py`). Paths come sorted, at most {options.glob_limit:,} per call, with "
-            f"exact totals and the `offset` to continue. Skips these directories: {ignored}."
-        ),
-        "grep": (
-            "Search text files for a regular expression (Python syntax), line by line. "
-            f"Returns `path:line: text`, sorted by path and line, at most "
-            f"{options.grep_limit:,} matches per call, with exact totals and the `offset` "
-            "to continue. `glob` filters files as in the glob tool; binary files are "
-            f"skipped; so are these directories: {ignored}. Searching does not count as "
-            "reading a file before editing it."
-        ),
-        "search_tools": (
-            "Find tools that are available but not listed: matches your words against "
-            "their names, descriptions and parameters, and returns exact names to pass "
-            "to call_tool with a summary of their arguments."
-        ),
-        "call_tool": ("Run a tool found with search_tools, by its exact name, with its arguments."),
-    }
-    arguments: type[ToolArgs] = ARGUMENTS.get(name) or (
-        SearchToolsArgs if name == "search_tools" else CallToolArgs
-    )
-    read_only, destructive, idempotent = _HINTS[name]
-    return ToolDefinition(
-        name=name,
-        description=descriptions[name],
-        input_schema=_input_schema(arguments, text, options, name),
-        output_schema=_output_schema(_OUTPUTS[name]),
-        read_only=read_only,
-        destructive=destructive,
-        idempotent=idempotent,
-    )
-
-
-def _input_schema(
-    model: type[ToolArgs], text: TextOptions, options: ToolsetOptions, name: str
-) -> dict[str, Any]:
+def input_schema(model: type[BaseModel], *, page_limit: int | None = None) -> dict[str, Any]:
+    """The JSON schema of arguments *model*; *page_limit* is stated on its ``limit`` field."""
     schema = _json_schema(model)
-    limits = {
-        "read": text.default_limit,
-        "list_dir": options.list_limit,
-        "glob": options.glob_limit,
-        "grep": options.grep_limit,
-    }
-    if name in limits and "limit" in schema["properties"]:
-        schema["properties"]["limit"]["description"] += f" Default and most: {limits[name]:,}."
+    limit = schema.get("properties", {}).get("limit")
+    if page_limit is not None and limit is not None:
+        limit["description"] += f" Default and most: {page_limit:,}."
     return schema
 
 
@@ -225,7 +123,7 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def _output_schema(model: type[ResultData]) -> dict[str, Any]:
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's schema made self-contained: references inlined, ``X | None`` as a type list.
 
     Plain schemas read the same in every client, and they are the cheapest to

@@ -122,7 +122,7 @@ class McpTools:
         )
         return CallToolResult(
             content=[TextContent(type="text", text=result.text)],
-            structured_content=result.data,
+            structured_content=result.structured,
             is_error=result.is_error,
         )
 

@@ -10,9 +10,10 @@
 
 The run's ``deps`` is the agent's ctxfs :class:`~ctxfs.core.Context` (or pass
 ``context=`` to find it elsewhere in the deps). The tools are listed afresh
-at every step from :meth:`FsToolset.tools`, so exposure plugins decide per
-step: while an integration switch is off, the tools that would write what it
-governs are not offered at all. Calls run through :meth:`FsToolset.execute`,
+at every step from the step's offer (:meth:`FsToolset.offer`), so exposure
+plugins decide per step: while an integration switch is off, the tools that
+would write what it governs are not offered at all. The step's calls run under
+the same offer: plugins are asked once per step. Calls run through :meth:`FsToolset.execute`,
 whose pydantic models validate the arguments (pydantic-ai's own validation is
 bypassed); the model reads the result's text, and the structured data is the
 tool return's ``metadata``. Failures are results the model reads, not exceptions.
@@ -21,6 +22,7 @@ tool return's ``metadata``. Failures are results the model reads, not exceptions
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic_ai import RunContext, ToolReturn
@@ -30,7 +32,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
 from ctxfs.core import Context
-from ctxfs.tools.toolset import FsToolset
+from ctxfs.tools.toolset import FsToolset, Offer
 
 __all__ = ["CtxfsToolset"]
 
@@ -77,9 +79,10 @@ class CtxfsToolset(AbstractToolset[Any]):
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         """The tools offered in this step (exposure plugins may hide some)."""
-        offered = await self.toolset.tools(self.context(ctx))
+        context = self.context(ctx)
+        offer = await self.toolset.offer(context)
         return {
-            tool.name: ToolsetTool(
+            tool.name: OfferedTool(
                 toolset=self,
                 tool_def=ToolDefinition(
                     name=tool.name,
@@ -88,14 +91,22 @@ class CtxfsToolset(AbstractToolset[Any]):
                 ),
                 max_retries=self.max_retries,
                 args_validator=_ANY_ARGUMENTS,
+                offer=offer,
             )
-            for tool in offered
+            for tool in await self.toolset.tools(context, offer=offer)
         }
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> ToolReturn:
-        """Run the call; the model reads the text, programs get the data as metadata."""
-        del tool
-        result = await self.toolset.execute(self.context(ctx), name, tool_args)
-        return ToolReturn(return_value=result.text, metadata=result.data)
+        """Run the call under the step's offer; the model reads the text, programs the data."""
+        offer = tool.offer if isinstance(tool, OfferedTool) else None
+        result = await self.toolset.execute(self.context(ctx), name, tool_args, offer=offer)
+        return ToolReturn(return_value=result.text, metadata=result.structured)
+
+
+@dataclass(kw_only=True)
+class OfferedTool(ToolsetTool[Any]):
+    """A tool as listed in one step, with that step's offer (its calls run under it)."""
+
+    offer: Offer

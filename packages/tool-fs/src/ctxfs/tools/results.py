@@ -1,51 +1,33 @@
 """One result, two projections: text for the model and structured data for programs.
 
 :class:`ToolResult` is what :meth:`FsToolset.execute` returns. Its ``data`` is
-one of the models below, dumped to plain JSON types; their schemas are the
-tools' output schemas.
+a :class:`ResultData` model (each tool's own subclass, declared in the tool's
+module), typed for Python callers; :attr:`ToolResult.structured` is the same as
+plain JSON types, what MCP's structured content and ``ctxfs call --json`` carry.
+The data models' JSON schemas are the tools' output schemas.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import dataclasses
+import functools
+import warnings
+from collections.abc import Mapping
+from typing import Any, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SerializeAsAny
 
-from ctxfs.core.errors import ErrorCode, FsError
+from ctxfs.core import ErrorCode, FsError
 
-__all__ = [
-    "EditData",
-    "EntryData",
-    "ErrorInfo",
-    "GlobData",
-    "GrepData",
-    "GrepMatch",
-    "InsertData",
-    "ListData",
-    "ReadData",
-    "ResultData",
-    "SearchToolsData",
-    "ToolResult",
-    "WriteData",
-]
+__all__ = ["ErrorInfo", "ResultData", "ToolResult"]
 
-
-class ToolResult(BaseModel):
-    """The outcome of one tool call."""
-
-    model_config = ConfigDict(frozen=True)
-
-    is_error: bool
-    text: str
-    """What the model reads."""
-    data: dict[str, Any]
-    """The same result as structured data, for programs (see the ``*Data`` models)."""
-    error_code: ErrorCode | None = None
-    """The stable code of a failure, None on success."""
+DataT = TypeVar("DataT", bound="ResultData")
 
 
 class ErrorInfo(BaseModel):
     """A failure, as programs see it."""
+
+    model_config = ConfigDict(frozen=True)
 
     code: ErrorCode
     message: str
@@ -66,120 +48,110 @@ class ErrorInfo(BaseModel):
 
 
 class ResultData(BaseModel):
-    """Fields every result has."""
+    """Fields every result has; each tool's data model adds its own.
+
+    Build one from an outcome with :meth:`of`: fields are taken by name (the
+    outcome's ``path`` is the ``target``), never copied by hand.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     status: Literal["ok", "error"]
     tool: str
-    target: str | None = Field(default=None, description="The path the call acted on.")
+    target: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("target", "path"),
+        description="The path the call acted on.",
+    )
     error: ErrorInfo | None = None
 
+    @classmethod
+    def of(cls, outcome: object = None, /, **fields: Any) -> Self:
+        """The successful data of *outcome* (a dataclass, a model or None) and *fields*."""
+        return cls.model_validate({**_fields_of(outcome), "status": "ok", **fields})
 
-class ReadData(ResultData):
-    """The data of a ``read`` result."""
+    @classmethod
+    def failure(cls, tool: str, error: FsError, target: str | None = None) -> ResultData:
+        """The data of a call of *tool* that failed with *error*."""
+        return ResultData(
+            status="error", tool=tool, target=error.path or target, error=ErrorInfo.of(error)
+        )
 
-    content: str = Field(description="The window of lines, without line numbers.")
-    version: str
-    offset: int
-    returned_lines: int
-    total_lines: int
-    next_offset: int | None = Field(
-        description="The offset that continues the read; None at the end."
-    )
-    partial: bool
-    truncated_lines: list[int]
-    output_capped: bool
-    encoding: str
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated: the data was a dict; read its attributes, or ``ToolResult.structured``."""
+        _dict_access_warning()
+        return self.model_dump(mode="json")[key]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """Deprecated: as :meth:`dict.get` on the data's old dict form."""
+        _dict_access_warning()
+        return self.model_dump(mode="json").get(key, default)
 
-class WriteData(ResultData):
-    """The data of a ``write`` result."""
-
-    created: bool
-    version: str
-    previous_version: str | None
-    size: int
-    first_line: int
-    last_line: int
-    diff: str | None
+    def __contains__(self, key: object) -> bool:
+        """Deprecated: whether the data's old dict form has *key*."""
+        _dict_access_warning()
+        return key in self.model_dump(mode="json")
 
 
-class EditData(ResultData):
-    """The data of an ``edit`` result."""
+class ToolResult(BaseModel):
+    """The outcome of one tool call."""
 
-    replacements: int
-    replace_all: bool
-    version: str
-    previous_version: str
-    first_line: int
-    last_line: int
-    stripped_line_numbers: bool
-    diff: str | None
+    model_config = ConfigDict(frozen=True)
 
-
-class InsertData(ResultData):
-    """The data of an ``insert`` (Anthropic text editor) result."""
-
-    version: str
-    previous_version: str
-    first_line: int
-    last_line: int
-    diff: str | None
-
-
-class EntryData(BaseModel):
-    """One directory entry."""
-
-    name: str
-    path: str
-    kind: str
-    size: int | None
-
-
-class ListData(ResultData):
-    """The data of a ``list_dir`` result."""
-
-    entries: list[EntryData]
-    total: int
-    offset: int
-    next_offset: int | None
-    truncated: bool
-
-
-class GlobData(ResultData):
-    """The data of a ``glob`` result."""
-
-    pattern: str
-    paths: list[str]
-    total: int
-    offset: int
-    next_offset: int | None
-    truncated: bool
-    walk_truncated: bool = Field(description="Whether the directory walk hit its size limit.")
-
-
-class GrepMatch(BaseModel):
-    """One line that matched."""
-
-    path: str
-    line: int
+    is_error: bool
     text: str
+    """What the model reads."""
+    data: SerializeAsAny[ResultData]
+    """The same result as typed data, for programs: the tool's own :class:`ResultData`."""
+    error_code: ErrorCode | None = None
+    """The stable code of a failure, None on success."""
+
+    @classmethod
+    def success(cls, text: str, data: ResultData) -> ToolResult:
+        """A successful call's result."""
+        return cls(is_error=False, text=text, data=data)
+
+    @classmethod
+    def failed(cls, tool: str, error: FsError, target: str | None, text: str) -> ToolResult:
+        """A failed call's result: *text* for the model, the error's code and data."""
+        return cls(
+            is_error=True,
+            text=text,
+            data=ResultData.failure(tool, error, target),
+            error_code=error.code,
+        )
+
+    @functools.cached_property
+    def structured(self) -> dict[str, Any]:
+        """:attr:`data` as plain JSON types (what clients check against the output schema)."""
+        return self.data.model_dump(mode="json")
+
+    def data_as(self, model: type[DataT]) -> DataT:
+        """:attr:`data`, checked to be a *model* (``result.data_as(ReadData).version``).
+
+        Raises:
+            TypeError: The data is of another kind (the call failed, or was another tool).
+
+        """
+        if not isinstance(self.data, model):
+            raise TypeError(f"the result holds {type(self.data).__name__}, not {model.__name__}")
+        return self.data
 
 
-class GrepData(ResultData):
-    """The data of a ``grep`` result."""
-
-    pattern: str
-    matches: list[GrepMatch]
-    total: int
-    files_searched: int
-    files_skipped: int = Field(description="Files not searched: binary, undecodable or unreadable.")
-    offset: int
-    next_offset: int | None
-    truncated: bool
-    walk_truncated: bool
+def _fields_of(outcome: object) -> Mapping[str, Any]:
+    if outcome is None:
+        return {}
+    if dataclasses.is_dataclass(outcome) and not isinstance(outcome, type):
+        return {field.name: getattr(outcome, field.name) for field in dataclasses.fields(outcome)}
+    if isinstance(outcome, BaseModel):
+        return {name: getattr(outcome, name) for name in type(outcome).model_fields}
+    raise TypeError(f"cannot take result fields from {type(outcome).__name__}")
 
 
-class SearchToolsData(ResultData):
-    """The data of a ``search_tools`` result."""
-
-    tools: list[dict[str, Any]]
+def _dict_access_warning() -> None:
+    warnings.warn(
+        "ToolResult.data is a typed model now: read its attributes (result.data.version), "
+        "or use ToolResult.structured for the plain dict",
+        DeprecationWarning,
+        stacklevel=3,
+    )

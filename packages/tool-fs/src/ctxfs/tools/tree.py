@@ -24,9 +24,17 @@ from typing import Final
 import anyio.lowlevel
 import regex
 
-from ctxfs.core import Context, FileKind, FsError, InvalidArgument, Stat
-from ctxfs.core.globs import glob_matcher, relative_to
-from ctxfs.core.paths import normalize_path
+from ctxfs.core import (
+    Context,
+    FileKind,
+    FsError,
+    InvalidArgument,
+    Stat,
+    glob_matcher,
+    normalize_path,
+    relative_to,
+)
+from ctxfs.tools.paging import Page
 
 __all__ = ["Grep", "LinePattern", "OutOfTime", "Walk", "grep", "walk"]
 
@@ -204,15 +212,14 @@ async def grep(
     file_glob: str | None,
     ignore: frozenset[str],
     max_entries: int,
-    first: int,
-    count: int,
+    page: Page,
     max_line_chars: int,
 ) -> Grep:
     """Search every text file below *root* (or *root* itself, if a file) line by line.
 
-    Hits ``first .. first + count - 1`` (1-based, over all hits in sorted order)
-    are kept; all are counted. Files that are binary, undecodable or refused are
-    skipped and counted.
+    The hits on *page* (1-based, over all hits in sorted order) are kept; all
+    are counted. Files that are binary, undecodable or refused are skipped and
+    counted.
 
     Raises:
         InvalidArgument: A line's search ran out of time (see :class:`LinePattern`).
@@ -240,7 +247,7 @@ async def grep(
                     async for number, line in lines:
                         if pattern.search(line):
                             found.total += 1
-                            if first <= found.total < first + count:
+                            if page.holds(found.total):
                                 found.hits.append((path, number, line))
             except FsError:  # this file cannot be searched; the others still can
                 found.files_skipped += 1

@@ -5,7 +5,7 @@ workspace; ``key_of`` maps a path to the capability that governs it (None for
 paths nothing governs). While a capability is off, changes to what it governs
 are refused ``not_enabled`` in ``ctxfs_authorize``, before any lock; reads go
 on. And the tools that write are not offered at all in that step: the switch
-also answers ``ctxfs_tool_exposure`` (the hook ctxfs-tools declares).
+also answers ``ctxfs_tool_exposure``, hiding every tool that says it writes.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ class IntegrationSwitch:
         key_of: The capability governing a path, or None.
         keys: Every capability *key_of* can return; while any is off, the
             writing tools are hidden.
-        writing_tools: The tools hidden while a capability is off.
+        writing_tools: The names of the tools to hide while a capability is off;
+            by default, every tool that declares it writes.
 
     """
 
@@ -71,12 +72,12 @@ class IntegrationSwitch:
         *,
         key_of: Callable[[str], str | None],
         keys: Iterable[str],
-        writing_tools: Iterable[str] = ("write", "edit"),
+        writing_tools: Iterable[str] | None = None,
     ) -> None:
         self.integrations = integrations
         self.key_of = key_of
         self.keys = tuple(keys)
-        self.writing_tools = frozenset(writing_tools)
+        self.writing_tools = None if writing_tools is None else frozenset(writing_tools)
 
     async def _enabled(self, workspace: str | None, key: str) -> bool:
         answer = self.integrations.enabled(workspace, key)
@@ -97,10 +98,11 @@ class IntegrationSwitch:
             details={"capability": key},
         )
 
-    @hookimpl(optionalhook=True)
-    async def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> str | None:
+    @hookimpl
+    async def ctxfs_tool_exposure(self, ctx: Context, tool: str, writes: bool) -> str | None:
         """Hide the writing tools while any governed capability is off."""
-        if tool not in self.writing_tools:
+        hides = writes if self.writing_tools is None else tool in self.writing_tools
+        if not hides:
             return None
         for key in self.keys:
             if not await self._enabled(ctx.workspace, key):

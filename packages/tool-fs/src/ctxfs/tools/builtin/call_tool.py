@@ -1,0 +1,47 @@
+"""``call_tool``: run a deferred tool, found with ``search_tools``, as a call of its own."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ctxfs.core import InvalidArgument
+from ctxfs.tools.results import ResultData, ToolResult
+from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
+
+__all__ = ["CALL_TOOL", "CallToolArgs", "CallToolTool"]
+
+
+class CallToolArgs(ToolArgs):
+    """Arguments of ``call_tool``."""
+
+    name: str = Field(description="Exact name of a tool returned by search_tools.")
+    arguments: dict[str, object] = Field(
+        default_factory=dict, description="The tool's arguments, as its schema describes them."
+    )
+
+
+class CallToolTool(Tool[CallToolArgs, ResultData]):
+    """Run a deferred tool: the result is that tool's own, through the same checks."""
+
+    name = "call_tool"
+    arguments = CallToolArgs
+    result = ResultData
+    annotations = Annotations(read_only=False, destructive=True, idempotent=False)
+    strict = False  # its arguments are whatever the tool it runs takes
+    offering = Offering.DISCOVERY
+
+    def description(self, limits: Limits) -> str:
+        del limits
+        return "Run a tool found with search_tools, by its exact name, with its arguments."
+
+    async def answer(self, step: Step, args: CallToolArgs) -> ToolResult:
+        if args.name not in step.offer.deferred:
+            raise InvalidArgument(
+                f"call_tool runs only tools found with search_tools; {args.name!r} is not one",
+                hint="Search with search_tools and pass one of the names it returns.",
+                details={"field": "name", "deferred": list(step.offer.deferred)},
+            )
+        return await step.run_tool(args.name, args.arguments)
+
+
+CALL_TOOL = CallToolTool()

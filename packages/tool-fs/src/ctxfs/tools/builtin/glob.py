@@ -1,0 +1,94 @@
+"""``glob``: files by path pattern, sorted, with exact totals."""
+
+from __future__ import annotations
+
+from pydantic import Field, PositiveInt
+
+from ctxfs.core import glob_matcher, normalize_path, relative_to
+from ctxfs.tools import tree
+from ctxfs.tools.paging import Page, PageData
+from ctxfs.tools.render import WALK_TRUNCATED, count, escape, page_footer
+from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+
+__all__ = ["GLOB", "GlobArgs", "GlobData", "GlobTool"]
+
+
+class GlobArgs(ToolArgs):
+    """Arguments of ``glob``."""
+
+    pattern: str = Field(
+        description="Glob pattern matched against paths relative to `path`: `*` and `?` stay "
+        "within one directory, `**` spans any number of them, e.g. `src/**/*.py`."
+    )
+    path: str = Field(default="", description="Directory to search (default: the workspace root).")
+    offset: PositiveInt | None = Field(
+        default=None, description="1-based number of the first path to return (default 1)."
+    )
+    limit: PositiveInt | None = Field(default=None, description="How many paths at most.")
+
+
+class GlobData(PageData):
+    """The data of a ``glob`` result."""
+
+    pattern: str
+    paths: list[str]
+    walk_truncated: bool = Field(description="Whether the directory walk hit its size limit.")
+
+
+class GlobTool(Tool[GlobArgs, GlobData]):
+    """Find files by path pattern."""
+
+    name = "glob"
+    arguments = GlobArgs
+    result = GlobData
+
+    def description(self, limits: Limits) -> str:
+        options = limits.options
+        return (
+            "Find files by path pattern: `*` and `?` match within one directory, `**` "
+            "across any number; a pattern without / matches file names at any depth "
+            f"(`*.py`). Paths come sorted, at most {options.glob_limit:,} per call, with "
+            "exact totals and the `offset` to continue. Skips these directories: "
+            f"{', '.join(sorted(options.ignore))}."
+        )
+
+    def page_limit(self, limits: Limits) -> int:
+        return limits.options.glob_limit
+
+    async def run(self, step: Step, args: GlobArgs) -> GlobData:
+        options = step.toolset.options
+        root = normalize_path(args.path)
+        matcher = glob_matcher(args.pattern)
+        walked = await tree.walk(
+            step.ctx, root, ignore=options.ignore, max_entries=options.max_walk_entries
+        )
+        paths = [e.path for e in walked.files if matcher.fullmatch(relative_to(e.path, root))]
+        page = Page.of(args.offset, args.limit, options.glob_limit)
+        shown = page.cut(paths)
+        next_offset = page.next_offset(len(shown), len(paths))
+        return self.data(
+            target=root,
+            pattern=args.pattern,
+            paths=shown,
+            total=len(paths),
+            offset=page.first,
+            next_offset=next_offset,
+            truncated=next_offset is not None,
+            walk_truncated=walked.truncated,
+        )
+
+    def render(self, data: GlobData, args: GlobArgs) -> str:
+        lines = [escape(path) for path in data.paths]
+        if data.total == 0:
+            lines.append("(no file matches)")
+        elif data.next_offset is None and data.offset == 1:
+            lines.append(f"({count(data.total, 'file')} match{'es' if data.total == 1 else ''})")
+        else:
+            of = f"{data.total} matching"
+            lines.append(page_footer("files", data.offset, len(data.paths), of, data.next_offset))
+        if data.walk_truncated:
+            lines.append(WALK_TRUNCATED)
+        return "\n".join(lines)
+
+
+GLOB = GlobTool()

@@ -1,0 +1,122 @@
+"""``grep``: lines of text files matching a regular expression, sorted, with exact totals."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, PositiveInt
+
+from ctxfs.core import glob_matcher, normalize_path
+from ctxfs.tools import tree
+from ctxfs.tools.paging import Page, PageData
+from ctxfs.tools.render import WALK_TRUNCATED, count, cut, escape, page_footer
+from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+
+__all__ = ["GREP", "GrepArgs", "GrepData", "GrepMatch", "GrepTool"]
+
+
+class GrepArgs(ToolArgs):
+    """Arguments of ``grep``."""
+
+    pattern: str = Field(description="Regular expression (Python syntax) to search for.")
+    path: str = Field(
+        default="", description="File or directory to search (default: the workspace root)."
+    )
+    glob: str | None = Field(
+        default=None, description="Only search files whose path matches this glob, e.g. `*.py`."
+    )
+    ignore_case: bool = Field(default=False, description="Match letters of either case.")
+    offset: PositiveInt | None = Field(
+        default=None, description="1-based number of the first match to return (default 1)."
+    )
+    limit: PositiveInt | None = Field(default=None, description="How many matches at most.")
+
+
+class GrepMatch(BaseModel):
+    """One line that matched."""
+
+    path: str
+    line: int
+    text: str
+
+
+class GrepData(PageData):
+    """The data of a ``grep`` result."""
+
+    pattern: str
+    matches: list[GrepMatch]
+    files_searched: int
+    files_skipped: int = Field(description="Files not searched: binary, undecodable or unreadable.")
+    walk_truncated: bool
+
+
+class GrepTool(Tool[GrepArgs, GrepData]):
+    """Search text files."""
+
+    name = "grep"
+    arguments = GrepArgs
+    result = GrepData
+
+    def description(self, limits: Limits) -> str:
+        options = limits.options
+        return (
+            "Search text files for a regular expression (Python syntax), line by line. "
+            f"Returns `path:line: text`, sorted by path and line, at most "
+            f"{options.grep_limit:,} matches per call, with exact totals and the `offset` "
+            "to continue. `glob` filters files as in the glob tool; binary files are "
+            f"skipped; so are these directories: {', '.join(sorted(options.ignore))}. "
+            "Searching does not count as reading a file before editing it."
+        )
+
+    def page_limit(self, limits: Limits) -> int:
+        return limits.options.grep_limit
+
+    async def run(self, step: Step, args: GrepArgs) -> GrepData:
+        options = step.toolset.options
+        pattern = tree.LinePattern.compile(
+            args.pattern, ignore_case=args.ignore_case, line_seconds=options.grep_line_seconds
+        )
+        if args.glob is not None:
+            glob_matcher(args.glob)  # refuse a bad filter before searching
+        page = Page.of(args.offset, args.limit, options.grep_limit)
+        found = await tree.grep(
+            step.ctx,
+            pattern,
+            root=args.path,
+            file_glob=args.glob,
+            ignore=options.ignore,
+            max_entries=options.max_walk_entries,
+            page=page,
+            max_line_chars=step.ctx.mount.text_options.max_line_chars,
+        )
+        next_offset = page.next_offset(len(found.hits), found.total)
+        return self.data(
+            target=normalize_path(args.path),
+            pattern=args.pattern,
+            matches=[GrepMatch(path=p, line=n, text=t) for p, n, t in found.hits],
+            total=found.total,
+            files_searched=found.files_searched,
+            files_skipped=found.files_skipped,
+            offset=page.first,
+            next_offset=next_offset,
+            truncated=next_offset is not None,
+            walk_truncated=found.walk.truncated,
+        )
+
+    def render(self, data: GrepData, args: GrepArgs) -> str:
+        lines = [f"{escape(m.path)}:{m.line}: {escape(cut(m.text))}" for m in data.matches]
+        files = count(data.files_searched, "file")
+        if data.total == 0:
+            lines.append(f"(no match in {files})")
+        elif data.next_offset is None and data.offset == 1:
+            lines.append(f"({count(data.total, 'match', 'matches')} in {files} searched)")
+        else:
+            of = f"{data.total} in {files} searched"
+            shown = len(data.matches)
+            lines.append(page_footer("matches", data.offset, shown, of, data.next_offset))
+        if data.files_skipped:
+            lines.append(f"({data.files_skipped} binary, undecodable or unreadable files skipped)")
+        if data.walk_truncated:
+            lines.append(WALK_TRUNCATED)
+        return "\n".join(lines)
+
+
+GREP = GrepTool()

@@ -1,0 +1,97 @@
+"""``list_dir``: one directory's entries, sorted, a page at a time."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, PositiveInt
+
+from ctxfs.core import FileKind, normalize_path
+from ctxfs.tools.paging import Page, PageData
+from ctxfs.tools.render import count, escape, page_footer, size
+from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+
+__all__ = ["LIST_DIR", "EntryData", "ListData", "ListDirArgs", "ListDirTool"]
+
+
+class ListDirArgs(ToolArgs):
+    """Arguments of ``list_dir``."""
+
+    path: str = Field(default="", description="Directory to list (default: the workspace root).")
+    offset: PositiveInt | None = Field(
+        default=None, description="1-based number of the first entry to return (default 1)."
+    )
+    limit: PositiveInt | None = Field(default=None, description="How many entries at most.")
+
+
+class EntryData(BaseModel):
+    """One directory entry."""
+
+    name: str
+    path: str
+    kind: str
+    size: int | None
+
+
+class ListData(PageData):
+    """The data of a ``list_dir`` result."""
+
+    entries: list[EntryData]
+
+
+class ListDirTool(Tool[ListDirArgs, ListData]):
+    """List a directory."""
+
+    name = "list_dir"
+    arguments = ListDirArgs
+    result = ListData
+
+    def description(self, limits: Limits) -> str:
+        return (
+            f"List a directory: names sorted, directories ending with /, files with their "
+            f"size; at most {limits.options.list_limit:,} entries per call, with the `offset` "
+            "to continue."
+        )
+
+    def page_limit(self, limits: Limits) -> int:
+        return limits.options.list_limit
+
+    async def run(self, step: Step, args: ListDirArgs) -> ListData:
+        path = normalize_path(args.path)
+        entries = await step.ctx.fs.list(path)
+        page = Page.of(args.offset, args.limit, step.toolset.options.list_limit)
+        shown = page.cut(entries)
+        next_offset = page.next_offset(len(shown), len(entries))
+        return self.data(
+            target=path,
+            entries=[EntryData.model_validate(entry, from_attributes=True) for entry in shown],
+            total=len(entries),
+            offset=page.first,
+            next_offset=next_offset,
+            truncated=next_offset is not None,
+        )
+
+    def render(self, data: ListData, args: ListDirArgs) -> str:
+        if data.total == 0:
+            return f"({data.target or 'the workspace root'} is empty)"
+        lines = [_entry(entry) for entry in data.entries]
+        if data.next_offset is None and data.offset == 1:
+            lines.append(f"({count(data.total, 'entry', 'entries')})")
+        else:
+            shown = len(data.entries)
+            lines.append(
+                page_footer("entries", data.offset, shown, f"{data.total}", data.next_offset)
+            )
+        return "\n".join(lines)
+
+
+def _entry(entry: EntryData) -> str:
+    name = escape(entry.name)
+    if entry.kind == FileKind.DIRECTORY:
+        return name + "/"
+    if entry.kind == FileKind.SYMLINK:
+        return name + "  (symbolic link)"
+    if entry.kind == FileKind.OTHER:
+        return name + "  (special file)"
+    return f"{name}  ({size(entry.size or 0)})"
+
+
+LIST_DIR = ListDirTool()

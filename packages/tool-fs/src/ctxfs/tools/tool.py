@@ -1,0 +1,215 @@
+"""What a tool is: one object that declares everything about itself.
+
+A tool holds its arguments model, its result data model, whether it writes,
+its annotations, its description (written from the live limits), how it runs
+on ``ctx.fs`` and how its result reads for a model. A toolset is a registry of
+tools (:class:`~ctxfs.tools.FsToolset`); adding one is one module and one
+registration, and every provider's definitions, the MCP server and the
+pydantic-ai toolset offer it from there::
+
+    class CountArgs(ToolArgs):
+        file_path: str = Field(description="Path of the file.")
+
+    class CountData(ResultData):
+        words: int
+
+    class WordCount(Tool[CountArgs, CountData]):
+        name = "word_count"
+        arguments = CountArgs
+        result = CountData
+
+        def description(self, limits: Limits) -> str:
+            return "Count the words of a text file."
+
+        async def run(self, step: Step, args: CountArgs) -> CountData:
+            outcome = await step.ctx.fs.read(args.file_path)
+            return self.data(outcome, words=len(outcome.text.split()))
+
+        def render(self, data: CountData, args: CountArgs) -> str:
+            return f"{data.target}: {data.words} words"
+
+    toolset.register(WordCount())
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from ctxfs.core import Context, TextOptions
+from ctxfs.tools.definitions import ToolDefinition, ToolsetOptions, input_schema, output_schema
+from ctxfs.tools.results import ResultData, ToolResult
+
+if TYPE_CHECKING:
+    from ctxfs.tools.toolset import FsToolset, Offer, Provider
+
+__all__ = ["READS", "Annotations", "Limits", "Offering", "Step", "Tool", "ToolArgs"]
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+DataT = TypeVar("DataT", bound=ResultData)
+
+
+class ToolArgs(BaseModel):
+    """Base of every argument model: unknown fields are errors, values are immutable.
+
+    An optional argument sent as null takes its default: OpenAI's strict mode
+    makes models send every argument, null for the ones they leave out.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_default(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None
+            or key not in cls.model_fields
+            or cls.model_fields[key].is_required()
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Annotations:
+    """What a client may assume of a tool (MCP's tool annotations)."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+
+
+READS = Annotations(read_only=True, destructive=False, idempotent=True)
+"""The annotations of a tool that only reads."""
+
+
+class Offering(enum.Enum):
+    """When a tool is offered."""
+
+    EXPOSED = "exposed"
+    """By its exposure: configuration, then plugins (``ctxfs_tool_exposure``)."""
+    DISCOVERY = "discovery"
+    """While some tool is deferred (``search_tools``, ``call_tool``)."""
+    PROVIDER = "provider"
+    """To one provider, in place of the tools it stands for (Anthropic's text editor)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """The live limits a tool describes itself with and runs under."""
+
+    text: TextOptions
+    options: ToolsetOptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """One call in one step: who calls, on which toolset, under which offer."""
+
+    ctx: Context
+    toolset: FsToolset
+    offer: Offer
+    provider: Provider
+
+    @property
+    def limits(self) -> Limits:
+        """The limits the call runs under."""
+        return Limits(text=self.ctx.mount.text_options, options=self.toolset.options)
+
+    def tool(self, name: str) -> Tool[Any, Any]:
+        """The toolset's tool *name* (another tool a tool runs on the model's behalf)."""
+        return self.toolset.tool(name)
+
+    async def run_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Run tool *name* with the model's *arguments*, as its own call (errors are results).
+
+        For a tool that runs another on the model's behalf: whether the other may
+        run is the caller's to check against :attr:`offer`.
+        """
+        return await self.toolset.run(self, name, arguments)
+
+
+class Tool(Generic[ArgsT, DataT]):
+    """A model-facing tool. Subclass it; the class attributes declare what it is.
+
+    Implement :meth:`description`, then :meth:`run` and :meth:`render`, or
+    :meth:`answer` for a tool that answers with another tool's result.
+    """
+
+    name: ClassVar[str]
+    """The name the model calls it by."""
+    arguments: ClassVar[type[BaseModel]]
+    """Validates the model's arguments; its JSON schema is the input schema."""
+    result: ClassVar[type[ResultData]]
+    """The data of a successful call; its JSON schema is the output schema."""
+    writes: ClassVar[bool] = False
+    """Whether the tool changes files (a read-only toolset and switches hide it)."""
+    annotations: ClassVar[Annotations] = READS
+    owner: ClassVar[str] = "ctxfs.tools"
+    """Who provides the tool (``search_tools`` finds tools by it)."""
+    strict: ClassVar[bool] = True
+    """Whether OpenAI's strict mode can describe its arguments (not free-form objects)."""
+    offering: ClassVar[Offering] = Offering.EXPOSED
+    provider: ClassVar[str | None] = None
+    """For a provider's own tool: the provider it is offered to."""
+    stands_for: ClassVar[tuple[str, ...]] = ()
+    """For a provider's own tool: the tools it replaces there (all must be offered)."""
+
+    def description(self, limits: Limits) -> str:
+        """What the model reads about the tool, with the numbers *limits* set."""
+        raise NotImplementedError
+
+    def provider_definition(self, limits: Limits) -> dict[str, Any]:
+        """A provider's own tool, as its API takes it (in place of a JSON schema)."""
+        raise NotImplementedError
+
+    def page_limit(self, limits: Limits) -> int | None:
+        """The default and largest ``limit`` of a paged tool, stated in its schema."""
+        del limits
+        return None
+
+    def parse(self, arguments: Mapping[str, Any]) -> ArgsT:
+        """Validate the model's *arguments* (raises ``pydantic.ValidationError``)."""
+        parsed: ArgsT = self.arguments.model_validate(arguments)  # type: ignore[assignment]
+        return parsed
+
+    async def run(self, step: Step, args: ArgsT) -> DataT:
+        """Do the work on ``step.ctx.fs`` and return the result's data (``FsError`` on failure)."""
+        raise NotImplementedError
+
+    def render(self, data: DataT, args: ArgsT) -> str:
+        """What the model reads of a successful call."""
+        raise NotImplementedError
+
+    async def answer(self, step: Step, args: ArgsT) -> ToolResult:
+        """The result of a call: :meth:`run`, then :meth:`render`."""
+        data = await self.run(step, args)
+        return ToolResult.success(self.render(data, args), data)
+
+    def data(self, outcome: object = None, /, **fields: Any) -> DataT:
+        """The result data of *outcome*, for this tool (see :meth:`ResultData.of`)."""
+        data: DataT = self.result.of(outcome, tool=self.name, **fields)  # type: ignore[assignment]
+        return data
+
+    def definition(self, limits: Limits) -> ToolDefinition:
+        """The tool as offered under *limits*, before any provider's wrapping."""
+        return ToolDefinition(
+            name=self.name,
+            description=self.description(limits),
+            input_schema=input_schema(self.arguments, page_limit=self.page_limit(limits)),
+            output_schema=output_schema(self.result),
+            read_only=self.annotations.read_only,
+            destructive=self.annotations.destructive,
+            idempotent=self.annotations.idempotent,
+            owner=self.owner,
+            strict=self.strict,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
