@@ -24,9 +24,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    """Check formatting and lint with ruff."""
+    """Check formatting and lint with ruff, and the import layers with import-linter."""
     _uv_run(session, "ruff", "format", "--check", ".")
     _uv_run(session, "ruff", "check", ".")
+    _uv_run(session, "lint-imports")
 
 
 @nox.session(python=False)

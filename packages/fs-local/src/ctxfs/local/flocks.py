@@ -26,8 +26,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
-from ctxfs.core.errors import InvalidArgument
-from ctxfs.core.locks import acquire_with_backoff
+from ctxfs.core import InvalidArgument
+from ctxfs.core.kit import acquire_with_backoff
 
 __all__ = ["BUCKETS", "LockDirectory", "default_state_dir"]
 

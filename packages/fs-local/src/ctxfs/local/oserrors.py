@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ctxfs.core.errors import (
+from ctxfs.core import (
     AlreadyExists,
     BackendError,
     FsError,

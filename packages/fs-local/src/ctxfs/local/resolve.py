@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from typing import Final
 
-from ctxfs.core.errors import Denied, FsError, InvalidPath, OutsideRoot, Unavailable
+from ctxfs.core import Denied, FsError, InvalidPath, OutsideRoot, Unavailable
 from ctxfs.local.oserrors import translate
 
 __all__ = ["Openat2Resolver", "Resolver", "WalkResolver", "choose_resolver"]
