@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -128,16 +129,26 @@ async def test_plugin_guide_example_is_not_imported_when_disabled(
 
 
 @pytest.mark.slow
-def test_readme_main_job_command_runs_the_demo() -> None:
+def test_readme_main_job_command_runs_the_demo_and_installs_only_what_it_runs(
+    tmp_path: Path,
+) -> None:
     readme = (ROOT / "README.md").read_text()
-    (command,) = re.findall(r"^(uv run --locked ctxfs demo)\b", readme, flags=re.MULTILINE)
+    (command,) = re.findall(r"^(uv run --locked .*ctxfs demo)\s", readme, flags=re.MULTILINE)
     uv = shutil.which("uv")
-    argv = (
-        [uv, *command.split()[1:]] if uv else [str(Path(sys.executable).with_name("ctxfs")), "demo"]
-    )
+    if uv is None:  # the console script of this environment, as the command would run it
+        argv, env = [str(Path(sys.executable).with_name("ctxfs")), "demo"], None
+    else:  # a fresh environment: what the command installs is all it has
+        argv = [uv, *command.split()[1:]]
+        env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(tmp_path / "venv")}
+        env.pop("VIRTUAL_ENV", None)
     result = subprocess.run(
-        argv, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+        argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
     )
     assert result.returncode == 0, result.stderr
     assert "<- error [stale]" in result.stdout
     assert result.stdout.rstrip().endswith("neither agent overwrote what it had not seen.")
+    if uv is not None:
+        listed = [uv, "pip", "list", "--format", "freeze", "--python", str(tmp_path / "venv")]
+        installed = subprocess.run(listed, capture_output=True, text=True, check=True).stdout
+        assert len(installed.split()) <= 15, installed  # the test command installs about 130
+        assert not re.search(r"^(mcp|mypy|ruff|s3fs|pytest)==", installed, flags=re.MULTILINE)

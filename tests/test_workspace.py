@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import re
 import shutil
@@ -142,3 +143,17 @@ def test_a_third_party_adopts_the_suite_from_the_installed_wheel(
     passed = re.search(r"(\d+) passed", result.stdout)
     assert passed is not None, result.stdout
     assert int(passed.group(1)) >= 30, "the whole suite ran, not just the local test"
+
+
+@pytest.mark.parametrize("dist", list(DISTS))
+def test_every_dist_states_its_license_urls_and_bounds_on_its_siblings(dist: str) -> None:
+    metadata = importlib.metadata.metadata(dist)
+    assert metadata["License-Expression"] == "MIT"
+    urls = dict(url.split(", ", 1) for url in metadata.get_all("Project-URL") or [])
+    assert {"Homepage", "Documentation", "Source", "Issues"} <= set(urls)
+    siblings = [
+        requirement
+        for requirement in importlib.metadata.requires(dist) or []
+        if requirement.startswith("ctxfs-")
+    ]
+    assert all("~=" in requirement for requirement in siblings), siblings

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from ctxfs.tools import __version__
-from ctxfs.tools.cli import main
+from ctxfs.tools.cli import MCP_NEEDED, main
 
 CTXFS = str(Path(sys.executable).with_name("ctxfs"))  # the installed console script
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -96,3 +99,88 @@ def test_demo_runs_end_to_end() -> None:
     assert "app.py kept its CRLF line endings (5 of 5 lines)." in out
     workspace = Path(out.splitlines()[0].removeprefix("Workspace: "))
     assert not workspace.exists(), "the throw-away workspace is removed"
+
+
+# -- as a new user meets it ---------------------------------------------------------------------
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
+    demo = subprocess.Popen([CTXFS, "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert demo.stdout is not None
+    demo.stdout.close()  # as `ctxfs demo | head -0` would: every line written meets a closed pipe
+    _, err = demo.communicate(timeout=120)
+    assert demo.returncode == 141  # 128 + SIGPIPE, as for a program the signal ends
+    assert err == b""
+
+
+def test_root_expands_the_home_directory_and_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("home\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("CTXFS_TEST_WS", "ws")
+    for root in ("~/ws", "$HOME/ws", "${HOME}/$CTXFS_TEST_WS"):
+        assert main(["call", "--root", root, "read", '{"file_path": "a.txt"}']) == 0
+        assert capsys.readouterr().out.startswith("1 home\n")
+
+
+@pytest.mark.parametrize("found", ["1.9.0", "2.2.9", None])
+def test_serve_says_which_mcp_it_needs_and_which_it_found(
+    found: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    real = importlib.metadata.version
+
+    def version(name: str) -> str:
+        if name != "mcp":
+            return real(name)
+        if found is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return found
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert main(["serve", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    have = "it is not installed" if found is None else f"found mcp {found}"
+    assert err == (
+        f"ctxfs: serve needs the MCP SDK, mcp 2.3 or newer ({have}): "
+        "pip install 'ctxfs-tools[cli]'\n"
+    )
+
+
+def test_the_needed_mcp_is_the_one_the_extras_require() -> None:
+    extras = tomllib.loads((ROOT / "packages/tool-fs/pyproject.toml").read_text())
+    required = {"mcp>=" + ".".join(map(str, MCP_NEEDED))}
+    optional = extras["project"]["optional-dependencies"]
+    assert set(optional["cli"]) & {r for r in optional["cli"] if r.startswith("mcp")} == required
+    assert set(optional["mcp"]) == required
+
+
+def test_a_missing_local_backend_names_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def without_file(*, group: str, name: str | None = None) -> importlib.metadata.EntryPoints:
+        found = importlib.metadata.entry_points(group=group)
+        kept = (ep for ep in found if ep.name != "file" and name in (None, ep.name))
+        return importlib.metadata.EntryPoints(kept)
+
+    monkeypatch.setattr("ctxfs.core.registry.entry_points", without_file)
+    assert main(["call", "--root", str(tmp_path), "read", '{"file_path": "a.txt"}']) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "ctxfs: opening a directory needs ctxfs-local, which is not installed: "
+        "pip install ctxfs-local\n"
+    )
+
+
+def test_counts_of_one_are_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(tmp_path)
+    assert main(["call", "--root", root, "write", '{"file_path": "a.txt", "content": "x"}']) == 0
+    assert capsys.readouterr().out == "Created a.txt (1 line, 1 byte).\n"
+    assert main(["call", "--root", root, "grep", '{"pattern": "x"}']) == 0
+    assert capsys.readouterr().out == "a.txt:1: x\n(1 match in 1 file searched)\n"
+    assert main(["call", "--root", root, "glob", '{"pattern": "*.txt"}']) == 0
+    assert capsys.readouterr().out == "a.txt\n(1 file matches)\n"
+    assert main(["call", "--root", root, "list_dir", "{}"]) == 0
+    assert capsys.readouterr().out == "a.txt  (1 B)\n(1 entry)\n"

@@ -68,7 +68,7 @@ async def test_read_of_empty_and_short_files(tools: FsToolset, ctx: Context, see
     assert (await run(tools, ctx, "read", file_path="empty.txt")).text == "(empty.txt is empty)"
     past = await run(tools, ctx, "read", file_path="short.txt", offset=5)
     assert not past.is_error
-    assert past.text == "(no lines at offset 5: short.txt has 1 lines; use an offset from 1 to 1)"
+    assert past.text == "(no lines at offset 5: short.txt has 1 line; use an offset from 1 to 1)"
 
 
 async def test_read_says_which_lines_were_cut_and_which_encoding(
@@ -194,7 +194,7 @@ async def test_grep_finds_counts_pages_and_skips_binaries(
         "src/a.py:2: TODO: one",
         "src/b.py:2: TODO: three",
         "(3 matches in 3 files searched)",
-        "(1 binary, undecodable or unreadable files skipped)",
+        "(1 binary, undecodable or unreadable file skipped)",
     ]
     assert hits.structured["files_skipped"] == 1
     folded = await run(tools, ctx, "grep", pattern="todo", ignore_case=True, glob="*.py")
@@ -202,7 +202,7 @@ async def test_grep_finds_counts_pages_and_skips_binaries(
     assert [m["line"] for m in folded.structured["matches"]] == [2, 1, 2]
     page = await run(tools, ctx, "grep", pattern="TODO", offset=2, limit=1)
     assert page.structured["matches"] == [{"path": "src/a.py", "line": 2, "text": "TODO: one"}]
-    assert page.text.splitlines()[-1] == ("(1 binary, undecodable or unreadable files skipped)")
+    assert page.text.splitlines()[-1] == ("(1 binary, undecodable or unreadable file skipped)")
     assert "(matches 2-2 of 3 in 3 files searched; continue with offset=3)" in page.text
     one_file = await run(tools, ctx, "grep", pattern="import", path="src/a.py")
     assert one_file.structured["matches"] == [{"path": "src/a.py", "line": 1, "text": "import os"}]

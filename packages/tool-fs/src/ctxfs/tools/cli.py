@@ -2,27 +2,40 @@
 
 Every failure is one line on stderr and a non-zero exit: 2 for a usage or
 configuration error, 1 for a tool call that failed (its code in the line).
-Logs go to stderr; on ``serve --transport stdio`` stdout carries MCP only.
+Logs go to stderr; on ``serve --transport stdio`` stdout carries MCP only. A
+reader that stops early (``ctxfs demo | head -1``) ends the command quietly,
+with status 141 as for a program SIGPIPE ends. ``--root`` expands ``~`` and
+``$VARIABLES`` (an MCP client's JSON configuration has no shell to do it),
+``--url`` expands ``$VARIABLES``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
+import itertools
 import json
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 import anyio
 
-from ctxfs.core import Fs, FsError, open_fs
+from ctxfs.core import Fs, FsError, InvalidArgument, open_fs
 from ctxfs.core.policies import PathRules
 from ctxfs.tools import __version__
 from ctxfs.tools.definitions import ToolsetOptions
 from ctxfs.tools.toolset import FsToolset
 
-__all__ = ["main"]
+__all__ = ["MCP_NEEDED", "main"]
+
+MCP_NEEDED: Final = (2, 3)
+"""The oldest ``mcp`` release ``serve`` runs on (as the ``cli`` and ``mcp`` extras require)."""
+_INSTALL: Final = "pip install 'ctxfs-tools[cli]'"
 
 log = logging.getLogger("ctxfs")
 
@@ -50,7 +63,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
     return status
+
+
+def _reader_gone() -> int:
+    """End quietly once whoever read stdout has stopped (``| head``): status 141."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush has nowhere to fail
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,7 +130,19 @@ def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
         plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
-    fs = open_fs(args.root if args.root is not None else args.url, plugins=plugins)
+    if args.root is not None:
+        where = os.path.expanduser(os.path.expandvars(args.root))
+    else:
+        where = os.path.expandvars(args.url)
+    try:
+        fs = open_fs(where, plugins=plugins)
+    except InvalidArgument as error:
+        if error.details.get("scheme") == "file":
+            raise UsageError(
+                "opening a directory needs ctxfs-local, which is not installed: "
+                "pip install ctxfs-local"
+            ) from error
+        raise
     return fs, FsToolset(ToolsetOptions(read_only=args.read_only))
 
 
@@ -116,11 +155,33 @@ def _load_plugin(spec: str) -> object:
         raise UsageError(f"cannot load plugin {spec!r}: {error}") from error
 
 
-async def _serve(args: argparse.Namespace) -> int:
+def _check_mcp() -> None:
+    """Refuse to serve without the MCP SDK this server is written for, saying which is there."""
     try:
-        from ctxfs.tools.mcpserver import McpTools, create_server  # noqa: PLC0415
-    except ImportError as error:  # pragma: no cover - the mcp extra
-        raise UsageError("serve needs the MCP SDK: pip install 'ctxfs-tools[mcp]'") from error
+        found = importlib.metadata.version("mcp")
+    except importlib.metadata.PackageNotFoundError:
+        found = None
+    if found is None or _release(found) < MCP_NEEDED:
+        have = "it is not installed" if found is None else f"found mcp {found}"
+        needed = ".".join(map(str, MCP_NEEDED))
+        raise UsageError(f"serve needs the MCP SDK, mcp {needed} or newer ({have}): {_INSTALL}")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of *version* (``2.3.1rc1`` is ``(2, 3, 1)``)."""
+    numbers = []
+    for part in version.split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        numbers.append(int(digits))
+    return tuple(numbers)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    _check_mcp()
+    from ctxfs.tools.mcpserver import McpTools, create_server  # noqa: PLC0415
+
     fs, toolset = _open(args)
     async with fs:
         tools = McpTools(fs, toolset, owner=args.owner, workspace=args.workspace)

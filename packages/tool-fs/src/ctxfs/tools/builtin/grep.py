@@ -113,7 +113,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             shown = len(data.matches)
             lines.append(page_footer("matches", data.offset, shown, of, data.next_offset))
         if data.files_skipped:
-            lines.append(f"({data.files_skipped} binary, undecodable or unreadable files skipped)")
+            skipped = count(data.files_skipped, "binary, undecodable or unreadable file")
+            lines.append(f"({skipped} skipped)")
         if data.walk_truncated:
             lines.append(WALK_TRUNCATED)
         return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field, PositiveInt
 
 from ctxfs.core import number_lines
+from ctxfs.tools.render import count
 from ctxfs.tools.results import ResultData
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
@@ -74,8 +75,8 @@ class ReadTool(Tool[ReadArgs, ReadData]):
             return f"({data.target} is empty)"
         if data.returned_lines == 0:
             return (
-                f"(no lines at offset {data.offset}: {data.target} has {data.total_lines} "
-                f"lines; use an offset from 1 to {data.total_lines})"
+                f"(no lines at offset {data.offset}: {data.target} has "
+                f"{count(data.total_lines, 'line')}; use an offset from 1 to {data.total_lines})"
             )
         return number_lines(data.content, data.offset) + "\n".join(_notes(data))
 
