@@ -16,6 +16,7 @@ import anyio
 from benchmarks import (
     anchors,
     contention,
+    edit_reads,
     large_files,
     local_disk,
     mcp_servers,
@@ -47,6 +48,9 @@ async def main() -> None:
             *await text_semantics.cases(),
         ]
         results = [await _measured(case) for case in cases]
+        edits, reads = await edit_reads.cases(workdir)
+        results += [await _measured(case) for case in edits]
+        sections += reads
         async with mcp_servers.cases(workdir) as served:
             results += [await _measured(case) for case in served]
         results += await anchors.results(workdir)
