@@ -129,12 +129,7 @@ class SftpBackend(Backend):
         full = self.client.full(path)
 
         async def run(sftp: asyncssh.SFTPClient) -> Stat:
-            await self.client.confined(sftp, full, path)
-            try:
-                attrs = await sftp.lstat(full)
-            except asyncssh.SFTPError as exc:
-                raise await self.client.refine(sftp, exc, path) from exc
-            return _stat(path, attrs)
+            return _stat(path, await self.client.attributes(sftp, full, path, follow=False))
 
         return await self.client.call(path, run)
 
@@ -154,11 +149,7 @@ class SftpBackend(Backend):
         self, sftp: asyncssh.SFTPClient, full: str, path: str, request: ReadRequest
     ) -> asyncssh.SFTPAttrs:
         """The attributes of *full*, a regular file inside the root within the size asked."""
-        await self.client.confined(sftp, full, path)
-        try:
-            attrs = await sftp.stat(full)
-        except asyncssh.SFTPError as exc:
-            raise await self.client.refine(sftp, exc, path) from exc
+        attrs = await self.client.attributes(sftp, full, path, follow=True)
         if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
             raise IsADirectory(f"{path} is a directory", path=path)
         if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
@@ -196,11 +187,7 @@ class SftpBackend(Backend):
         full = self.client.full(path)
 
         async def run(sftp: asyncssh.SFTPClient) -> list[Stat]:
-            await self.client.confined(sftp, full, path)
-            try:
-                attrs = await sftp.stat(full)
-            except asyncssh.SFTPError as exc:
-                raise await self.client.refine(sftp, exc, path) from exc
+            attrs = await self.client.attributes(sftp, full, path, follow=True)
             if attrs.type != asyncssh.FILEXFER_TYPE_DIRECTORY:
                 raise NotADirectory(f"{path} is not a directory", path=path)
             names = [(os.fsdecode(name.filename), name.attrs) for name in await sftp.readdir(full)]
@@ -330,11 +317,7 @@ class SftpBackend(Backend):
         token = self.leases.token()
 
         async def run(sftp: asyncssh.SFTPClient) -> None:
-            await self.client.confined(sftp, full, path)
-            try:
-                attrs = await sftp.lstat(full)
-            except asyncssh.SFTPError as exc:
-                raise await self.client.refine(sftp, exc, path) from exc
+            attrs = await self.client.attributes(sftp, full, path, follow=False)
             if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
                 if [name for name in await sftp.listdir(full) if name not in (".", "..")]:
                     raise InvalidArgument(f"{path} is a directory that is not empty", path=path)

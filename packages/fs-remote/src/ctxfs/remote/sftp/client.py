@@ -105,6 +105,20 @@ class SftpClient:
         if real != self.real_root and not real.startswith(f"{self.real_root}/"):
             raise OutsideRoot(f"{path} leads outside the root through a symbolic link", path=path)
 
+    async def attributes(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str, *, follow: bool
+    ) -> asyncssh.SFTPAttrs:
+        """The attributes of *full*, once it is known to lie inside the root.
+
+        ``stat`` with *follow*, else ``lstat`` (a symbolic link is reported as one).
+        Failures name *path* (``NotFound``, ``NotADirectory``, ``OutsideRoot``, ...).
+        """
+        await self.confined(sftp, full, path)
+        try:
+            return await (sftp.stat(full) if follow else sftp.lstat(full))
+        except asyncssh.SFTPError as exc:
+            raise await self.refine(sftp, exc, path) from exc
+
     async def refine(self, sftp: asyncssh.SFTPClient, exc: BaseException, path: str) -> FsError:
         """The error for *exc* on *path*: ``NotADirectory`` when a parent is a file."""
         error = sftp_error(exc, path)
