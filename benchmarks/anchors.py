@@ -2,12 +2,12 @@
 
 ``OHEditor`` needs Python 3.12, so it runs in its own virtual environment
 (``CTXFS_BENCH_ACI``, default under the system temporary directory), created on
-first use with a 3.12 interpreter that ``uv python find`` locates and
-``openhands-aci`` from the package index. A worker there times ``view`` and
-``str_replace`` calls in its process; ctxfs's ``read`` and ``edit`` tool calls
-are timed the same way in this one. Each side's samples are per-call times
-over batches, so the medians compare directly even though the two sides cannot
-alternate.
+first use with a 3.12 interpreter (``uv python find``'s, else a ``python3.12`` on
+the path or under pyenv's versions) and ``openhands-aci`` from the package index.
+A worker there times ``view`` and ``str_replace`` calls in its process; ctxfs's
+``read`` and ``edit`` tool calls are timed the same way in this one. Each side's
+samples are per-call times over batches, so the medians compare directly even
+though the two sides cannot alternate.
 """
 
 from __future__ import annotations
@@ -68,16 +68,34 @@ _WORKER = textwrap.dedent(
 )
 
 
+def python_312() -> str:
+    """A Python 3.12 interpreter on this machine.
+
+    Raises:
+        RuntimeError: There is none.
+
+    """
+    uv = shutil.which("uv")
+    found = (
+        subprocess.run([uv, "python", "find", "3.12"], capture_output=True, text=True, check=False)
+        if uv is not None
+        else None
+    )
+    candidates = [found.stdout.strip()] if found is not None and found.returncode == 0 else []
+    candidates += [shutil.which("python3.12") or ""]
+    candidates += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.12*/bin/python3.12"))
+    for candidate in filter(None, candidates):
+        probe = [candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"]
+        if subprocess.run(probe, capture_output=True, check=False).returncode == 0:
+            return candidate
+    raise RuntimeError("no Python 3.12 here (openhands-aci needs one): install it to compare")
+
+
 def aci_python() -> Path:
     """The Python of the OpenHands ACI environment, created on first use."""
     python = ACI_HOME / "bin" / "python"
     if not (ACI_HOME / ".ready").exists():
-        uv = shutil.which("uv")
-        if uv is None:
-            raise RuntimeError("uv is needed to find a Python 3.12 for openhands-aci")
-        interpreter = subprocess.run(
-            [uv, "python", "find", "3.12"], capture_output=True, text=True, check=True
-        ).stdout.strip()
+        interpreter = python_312()
         print(f"installing openhands-aci into {ACI_HOME}", file=sys.stderr)
         subprocess.run([interpreter, "-m", "venv", "--clear", str(ACI_HOME)], check=True)
         subprocess.run(

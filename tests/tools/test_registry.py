@@ -23,6 +23,7 @@ from ctxfs.tools import (
     Annotations,
     FsToolset,
     Limits,
+    ReadData,
     ResultData,
     Step,
     Tool,
@@ -304,3 +305,24 @@ async def test_a_failing_exposure_plugin_hides_the_tool_and_its_call_is_a_result
 
 def _edit(old: str, new: str) -> dict[str, str]:
     return {"file_path": "a.txt", "old_string": old, "new_string": new}
+
+
+async def test_the_data_still_reads_as_the_dict_it_was_with_a_deprecation_warning(
+    fs: Fs, toolset: FsToolset
+) -> None:
+    result = await toolset.execute(fs.context(owner="a"), "read", {"file_path": "a.txt"})
+    assert isinstance(result.data, ReadData)
+    with pytest.warns(DeprecationWarning, match=r"result\.data\.version"):
+        assert result.data["version"] == result.data.version
+    with pytest.warns(DeprecationWarning, match="typed model now"):
+        assert result.data.get("nothing", "default") == "default"
+    with pytest.warns(DeprecationWarning, match="typed model now"):
+        assert "content" in result.data
+    with pytest.warns(DeprecationWarning, match="typed model now"):
+        assert result.data == result.structured
+    assert result.data == result.data_as(ReadData)
+    with pytest.raises(TypeError, match="holds ReadData, not CountData"):
+        result.data_as(CountData)
+    with pytest.warns(DeprecationWarning, match="each tool holds its arguments model"):
+        from ctxfs.tools import ARGUMENTS  # noqa: PLC0415
+    assert ARGUMENTS["read"] is toolset.tool("read").arguments

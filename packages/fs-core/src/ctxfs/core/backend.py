@@ -358,8 +358,8 @@ class Backend(AsyncResource):
             raise InvalidArgument(f"byte range bounds must not be negative ({start}, {end})")
         try:
             blob = await self._read(path, request)
-        except NotFound:
-            raise await self._missing(path) from None
+        except NotFound as missing:
+            raise await self._missing(path, missing) from None
         return self._checked(path, blob, request)
 
     def open_read(
@@ -557,8 +557,8 @@ class Backend(AsyncResource):
                 details={"size": len(data), "max_size": limit},
             )
 
-    async def _missing(self, path: str) -> FsError:
-        """The error for a file that read as missing: ``IsADirectory`` where it is a prefix.
+    async def _missing(self, path: str, missing: NotFound | None = None) -> FsError:
+        """The error for a file that read as *missing*: ``IsADirectory`` where it is a prefix.
 
         Stores without real directories read a prefix as missing; the stat that
         tells the two apart is paid only by a read that failed.
@@ -570,7 +570,7 @@ class Backend(AsyncResource):
                 kind = None
             if kind is FileKind.DIRECTORY:
                 return IsADirectory(f"{path} is a directory", path=path)
-        return NotFound(f"{path} does not exist", path=path)
+        return missing if missing is not None else NotFound(f"{path} does not exist", path=path)
 
     @asynccontextmanager
     async def _checked_stream(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
@@ -579,8 +579,8 @@ class Backend(AsyncResource):
         async with AsyncExitStack() as stack:
             try:
                 stream = await stack.enter_async_context(self._open_read(path, chunk_size))
-            except NotFound:
-                raise await self._missing(path) from None
+            except NotFound as missing:
+                raise await self._missing(path, missing) from None
             try:
                 yield stream
             finally:

@@ -92,6 +92,15 @@ class ResultData(BaseModel):
         _dict_access_warning()
         return key in self.model_dump(mode="json")
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same data; comparing with a dict (its old form) is deprecated."""
+        if isinstance(other, Mapping):
+            _dict_access_warning()
+            return bool(self.model_dump(mode="json") == dict(other))
+        return super().__eq__(other)
+
+    __hash__ = BaseModel.__hash__
+
 
 class ToolResult(BaseModel):
     """The outcome of one tool call."""
