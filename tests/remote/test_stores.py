@@ -200,8 +200,9 @@ async def test_identical_bytes_from_another_writer_are_still_a_conflict(
             await backend.write("counter", b"6", expect=base)
 
 
-async def test_s3_client_retries_of_a_landed_write_are_not_conflicts(url_for: UrlFor) -> None:
-    """botocore retries a 503 by itself; the retry meets our own write's condition."""
+async def test_s3_retries_of_a_landed_write_are_not_conflicts(url_for: UrlFor) -> None:
+    """A 503 after the write landed is retried (by ctxfs, botocore's own retries are off): the retry
+    meets our own write's condition, which is not a conflict."""
     with proxy(S3.port) as flaky:
         async with opened(S3, url_for(S3), endpoint_url=flaky.url) as backend:
             flaky.faults = [Fault("PUT", 503, forward=True)]
