@@ -326,3 +326,18 @@ async def test_the_data_still_reads_as_the_dict_it_was_with_a_deprecation_warnin
     with pytest.warns(DeprecationWarning, match="each tool holds its arguments model"):
         from ctxfs.tools import ARGUMENTS  # noqa: PLC0415
     assert ARGUMENTS["read"] is toolset.tool("read").arguments
+
+
+async def test_without_exposure_plugins_the_configured_offer_is_worked_out_once(fs: Fs) -> None:
+    toolset = FsToolset(ToolsetOptions(read_only=True))
+    ctx = fs.context(owner="a")
+    first = await toolset.offer(ctx)
+    assert await toolset.offer(fs.context(owner="b")) is first
+    assert first.direct == ("read", "list_dir", "glob", "grep")
+    toolset.register(WordCount())
+    registered = await toolset.offer(ctx)
+    assert "word_count" in registered.direct
+    counting = Counting()
+    fs.plugin_manager.register(counting)  # a plugin that has a say: asked from now on
+    assert (await toolset.offer(ctx)).direct == registered.direct
+    assert counting.asked == ["read", "write", "edit", "list_dir", "glob", "grep", "word_count"]

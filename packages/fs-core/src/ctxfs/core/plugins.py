@@ -153,6 +153,15 @@ class PluginHost:
     def __init__(self, manager: pluggy.PluginManager) -> None:
         self.manager = manager
 
+    @property
+    def asks_tool_exposure(self) -> bool:
+        """Whether any plugin implements ``ctxfs_tool_exposure``.
+
+        If none does, a toolset's offer is its configuration's alone: it can be
+        worked out once.
+        """
+        return bool(self.manager.hook.ctxfs_tool_exposure.get_hookimpls())
+
     async def tool_exposure(self, ctx: Context, tool: str, *, writes: bool) -> list[object]:
         """Every ``ctxfs_tool_exposure`` answer for *tool*, awaited (None: no opinion).
 

@@ -10,6 +10,7 @@ as error results with a stable code. Only cancellation propagates.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -44,17 +45,17 @@ class Offer:
     failures: Mapping[str, FsError] = field(default_factory=dict)
     """Tools hidden because a plugin failed while answering for them, and why."""
 
-    @property
+    @functools.cached_property
     def direct(self) -> tuple[str, ...]:
         """The tools offered directly."""
         return tuple(name for name, level in self.exposure.items() if level is Exposure.DIRECT)
 
-    @property
+    @functools.cached_property
     def deferred(self) -> tuple[str, ...]:
         """The tools found through ``search_tools`` and run through ``call_tool``."""
         return tuple(name for name, level in self.exposure.items() if level is Exposure.DEFERRED)
 
-    @property
+    @functools.cached_property
     def offered(self) -> tuple[str, ...]:
         """The tools the model is offered as tools of their own."""
         return self.direct + (self.discovery if self.deferred else ())
@@ -78,6 +79,8 @@ class FsToolset:
     ) -> None:
         self.options = options if options is not None else ToolsetOptions()
         self._tools: dict[str, Tool[Any, Any]] = {}
+        self._configured: Offer | None = None
+        """The offer when no plugin has a say: the configuration's alone (worked out once)."""
         for tool in tools:
             self.register(tool)
 
@@ -93,6 +96,7 @@ class FsToolset:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is registered already")
         self._tools[tool.name] = tool
+        self._configured = None
 
     def tool(self, name: str) -> Tool[Any, Any]:
         """The registered tool *name* (``KeyError`` if there is none)."""
@@ -112,6 +116,13 @@ class FsToolset:
         answer that is no exposure is logged and ignored; a plugin that raises
         hides the tool for the step (a call of it fails with the error).
         """
+        if not ctx.mount.hooks.asks_tool_exposure:
+            if self._configured is None:
+                self._configured = await self._offer(ctx, plugins=False)
+            return self._configured
+        return await self._offer(ctx, plugins=True)
+
+    async def _offer(self, ctx: Context, *, plugins: bool) -> Offer:
         exposure: dict[str, Exposure] = {}
         failures: dict[str, FsError] = {}
         for tool in self._tools.values():
@@ -120,6 +131,9 @@ class FsToolset:
             level = self.options.exposure.get(tool.name, Exposure.DIRECT)
             if self.options.read_only and tool.writes:
                 level = Exposure.HIDDEN
+            if not plugins:
+                exposure[tool.name] = level
+                continue
             try:
                 votes = await ctx.mount.hooks.tool_exposure(ctx, tool.name, writes=tool.writes)
             except Exception as failure:
