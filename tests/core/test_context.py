@@ -58,3 +58,18 @@ async def test_every_change_reads_the_file_once_and_writes_it_once(
         changed = {method: count for method, count in calls.items() if count}
         stored = "delete" if name == "delete" else "write"
         assert changed == {"read": 1, stored: 1}, name
+
+
+async def test_a_delete_reads_any_size_while_changes_keep_the_edit_limit(
+    memory_backend: MemoryBackend,
+) -> None:
+    from ctxfs.core import Fs, TextOptions, TooLarge  # noqa: PLC0415
+
+    fs = Fs(memory_backend, load_entrypoints=False, text_options=TextOptions(max_edit_bytes=100))
+    ctx = fs.context(owner="agent-1")
+    await memory_backend.write("big.txt", b"x\n" * 1000, expect=ABSENT)
+    await ctx.fs.read("big.txt", limit=1)
+    with pytest.raises(TooLarge):
+        await ctx.fs.edit("big.txt", "x", "y", replace_all=True)
+    await ctx.fs.delete("big.txt")
+    assert await memory_backend.list("") == []

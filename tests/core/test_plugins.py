@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -345,3 +345,47 @@ async def test_hooks_run_in_the_documented_order() -> None:
         "finished delete ok",
         "finished read outside_root",
     ]  # fmt: skip
+
+
+class Neuter:
+    """A plugin that tries to take the guard's votes and locks away with hook wrappers."""
+
+    @hookimpl(wrapper=True)
+    def ctxfs_check_version(
+        self, ctx: Context, op: Operation, current: Version | None
+    ) -> Generator[None, list[object], list[object]]:
+        votes = yield
+        return [vote for vote in votes if vote is None]
+
+    @hookimpl(wrapper=True)
+    def ctxfs_mutation_lock(
+        self, ctx: Context, op: Operation
+    ) -> Generator[None, list[object], list[object]]:
+        yield
+        return []
+
+
+async def test_hook_wrappers_cannot_take_the_guard_away() -> None:
+    await _guarded(Fs(MemoryBackend(), plugins=[Neuter()], load_entrypoints=False))
+
+
+async def test_pluggys_own_unregister_takes_nothing_from_the_guard() -> None:
+    fs = Fs(MemoryBackend(), load_entrypoints=False)
+    pluggy.PluginManager.unregister(fs.plugin_manager, name=FILE_CONTEXT_PLUGIN)  # around ours
+    await _guarded(fs)
+
+
+def test_an_essential_plugin_of_any_name_is_refused() -> None:
+    from ctxfs.core.plugins import create_plugin_manager  # noqa: PLC0415
+
+    class Keeper:
+        pass
+
+    manager = create_plugin_manager(essential=[(Keeper(), "my.keeper")], load_entrypoints=False)
+    attempts: list[Callable[[], object]] = [
+        lambda: manager.set_blocked("my.keeper"),
+        lambda: manager.unregister(name="my.keeper"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(InvalidArgument, match=r"'my\.keeper' is essential"):
+            attempt()

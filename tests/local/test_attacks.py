@@ -380,8 +380,16 @@ async def test_54_a_deleted_root_is_an_error_and_is_never_recreated(
 ) -> None:
     import shutil  # noqa: PLC0415
 
+    await ctx.fs.read("a.txt")
     shutil.rmtree(layout.root)
-    for attempt_op in (ctx.fs.read("a.txt"), ctx.fs.write("a.txt", "x\n"), ctx.fs.list()):
+    attempts = (
+        ctx.fs.read("a.txt"),
+        ctx.fs.write("a.txt", "x\n"),
+        ctx.fs.edit("a.txt", "alpha", "beta"),
+        ctx.fs.delete("a.txt"),
+        ctx.fs.list(),
+    )
+    for attempt_op in attempts:
         with pytest.raises(FsError) as caught:
             await attempt_op
         assert caught.value.code is ErrorCode.UNAVAILABLE

@@ -74,6 +74,14 @@ async def test_retries_are_bounded_in_number_and_other_failures_are_not_retried(
         await Retries(backoff=0.001).run("x", missing)
     assert calls == [1]
 
+    async def disk_full() -> None:
+        calls.append(2)
+        raise Unavailable("no space left on the device", retryable=False)
+
+    with pytest.raises(Unavailable, match="no space"):
+        await Retries(backoff=0.001).run("x", disk_full)
+    assert calls == [1, 2]
+
 
 @pytest.mark.parametrize("options", [{"retries": -1}, {"deadline": 0}])
 def test_bad_settings_are_refused(options: dict[str, Any]) -> None:

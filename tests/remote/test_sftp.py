@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import pytest
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import SFTP
 
-from ctxfs.core import ABSENT, Busy, ErrorCode, FsError, open_backend
+from ctxfs.core import ABSENT, Busy, ErrorCode, FsError, Stale, open_backend
 
 pytestmark = pytest.mark.anyio
 
@@ -114,3 +115,51 @@ async def test_a_writer_outside_the_protocol_is_still_caught_by_the_version(
             await backend.write("a.txt", b"two", expect=version)
         assert stale.value.code is ErrorCode.STALE
         assert (local / "a.txt").read_bytes() == b"changed in a shell"
+
+
+async def test_an_update_refuses_a_fifo_instead_of_hanging_on_it(root: tuple[str, Path]) -> None:
+    url, local = root
+    async with sftp(url) as backend:
+        await backend.mkdir("")
+        os.mkfifo(local / "pipe")
+        with anyio.fail_after(20):
+            for attempt in (_update(backend, "pipe"), backend.write("pipe", b"x", expect=None)):
+                with pytest.raises(FsError) as refused:
+                    await attempt
+                assert refused.value.code is ErrorCode.NOT_A_REGULAR_FILE
+    assert sorted(p.name for p in local.iterdir()) == ["pipe"]  # no lock or temp left
+
+
+async def test_a_lock_left_without_a_lease_is_broken_once_it_is_older_than_one(
+    root: tuple[str, Path],
+) -> None:
+    url, local = root
+    async with sftp(url, lease=2.0, lock_timeout=0.3) as backend:
+        version = await backend.write("a.txt", b"one", expect=ABSENT)
+        lock = local / ".ctxfs-lock.a.txt"
+        lock.write_bytes(b"")  # a writer crashed between creating its lock and filling it
+        with pytest.raises(Busy):
+            await backend.write("a.txt", b"two", expect=version)
+        os.utime(lock, (time.time() - 10, time.time() - 10))
+        await backend.write("a.txt", b"two", expect=version)
+    assert (local / "a.txt").read_bytes() == b"two"
+    assert not lock.exists()
+
+
+async def test_an_update_whose_lease_nearly_ran_out_writes_nothing(
+    root: tuple[str, Path],
+) -> None:
+    url, local = root
+    async with sftp(url, lease=0.9) as backend:
+        await backend.write("a.txt", b"one", expect=ABSENT)
+        async with backend.open_update("a.txt") as update:
+            await anyio.sleep(0.7)  # a third of the lease is no longer left
+            with pytest.raises(Stale, match="ran out before the change was written"):
+                await update.write(b"two")
+    assert (local / "a.txt").read_bytes() == b"one"
+    assert sorted(p.name for p in local.iterdir()) == ["a.txt"]
+
+
+async def _update(backend: Any, path: str) -> None:
+    async with backend.open_update(path):
+        pass  # pragma: no cover - refused on entry

@@ -21,6 +21,7 @@ from ctxfs.core import ABSENT, Context, ErrorCode, Fs, MemoryBackend, hookimpl
 from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
 from ctxfs.tools import (
     Annotations,
+    Exposure,
     FsToolset,
     Limits,
     ReadData,
@@ -28,6 +29,7 @@ from ctxfs.tools import (
     Step,
     Tool,
     ToolArgs,
+    ToolResult,
     ToolsetOptions,
 )
 from ctxfs.tools.mcpserver import McpTools, create_server
@@ -269,22 +271,57 @@ class Broken:
         return None
 
 
-async def test_a_bad_exposure_answer_is_logged_and_ignored(
+async def test_a_bad_exposure_answer_hides_the_tool_and_its_call_is_a_result(
     fs: Fs, caplog: pytest.LogCaptureFixture
 ) -> None:
     ctx = Fs(fs.backend, plugins=[Sloppy()], load_entrypoints=False).context(owner="a")
     toolset = FsToolset()
-    with caplog.at_level(logging.WARNING, logger="ctxfs.tools.toolset"):
+    with caplog.at_level(logging.ERROR, logger="ctxfs.tools.toolset"):
         plan = await toolset.plan(ctx)
-        read = await toolset.execute(ctx, "read", {"file_path": "a.txt"})
+        listed = [tool.name for tool in await toolset.tools(ctx)]
         glob = await toolset.execute(ctx, "glob", {"pattern": "*.txt"})
+        edit = await toolset.execute(
+            ctx, "edit", {"file_path": "a.txt", "old_string": "a", "new_string": "b"}
+        )
     assert plan["write"] == "hidden"  # a spelling of a known answer counts
     assert plan["grep"] == "deferred"
-    assert (plan["glob"], plan["read"]) == ("direct", "direct")  # no answer at all: ignored
-    assert not read.is_error
-    assert not glob.is_error
-    assert "'invisible' is not 'direct', 'deferred', 'hidden' or None" in caplog.text
+    assert (plan["glob"], plan["read"]) == ("hidden", "hidden")  # no answer at all: fails closed
+    assert listed == ["edit", "list_dir", "search_tools", "call_tool"]
+    assert glob.error_code is ErrorCode.BACKEND_ERROR
+    assert "'invisible' is not 'direct', 'deferred', 'hidden' or None" in glob.text
+    assert edit.error_code is ErrorCode.NOT_OBSERVED  # the other tools run as usual
+    assert "'invisible' is not" in caplog.text
     assert "42 is not" in caplog.text
+
+
+async def test_an_offer_that_names_a_tool_this_toolset_lacks_gives_a_result(fs: Fs) -> None:
+    ctx = fs.context(owner="a")
+    other = FsToolset(tools=[*FsToolset().registered, WordCount()])
+    result = await FsToolset().execute(ctx, "word_count", {}, offer=await other.offer(ctx))
+    assert result.error_code is ErrorCode.INVALID_ARGUMENT
+
+
+async def test_the_configured_offer_follows_the_options(fs: Fs) -> None:
+    exposure: dict[str, Exposure] = {}
+    toolset = FsToolset(ToolsetOptions(exposure=exposure))
+    ctx = fs.context(owner="a")
+    assert "write" in (await toolset.offer(ctx)).direct
+    exposure["write"] = Exposure.HIDDEN  # the mapping the options hold, changed in place
+    assert "write" not in (await toolset.offer(ctx)).direct
+    toolset.options = ToolsetOptions(read_only=True)
+    offer = await toolset.offer(ctx)
+    assert offer.direct == ("read", "list_dir", "glob", "grep")
+    with pytest.raises(TypeError):
+        offer.exposure["write"] = Exposure.DIRECT  # type: ignore[index]
+
+
+async def test_a_result_read_back_from_its_plain_form_keeps_every_field(
+    fs: Fs, toolset: FsToolset
+) -> None:
+    result = await toolset.execute(fs.context(owner="a"), "word_count", {"file_path": "a.txt"})
+    back = ToolResult.model_validate_json(result.model_dump_json())
+    assert back.structured == result.structured
+    assert back.data.words == 3  # type: ignore[attr-defined]
 
 
 async def test_a_failing_exposure_plugin_hides_the_tool_and_its_call_is_a_result(
@@ -320,6 +357,10 @@ async def test_the_data_still_reads_as_the_dict_it_was_with_a_deprecation_warnin
         assert "content" in result.data
     with pytest.warns(DeprecationWarning, match="typed model now"):
         assert result.data == result.structured
+    with pytest.warns(DeprecationWarning, match="typed model now"):
+        assert dict(result.data.items()) == result.structured
+    with pytest.warns(DeprecationWarning, match="typed model now"):
+        assert list(result.data.keys()) == list(result.structured)
     assert result.data == result.data_as(ReadData)
     with pytest.raises(TypeError, match="holds ReadData, not CountData"):
         result.data_as(CountData)
@@ -341,3 +382,15 @@ async def test_without_exposure_plugins_the_configured_offer_is_worked_out_once(
     fs.plugin_manager.register(counting)  # a plugin that has a say: asked from now on
     assert (await toolset.offer(ctx)).direct == registered.direct
     assert counting.asked == ["read", "write", "edit", "list_dir", "glob", "grep", "word_count"]
+
+
+@pytest.mark.parametrize("module", ["arguments", "editor", "hookspecs"])
+def test_the_modules_that_moved_still_import_with_a_deprecation_warning(module: str) -> None:
+    import importlib  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    sys.modules.pop(f"ctxfs.tools.{module}", None)
+    with pytest.warns(DeprecationWarning, match=f"ctxfs.tools.{module} is deprecated"):
+        moved = importlib.import_module(f"ctxfs.tools.{module}")
+    assert moved.__all__
+    assert all(hasattr(moved, name) for name in moved.__all__)

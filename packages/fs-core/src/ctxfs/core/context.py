@@ -34,7 +34,7 @@ from ctxfs.core.outcomes import (
 )
 from ctxfs.core.paths import normalize_path
 from ctxfs.core.text import AnyDocument, Change, decode_document, iter_lines, read_window
-from ctxfs.core.versions import Version
+from ctxfs.core.versions import ABSENT, Absent, Version
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Blob, Stat, Update
@@ -226,7 +226,7 @@ class ContextFs:
         """
         async with (
             self._reported(OpKind.DELETE, path, file=True) as report,
-            self._updating(report) as (update, _),
+            self._updating(report, max_size=None) as (update, _),
         ):
             await update.delete()
 
@@ -241,7 +241,7 @@ class ContextFs:
 
     @asynccontextmanager
     async def _updating(
-        self, report: _Report, *, decode: bool = False
+        self, report: _Report, *, decode: bool = False, max_size: int | Absent | None = ABSENT
     ) -> AsyncIterator[tuple[Update, AnyDocument | None]]:
         """The one mutation protocol, for every operation that changes a file.
 
@@ -257,14 +257,15 @@ class ContextFs:
         async with AsyncExitStack() as stack:
             for lock in mount.hooks.mutation_locks(ctx, op):
                 await stack.enter_async_context(lock)
-            max_size = mount.text_options.max_edit_bytes
+            if max_size is ABSENT:
+                max_size = mount.text_options.max_edit_bytes
             update = await stack.enter_async_context(
                 mount.backend.open_update(op.path, max_size=max_size)
             )
             current, document = update.current, None
+            report.before = current.version if current is not None else None
             if decode and current is not None:
                 document = await _text_work(current.size, lambda: self._decode(op.path, current))
-            report.before = current.version if current is not None else None
             await mount.hooks.check_version(ctx, op, report.before)
             yield update, document
             await mount.hooks.committed(ctx, op, report.before, report.after)

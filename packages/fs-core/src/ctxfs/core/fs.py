@@ -56,7 +56,7 @@ class Fs(AsyncResource):
             plugins=options.get("plugins", ()),
             load_entrypoints=options.get("load_entrypoints", True),
         )
-        self.hooks = PluginHost(self.plugin_manager)
+        self.hooks = PluginHost(self.plugin_manager, guard=self.file_context)
 
     async def __aenter__(self) -> Self:
         """Open the backend (a remote one checks its store here), then return this ``Fs``."""

@@ -188,16 +188,18 @@ def ctxfs_tool_exposure(
 ) -> str | Awaitable[str | None] | None:
     """Say how *tool* is offered to the model of *ctx* in this step.
 
-    Called for every tool once per step, when a toolset works out its offer
+    Called for every tool a toolset offers by exposure (``search_tools`` and
+    ``call_tool`` follow the tools they serve, a provider's own tool follows the
+    tools it stands for), once per step, when the toolset works out its offer
     (listing the tools, or running a call without a listing). Return
     ``"direct"`` (offered as a tool), ``"deferred"`` (found through
     ``search_tools`` and run through ``call_tool``), ``"hidden"`` (neither
-    offered nor callable), or None for no opinion. Every implementation runs
-    and every awaitable is awaited; the most restrictive answer wins (hidden
-    over deferred over direct), so a plugin can hide but never reveal. An
-    answer that is none of these is logged and counts as no opinion; an
-    implementation that raises hides the tool for the step, and a call of it
-    fails with the error.
+    offered nor callable), or None for no opinion; any spelling counts
+    (``"Hidden"``). Every implementation runs and every awaitable is awaited;
+    the most restrictive answer wins (hidden over deferred over direct), so a
+    plugin can hide but never reveal. An implementation that raises, or answers
+    anything else, hides the tool for the step: it is logged, and a call of the
+    tool fails with the error.
 
     Args:
         ctx: The execution context the tools are offered to.

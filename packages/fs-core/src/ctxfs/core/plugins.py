@@ -17,6 +17,7 @@ import inspect
 import os
 from collections.abc import Awaitable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import pluggy
@@ -26,6 +27,7 @@ from ctxfs.core.errors import FsError, InvalidArgument
 
 if TYPE_CHECKING:
     from ctxfs.core.context import Context
+    from ctxfs.core.filecontext import FileContextPlugin
     from ctxfs.core.outcomes import Operation
     from ctxfs.core.versions import Version
 
@@ -64,16 +66,16 @@ class PluginManager(pluggy.PluginManager):
 
     def set_blocked(self, name: str) -> None:
         """Block *name*, as pluggy does; an essential plugin's name is refused."""
-        _refuse_essential(name, source="set_blocked")
+        _refuse_essential(name, source="set_blocked", essential=self._essential)
         super().set_blocked(name)
 
     def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
         """Unregister a plugin, as pluggy does; an essential plugin is refused."""
         if name is not None:
-            _refuse_essential(name, source="unregister")
+            _refuse_essential(name, source="unregister", essential=self._essential)
         for essential_name, essential in self._essential.items():
             if plugin is essential:
-                _refuse_essential(essential_name, source="unregister")
+                _refuse_essential(essential_name, source="unregister", essential=self._essential)
         return super().unregister(plugin, name)
 
 
@@ -124,18 +126,26 @@ def blocked_plugin_names() -> list[str]:
     return [name.strip() for name in os.environ.get(DISABLE_ENV, "").split(",") if name.strip()]
 
 
-def _refuse_essential(name: str, *, source: str) -> None:
-    """Raise ``InvalidArgument`` if *name*, however spelled, names an essential plugin."""
+def _refuse_essential(name: str, *, source: str, essential: Iterable[str] = ()) -> None:
+    """Raise ``InvalidArgument`` if *name* names an essential plugin.
+
+    Any spelling of a built-in essential plugin counts (``FileContext``,
+    ``file_context``); the *essential* plugins of a manager count by their names.
+    """
     spelling = "".join(char for char in name.casefold() if char.isalnum())
-    for essential, spellings in _ESSENTIAL_SPELLINGS.items():
-        if spelling in spellings:
-            raise InvalidArgument(
-                f"the plugin {essential!r} is essential and cannot be disabled ({source} "
-                f"named {name!r}): it is the guard that refuses changes to files an owner "
-                "has not read, or has read at another version",
-                hint=f"Remove {name!r} from {source}; to refuse more, add a policy plugin.",
-                details={"plugin": essential, "source": source, "name": name},
-            )
+    found = next(
+        (p for p, spellings in _ESSENTIAL_SPELLINGS.items() if spelling in spellings), None
+    )
+    if found is None and name in essential:
+        found = name
+    if found is not None:
+        raise InvalidArgument(
+            f"the plugin {found!r} is essential and cannot be disabled ({source} named "
+            f"{name!r}): it is the guard that refuses changes to files an owner has not read, "
+            "or has read at another version",
+            hint=f"Remove {name!r} from {source}; to refuse more, add a policy plugin.",
+            details={"plugin": found, "source": source, "name": name},
+        )
 
 
 async def resolve(results: Sequence[T | Awaitable[T]]) -> list[T]:
@@ -148,10 +158,21 @@ class PluginHost:
 
     The host awaits what implementations return and applies the rule of each
     hook ("any refusal wins"), so callers never touch ``manager.hook`` directly.
+
+    The *guard* (the file-context plugin) is registered as a plugin, but the host
+    asks it itself, first, and every other plugin through pluggy: no other
+    plugin (a hook wrapper, say) can drop its vote or its lock, and taking it
+    out of the plugin manager takes nothing away from the host.
     """
 
-    def __init__(self, manager: pluggy.PluginManager) -> None:
+    def __init__(self, manager: pluggy.PluginManager, *, guard: FileContextPlugin) -> None:
         self.manager = manager
+        self.guard = guard
+        others = partial(manager.subset_hook_caller, remove_plugins=[guard])
+        self._check_version = others("ctxfs_check_version")
+        self._mutation_lock = others("ctxfs_mutation_lock")
+        self._observed = others("ctxfs_observed")
+        self._committed = others("ctxfs_committed")
 
     @property
     def asks_tool_exposure(self) -> bool:
@@ -177,18 +198,23 @@ class PluginHost:
     def mutation_locks(
         self, ctx: Context, op: Operation
     ) -> list[AbstractAsyncContextManager[object]]:
-        """Return the locks to hold around *op*, in the order to enter them."""
-        locks = self.manager.hook.ctxfs_mutation_lock(ctx=ctx, op=op)
-        return [lock for lock in locks if lock is not None]
+        """Return the locks to hold around *op*, in the order to enter them: the guard's first."""
+        locks = self._mutation_lock(ctx=ctx, op=op)
+        return [self.guard.ctxfs_mutation_lock(ctx, op), *(lock for lock in locks if lock)]
 
     async def check_version(self, ctx: Context, op: Operation, current: Version | None) -> None:
-        """Raise the first refusal any ``ctxfs_check_version`` implementation gives."""
-        votes = self.manager.hook.ctxfs_check_version(ctx=ctx, op=op, current=current)
-        _raise_first_refusal(await resolve(votes))
+        """Raise the first refusal any ``ctxfs_check_version`` implementation gives.
+
+        The guard votes first.
+        """
+        guard = self.guard.ctxfs_check_version(ctx, op, current)
+        votes = self._check_version(ctx=ctx, op=op, current=current)
+        _raise_first_refusal([guard, *await resolve(votes)])
 
     async def observed(self, ctx: Context, path: str, version: Version, complete: bool) -> None:
         """Tell every observer that the owner of *ctx* has seen *path* at *version*."""
-        hook = self.manager.hook.ctxfs_observed
+        self.guard.ctxfs_observed(ctx, path, version, complete)
+        hook = self._observed
         await resolve(hook(ctx=ctx, path=path, version=version, complete=complete))
 
     async def finished(
@@ -207,8 +233,8 @@ class PluginHost:
         self, ctx: Context, op: Operation, before: Version | None, after: Version | None
     ) -> None:
         """Tell every observer that *op* has been stored."""
-        hook = self.manager.hook.ctxfs_committed
-        await resolve(hook(ctx=ctx, op=op, before=before, after=after))
+        self.guard.ctxfs_committed(ctx, op, before, after)
+        await resolve(self._committed(ctx=ctx, op=op, before=before, after=after))
 
 
 def _raise_first_refusal(votes: Iterable[object]) -> None:

@@ -173,12 +173,7 @@ class LocalBackend(Backend):
         rest = partial(self._read_open, fd, info, path, request)
         if info.st_size <= INLINE_READ_MAX:
             return rest()
-        try:
-            return await self._run(rest)
-        except BaseException:
-            with contextlib.suppress(OSError):  # if cancelled before the worker took it
-                os.close(fd)
-            raise
+        return await self._run_owning(fd, rest)
 
     @asynccontextmanager
     async def _open_read(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:
@@ -221,15 +216,11 @@ class LocalBackend(Backend):
                 yield _LockedUpdate(self, path, None, _Seen(None))
                 return
             fd, info = opened
+            read = partial(self._read_entry, fd, info, path)
             if self.inline_reads and info.st_size <= INLINE_READ_MAX:
-                current, seen = self._read_entry(fd, path)
+                current, seen = read()
             else:
-                try:
-                    current, seen = await self._run(self._read_entry, fd, path)
-                except BaseException:
-                    with contextlib.suppress(OSError):  # if cancelled before the worker took it
-                        os.close(fd)
-                    raise
+                current, seen = await self._run_owning(fd, read)
             yield _LockedUpdate(self, path, current, seen)
 
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
@@ -265,6 +256,26 @@ class LocalBackend(Backend):
 
     async def _run(self, function: Callable[..., T], *args: object) -> T:
         return await anyio.to_thread.run_sync(partial(function, *args))
+
+    async def _run_owning(self, fd: int, work: Callable[[], T]) -> T:
+        """Run *work*, which closes *fd*, in a worker thread; close *fd* here if it never ran.
+
+        A worker that ran has closed the descriptor already: closing it again could
+        close another thread's newer descriptor of the same number.
+        """
+        ran = False
+
+        def run() -> T:
+            nonlocal ran
+            ran = True
+            return work()
+
+        try:
+            return await self._run(run)
+        finally:
+            if not ran:  # cancelled before a worker took it
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def _open(self, path: str, flags: int) -> int:
         try:
@@ -369,6 +380,7 @@ class LocalBackend(Backend):
                     return None  # a dangling link reads as missing; a write refuses the link
                 fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
         except NotFound:
+            self._check_root()  # a deleted root is unavailable, not a missing file
             return None
         finally:
             os.close(dir_fd)
@@ -394,15 +406,24 @@ class LocalBackend(Backend):
             return
         raise self._symlink_refusal(dir_fd, name, path)
 
-    def _read_entry(self, fd: int, path: str) -> tuple[Blob, _Seen]:
-        """Read the whole file open at *fd*, then close it; with the identity it had."""
+    def _read_entry(self, fd: int, info: os.stat_result, path: str) -> tuple[Blob, _Seen]:
+        """Read the whole file open at *fd* (*info*: its fstat at open), then close it.
+
+        The file must have the same identity after the read as before it, and
+        hold as many bytes as were read: a writer that changed it meanwhile would
+        leave a mix of two states, which is ``Stale``.
+        """
         try:
             with translated(path):
-                data = _read_all(fd, os.fstat(fd).st_size)
-                seen = _Seen(_identity(os.fstat(fd)))
+                data = _read_all(fd, info.st_size)
+                after = os.fstat(fd)
         finally:
             os.close(fd)
-        return Blob(data=data, version=content_version(data), size=len(data)), seen
+        if _identity(after) != _identity(info) or len(data) != after.st_size:
+            raise Stale(f"{path} changed while it was read; read it again", path=path)
+        return Blob(data=data, version=content_version(data), size=len(data)), _Seen(
+            _identity(after)
+        )
 
     def _open_dir(self, path: str, *, create: bool) -> int:
         """Open directory *path*; with *create*, make missing levels one at a time.

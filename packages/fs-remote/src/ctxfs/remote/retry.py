@@ -1,7 +1,7 @@
 """One retry loop for every remote store: a bounded number of retries within one deadline.
 
-A store call that fails ``Unavailable`` (a timeout, a lost connection, a 5xx)
-is tried again after an exponential pause with jitter, until it succeeds, fails
+A store call that fails ``Unavailable`` and retryable (a timeout, a lost
+connection, a 5xx) is tried again after an exponential pause with jitter, until it succeeds, fails
 otherwise, has been retried :attr:`Retries.retries` times, or the next attempt
 would start after :attr:`Retries.deadline` seconds; then the last failure is
 raised. An attempt that is under way is never cut short (a large transfer may
@@ -81,7 +81,11 @@ class Retries:
             except Unavailable as failure:
                 pause = self.backoff * 2**tried * (0.5 + random.random())
                 elapsed = anyio.current_time() - started
-                if tried >= self.retries or elapsed + pause > self.deadline:
+                if (
+                    not failure.retryable
+                    or tried >= self.retries
+                    or elapsed + pause > self.deadline
+                ):
                     raise
                 tried += 1
                 log.warning(

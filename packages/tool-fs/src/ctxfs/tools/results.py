@@ -12,14 +12,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from collections.abc import Mapping
+from collections.abc import ItemsView, KeysView, Mapping
 from typing import Any, Literal, Self, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SerializeAsAny
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
 from ctxfs.core import ErrorCode, FsError
 
-__all__ = ["ErrorInfo", "ResultData", "ToolResult"]
+__all__ = ["ErrorInfo", "RestoredData", "ResultData", "ToolResult"]
 
 DataT = TypeVar("DataT", bound="ResultData")
 
@@ -48,11 +48,7 @@ class ErrorInfo(BaseModel):
 
 
 class ResultData(BaseModel):
-    """Fields every result has; each tool's data model adds its own.
-
-    Build one from an outcome with :meth:`of`: fields are taken by name (the
-    outcome's ``path`` is the ``target``), never copied by hand.
-    """
+    """Fields every result has."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -67,7 +63,11 @@ class ResultData(BaseModel):
 
     @classmethod
     def of(cls, outcome: object = None, /, **fields: Any) -> Self:
-        """The successful data of *outcome* (a dataclass, a model or None) and *fields*."""
+        """The successful data of *outcome* (a dataclass, a model or None) and *fields*.
+
+        Fields are taken by name (the outcome's ``path`` is the ``target``), never
+        copied by hand; each tool's data model adds its own fields.
+        """
         return cls.model_validate({**_fields_of(outcome), "status": "ok", **fields})
 
     @classmethod
@@ -92,6 +92,16 @@ class ResultData(BaseModel):
         _dict_access_warning()
         return key in self.model_dump(mode="json")
 
+    def keys(self) -> KeysView[str]:
+        """Deprecated: the keys of the data's old dict form."""
+        _dict_access_warning()
+        return self.model_dump(mode="json").keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        """Deprecated: the items of the data's old dict form."""
+        _dict_access_warning()
+        return self.model_dump(mode="json").items()
+
     def __eq__(self, other: object) -> bool:
         """Equal to the same data; comparing with a dict (its old form) is deprecated."""
         if isinstance(other, Mapping):
@@ -100,6 +110,15 @@ class ResultData(BaseModel):
         return super().__eq__(other)
 
     __hash__ = BaseModel.__hash__
+
+
+class RestoredData(ResultData):
+    """Result data read back from its plain form (``ToolResult.model_validate_json``).
+
+    Every field of the plain form is kept, as an attribute, whatever tool it came from.
+    """
+
+    model_config = ConfigDict(extra="allow")
 
 
 class ToolResult(BaseModel):
@@ -114,6 +133,12 @@ class ToolResult(BaseModel):
     """The same result as typed data, for programs: the tool's own :class:`ResultData`."""
     error_code: ErrorCode | None = None
     """The stable code of a failure, None on success."""
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _restore(cls, value: object) -> object:
+        """Plain data (a saved result, read back) keeps every field it has."""
+        return RestoredData.model_validate(value) if isinstance(value, Mapping) else value
 
     @classmethod
     def success(cls, text: str, data: ResultData) -> ToolResult:

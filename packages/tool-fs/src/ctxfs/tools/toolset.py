@@ -15,6 +15,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from pydantic import ValidationError
@@ -79,8 +80,9 @@ class FsToolset:
     ) -> None:
         self.options = options if options is not None else ToolsetOptions()
         self._tools: dict[str, Tool[Any, Any]] = {}
-        self._configured: Offer | None = None
-        """The offer when no plugin has a say: the configuration's alone (worked out once)."""
+        self._configured: tuple[object, Offer] | None = None
+        """The offer when no plugin has a say (the configuration's alone, worked out once),
+        with the configuration it was worked out from."""
         for tool in tools:
             self.register(tool)
 
@@ -112,15 +114,16 @@ class FsToolset:
     async def offer(self, ctx: Context) -> Offer:
         """Work out what this step offers: configuration, then every plugin's vote.
 
-        The strictest answer wins, so a plugin can hide but never reveal. An
-        answer that is no exposure is logged and ignored; a plugin that raises
-        hides the tool for the step (a call of it fails with the error).
+        The strictest answer wins, so a plugin can hide but never reveal. A plugin
+        that raises, or answers what is no exposure, hides the tool for the step:
+        it is logged, and a call of the tool fails with the error.
         """
-        if not ctx.mount.hooks.asks_tool_exposure:
-            if self._configured is None:
-                self._configured = await self._offer(ctx, plugins=False)
-            return self._configured
-        return await self._offer(ctx, plugins=True)
+        if ctx.mount.hooks.asks_tool_exposure:
+            return await self._offer(ctx, plugins=True)
+        configuration = (self.options, tuple(self.options.exposure.items()))
+        if self._configured is None or self._configured[0] != configuration:
+            self._configured = (configuration, await self._offer(ctx, plugins=False))
+        return self._configured[1]
 
     async def _offer(self, ctx: Context, *, plugins: bool) -> Offer:
         exposure: dict[str, Exposure] = {}
@@ -143,14 +146,24 @@ class FsToolset:
                 )
                 votes = [Exposure.HIDDEN]
             for vote in votes:
-                answer = _exposure(vote, tool.name)
+                answer, complaint = _exposure(vote)
+                if complaint is not None:
+                    log.error("a ctxfs_tool_exposure plugin answered badly: %s", complaint)
+                    failures[tool.name] = BackendError(
+                        f"could not tell whether {tool.name!r} is offered: {complaint}",
+                        hint="Report this to whoever runs the tools.",
+                    )
                 if answer is not None and _RANK[answer] > _RANK[level]:
                     level = answer
             exposure[tool.name] = level
         discovery = tuple(
             tool.name for tool in self._tools.values() if tool.offering is Offering.DISCOVERY
         )
-        return Offer(exposure=exposure, discovery=discovery, failures=failures)
+        return Offer(
+            exposure=MappingProxyType(exposure),
+            discovery=discovery,
+            failures=MappingProxyType(failures),
+        )
 
     async def plan(self, ctx: Context) -> dict[str, Exposure]:
         """The exposure of every tool in this step (:attr:`Offer.exposure`)."""
@@ -282,7 +295,9 @@ class FsToolset:
 
         Whether the tool may run is the caller's to check (:meth:`execute` does).
         """
-        tool = self._tools[name]
+        tool = self._tools.get(name)
+        if tool is None:  # named by the offer of another toolset
+            return _failure(name, self._refusal(step, name) or InvalidArgument(f"no tool {name!r}"))
         target = None
         try:
             parsed = _parse(arguments)
@@ -301,22 +316,19 @@ class FsToolset:
             return _failure(name, unexpected, target)
 
 
-def _exposure(vote: object, tool: str) -> Exposure | None:
-    """A plugin's answer as an exposure; None for no opinion, or an answer that is none."""
+def _exposure(vote: object) -> tuple[Exposure | None, str | None]:
+    """A plugin's answer as an exposure (None: no opinion), and what is wrong with it.
+
+    Any spelling of an exposure counts; anything else hides the tool, and says why.
+    """
     if vote is None or isinstance(vote, Exposure):
-        return vote
+        return vote, None
     if isinstance(vote, str):
         try:
-            return Exposure(vote.strip().lower())
+            return Exposure(vote.strip().lower()), None
         except ValueError:
             pass
-    log.warning(
-        "ignored a ctxfs_tool_exposure answer for tool %r: %r is not 'direct', 'deferred', "
-        "'hidden' or None",
-        tool,
-        vote,
-    )
-    return None
+    return Exposure.HIDDEN, f"{vote!r} is not 'direct', 'deferred', 'hidden' or None"
 
 
 def _contained(failure: Exception, what: str) -> FsError:

@@ -18,6 +18,7 @@ import asyncssh
 
 from ctxfs.core import (
     AlreadyExists,
+    FsError,
     InvalidArgument,
     IsADirectory,
     NotADirectory,
@@ -245,7 +246,11 @@ class SftpBackend(Backend):
                 await asyncio.shield(self.leases.release(sftp, full, token))
                 raise
 
-        taken = await self.client.call(path, take)
+        try:
+            taken = await self.client.call(path, take)
+        except BaseException:
+            await self._release(path, full, token)  # taken, perhaps, with the answer lost
+            raise
         if taken is None:
             yield ConditionalUpdate(self, path, None)
             return
@@ -253,8 +258,15 @@ class SftpBackend(Backend):
         try:
             yield _LeasedUpdate(self, path, current, full=full, mode=mode, token=token)
         finally:
-            with anyio.CancelScope(shield=True), suppress(Exception):
-                await self.client.call(path, partial(self.leases.release, full=full, token=token))
+            await self._release(path, full, token)
+
+    async def _release(self, path: str, full: str, token: str) -> None:
+        """Give back the lock of *full* held as *token*, if it is ours, within the deadline.
+
+        Cancellation waits for it. A lock that cannot be given back lapses with its lease.
+        """
+        with anyio.move_on_after(self.client.retrying.deadline, shield=True), suppress(FsError):
+            await self.client.call(path, partial(self.leases.release, full=full, token=token))
 
     async def _has_directory(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> bool:
         """Whether the directory of *full* exists (a file there is ``NotADirectory``)."""
@@ -309,6 +321,8 @@ class SftpBackend(Backend):
             raise error from exc
         if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
             raise IsADirectory(f"{path} is a directory", path=path)
+        if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
+            raise NotARegularFile(f"{path} is not a regular file", path=path)
         return attrs
 
     async def _delete(self, path: str, expect: Version | None) -> None:
@@ -394,18 +408,24 @@ class _LeasedUpdate(Update):
         await self.sftp.client.call(self.path, run)
 
     async def _landed(self, sftp: asyncssh.SFTPClient, version: Version | None) -> bool:
-        """Check the lock is still ours; on a retry, whether the cut-off attempt landed.
+        """Check the lock is still ours, with time to write; on a retry, whether it landed.
+
+        A retry follows a lost connection: the attempt cut off may have published.
 
         Raises:
-            Stale: The lease ran out (another writer may have changed the file), or
-                the file is neither as read nor as this update would leave it.
+            Stale: The lease ran out or nearly has (another writer may have changed
+                the file, or could break the lock while this one writes), or the
+                file is neither as read nor as this update would leave it.
 
         """
         self._attempts += 1
-        if not await self.sftp.leases.ours(sftp, self.full, self.token):
+        left = await self.sftp.leases.remaining(sftp, self.full, self.token)
+        if left is None or left < self.sftp.leases.margin:
             raise Stale(
-                f"the lock on {self.path} expired before it was written; nothing was written",
+                f"the lock on {self.path} ran out before the change was written; "
+                "nothing was written",
                 path=self.path,
+                details={"lease_seconds_left": left},
             )
         if self._attempts == 1:
             return False

@@ -64,6 +64,8 @@ class SftpClient:
         self._connection: asyncssh.SSHClientConnection | None = None
         self._sftp: asyncssh.SFTPClient | None = None
         self._connecting: asyncio.Lock | None = None
+        self._generation = 0
+        """Counts connections made: a retry drops only the one that failed."""
 
     @property
     def name(self) -> str:
@@ -71,20 +73,30 @@ class SftpClient:
         return f"sftp://{self.host}:{self.port}{self.root}"
 
     async def call(self, path: str, fn: SftpCall[T]) -> T:
-        """Run ``fn(sftp)`` on the IO loop; a lost connection is dropped and the call retried."""
+        """Run ``fn(sftp)`` on the IO loop; a lost connection is dropped and the call retried.
+
+        Only the connection the failed attempt used is dropped: another call may
+        have connected afresh meanwhile.
+        """
+        used: list[int] = []
+
+        async def recover() -> None:
+            if used:  # an attempt that failed to connect has no connection to drop
+                await on_io_loop(self._drop, used[-1])
+
         return await self.retrying.run(
             f"{self.name}: {path or 'the root'}",
-            partial(self.call_once, path, fn),
-            recover=partial(on_io_loop, self._drop),
+            partial(on_io_loop, self._run, path, fn, used),
+            recover=recover,
         )
 
     async def call_once(self, path: str, fn: SftpCall[T]) -> T:
         """Run ``fn(sftp)`` on the IO loop, once (for calls that cannot be repeated)."""
-        return await on_io_loop(self._run, path, fn)
+        return await on_io_loop(self._run, path, fn, [])
 
     async def close(self) -> None:
         """Close the SSH connection."""
-        await on_io_loop(self._drop)
+        await on_io_loop(self._drop, None)
 
     def full(self, path: str) -> str:
         """The server's path of canonical *path* (the lexical checks are the key space's)."""
@@ -136,9 +148,11 @@ class SftpClient:
             break
         return error
 
-    async def _run(self, path: str, fn: SftpCall[T]) -> T:
+    async def _run(self, path: str, fn: SftpCall[T], used: list[int]) -> T:
         try:
-            return await fn(await self._session())
+            sftp = await self._session()
+            used.append(self._generation)
+            return await fn(sftp)
         except FsError:
             raise
         except Exception as exc:
@@ -155,11 +169,15 @@ class SftpClient:
                     options["username"] = self.username
                 self._connection = await asyncssh.connect(self.host, **options)
                 self._sftp = await self._connection.start_sftp_client()
+                self._generation += 1
                 await self._sftp.makedirs(self.root, exist_ok=True)  # as a bucket prefix is
                 self.real_root = await self._sftp.realpath(self.root)
             return self._sftp
 
-    async def _drop(self) -> None:
+    async def _drop(self, generation: int | None) -> None:
+        """Close the connection (only if it is still *generation*, when one is given)."""
+        if generation is not None and generation != self._generation:
+            return  # already replaced by a newer connection
         connection, self._connection, self._sftp = self._connection, None, None
         if connection is not None:
             connection.close()

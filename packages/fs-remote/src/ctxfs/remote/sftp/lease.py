@@ -4,9 +4,11 @@
 ``{"owner": token, "expires": time}``. While it exists, other writers following
 the protocol wait (a bounded wait, then ``Busy``). A lock whose lease has
 expired belongs to a writer that crashed: it is broken by renaming it away,
-which only one breaker can win. A writer that lost its connection while holding
-the lock finds its own token there and carries on ("reclaimed"). A lock is
-removed only by its owner.
+which only one breaker can win; so is a lock that holds no lease and is older
+than one (a writer that crashed between creating and filling it). A writer that
+lost its connection while holding the lock finds its own token there and carries
+on ("reclaimed"). A lock is removed only by its owner, and a change is published
+under it only while the lease has a third of its length left.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import asyncssh
 
@@ -52,6 +54,8 @@ class Leases:
         self.owner = owner
         self.lease = lease
         self.timeout = timeout
+        self.margin = lease / 3
+        """Seconds a lease must still have for a change to be published under it."""
 
     def token(self) -> str:
         """A new token naming one hold of a lock by this writer."""
@@ -61,12 +65,17 @@ class Leases:
     async def held(
         self, sftp: asyncssh.SFTPClient, full: str, path: str, token: str
     ) -> AsyncIterator[bool]:
-        """Hold the lock of file *full* as *token*; yield whether it was ours already."""
+        """Hold the lock of file *full* as *token*; yield whether it was ours already.
+
+        The lock is given back at the end as well as can be: one that cannot be
+        (a lost connection) lapses with its lease.
+        """
         reclaimed = await self.take(sftp, full, path, token)
         try:
             yield reclaimed
         finally:
-            await asyncio.shield(self.release(sftp, full, token))
+            with suppress(asyncssh.Error, OSError):
+                await asyncio.shield(self.release(sftp, full, token))
 
     async def take(self, sftp: asyncssh.SFTPClient, full: str, path: str, token: str) -> bool:
         """Take the lock of file *full*; return whether it was *token*'s already.
@@ -88,16 +97,30 @@ class Leases:
             delay = min(delay * 2, 0.1)
         return taken == "reclaimed"
 
-    async def ours(self, sftp: asyncssh.SFTPClient, full: str, token: str) -> bool:
-        """Whether the lock of file *full* is still held as *token*."""
-        return await self._holder(sftp, _lock_of(full)) == token
+    async def remaining(self, sftp: asyncssh.SFTPClient, full: str, token: str) -> float | None:
+        """Seconds left on the lease of file *full*'s lock if *token* holds it, else None."""
+        held = await self._lease(sftp, _lock_of(full))
+        if held is None or held.get("owner") != token:
+            return None
+        return float(held.get("expires", 0.0)) - time.time()
 
     async def release(self, sftp: asyncssh.SFTPClient, full: str, token: str) -> None:
-        """Remove the lock of file *full*, if it is still *token*'s."""
+        """Remove the lock of file *full*, if it is still *token*'s.
+
+        A lock that is gone, or holds something else, is left alone; a failure to
+        reach the server is raised (so that the caller can retry).
+        """
         lock = _lock_of(full)
-        with suppress(asyncssh.Error, OSError, ValueError):  # gone, or broken by someone else
-            if await self._holder(sftp, lock) == token:
+        try:
+            held = await self._lease(sftp, lock)
+        except ValueError:
+            return  # being written by another writer: not ours
+        if held is not None and held.get("owner") == token:
+            try:
                 await sftp.remove(lock)
+            except asyncssh.SFTPError as exc:
+                if not is_missing(exc):
+                    raise
 
     async def _try(self, sftp: asyncssh.SFTPClient, lock: str, token: str) -> Taken | None:
         """Take the lock file, or find it ours already; None while someone else holds it."""
@@ -111,30 +134,43 @@ class Leases:
         else:
             return "taken"
         try:
-            async with sftp.open(lock, "rb") as handle:
-                held = json.loads(await handle.read() or b"{}")
-        except (ValueError, TypeError):
-            return None  # being written right now
-        except asyncssh.SFTPError as exc:
-            if is_missing(exc):
-                return None  # released meanwhile: try again
-            raise
+            held = await self._lease(sftp, lock)
+        except ValueError:  # being written right now, or left half-written by a crash
+            if await self._older_than_a_lease(sftp, lock):
+                await self._break(sftp, lock)
+            return None
+        if held is None:
+            return None  # released meanwhile: try again
         if held.get("owner") == token:
             return "reclaimed"
         if float(held.get("expires", float("inf"))) < time.time():
             await self._break(sftp, lock)
         return None
 
-    async def _holder(self, sftp: asyncssh.SFTPClient, lock: str) -> str | None:
+    async def _lease(self, sftp: asyncssh.SFTPClient, lock: str) -> dict[str, Any] | None:
+        """What *lock* holds, None if there is no such lock.
+
+        Raises:
+            ValueError: It holds no lease (yet): being written, or a crash's leftover.
+
+        """
         try:
             async with sftp.open(lock, "rb") as handle:
-                held = json.loads(await handle.read() or b"{}")
+                held = json.loads(await handle.read() or b"null")
         except asyncssh.SFTPError as exc:
             if is_missing(exc):
                 return None
             raise
-        owner = held.get("owner")
-        return owner if isinstance(owner, str) else None
+        if not isinstance(held, dict):
+            raise ValueError(f"{lock} holds no lease")  # noqa: TRY004 - read as a parse failure
+        return held
+
+    async def _older_than_a_lease(self, sftp: asyncssh.SFTPClient, lock: str) -> bool:
+        try:
+            modified = (await sftp.stat(lock)).mtime
+        except asyncssh.SFTPError:
+            return False
+        return modified is not None and time.time() - float(modified) > self.lease
 
     async def _break(self, sftp: asyncssh.SFTPClient, lock: str) -> None:
         """Remove a crashed writer's lock; only one breaker wins the rename."""
