@@ -407,8 +407,9 @@ async def test_55_a_lock_file_replaced_by_a_symlink_is_refused(
     victim = layout.base / "victim"
     victim.write_bytes(b"victim\n")
     lock_dir = layout.state / "locks"
+    key = (await backend.locate("a.txt")).key
     for kind in ("mutation", "cas"):
-        (lock_dir / backend.locks.file_name(kind, "a.txt")).symlink_to(victim)
+        (lock_dir / backend.locks.file_name(kind, key)).symlink_to(victim)
     ctx = fs.context(owner="agent")
     await ctx.fs.read("a.txt")
     with pytest.raises(OSError):  # noqa: PT011 - O_NOFOLLOW refuses the planted link

@@ -163,3 +163,30 @@ async def test_an_update_whose_lease_nearly_ran_out_writes_nothing(
 async def _update(backend: Any, path: str) -> None:
     async with backend.open_update(path):
         pass  # pragma: no cover - refused on entry
+
+
+async def test_two_writers_through_a_linked_directory_share_one_lock(
+    root: tuple[str, Path],
+) -> None:
+    from tests.local.test_one_file_many_paths import count_up  # noqa: PLC0415
+
+    from ctxfs.core import Fs  # noqa: PLC0415
+
+    url, local = root
+    async with sftp(url) as one, sftp(url) as two:  # two writers: only the lock files between them
+        await one.mkdir("d")
+        (local / "d" / "c.txt").write_text("0\n")
+        (local / "dl").symlink_to("d")
+        assert (await one.locate("dl/c.txt")).key == (await two.locate("d/c.txt")).key
+        retried: list[int] = []
+
+        async def run(backend: Any, path: str) -> None:
+            ctx = Fs(backend, load_entrypoints=False).context(owner=path)
+            retried.append(await count_up(ctx, path, cycles=30))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run, one, "d/c.txt")
+            group.start_soon(run, two, "dl/c.txt")
+    assert (local / "d" / "c.txt").read_text() == "60\n"
+    assert sum(retried) > 0, "the two writers never actually raced"
+    assert sorted(p.name for p in (local / "d").iterdir()) == ["c.txt"]

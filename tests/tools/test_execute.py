@@ -409,7 +409,8 @@ async def test_a_held_lock_is_busy_and_retryable(
 ) -> None:
     await seed("a.txt", b"alpha\n")
     await tools.execute(ctx, "read", {"file_path": "a.txt"})
-    async with ctx.mount.file_context.locks.hold("a.txt", timeout=5):
+    key = (await ctx.mount.backend.locate("a.txt")).key
+    async with ctx.mount.file_context.locks.hold(key, timeout=5):
         result = await tools.execute(
             ctx, "edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"}
         )

@@ -50,6 +50,7 @@ __all__ = [
     "CasScope",
     "ConditionalUpdate",
     "FileKind",
+    "Location",
     "ReadRequest",
     "ReadStream",
     "Stat",
@@ -133,6 +134,17 @@ class Blob:
     """The version of the whole file at the moment of the read."""
     size: int
     """The size of the whole file, which may exceed ``len(data)`` for a range."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Location:
+    """What a path names, as :meth:`Backend.locate` finds it."""
+
+    resolved: str
+    """The canonical root-relative path it reaches, symbolic links followed."""
+    key: str
+    """The file's identity: every spelling of one file (a link, a nested root) has the same key,
+    and locks, observations and compare-and-swap are keyed by it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -313,6 +325,23 @@ class Backend(AsyncResource):
         """What this backend can do."""
 
     # -- the public contract: shared checks, then the primitive --------------------------------
+
+    async def locate(self, path: str) -> Location:
+        """Return what *path* resolves to beneath the root, and the identity of that file.
+
+        Works for paths that do not exist yet (the missing part is kept as
+        spelled). On a store without links the path is its own resolution and
+        key; on local disk the key is the absolute path the kernel resolves the
+        file to, so a link, a ``.`` or ``//`` spelling and a nested root all lead
+        to one key, which stays the same once a create has made the directories.
+
+        Raises:
+            OutsideRoot: A symbolic link on the path leads outside the root.
+            Denied: A symbolic link is on the path and the backend refuses links.
+            NotADirectory: A parent component is a file.
+
+        """
+        return await self._locate(check_path(path))
 
     async def stat(self, path: str) -> Stat:
         """Return the metadata of *path* (a file or a directory; ``""`` is the root).
@@ -510,6 +539,10 @@ class Backend(AsyncResource):
     @abstractmethod
     async def _mkdir(self, path: str) -> None:
         """Create canonical directory *path* (never the root) and its parents."""
+
+    async def _locate(self, path: str) -> Location:
+        """What canonical *path* resolves to; the default, for stores without links: itself."""
+        return Location(resolved=path, key=path)
 
     def _open_read(self, path: str, chunk_size: int) -> AbstractAsyncContextManager[ReadStream]:
         """Stream canonical file *path*.

@@ -108,7 +108,7 @@ class ContextFs:
                     stream, offset=offset, limit=limit, options=options, path=op.path
                 )
             report.after = stream.version
-            await mount.hooks.observed(ctx, op.path, stream.version, complete=window.complete)
+            await mount.hooks.observed(ctx, op, stream.version, complete=window.complete)
         return ReadOutcome(
             path=op.path,
             text=window.text,
@@ -332,11 +332,20 @@ class ContextFs:
     async def _reported(
         self, kind: OpKind, path: str, *, file: bool, size: int | None = None
     ) -> AsyncIterator[_Report]:
-        """Check *path*, run the block, then report the operation however it ended."""
+        """Check *path*, run the block, then report the operation however it ended.
+
+        The operation carries what the path resolves to (:meth:`Backend.locate`).
+        """
         report = _Report(op=Operation(kind=kind, path=path, size=size))
-        hooks = self._ctx.mount.hooks
+        mount = self._ctx.mount
+        hooks = mount.hooks
         try:
-            report.op = Operation(kind=kind, path=normalize_path(path, file=file), size=size)
+            canonical = normalize_path(path, file=file)
+            report.op = Operation(kind=kind, path=canonical, size=size)
+            where = await mount.backend.locate(canonical)
+            report.op = Operation(
+                kind=kind, path=canonical, size=size, resolved=where.resolved, key=where.key
+            )
             yield report
         except FsError as error:
             await hooks.finished(self._ctx, report.op, error, report.before, report.after)

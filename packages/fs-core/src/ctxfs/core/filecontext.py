@@ -54,7 +54,11 @@ class Observation:
 
 
 class FileContextPlugin:
-    """Records observations per (owner, path) and enforces the rules above.
+    """Records observations per (owner, file) and enforces the rules above.
+
+    A file is its identity (:attr:`Operation.key`), not its spelling: a read
+    through a link and an edit through the target's own path meet the same
+    observation and the same locks.
 
     The least recently used observations are forgotten beyond *max_observations*;
     a forgotten observation only means the owner must read again.
@@ -74,10 +78,13 @@ class FileContextPlugin:
         self._guard = threading.Lock()
         self._observations: OrderedDict[tuple[str, str], Observation] = OrderedDict()
 
-    def observation(self, owner: str, path: str) -> Observation | None:
-        """Return what *owner* last saw of *path*, if anything."""
+    def observation(self, owner: str, key: str) -> Observation | None:
+        """Return what *owner* last saw of the file *key*, if anything.
+
+        The key is the file's identity (its path, on a store without links).
+        """
         with self._guard:
-            return self._observations.get((owner, path))
+            return self._observations.get((owner, key))
 
     def _record(self, owner: str, path: str, observation: Observation | None) -> None:
         key = (owner, path)
@@ -92,11 +99,18 @@ class FileContextPlugin:
 
     @hookimpl
     def ctxfs_observed(self, ctx: Context, path: str, version: Version, complete: bool) -> None:
-        """Record a read; a window of a version already seen whole stays complete."""
-        seen = self.observation(ctx.owner, path)
+        """Record a read of *path* (the host passes the file's key)."""
+        self.observe(ctx.owner, path, version, complete=complete)
+
+    def observe(self, owner: str, key: str, version: Version, *, complete: bool) -> None:
+        """Record that *owner* read the file *key*.
+
+        A window of a version already seen whole stays complete.
+        """
+        seen = self.observation(owner, key)
         if seen is not None and seen.version == version:
             complete = complete or seen.complete
-        self._record(ctx.owner, path, Observation(version=version, complete=complete))
+        self._record(owner, key, Observation(version=version, complete=complete))
 
     @hookimpl
     def ctxfs_check_version(
@@ -105,7 +119,7 @@ class FileContextPlugin:
         """Apply the observation rules to a mutation of an existing file."""
         if current is None or op.kind not in _GUARDED:
             return None
-        seen = self.observation(ctx.owner, op.path)
+        seen = self.observation(ctx.owner, op.key)
         if seen is None:
             return NotObserved(
                 f"{op.path} has not been read in this context; read it before changing it",
@@ -134,22 +148,22 @@ class FileContextPlugin:
         """Make the owner's own mutation its complete observation."""
         del before
         observation = None if after is None else Observation(version=after, complete=True)
-        self._record(ctx.owner, op.path, observation)
+        self._record(ctx.owner, op.key, observation)
 
     @hookimpl
     def ctxfs_mutation_lock(
         self, ctx: Context, op: Operation
     ) -> AbstractAsyncContextManager[object]:
-        """Hold the path's in-process lock, then the backend's, within one deadline."""
+        """Hold the file's in-process lock, then the backend's, within one deadline."""
         del ctx
-        return self._hold(op.path)
+        return self._hold(op.key)
 
     @asynccontextmanager
-    async def _hold(self, path: str) -> AsyncIterator[None]:
+    async def _hold(self, key: str) -> AsyncIterator[None]:
         deadline = anyio.current_time() + self.lock_timeout
-        async with self.locks.hold(path, timeout=self.lock_timeout):
+        async with self.locks.hold(key, timeout=self.lock_timeout):
             remaining = max(0.0, deadline - anyio.current_time())
-            backend_lock = self.backend.lock(path, timeout=remaining)
+            backend_lock = self.backend.lock(key, timeout=remaining)
             if backend_lock is None:
                 yield
             else:

@@ -42,9 +42,21 @@ class Operation:
 
     kind: OpKind
     path: str
-    """Canonical root-relative path."""
+    """Canonical root-relative path, as the caller spelled it."""
     size: int | None = None
     """For a write, the size in bytes of the new content."""
+    resolved: str = ""
+    """The canonical root-relative path it reaches, symbolic links followed (a policy must
+    judge both: ``envlink`` may reach ``.env``); the path itself where nothing resolves."""
+    key: str = ""
+    """The identity of the file: every spelling of one file has the same key (locks and
+    observations are keyed by it); the path itself where nothing resolves."""
+
+    def __post_init__(self) -> None:
+        if not self.resolved:
+            object.__setattr__(self, "resolved", self.path)
+        if not self.key:
+            object.__setattr__(self, "key", self.resolved)
 
 
 @dataclass(frozen=True, kw_only=True)

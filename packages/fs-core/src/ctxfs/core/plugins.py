@@ -211,11 +211,11 @@ class PluginHost:
         votes = self._check_version(ctx=ctx, op=op, current=current)
         _raise_first_refusal([guard, *await resolve(votes)])
 
-    async def observed(self, ctx: Context, path: str, version: Version, complete: bool) -> None:
-        """Tell every observer that the owner of *ctx* has seen *path* at *version*."""
-        self.guard.ctxfs_observed(ctx, path, version, complete)
+    async def observed(self, ctx: Context, op: Operation, version: Version, complete: bool) -> None:
+        """Tell every observer that the owner of *ctx* has read *op*'s file at *version*."""
+        self.guard.observe(ctx.owner, op.key, version, complete=complete)
         hook = self._observed
-        await resolve(hook(ctx=ctx, path=path, version=version, complete=complete))
+        await resolve(hook(ctx=ctx, path=op.path, version=version, complete=complete))
 
     async def finished(
         self,

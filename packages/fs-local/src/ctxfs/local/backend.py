@@ -53,6 +53,7 @@ from ctxfs.core.kit import (
     ContentHasher,
     Expect,
     FileKind,
+    Location,
     ReadRequest,
     ReadStream,
     Stat,
@@ -138,7 +139,7 @@ class LocalBackend(Backend):
             self.resolver: Resolver = choose_resolver(
                 self.root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
             )
-            self.locks = _lock_directory(self.root, self.root_fd, state_dir)
+            self.locks = _lock_directory(self.root, state_dir)
         except BaseException:
             os.close(self.root_fd)
             raise
@@ -165,6 +166,11 @@ class LocalBackend(Backend):
 
     async def _stat(self, path: str) -> Stat:
         return await self._run(self._stat_sync, path)
+
+    async def _locate(self, path: str) -> Location:
+        if self.inline_reads:
+            return self._locate_sync(path)  # a few system calls, as a small read
+        return await self._run(self._locate_sync, path)
 
     async def _read(self, path: str, request: ReadRequest) -> Blob:
         if not self.inline_reads:
@@ -207,7 +213,8 @@ class LocalBackend(Backend):
         only that the entry is still the file read (the same inode, size and
         times: a writer bypassing ctxfs shows there), not its content again.
         """
-        async with self.locks.hold("cas", path, timeout=_CAS_LOCK_TIMEOUT):
+        key = (await self._locate(path)).key
+        async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
             if self.inline_reads:
                 opened = self._open_entry(path, request.max_size)
             else:
@@ -224,13 +231,15 @@ class LocalBackend(Backend):
             yield _LockedUpdate(self, path, current, seen)
 
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
-        """Atomically replace or create a file, under the path's CAS lock."""
-        async with self.locks.hold("cas", path, timeout=_CAS_LOCK_TIMEOUT):
+        """Atomically replace or create a file, under the file's CAS lock."""
+        key = (await self._locate(path)).key
+        async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
             return await self._run(self._write_sync, path, data, expect)
 
     async def _delete(self, path: str, expect: Version | None) -> None:
-        """Delete a file or an empty directory, under the path's CAS lock."""
-        async with self.locks.hold("cas", path, timeout=_CAS_LOCK_TIMEOUT):
+        """Delete a file or an empty directory, under the file's CAS lock."""
+        key = (await self._locate(path)).key
+        async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
             await self._run(self._delete_sync, path, expect)
 
     async def _list(self, path: str) -> builtins.list[Stat]:
@@ -242,7 +251,7 @@ class LocalBackend(Backend):
         await self._run(self._mkdir_sync, path)
 
     def lock(self, key: str, *, timeout: float) -> AbstractAsyncContextManager[None]:
-        """The cross-process mutation lock of *key*."""
+        """The cross-process mutation lock of the file *key* (:meth:`locate`'s key)."""
         return self.locks.hold("mutation", key, timeout=timeout)
 
     async def aclose(self) -> None:
@@ -341,6 +350,55 @@ class LocalBackend(Backend):
         finally:
             os.close(fd)
         return _stat_of(path, info)
+
+    def _locate_sync(self, path: str) -> Location:
+        """Resolve *path* as far as it exists, symlinks followed by the policy.
+
+        The kernel resolves the deepest part that exists (``/proc/self/fd`` says
+        where it led); the rest is kept as spelled. The key is the absolute path
+        that gives, the same for every spelling and every root above the file,
+        and the same before and after a create makes the missing directories.
+        """
+        parts = path.split("/") if path else []
+        for depth in range(len(parts), -1, -1):
+            try:
+                fd = self._open("/".join(parts[:depth]), os.O_PATH)
+            except NotFound:
+                continue
+            try:
+                real = self._real(fd)
+            finally:
+                os.close(fd)
+            rest = "/".join(parts[depth:])
+            resolved = join_path(real, rest) if rest else real
+            return Location(resolved=resolved, key=str(self.root / resolved))
+        raise AssertionError("unreachable: the root always opens")  # pragma: no cover
+
+    def _real(self, fd: int) -> str:
+        """The root-relative path of what is open at *fd* (what the kernel resolved).
+
+        Raises:
+            Unavailable: There is no ``/proc`` to ask, or the root has moved since
+                it was opened.
+
+        """
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError as error:
+            raise Unavailable(
+                f"cannot tell what a path resolves to without /proc ({error.strerror})",
+                retryable=False,
+            ) from error
+        root = str(self.root)
+        if where == root:
+            return ""
+        if not where.startswith(root + "/"):
+            raise Unavailable(
+                f"the workspace root {root} has moved (it is now {where.partition(' (')[0]})",
+                retryable=False,
+                hint="The workspace directory was renamed or moved; open it again.",
+            )
+        return where[len(root) + 1 :]
 
     def _read_sync(self, path: str, request: ReadRequest) -> Blob:
         fd, info = self._open_file(path)
@@ -653,14 +711,11 @@ _CAPABILITIES = Capabilities(
 )
 
 
-def _lock_directory(
-    root: Path, root_fd: int, state_dir: str | os.PathLike[str] | None
-) -> LockDirectory:
+def _lock_directory(root: Path, state_dir: str | os.PathLike[str] | None) -> LockDirectory:
     state = Path(os.path.realpath(state_dir or default_state_dir()))
     if state == root or root in state.parents:
         raise InvalidArgument(f"the state directory {state} must lie outside the root")
-    info = os.fstat(root_fd)
-    return LockDirectory(state, workspace=f"{info.st_dev:x}-{info.st_ino:x}")
+    return LockDirectory(state)
 
 
 def _stat_of(path: str, info: os.stat_result) -> Stat:

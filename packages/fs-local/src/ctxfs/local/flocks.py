@@ -1,10 +1,13 @@
 """Cross-process locks: ``flock`` on lock files in a private state directory, outside the root.
 
 Lock files are never created in the user's tree and never unlinked (unlinking
-a lock file splits its waiters across two inodes). Keys are hashed into a fixed
-number of buckets per workspace and kind, so the directory stays small; two
-keys sharing a bucket only wait for each other a little more, never deadlock,
-because a holder takes at most one lock of each kind, mutation before CAS.
+a lock file splits its waiters across two inodes). Keys are files' identities
+(:attr:`Location.key <ctxfs.core.Location.key>`: the absolute path the kernel
+resolves a file to), so every spelling of a file, and every workspace root
+above it, meets the same lock. They are hashed into a fixed
+number of buckets per kind, so the directory stays small; two keys sharing a
+bucket only wait for each other a little more, never deadlock, because a holder
+takes at most one lock of each kind, mutation before CAS.
 
 Every acquisition opens its own descriptor (``O_NOFOLLOW``, checked to be a
 regular file with one link) and polls ``LOCK_NB`` with capped backoff, so a
@@ -31,8 +34,8 @@ from ctxfs.core.kit import acquire_with_backoff
 
 __all__ = ["BUCKETS", "LockDirectory", "default_state_dir"]
 
-BUCKETS: Final = 1024
-"""Lock files per workspace and kind."""
+BUCKETS: Final = 4096
+"""Lock files per kind, for every workspace of one state directory."""
 
 
 def default_state_dir() -> Path:
@@ -45,9 +48,9 @@ def default_state_dir() -> Path:
 
 
 class LockDirectory:
-    """The lock files of one workspace (identified by its root's device and inode)."""
+    """The lock files of one state directory, shared by every workspace that uses it."""
 
-    def __init__(self, state_dir: Path, *, workspace: str) -> None:
+    def __init__(self, state_dir: Path) -> None:
         locks = state_dir / "locks"
         locks.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.fd = os.open(locks, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -57,12 +60,11 @@ class LockDirectory:
             raise InvalidArgument(
                 f"the lock directory {locks} must be owned by this user and writable only by it"
             )
-        self.workspace = workspace
 
     def file_name(self, kind: str, key: str) -> str:
         """The lock file holding *key*'s lock of *kind* (``"mutation"`` or ``"cas"``)."""
-        digest = hashlib.sha256(f"{self.workspace}\0{key}".encode(errors="surrogateescape"))
-        return f"{kind}-{self.workspace}-{int.from_bytes(digest.digest()[:8]) % BUCKETS:04d}.lock"
+        digest = hashlib.sha256(key.encode(errors="surrogateescape"))
+        return f"{kind}-{int.from_bytes(digest.digest()[:8]) % BUCKETS:04d}.lock"
 
     @asynccontextmanager
     async def hold(self, kind: str, key: str, *, timeout: float) -> AsyncIterator[None]:

@@ -353,6 +353,17 @@ class BackendConformance:
             await backend.read(path)
         assert await backend.list("") == []
 
+    async def test_locate_names_one_file_by_one_key(self, backend: Backend) -> None:
+        await backend.write("d/a.txt", b"x", expect=ABSENT)
+        found = await backend.locate("d/a.txt")
+        assert found.resolved == "d/a.txt"
+        assert found == await backend.locate("d/a.txt")
+        assert found.key != (await backend.locate("d/b.txt")).key
+        missing = await backend.locate("e/f/g.txt")
+        assert missing.resolved == "e/f/g.txt"
+        with pytest.raises(InvalidPath):
+            await backend.locate("d/.ctxfs-x")
+
     async def test_bounds_and_sizes_are_checked_before_content(self, backend: Backend) -> None:
         version = await backend.write("r.bin", b"0123456789", expect=ABSENT)
         with pytest.raises(TooLarge) as caught:

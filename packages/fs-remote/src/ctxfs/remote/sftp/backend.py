@@ -36,6 +36,7 @@ from ctxfs.core.kit import (
     ContentHasher,
     Expect,
     FileKind,
+    Location,
     ReadRequest,
     ReadStream,
     Stat,
@@ -125,6 +126,17 @@ class SftpBackend(Backend):
 
     # -- reading ------------------------------------------------------------------------------
 
+    async def _locate(self, path: str) -> Location:
+        """What the server resolves *path* to: its real path beneath the root (the key too)."""
+        full = self.client.full(path)
+
+        async def run(sftp: asyncssh.SFTPClient) -> Location:
+            real = self.client.relative(await self.client.confined(sftp, full, path))
+            where = self.client.relative(await self.client.located(sftp, full, path))
+            return Location(resolved=real, key=where)
+
+        return await self.client.call(path, run)
+
     async def _stat(self, path: str) -> Stat:
         """Metadata from ``lstat``; a symbolic link is reported as one."""
         full = self.client.full(path)
@@ -208,19 +220,19 @@ class SftpBackend(Backend):
         token = self.leases.token()  # the same on every attempt
 
         async def run(sftp: asyncssh.SFTPClient) -> Version:
-            await self.client.confined(sftp, full, path)
+            real = await self.client.located(sftp, full, path)  # one lock for every spelling
             try:
-                await sftp.makedirs(posixpath.dirname(full), exist_ok=True)
+                await sftp.makedirs(posixpath.dirname(real), exist_ok=True)
             except asyncssh.SFTPError as exc:
                 raise await self.client.refine(sftp, exc, path) from exc
-            async with self.leases.held(sftp, full, path, token) as reclaimed:
-                current, mode = await self._current(sftp, full, path)
+            async with self.leases.held(sftp, real, path, token) as reclaimed:
+                current, mode = await self._current(sftp, real, path)
                 if reclaimed and current == content_version(data):
                     # Our lock outlived a lost connection, so no one else wrote since:
                     # the bytes there are our own cut-off attempt's.
                     return current
                 check_expect(path, expect, current)
-                await _publish(sftp, full, data, mode=mode, replace=current is not None)
+                await _publish(sftp, real, data, mode=mode, replace=current is not None)
             return content_version(data)
 
         return await self.client.call(path, run)
@@ -234,31 +246,33 @@ class SftpBackend(Backend):
         """
         full = self.client.full(path)
         token = self.leases.token()
+        real = full  # until the server says where it leads
 
         async def take(sftp: asyncssh.SFTPClient) -> tuple[Blob | None, int | None] | None:
-            await self.client.confined(sftp, full, path)
-            if not await self._has_directory(sftp, full, path):
+            nonlocal real
+            real = await self.client.located(sftp, full, path)  # one lock for every spelling
+            if not await self._has_directory(sftp, real, path):
                 return None
-            await self.leases.take(sftp, full, path, token)
+            await self.leases.take(sftp, real, path, token)
             try:
-                return await self._current_blob(sftp, full, path, request)
+                return await self._current_blob(sftp, real, path, request)
             except BaseException:
-                await asyncio.shield(self.leases.release(sftp, full, token))
+                await asyncio.shield(self.leases.release(sftp, real, token))
                 raise
 
         try:
             taken = await self.client.call(path, take)
         except BaseException:
-            await self._release(path, full, token)  # taken, perhaps, with the answer lost
+            await self._release(path, real, token)  # taken, perhaps, with the answer lost
             raise
         if taken is None:
             yield ConditionalUpdate(self, path, None)
             return
         current, mode = taken
         try:
-            yield _LeasedUpdate(self, path, current, full=full, mode=mode, token=token)
+            yield _LeasedUpdate(self, path, current, full=real, mode=mode, token=token)
         finally:
-            await self._release(path, full, token)
+            await self._release(path, real, token)
 
     async def _release(self, path: str, full: str, token: str) -> None:
         """Give back the lock of *full* held as *token*, if it is ours, within the deadline.
@@ -337,12 +351,13 @@ class SftpBackend(Backend):
                     raise InvalidArgument(f"{path} is a directory that is not empty", path=path)
                 await sftp.rmdir(full)
                 return
-            async with self.leases.held(sftp, full, path, token):
-                current, _ = await self._current(sftp, full, path)
+            real = await self.client.located(sftp, full, path)  # one lock for every spelling
+            async with self.leases.held(sftp, real, path, token):
+                current, _ = await self._current(sftp, real, path)
                 if current is None:
                     raise NotFound(f"{path} does not exist", path=path)
                 check_expect(path, expect, current)
-                await sftp.remove(full)
+                await sftp.remove(real)
 
         await self.client.call(path, run)
 

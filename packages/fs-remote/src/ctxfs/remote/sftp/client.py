@@ -103,9 +103,14 @@ class SftpClient:
         self.keys.key(path)
         return posixpath.join(self.root, path) if path else self.root
 
-    async def confined(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> None:
-        """Refuse *full* if the server resolves it (through symlinks) outside the root."""
-        probe = full
+    async def confined(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> str:
+        """The server's real path of *full* (symlinks resolved as far as it exists).
+
+        Raises:
+            OutsideRoot: The server resolves it (through symlinks) outside the root.
+
+        """
+        probe, rest = full, ""
         while True:
             try:
                 real = await sftp.realpath(probe)
@@ -113,9 +118,26 @@ class SftpClient:
             except asyncssh.SFTPError as exc:
                 if not is_missing(exc) or probe == self.root:
                     raise
-                probe = posixpath.dirname(probe)
+                probe, name = posixpath.split(probe)
+                rest = posixpath.join(name, rest) if rest else name
         if real != self.real_root and not real.startswith(f"{self.real_root}/"):
             raise OutsideRoot(f"{path} leads outside the root through a symbolic link", path=path)
+        return posixpath.join(real, rest) if rest else real
+
+    async def located(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> str:
+        """Where file *full* lives: its directory's real path, and its own name.
+
+        Every spelling of one file (through a linked directory) gives the same
+        answer, so its lock file is one; a link at the file's own name is kept
+        as it is (it is the entry a change replaces). Checked to lie inside the root.
+        """
+        await self.confined(sftp, full, path)
+        directory, name = posixpath.split(full)
+        return posixpath.join(await self.confined(sftp, directory, path), name)
+
+    def relative(self, real: str) -> str:
+        """The root-relative path of the server's real path *real* (inside the root)."""
+        return "" if real == self.real_root else real[len(f"{self.real_root}/") :]
 
     async def attributes(
         self, sftp: asyncssh.SFTPClient, full: str, path: str, *, follow: bool
