@@ -10,12 +10,13 @@ see :mod:`ctxfs.core.hookspecs` for the order.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
 
+from ctxfs.core.backend import FileKind
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
@@ -311,10 +312,29 @@ class ContextFs:
                     yield item
 
     async def list(self, path: str = "") -> list[Stat]:
-        """List a directory (the root by default), sorted by name."""
+        """List a directory (the root by default), sorted by name.
+
+        Entries a policy hides (``ctxfs_hidden``: a denied name, or a link to
+        one) are left out.
+        """
+        ctx, mount = self._ctx, self._ctx.mount
         async with self._reported(OpKind.LIST, path, file=False) as report:
-            await self._ctx.mount.hooks.authorize(self._ctx, report.op)
-            return await self._ctx.mount.backend.list(report.op.path)
+            await mount.hooks.authorize(ctx, report.op)
+            entries = await mount.backend.list(report.op.path)
+            if not mount.hooks.hides:
+                return entries
+            leads = {}
+            for entry in entries:
+                if entry.kind is FileKind.SYMLINK:
+                    with suppress(FsError):  # a link that leads nowhere it could be read
+                        leads[entry.path] = (await mount.backend.locate(entry.path)).resolved
+            named = [entry.path for entry in entries] + list(leads.values())
+            hidden = await mount.hooks.hidden(ctx, named)
+            return [
+                entry
+                for entry in entries
+                if entry.path not in hidden and leads.get(entry.path) not in hidden
+            ]
 
     async def stat(self, path: str) -> Stat:
         """Return the metadata of a file or directory."""

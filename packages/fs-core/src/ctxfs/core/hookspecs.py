@@ -30,7 +30,7 @@ fails loudly when the plugin manager is set up.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Final
 
@@ -178,6 +178,26 @@ def ctxfs_finished(
         error: The failure, or None on success.
         before: The version the operation found (read, replaced or deleted), if any.
         after: The version it read or stored, if any.
+
+    """
+
+
+@hookspec
+def ctxfs_hidden(
+    ctx: Context, paths: Sequence[str]
+) -> Collection[str] | Awaitable[Collection[str] | None] | None:
+    """Name the paths, among *paths*, to leave out of what *ctx* sees listed.
+
+    Called for every listing (``ctx.fs.list``, and so every walk of the search
+    tools) with the entries' paths, and for an entry that is a symbolic link,
+    what it resolves to as well. An entry is left out if any implementation
+    names its path or its link's resolution. A deny policy answers here, so
+    that what it refuses to show is not even named. Return None (or nothing)
+    to hide nothing.
+
+    Args:
+        ctx: The execution context listing.
+        paths: Canonical root-relative paths.
 
     """
 

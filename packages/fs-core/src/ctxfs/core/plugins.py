@@ -191,6 +191,21 @@ class PluginHost:
         hook = self.manager.hook.ctxfs_tool_exposure
         return await resolve(hook(ctx=ctx, tool=tool, writes=writes))
 
+    @property
+    def hides(self) -> bool:
+        """Whether any plugin implements ``ctxfs_hidden`` (if none, listings are kept whole)."""
+        return bool(self.manager.hook.ctxfs_hidden.get_hookimpls())
+
+    async def hidden(self, ctx: Context, paths: Sequence[str]) -> set[str]:
+        """The paths among *paths* some ``ctxfs_hidden`` implementation leaves out."""
+        hook = self.manager.hook.ctxfs_hidden
+        if not paths or not hook.get_hookimpls():
+            return set()
+        named: set[str] = set()
+        for answer in await resolve(hook(ctx=ctx, paths=paths)):
+            named.update(answer or ())
+        return named
+
     async def authorize(self, ctx: Context, op: Operation) -> None:
         """Raise the first refusal any ``ctxfs_authorize`` implementation gives."""
         _raise_first_refusal(await resolve(self.manager.hook.ctxfs_authorize(ctx=ctx, op=op)))

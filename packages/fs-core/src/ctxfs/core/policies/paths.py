@@ -4,16 +4,24 @@ Names are compared folded: NFKC, case-folded, and without default-ignorable code
 points, so ``.git``, ``.GIT``, ``.g\u200cit`` and its full-width spelling are one
 name for a rule. A rule covers a path when it matches the path or any of its
 ancestors (so ``.git`` covers ``sub/.git/config``, ``secrets`` covers ``secrets/key``).
+
+A rule judges both the path as spelled and what it resolves to beneath the root
+(:attr:`Operation.resolved <ctxfs.core.Operation.resolved>`): a symbolic link into
+a denied or read-only area is that area, for every operation. What a deny rule
+covers is also left out of listings, and so of every search (``ctxfs_hidden``).
+Patterns are normalised when the rules are made (``./secrets/`` is ``secrets``);
+an absolute pattern, or one with a ``..`` segment, could never match a path inside
+the root and is refused.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ctxfs.core.errors import Denied, FsError
+from ctxfs.core.errors import Denied, FsError, InvalidArgument
 from ctxfs.core.globs import GlobMatcher, glob_matcher
 from ctxfs.core.hookspecs import hookimpl
 
@@ -45,20 +53,20 @@ class PathRules:
     """
 
     def __init__(self, *, deny: Iterable[str] = (), read_only: Iterable[str] = ()) -> None:
-        self.deny = [(pattern, glob_matcher(fold_name(pattern))) for pattern in deny]
-        self.read_only = [(pattern, glob_matcher(fold_name(pattern))) for pattern in read_only]
+        self.deny = [_rule(pattern) for pattern in deny]
+        self.read_only = [_rule(pattern) for pattern in read_only]
 
     @hookimpl
     def ctxfs_authorize(self, ctx: Context, op: Operation) -> FsError | None:
         """Deny rules refuse everything; read-only rules refuse changes."""
         del ctx
-        rule = _covering(self.deny, op.path)
+        rule = _covering(self.deny, op.path, op.resolved)
         if rule is not None:
             return Denied(
                 f"{op.path} is off limits (rule {rule!r})", path=op.path, details={"rule": rule}
             )
         if op.kind.mutates:
-            rule = _covering(self.read_only, op.path)
+            rule = _covering(self.read_only, op.path, op.resolved)
             if rule is not None:
                 return Denied(
                     f"{op.path} is read-only (rule {rule!r})",
@@ -68,13 +76,42 @@ class PathRules:
                 )
         return None
 
+    @hookimpl
+    def ctxfs_hidden(self, ctx: Context, paths: Sequence[str]) -> set[str]:
+        """What a deny rule covers is left out of listings and searches, names included."""
+        del ctx
+        if not self.deny:
+            return set()
+        return {path for path in paths if _covering(self.deny, path)}
 
-def _covering(rules: list[tuple[str, GlobMatcher]], path: str) -> str | None:
-    if not rules or not path:
-        return None
-    segments = fold_name(path).split("/")
-    prefixes = ["/".join(segments[: depth + 1]) for depth in range(len(segments))]
-    for pattern, matcher in rules:
-        if any(matcher.fullmatch(prefix) for prefix in prefixes):
-            return pattern
+
+def _rule(pattern: str) -> tuple[str, GlobMatcher]:
+    """A pattern, normalised as paths are, and its matcher.
+
+    Raises:
+        InvalidArgument: The pattern is empty, absolute or has a ``..`` segment.
+
+    """
+    segments = [segment for segment in pattern.split("/") if segment not in ("", ".")]
+    if pattern.startswith("/") or ".." in segments or not segments:
+        raise InvalidArgument(
+            f"path rule {pattern!r} can never match a path inside the root: patterns are "
+            "relative to the root, with no '..'",
+            hint="Write the rule relative to the workspace root, e.g. 'secrets' or 'config/*.ini'.",
+            details={"pattern": pattern},
+        )
+    normal = "/".join(segments)
+    return normal, glob_matcher(fold_name(normal))
+
+
+def _covering(rules: list[tuple[str, GlobMatcher]], *paths: str) -> str | None:
+    """The first of *rules* that covers any of *paths* (or an ancestor of one)."""
+    for path in dict.fromkeys(paths):
+        if not rules or not path:
+            continue
+        segments = fold_name(path).split("/")
+        prefixes = ["/".join(segments[: depth + 1]) for depth in range(len(segments))]
+        for pattern, matcher in rules:
+            if any(matcher.fullmatch(prefix) for prefix in prefixes):
+                return pattern
     return None

@@ -49,7 +49,7 @@ class GlobTool(Tool[GlobArgs, GlobData]):
             "across any number; a pattern without / matches file names at any depth "
             f"(`*.py`). Paths come sorted, at most {options.glob_limit:,} per call, with "
             "exact totals and the `offset` to continue. Skips these directories: "
-            f"{', '.join(sorted(options.ignore))}."
+            f"{', '.join(sorted(options.ignore))}; what a policy denies is not listed."
         )
 
     def page_limit(self, limits: Limits) -> int:

@@ -62,8 +62,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             f"Returns `path:line: text`, sorted by path and line, at most "
             f"{options.grep_limit:,} matches per call, with exact totals and the `offset` "
             "to continue. `glob` filters files as in the glob tool; binary files are "
-            f"skipped; so are these directories: {', '.join(sorted(options.ignore))}. "
-            "Searching does not count as reading a file before editing it."
+            f"skipped; so are these directories: {', '.join(sorted(options.ignore))}, and "
+            "what a policy denies. Searching does not count as reading a file before editing it."
         )
 
     def page_limit(self, limits: Limits) -> int:

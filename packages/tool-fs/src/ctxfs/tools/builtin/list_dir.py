@@ -48,7 +48,7 @@ class ListDirTool(Tool[ListDirArgs, ListData]):
         return (
             f"List a directory: names sorted, directories ending with /, files with their "
             f"size; at most {limits.options.list_limit:,} entries per call, with the `offset` "
-            "to continue."
+            "to continue. What a policy denies is not listed."
         )
 
     def page_limit(self, limits: Limits) -> int:
