@@ -181,6 +181,19 @@ async def test_glob_is_sorted_counted_paged_and_skips_ignored_dirs(
     assert page.text.endswith("(files 2-3 of 4 matching; continue with offset=4)")
 
 
+def whole_line(path: str, line: int, text: str, column: int = 1) -> dict[str, object]:
+    """A grep match of a line shown whole."""
+    return {
+        "path": path,
+        "line": line,
+        "text": text,
+        "column": column,
+        "cut": False,
+        "text_column": 1,
+        "line_chars": None,
+    }
+
+
 async def test_grep_finds_counts_pages_and_skips_binaries(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:
@@ -201,11 +214,36 @@ async def test_grep_finds_counts_pages_and_skips_binaries(
     assert folded.structured["total"] == 3
     assert [m["line"] for m in folded.structured["matches"]] == [2, 1, 2]
     page = await run(tools, ctx, "grep", pattern="TODO", offset=2, limit=1)
-    assert page.structured["matches"] == [{"path": "src/a.py", "line": 2, "text": "TODO: one"}]
+    assert page.structured["matches"] == [whole_line("src/a.py", 2, "TODO: one")]
     assert page.text.splitlines()[-1] == ("(1 binary, undecodable or unreadable file skipped)")
     assert "(matches 2-2 of 3 in 3 files searched; continue with offset=3)" in page.text
     one_file = await run(tools, ctx, "grep", pattern="import", path="src/a.py")
-    assert one_file.structured["matches"] == [{"path": "src/a.py", "line": 1, "text": "import os"}]
+    assert one_file.structured["matches"] == [whole_line("src/a.py", 1, "import os")]
+
+
+async def test_grep_finds_a_match_past_the_line_cap_and_shows_the_line_cut_around_it(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    cap = ctx.mount.text_options.max_line_chars
+    line = "x" * (3 * cap) + "NEEDLE" + "y" * (3 * cap)
+    await seed("long.txt", f"{line}\r\nshort NEEDLE\r\n".encode())
+    found = await run(tools, ctx, "grep", pattern="NEEDLE")
+    first, second = found.structured["matches"]
+    assert found.structured["total"] == 2
+    assert (first["line"], first["column"], first["cut"]) == (1, 3 * cap + 1, True)
+    assert first["line_chars"] == len(line)
+    assert len(first["text"]) == cap
+    start = first["column"] - first["text_column"]
+    assert first["text"][start : start + 6] == "NEEDLE"
+    assert line[first["text_column"] - 1 :].startswith(first["text"])
+    assert second == whole_line("long.txt", 2, "short NEEDLE", column=7)
+    shown = found.text.splitlines()
+    assert shown[0].startswith("long.txt:1: … x")
+    assert shown[0].endswith("y …")
+    assert "NEEDLE" in shown[0]
+    assert len(shown[0]) < 400
+    assert shown[1] == "long.txt:2: short NEEDLE"
+    assert "(long lines are shown around their first match, … marks a cut)" in shown
 
 
 async def test_grep_stops_a_pattern_that_backtracks_catastrophically(
@@ -226,7 +264,7 @@ async def test_grep_stops_a_pattern_that_backtracks_catastrophically(
     assert "backtracks catastrophically" in stopped.text
     assert "overlapping alternatives" in stopped.structured["error"]["hint"]
     fine = await run(tools, ctx, "grep", pattern="a+!$")
-    assert fine.structured["matches"] == [{"path": "src/a.txt", "line": 2, "text": "a" * 60 + "!"}]
+    assert fine.structured["matches"] == [whole_line("src/a.txt", 2, "a" * 60 + "!")]
 
 
 async def test_a_cancelled_grep_stops_between_files(tmp_path: Path) -> None:

@@ -213,10 +213,10 @@ async def test_ctx_fs_read_streams_and_reports_the_version(
     final_break=st.booleans(),
     chunk=st.integers(1, 40),
     encoding=st.sampled_from(["utf-8", "utf-16"]),
-    cap=st.integers(1, 20),
+    cap=st.one_of(st.integers(1, 20), st.none()),
 )
 def test_iter_lines_matches_the_reference(
-    lines: list[tuple[str, str]], final_break: bool, chunk: int, encoding: str, cap: int
+    lines: list[tuple[str, str]], final_break: bool, chunk: int, encoding: str, cap: int | None
 ) -> None:
     text = "".join(content + ending for content, ending in lines)
     if lines and not final_break:

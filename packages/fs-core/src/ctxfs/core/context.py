@@ -45,9 +45,13 @@ __all__ = ["TEXT_WORK_INLINE_BYTES", "Context", "ContextFs"]
 
 T = TypeVar("T")
 
-TEXT_WORK_INLINE_BYTES: Final = 1 << 20
-"""Files up to this size are decoded and changed on the event loop; larger ones in a
-worker thread, so that other tasks keep running meanwhile."""
+TEXT_WORK_INLINE_BYTES: Final = 32 << 10
+"""Files up to this size are decoded and changed on the event loop (a few milliseconds
+at most); larger ones in a worker thread, so that other tasks keep running meanwhile."""
+
+INLINE_REPLACEMENTS: Final = 1024
+"""An edit with more matches than this, or none (its diagnosis searches the file for
+the closest text), runs in a worker thread whatever the file's size."""
 
 
 class Context:
@@ -184,6 +188,9 @@ class ContextFs:
             change = await self._change(
                 report,
                 lambda document: document.replace(old_string, new_string, replace_all=replace_all),
+                costly=lambda document: (
+                    document.occurrences(old_string) not in range(1, INLINE_REPLACEMENTS + 1)
+                ),
             )
         return EditOutcome(
             path=report.op.path,
@@ -231,12 +238,25 @@ class ContextFs:
         ):
             await update.delete()
 
-    async def _change(self, report: _Report, apply: Callable[[AnyDocument], Change]) -> Change:
-        """Change the text of an existing file under the mutation protocol."""
+    async def _change(
+        self,
+        report: _Report,
+        apply: Callable[[AnyDocument], Change],
+        *,
+        costly: Callable[[AnyDocument], bool] | None = None,
+    ) -> Change:
+        """Change the text of an existing file under the mutation protocol.
+
+        *costly* says, cheaply, whether *apply* may take long whatever the size.
+        """
         async with self._updating(report, decode=True) as (update, document):
             if update.current is None or document is None:
                 raise await update.missing()
-            change = await _text_work(update.current.size, lambda: apply(document))
+            change = await _text_work(
+                update.current.size,
+                lambda: apply(document),
+                costly=costly is not None and costly(document),
+            )
             await self._store(report, update, change.data, document)
         return change
 
@@ -284,13 +304,14 @@ class ContextFs:
         self._ctx.mount.known_encodings.remember(report.after, document.encoding)
 
     async def lines(
-        self, path: str, *, max_line_chars: int | None = None
+        self, path: str, *, max_line_chars: int | Absent | None = ABSENT
     ) -> AsyncGenerator[tuple[int, str]]:
         """Yield ``(number, line)`` for each line of a text file, streaming it.
 
         A search primitive, not a read: policies authorize it like a read, but
         it records no observation, so it never licenses a write or an edit.
-        Lines longer than *max_line_chars* (default: the read cap) are cut.
+        Lines longer than *max_line_chars* (default: the read cap) are cut; with
+        None, whole lines are yielded, however long.
         Close the iterator (``contextlib.aclosing``) if you stop early.
 
         Raises:
@@ -299,7 +320,7 @@ class ContextFs:
         """
         ctx, mount = self._ctx, self._ctx.mount
         options = mount.text_options
-        cap = options.max_line_chars if max_line_chars is None else max_line_chars
+        cap = options.max_line_chars if isinstance(max_line_chars, Absent) else max_line_chars
         async with self._reported(OpKind.READ, path, file=True) as report:
             await mount.hooks.authorize(ctx, report.op)
             async with (
@@ -416,13 +437,14 @@ def check_edit_strings(old_string: str, new_string: str) -> None:
         raise NoChange("old_string and new_string are identical")
 
 
-async def _text_work(size: int, work: Callable[[], T]) -> T:
+async def _text_work(size: int, work: Callable[[], T], *, costly: bool = False) -> T:
     """Run *work* on a file of *size* bytes: inline, or in a worker thread once it is large.
 
-    Decoding and splicing a large file takes long enough to stall every other
-    task of the event loop (other sessions of a server); a worker thread lets
-    them run meanwhile.
+    Decoding and splicing a large file (or an edit with thousands of matches, or
+    the diagnosis of one without) takes long enough to stall every other task of
+    the event loop (other sessions of a server); a worker thread lets them run
+    meanwhile.
     """
-    if size <= TEXT_WORK_INLINE_BYTES:
+    if size <= TEXT_WORK_INLINE_BYTES and not costly:
         return work()
     return await anyio.to_thread.run_sync(work)

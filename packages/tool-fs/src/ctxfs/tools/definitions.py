@@ -61,9 +61,11 @@ class ToolsetOptions:
     grep_limit: int = 100
     max_walk_entries: int = 50_000
     """Entries a glob or grep walk visits before it stops and says so."""
+    grep_seconds: float = 10.0
+    """Time one grep call may search; then it stops and says so, with what it found."""
     grep_line_seconds: float = 1.0
-    """Time a grep pattern that can backtrack may spend on one line (lines are cut at
-    ``TextOptions.max_line_chars``) before the call fails ``invalid_argument``."""
+    """Time a grep pattern that can backtrack may spend on one line before the call
+    fails ``invalid_argument``."""
     editor_root: str | None = None
     """An absolute path the model may prefix paths with in Anthropic text-editor calls
     (as ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""

@@ -13,7 +13,9 @@ from typing import Final
 from ctxfs.core import FsError, format_line_number
 
 __all__ = [
+    "SHOWN_CHARS",
     "WALK_TRUNCATED",
+    "around",
     "count",
     "cut",
     "error_text",
@@ -32,7 +34,8 @@ _ESCAPES: Final = {
     **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
     **{code: f"\\u{code:04x}" for code in _BIDI},
 }
-_MAX_SHOWN: Final = 300
+SHOWN_CHARS: Final = 300
+"""How much of a long line a listing shows."""
 
 
 def escape(text: str) -> str:
@@ -47,7 +50,18 @@ def count(number: int, noun: str, plural: str | None = None) -> str:
 
 def cut(text: str) -> str:
     """*text*, cut to a few hundred characters for a one-line listing."""
-    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN] + " …"
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + " …"
+
+
+def around(text: str, start: int, width: int) -> tuple[str, int]:
+    """The part of *text*, at most *width* long, that shows position *start*.
+
+    Returns the part, with some of what leads up to *start*, and where it begins.
+    """
+    if len(text) <= width:
+        return text, 0
+    begin = max(0, min(start - width // 4, len(text) - width))
+    return text[begin : begin + width], begin
 
 
 def span(first: int, last: int) -> str:

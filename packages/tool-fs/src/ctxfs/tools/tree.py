@@ -6,41 +6,40 @@ of it is cut, so totals and continuation offsets are exact. Directories named in
 the ignore list are not descended into, symlinked directories are not followed,
 and a walk stops (saying so) after a bounded number of entries.
 
-Grep patterns are Python regular expressions, run by the ``regex`` engine
-(``re``'s syntax and meaning) because it can stop a search: a pattern that could
-backtrack without bound (a repeated group holding a quantifier or alternatives, a
-backreference, many unbounded repeats) gets a time limit per line, so a
-catastrophic one fails the call instead of holding the event loop forever.
+Grep searches lines whole, however long, in batches in a worker thread (see
+:mod:`ctxfs.tools.patterns`), so the event loop (other sessions) never waits for
+a search; a call stops at its deadline and says so.
 """
 
 from __future__ import annotations
 
-import math
+import time
 from collections import deque
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Final
 
 import anyio.lowlevel
-import regex
+import anyio.to_thread
 
 from ctxfs.core import (
     Context,
     FileKind,
     FsError,
-    InvalidArgument,
     Stat,
     glob_matcher,
     normalize_path,
     relative_to,
 )
 from ctxfs.tools.paging import Page
+from ctxfs.tools.patterns import LinePattern
+from ctxfs.tools.render import around
 
-__all__ = ["Grep", "LinePattern", "OutOfTime", "Walk", "grep", "walk"]
+__all__ = ["Grep", "Hit", "Walk", "grep", "walk"]
 
-_QUANTIFIER: Final = regex.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
-_CHARACTER_CLASS: Final = regex.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]", regex.DOTALL)
-_MOST_UNBOUNDED_REPEATS: Final = 3
+_BATCH_CHARS: Final = 1 << 18
+_BATCH_LINES: Final = 4096
+"""Lines are searched in batches of this many characters or lines, in a worker thread."""
 
 
 @dataclass
@@ -80,127 +79,37 @@ async def walk(ctx: Context, root: str, *, ignore: frozenset[str], max_entries: 
     return result
 
 
-class OutOfTime(Exception):
-    """A line's search took longer than the pattern's limit (grep turns it into its error)."""
-
-
 @dataclass(frozen=True, kw_only=True)
-class LinePattern:
-    """A grep pattern, searched for in one line at a time."""
+class Hit:
+    """One line that matched, shown around its first match."""
 
-    compiled: regex.Pattern[str]
-    line_seconds: float | None
-    """The time one line's search may take; None for a pattern that cannot backtrack
-    without bound (see :func:`_can_backtrack`)."""
+    path: str
+    line: int
+    text: str
+    """The line, or the part of it around the match when it is longer than the cap."""
+    column: int
+    """Where the first match starts in the line (0-based, in characters)."""
+    text_start: int
+    """Where *text* starts in the line (0 unless the line was cut)."""
+    line_chars: int
 
-    @classmethod
-    def compile(cls, pattern: str, *, ignore_case: bool, line_seconds: float) -> LinePattern:
-        """Compile *pattern*; raise ``InvalidArgument`` (field ``pattern``) if it is not one."""
-        try:
-            compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
-        except regex.error as bad:
-            raise InvalidArgument(
-                f"pattern is not a valid regular expression: {bad}",
-                hint="Fix the regular expression (Python syntax); escape special characters.",
-                details={"field": "pattern"},
-            ) from None
-        bounded = not _can_backtrack(pattern)
-        return cls(compiled=compiled, line_seconds=None if bounded else line_seconds)
-
-    def search(self, line: str) -> bool:
-        """Whether *line* holds a match; ``OutOfTime`` once the line's time is up."""
-        if self.line_seconds is None:
-            return self.compiled.search(line) is not None  # passing a timeout costs microseconds
-        try:
-            return self.compiled.search(line, timeout=self.line_seconds) is not None
-        except TimeoutError:
-            raise OutOfTime from None
-
-    def too_slow(self, path: str, number: int) -> InvalidArgument:
-        """The failure of a search that ran out of time on line *number* of *path*."""
-        return InvalidArgument(
-            f"the pattern took more than {self.line_seconds:g} s to search line {number} "
-            f"of {path}: it backtracks catastrophically",
-            hint="Simplify the pattern: no quantifier inside a repeated group (as in "
-            "(a+)+), no overlapping alternatives, fewer adjacent quantifiers such as .*.*",
-            details={"field": "pattern", "path": path, "line": number},
-        )
-
-
-def _quantifier(pattern: str, at: int) -> tuple[float, int] | None:
-    """The most repeats the quantifier at *at* allows and where it ends, if one starts there."""
-    found = _QUANTIFIER.match(pattern, at)
-    if found is None:
-        return None
-    low, comma, high = found.groups()
-    if found.group() in ("*", "+"):
-        most: float = math.inf
-    elif found.group() == "?":
-        most = 1
-    elif not (low or high):
-        return None  # "{}" or "{,}": literal braces
-    else:
-        most = math.inf if comma and not high else int(high or low)
-    end = found.end()
-    return most, end + (end < len(pattern) and pattern[end] in "?+")  # lazy or possessive
-
-
-def _can_backtrack(pattern: str) -> bool:
-    """Whether *pattern* may backtrack without bound; in doubt, it may.
-
-    It may with a backreference or a conditional group, with a repeated group
-    that holds a quantifier or alternatives (``(a+)+``, ``(a|aa)*``, ``(a?b?){2,}``),
-    and with more than three unbounded repeats. Anything else costs at most a
-    small power of the line's length, which is capped.
-    """
-    groups: list[bool] = [False]  # per open group: it holds a quantifier or an alternative
-    last_group = False  # the atom before a quantifier is a group that holds one
-    unbounded, at = 0, 0
-    while at < len(pattern):
-        char, quantifier = pattern[at], _quantifier(pattern, at)
-        if quantifier is not None:
-            most, at = quantifier
-            if last_group and most > 1:
-                return True
-            unbounded += most == math.inf
-            groups[-1], last_group = True, False
-            continue
-        last_group = False
-        if char == "\\":
-            if pattern[at + 1 : at + 2] in ("", "g", "k") or pattern[at + 1 : at + 2].isdigit():
-                return True  # a backreference (or a dangling escape)
-            at += 2
-            continue
-        if char == "[":
-            characters = _CHARACTER_CLASS.match(pattern, at)
-            if characters is None:
-                return True
-            at = characters.end()
-            continue
-        if char == "(":
-            if pattern.startswith(("(?P=", "(?(", "(?#"), at):
-                return True
-            groups.append(False)
-            at += 2 if pattern.startswith("(?", at) else 1
-            continue
-        if char == ")" and len(groups) > 1:
-            last_group = groups.pop()
-            groups[-1] = groups[-1] or last_group
-        elif char == "|":
-            groups[-1] = True
-        at += 1
-    return unbounded > _MOST_UNBOUNDED_REPEATS
+    @property
+    def cut(self) -> bool:
+        """Whether *text* is a part of the line."""
+        return len(self.text) < self.line_chars
 
 
 @dataclass
 class Grep:
     """Hits of a regular expression, counted over every file searched."""
 
-    hits: list[tuple[str, int, str]] = field(default_factory=list)
-    """The requested page of hits: (path, line number, line)."""
+    hits: list[Hit] = field(default_factory=list)
+    """The requested page of hits."""
     total: int = 0
     files_searched: int = 0
     files_skipped: int = 0
+    timed_out: bool = False
+    """The call's deadline passed: the counts cover the lines searched until then."""
     walk: Walk = field(default_factory=Walk)
 
 
@@ -214,17 +123,21 @@ async def grep(
     max_entries: int,
     page: Page,
     max_line_chars: int,
+    seconds: float,
 ) -> Grep:
     """Search every text file below *root* (or *root* itself, if a file) line by line.
 
     The hits on *page* (1-based, over all hits in sorted order) are kept; all
-    are counted. Files that are binary, undecodable or refused are skipped and
-    counted.
+    are counted. Lines are searched whole; a hit longer than *max_line_chars*
+    keeps that much of its line, around the match. Files that are binary,
+    undecodable or refused are skipped and counted. After *seconds*, the
+    search stops and says so (``timed_out``).
 
     Raises:
-        InvalidArgument: A line's search ran out of time (see :class:`LinePattern`).
+        InvalidArgument: A line's search ran out of its own time (see :class:`LinePattern`).
 
     """
+    deadline = time.monotonic() + seconds
     root = normalize_path(root)
     found = Grep()
     if root and (await ctx.fs.stat(root)).kind is not FileKind.DIRECTORY:
@@ -237,22 +150,59 @@ async def grep(
             for entry in found.walk.files
             if matcher is None or matcher.fullmatch(relative_to(entry.path, root))
         ]
-    path, number = "", 0
-    try:
-        for path in paths:
-            # Small files are read without suspending: let other tasks run, and a cancel land.
-            await anyio.lowlevel.checkpoint()
-            try:
-                async with aclosing(ctx.fs.lines(path, max_line_chars=max_line_chars)) as lines:
-                    async for number, line in lines:
-                        if pattern.search(line):
-                            found.total += 1
-                            if page.holds(found.total):
-                                found.hits.append((path, number, line))
-            except FsError:  # this file cannot be searched; the others still can
-                found.files_skipped += 1
-                continue
-            found.files_searched += 1
-    except OutOfTime:
-        raise pattern.too_slow(path, number) from None
+    batch: list[tuple[str, int, str]] = []
+    chars = files_read = 0  # files read into the batch, not yet searched to their end
+
+    async def search() -> bool:
+        """Search the batch off the event loop; whether to go on."""
+        nonlocal chars, files_read
+        searched = await anyio.to_thread.run_sync(pattern.search_lines, batch, deadline)
+        for index, column in searched.hits:
+            found.total += 1
+            if page.holds(found.total):
+                found.hits.append(_hit(*batch[index], column, max_line_chars))
+        if searched.stopped_at is not None:
+            path, number, _ = batch[searched.stopped_at]
+            if not searched.whole_call:
+                raise pattern.too_slow(path, number)
+            found.timed_out = True
+            return False
+        found.files_searched += files_read
+        batch.clear()
+        chars = files_read = 0
+        return True
+
+    for path in paths:
+        # Small files are read without suspending: let other tasks run, and a cancel land.
+        await anyio.lowlevel.checkpoint()
+        if time.monotonic() > deadline:
+            found.timed_out = True
+            break
+        try:
+            async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as lines:
+                async for number, line in lines:
+                    batch.append((path, number, line))
+                    chars += len(line)
+                    if (chars >= _BATCH_CHARS or len(batch) >= _BATCH_LINES) and not (
+                        await search()
+                    ):
+                        return found
+        except FsError:  # this file cannot be searched; the others still can
+            found.files_skipped += 1
+            continue
+        files_read += 1
+    if batch or files_read:
+        await search()
     return found
+
+
+def _hit(path: str, number: int, line: str, column: int, max_chars: int) -> Hit:
+    text, text_start = around(line, column, max_chars)
+    return Hit(
+        path=path,
+        line=number,
+        text=text,
+        column=column,
+        text_start=text_start,
+        line_chars=len(line),
+    )

@@ -13,7 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, AnyStr, Generic, TypeAlias
 
-from ctxfs.core.errors import AmbiguousMatch, EncodingError, InvalidArgument, NoChange, NoMatch
+from ctxfs.core.errors import (
+    AmbiguousMatch,
+    EncodingError,
+    FsError,
+    InvalidArgument,
+    NoChange,
+    NoMatch,
+)
 from ctxfs.core.text.diffs import MAX_DIFF_CHARS, MAX_DIFF_LINES, short_diff
 from ctxfs.core.text.encodings import TextEncoding, detect_encoding
 from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings
@@ -126,6 +133,13 @@ class TextDocument(Generic[AnyStr]):
     def line_at(self, logical_position: int) -> int:
         """Return the 1-based line number of a position in the logical view."""
         return self.logical.count(self.endings.lf, 0, logical_position) + 1
+
+    def occurrences(self, text: str) -> int:
+        """How many times *text* occurs, without overlaps (0 if it cannot be in the file)."""
+        try:
+            return self.logical.count(self.units(text, what="text"))
+        except FsError:
+            return 0
 
     def find_all(self, needle: AnyStr) -> list[int]:
         """Return the logical start of every non-overlapping occurrence, left to right."""
@@ -358,15 +372,27 @@ class TextDocument(Generic[AnyStr]):
             pieces += [source[kept_from:start], self._with_endings(new, raw[start:end], end)]
             kept_from = end
         pieces.append(source[kept_from:])
-        for index in range(1, len(pieces), 2):  # the replacements, between kept gaps
-            before = next((piece[-1:] for piece in reversed(pieces[:index]) if piece), None)
-            after = next((piece[:1] for piece in pieces[index + 1 :] if piece), None)
-            pieces[index] = self._seal(before, pieces[index], after)
+        self._seal_replacements(pieces)
         starts = self._lines_of(matches)
         growth = new.count(lf) - old.count(lf)  # lines added by each replacement
         last_start = starts[-1] + growth * (len(matches) - 1)
         last = last_start + new.count(lf) - (1 if new.endswith(lf) else 0)
         return endings.empty.join(pieces), starts[0], max(starts[0], last)
+
+    def _seal_replacements(self, pieces: list[Any]) -> None:
+        """Seal each replacement (odd index) against its new neighbours, in linear time."""
+        following: list[Any] = [None] * len(pieces)  # first unit of what follows each piece
+        upcoming = None
+        for index in range(len(pieces) - 1, -1, -1):
+            following[index] = upcoming
+            if pieces[index]:
+                upcoming = pieces[index][:1]
+        preceding = None  # last unit of the new content so far, replacements sealed
+        for index in range(len(pieces)):
+            if index % 2:
+                pieces[index] = self._seal(preceding, pieces[index], following[index])
+            if pieces[index]:
+                preceding = pieces[index][-1:]
 
     def _seal(self, before: AnyStr | None, piece: AnyStr, after: AnyStr | None) -> AnyStr:
         r"""Keep *piece* from fusing a lone ``\r`` and a ``\n`` into one ``\r\n``.

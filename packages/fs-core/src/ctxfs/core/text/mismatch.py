@@ -4,29 +4,52 @@ Each lens below forgives one kind of difference on both sides (the file and
 ``old_string``); if the text matches through a lens, that difference is the
 cause and its lines are reported. Otherwise the closest lines are offered.
 Nothing here ever makes an edit apply: matching stays exact.
+
+The search is bounded: each step is linear in the file, fuzzy comparison
+looks at the first ``_MAX_COMPARED_CHARS`` of a line, and the whole diagnosis
+stops at a deadline, saying so, rather than hold up the edit's caller.
 """
 
 from __future__ import annotations
 
 import difflib
+import heapq
 import re
+import time
 import unicodedata
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["diagnose_no_match"]
+__all__ = ["DIAGNOSIS_SECONDS", "diagnose_no_match"]
+
+DIAGNOSIS_SECONDS: Final = 1.0
+"""How long the search for why an ``old_string`` did not match may take."""
 
 _MAX_CANDIDATES: Final = 3
 _MAX_SHOWN_CHARS: Final = 200
 _MAX_FUZZY_LINES: Final = 20_000
+_MAX_COMPARED_CHARS: Final = 400
+_CLOSE_ENOUGH: Final = 0.6
 
-_QUOTES: Final = str.maketrans(
-    dict.fromkeys("\u2018\u2019\u201a\u201b", "'") | dict.fromkeys("\u201c\u201d\u201e\u201f", '"')
+_QUOTES: Final = dict.fromkeys("\u2018\u2019\u201a\u201b", "'") | dict.fromkeys(
+    "\u201c\u201d\u201e\u201f", '"'
 )
-_SPACES: Final = str.maketrans(dict.fromkeys("\u00a0\u2007\u2009\u202f\u3000", " "))
-_TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
+_SPACES: Final = dict.fromkeys("\u00a0\u2007\u2009\u202f\u3000", " ")
 _LEADING = re.compile(r"^[ \t]+", re.MULTILINE)
 _ANY_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:[ \t]*(?:│|→|\||:)[ \t]?|[ \t]|$)", re.MULTILINE)
+
+
+def _strip_trailing(text: str) -> str:
+    """*text* without spaces and tabs at the ends of its lines (a regex is quadratic here)."""
+    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
+
+
+def _replace(text: str, characters: dict[str, str]) -> str:
+    """*text* with each of *characters* replaced (``str.translate`` is ten times slower)."""
+    for character, replacement in characters.items():
+        text = text.replace(character, replacement)
+    return text
+
 
 Lens = tuple[str, Callable[[str], str], Callable[[str], str]]
 """(name of the difference, transform of the file text, transform of old_string)."""
@@ -38,24 +61,32 @@ _LENSES: Final[list[Lens]] = [
      lambda old: old.replace("\\r\\n", "\n").replace("\\n", "\n").replace("\\t", "\t")),
     ("line endings (the file's last line has no line break)", lambda text: text,
      lambda old: old.removesuffix("\n")),
-    ("trailing whitespace", lambda text: _TRAILING.sub("", text),
-     lambda old: _TRAILING.sub("", old)),
+    ("trailing whitespace", _strip_trailing, _strip_trailing),
     ("indentation", lambda text: _LEADING.sub("", text), lambda old: _LEADING.sub("", old)),
-    ("curly vs straight quotes", lambda text: text.translate(_QUOTES),
-     lambda old: old.translate(_QUOTES)),
-    ("non-breaking or unusual spaces", lambda text: text.translate(_SPACES),
-     lambda old: old.translate(_SPACES)),
+    ("curly vs straight quotes", lambda text: _replace(text, _QUOTES),
+     lambda old: _replace(old, _QUOTES)),
+    ("non-breaking or unusual spaces", lambda text: _replace(text, _SPACES),
+     lambda old: _replace(old, _SPACES)),
     ("Unicode normalization (composed vs decomposed accents)",
      lambda text: unicodedata.normalize("NFC", text),
      lambda old: unicodedata.normalize("NFC", old)),
 ]  # fmt: skip
 
 
-def diagnose_no_match(text: str, old_string: str, path: str) -> tuple[str, str, dict[str, Any]]:
+class _OutOfTime(Exception):
+    """The diagnosis reached its deadline."""
+
+
+def diagnose_no_match(
+    text: str, old_string: str, path: str, *, seconds: float = DIAGNOSIS_SECONDS
+) -> tuple[str, str, dict[str, Any]]:
     """Explain why *old_string* is absent from *text* (the file's logical text).
 
-    Returns the message, the hint and the details of a ``NoMatch`` error.
+    Returns the message, the hint and the details of a ``NoMatch`` error. A
+    search cut short by its deadline (*seconds*) says so and reports what it
+    found until then (``details["complete"]`` is false).
     """
+    deadline = time.monotonic() + seconds
     old = old_string.replace("\r\n", "\n").replace("\r", "\n")
     if "\ufffd" in old:
         shown = text.translate(dict.fromkeys(range(56448, 56576), 65533))
@@ -67,7 +98,16 @@ def diagnose_no_match(text: str, old_string: str, path: str) -> tuple[str, str, 
                 "Choose an old_string that stays clear of the \ufffd markers.",
                 {"differences": ["invalid bytes"], "lines": [line]},
             )
-    differences, lines = _differences(text, old)
+    try:
+        differences, lines = _differences(text, old, deadline)
+    except _OutOfTime:
+        return (
+            f"old_string was not found in {path}; the search for a near match stopped "
+            f"after {seconds:g} s",
+            "Read the file again around the text you mean to change and copy old_string "
+            "exactly; a shorter old_string is found faster.",
+            {"differences": [], "lines": [], "candidates": [], "complete": False},
+        )
     if differences:
         where = ", ".join(map(str, lines))
         return (
@@ -77,40 +117,48 @@ def diagnose_no_match(text: str, old_string: str, path: str) -> tuple[str, str, 
             f"(mind the {' and '.join(differences)}), without line numbers.",
             {"differences": differences, "lines": lines, "candidates": _show(text, lines, old)},
         )
-    closest = _closest_lines(text, old)
+    closest, complete = _closest_lines(text, old, deadline)
+    details = {"differences": [], "lines": closest, "candidates": _show(text, closest, old)}
+    cut = "" if complete else f" (the search stopped after {seconds:g} s)"
+    if not complete:
+        details["complete"] = False
     if closest:
         return (
             f"old_string was not found in {path}; the closest lines are "
-            + ", ".join(map(str, closest)),
+            + ", ".join(map(str, closest))
+            + cut,
             "Read the file around those lines again and copy old_string exactly.",
-            {"differences": [], "lines": closest, "candidates": _show(text, closest, old)},
+            details,
         )
     return (
-        f"old_string was not found in {path}, and no line resembles it",
+        f"old_string was not found in {path}, and no line resembles it{cut}",
         "Read the file again: the text you expect may not be there.",
-        {"differences": [], "lines": [], "candidates": []},
+        details,
     )
 
 
-def _differences(text: str, old: str) -> tuple[list[str], list[int]]:
+def _differences(text: str, old: str, deadline: float) -> tuple[list[str], list[int]]:
+    def through(lenses: list[Lens]) -> list[int]:
+        text_, old_ = text, old
+        for _, on_text, on_old in lenses:
+            if time.monotonic() > deadline:
+                raise _OutOfTime
+            text_, old_ = on_text(text_), on_old(old_)
+        return _lines_matching(text_, old_)
+
     for name, on_text, on_old in _LENSES:
-        lines = _lines_matching(on_text(text), on_old(old))
+        lines = through([(name, on_text, on_old)])
         if lines:
             return [_tabs_or_spaces(text, old, lines[0]) if name == "indentation" else name], lines
-    everything_text, everything_old = text, old
-    for _, on_text, on_old in _LENSES:
-        everything_text, everything_old = on_text(everything_text), on_old(everything_old)
-    lines = _lines_matching(everything_text, everything_old)
+    lines = through(_LENSES)
     if not lines:
         return [], []
-    needed = []  # the lenses the combined match cannot do without
-    for skipped, (name, _, _) in enumerate(_LENSES):
-        partial_text, partial_old = text, old
-        for index, (_, on_text, on_old) in enumerate(_LENSES):
-            if index != skipped:
-                partial_text, partial_old = on_text(partial_text), on_old(partial_old)
-        if not _lines_matching(partial_text, partial_old):
-            needed.append(name)
+    # the lenses the combined match cannot do without
+    needed = [
+        name
+        for skipped, (name, _, _) in enumerate(_LENSES)
+        if not through([lens for index, lens in enumerate(_LENSES) if index != skipped])
+    ]
     return needed or ["whitespace"], lines
 
 
@@ -136,14 +184,29 @@ def _lines_matching(text: str, old: str) -> list[int]:
     return lines
 
 
-def _closest_lines(text: str, old: str) -> list[int]:
+def _closest_lines(text: str, old: str, deadline: float) -> tuple[list[int], bool]:
+    """The lines most like *old*'s first line, in file order, and whether all were compared."""
     wanted = next((line.strip() for line in old.split("\n") if line.strip()), "")
     if not wanted:
-        return []
+        return [], True
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(wanted[:_MAX_COMPARED_CHARS])
+    scored: list[tuple[float, int]] = []
+    complete = True
     lines = text.split("\n", _MAX_FUZZY_LINES)[:_MAX_FUZZY_LINES]
-    stripped = [line.strip() for line in lines]
-    close = set(difflib.get_close_matches(wanted, stripped, n=_MAX_CANDIDATES, cutoff=0.6))
-    return [index + 1 for index, line in enumerate(stripped) if line in close][:_MAX_CANDIDATES]
+    for number, line in enumerate(lines, 1):
+        if time.monotonic() > deadline:
+            complete = False
+            break
+        matcher.set_seq1(line.strip()[:_MAX_COMPARED_CHARS])
+        if (
+            matcher.real_quick_ratio() >= _CLOSE_ENOUGH
+            and matcher.quick_ratio() >= _CLOSE_ENOUGH
+            and (score := matcher.ratio()) >= _CLOSE_ENOUGH
+        ):
+            scored.append((score, -number))
+    best = heapq.nlargest(_MAX_CANDIDATES, scored)
+    return sorted(-number for _, number in best), complete
 
 
 def _show(text: str, lines: list[int], old: str) -> list[dict[str, Any]]:

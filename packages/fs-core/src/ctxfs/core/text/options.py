@@ -18,7 +18,7 @@ __all__ = [
 DEFAULT_LEGACY_ENCODINGS: Final = ("shift_jis", "euc_jp", "gbk", "big5", "euc_kr", "cp1252")
 """Encodings tried, in this order, for text that is not UTF-8 and carries no BOM."""
 
-LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d+)(?: |$)")
+LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d{1,19})(?: |$)")
 """Matches the prefix :func:`format_line_number` puts before a line of a read window, also
 when the space after the number of an empty line was trimmed away."""
 

@@ -93,12 +93,14 @@ async def read_window(
 
 
 async def iter_lines(
-    stream: ReadStream, *, options: TextOptions, path: str, max_line_chars: int
+    stream: ReadStream, *, options: TextOptions, path: str, max_line_chars: int | None
 ) -> AsyncGenerator[tuple[int, str]]:
     """Yield ``(number, line)`` for every line of the text in *stream*, endings removed.
 
     Lines longer than *max_line_chars* yield only their first *max_line_chars*
-    characters. Invalid bytes show as U+FFFD. Memory stays bounded by the chunk size.
+    characters, and memory stays bounded by the chunk size; with None, whole
+    lines are yielded (a line is held in memory once, however long). Invalid
+    bytes show as U+FFFD. Time is linear in the size of the text.
 
     Raises:
         BinaryFile, EncodingError: As for :func:`read_window`.
@@ -106,7 +108,14 @@ async def iter_lines(
     """
     chunks, encoding, head, ended = await _detect(stream, options, path)
     decoder = codecs.getincrementaldecoder(encoding.codec)("surrogateescape")
-    pending, number, skipping = "", 1, False  # skipping: the rest of an over-long line
+    parts: list[str] = []  # the line so far, in pieces: joined once it ends
+    held, size, number, skipping = "", 0, 1, False  # skipping: the rest of an over-long line
+
+    def line() -> str:
+        return display("".join(parts))
+
+    def room() -> int | None:  # how much more of the line is kept (None: all of it)
+        return None if max_line_chars is None else max_line_chars - size
 
     async def pieces() -> AsyncGenerator[str]:
         yield decoder.decode(head, final=ended)
@@ -116,25 +125,28 @@ async def iter_lines(
 
     async with aclosing(pieces()) as decoded:  # closed too when our caller stops early
         async for piece in decoded:
-            text = pending + piece
-            held = text.endswith("\r")  # may be the first half of a \r\n
-            body = text[:-1] if held else text
+            text = held + piece
+            held = "\r" if text.endswith("\r") else ""  # may be the first half of a \r\n
+            body = text[: len(text) - len(held)]
             start = 0
             for match in TEXT_ENDINGS.splitter.finditer(body):
                 if not skipping:
-                    yield number, display(body[start : match.start()][:max_line_chars])
-                skipping, start, number = False, match.end(), number + 1
+                    parts.append(body[start : match.start()][: room()])
+                    yield number, line()
+                parts, size, skipping = [], 0, False
+                start, number = match.end(), number + 1
             rest = body[start:]
-            if skipping or len(rest) > max_line_chars:
-                if not skipping:
-                    yield number, display(rest[:max_line_chars])
-                skipping, rest = True, ""
-            pending = rest + ("\r" if held else "")
-    if pending.endswith("\r"):
-        if not skipping:
-            yield number, display(pending[:-1][:max_line_chars])
-    elif pending and not skipping:
-        yield number, display(pending[:max_line_chars])
+            if skipping or not rest:
+                continue
+            if max_line_chars is not None and size + len(rest) > max_line_chars:
+                parts.append(rest[: room()])
+                yield number, line()
+                parts, size, skipping = [], 0, True
+            else:
+                parts.append(rest)
+                size += len(rest)
+    if (held or parts) and not skipping:
+        yield number, line()
 
 
 async def _detect(

@@ -7,7 +7,8 @@ from pydantic import BaseModel, Field, PositiveInt
 from ctxfs.core import glob_matcher, normalize_path
 from ctxfs.tools import tree
 from ctxfs.tools.paging import Page, PageData
-from ctxfs.tools.render import WALK_TRUNCATED, count, cut, escape, page_footer
+from ctxfs.tools.patterns import LinePattern
+from ctxfs.tools.render import SHOWN_CHARS, WALK_TRUNCATED, around, count, escape, page_footer
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["GREP", "GrepArgs", "GrepData", "GrepMatch", "GrepTool"]
@@ -35,7 +36,13 @@ class GrepMatch(BaseModel):
 
     path: str
     line: int
-    text: str
+    text: str = Field(
+        description="The line; a line longer than the cap only around its first match."
+    )
+    column: int = Field(default=1, description="1-based column where the first match starts.")
+    cut: bool = Field(default=False, description="`text` is a part of a longer line.")
+    text_column: int = Field(default=1, description="1-based column where `text` starts.")
+    line_chars: int | None = Field(default=None, description="Length of a cut line.")
 
 
 class GrepData(PageData):
@@ -46,6 +53,10 @@ class GrepData(PageData):
     files_searched: int
     files_skipped: int = Field(description="Files not searched: binary, undecodable or unreadable.")
     walk_truncated: bool
+    timed_out: bool = Field(
+        default=False,
+        description="The search stopped at its time limit: totals count what it searched.",
+    )
 
 
 class GrepTool(Tool[GrepArgs, GrepData]):
@@ -71,7 +82,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
 
     async def run(self, step: Step, args: GrepArgs) -> GrepData:
         options = step.toolset.options
-        pattern = tree.LinePattern.compile(
+        pattern = LinePattern.compile(
             args.pattern, ignore_case=args.ignore_case, line_seconds=options.grep_line_seconds
         )
         if args.glob is not None:
@@ -86,12 +97,24 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             max_entries=options.max_walk_entries,
             page=page,
             max_line_chars=step.ctx.mount.text_options.max_line_chars,
+            seconds=options.grep_seconds,
         )
         next_offset = page.next_offset(len(found.hits), found.total)
         return self.data(
             target=normalize_path(args.path),
             pattern=args.pattern,
-            matches=[GrepMatch(path=p, line=n, text=t) for p, n, t in found.hits],
+            matches=[
+                GrepMatch(
+                    path=hit.path,
+                    line=hit.line,
+                    text=hit.text,
+                    column=hit.column + 1,
+                    cut=hit.cut,
+                    text_column=hit.text_start + 1,
+                    line_chars=hit.line_chars if hit.cut else None,
+                )
+                for hit in found.hits
+            ],
             total=found.total,
             files_searched=found.files_searched,
             files_skipped=found.files_skipped,
@@ -99,10 +122,11 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             next_offset=next_offset,
             truncated=next_offset is not None,
             walk_truncated=found.walk.truncated,
+            timed_out=found.timed_out,
         )
 
     def render(self, data: GrepData, args: GrepArgs) -> str:
-        lines = [f"{escape(m.path)}:{m.line}: {escape(cut(m.text))}" for m in data.matches]
+        lines = [f"{escape(m.path)}:{m.line}: {_shown(m)}" for m in data.matches]
         files = count(data.files_searched, "file")
         if data.total == 0:
             lines.append(f"(no match in {files})")
@@ -115,9 +139,25 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         if data.files_skipped:
             skipped = count(data.files_skipped, "binary, undecodable or unreadable file")
             lines.append(f"({skipped} skipped)")
+        if any(m.cut for m in data.matches):
+            lines.append("(long lines are shown around their first match, … marks a cut)")
         if data.walk_truncated:
             lines.append(WALK_TRUNCATED)
+        if data.timed_out:
+            lines.append(
+                "(the search stopped at its time limit: the counts cover what it searched; "
+                "give a narrower path or glob, or a simpler pattern)"
+            )
         return "\n".join(lines)
+
+
+def _shown(match: GrepMatch) -> str:
+    """The line as the model sees it: a few hundred characters around the match."""
+    text, begin = around(match.text, match.column - match.text_column, SHOWN_CHARS)
+    head = "… " if begin or match.text_column > 1 else ""
+    end = match.text_column - 1 + begin + len(text)
+    tail = " …" if end < (match.line_chars or len(match.text)) else ""
+    return head + escape(text) + tail
 
 
 GREP = GrepTool()

@@ -1,0 +1,195 @@
+"""Grep patterns: which can run away, and searching lines under a deadline.
+
+Patterns are Python regular expressions, run by the ``regex`` engine (``re``'s
+syntax and meaning) because it can stop a search and let go of the GIL. A
+pattern that could backtrack without bound (a repeated group holding a
+quantifier or alternatives, a backreference, more than one unbounded repeat,
+many stacked optional parts) has a time limit per line, so a catastrophic one
+fails the call instead of using up its deadline line after line; every other
+pattern is timed only on long lines, where even one repeat costs the square of
+the length.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Final
+
+import regex
+
+from ctxfs.core import InvalidArgument
+
+__all__ = ["UNTIMED_LINE_CHARS", "LinePattern", "OutOfTime", "Searched"]
+
+_QUANTIFIER: Final = regex.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
+_CHARACTER_CLASS: Final = regex.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]", regex.DOTALL)
+_MOST_UNBOUNDED_REPEATS: Final = 1
+_MOST_CHOICES: Final = 32
+UNTIMED_LINE_CHARS: Final = 1024
+"""Lines up to this long are searched with no timeout by a pattern that cannot
+backtrack without bound (its cost is at most quadratic in the line)."""
+
+_REPEATS: Final[dict[str, tuple[int, float]]] = {
+    "*": (0, math.inf),
+    "+": (1, math.inf),
+    "?": (0, 1),
+}
+
+
+class OutOfTime(Exception):
+    """A search ran out of time: on one line (the pattern's limit) or for the call."""
+
+    def __init__(self, *, whole_call: bool) -> None:
+        super().__init__("the call's deadline passed" if whole_call else "the line's time is up")
+        self.whole_call = whole_call
+
+
+@dataclass(frozen=True, kw_only=True)
+class Searched:
+    """What :meth:`LinePattern.search_lines` found in a batch of lines."""
+
+    hits: list[tuple[int, int]]
+    """The index of each line that holds a match, and where its first match starts."""
+    stopped_at: int | None = None
+    """The index of the line where time ran out, if it did."""
+    whole_call: bool = False
+    """The call's deadline passed (else the line's own limit did)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinePattern:
+    """A grep pattern, searched for in one line at a time."""
+
+    compiled: regex.Pattern[str]
+    line_seconds: float | None
+    """The time one line's search may take; None for a pattern that cannot backtrack
+    without bound (see :func:`_can_backtrack`)."""
+
+    @classmethod
+    def compile(cls, pattern: str, *, ignore_case: bool, line_seconds: float) -> LinePattern:
+        """Compile *pattern*; raise ``InvalidArgument`` (field ``pattern``) if it is not one."""
+        try:
+            compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+        except regex.error as bad:
+            raise InvalidArgument(
+                f"pattern is not a valid regular expression: {bad}",
+                hint="Fix the regular expression (Python syntax); escape special characters.",
+                details={"field": "pattern"},
+            ) from None
+        bounded = not _can_backtrack(pattern)
+        return cls(compiled=compiled, line_seconds=None if bounded else line_seconds)
+
+    def first_match(self, line: str, *, deadline: float) -> tuple[int, int] | None:
+        """Where the first match in *line* starts and ends, if there is one.
+
+        Runs without the GIL. Raises ``OutOfTime`` when the line's time is up
+        or *deadline* (``time.monotonic``) has passed.
+        """
+        if self.line_seconds is None and len(line) <= UNTIMED_LINE_CHARS:
+            found = self.compiled.search(line, concurrent=True)  # a timeout costs microseconds
+        else:
+            line_seconds = math.inf if self.line_seconds is None else self.line_seconds
+            seconds = min(line_seconds, deadline - time.monotonic())
+            if seconds <= 0:
+                raise OutOfTime(whole_call=True)
+            try:
+                found = self.compiled.search(line, timeout=seconds, concurrent=True)
+            except TimeoutError:
+                raise OutOfTime(whole_call=seconds < line_seconds) from None
+        return None if found is None else found.span()
+
+    def search_lines(self, lines: list[tuple[str, int, str]], deadline: float) -> Searched:
+        """Search each of *lines* (``(path, number, line)``) until time runs out.
+
+        Meant for a worker thread.
+        """
+        hits: list[tuple[int, int]] = []
+        for index, (_, _, line) in enumerate(lines):
+            try:
+                span = self.first_match(line, deadline=deadline)
+            except OutOfTime as stopped:
+                return Searched(hits=hits, stopped_at=index, whole_call=stopped.whole_call)
+            if span is not None:
+                hits.append((index, span[0]))
+        return Searched(hits=hits)
+
+    def too_slow(self, path: str, number: int) -> InvalidArgument:
+        """The failure of a search that ran out of time on line *number* of *path*."""
+        return InvalidArgument(
+            f"the pattern took more than {self.line_seconds:g} s to search line {number} "
+            f"of {path}: it backtracks catastrophically",
+            hint="Simplify the pattern: no quantifier inside a repeated group (as in "
+            "(a+)+), no overlapping alternatives, fewer adjacent quantifiers such as .*.*",
+            details={"field": "pattern", "path": path, "line": number},
+        )
+
+
+def _quantifier(pattern: str, at: int) -> tuple[int, float, int] | None:
+    """The fewest and most repeats of the quantifier at *at*, and where it ends.
+
+    None if no quantifier starts there.
+    """
+    found = _QUANTIFIER.match(pattern, at)
+    if found is None:
+        return None
+    low, comma, high = found.groups()
+    if found.group() in _REPEATS:
+        least, most = _REPEATS[found.group()]
+    elif not (low or high):
+        return None  # "{}" or "{,}": literal braces
+    else:
+        least, most = int(low or 0), math.inf if comma and not high else int(high or low)
+    end = found.end()
+    return least, most, end + (end < len(pattern) and pattern[end] in "?+")  # lazy or possessive
+
+
+def _can_backtrack(pattern: str) -> bool:
+    """Whether *pattern* may backtrack without bound; in doubt, it may.
+
+    It may with a backreference or a conditional group, with a repeated group
+    that holds a quantifier or alternatives (``(a+)+``, ``(a|aa)*``, ``(a?b?){2,}``),
+    with more than one unbounded repeat (``a*a*b`` is quadratic per start), and
+    with stacked optional parts whose choices multiply past a few dozen.
+    Anything else costs at most the square of the line's length, times a small
+    factor, for lines searched without a time limit (see ``UNTIMED_LINE_CHARS``).
+    """
+    groups: list[bool] = [False]  # per open group: it holds a quantifier or an alternative
+    last_group = False  # the atom before a quantifier is a group that holds one
+    unbounded, choices, at = 0, 1.0, 0
+    while at < len(pattern):
+        char, quantifier = pattern[at], _quantifier(pattern, at)
+        if quantifier is not None:
+            least, most, at = quantifier
+            if last_group and most > 1:
+                return True
+            unbounded += most == math.inf
+            choices *= 1 if most == math.inf else most - least + 1
+            groups[-1], last_group = True, False
+            continue
+        last_group = False
+        if char == "\\":
+            if pattern[at + 1 : at + 2] in ("", "g", "k") or pattern[at + 1 : at + 2].isdigit():
+                return True  # a backreference (or a dangling escape)
+            at += 2
+            continue
+        if char == "[":
+            characters = _CHARACTER_CLASS.match(pattern, at)
+            if characters is None:
+                return True
+            at = characters.end()
+            continue
+        if char == "(":
+            if pattern.startswith(("(?P=", "(?(", "(?#"), at):
+                return True
+            groups.append(False)
+            at += 2 if pattern.startswith("(?", at) else 1
+            continue
+        if char == ")" and len(groups) > 1:
+            last_group = groups.pop()
+            groups[-1] = groups[-1] or last_group
+        elif char == "|":
+            groups[-1] = True
+        at += 1
+    return unbounded > _MOST_UNBOUNDED_REPEATS or choices > _MOST_CHOICES
