@@ -13,6 +13,7 @@ from ctxfs.core import (
     MemoryBackend,
 )
 from ctxfs.core.text import TextOptions, decode_document
+from ctxfs.core.text.mismatch import diagnose_no_match
 
 pytestmark = pytest.mark.anyio
 
@@ -280,6 +281,33 @@ async def test_no_match_names_the_closest_lines(
     assert caught.value.code is ErrorCode.NO_MATCH
     assert 18 in caught.value.details["lines"]
     assert {"line": 18, "text": "value_17 = compute(17)"} in caught.value.details["candidates"]
+
+
+def test_the_diagnosis_stops_at_its_deadline_and_says_so() -> None:
+    text = "".join(f"value_{n} = compute({n})\n" for n in range(50))
+    message, hint, details = diagnose_no_match(text, "value_17 = compute(71)", "f.txt", seconds=0)
+    assert "the search for a near match stopped after 0 s" in message
+    assert "shorter old_string" in hint
+    assert details["complete"] is False
+    message, _, details = diagnose_no_match(text, "value_17 = compute(71)", "f.txt")
+    assert "stopped" not in message
+    assert "complete" not in details
+
+
+def test_the_diagnosis_is_linear_in_runs_of_spaces() -> None:
+    # "[ \t]+$" tried at each of 200,000 spaces is quadratic (minutes); each lens is linear.
+    text = "a" + " " * 200_000 + "b\n"
+    message, _, _ = diagnose_no_match(text, "a  b", "f.txt", seconds=30)
+    assert "stopped" not in message
+
+
+def test_a_pasted_line_number_too_long_for_an_int_is_text() -> None:
+    digits = "1" * 5_000
+    document = decode_document(f"{digits} x\n".encode(), OPTIONS, path="f")
+    assert document.replace(f"{digits} x", "y", replace_all=False).data == b"y\n"
+    with pytest.raises(FsError) as caught:
+        document.replace(f"{digits} z", "y", replace_all=False)
+    assert caught.value.code is ErrorCode.NO_MATCH
 
 
 async def test_insert_through_ctx_fs_needs_an_observation_and_checks_range(
