@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import socket
 import subprocess
@@ -208,3 +210,115 @@ async def test_serve_over_http_keeps_sessions_apart(http_server: str, workspace:
         assert listed.structured_content is not None
         assert [entry["name"] for entry in listed.structured_content["entries"]] == ["notes.md"]
     assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
+
+
+# -- abuse ---------------------------------------------------------------------------------------
+
+
+def not_utf8_names(workspace: Path) -> None:
+    """A file and a directory whose names hold bytes that are not UTF-8."""
+    root = os.fsencode(workspace)
+    with open(root + b"/bad\xff.txt", "wb") as file:
+        file.write(b"needle\n")
+    os.mkdir(root + b"/dir\xfe")
+    with open(root + b"/dir\xfe/x.txt", "wb") as file:
+        file.write(b"needle\n")
+
+
+async def names_cross(client: Client) -> None:
+    """list_dir, glob and grep show the names escaped; the bytes come back; a read by one works."""
+    listed = await client.call_tool("list_dir", {"path": ""})
+    assert not listed.is_error, listed.content
+    assert listed.structured_content is not None
+    names = [entry["name"] for entry in listed.structured_content["entries"]]
+    assert names == ["bad\\xff.txt", "dir\\xfe", "notes.md"]
+    raw = listed.structured_content["raw_names"]
+    assert base64.b64decode(raw["bad\\xff.txt"]) == b"bad\xff.txt"
+    text = listed.content[0].text  # type: ignore[union-attr]
+    assert "bad\\xff.txt" in text
+    assert "not UTF-8 are shown as \\xNN" in text
+    globbed = await client.call_tool("glob", {"pattern": "**/*.txt"})
+    assert globbed.structured_content is not None
+    assert globbed.structured_content["paths"] == ["bad\\xff.txt", "dir\\xfe/x.txt"]
+    assert base64.b64decode(globbed.structured_content["raw_names"]["dir\\xfe/x.txt"]) == (
+        b"dir\xfe/x.txt"
+    )
+    found = await client.call_tool("grep", {"pattern": "needle"})
+    assert found.structured_content is not None
+    assert [m["path"] for m in found.structured_content["matches"]] == [
+        "bad\\xff.txt",
+        "dir\\xfe/x.txt",
+    ]
+    read = await client.call_tool("read", {"file_path": "dir\\xfe/x.txt"})
+    assert read.structured_content is not None
+    assert read.structured_content["content"] == "needle\n"
+
+
+async def test_names_that_are_not_utf8_cross_stdio(workspace: Path) -> None:
+    not_utf8_names(workspace)
+    async with Client(stdio(workspace)) as client:
+        await names_cross(client)
+
+
+async def test_names_that_are_not_utf8_cross_http_in_both_eras(
+    http_server: str, workspace: Path
+) -> None:
+    not_utf8_names(workspace)
+    async with Client(http_server, mode="legacy") as client:
+        await names_cross(client)
+    async with Client(http_server) as stateless:
+        await names_cross(stateless)
+
+
+def wire(*lines: bytes, max_message_bytes: int | None = None, root: Path) -> list[dict[str, Any]]:
+    """Send raw lines to ``ctxfs serve`` over its stdin; the replies, in order."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    started = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    limit = [] if max_message_bytes is None else ["--max-message-bytes", str(max_message_bytes)]
+    process = subprocess.run(
+        [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root), *limit],
+        input=b"\n".join([json.dumps(hello).encode(), started, *lines]) + b"\n",
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    return [json.loads(line) for line in process.stdout.splitlines()][1:]
+
+
+def ping(number: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": number, "method": "ping"}).encode()
+
+
+def test_a_line_that_is_no_message_gets_the_json_rpc_error_and_the_server_reads_on(
+    workspace: Path,
+) -> None:
+    replies = wire(
+        b"{not json", ping(1), b'{"hello": "world"}', ping(2), b"\xff\xfe", ping(3), root=workspace
+    )
+    errors = [reply for reply in replies if "error" in reply]  # answered as they are read
+    assert [error["error"]["code"] for error in errors] == [-32700, -32600, -32700]
+    assert all(error["id"] is None for error in errors)
+    assert sorted(reply["id"] for reply in replies if "result" in reply) == [1, 2, 3]
+
+
+def test_a_line_longer_than_the_limit_is_dropped_and_answered(workspace: Path) -> None:
+    # 64 MiB of one line, with no newline until its end: it is never held whole (the reader
+    # keeps at most the limit), and the request after it is served.
+    huge = b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": "' + b"a" * (64 << 20)
+    replies = wire(huge + b'"}}', ping(1), root=workspace)
+    refused, answered = sorted(replies, key=lambda reply: "result" in reply)
+    assert refused["id"] is None
+    assert refused["error"]["code"] == -32600
+    assert "longer than 4194304 bytes" in refused["error"]["message"]
+    assert answered == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    small = wire(ping(1) + b" " * 100, ping(2), max_message_bytes=64, root=workspace)
+    assert sorted(str(reply["id"]) for reply in small) == ["2", "None"]

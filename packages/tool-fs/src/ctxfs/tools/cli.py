@@ -95,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000)")
+    serve.add_argument(
+        "--max-message-bytes",
+        type=_positive,
+        default=4 << 20,
+        metavar="N",
+        help="the longest message a client may send, a line or a body (default: 4 MiB)",
+    )
     serve.set_defaults(run=_serve)
 
     call = commands.add_parser("call", help="run one tool call and print its result")
@@ -178,6 +185,13 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(numbers)
 
 
+def _positive(text: str) -> int:
+    number = int(text)
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return number
+
+
 async def _serve(args: argparse.Namespace) -> int:
     _check_mcp()
     from ctxfs.tools.mcpserver import McpTools, create_server  # noqa: PLC0415
@@ -190,11 +204,13 @@ async def _serve(args: argparse.Namespace) -> int:
             from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
 
             log.info("serving %r over stdio", fs.backend)
-            await serve_stdio(server)
+            await serve_stdio(server, max_message_bytes=args.max_message_bytes)
             return 0
         import uvicorn  # noqa: PLC0415
 
-        app = server.streamable_http_app(host=args.host)
+        app = server.streamable_http_app(
+            host=args.host, max_request_body_size=args.max_message_bytes
+        )
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
         print(f"ctxfs: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
         await uvicorn.Server(config).serve()

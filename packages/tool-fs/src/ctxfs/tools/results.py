@@ -18,6 +18,7 @@ from typing import Any, Literal, Self, TypeVar
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
 from ctxfs.core import ErrorCode, FsError
+from ctxfs.tools.names import ESCAPED_NAMES, escaped, escaped_data
 
 __all__ = ["ErrorInfo", "RestoredData", "ResultData", "ToolResult"]
 
@@ -134,6 +135,13 @@ class ToolResult(BaseModel):
     error_code: ErrorCode | None = None
     """The stable code of a failure, None on success."""
 
+    @field_validator("text")
+    @classmethod
+    def _escape_names(cls, text: str) -> str:
+        """Bytes of names that are not UTF-8 are shown escaped, and the text says so."""
+        shown = escaped(text)
+        return text if shown is text else f"{shown}\n{ESCAPED_NAMES}"
+
     @field_validator("data", mode="before")
     @classmethod
     def _restore(cls, value: object) -> object:
@@ -157,8 +165,12 @@ class ToolResult(BaseModel):
 
     @functools.cached_property
     def structured(self) -> dict[str, Any]:
-        """:attr:`data` as plain JSON types (what clients check against the output schema)."""
-        return self.data.model_dump(mode="json")
+        """:attr:`data` as plain JSON types (what clients check against the output schema).
+
+        Names holding bytes that are not UTF-8 are escaped as in :attr:`text`;
+        ``raw_names`` then maps each escaped name to its bytes in base64.
+        """
+        return escaped_data(self.data.model_dump(mode="json"))
 
     def data_as(self, model: type[DataT]) -> DataT:
         """:attr:`data`, checked to be a *model* (``result.data_as(ReadData).version``).

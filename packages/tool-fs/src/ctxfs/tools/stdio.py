@@ -15,6 +15,11 @@ them.
 When the client closes stdin, the requests it sent before are answered first
 (those it cancelled excepted, for 30 seconds at most); only then does the
 server see the end, which would cancel them.
+
+A line is at most ``max_message_bytes`` long (4 MiB, as the SDK's limit of an
+HTTP body): a longer one is dropped as it arrives, never held. A line that is
+too long, is not JSON, or is not a JSON-RPC message gets the error reply the
+JSON-RPC spec names (id null), and the server reads on.
 """
 
 from __future__ import annotations
@@ -27,10 +32,16 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
+import pydantic_core
 from mcp.server.runner import serve_loop
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 from mcp.types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
     JSONRPCError,
+    JSONRPCMessage,
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
@@ -41,7 +52,10 @@ from mcp.types import (
 if TYPE_CHECKING:
     from mcp.server import Server
 
-__all__ = ["serve_stdio", "stdio_pipes"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "serve_stdio", "stdio_pipes"]
+
+DEFAULT_MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_REQUEST_BODY_SIZE
+"""The longest line a client may send (the SDK's limit of an HTTP request body)."""
 
 _READ_SIZE: Final = 1 << 16
 _DRAIN_SECONDS: Final = 30.0
@@ -95,81 +109,6 @@ class _Unanswered:
                 await self._answered.wait()
 
 
-class _WireReader(_Stream):
-    """The client's messages, one JSON-RPC frame per line.
-
-    A line that does not parse arrives as its exception, as from the SDK's
-    transport: the server logs it and reads on. At the end of the input, the
-    end is reported only once the requests read so far are answered (or were
-    cancelled by the client): the server would cancel them on seeing it.
-    """
-
-    def __init__(self, fd: int, unanswered: _Unanswered) -> None:
-        super().__init__(fd)
-        self.buffer = bytearray()
-        self.eof = False
-        self.unanswered = unanswered
-        self.peeked: SessionMessage | Exception | None = None
-
-    async def opens_handshake(self) -> bool:
-        """Whether the client's first message is ``initialize``; it is still received next."""
-        try:
-            self.peeked = await self.receive()
-        except anyio.EndOfStream:
-            return False
-        first = getattr(self.peeked, "message", None)
-        return isinstance(first, JSONRPCRequest) and first.method == "initialize"
-
-    async def receive(self) -> SessionMessage | Exception:
-        """The next message; ``EndOfStream`` once the client closed its end."""
-        if self.peeked is not None:
-            peeked, self.peeked = self.peeked, None
-            return peeked
-        try:
-            line = await self._line()
-        except anyio.EndOfStream:
-            await self.unanswered.drain()
-            raise
-        try:
-            message = jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except ValueError as exc:
-            return exc
-        if isinstance(message, JSONRPCRequest):
-            self.unanswered.add(message.id)
-        elif isinstance(message, JSONRPCNotification) and message.method == _CANCELLED:
-            self.unanswered.discard((message.params or {}).get("requestId"))
-        return SessionMessage(message)
-
-    async def _line(self) -> str:
-        while True:
-            if self.closed:
-                raise anyio.ClosedResourceError
-            end = self.buffer.find(b"\n")
-            if end >= 0 or (self.eof and self.buffer):
-                end = end if end >= 0 else len(self.buffer) - 1
-                line = bytes(self.buffer[: end + 1])
-                del self.buffer[: end + 1]
-                return line.decode("utf-8", "replace")
-            if self.eof:
-                raise anyio.EndOfStream
-            await anyio.wait_readable(self.fd)
-            try:
-                chunk = os.read(self.fd, _READ_SIZE)
-            except BlockingIOError:
-                continue
-            self.buffer += chunk
-            self.eof = not chunk
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-
 class _WireWriter(_Stream):
     """Writes each message as one line; a lock keeps concurrent replies whole."""
 
@@ -183,7 +122,16 @@ class _WireWriter(_Stream):
         if self.closed:
             raise anyio.ClosedResourceError
         reply = message.message
-        text = reply.model_dump_json(by_alias=True, exclude_unset=True)
+        await self._write(reply.model_dump_json(by_alias=True, exclude_unset=True))
+        if isinstance(reply, JSONRPCResponse | JSONRPCError):
+            self.unanswered.discard(reply.id)
+
+    async def refuse(self, error: ErrorData) -> None:
+        """Answer a line that is no message the JSON-RPC way: *error*, with id null."""
+        reply = JSONRPCError(jsonrpc="2.0", id=None, error=error)
+        await self._write(reply.model_dump_json(by_alias=True, exclude_unset=True))
+
+    async def _write(self, text: str) -> None:
         data = memoryview((text + "\n").encode("utf-8"))
         async with self.lock:
             while data:
@@ -193,8 +141,119 @@ class _WireWriter(_Stream):
                     await anyio.wait_writable(self.fd)
                     continue
                 data = data[written:]
-        if isinstance(reply, JSONRPCResponse | JSONRPCError):
-            self.unanswered.discard(reply.id)
+
+
+class _WireReader(_Stream):
+    """The client's messages, one JSON-RPC frame per line.
+
+    A line that is too long or is no message is answered with its JSON-RPC
+    error through *writer* and skipped. At the end of the input, the end is
+    reported only once the requests read so far are answered (or were
+    cancelled by the client): the server would cancel them on seeing it.
+    """
+
+    def __init__(
+        self, fd: int, unanswered: _Unanswered, writer: _WireWriter, *, max_line_bytes: int
+    ) -> None:
+        super().__init__(fd)
+        self.buffer = bytearray()
+        self.scanned = 0  # the buffer holds no newline before this
+        self.dropping = False  # the rest of an over-long line is dropped as it arrives
+        self.eof = False
+        self.unanswered = unanswered
+        self.writer = writer
+        self.max_line_bytes = max_line_bytes
+        self.peeked: SessionMessage | None = None
+
+    async def opens_handshake(self) -> bool:
+        """Whether the client's first message is ``initialize``; it is still received next."""
+        try:
+            self.peeked = await self.receive()
+        except anyio.EndOfStream:
+            return False
+        first = self.peeked.message
+        return isinstance(first, JSONRPCRequest) and first.method == "initialize"
+
+    async def receive(self) -> SessionMessage:
+        """The next message; ``EndOfStream`` once the client closed its end."""
+        if self.peeked is not None:
+            peeked, self.peeked = self.peeked, None
+            return peeked
+        while True:
+            try:
+                line = await self._line()
+            except anyio.EndOfStream:
+                await self.unanswered.drain()
+                raise
+            message = (
+                _parse(line)
+                if line is not None
+                else ErrorData(
+                    code=INVALID_REQUEST,
+                    message=f"Invalid Request: the line is longer than {self.max_line_bytes} bytes",
+                )
+            )
+            if isinstance(message, ErrorData):
+                await self.writer.refuse(message)
+                continue
+            if isinstance(message, JSONRPCRequest):
+                self.unanswered.add(message.id)
+            elif isinstance(message, JSONRPCNotification) and message.method == _CANCELLED:
+                self.unanswered.discard((message.params or {}).get("requestId"))
+            return SessionMessage(message)
+
+    async def _line(self) -> bytes | None:
+        """The next line, or None for one longer than the limit (dropped as it arrived).
+
+        Each byte is searched for the newline once.
+        """
+        while True:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            end = self.buffer.find(b"\n", self.scanned)
+            if end >= 0 or (self.eof and (self.buffer or self.dropping)):
+                end = end if end >= 0 else len(self.buffer) - 1
+                line = bytes(self.buffer[: end + 1])
+                del self.buffer[: end + 1]
+                self.scanned, dropped, self.dropping = 0, self.dropping, False
+                return None if dropped or len(line) > self.max_line_bytes + 1 else line
+            if self.eof:
+                raise anyio.EndOfStream
+            self.scanned = len(self.buffer)
+            if self.scanned > self.max_line_bytes:
+                self.buffer.clear()
+                self.scanned, self.dropping = 0, True
+            await anyio.wait_readable(self.fd)
+            try:
+                chunk = os.read(self.fd, _READ_SIZE)
+            except BlockingIOError:
+                continue
+            self.buffer += chunk
+            self.eof = not chunk
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+
+def _parse(line: bytes) -> JSONRPCMessage | ErrorData:
+    """The message on *line*, or the JSON-RPC error that answers it."""
+    try:
+        return jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError:
+        pass
+    try:
+        pydantic_core.from_json(line)
+    except ValueError:
+        return ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
+    return ErrorData(
+        code=INVALID_REQUEST, message="Invalid Request: the line is not a JSON-RPC message"
+    )
 
 
 def _is_pipe(fd: int) -> bool:
@@ -205,7 +264,9 @@ def _is_pipe(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
+async def serve_stdio(
+    server: Server[Any], *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> None:
     """Serve *server* over this process's stdin and stdout until the client closes stdin.
 
     A client that opens with the ``initialize`` handshake (every client of the
@@ -216,7 +277,7 @@ async def serve_stdio(server: Server[Any]) -> None:
     connection; it serves it as any other.)
     """
     options = server.create_initialization_options()
-    async with stdio_pipes() as (read, write):
+    async with stdio_pipes(max_message_bytes=max_message_bytes) as (read, write):
         if isinstance(read, _WireReader) and await read.opens_handshake():
             async with server.lifespan(server) as state:
                 await serve_loop(server, read, write, lifespan_state=state, init_options=options)
@@ -225,7 +286,9 @@ async def serve_stdio(server: Server[Any]) -> None:
 
 
 @asynccontextmanager
-async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_pipes(
+    *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> AsyncIterator[tuple[Any, Any]]:
     """The read and write streams of an MCP session on this process's stdin and stdout."""
     from mcp.server.stdio import stdio_server  # noqa: PLC0415
 
@@ -242,7 +305,9 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
         os.set_blocking(wire_in, False)
         os.set_blocking(wire_out, False)
         unanswered = _Unanswered()
-        yield _WireReader(wire_in, unanswered), _WireWriter(wire_out, unanswered)
+        writer = _WireWriter(wire_out, unanswered)
+        reader = _WireReader(wire_in, unanswered, writer, max_line_bytes=max_message_bytes)
+        yield reader, writer
     finally:
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)

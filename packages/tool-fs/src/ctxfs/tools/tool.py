@@ -36,12 +36,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ctxfs.core import Context, TextOptions
 from ctxfs.tools.definitions import ToolDefinition, ToolsetOptions, input_schema, output_schema
+from ctxfs.tools.names import unescaped_path
 from ctxfs.tools.results import ResultData, ToolResult
 
 if TYPE_CHECKING:
@@ -53,11 +54,15 @@ ArgsT = TypeVar("ArgsT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=ResultData)
 
 
+_PATH_FIELDS: Final = frozenset({"path", "file_path"})
+
+
 class ToolArgs(BaseModel):
-    """Base of every argument model: unknown fields are errors, values are immutable.
+    r"""Base of every argument model: unknown fields are errors, values are immutable.
 
     An optional argument sent as null takes its default: OpenAI's strict mode
-    makes models send every argument, null for the ones they leave out.
+    makes models send every argument, null for the ones they leave out. A path
+    may spell bytes of a name that are not UTF-8 as results show them (``\xNN``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -68,7 +73,7 @@ class ToolArgs(BaseModel):
         if not isinstance(data, dict):
             return data
         return {
-            key: value
+            key: unescaped_path(value) if key in _PATH_FIELDS and isinstance(value, str) else value
             for key, value in data.items()
             if value is not None
             or key not in cls.model_fields
