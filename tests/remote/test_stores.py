@@ -289,3 +289,36 @@ async def test_the_probe_can_be_skipped(url_for: UrlFor) -> None:
         assert isinstance(backend, ObjectStoreBackend)
         assert backend.probe_result is None
         assert backend.capabilities.cas_scope.value == "global"  # the store's promise, unchecked
+
+
+# -- keys planted by another writer --------------------------------------------------------------
+
+
+async def test_s3_keys_no_path_can_name_are_skipped_by_listings_and_walks(url_for: UrlFor) -> None:
+    """Keys with an empty, ``.`` or ``..`` segment made a walk loop (one glob: 50,000 LISTs)."""
+    import s3fs  # noqa: PLC0415
+
+    from ctxfs.core import Fs  # noqa: PLC0415
+    from ctxfs.remote.keys import split_url  # noqa: PLC0415
+    from ctxfs.tools import FsToolset  # noqa: PLC0415
+
+    url = url_for(S3)
+    bucket, prefix = split_url(url)
+    prefix = prefix.strip("/")
+    client = s3fs.S3FileSystem(skip_instance_cache=True, **S3.options)
+    for key in ("x//y.txt", "a/./b.txt", "../escape.txt", "ok.txt", "a/c.txt", "x/z.txt"):
+        client.call_s3("put_object", Bucket=bucket, Key=f"{prefix}/{key}", Body=b"k\n")
+    with proxy(S3.port) as counted:
+        async with Fs(opened(S3, url, endpoint_url=counted.url), load_entrypoints=False) as fs:
+            assert [entry.name for entry in await fs.backend.list("")] == ["a", "ok.txt", "x"]
+            assert [entry.path for entry in await fs.backend.list("x")] == ["x/z.txt"]
+            counted.requests.clear()
+            tools, ctx = FsToolset(), fs.context(owner="a")
+            found = await tools.execute(ctx, "glob", {"pattern": "**"})
+            assert found.structured["paths"] == ["a/c.txt", "ok.txt", "x/z.txt"]
+            assert found.structured["walk_truncated"] is False
+            assert len(counted.requests) < 20  # a few LISTs, not a loop
+            listed = await tools.execute(ctx, "list_dir", {"path": ""})
+            assert ".." not in listed.text
+            searched = await tools.execute(ctx, "grep", {"pattern": "k"})
+            assert searched.structured["total"] == 3

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import logging
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -57,6 +58,8 @@ __all__ = [
     "Update",
     "check_expect",
 ]
+
+log = logging.getLogger("ctxfs.core")
 
 DEFAULT_CHUNK_SIZE = 1 << 20
 """Chunk size of streamed reads unless a caller asks otherwise (1 MiB)."""
@@ -458,18 +461,27 @@ class Backend(AsyncResource):
     async def list(self, path: str) -> builtins.list[Stat]:
         """List the entries directly inside directory *path*, sorted by name.
 
-        Reserved names (the backends' temporary and lock files) never appear.
+        Reserved names (the backends' temporary and lock files) never appear,
+        nor do entries no path can name: an empty, ``.`` or ``..`` name (object
+        keys such as ``a//b``, ``a/./b`` or ``../b``, planted by another
+        writer), or one the store reports outside *path*. Those are logged, so
+        a walk never loops over them or shows them.
 
         Raises:
             NotFound: *path* does not exist.
             NotADirectory: *path* is a file.
 
         """
-        entries = await self._list(check_path(path))
-        return sorted(
-            (entry for entry in entries if not is_reserved(entry.name)),
-            key=lambda entry: entry.name,
-        )
+        path = check_path(path)
+        entries, unnamed = [], []
+        for entry in await self._list(path):
+            if not _names_an_entry_of(path, entry):
+                unnamed.append(entry.path)
+            elif not is_reserved(entry.name):
+                entries.append(entry)
+        if unnamed:
+            log.warning("%r: skipped %d entries no path can name: %r", path, len(unnamed), unnamed)
+        return sorted(entries, key=lambda entry: entry.name)
 
     async def mkdir(self, path: str) -> None:
         """Create directory *path* and any missing parents; an existing directory is fine.
@@ -669,3 +681,11 @@ def check_expect(
                 path=path,
                 details={"expected_version": expect, "current_version": actual},
             )
+
+
+def _names_an_entry_of(directory: str, entry: Stat) -> bool:
+    """Whether *entry* is a child of *directory* with a name a path can hold."""
+    name = entry.name
+    return name not in ("", ".", "..") and entry.path == (
+        f"{directory}/{name}" if directory else name
+    )
