@@ -77,13 +77,37 @@ async def test_edit_after_partial_read_works(seeded: Fs, memory_ctx: Context) ->
     assert (await seeded.backend.read("f.txt")).data.startswith(b"first\nline 2\n")
 
 
-async def test_windows_up_to_the_end_do_not_make_a_complete_read(
+async def test_windows_that_add_up_to_the_whole_file_are_a_complete_read(
     seeded: Fs, memory_ctx: Context
 ) -> None:
+    await memory_ctx.fs.read("f.txt", offset=6)
+    with pytest.raises(NotObserved) as partial:
+        await memory_ctx.fs.write("f.txt", "replaced\n")
+    assert partial.value.details == {"partial_observation": True}
+    await memory_ctx.fs.read("f.txt", offset=2, limit=2)
+    with pytest.raises(NotObserved):  # lines 1, 4 and 5 not seen yet
+        await memory_ctx.fs.write("f.txt", "replaced\n")
+    await memory_ctx.fs.read("f.txt", limit=1)
+    await memory_ctx.fs.read("f.txt", offset=3, limit=3)
+    assert (await memory_ctx.fs.write("f.txt", "replaced\n")).created is False
+
+
+async def test_windows_of_different_versions_do_not_add_up(seeded: Fs, memory_ctx: Context) -> None:
     await memory_ctx.fs.read("f.txt", limit=5)
+    data = (await seeded.backend.read("f.txt")).data
+    await seeded.backend.write("f.txt", data + b"more\n", expect=None)
     await memory_ctx.fs.read("f.txt", offset=6)
     with pytest.raises(NotObserved):
         await memory_ctx.fs.write("f.txt", "replaced\n")
+
+
+async def test_a_line_cut_by_the_cap_is_not_seen(memory_ctx: Context, seeded: Fs) -> None:
+    cap = memory_ctx.mount.text_options.max_line_chars
+    await seeded.backend.write("long.txt", b"a\n" + b"x" * (cap + 1) + b"\nb\n", expect=None)
+    await memory_ctx.fs.read("long.txt", limit=1)
+    await memory_ctx.fs.read("long.txt", offset=2)
+    with pytest.raises(NotObserved):
+        await memory_ctx.fs.write("long.txt", "replaced\n")
 
 
 async def test_full_read_then_window_stays_complete(seeded: Fs, memory_ctx: Context) -> None:

@@ -221,3 +221,47 @@ def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
     assert os.waitstatus_to_exitcode(status) == 0, data
     codes: dict[str, str | None] = json.loads(data)
     return codes
+
+
+CREATE = textwrap.dedent(
+    """
+    import json, os, sys, anyio
+    from ctxfs.core import Fs, FsError
+    from ctxfs.local import LocalBackend
+
+    root, state, path = sys.argv[1], sys.argv[2], sys.argv[3]
+
+    async def main():
+        fs = Fs(LocalBackend(root, state_dir=state), load_entrypoints=False)
+        try:
+            await fs.context(owner="agent").fs.write(path, "x" * 10_000)
+            code = None
+        except FsError as error:
+            code = error.code.value
+        print(json.dumps({"code": code, "tree": sorted(
+            os.path.relpath(os.path.join(top, name), root)
+            for top, dirs, files in os.walk(root) for name in dirs + files
+        )}))
+
+    anyio.run(main)
+    """
+)
+
+
+def test_a_failed_create_removes_the_directories_it_made(tmp_path: Path) -> None:
+    root, state = tmp_path / "root", tmp_path / "state"
+    (root / "a").mkdir(parents=True)
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    for path in ("a/b/c/new.txt", "x/y/new.txt"):
+        result = subprocess.run(
+            [sys.executable, "-c", CREATE, str(root), str(state), path],
+            capture_output=True,
+            text=True,
+            check=True,
+            preexec_fn=limit_file_size,
+        )
+        report = json.loads(result.stdout)
+        assert report == {"code": "too_large", "tree": ["a"]}, path

@@ -194,6 +194,22 @@ def whole_line(path: str, line: int, text: str, column: int = 1) -> dict[str, ob
     }
 
 
+async def test_write_after_reading_every_window_of_a_long_file(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("long.txt", "".join(f"line {n}\n" for n in range(1, 3001)).encode())
+    first = await run(tools, ctx, "read", file_path="long.txt")
+    assert first.structured["next_offset"] is not None
+    refused = await run(tools, ctx, "write", file_path="long.txt", content="short\n")
+    assert refused.error_code is ErrorCode.NOT_OBSERVED
+    rest = await run(
+        tools, ctx, "read", file_path="long.txt", offset=first.structured["next_offset"]
+    )
+    assert rest.structured["next_offset"] is None
+    written = await run(tools, ctx, "write", file_path="long.txt", content="short\n")
+    assert written.error_code is None, written.text
+
+
 async def test_grep_finds_counts_pages_and_skips_binaries(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

@@ -102,8 +102,9 @@ def test_frames_in_one_write_and_a_line_that_is_not_json(
     send(
         server, frame(read_call(1, "small.txt")) + b"{not json\n" + frame(read_call(2, "small.txt"))
     )
-    replies = {message["id"]: message for message in (reply(server), reply(server))}
-    assert set(replies) == {1, 2}
+    replies = {message["id"]: message for message in (reply(server) for _ in range(3))}
+    assert set(replies) == {1, 2, None}
+    assert replies.pop(None)["error"]["code"] == -32700  # the spec's parse error, id null
     for message in replies.values():
         assert message["result"]["structuredContent"]["content"] == "one\ntwo\n"
 
@@ -143,6 +144,7 @@ def test_a_handshake_after_a_line_that_is_not_json_is_served(
 ) -> None:
     # The first line decides how the connection is served; a broken one must not end it.
     send(started, b"{not json\n" + frame(INITIALIZE) + frame(INITIALIZED))
+    assert reply(started)["error"]["code"] == -32700  # answered, then the handshake is served
     assert reply(started)["result"]["protocolVersion"] == "2025-11-25"
     send(started, frame(read_call(7, "small.txt")))
     assert reply(started)["result"]["structuredContent"]["content"] == "one\ntwo\n"

@@ -113,7 +113,14 @@ class ContextFs:
                     stream, offset=offset, limit=limit, options=options, path=op.path
                 )
             report.after = stream.version
-            await mount.hooks.observed(ctx, op, stream.version, complete=window.complete)
+            await mount.hooks.observed(
+                ctx,
+                op,
+                stream.version,
+                complete=window.complete,
+                lines=window.seen_lines,
+                total_lines=window.total_lines,
+            )
         return ReadOutcome(
             path=op.path,
             text=window.text,

@@ -5,7 +5,8 @@ Rules, checked under the mutation locks against the version the store holds:
 - an edit, insert or delete of an existing file needs an observation of its current
   version by the same owner (any window of it counts);
 - a write over an existing file needs a *complete* observation of its current
-  version (a read of the whole file, or the owner's own last write or edit);
+  version (a read of the whole file, windows of it that add up to the whole
+  file, or the owner's own last write or edit);
 - creating a file needs no observation (the store write is create-only);
 - no observation is ``NotObserved``; an observation of another version is
   ``Stale``.
@@ -37,11 +38,16 @@ if TYPE_CHECKING:
     from ctxfs.core.context import Context
     from ctxfs.core.versions import Version
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "FileContextPlugin", "Observation"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "FileContextPlugin", "LineRanges", "Observation"]
 
 DEFAULT_LOCK_TIMEOUT: Final = 10.0
 """Seconds a mutation waits for its locks before failing ``Busy``."""
 DEFAULT_MAX_OBSERVATIONS: Final = 100_000
+_MAX_RANGES: Final = 64
+"""Separate line ranges kept per observation; beyond them, reading on adds nothing."""
+
+LineRanges = tuple[tuple[int, int], ...]
+"""Line ranges, 1-based and inclusive, sorted and apart."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +57,8 @@ class Observation:
     version: Version
     complete: bool
     """Whether the owner saw the whole file at that version."""
+    lines: LineRanges = ()
+    """The lines the owner saw uncut at that version, while the observation is incomplete."""
 
 
 class FileContextPlugin:
@@ -87,30 +95,49 @@ class FileContextPlugin:
             return self._observations.get((owner, key))
 
     def _record(self, owner: str, path: str, observation: Observation | None) -> None:
-        key = (owner, path)
         with self._guard:
-            if observation is None:
-                self._observations.pop(key, None)
-                return
-            self._observations[key] = observation
-            self._observations.move_to_end(key)
-            while len(self._observations) > self.max_observations:
-                self._observations.popitem(last=False)
+            self._store(owner, path, observation)
+
+    def _store(self, owner: str, path: str, observation: Observation | None) -> None:
+        key = (owner, path)
+        if observation is None:
+            self._observations.pop(key, None)
+            return
+        self._observations[key] = observation
+        self._observations.move_to_end(key)
+        while len(self._observations) > self.max_observations:
+            self._observations.popitem(last=False)
 
     @hookimpl
     def ctxfs_observed(self, ctx: Context, path: str, version: Version, complete: bool) -> None:
         """Record a read of *path* (the host passes the file's key)."""
         self.observe(ctx.owner, path, version, complete=complete)
 
-    def observe(self, owner: str, key: str, version: Version, *, complete: bool) -> None:
-        """Record that *owner* read the file *key*.
+    def observe(
+        self,
+        owner: str,
+        key: str,
+        version: Version,
+        *,
+        complete: bool,
+        lines: LineRanges = (),
+        total_lines: int | None = None,
+    ) -> None:
+        """Record that *owner* read the file *key*: all of it, or *lines* of *total_lines*.
 
-        A window of a version already seen whole stays complete.
+        A window of a version already seen whole stays complete; windows of one
+        version that add up to every line make it complete.
         """
-        seen = self.observation(owner, key)
-        if seen is not None and seen.version == version:
-            complete = complete or seen.complete
-        self._record(owner, key, Observation(version=version, complete=complete))
+        with self._guard:
+            seen = self._observations.get((owner, key))
+            if seen is not None and seen.version == version:
+                complete = complete or seen.complete
+                lines = seen.lines + lines
+            lines = () if complete else _merged(lines)
+            if lines and lines[0] == (1, total_lines):
+                complete, lines = True, ()
+            observation = Observation(version=version, complete=complete, lines=lines)
+            self._store(owner, key, observation)
 
     @hookimpl
     def ctxfs_check_version(
@@ -172,3 +199,14 @@ class FileContextPlugin:
 
 
 _GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE})
+
+
+def _merged(ranges: LineRanges) -> LineRanges:
+    """*ranges* sorted, with overlapping and adjacent ones joined; the first few only."""
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(last, merged[-1][1]))
+        else:
+            merged.append((first, last))
+    return tuple(merged[:_MAX_RANGES])

@@ -27,7 +27,7 @@ from ctxfs.core.errors import FsError, InvalidArgument
 
 if TYPE_CHECKING:
     from ctxfs.core.context import Context
-    from ctxfs.core.filecontext import FileContextPlugin
+    from ctxfs.core.filecontext import FileContextPlugin, LineRanges
     from ctxfs.core.outcomes import Operation
     from ctxfs.core.versions import Version
 
@@ -226,9 +226,23 @@ class PluginHost:
         votes = self._check_version(ctx=ctx, op=op, current=current)
         _raise_first_refusal([guard, *await resolve(votes)])
 
-    async def observed(self, ctx: Context, op: Operation, version: Version, complete: bool) -> None:
-        """Tell every observer that the owner of *ctx* has read *op*'s file at *version*."""
-        self.guard.observe(ctx.owner, op.key, version, complete=complete)
+    async def observed(
+        self,
+        ctx: Context,
+        op: Operation,
+        version: Version,
+        complete: bool,
+        *,
+        lines: LineRanges = (),
+        total_lines: int | None = None,
+    ) -> None:
+        """Tell every observer that the owner of *ctx* has read *op*'s file at *version*.
+
+        The guard also learns which *lines* of *total_lines* a window showed uncut.
+        """
+        self.guard.observe(
+            ctx.owner, op.key, version, complete=complete, lines=lines, total_lines=total_lines
+        )
         hook = self._observed
         await resolve(hook(ctx=ctx, path=op.path, version=version, complete=complete))
 

@@ -20,7 +20,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -483,11 +483,38 @@ class LocalBackend(Backend):
             _identity(after)
         )
 
-    def _open_dir(self, path: str, *, create: bool) -> int:
+    @contextlib.contextmanager
+    def _made_dir(self, path: str) -> Iterator[int]:
+        """Directory *path*, made with its missing levels if need be, open for the block.
+
+        If the block (or making the levels) fails, the levels made are removed
+        again, deepest first, those still empty.
+        """
+        made: list[tuple[int, str]] = []
+        try:
+            fd = self._open_dir(path, create=True, made=made)
+            try:
+                yield fd
+            finally:
+                os.close(fd)
+        except BaseException:
+            for parent_fd, name in reversed(made):
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=parent_fd)
+            raise
+        finally:
+            for parent_fd, _ in made:
+                os.close(parent_fd)
+
+    def _open_dir(
+        self, path: str, *, create: bool, made: list[tuple[int, str]] | None = None
+    ) -> int:
         """Open directory *path*; with *create*, make missing levels one at a time.
 
         The deepest existing ancestor is found by resolving upwards; each missing
         level is then made and opened (``O_NOFOLLOW``) relative to its parent's fd.
+        Each level made is added to *made* with its parent's fd, which is then
+        left open for the caller to close.
         """
         try:
             return self._open(path, _DIR_FLAGS)
@@ -504,16 +531,25 @@ class LocalBackend(Backend):
                 if existing == 0:
                     raise
                 existing -= 1
+        kept = False  # fd is a parent in *made*: the caller closes it
         try:
             for name in parts[existing:]:
                 with translated(path, on_missing=self._root_gone):
-                    with contextlib.suppress(FileExistsError):
+                    try:
                         os.mkdir(name, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    else:
+                        if made is not None:
+                            made.append((fd, name))
+                            kept = True
                     child = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-                os.close(fd)
-                fd = child
+                if not kept:
+                    os.close(fd)
+                fd, kept = child, False
         except BaseException:
-            os.close(fd)
+            if not kept:
+                os.close(fd)
             raise
         return fd
 
@@ -551,8 +587,7 @@ class LocalBackend(Backend):
 
     def _write_sync(self, path: str, data: bytes, expect: Expect | _Seen) -> Version:
         parent, _, name = path.rpartition("/")
-        dir_fd = self._open_dir(parent, create=True)
-        try:
+        with self._made_dir(parent) as dir_fd:
             current = self._entry(dir_fd, name, path)
             self._check_precondition(dir_fd, name, path, current, expect)
             with translated(path, on_missing=self._root_gone):
@@ -567,8 +602,6 @@ class LocalBackend(Backend):
                         os.unlink(temp, dir_fd=dir_fd)
                     raise
                 os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
         return content_version(data)
 
     def _check_precondition(

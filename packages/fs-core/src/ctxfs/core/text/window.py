@@ -59,6 +59,19 @@ class Window:
             and not self.truncated_lines
         )
 
+    @property
+    def seen_lines(self) -> tuple[tuple[int, int], ...]:
+        """The ranges of lines (1-based, inclusive) the window shows uncut."""
+        ranges, start = [], self.offset
+        for cut in sorted(self.truncated_lines):
+            if start < cut:
+                ranges.append((start, cut - 1))
+            start = cut + 1
+        last = self.offset + self.returned_lines - 1
+        if start <= last:
+            ranges.append((start, last))
+        return tuple(ranges)
+
 
 async def read_window(
     stream: ReadStream, *, offset: int, limit: int | None, options: TextOptions, path: str
