@@ -20,6 +20,7 @@ from benchmarks import (
     large_files,
     local_disk,
     mcp_servers,
+    memory,
     projection,
     s3,
     text_semantics,
@@ -54,9 +55,10 @@ async def main() -> None:
         async with mcp_servers.cases(workdir) as served:
             results += [await _measured(case) for case in served]
         results += await anchors.results(workdir)
-        large, memory = await large_files.cases(workdir)
+        large, window_memory = await large_files.cases(workdir)
         results += [await _measured(case) for case in large]
-        sections += memory
+        sections += window_memory
+        sections += await anyio.to_thread.run_sync(memory.section, workdir)
         if s3.available():
             async with s3.cases() as (timed, requests):
                 results += [await _measured(case) for case in timed]

@@ -13,7 +13,7 @@ from ctxfs.core import (
     MemoryBackend,
 )
 from ctxfs.core.text import TextOptions, decode_document
-from ctxfs.core.text.mismatch import diagnose_no_match
+from ctxfs.core.text.mismatch import MAX_DIAGNOSED_CHARS, diagnose_no_match
 
 pytestmark = pytest.mark.anyio
 
@@ -292,6 +292,15 @@ def test_the_diagnosis_stops_at_its_deadline_and_says_so() -> None:
     message, _, details = diagnose_no_match(text, "value_17 = compute(71)", "f.txt")
     assert "stopped" not in message
     assert "complete" not in details
+
+
+def test_an_old_string_too_long_to_diagnose_says_so() -> None:
+    document = decode_document(b"short file\n", OPTIONS, path="f")
+    with pytest.raises(FsError) as caught:
+        document.replace("x" * (MAX_DIAGNOSED_CHARS + 1), "y", replace_all=False)
+    assert caught.value.code is ErrorCode.NO_MATCH
+    assert "too long to search for a near match" in caught.value.message
+    assert caught.value.details["complete"] is False
 
 
 def test_the_diagnosis_is_linear_in_runs_of_spaces() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import anyio
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +176,37 @@ def _raw_lines(raw: str) -> list[tuple[str, str]]:
     if parts[-1]:
         pairs.append((parts[-1], ""))
     return pairs
+
+
+@st.composite
+def rewrites(draw: st.DrawFn) -> str:
+    """New lines, with endings of every kind, the last maybe without one."""
+    pieces = [line + draw(ENDING) for line in draw(st.lists(RUN, max_size=10))]
+    unterminated: bool = draw(st.booleans())
+    if pieces and unterminated:
+        pieces[-1] = pieces[-1].rstrip("\r\n")
+    return "".join(pieces)
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=text_files(), new=rewrites(), keep=st.data())
+def test_rewrite_in_place_is_the_line_by_line_rewrite(
+    data: bytes, new: str, keep: st.DataObject
+) -> None:
+    # The rewrite compares whole texts, not lists of lines; it must give what comparing
+    # line by line gives: the same bytes, lines and diff, for new content sharing a head and
+    # a tail of lines with the file, or not.
+    document = document_of(data)
+    assume(not document.encoding.keeps_invalid_bytes)
+    text = fold(document.raw_text)
+    lines = text.splitlines(keepends=True)
+    head = keep.draw(st.integers(0, len(lines)))
+    tail = keep.draw(st.integers(0, len(lines) - head))
+    content = "".join(lines[:head]) + new + "".join(lines[len(lines) - tail :])
+    try:
+        expected = document._rewrite_by_lines(content)
+    except FsError as refused:
+        with pytest.raises(type(refused)):
+            document.rewrite(content)
+        return
+    assert document.rewrite(content) == expected

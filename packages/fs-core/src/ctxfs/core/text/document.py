@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, AnyStr, Generic, TypeAlias
+from typing import Any, AnyStr, Final, Generic, TypeAlias
 
 from ctxfs.core.errors import (
     AmbiguousMatch,
@@ -24,7 +24,7 @@ from ctxfs.core.errors import (
 from ctxfs.core.text.diffs import MAX_DIFF_CHARS, MAX_DIFF_LINES, short_diff
 from ctxfs.core.text.encodings import TextEncoding, detect_encoding
 from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings
-from ctxfs.core.text.mismatch import diagnose_no_match
+from ctxfs.core.text.mismatch import MAX_DIAGNOSED_CHARS, diagnose_no_match, undiagnosed
 from ctxfs.core.text.options import LINE_NUMBER_PREFIX, TextOptions
 
 __all__ = ["AnyDocument", "Change", "TextDocument", "display", "strip_line_numbers"]
@@ -180,7 +180,12 @@ class TextDocument(Generic[AnyStr]):
                         path=self.path,
                     )
         if not matches:
-            message, hint, details = diagnose_no_match(self.logical_text, old_string, self.path)
+            if max(len(self.logical), len(old_string)) > MAX_DIAGNOSED_CHARS:
+                message, hint, details = undiagnosed(
+                    self.path, "the file or old_string is too long to search for a near match"
+                )
+            else:
+                message, hint, details = diagnose_no_match(self.logical_text, old_string, self.path)
             raise NoMatch(message, path=self.path, hint=hint, details=details)
         if len(matches) > 1 and not replace_all:
             lines = self._lines_of(matches)
@@ -264,7 +269,51 @@ class TextDocument(Generic[AnyStr]):
         Lines that *content* leaves as they were (a common head and tail) keep
         their own endings and bytes; the lines in between take the file's
         dominant ending. Writing back what was read is therefore byte-identical.
+        Memory is a few copies of the file, never a list of its lines (but for
+        a file with invalid bytes, whose lines compare as shown).
         """
+        if self.encoding.keeps_invalid_bytes:
+            return self._rewrite_by_lines(content)
+        old, new, lf = self.logical, self.units(content, what="content"), self.endings.lf
+        common = _common_prefix(old, new)
+        head = len(old) if common == len(old) == len(new) else old.rfind(lf, 0, common) + 1
+        tail = _common_suffix(old, new, most=min(len(old), len(new)) - head)
+        old_end, new_end = len(old) - tail, len(new) - tail
+        starts_lines = (old_end == 0 or old[old_end - 1 : old_end] == lf) and (
+            new_end == 0 or new[new_end - 1 : new_end] == lf
+        )
+        if tail and not starts_lines:  # the common end starts inside a line: keep whole lines
+            skip = old.find(lf, old_end, len(old)) + 1
+            skip = len(old) if skip == 0 else skip
+            old_end, new_end = skip, new_end + (skip - old_end)
+        raw, ending = self.raw, self.endings.dominant(self.raw)
+        raw_head = self.endings.to_raw(raw, head)
+        raw_tail = self.endings.to_raw(raw, old_end, (head, raw_head))
+        added = new[head:new_end]
+        self._refuse_added_replacement_chars(
+            self._replacement_chars(added) - self._replacement_chars(raw[raw_head:raw_tail])
+        )
+        head_lines = old.count(lf, 0, head) + (1 if head and old[head - 1 : head] != lf else 0)
+        added_lines = _lines_in(added, lf)
+        middle = added.replace(lf, ending) if ending != lf else added
+        data = self.encode(self.endings.empty.join([raw[:raw_head], middle, raw[raw_tail:]]))
+        diff = None
+        if _lines_in(old[head:old_end], lf) + added_lines <= MAX_DIFF_LINES:
+            diff = short_diff(
+                _whole_lines(self.text_of(old[head:old_end])),
+                _whole_lines(self.text_of(added)),
+                first_line=head_lines + 1,
+            )
+        return Change(
+            data=data,
+            replacements=0,
+            first_line=head_lines + 1,
+            last_line=head_lines + max(1, added_lines),
+            diff=diff,
+        )
+
+    def _rewrite_by_lines(self, content: str) -> Change:
+        """:meth:`rewrite` line by line, for a file whose invalid bytes show as U+FFFD."""
         old_lines = self.endings.split_lines(self.raw)
         new_lines = self.endings.split_lines(self.units(content, what="content"))
         head, shortest = 0, min(len(old_lines), len(new_lines))
@@ -518,15 +567,15 @@ def _strip_new_line_numbers(new_string: str, first_line: int, *, path: str) -> s
 
 def _prefix_numbers(text: str) -> list[int] | None:
     """The pasted line number of each line of *text*, or None if a line has none."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    numbers = []
-    for line in lines:
-        prefix = LINE_NUMBER_PREFIX.match(line)
+    numbers, start = [], 0
+    while start < len(text):  # line by line: most texts fail on the first
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        prefix = LINE_NUMBER_PREFIX.match(text[start:end])
         if prefix is None:
             return None
         numbers.append(int(prefix.group(1)))
+        start = end + 1
     return numbers
 
 
@@ -544,3 +593,45 @@ def _unencodable(
         hint=f"Use only characters that {encoding.codec} can encode; the file was not changed.",
         details={"encoding": encoding.codec, "character": char},
     )
+
+
+_COMPARED: Final = 1 << 16
+
+
+def _common_prefix(a: AnyStr, b: AnyStr) -> int:
+    """The length of the longest common prefix of *a* and *b*, comparing in blocks."""
+    shortest, at = min(len(a), len(b)), 0
+    block = _COMPARED
+    while at < shortest:
+        end = min(at + block, shortest)
+        if a[at:end] == b[at:end]:
+            at = end
+        elif block > 1:
+            block //= 16
+        else:
+            return at
+    return shortest
+
+
+def _common_suffix(a: AnyStr, b: AnyStr, *, most: int) -> int:
+    """The length of the longest common suffix of *a* and *b*, at most *most*."""
+    at, block = 0, _COMPARED
+    while at < most:
+        step = min(block, most - at)
+        if a[len(a) - at - step : len(a) - at] == b[len(b) - at - step : len(b) - at]:
+            at += step
+        elif block > 1:
+            block //= 16
+        else:
+            return at
+    return most
+
+
+def _lines_in(units: AnyStr, lf: AnyStr) -> int:
+    """How many lines *units* holds (a last one without an ending counts)."""
+    return units.count(lf) + (1 if units and not units.endswith(lf) else 0)
+
+
+def _whole_lines(text: str) -> str:
+    """*text* with a final line break, as the diff of whole lines shows it."""
+    return text if not text or text.endswith("\n") else text + "\n"

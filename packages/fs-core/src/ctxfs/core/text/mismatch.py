@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import itertools
 import re
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-__all__ = ["DIAGNOSIS_SECONDS", "diagnose_no_match"]
+__all__ = ["DIAGNOSIS_SECONDS", "MAX_DIAGNOSED_CHARS", "diagnose_no_match", "undiagnosed"]
 
 DIAGNOSIS_SECONDS: Final = 1.0
 """How long the search for why an ``old_string`` did not match may take."""
+MAX_DIAGNOSED_CHARS: Final = 16 << 20
+"""Files and ``old_string`` values longer than this are not searched for a near match:
+each lens would copy them, and the search would run out of time anyway."""
 
 _MAX_CANDIDATES: Final = 3
 _MAX_SHOWN_CHARS: Final = 200
@@ -35,13 +39,23 @@ _QUOTES: Final = dict.fromkeys("\u2018\u2019\u201a\u201b", "'") | dict.fromkeys(
     "\u201c\u201d\u201e\u201f", '"'
 )
 _SPACES: Final = dict.fromkeys("\u00a0\u2007\u2009\u202f\u3000", " ")
+_TRAILING = re.compile(r"(?<![ \t])[ \t]++(?=\n|\Z)")  # each run tried once: linear
 _LEADING = re.compile(r"^[ \t]+", re.MULTILINE)
 _ANY_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:[ \t]*(?:│|→|\||:)[ \t]?|[ \t]|$)", re.MULTILINE)
 
 
 def _strip_trailing(text: str) -> str:
-    """*text* without spaces and tabs at the ends of its lines (a regex is quadratic here)."""
-    return "\n".join(line.rstrip(" \t") for line in text.split("\n"))
+    """*text* without spaces and tabs at the ends of its lines."""
+    return _TRAILING.sub("", text)
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of *text*, one at a time (a list of them can be many times its size)."""
+    start = 0
+    while (end := text.find("\n", start)) != -1:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
 
 
 def _replace(text: str, characters: dict[str, str]) -> str:
@@ -73,6 +87,16 @@ _LENSES: Final[list[Lens]] = [
 ]  # fmt: skip
 
 
+def undiagnosed(path: str, why: str) -> tuple[str, str, dict[str, Any]]:
+    """The message, hint and details of a ``NoMatch`` whose cause was not searched for."""
+    return (
+        f"old_string was not found in {path}; {why}",
+        "Read the file again around the text you mean to change and copy old_string "
+        "exactly; a shorter old_string is found faster.",
+        {"differences": [], "lines": [], "candidates": [], "complete": False},
+    )
+
+
 class _OutOfTime(Exception):
     """The diagnosis reached its deadline."""
 
@@ -101,13 +125,7 @@ def diagnose_no_match(
     try:
         differences, lines = _differences(text, old, deadline)
     except _OutOfTime:
-        return (
-            f"old_string was not found in {path}; the search for a near match stopped "
-            f"after {seconds:g} s",
-            "Read the file again around the text you mean to change and copy old_string "
-            "exactly; a shorter old_string is found faster.",
-            {"differences": [], "lines": [], "candidates": [], "complete": False},
-        )
+        return undiagnosed(path, f"the search for a near match stopped after {seconds:g} s")
     if differences:
         where = ", ".join(map(str, lines))
         return (
@@ -164,8 +182,8 @@ def _differences(text: str, old: str, deadline: float) -> tuple[list[str], list[
 
 def _tabs_or_spaces(text: str, old: str, line: int) -> str:
     """Name an indentation difference more precisely when tabs meet spaces."""
-    file_line = text.split("\n", line)[line - 1]
-    old_line = next((part for part in old.split("\n") if part.strip()), "")
+    file_line = next(itertools.islice(_lines(text), line - 1, None), "")
+    old_line = next((part for part in _lines(old) if part.strip()), "")
     file_indent = file_line[: len(file_line) - len(file_line.lstrip(" \t"))]
     old_indent = old_line[: len(old_line) - len(old_line.lstrip(" \t"))]
     if ("\t" in file_indent) != ("\t" in old_indent):
@@ -186,15 +204,14 @@ def _lines_matching(text: str, old: str) -> list[int]:
 
 def _closest_lines(text: str, old: str, deadline: float) -> tuple[list[int], bool]:
     """The lines most like *old*'s first line, in file order, and whether all were compared."""
-    wanted = next((line.strip() for line in old.split("\n") if line.strip()), "")
+    wanted = next((line.strip() for line in _lines(old) if line.strip()), "")
     if not wanted:
         return [], True
     matcher = difflib.SequenceMatcher()
     matcher.set_seq2(wanted[:_MAX_COMPARED_CHARS])
     scored: list[tuple[float, int]] = []
     complete = True
-    lines = text.split("\n", _MAX_FUZZY_LINES)[:_MAX_FUZZY_LINES]
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(itertools.islice(_lines(text), _MAX_FUZZY_LINES), 1):
         if time.monotonic() > deadline:
             complete = False
             break
@@ -212,9 +229,8 @@ def _closest_lines(text: str, old: str, deadline: float) -> tuple[list[int], boo
 def _show(text: str, lines: list[int], old: str) -> list[dict[str, Any]]:
     """The file lines at each candidate, as many as old_string has, each cut to a length."""
     span = max(1, old.count("\n") + (0 if old.endswith("\n") else 1))
-    all_lines = text.split("\n")
     shown = []
     for line in lines:
-        chunk = all_lines[line - 1 : line - 1 + span]
+        chunk = itertools.islice(_lines(text), line - 1, line - 1 + span)
         shown.append({"line": line, "text": "\n".join(part[:_MAX_SHOWN_CHARS] for part in chunk)})
     return shown
