@@ -16,6 +16,7 @@ import builtins
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import secrets
 import stat
@@ -190,13 +191,19 @@ class LocalBackend(Backend):
             fd, info, first = await self._run(self._open_and_read, path, chunk_size)
 
         async def chunks() -> AsyncIterator[bytes]:
-            chunk, seen = first, 0
+            chunk, seen, hole_end = first, 0, 0
             while chunk:
                 yield chunk
                 seen += len(chunk)
                 if 0 < info.st_size <= seen:
                     break  # the whole file as it was at open: no extra visit to learn of EOF
-                chunk = await self._run(os.read, fd, chunk_size)
+                if seen >= hole_end:
+                    read = await self._run(_read_at, fd, seen, chunk_size, info.st_size)
+                    if isinstance(read, bytes):
+                        chunk = read
+                        continue
+                    hole_end = seen + read
+                chunk = _zeros(min(chunk_size, hole_end - seen))  # a hole is not read
 
         stream = ReadStream(chunks(), size=info.st_size)
         try:
@@ -825,3 +832,23 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _read_at(fd: int, position: int, chunk_size: int, size: int) -> bytes | int:
+    """The chunk at *position*; or, where a hole of a sparse file covers it, the hole's length.
+
+    ``SEEK_DATA`` finds the next data; a file system without it reads as usual.
+    """
+    try:
+        hole = os.lseek(fd, position, os.SEEK_DATA) - position
+    except OSError as error:
+        hole = size - position if error.errno == errno.ENXIO else 0  # ENXIO: a hole to the end
+    if hole >= min(chunk_size, size - position) > 0:
+        return hole
+    return os.pread(fd, chunk_size, position)
+
+
+@functools.lru_cache(maxsize=4)
+def _zeros(size: int) -> bytes:
+    """*size* zero bytes: what a hole reads as (one object, shared)."""
+    return bytes(size)
