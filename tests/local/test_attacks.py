@@ -427,6 +427,18 @@ async def test_56_orphaned_temps_are_hidden_and_reaped(ctx: Context, layout: Lay
     with pytest.raises(FsError) as caught:
         await ctx.fs.write(f"sub/{TEMP_PREFIX}1.x", "x\n")
     assert caught.value.code is ErrorCode.INVALID_PATH
+    live = layout.root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.cafe"  # a writer still at work
+    live.write_bytes(b"half a write")
+    for refused in (
+        ctx.fs.read(f"sub/{live.name}"),
+        ctx.fs.write(f"{TEMP_PREFIX}1/inside.txt", "x\n"),  # a path under the prefix
+        ctx.fs.stat(f"sub/{live.name}"),
+    ):
+        with pytest.raises(FsError) as caught:
+            await refused
+        assert caught.value.code is ErrorCode.INVALID_PATH
+    assert live.read_bytes() == b"half a write"
+    assert not (layout.root / f"{TEMP_PREFIX}1").exists()
 
 
 async def test_57_a_stale_version_is_refused_and_changes_nothing(
