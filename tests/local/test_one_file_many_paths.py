@@ -9,6 +9,7 @@ another.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import anyio
@@ -87,3 +88,29 @@ async def test_a_read_through_one_spelling_licenses_an_edit_through_another(root
     with pytest.raises(Stale):  # the reader's view is stale, whatever the spelling
         await reader.fs.edit("d/c.txt", "1", "3")
     assert (root / "d" / "c.txt").read_text() == "2\n"
+
+
+REPLACER = """
+import os, sys, time
+directory, until = sys.argv[1], time.monotonic() + float(sys.argv[2])
+while time.monotonic() < until:
+    with open(os.path.join(directory, "tmp"), "w") as file:
+        file.write("x\\n")
+    os.replace(os.path.join(directory, "tmp"), os.path.join(directory, "c.txt"))
+"""
+
+
+async def test_a_file_replaced_while_it_is_located_keeps_its_key(root: Path) -> None:
+    # Every write renames a new file over the old one: the old one, still open while the
+    # kernel is asked where it is, is then "deleted", and must not become another key.
+    backend = LocalBackend(root, state_dir=root.parent / "state")
+    expected = (await backend.locate("d/c.txt")).key
+    process = await anyio.open_process([sys.executable, "-c", REPLACER, str(root / "d"), "2"])
+    async with process:
+        keys = set()
+        while process.returncode is None:
+            keys.add((await backend.locate("dl/c.txt")).key)
+            keys.add((await backend.locate("d/c.txt")).key)
+            with anyio.move_on_after(0):
+                await process.wait()
+    assert keys == {expected}

@@ -259,10 +259,12 @@ class ContextFs:
         async with self._updating(report, decode=True) as (update, document):
             if update.current is None or document is None:
                 raise await update.missing()
+            size = update.current.size
             change = await _text_work(
-                update.current.size,
+                size,
                 lambda: apply(document),
-                costly=costly is not None and costly(document),
+                # a large file is changed off the loop anyway: no need to ask
+                costly=costly is not None and size <= TEXT_WORK_INLINE_BYTES and costly(document),
             )
             await self._store(report, update, change.data, document)
         return change

@@ -396,6 +396,10 @@ class LocalBackend(Backend):
                 f"cannot tell what a path resolves to without /proc ({error.strerror})",
                 retryable=False,
             ) from error
+        if where.endswith(_DELETED) and os.fstat(fd).st_nlink == 0:
+            # Replaced (a write renames a new file over it) since it was opened: the
+            # path it had is where its successor is.
+            where = where.removesuffix(_DELETED)
         root = str(self.root)
         if where == root:
             return ""
@@ -832,6 +836,10 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+_DELETED: Final = " (deleted)"
+"""What ``/proc/self/fd`` adds to the path of a file unlinked since it was opened."""
 
 
 def _read_at(fd: int, position: int, chunk_size: int, size: int) -> bytes | int:
