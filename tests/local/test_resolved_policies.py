@@ -16,7 +16,7 @@ import pytest
 from ctxfs.core import ErrorCode, Fs, InvalidArgument
 from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
-from ctxfs.tools import FsToolset
+from ctxfs.tools import FsToolset, ToolResult
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +47,7 @@ def fs(request: pytest.FixtureRequest, root: Path) -> Fs:
     return Fs(LocalBackend(root, state_dir=root.parent / "state"), plugins=[rules])
 
 
-async def call(fs: Fs, tools: FsToolset, name: str, **arguments: object) -> object:
+async def call(fs: Fs, tools: FsToolset, name: str, **arguments: object) -> ToolResult:
     return await tools.execute(fs.context(owner="agent"), name, arguments)
 
 
@@ -106,3 +106,45 @@ def test_a_rule_that_could_never_match_is_refused(pattern: str) -> None:
         PathRules(deny=[pattern])
     with pytest.raises(InvalidArgument):
         PathRules(read_only=[pattern])
+
+
+async def test_errors_inside_a_denied_area_tell_nothing_of_it(root: Path, tools: FsToolset) -> None:
+    # A file in the way, or a link out of the root, inside a denied directory: the answer
+    # is "denied" either way, as for a path that does not exist there.
+    os.symlink("/etc", root / "secrets" / "out")
+    fs = Fs(
+        LocalBackend(root, state_dir=root.parent / "state"), plugins=[PathRules(deny=["secrets"])]
+    )
+    for path in ("secrets/key/x", "secrets/out/passwd", "secrets/nothing/x"):
+        result = await call(fs, tools, "read", file_path=path)
+        assert result.error_code is ErrorCode.DENIED, (path, result.text)
+
+
+async def test_denied_names_stay_hidden_through_a_linked_directory(
+    root: Path, tools: FsToolset
+) -> None:
+    (root / "pub").mkdir()
+    (root / "pub" / "secret.txt").write_text("TOKEN=abc\n")
+    (root / "pub" / "open.txt").write_text("fine\n")
+    os.symlink("pub", root / "lnk")
+    rules = PathRules(deny=["pub/secret.txt"])
+    fs = Fs(LocalBackend(root, state_dir=root.parent / "state"), plugins=[rules])
+    listed = await call(fs, tools, "list_dir", path="lnk")
+    assert [entry["name"] for entry in listed.structured["entries"]] == ["open.txt"]
+    globbed = await call(fs, tools, "glob", pattern="*", path="lnk")
+    assert globbed.structured["paths"] == ["lnk/open.txt"]
+
+
+async def test_escaped_bytes_that_spell_a_name_are_that_name(root: Path, tools: FsToolset) -> None:
+    # "cl\xc3\xa9.txt" is "clé.txt": a rule on the name cannot be slipped past by its bytes,
+    # neither as the escapes results show nor as the lone surrogates os.fsdecode gives.
+    fs = Fs(
+        LocalBackend(root, state_dir=root.parent / "state"), plugins=[PathRules(deny=["**/clé*"])]
+    )
+    for spelling in ("cl\\xc3\\xa9.txt", "cl\udcc3\udca9.txt"):
+        refused = await call(fs, tools, "write", file_path=spelling, content="x\n")
+        assert refused.error_code is ErrorCode.DENIED, refused.text
+    assert not (root / "clé.txt").exists()
+    created = await call(fs, tools, "write", file_path="caf\\xc3\\xa9.txt", content="x\n")
+    assert created.error_code is None, created.text
+    assert (root / "café.txt").read_text() == "x\n"

@@ -190,3 +190,23 @@ async def test_two_writers_through_a_linked_directory_share_one_lock(
     assert (local / "d" / "c.txt").read_text() == "60\n"
     assert sum(retried) > 0, "the two writers never actually raced"
     assert sorted(p.name for p in (local / "d").iterdir()) == ["c.txt"]
+
+
+async def test_the_tools_work_at_the_root(root: tuple[str, Path]) -> None:
+    """Every operation locates its path; the root's own parent lies outside the root."""
+    from ctxfs.core import Fs  # noqa: PLC0415
+    from ctxfs.tools import FsToolset  # noqa: PLC0415
+
+    url, local = root
+    local.mkdir(parents=True, exist_ok=True)
+    (local / "a.txt").write_text("needle\n")
+    async with Fs(sftp(url), load_entrypoints=False) as fs:
+        tools, ctx = FsToolset(), fs.context(owner="a")
+        for name, arguments in (
+            ("list_dir", {}),
+            ("glob", {"pattern": "*"}),
+            ("grep", {"pattern": "needle"}),
+        ):
+            result = await tools.execute(ctx, name, arguments)
+            assert result.error_code is None, (name, result.text)
+            assert "a.txt" in result.text

@@ -283,6 +283,33 @@ async def test_grep_stops_a_pattern_that_backtracks_catastrophically(
     assert fine.structured["matches"] == [whole_line("src/a.txt", 2, "a" * 60 + "!")]
 
 
+async def test_a_line_too_slow_deep_in_a_large_file_fails_the_grep(
+    ctx: Context, seed: Seed
+) -> None:
+    # The bad line comes after several batches of lines: its failure is the pattern's, not
+    # the file's (the file is not skipped, and no batch is counted twice).
+    await seed("src/a.txt", b"TODO\n" * 20_000 + b"a" * 60 + b"!\n")
+    await seed("src/b.txt", b"TODO\n")
+    tools = FsToolset(ToolsetOptions(grep_line_seconds=0.05))
+    stopped = await run(tools, ctx, "grep", pattern="(TODO|(a|aa)+$)")
+    assert stopped.error_code is ErrorCode.INVALID_ARGUMENT, stopped.text
+    assert stopped.structured["error"]["details"] == {
+        "field": "pattern",
+        "path": "src/a.txt",
+        "line": 20_001,
+    }
+
+
+async def test_grep_stops_at_its_deadline_inside_a_large_file(ctx: Context, seed: Seed) -> None:
+    await seed("big.txt", b"line of text\n" * 400_000)
+    tools = FsToolset(ToolsetOptions(grep_seconds=0.05))
+    stopped = await run(tools, ctx, "grep", pattern="text")
+    assert stopped.error_code is None, stopped.text
+    assert stopped.structured["timed_out"] is True
+    assert 0 < stopped.structured["total"] < 400_000
+    assert "the search stopped at its time limit" in stopped.text
+
+
 async def test_a_cancelled_grep_stops_between_files(tmp_path: Path) -> None:
     # Files this small are read without suspending, so only grep's own checkpoints let the
     # cancel of the caller land before every file has been searched.

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxfs.tools.patterns import UNTIMED_LINE_CHARS, LinePattern
+from ctxfs.tools.patterns import LinePattern, OutOfTime
 
 
 def limited(pattern: str) -> bool:
@@ -40,6 +42,9 @@ def test_only_a_pattern_that_can_backtrack_without_bound_gets_a_time_limit(
     assert limited(pattern) is expected
 
 
+LINE_CHARS = 1024
+"""A long line, as lines in source files go."""
+
 ATOMS = st.sampled_from(["a", "b", ".", "[ab]", "\\w", "a\\b"])
 QUANTIFIERS = st.sampled_from(["", "", "*", "+", "?", "{2}", "{1,3}", "{2,}", "*?", "++"])
 
@@ -56,10 +61,28 @@ def patterns() -> st.SearchStrategy[str]:
 @settings(max_examples=200, deadline=None)
 @given(patterns())
 def test_a_pattern_searched_without_a_limit_cannot_run_away(pattern: str) -> None:
-    # Inputs built to make backtracking explode, as long as a line searched without a limit
-    # can be; a pattern let off the limit must still finish well within a second.
+    # Inputs built to make backtracking explode; a pattern let off the line limit (only the
+    # call's deadline stops it) must still finish a long line well within a second.
     compiled = LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0)
     if compiled.line_seconds is None:
         for unit in ("a", "ab", "a b "):
-            line = (unit * UNTIMED_LINE_CHARS)[: UNTIMED_LINE_CHARS - 1] + "!"
+            line = (unit * LINE_CHARS)[: LINE_CHARS - 1] + "!"
             compiled.compiled.search(line, timeout=1.0)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(a|a)" * 24 + "x", "(?x)(a #)\n|a)+$"],
+    ids=["stacked alternatives", "a verbose comment hides a parenthesis"],
+)
+def test_a_pattern_the_check_cannot_judge_is_still_stopped(pattern: str) -> None:
+    compiled = LinePattern.compile(pattern, ignore_case=False, line_seconds=0.2)
+    assert not compiled.literal
+    with pytest.raises(OutOfTime):
+        compiled.first_match("a" * 40 + "!", deadline=time.monotonic() + 0.5)
+
+
+@pytest.mark.parametrize(("pattern", "literal"), [("TODO", True), (r"def \(self\)", True),
+                                                  ("a|b", False), ("a+", False), (r"(x)\1", False)])  # fmt: skip
+def test_only_a_literal_pattern_is_searched_with_no_timeout(pattern: str, literal: bool) -> None:
+    assert LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0).literal is literal

@@ -302,12 +302,21 @@ def test_a_line_that_is_no_message_gets_the_json_rpc_error_and_the_server_reads_
     workspace: Path,
 ) -> None:
     replies = wire(
-        b"{not json", ping(1), b'{"hello": "world"}', ping(2), b"\xff\xfe", ping(3), root=workspace
-    )
+        b"{not json",
+        ping(1),
+        b'{"hello": "world"}',
+        ping(2),
+        b"\xff\xfe",
+        b"",
+        b"  ",
+        ping(3),
+        b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"_meta": {"x": "\xff"}}}',
+        root=workspace,
+    )  # blank lines are no messages: they get no reply; stray bytes in a request are replaced
     errors = [reply for reply in replies if "error" in reply]  # answered as they are read
     assert [error["error"]["code"] for error in errors] == [-32700, -32600, -32700]
     assert all(error["id"] is None for error in errors)
-    assert sorted(reply["id"] for reply in replies if "result" in reply) == [1, 2, 3]
+    assert sorted(reply["id"] for reply in replies if "result" in reply) == [1, 2, 3, 4]
 
 
 def test_a_line_longer_than_the_limit_is_dropped_and_answered(workspace: Path) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 import anyio
@@ -251,3 +252,27 @@ async def test_iter_lines_stopped_early_closes_what_it_decodes_from() -> None:
             assert (number, line) == (1, "one")
             break
     gc.collect()
+
+
+async def test_bytes_utf16_refuses_past_the_sample_are_an_encoding_error() -> None:
+    # Detection looks at the first MiB; a lone surrogate after it cannot be decoded.
+    data = (
+        "\ufefftext line\n".encode("utf-16-le") * 100_000 + b"\x00\xdc" + "x\n".encode("utf-16-le")
+    )
+    assert len(data) > OPTIONS.detect_bytes
+    for collect in (
+        lambda: read_window(
+            stream_of(data, 1 << 16), offset=1, limit=10**9, options=OPTIONS, path="f"
+        ),
+        lambda: _drain(
+            iter_lines(stream_of(data, 1 << 16), options=OPTIONS, path="f", max_line_chars=None)
+        ),
+    ):
+        with pytest.raises(EncodingError) as caught:
+            await collect()
+        assert "is not valid utf-16" in caught.value.message
+
+
+async def _drain(lines: AsyncIterator[tuple[int, str]]) -> None:
+    async for _ in lines:
+        pass

@@ -684,7 +684,12 @@ def check_expect(
 
 
 def _names_an_entry_of(directory: str, entry: Stat) -> bool:
-    """Whether *entry* is a child of *directory* with a name a path can hold."""
+    """Whether *entry* is a child of *directory* whose name is a segment.
+
+    Not empty, ``.`` or ``..``. Names a path check refuses for other reasons (a
+    control character) are kept: a local directory may hold them, and tools show
+    them escaped.
+    """
     name = entry.name
     return name not in ("", ".", "..") and entry.path == (
         f"{directory}/{name}" if directory else name

@@ -33,7 +33,7 @@ from ctxfs.core.outcomes import (
     ReadOutcome,
     WriteOutcome,
 )
-from ctxfs.core.paths import normalize_path
+from ctxfs.core.paths import join_path, normalize_path
 from ctxfs.core.text import AnyDocument, Change, decode_document, iter_lines, read_window
 from ctxfs.core.versions import ABSENT, Absent, Version
 
@@ -353,17 +353,18 @@ class ContextFs:
             entries = await mount.backend.list(report.op.path)
             if not mount.hooks.hides:
                 return entries
-            leads = {}
+            directory = report.op.resolved  # where the entries are, through links
+            leads: dict[str, list[str]] = {}
             for entry in entries:
+                leads[entry.path] = [entry.path, join_path(directory, entry.name)]
                 if entry.kind is FileKind.SYMLINK:
                     with suppress(FsError):  # a link that leads nowhere it could be read
-                        leads[entry.path] = (await mount.backend.locate(entry.path)).resolved
-            named = [entry.path for entry in entries] + list(leads.values())
-            hidden = await mount.hooks.hidden(ctx, named)
+                        leads[entry.path].append((await mount.backend.locate(entry.path)).resolved)
+            hidden = await mount.hooks.hidden(
+                ctx, [path for paths in leads.values() for path in paths]
+            )
             return [
-                entry
-                for entry in entries
-                if entry.path not in hidden and leads.get(entry.path) not in hidden
+                entry for entry in entries if not any(path in hidden for path in leads[entry.path])
             ]
 
     async def stat(self, path: str) -> Stat:
@@ -392,7 +393,12 @@ class ContextFs:
         try:
             canonical = normalize_path(path, file=file)
             report.op = Operation(kind=kind, path=canonical, size=size)
-            where = await mount.backend.locate(canonical)
+            try:
+                where = await mount.backend.locate(canonical)
+            except FsError:
+                # what a denied area holds (a file in the way, a link out) is not told
+                await hooks.authorize(self._ctx, report.op)
+                raise
             report.op = Operation(
                 kind=kind, path=canonical, size=size, resolved=where.resolved, key=where.key
             )

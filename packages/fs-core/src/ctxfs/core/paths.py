@@ -44,8 +44,10 @@ def normalize_path(path: str, *, file: bool = False) -> str:
 
     ``""``, ``"."`` and ``"./"`` name the root. ``.`` segments and repeated
     slashes are dropped (``"./src//a.py"`` is ``"src/a.py"``); a trailing slash is
-    accepted for directories. With *file* set, the path must name a file: the root
-    and a trailing slash are refused.
+    accepted for directories. Bytes that are not UTF-8, carried as lone
+    surrogates (``os.fsdecode``), stay so; escaped bytes that do spell UTF-8
+    become the characters they spell, so a file has one spelling. With *file*
+    set, the path must name a file: the root and a trailing slash are refused.
 
     Raises:
         OutsideRoot: The path is absolute or has a ``..`` segment.
@@ -63,6 +65,8 @@ def normalize_path(path: str, *, file: bool = False) -> str:
 @functools.lru_cache(maxsize=4096)  # agents touch the same few paths over and over
 def _normalize(path: str, file: bool) -> str:
     _check_characters(path)
+    if not path.isascii():  # bytes carried as escapes that spell characters are those characters
+        path = path.encode(errors="surrogateescape").decode(errors="surrogateescape")
     if path.startswith("/"):
         raise OutsideRoot(
             f"absolute path {path!r} refused: paths are relative to the workspace root",

@@ -34,6 +34,7 @@ import anyio
 
 from ctxfs.core import (
     AlreadyExists,
+    Busy,
     Denied,
     FsError,
     InvalidArgument,
@@ -597,12 +598,25 @@ class LocalBackend(Backend):
         )
 
     def _write_sync(self, path: str, data: bytes, expect: Expect | _Seen) -> Version:
+        for _ in range(_DIRECTORY_RACES):
+            try:
+                return self._write_once(path, data, expect)
+            except _DirectoryGone:
+                continue  # a failed create removed the directory it had made: make it again
+        raise Busy(f"the directory of {path} keeps being removed", path=path)
+
+    def _write_once(self, path: str, data: bytes, expect: Expect | _Seen) -> Version:
         parent, _, name = path.rpartition("/")
         with self._made_dir(parent) as dir_fd:
             current = self._entry(dir_fd, name, path)
             self._check_precondition(dir_fd, name, path, current, expect)
             with translated(path, on_missing=self._root_gone):
-                temp = _write_temp(dir_fd, data, current)
+                try:
+                    temp = _write_temp(dir_fd, data, current)
+                except FileNotFoundError:
+                    if os.fstat(dir_fd).st_nlink == 0:
+                        raise _DirectoryGone from None
+                    raise
                 try:
                     if expect is ABSENT or expect == _Seen(None):
                         _rename_noreplace(dir_fd, temp, name)
@@ -838,6 +852,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_DIRECTORY_RACES: Final = 3
+
+
+class _DirectoryGone(Exception):
+    """The directory a write was about to publish in was removed meanwhile."""
+
+
 _DELETED: Final = " (deleted)"
 """What ``/proc/self/fd`` adds to the path of a file unlinked since it was opened."""
 
@@ -850,7 +871,10 @@ def _read_at(fd: int, position: int, chunk_size: int, size: int) -> bytes | int:
     try:
         hole = os.lseek(fd, position, os.SEEK_DATA) - position
     except OSError as error:
-        hole = size - position if error.errno == errno.ENXIO else 0  # ENXIO: a hole to the end
+        # ENXIO: a hole to the end, unless the file was cut short meanwhile (read to learn)
+        ended = error.errno == errno.ENXIO and os.fstat(fd).st_size >= size
+        hole = size - position if ended else 0
+    hole = min(hole, size - position)  # a file grown meanwhile is read as it was at open
     if hole >= min(chunk_size, size - position) > 0:
         return hole
     return os.pread(fd, chunk_size, position)

@@ -56,10 +56,23 @@ def escaped_data(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def unescaped_path(path: str) -> str:
-    r"""*path* with each ``\xNN`` (``80``-``ff``) turned back into the byte it shows."""
+    r"""*path* with each ``\xNN`` (``80``-``ff``) turned back into the byte it shows.
+
+    The bytes are decoded as a file name is (UTF-8, the rest escaped), so bytes
+    that spell a character become that character: one name, one spelling.
+    """
     if "\\x" not in path:
         return path
-    return _ESCAPE.sub(lambda found: chr(0xDC00 + int(found.group(1), 16)), path)
+    raw, at = bytearray(), 0
+    try:
+        for found in _ESCAPE.finditer(path):
+            raw += path[at : found.start()].encode("utf-8", "surrogateescape")
+            raw.append(int(found.group(1), 16))
+            at = found.end()
+        raw += path[at:].encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no name decodes to: the path check refuses it
+        return path
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def _escape(found: re.Match[str]) -> str:

@@ -1,13 +1,13 @@
 """Grep patterns: which can run away, and searching lines under a deadline.
 
 Patterns are Python regular expressions, run by the ``regex`` engine (``re``'s
-syntax and meaning) because it can stop a search and let go of the GIL. A
-pattern that could backtrack without bound (a repeated group holding a
-quantifier or alternatives, a backreference, more than one unbounded repeat,
-many stacked optional parts) has a time limit per line, so a catastrophic one
-fails the call instead of using up its deadline line after line; every other
-pattern is timed only on long lines, where even one repeat costs the square of
-the length.
+syntax and meaning) because it can stop a search and let go of the GIL. Every
+pattern but a literal one is searched with a timeout, the rest of the call's
+deadline. A pattern that could backtrack without bound (a repeated group
+holding a quantifier or alternatives, a backreference, more than one unbounded
+repeat, many stacked optional parts) also has a time limit per line, so a
+catastrophic one fails the call at its first bad line instead of using up the
+deadline line after line.
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ import regex
 
 from ctxfs.core import InvalidArgument
 
-__all__ = ["UNTIMED_LINE_CHARS", "LinePattern", "OutOfTime", "Searched"]
+__all__ = ["LinePattern", "OutOfTime", "Searched"]
 
 _QUANTIFIER: Final = regex.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
 _CHARACTER_CLASS: Final = regex.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]", regex.DOTALL)
 _MOST_UNBOUNDED_REPEATS: Final = 1
 _MOST_CHOICES: Final = 32
-UNTIMED_LINE_CHARS: Final = 1024
-"""Lines up to this long are searched with no timeout by a pattern that cannot
-backtrack without bound (its cost is at most quadratic in the line)."""
+_BACKTRACKING: Final = regex.compile(r"[*+?{|]")
+"""A pattern without these (nor a backreference) matches in linear time: no timeout."""
 
 _REPEATS: Final[dict[str, tuple[int, float]]] = {
     "*": (0, math.inf),
@@ -65,7 +64,9 @@ class LinePattern:
     compiled: regex.Pattern[str]
     line_seconds: float | None
     """The time one line's search may take; None for a pattern that cannot backtrack
-    without bound (see :func:`_can_backtrack`)."""
+    without bound (see :func:`_can_backtrack`), which only the call's deadline stops."""
+    literal: bool = False
+    """No quantifier, alternative or backreference: searched with no timeout at all."""
 
     @classmethod
     def compile(cls, pattern: str, *, ignore_case: bool, line_seconds: float) -> LinePattern:
@@ -79,16 +80,23 @@ class LinePattern:
                 details={"field": "pattern"},
             ) from None
         bounded = not _can_backtrack(pattern)
-        return cls(compiled=compiled, line_seconds=None if bounded else line_seconds)
+        return cls(
+            compiled=compiled,
+            line_seconds=None if bounded else line_seconds,
+            literal=bounded and _BACKTRACKING.search(pattern) is None,
+        )
 
     def first_match(self, line: str, *, deadline: float) -> tuple[int, int] | None:
         """Where the first match in *line* starts and ends, if there is one.
 
         Runs without the GIL. Raises ``OutOfTime`` when the line's time is up
-        or *deadline* (``time.monotonic``) has passed.
+        or *deadline* (``time.monotonic``) has passed. Every pattern but a
+        literal one is searched with a timeout: telling all that can run away
+        from a regular expression's text is not possible (a verbose pattern's
+        comments, stacked alternatives), and a timeout costs microseconds.
         """
-        if self.line_seconds is None and len(line) <= UNTIMED_LINE_CHARS:
-            found = self.compiled.search(line, concurrent=True)  # a timeout costs microseconds
+        if self.literal:
+            found = self.compiled.search(line, concurrent=True)
         else:
             line_seconds = math.inf if self.line_seconds is None else self.line_seconds
             seconds = min(line_seconds, deadline - time.monotonic())

@@ -31,7 +31,7 @@ WALK_TRUNCATED: Final = "(the walk stopped at its size limit: give a narrower pa
 _BIDI: Final = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _ESCAPES: Final = {
     **{code: f"\\x{code:02x}" for code in (*range(0x09), *range(0x0A, 0x20), 0x7F)},
-    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
+    **{code: f"\\u{code:04x}" for code in range(0x80, 0xA0)},  # \xNN is a raw byte
     **{code: f"\\u{code:04x}" for code in _BIDI},
 }
 SHOWN_CHARS: Final = 300

@@ -193,6 +193,8 @@ class _WireReader(_Stream):
                     message=f"Invalid Request: the line is longer than {self.max_line_bytes} bytes",
                 )
             )
+            if message is None:
+                continue
             if isinstance(message, ErrorData):
                 await self.writer.refuse(message)
                 continue
@@ -241,14 +243,20 @@ class _WireReader(_Stream):
             raise StopAsyncIteration from None
 
 
-def _parse(line: bytes) -> JSONRPCMessage | ErrorData:
-    """The message on *line*, or the JSON-RPC error that answers it."""
+def _parse(line: bytes) -> JSONRPCMessage | ErrorData | None:
+    """The message on *line*, the JSON-RPC error that answers it, or None for a blank line.
+
+    Bytes that are not UTF-8 are replaced (U+FFFD), as the SDK's transport does.
+    """
+    text = line.decode("utf-8", "replace")
+    if not text.strip():
+        return None
     try:
-        return jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValueError:
         pass
     try:
-        pydantic_core.from_json(line)
+        pydantic_core.from_json(text)
     except ValueError:
         return ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
     return ErrorData(

@@ -130,14 +130,14 @@ async def grep(
     The hits on *page* (1-based, over all hits in sorted order) are kept; all
     are counted. Lines are searched whole; a hit longer than *max_line_chars*
     keeps that much of its line, around the match. Files that are binary,
-    undecodable or refused are skipped and counted. After *seconds*, the
-    search stops and says so (``timed_out``).
+    undecodable or refused are skipped and counted (a file that fails part way
+    keeps the matches found before). After *seconds*, the search stops and says
+    so (``timed_out``).
 
     Raises:
         InvalidArgument: A line's search ran out of its own time (see :class:`LinePattern`).
 
     """
-    deadline = time.monotonic() + seconds
     root = normalize_path(root)
     found = Grep()
     if root and (await ctx.fs.stat(root)).kind is not FileKind.DIRECTORY:
@@ -150,50 +150,98 @@ async def grep(
             for entry in found.walk.files
             if matcher is None or matcher.fullmatch(relative_to(entry.path, root))
         ]
-    batch: list[tuple[str, int, str]] = []
-    chars = files_read = 0  # files read into the batch, not yet searched to their end
+    search = _Search(pattern, found, page, max_line_chars, time.monotonic() + seconds)
+    try:
+        await _search_files(ctx, paths, search)
+    except _TooSlow as slow:
+        raise pattern.too_slow(slow.path, slow.number) from None
+    return found
 
-    async def search() -> bool:
-        """Search the batch off the event loop; whether to go on."""
-        nonlocal chars, files_read
-        searched = await anyio.to_thread.run_sync(pattern.search_lines, batch, deadline)
-        for index, column in searched.hits:
-            found.total += 1
-            if page.holds(found.total):
-                found.hits.append(_hit(*batch[index], column, max_line_chars))
-        if searched.stopped_at is not None:
-            path, number, _ = batch[searched.stopped_at]
-            if not searched.whole_call:
-                raise pattern.too_slow(path, number)
-            found.timed_out = True
-            return False
-        found.files_searched += files_read
-        batch.clear()
-        chars = files_read = 0
-        return True
 
+async def _search_files(ctx: Context, paths: list[str], search: _Search) -> None:
+    """Feed the lines of each file to *search*, until the end or its deadline."""
     for path in paths:
         # Small files are read without suspending: let other tasks run, and a cancel land.
         await anyio.lowlevel.checkpoint()
-        if time.monotonic() > deadline:
-            found.timed_out = True
-            break
+        if search.out_of_time():
+            return
+        start = len(search.batch)
         try:
             async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as lines:
                 async for number, line in lines:
-                    batch.append((path, number, line))
-                    chars += len(line)
-                    if (chars >= _BATCH_CHARS or len(batch) >= _BATCH_LINES) and not (
-                        await search()
-                    ):
-                        return found
-        except FsError:  # this file cannot be searched; the others still can
-            found.files_skipped += 1
+                    if search.add(path, number, line):
+                        start = 0
+                        if not await search.flush():
+                            return
+        except FsError:  # this file cannot be searched (its lines not yet searched go)
+            search.drop(start)
+            search.found.files_skipped += 1
             continue
-        files_read += 1
-    if batch or files_read:
-        await search()
-    return found
+        search.files_read += 1
+    await search.flush()
+
+
+class _TooSlow(Exception):
+    """A line took longer than the pattern's limit: no ``FsError``, no file is at fault."""
+
+    def __init__(self, path: str, number: int) -> None:
+        super().__init__(path, number)
+        self.path, self.number = path, number
+
+
+class _Search:
+    """Lines gathered into batches, each searched off the event loop, and what they hold."""
+
+    def __init__(
+        self, pattern: LinePattern, found: Grep, page: Page, max_line_chars: int, deadline: float
+    ) -> None:
+        self.pattern, self.found, self.page = pattern, found, page
+        self.max_line_chars, self.deadline = max_line_chars, deadline
+        self.batch: list[tuple[str, int, str]] = []
+        self.chars = 0
+        self.files_read = 0  # files read into the batch, not yet searched to their end
+
+    def add(self, path: str, number: int, line: str) -> bool:
+        """Add a line; whether the batch is full."""
+        self.batch.append((path, number, line))
+        self.chars += len(line)
+        return self.chars >= _BATCH_CHARS or len(self.batch) >= _BATCH_LINES
+
+    def drop(self, start: int) -> None:
+        """Forget the lines from *start* on (a file that failed part way)."""
+        del self.batch[start:]
+        self.chars = sum(len(line) for _, _, line in self.batch)
+
+    def out_of_time(self) -> bool:
+        """Whether the deadline has passed (the result then says so)."""
+        if time.monotonic() > self.deadline:
+            self.found.timed_out = True
+        return self.found.timed_out
+
+    async def flush(self) -> bool:
+        """Search the batch in a worker thread; whether there is time to go on.
+
+        Raises:
+            _TooSlow: A line took longer than the pattern's limit.
+
+        """
+        if not self.batch and not self.files_read:
+            return not self.out_of_time()
+        batch, found = self.batch, self.found
+        searched = await anyio.to_thread.run_sync(self.pattern.search_lines, batch, self.deadline)
+        for index, column in searched.hits:
+            found.total += 1
+            if self.page.holds(found.total):
+                found.hits.append(_hit(*batch[index], column, self.max_line_chars))
+        if searched.stopped_at is not None:
+            path, number, _ = batch[searched.stopped_at]
+            if not searched.whole_call:
+                raise _TooSlow(path, number)
+            found.timed_out = True
+            return False
+        found.files_searched += self.files_read
+        self.batch, self.chars, self.files_read = [], 0, 0
+        return not self.out_of_time()
 
 
 def _hit(path: str, number: int, line: str, column: int, max_chars: int) -> Hit:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import AnyStr, Final, Generic
 
 from ctxfs.core.backend import ReadStream
-from ctxfs.core.errors import InvalidArgument
+from ctxfs.core.errors import EncodingError, InvalidArgument
 from ctxfs.core.text.document import display
 from ctxfs.core.text.encodings import TextEncoding, detect_encoding
 from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings, count_terminators
@@ -96,12 +96,12 @@ async def read_window(
         async for chunk in chunks:
             byte_scanner.feed(chunk)
         return byte_scanner.finish()
-    decoder = codecs.getincrementaldecoder(encoding.codec)("surrogateescape")
+    decode = _decoder(encoding, path)
     text_scanner = _Scanner(TEXT_ENDINGS, encoding, offset, limit, options, unit="characters")
-    text_scanner.feed(decoder.decode(head, final=ended))
+    text_scanner.feed(decode(head, ended))
     async for chunk in chunks:
-        text_scanner.feed(decoder.decode(chunk))
-    text_scanner.feed(decoder.decode(b"", final=True))
+        text_scanner.feed(decode(chunk, False))
+    text_scanner.feed(decode(b"", True))
     return text_scanner.finish()
 
 
@@ -120,7 +120,7 @@ async def iter_lines(
 
     """
     chunks, encoding, head, ended = await _detect(stream, options, path)
-    decoder = codecs.getincrementaldecoder(encoding.codec)("surrogateescape")
+    decode = _decoder(encoding, path)
     parts: list[str] = []  # the line so far, in pieces: joined once it ends
     held, size, number, skipping = "", 0, 1, False  # skipping: the rest of an over-long line
 
@@ -131,10 +131,10 @@ async def iter_lines(
         return None if max_line_chars is None else max_line_chars - size
 
     async def pieces() -> AsyncGenerator[str]:
-        yield decoder.decode(head, final=ended)
+        yield decode(head, ended)
         async for chunk in chunks:
-            yield decoder.decode(chunk)
-        yield decoder.decode(b"", final=True)
+            yield decode(chunk, False)
+        yield decode(b"", True)
 
     async with aclosing(pieces()) as decoded:  # closed too when our caller stops early
         async for piece in decoded:
@@ -160,6 +160,26 @@ async def iter_lines(
                 size += len(rest)
     if (held or parts) and not skipping:
         yield number, line()
+
+
+def _decoder(encoding: TextEncoding, path: str) -> Callable[[bytes, bool], str]:
+    """Decode a stream chunk by chunk.
+
+    Bytes the encoding refuses, past the sample detection saw, are an ``EncodingError``.
+    """
+    decoder = codecs.getincrementaldecoder(encoding.codec)("surrogateescape")
+
+    def decode(chunk: bytes, final: bool) -> str:
+        try:
+            return decoder.decode(chunk, final=final)
+        except UnicodeDecodeError as error:
+            raise EncodingError(
+                f"{path} is not valid {encoding.codec} past its start: {error.reason}",
+                path=path,
+                hint="The file is damaged or not text; it cannot be read as text.",
+            ) from None
+
+    return decode
 
 
 async def _detect(

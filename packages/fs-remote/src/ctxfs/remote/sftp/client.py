@@ -131,7 +131,9 @@ class SftpClient:
         answer, so its lock file is one; a link at the file's own name is kept
         as it is (it is the entry a change replaces). Checked to lie inside the root.
         """
-        await self.confined(sftp, full, path)
+        real = await self.confined(sftp, full, path)
+        if full == self.root:
+            return real  # the root itself: its parent is outside
         directory, name = posixpath.split(full)
         return posixpath.join(await self.confined(sftp, directory, path), name)
 
