@@ -310,15 +310,22 @@ async def test_s3_keys_no_path_can_name_are_skipped_by_listings_and_walks(url_fo
         client.call_s3("put_object", Bucket=bucket, Key=f"{prefix}/{key}", Body=b"k\n")
     with proxy(S3.port) as counted:
         async with Fs(opened(S3, url, endpoint_url=counted.url), load_entrypoints=False) as fs:
-            assert [entry.name for entry in await fs.backend.list("")] == ["a", "ok.txt", "x"]
-            assert [entry.path for entry in await fs.backend.list("x")] == ["x/z.txt"]
+            top = await fs.backend.list("")
+            assert [entry.name for entry in top] == ["a", "ok.txt", "x"]
+            assert top.unnamed == ("..",)
+            inside = await fs.backend.list("x")
+            assert [entry.path for entry in inside] == ["x/z.txt"]
+            assert inside.unnamed == ("x",)  # the prefix x// the store reports
             counted.requests.clear()
             tools, ctx = FsToolset(), fs.context(owner="a")
             found = await tools.execute(ctx, "glob", {"pattern": "**"})
             assert found.structured["paths"] == ["a/c.txt", "ok.txt", "x/z.txt"]
             assert found.structured["walk_truncated"] is False
+            assert found.structured["unnamed"] == 3  # listed as there, and unreadable
+            assert "3 entries not listed: no path can name them" in found.text
             assert len(counted.requests) < 20  # a few LISTs, not a loop
             listed = await tools.execute(ctx, "list_dir", {"path": ""})
-            assert ".." not in listed.text
+            assert ".." not in listed.text.replace("'..'", "")
+            assert listed.structured["unnamed"] == 1
             searched = await tools.execute(ctx, "grep", {"pattern": "k"})
             assert searched.structured["total"] == 3

@@ -25,7 +25,7 @@ import builtins
 import enum
 import logging
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
@@ -51,6 +51,7 @@ __all__ = [
     "CasScope",
     "ConditionalUpdate",
     "FileKind",
+    "Listing",
     "Location",
     "ReadRequest",
     "ReadStream",
@@ -137,6 +138,19 @@ class Blob:
     """The version of the whole file at the moment of the read."""
     size: int
     """The size of the whole file, which may exceed ``len(data)`` for a range."""
+
+
+class Listing(builtins.list[Stat]):
+    """A directory's entries, as :meth:`Backend.list` returns them: a list of :class:`Stat`.
+
+    :attr:`unnamed` holds what the store reported that no path can name (an
+    object key with an empty, ``.`` or ``..`` segment, planted by another
+    writer): left out of the list, but not out of sight.
+    """
+
+    def __init__(self, entries: Iterable[Stat] = (), *, unnamed: tuple[str, ...] = ()) -> None:
+        super().__init__(entries)
+        self.unnamed = unnamed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -458,14 +472,15 @@ class Backend(AsyncResource):
             raise InvalidArgument("the root cannot be deleted", path=path)
         await self._delete(path, expect)
 
-    async def list(self, path: str) -> builtins.list[Stat]:
+    async def list(self, path: str) -> Listing:
         """List the entries directly inside directory *path*, sorted by name.
 
         Reserved names (the backends' temporary and lock files) never appear,
         nor do entries no path can name: an empty, ``.`` or ``..`` name (object
         keys such as ``a//b``, ``a/./b`` or ``../b``, planted by another
-        writer), or one the store reports outside *path*. Those are logged, so
-        a walk never loops over them or shows them.
+        writer), or one the store reports outside *path*. Those are counted in
+        :attr:`Listing.unnamed` and logged, so a walk never loops over them or
+        shows them, yet says they are there.
 
         Raises:
             NotFound: *path* does not exist.
@@ -481,7 +496,7 @@ class Backend(AsyncResource):
                 entries.append(entry)
         if unnamed:
             log.warning("%r: skipped %d entries no path can name: %r", path, len(unnamed), unnamed)
-        return sorted(entries, key=lambda entry: entry.name)
+        return Listing(sorted(entries, key=lambda entry: entry.name), unnamed=tuple(unnamed))
 
     async def mkdir(self, path: str) -> None:
         """Create directory *path* and any missing parents; an existing directory is fine.

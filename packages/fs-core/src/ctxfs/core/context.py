@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
 
-from ctxfs.core.backend import FileKind
+from ctxfs.core.backend import FileKind, Listing
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
@@ -341,11 +341,12 @@ class ContextFs:
                 async for item in numbered:
                     yield item
 
-    async def list(self, path: str = "") -> list[Stat]:
+    async def list(self, path: str = "") -> Listing:
         """List a directory (the root by default), sorted by name.
 
         Entries a policy hides (``ctxfs_hidden``: a denied name, or a link to
-        one) are left out.
+        one) are left out; so are those no path can name (counted in
+        :attr:`Listing.unnamed`).
         """
         ctx, mount = self._ctx, self._ctx.mount
         async with self._reported(OpKind.LIST, path, file=False) as report:
@@ -363,9 +364,10 @@ class ContextFs:
             hidden = await mount.hooks.hidden(
                 ctx, [path for paths in leads.values() for path in paths]
             )
-            return [
-                entry for entry in entries if not any(path in hidden for path in leads[entry.path])
-            ]
+            return Listing(
+                (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
+                unnamed=entries.unnamed,
+            )
 
     async def stat(self, path: str) -> Stat:
         """Return the metadata of a file or directory."""

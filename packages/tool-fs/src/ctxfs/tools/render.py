@@ -23,10 +23,20 @@ __all__ = [
     "page_footer",
     "size",
     "span",
+    "unnamed",
     "with_diff",
 ]
 
 WALK_TRUNCATED: Final = "(the walk stopped at its size limit: give a narrower path)"
+
+
+def unnamed(number: int) -> str:
+    """The line saying that *number* entries of the store could not be listed."""
+    return (
+        f"({count(number, 'entry', 'entries')} not listed: no path can name "
+        f"{'it' if number == 1 else 'them'} (a key with an empty, '.' or '..' segment))"
+    )
+
 
 _BIDI: Final = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _ESCAPES: Final = {

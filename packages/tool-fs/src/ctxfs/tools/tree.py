@@ -51,6 +51,8 @@ class Walk:
     """The walk stopped at its entry limit: more files may exist."""
     unreadable: int = 0
     """Directories that could not be listed."""
+    unnamed: int = 0
+    """Entries no path can name (see :class:`~ctxfs.core.Listing`), not listed."""
 
 
 async def walk(ctx: Context, root: str, *, ignore: frozenset[str], max_entries: int) -> Walk:
@@ -60,6 +62,7 @@ async def walk(ctx: Context, root: str, *, ignore: frozenset[str], max_entries: 
         directory = pending.popleft()
         try:
             entries = await ctx.fs.list(directory)
+            result.unnamed += len(entries.unnamed)
         except FsError:
             if directory == normalize_path(root):
                 raise

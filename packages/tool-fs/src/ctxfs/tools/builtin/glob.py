@@ -7,7 +7,7 @@ from pydantic import Field, PositiveInt
 from ctxfs.core import glob_matcher, normalize_path, relative_to
 from ctxfs.tools import tree
 from ctxfs.tools.paging import Page, PageData
-from ctxfs.tools.render import WALK_TRUNCATED, count, escape, page_footer
+from ctxfs.tools.render import WALK_TRUNCATED, count, escape, page_footer, unnamed
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["GLOB", "GlobArgs", "GlobData", "GlobTool"]
@@ -33,6 +33,9 @@ class GlobData(PageData):
     pattern: str
     paths: list[str]
     walk_truncated: bool = Field(description="Whether the directory walk hit its size limit.")
+    unnamed: int = Field(
+        default=0, description="Entries not listed: no path can name them (object keys)."
+    )
 
 
 class GlobTool(Tool[GlobArgs, GlobData]):
@@ -75,6 +78,7 @@ class GlobTool(Tool[GlobArgs, GlobData]):
             next_offset=next_offset,
             truncated=next_offset is not None,
             walk_truncated=walked.truncated,
+            unnamed=walked.unnamed,
         )
 
     def render(self, data: GlobData, args: GlobArgs) -> str:
@@ -88,6 +92,8 @@ class GlobTool(Tool[GlobArgs, GlobData]):
             lines.append(page_footer("files", data.offset, len(data.paths), of, data.next_offset))
         if data.walk_truncated:
             lines.append(WALK_TRUNCATED)
+        if data.unnamed:
+            lines.append(unnamed(data.unnamed))
         return "\n".join(lines)
 
 

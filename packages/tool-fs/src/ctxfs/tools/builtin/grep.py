@@ -8,7 +8,15 @@ from ctxfs.core import glob_matcher, normalize_path
 from ctxfs.tools import tree
 from ctxfs.tools.paging import Page, PageData
 from ctxfs.tools.patterns import LinePattern
-from ctxfs.tools.render import SHOWN_CHARS, WALK_TRUNCATED, around, count, escape, page_footer
+from ctxfs.tools.render import (
+    SHOWN_CHARS,
+    WALK_TRUNCATED,
+    around,
+    count,
+    escape,
+    page_footer,
+    unnamed,
+)
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["GREP", "GrepArgs", "GrepData", "GrepMatch", "GrepTool"]
@@ -53,6 +61,9 @@ class GrepData(PageData):
     files_searched: int
     files_skipped: int = Field(description="Files not searched: binary, undecodable or unreadable.")
     walk_truncated: bool
+    unnamed: int = Field(
+        default=0, description="Entries not listed: no path can name them (object keys)."
+    )
     timed_out: bool = Field(
         default=False,
         description="The search stopped at its time limit: totals count what it searched.",
@@ -122,6 +133,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             next_offset=next_offset,
             truncated=next_offset is not None,
             walk_truncated=found.walk.truncated,
+            unnamed=found.walk.unnamed,
             timed_out=found.timed_out,
         )
 
@@ -143,6 +155,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             lines.append("(long lines are shown around their first match, … marks a cut)")
         if data.walk_truncated:
             lines.append(WALK_TRUNCATED)
+        if data.unnamed:
+            lines.append(unnamed(data.unnamed))
         if data.timed_out:
             lines.append(
                 "(the search stopped at its time limit: the counts cover what it searched; "

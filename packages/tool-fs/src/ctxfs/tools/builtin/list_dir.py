@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field, PositiveInt
 
 from ctxfs.core import FileKind, normalize_path
 from ctxfs.tools.paging import Page, PageData
-from ctxfs.tools.render import count, escape, page_footer, size
+from ctxfs.tools.render import count, escape, page_footer, size, unnamed
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["LIST_DIR", "EntryData", "ListData", "ListDirArgs", "ListDirTool"]
@@ -35,6 +35,9 @@ class ListData(PageData):
     """The data of a ``list_dir`` result."""
 
     entries: list[EntryData]
+    unnamed: int = Field(
+        default=0, description="Entries not listed: no path can name them (object keys)."
+    )
 
 
 class ListDirTool(Tool[ListDirArgs, ListData]):
@@ -67,19 +70,22 @@ class ListDirTool(Tool[ListDirArgs, ListData]):
             offset=page.first,
             next_offset=next_offset,
             truncated=next_offset is not None,
+            unnamed=len(entries.unnamed),
         )
 
     def render(self, data: ListData, args: ListDirArgs) -> str:
         if data.total == 0:
-            return f"({data.target or 'the workspace root'} is empty)"
-        lines = [_entry(entry) for entry in data.entries]
-        if data.next_offset is None and data.offset == 1:
-            lines.append(f"({count(data.total, 'entry', 'entries')})")
+            lines = [f"({data.target or 'the workspace root'} is empty)"]
         else:
-            shown = len(data.entries)
-            lines.append(
-                page_footer("entries", data.offset, shown, f"{data.total}", data.next_offset)
-            )
+            lines = [_entry(entry) for entry in data.entries]
+            if data.next_offset is None and data.offset == 1:
+                lines.append(f"({count(data.total, 'entry', 'entries')})")
+            else:
+                shown = len(data.entries)
+                of = f"{data.total}"
+                lines.append(page_footer("entries", data.offset, shown, of, data.next_offset))
+        if data.unnamed:
+            lines.append(unnamed(data.unnamed))
         return "\n".join(lines)
 
 
