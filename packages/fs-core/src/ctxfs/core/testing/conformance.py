@@ -364,6 +364,15 @@ class BackendConformance:
         with pytest.raises(InvalidPath):
             await backend.locate("d/.ctxfs-x")
 
+    async def test_a_failed_write_leaves_no_directory_it_made(self, backend: Backend) -> None:
+        await backend.write("kept/a.txt", b"x", expect=ABSENT)
+        version = await backend.write("kept/b.txt", b"x", expect=ABSENT)
+        for path in ("new/deeper/c.txt", "kept/new/c.txt"):
+            with pytest.raises(FsError):  # the file it expects is not there
+                await backend.write(path, b"x", expect=version)
+        assert [entry.name for entry in await backend.list("")] == ["kept"]
+        assert [entry.name for entry in await backend.list("kept")] == ["a.txt", "b.txt"]
+
     async def test_bounds_and_sizes_are_checked_before_content(self, backend: Backend) -> None:
         version = await backend.write("r.bin", b"0123456789", expect=ABSENT)
         with pytest.raises(TooLarge) as caught:

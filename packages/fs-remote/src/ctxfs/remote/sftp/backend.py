@@ -221,21 +221,46 @@ class SftpBackend(Backend):
 
         async def run(sftp: asyncssh.SFTPClient) -> Version:
             real = await self.client.located(sftp, full, path)  # one lock for every spelling
+            made = await self._make_parents(sftp, posixpath.dirname(real), path)
             try:
-                await sftp.makedirs(posixpath.dirname(real), exist_ok=True)
-            except asyncssh.SFTPError as exc:
-                raise await self.client.refine(sftp, exc, path) from exc
-            async with self.leases.held(sftp, real, path, token) as reclaimed:
-                current, mode = await self._current(sftp, real, path)
-                if reclaimed and current == content_version(data):
-                    # Our lock outlived a lost connection, so no one else wrote since:
-                    # the bytes there are our own cut-off attempt's.
-                    return current
-                check_expect(path, expect, current)
-                await _publish(sftp, real, data, mode=mode, replace=current is not None)
+                async with self.leases.held(sftp, real, path, token) as reclaimed:
+                    current, mode = await self._current(sftp, real, path)
+                    if reclaimed and current == content_version(data):
+                        # Our lock outlived a lost connection, so no one else wrote since:
+                        # the bytes there are our own cut-off attempt's.
+                        return current
+                    check_expect(path, expect, current)
+                    await _publish(sftp, real, data, mode=mode, replace=current is not None)
+            except BaseException:
+                for directory in reversed(made):  # a failed create leaves no directories
+                    with suppress(asyncssh.SFTPError, OSError):
+                        await asyncio.shield(sftp.rmdir(directory))
+                raise
             return content_version(data)
 
         return await self.client.call(path, run)
+
+    async def _make_parents(
+        self, sftp: asyncssh.SFTPClient, directory: str, path: str
+    ) -> list[str]:
+        """Make *directory* and its missing parents; return those made, outermost first."""
+        missing: list[str] = []
+        try:
+            while not await sftp.isdir(directory):
+                missing.append(directory)
+                directory = posixpath.dirname(directory)
+            made = []
+            for level in reversed(missing):
+                try:
+                    await sftp.mkdir(level)
+                except asyncssh.SFTPFailure:
+                    if not await sftp.isdir(level):  # made by another writer meanwhile: fine
+                        raise
+                else:
+                    made.append(level)
+        except asyncssh.SFTPError as exc:
+            raise await self.client.refine(sftp, exc, path) from exc
+        return made
 
     @asynccontextmanager
     async def _open_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
