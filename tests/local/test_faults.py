@@ -24,8 +24,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxfs.core import Fs, FsError
+from ctxfs.core import ABSENT, Fs, FsError
 from ctxfs.local import LocalBackend
+from ctxfs.local import backend as local_backend
 
 pytestmark = pytest.mark.slow
 
@@ -265,3 +266,27 @@ def test_a_failed_create_removes_the_directories_it_made(tmp_path: Path) -> None
         )
         report = json.loads(result.stdout)
         assert report == {"code": "too_large", "tree": ["a"]}, path
+
+
+@pytest.mark.anyio
+async def test_a_create_whose_new_directory_a_failed_create_removed_makes_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worst interleaving, made certain: between opening n/ and writing its temporary
+    # file there, another writer's failed create removes n/ (it had made it, and it is empty).
+    root = tmp_path / "root"
+    root.mkdir()
+    real_write_temp = local_backend._write_temp
+    removed: list[bool] = []
+
+    def rival_removes_the_directory(dir_fd: int, *args: object) -> str:
+        if not removed:
+            os.rmdir(root / "n")
+            removed.append(True)
+        return real_write_temp(dir_fd, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local_backend, "_write_temp", rival_removes_the_directory)
+    backend = LocalBackend(root, state_dir=tmp_path / "state")
+    await backend.write("n/b.txt", b"x", expect=ABSENT)
+    assert removed
+    assert (root / "n" / "b.txt").read_bytes() == b"x"
