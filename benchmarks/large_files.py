@@ -50,7 +50,7 @@ _PEAK = textwrap.dedent(
 )
 
 
-def _file(path: Path, size: int) -> None:
+def text_file(path: Path, size: int) -> None:
     """Write *size* bytes of numbered text lines with one unique marker line in the middle."""
     block = text_of_size(16 << 20)
     with path.open("wb") as out:
@@ -86,8 +86,8 @@ async def cases(workdir: Path) -> tuple[list[Case], list[str]]:
     ours_root.mkdir()
     base_root.mkdir()
     for size, name in ((100 << 20, "100MB.txt"), (1 << 30, "1GB.txt")):
-        _file(ours_root / name, size)
-    _file(base_root / "1GB.txt", 1 << 30)
+        text_file(ours_root / name, size)
+    text_file(base_root / "1GB.txt", 1 << 30)
     middle = 10_000_000  # a line near the middle of the 1 GB file (~110 bytes a line)
     fs = Fs(LocalBackend(ours_root, state_dir=workdir / "large-state"), load_entrypoints=False)
     ctx = fs.context(owner="bench")

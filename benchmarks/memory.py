@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Final
 
-from benchmarks.text_semantics import text_of_size
+from benchmarks.large_files import text_file
 
 TARGET: Final = 3.0
 
@@ -75,19 +75,6 @@ CASES: Final = (
 )
 
 
-def _file(path: Path, size: int) -> None:
-    block = text_of_size(16 << 20)
-    with path.open("wb") as out:
-        written = 0
-        while written < size // 2:
-            out.write(block)
-            written += len(block)
-        out.write(b"UNIQUE-MARKER-A\n")
-        while written < size:
-            out.write(block)
-            written += len(block)
-
-
 def growth(root: Path, case: str, size: int) -> float:
     """How far the peak rose during *case*, as a multiple of *size*; a fresh process."""
     result = subprocess.run(
@@ -113,7 +100,7 @@ def section(workdir: Path) -> list[str]:
         root = workdir / f"memory-{case}"
         root.mkdir()
         if case != "write":
-            _file(root / "old.txt", size)
+            text_file(root / "old.txt", size)
         ratio = growth(root, case, size)
         met = "yes" if ratio <= TARGET else "**missed**"
         rows.append(f"| {title} | {size >> 20} MiB | {ratio:.2f}x | ≤ {TARGET:g}x | {met} |")
