@@ -85,7 +85,9 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             f"{options.grep_limit:,} matches per call, with exact totals and the `offset` "
             "to continue. `glob` filters files as in the glob tool; binary files are "
             f"skipped; so are these directories: {', '.join(sorted(options.ignore))}, and "
-            "what a policy denies. Searching does not count as reading a file before editing it."
+            "what a policy denies. Long lines are shown cut around their match. A search "
+            f"stops after {options.grep_seconds:g} s and says what it covered. Searching does "
+            "not count as reading a file before editing it."
         )
 
     def page_limit(self, limits: Limits) -> int:
