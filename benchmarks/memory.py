@@ -44,7 +44,7 @@ _CASE = textwrap.dedent(
                     async for _ in stream:
                         pass
                 key = (await fs.backend.locate("old.txt")).key
-                fs.file_context.observe(  # as if every window had been read
+                await fs.file_context.observe(  # as if every window had been read
                     "rss", key, stream.version, complete=True
                 )
                 before = peak()

@@ -1,10 +1,12 @@
-"""Shared fixtures: the event loops to run on, and installing throw-away distributions."""
+"""Shared fixtures: the event loops to run on, throw-away distributions, the Redis server."""
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import textwrap
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -62,6 +64,29 @@ def install_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[In
     yield install
     for module in installed:
         sys.modules.pop(module, None)
+
+
+REDIS_PORT = 6390
+"""Where `.ci/servers start redis` runs redis-server (not 6379: tests never touch a user's Redis)."""
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A Redis URL with a key prefix of its own (``prefix=``), for one test.
+
+    Skips unless `.ci/servers start redis` runs; with ``CTXFS_REQUIRE_SERVERS=1`` (CI) fails.
+    """
+    try:
+        socket.create_connection(("127.0.0.1", REDIS_PORT), timeout=1).close()
+    except OSError:
+        message = (
+            f"the redis test server is not listening on 127.0.0.1:{REDIS_PORT}; "
+            "start it with `.ci/servers install redis && .ci/servers start redis`"
+        )
+        if os.environ.get("CTXFS_REQUIRE_SERVERS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return f"redis://127.0.0.1:{REDIS_PORT}/0?prefix=ctxfs-test-{uuid.uuid4().hex[:12]}:"
 
 
 # CI explores a fixed, larger sample (reproducible); developers get fresh random examples.

@@ -12,6 +12,7 @@ from ctxfs.core import (
     ErrorCode,
     Fs,
     MemoryBackend,
+    MemoryObservations,
     NotObserved,
     Observation,
     Stale,
@@ -121,7 +122,7 @@ async def test_full_read_then_window_stays_complete(seeded: Fs, memory_ctx: Cont
 async def test_own_mutations_refresh_the_observation(seeded: Fs, memory_ctx: Context) -> None:
     await memory_ctx.fs.read("f.txt")
     edited = await memory_ctx.fs.edit("f.txt", "line 1\n", "first\n")
-    assert seeded.file_context.observation("agent-1", "f.txt") == Observation(
+    assert await seeded.file_context.observation("agent-1", "f.txt") == Observation(
         version=edited.version, complete=True
     )
     written = await memory_ctx.fs.write("f.txt", "replaced\n")
@@ -160,7 +161,7 @@ async def test_delete_needs_an_observation_and_forgets_it(seeded: Fs, memory_ctx
         await memory_ctx.fs.delete("f.txt")
     await memory_ctx.fs.read("f.txt", limit=1)
     await memory_ctx.fs.delete("f.txt")
-    assert seeded.file_context.observation("agent-1", "f.txt") is None
+    assert await seeded.file_context.observation("agent-1", "f.txt") is None
 
 
 async def test_a_held_lock_makes_others_busy_within_the_bound(
@@ -227,12 +228,13 @@ async def test_keyed_locks_exclude_threads_and_tasks() -> None:
 
 
 async def test_observations_are_bounded(memory_backend: MemoryBackend) -> None:
-    fs = Fs(memory_backend, load_entrypoints=False)
-    fs.file_context.max_observations = 3
+    fs = Fs(
+        memory_backend, load_entrypoints=False, observations=MemoryObservations(max_observations=3)
+    )
     ctx = fs.context(owner="a")
     for index in range(5):
         await ctx.fs.write(f"{index}.txt", "x\n")
-    remembered = [fs.file_context.observation("a", f"{i}.txt") is not None for i in range(5)]
+    remembered = [await fs.file_context.observation("a", f"{i}.txt") is not None for i in range(5)]
     assert remembered == [False, False, True, True, True]
     with pytest.raises(NotObserved):
         await ctx.fs.edit("0.txt", "x", "y")

@@ -184,3 +184,37 @@ def test_counts_of_one_are_singular(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert capsys.readouterr().out == "a.txt\n(1 file matches)\n"
     assert main(["call", "--root", root, "list_dir", "{}"]) == 0
     assert capsys.readouterr().out == "a.txt  (1 B)\n(1 entry)\n"
+
+
+def test_call_read_then_edit_through_a_shared_observation_store(tmp_path: Path) -> None:
+    # Each `ctxfs call` is a process of its own: only a store they share lets one read
+    # license the next one's edit, for the same owner, until another owner changes the file.
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("one\ntwo\n")
+    shared = ["--root", str(root), "--observations", f"sqlite://{tmp_path}/observations.db"]
+
+    def call(owner: str, tool: str, **arguments: str) -> subprocess.CompletedProcess[str]:
+        return run("call", *shared, "--owner", owner, tool, json.dumps(arguments))
+
+    alone = run("call", "--root", str(root), "edit", '{"file_path": "a.txt", '
+                '"old_string": "two", "new_string": "2"}')  # fmt: skip
+    assert alone.stderr.startswith("ctxfs: error [not_observed]")
+    assert call("a", "read", file_path="a.txt").returncode == 0
+    edited = call("a", "edit", file_path="a.txt", old_string="two", new_string="2")
+    assert edited.returncode == 0, edited.stderr
+    assert call("b", "read", file_path="a.txt").returncode == 0
+    assert call("b", "edit", file_path="a.txt", old_string="one", new_string="1").returncode == 0
+    stale = call("a", "edit", file_path="a.txt", old_string="2", new_string="two")
+    assert stale.stderr.startswith("ctxfs: error [stale]"), stale.stderr
+    assert (root / "a.txt").read_text() == "1\n2\n"
+
+
+def test_call_with_a_damaged_observation_store_fails_clearly(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "damaged.db").write_bytes(b"not a database" * 64)
+    store = f"sqlite://{tmp_path}/damaged.db"
+    result = run("call", "--root", str(tmp_path), "--observations", store, "read",
+                 '{"file_path": "a.txt"}')  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("ctxfs: error [unavailable]: the observation store")

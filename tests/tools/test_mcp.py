@@ -331,3 +331,49 @@ def test_a_line_longer_than_the_limit_is_dropped_and_answered(workspace: Path) -
     assert answered == {"jsonrpc": "2.0", "id": 1, "result": {}}
     small = wire(ping(1) + b" " * 100, ping(2), max_message_bytes=64, root=workspace)
     assert sorted(str(reply["id"]) for reply in small) == ["2", "None"]
+
+
+def call(number: int, tool: str, **arguments: object) -> bytes:
+    request = {"name": tool, "arguments": arguments}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": request}
+    ).encode()
+
+
+def test_a_killed_and_restarted_stdio_server_keeps_what_its_client_read(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Observations in SQLite outlive the process: the read before kill -9 licenses the
+    # edit after the restart. Without the store, the restarted server has forgotten it.
+    store = ["--observations", f"sqlite://{tmp_path}/observations.db"]
+    command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(workspace)]
+    hello = json.dumps({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}},
+    }).encode()  # fmt: skip
+    started = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    with subprocess.Popen(
+        [*command, *store], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as server:
+        assert server.stdin is not None
+        assert server.stdout is not None
+        read = call(1, "read", file_path="notes.md")
+        server.stdin.write(b"\n".join([hello, started, read]) + b"\n")
+        server.stdin.flush()
+        replies = [json.loads(server.stdout.readline()) for _ in range(2)]
+        assert replies[1]["result"]["isError"] is False
+        server.kill()
+    edit = call(2, "edit", file_path="notes.md", old_string="beta", new_string="gamma")
+    forgotten = wire(edit, root=workspace)  # no store: the restart forgot the read
+    assert forgotten[0]["result"]["structuredContent"]["error"]["code"] == "not_observed"
+    kept = subprocess.run(
+        [*command, *store],
+        input=b"\n".join([hello, started, edit]) + b"\n",
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    answer = json.loads(kept.stdout.splitlines()[1])
+    assert answer["result"]["isError"] is False, answer
+    assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"

@@ -62,11 +62,18 @@ from ctxfs.core.errors import (
     Unavailable,
     error_class,
 )
-from ctxfs.core.filecontext import FileContextPlugin, Observation
+from ctxfs.core.filecontext import FileContextPlugin
 from ctxfs.core.fs import Fs, FsOptions
 from ctxfs.core.globs import GlobMatcher, glob_matcher, relative_to
 from ctxfs.core.hookspecs import hookimpl, hookspec
 from ctxfs.core.memory import MemoryBackend
+from ctxfs.core.observations import (
+    MemoryObservations,
+    Observation,
+    ObservationStore,
+    SqliteObservations,
+    open_observations,
+)
 from ctxfs.core.outcomes import (
     EditOutcome,
     InsertOutcome,
@@ -117,6 +124,7 @@ __all__ = [
     "Listing",
     "Location",
     "MemoryBackend",
+    "MemoryObservations",
     "NoChange",
     "NoMatch",
     "NotADirectory",
@@ -125,6 +133,7 @@ __all__ = [
     "NotFound",
     "NotObserved",
     "Observation",
+    "ObservationStore",
     "OpKind",
     "Operation",
     "OutsideRoot",
@@ -133,6 +142,7 @@ __all__ = [
     "ReadRequest",
     "ReadStream",
     "Refused",
+    "SqliteObservations",
     "Stale",
     "Stat",
     "TextOptions",
@@ -152,6 +162,7 @@ __all__ = [
     "number_lines",
     "open_backend",
     "open_fs",
+    "open_observations",
     "relative_to",
 ]
 

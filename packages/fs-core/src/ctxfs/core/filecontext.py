@@ -19,11 +19,8 @@ waits are bounded and end in ``Busy``.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -31,6 +28,13 @@ import anyio
 from ctxfs.core.errors import FsError, NotObserved, Stale
 from ctxfs.core.hookspecs import hookimpl
 from ctxfs.core.locks import KeyedLocks
+from ctxfs.core.observations import (
+    DEFAULT_MAX_OBSERVATIONS,
+    LineRanges,
+    MemoryObservations,
+    Observation,
+    ObservationStore,
+)
 from ctxfs.core.outcomes import Operation, OpKind
 
 if TYPE_CHECKING:
@@ -42,23 +46,8 @@ __all__ = ["DEFAULT_LOCK_TIMEOUT", "FileContextPlugin", "LineRanges", "Observati
 
 DEFAULT_LOCK_TIMEOUT: Final = 10.0
 """Seconds a mutation waits for its locks before failing ``Busy``."""
-DEFAULT_MAX_OBSERVATIONS: Final = 100_000
 _MAX_RANGES: Final = 64
 """Separate line ranges kept per observation; beyond them, reading on adds nothing."""
-
-LineRanges = tuple[tuple[int, int], ...]
-"""Line ranges, 1-based and inclusive, sorted and apart."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Observation:
-    """What one owner last saw of one file."""
-
-    version: Version
-    complete: bool
-    """Whether the owner saw the whole file at that version."""
-    lines: LineRanges = ()
-    """The lines the owner saw uncut at that version, while the observation is incomplete."""
 
 
 class FileContextPlugin:
@@ -68,8 +57,10 @@ class FileContextPlugin:
     through a link and an edit through the target's own path meet the same
     observation and the same locks.
 
-    The least recently used observations are forgotten beyond *max_observations*;
-    a forgotten observation only means the owner must read again.
+    Observations live in *observations* (:mod:`ctxfs.core.observations`): by
+    default in this process, the least recently used forgotten beyond
+    *max_observations*; a forgotten observation only means the owner must read
+    again. A SQLite or Redis store shares them with other processes and hosts.
     """
 
     def __init__(
@@ -78,42 +69,32 @@ class FileContextPlugin:
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         max_observations: int = DEFAULT_MAX_OBSERVATIONS,
+        observations: ObservationStore | None = None,
     ) -> None:
         self.backend = backend
         self.lock_timeout = lock_timeout
-        self.max_observations = max_observations
+        self.observations = (
+            observations
+            if observations is not None
+            else MemoryObservations(max_observations=max_observations)
+        )
         self.locks = KeyedLocks()
-        self._guard = threading.Lock()
-        self._observations: OrderedDict[tuple[str, str], Observation] = OrderedDict()
 
-    def observation(self, owner: str, key: str) -> Observation | None:
+    async def observation(self, owner: str, key: str) -> Observation | None:
         """Return what *owner* last saw of the file *key*, if anything.
 
-        The key is the file's identity (its path, on a store without links).
+        The key is the file's identity (:attr:`Location.key`).
         """
-        with self._guard:
-            return self._observations.get((owner, key))
-
-    def _record(self, owner: str, path: str, observation: Observation | None) -> None:
-        with self._guard:
-            self._store(owner, path, observation)
-
-    def _store(self, owner: str, path: str, observation: Observation | None) -> None:
-        key = (owner, path)
-        if observation is None:
-            self._observations.pop(key, None)
-            return
-        self._observations[key] = observation
-        self._observations.move_to_end(key)
-        while len(self._observations) > self.max_observations:
-            self._observations.popitem(last=False)
+        return await self.observations.get(owner, key)
 
     @hookimpl
-    def ctxfs_observed(self, ctx: Context, path: str, version: Version, complete: bool) -> None:
+    async def ctxfs_observed(
+        self, ctx: Context, path: str, version: Version, complete: bool
+    ) -> None:
         """Record a read of *path* (the host passes the file's key)."""
-        self.observe(ctx.owner, path, version, complete=complete)
+        await self.observe(ctx.owner, path, version, complete=complete)
 
-    def observe(
+    async def observe(
         self,
         owner: str,
         key: str,
@@ -128,25 +109,27 @@ class FileContextPlugin:
         A window of a version already seen whole stays complete; windows of one
         version that add up to every line make it complete.
         """
-        with self._guard:
-            seen = self._observations.get((owner, key))
+
+        def merged(seen: Observation | None) -> Observation:
+            whole, ranges = complete, lines
             if seen is not None and seen.version == version:
-                complete = complete or seen.complete
-                lines = seen.lines + lines
-            lines = () if complete else _merged(lines)
-            if lines and lines[0] == (1, total_lines):
-                complete, lines = True, ()
-            observation = Observation(version=version, complete=complete, lines=lines)
-            self._store(owner, key, observation)
+                whole = whole or seen.complete
+                ranges = seen.lines + ranges
+            ranges = () if whole else _merged(ranges)
+            if ranges and ranges[0] == (1, total_lines):
+                whole, ranges = True, ()
+            return Observation(version=version, complete=whole, lines=ranges)
+
+        await self.observations.update(owner, key, merged)
 
     @hookimpl
-    def ctxfs_check_version(
+    async def ctxfs_check_version(
         self, ctx: Context, op: Operation, current: Version | None
     ) -> FsError | None:
         """Apply the observation rules to a mutation of an existing file."""
         if current is None or op.kind not in _GUARDED:
             return None
-        seen = self.observation(ctx.owner, op.key)
+        seen = await self.observation(ctx.owner, op.key)
         if seen is None:
             return NotObserved(
                 f"{op.path} has not been read in this context; read it before changing it",
@@ -169,13 +152,13 @@ class FileContextPlugin:
         return None
 
     @hookimpl
-    def ctxfs_committed(
+    async def ctxfs_committed(
         self, ctx: Context, op: Operation, before: Version | None, after: Version | None
     ) -> None:
         """Make the owner's own mutation its complete observation."""
         del before
         observation = None if after is None else Observation(version=after, complete=True)
-        self._record(ctx.owner, op.key, observation)
+        await self.observations.update(ctx.owner, op.key, lambda _: observation)
 
     @hookimpl
     def ctxfs_mutation_lock(

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Self, TypedDict, Unpack
 
+import anyio
 from anyio.abc import AsyncResource
 
 from ctxfs.core.backend import Backend
 from ctxfs.core.context import Context
 from ctxfs.core.filecontext import DEFAULT_LOCK_TIMEOUT, FileContextPlugin
+from ctxfs.core.observations import ObservationStore, open_observations
 from ctxfs.core.plugins import FILE_CONTEXT_PLUGIN, PluginHost, create_plugin_manager
 from ctxfs.core.text import KnownEncodings, TextOptions
 
@@ -27,6 +29,10 @@ class FsOptions(TypedDict, total=False):
     """Seconds a mutation waits for its locks before failing ``Busy`` (default: 10)."""
     text_options: TextOptions | None
     """Read limits, encodings and the like (:class:`TextOptions`; default: its defaults)."""
+    observations: ObservationStore | str | None
+    """Where observations live: a store, or its URL (``sqlite:///PATH``); default: this
+    process (see :mod:`ctxfs.core.observations`). A store opened from a URL is closed
+    with the ``Fs``."""
 
 
 class Fs(AsyncResource):
@@ -48,8 +54,17 @@ class Fs(AsyncResource):
         text_options = options.get("text_options")
         self.text_options = text_options if text_options is not None else TextOptions()
         self.known_encodings = KnownEncodings()
+        observations = options.get("observations")
+        self._owns_observations = not isinstance(observations, ObservationStore)
+        store = (
+            observations
+            if isinstance(observations, ObservationStore)
+            else open_observations(observations)
+        )
         self.file_context = FileContextPlugin(
-            backend, lock_timeout=options.get("lock_timeout", DEFAULT_LOCK_TIMEOUT)
+            backend,
+            lock_timeout=options.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+            observations=store,
         )
         self.plugin_manager = create_plugin_manager(
             essential=[(self.file_context, FILE_CONTEXT_PLUGIN)],
@@ -72,8 +87,13 @@ class Fs(AsyncResource):
         return Context(self, owner=owner, workspace=workspace)
 
     async def aclose(self) -> None:
-        """Close the backend."""
-        await self.backend.aclose()
+        """Close the backend, and the observation store if this ``Fs`` opened it."""
+        try:
+            await self.backend.aclose()
+        finally:
+            if self._owns_observations:
+                with anyio.CancelScope(shield=True):
+                    await self.file_context.observations.aclose()
 
     def __repr__(self) -> str:
         return f"Fs({self.backend!r})"

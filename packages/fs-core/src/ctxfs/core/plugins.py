@@ -222,7 +222,7 @@ class PluginHost:
 
         The guard votes first.
         """
-        guard = self.guard.ctxfs_check_version(ctx, op, current)
+        guard = await self.guard.ctxfs_check_version(ctx, op, current)
         votes = self._check_version(ctx=ctx, op=op, current=current)
         _raise_first_refusal([guard, *await resolve(votes)])
 
@@ -240,7 +240,7 @@ class PluginHost:
 
         The guard also learns which *lines* of *total_lines* a window showed uncut.
         """
-        self.guard.observe(
+        await self.guard.observe(
             ctx.owner, op.key, version, complete=complete, lines=lines, total_lines=total_lines
         )
         hook = self._observed
@@ -262,7 +262,7 @@ class PluginHost:
         self, ctx: Context, op: Operation, before: Version | None, after: Version | None
     ) -> None:
         """Tell every observer that *op* has been stored."""
-        self.guard.ctxfs_committed(ctx, op, before, after)
+        await self.guard.ctxfs_committed(ctx, op, before, after)
         await resolve(self._committed(ctx=ctx, op=op, before=before, after=after))
 
 

@@ -58,6 +58,7 @@ from ctxfs.core.kit import (
     Expect,
     FileKind,
     KeyedLocks,
+    Location,
     ReadRequest,
     ReadStream,
     Stat,
@@ -230,6 +231,15 @@ class ObjectStoreBackend(Backend):
             raise _named(error, what) from error
 
     # -- reading --------------------------------------------------------------------------------
+
+    async def _locate(self, path: str) -> Location:
+        """The path as it is (no links); the key names the object globally (``s3://b/k``).
+
+        So two roots over one bucket (a prefix and a prefix inside it) meet in
+        one key, and observation stores shared by many servers never confuse
+        two buckets' files.
+        """
+        return Location(resolved=path, key=f"{self.store.name}/{self.keys.key(path)}")
 
     async def _stat(self, path: str) -> Stat:
         """A file's size, mtime and version; a directory if objects live under it."""

@@ -129,6 +129,12 @@ def _store_options(command: argparse.ArgumentParser) -> None:
         "--plugin", action="append", default=[], metavar="MODULE:NAME", help="add a plugin"
     )
     command.add_argument("--owner", default="mcp", help="the owner of the session's observations")
+    command.add_argument(
+        "--observations",
+        metavar="URL",
+        help="where observations live: sqlite:///PATH (shared by this host's processes; "
+        "default: this process only)",
+    )
     command.add_argument("--workspace", help="the workspace name policies see")
 
 
@@ -142,7 +148,8 @@ def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
     else:
         where = os.path.expandvars(args.url)
     try:
-        fs = open_fs(where, plugins=plugins)
+        observations = args.observations and os.path.expandvars(args.observations)
+        fs = open_fs(where, plugins=plugins, observations=observations)
     except InvalidArgument as error:
         if error.details.get("scheme") == "file":
             raise UsageError(
@@ -198,7 +205,13 @@ async def _serve(args: argparse.Namespace) -> int:
 
     fs, toolset = _open(args)
     async with fs:
-        tools = McpTools(fs, toolset, owner=args.owner, workspace=args.workspace)
+        tools = McpTools(
+            fs,
+            toolset,
+            owner=args.owner,
+            workspace=args.workspace,
+            per_session=args.transport == "http",
+        )
         server = create_server(tools)
         if args.transport == "stdio":
             from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415

@@ -8,16 +8,19 @@ against the tool's output schema) and ``is_error``; a failure's structured
 content holds its error code, message, hint and ``retryable``.
 
 Owners: observations (which file versions an agent has seen) belong to one
-owner. A client session of the handshake era (``initialize``) is its own owner,
-so two clients get independent observations and stale protection between
-them. Requests of the stateless era carry no session: they share the server's
-owner (one client per stdio server, the usual case) unless the client names
-itself in ``_meta`` as ``io.ctxfs/owner``.
+owner. Over HTTP, a client session of the handshake era (``initialize``) is its
+own owner (named uniquely, so no other process or restart reuses it), so two
+clients get independent observations and stale protection between them.
+Requests of the stateless era carry no session: they share the server's owner
+unless the client names itself in ``_meta`` as ``io.ctxfs/owner``. Over stdio
+(one client per server process) the client is the server's owner, the same
+after a restart, so observations kept in a shared store still count.
 """
 
 from __future__ import annotations
 
 import itertools
+import secrets
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
@@ -51,8 +54,10 @@ class McpTools:
     Args:
         fs: The store the tools work on.
         toolset: The tools (default: ``FsToolset()``).
-        owner: The owner of requests that name no session (stateless era).
+        owner: The owner of requests that name no session (stateless era, stdio).
         workspace: The workspace of every context (for policies such as switches).
+        per_session: Whether each handshake-era session is an owner of its own (HTTP);
+            with False, every request is *owner*'s (stdio: one client per process).
 
     """
 
@@ -63,13 +68,16 @@ class McpTools:
         *,
         owner: str = "mcp",
         workspace: str | None = None,
+        per_session: bool = True,
     ) -> None:
         self.fs = fs
         self.toolset = toolset if toolset is not None else FsToolset()
         self.owner = owner
         self.workspace = workspace
+        self.per_session = per_session
         self._sessions: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
+        self._instance = secrets.token_hex(6)  # session owners of this process are its own
 
     def context(self, request: ServerRequestContext[Any, Any]) -> Context:
         """The ctx.fs context of the client behind *request*."""
@@ -80,13 +88,14 @@ class McpTools:
         named = (request.meta or {}).get(OWNER_META_KEY)
         if isinstance(named, str) and named:
             return f"{self.owner}:{named}"
-        if request.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return self.owner  # stateless: no session to tell clients apart
+        if not self.per_session or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return self.owner  # stdio, or stateless: no session to tell clients apart
         # A handshake-era session keeps one connection object for its lifetime.
         connection = getattr(request.session, "_connection", None) or request.session
         owner = self._sessions.get(connection)
         if owner is None:
-            owner = self._sessions[connection] = f"{self.owner}-session-{next(self._numbers)}"
+            number = next(self._numbers)
+            owner = self._sessions[connection] = f"{self.owner}-session-{self._instance}-{number}"
         return owner
 
     async def list_tools(

@@ -127,13 +127,18 @@ class SftpBackend(Backend):
     # -- reading ------------------------------------------------------------------------------
 
     async def _locate(self, path: str) -> Location:
-        """What the server resolves *path* to: its real path beneath the root (the key too)."""
+        """What the server resolves *path* to: its real path beneath the root.
+
+        The key is where the file lives on the server, as a URL
+        (``sftp://host:port/real/dir/name``): every spelling of it, from any root
+        on that server, meets there.
+        """
         full = self.client.full(path)
 
         async def run(sftp: asyncssh.SFTPClient) -> Location:
             real = self.client.relative(await self.client.confined(sftp, full, path))
-            where = self.client.relative(await self.client.located(sftp, full, path))
-            return Location(resolved=real, key=where)
+            where = await self.client.located(sftp, full, path)
+            return Location(resolved=real, key=f"{self.client.server}{where}")
 
         return await self.client.call(path, run)
 

@@ -68,9 +68,14 @@ class SftpClient:
         """Counts connections made: a retry drops only the one that failed."""
 
     @property
+    def server(self) -> str:
+        """The server, as a URL without a path."""
+        return f"sftp://{self.host}:{self.port}"
+
+    @property
     def name(self) -> str:
         """The server and root, as a URL."""
-        return f"sftp://{self.host}:{self.port}{self.root}"
+        return f"{self.server}{self.root}"
 
     async def call(self, path: str, fn: SftpCall[T]) -> T:
         """Run ``fn(sftp)`` on the IO loop; a lost connection is dropped and the call retried.

@@ -1,0 +1,118 @@
+"""Where the file-context plugin keeps what each owner has seen.
+
+An observation store maps (owner, file key) to the :class:`Observation` the
+owner last made of that file. Every change is one atomic read-modify-write
+(:meth:`ObservationStore.update`), so two processes recording a read of the
+same file at once both count::
+
+    ObservationStore ............ the port (async)
+    ├── MemoryObservations ...... this process; bounded, the least recently used go first
+    ├── SqliteObservations ...... a file: survives restarts, shared by the processes of a host
+    └── RedisObservations ....... a Redis server: shared by every host; entries expire
+
+:func:`open_observations` opens one by URL: ``memory:`` (the default),
+``sqlite:///PATH``, ``redis://HOST:PORT/DB`` (or ``rediss://``, ``unix://``).
+
+Consistency: each store applies one owner's updates of one file atomically and
+in order, and a reader sees the latest committed update (SQLite: on this host;
+Redis: a single server, not a replica that lags its primary). A forgotten
+observation (evicted, expired) is never unsafe: the owner must read again. A
+store that cannot answer raises ``Unavailable``; no change is then accepted
+unguarded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from ctxfs.core.errors import InvalidArgument
+from ctxfs.core.observations.base import (
+    DEFAULT_MAX_AGE,
+    DEFAULT_MAX_OBSERVATIONS,
+    LineRanges,
+    Observation,
+    ObservationStore,
+    shown_url,
+)
+from ctxfs.core.observations.memory import MemoryObservations
+from ctxfs.core.observations.sqlite_store import SqliteObservations
+
+if TYPE_CHECKING:
+    from ctxfs.core.observations.redis_store import RedisObservations
+
+__all__ = [
+    "DEFAULT_MAX_AGE",
+    "DEFAULT_MAX_OBSERVATIONS",
+    "LineRanges",
+    "MemoryObservations",
+    "Observation",
+    "ObservationStore",
+    "RedisObservations",
+    "SqliteObservations",
+    "open_observations",
+]
+
+
+def open_observations(url: str | None) -> ObservationStore:
+    """The store *url* names.
+
+    - None or ``memory:``: this process (:class:`MemoryObservations`);
+    - ``sqlite:///PATH``: a SQLite file (:class:`SqliteObservations`);
+    - ``redis://[USER:PASSWORD@]HOST[:PORT][/DB]``, ``rediss://`` (TLS) or
+      ``unix:///SOCKET``: a Redis server (:class:`RedisObservations`; needs the
+      ``redis`` package, ``ctxfs-core[redis]``).
+
+    The shared stores take ``max_age=SECONDS`` in the query (how long an entry
+    lasts without being renewed; default 7 days); Redis also takes
+    ``prefix=TEXT`` (the start of every key ctxfs writes; default ``ctxfs:``).
+
+    Raises:
+        InvalidArgument: The URL names no store ctxfs knows, or has a bad option.
+        Unavailable: The store cannot be opened.
+
+    """
+    if url is None or url in ("memory:", "memory://"):
+        return MemoryObservations()
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if parts.scheme == "sqlite" and not parts.netloc and parts.path:
+        return SqliteObservations(unquote(parts.path), max_age=_max_age(url, query))
+    if parts.scheme in ("redis", "rediss", "unix"):
+        from ctxfs.core.observations.redis_store import RedisObservations  # noqa: PLC0415
+
+        max_age = _max_age(url, query)
+        prefix = query.pop("prefix", "ctxfs:")
+        client_url = urlunsplit(parts._replace(query=urlencode(query)))
+        return RedisObservations(client_url, max_age=max_age, prefix=prefix)
+    raise InvalidArgument(
+        f"{shown_url(url)!r} names no observation store",
+        hint="Use memory: (this process), sqlite:///PATH (the processes of this host) or "
+        "redis://HOST:PORT/DB (every host).",
+        details={"observations": shown_url(url)},
+    )
+
+
+def _max_age(url: str, query: dict[str, str]) -> float:
+    text = query.pop("max_age", None)
+    if text is None:
+        return DEFAULT_MAX_AGE
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise InvalidArgument(
+            f"max_age={text!r} in {shown_url(url)!r} is not a positive number of seconds",
+            details={"observations": shown_url(url)},
+        )
+    return seconds
+
+
+def __getattr__(name: str) -> object:
+    # The Redis client (an optional dependency) loads on first use.
+    if name == "RedisObservations":
+        from ctxfs.core.observations.redis_store import RedisObservations  # noqa: PLC0415
+
+        return RedisObservations
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

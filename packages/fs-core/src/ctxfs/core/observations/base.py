@@ -1,0 +1,137 @@
+"""The observation store's port: what a store keeps, and the calls it answers."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import urlsplit, urlunsplit
+
+from ctxfs.core.versions import Version
+
+__all__ = [
+    "DEFAULT_MAX_AGE",
+    "DEFAULT_MAX_OBSERVATIONS",
+    "Change",
+    "LineRanges",
+    "Observation",
+    "ObservationStore",
+    "shown_url",
+    "stored_bytes",
+]
+
+DEFAULT_MAX_OBSERVATIONS: Final = 100_000
+"""Observations the in-process store keeps (about 200 bytes each) before forgetting the
+least recently used."""
+DEFAULT_MAX_AGE: Final = 7 * 24 * 3600.0
+"""Seconds an observation lasts in a shared store without being renewed."""
+
+LineRanges = tuple[tuple[int, int], ...]
+"""Line ranges, 1-based and inclusive, sorted and apart."""
+
+Change = Callable[["Observation | None"], "Observation | None"]
+"""What :meth:`ObservationStore.update` applies: the new observation from the current one."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observation:
+    """What one owner last saw of one file."""
+
+    version: Version
+    complete: bool
+    """Whether the owner saw the whole file at that version."""
+    lines: LineRanges = ()
+    """The lines the owner saw uncut at that version, while the observation is incomplete."""
+
+    def encode(self) -> str:
+        """The observation as a short JSON text (what shared stores keep)."""
+        return json.dumps([self.version, self.complete, [list(r) for r in self.lines]])
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> Observation:
+        """The observation :meth:`encode` gave *text* for.
+
+        Raises:
+            ValueError: *text* is no encoded observation.
+
+        """
+        try:
+            version, complete, lines = json.loads(text)
+            return cls(
+                version=Version(str(version)),
+                complete=bool(complete),
+                lines=tuple((int(first), int(last)) for first, last in lines),
+            )
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"not an encoded observation: {text!r:.80}") from error
+
+    @classmethod
+    def stored(cls, text: str | bytes | None) -> Observation | None:
+        """The observation a shared store holds as *text*: None if absent or damaged.
+
+        A damaged entry (or one ctxfs did not write) counts as no observation:
+        the owner reads again.
+        """
+        if text is None:
+            return None
+        try:
+            return cls.decode(text)
+        except ValueError:
+            return None
+
+
+class ObservationStore(ABC):
+    """The port: observations by (owner, file key).
+
+    Implementations make :meth:`update` atomic against every other user of the
+    same store (tasks, threads, processes, hosts, as far as the store is
+    shared), never block the event loop for long, and raise ``Unavailable``
+    (or ``Busy``) rather than guess.
+    """
+
+    @abstractmethod
+    async def get(self, owner: str, key: str) -> Observation | None:
+        """What *owner* last saw of the file *key*, if the store remembers it.
+
+        Raises:
+            Unavailable: The store cannot be reached or read.
+
+        """
+
+    @abstractmethod
+    async def update(self, owner: str, key: str, change: Change) -> None:
+        """Replace what *owner* saw of *key* by ``change(current)`` (None forgets it), atomically.
+
+        *change* may run more than once (a store that retries a conflicting
+        transaction); it must not have side effects.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+            Busy: Other writers kept the entry busy past the store's timeout.
+
+        """
+
+    async def aclose(self) -> None:  # noqa: B027 - a store with nothing to release keeps this
+        """Release what the store holds (connections); it may not be used afterwards."""
+
+
+def stored_bytes(text: str) -> bytes:
+    """*text* (an owner, a file key) as the bytes a shared store keeps.
+
+    Names that are not UTF-8 (``os.fsdecode``'s escapes) keep their identity.
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # other lone surrogates (an owner can be any string)
+        return text.encode("utf-8", "surrogatepass")
+
+
+def shown_url(url: str) -> str:
+    """*url* without its password, for messages and reprs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -1,0 +1,257 @@
+"""Observation stores: in-process, SQLite (a host's processes) and Redis (every host)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ctxfs.core import (
+    ABSENT,
+    Fs,
+    InvalidArgument,
+    MemoryBackend,
+    MemoryObservations,
+    NotObserved,
+    Observation,
+    ObservationStore,
+    SqliteObservations,
+    Stale,
+    Unavailable,
+    Version,
+    open_observations,
+)
+from ctxfs.core.observations import RedisObservations
+
+pytestmark = pytest.mark.anyio
+
+SEEN = Observation(version=Version("xxh3:1"), complete=False, lines=((1, 4), (9, 9)))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the Redis client is asyncio's (memory and SQLite run on trio too)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ObservationStore]:
+    if request.param == "memory":
+        opened: ObservationStore = MemoryObservations()
+    elif request.param == "sqlite":
+        opened = SqliteObservations(tmp_path / "o")
+    else:
+        opened = open_observations(request.getfixturevalue("redis_url"))
+    yield opened
+    await opened.aclose()
+
+
+async def test_an_update_replaces_and_none_forgets(store: ObservationStore) -> None:
+    assert await store.get("a", "f") is None
+    await store.update("a", "f", lambda current: SEEN if current is None else None)
+    assert await store.get("a", "f") == SEEN
+    assert await store.get("b", "f") is None  # per owner
+    await store.update("a", "f", lambda current: None if current == SEEN else SEEN)
+    assert await store.get("a", "f") is None
+
+
+async def test_owners_and_keys_never_run_together(store: ObservationStore) -> None:
+    await store.update("a:b", "c", lambda _: SEEN)
+    assert await store.get("a", "b:c") is None
+    assert await store.get("a:", "bc") is None
+    assert await store.get("a:b", "c") == SEEN
+
+
+async def test_names_that_are_not_utf8_keep_their_identity(store: ObservationStore) -> None:
+    await store.update("a", "/r/bad\udcff.txt", lambda _: SEEN)
+    assert await store.get("a", "/r/bad\udcff.txt") == SEEN
+    assert await store.get("a", "/r/bad\udcfe.txt") is None
+
+
+async def test_an_update_that_raises_changes_nothing(store: ObservationStore) -> None:
+    await store.update("a", "f", lambda _: SEEN)
+
+    def broken(current: Observation | None) -> Observation | None:
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        await store.update("a", "f", broken)
+    assert await store.get("a", "f") == SEEN
+
+
+async def test_concurrent_updates_of_one_entry_all_count(store: ObservationStore) -> None:
+    # 50 tasks each add one line range to the same entry: a lost update would leave a gap.
+    async def add(line: int) -> None:
+        def merged(seen: Observation | None) -> Observation:
+            lines = (seen.lines if seen else ()) + ((line, line),)
+            return Observation(version=Version("xxh3:1"), complete=False, lines=lines)
+
+        await store.update("a", "f", merged)
+
+    async with anyio.create_task_group() as group:
+        for line in range(1, 51):
+            group.start_soon(add, line)
+    seen = await store.get("a", "f")
+    assert seen is not None
+    assert sorted(seen.lines) == [(line, line) for line in range(1, 51)]
+
+
+async def test_the_memory_store_forgets_the_least_recently_used() -> None:
+    store = MemoryObservations(max_observations=2)
+    for key in ("x", "y", "z"):
+        await store.update("a", key, lambda _: SEEN)
+    assert [await store.get("a", key) is not None for key in ("x", "y", "z")] == [
+        False,
+        True,
+        True,
+    ]
+    assert len(store) == 2
+
+
+async def test_open_observations_by_url(tmp_path: Path) -> None:
+    assert isinstance(open_observations(None), MemoryObservations)
+    assert isinstance(open_observations("memory:"), MemoryObservations)
+    opened = open_observations(f"sqlite://{tmp_path}/o.db?max_age=60")
+    assert isinstance(opened, SqliteObservations)
+    assert (opened.path, opened.max_age) == (tmp_path / "o.db", 60)
+    await opened.aclose()
+    remote = open_observations("redis://:secret@127.0.0.1:1/3?max_age=5&prefix=p:")
+    assert isinstance(remote, RedisObservations)
+    assert (remote.max_age, remote.prefix) == (5, b"p:")
+    assert "secret" not in repr(remote)
+    await remote.aclose()
+    bad_urls = (
+        "sqlite://host/o.db",
+        "postgres://x",
+        "o.db",
+        f"sqlite://{tmp_path}/o.db?max_age=-1",
+        f"sqlite://{tmp_path}/o.db?max_age=soon",
+        "redis://127.0.0.1:1/0?max_age=nan",
+    )
+    for bad in bad_urls:
+        with pytest.raises(InvalidArgument):
+            open_observations(bad)
+
+
+async def test_a_damaged_or_unusable_file_is_unavailable_not_ignored(tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(Unavailable) as caught:
+        SqliteObservations(damaged)
+    assert "cannot be used" in caught.value.message
+    assert "remove a damaged one" in (caught.value.hint or "")
+    with pytest.raises(Unavailable):
+        SqliteObservations(tmp_path / "no such directory" / "o")
+
+
+async def test_a_damaged_entry_is_no_observation(tmp_path: Path) -> None:
+    store = SqliteObservations(tmp_path / "o")
+    await store.update("a", "f", lambda _: SEEN)
+    store._db.execute("UPDATE observations SET observation = 'garbage'")
+    assert await store.get("a", "f") is None  # the owner must read again
+    await store.aclose()
+
+
+async def test_observations_not_renewed_expire(tmp_path: Path, redis_url: str) -> None:
+    store = SqliteObservations(tmp_path / "o")
+    await store.update("a", "f", lambda _: SEEN)
+    await store.aclose()
+    await anyio.sleep(0.05)
+    again = SqliteObservations(tmp_path / "o", max_age=0.01)
+    assert await again.get("a", "f") is None
+    await again.aclose()
+    shared = open_observations(redis_url + "&max_age=0.2")
+    await shared.update("a", "f", lambda _: SEEN)
+    assert await shared.get("a", "f") == SEEN
+    await anyio.sleep(0.4)
+    assert await shared.get("a", "f") is None
+    await shared.aclose()
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_an_unreachable_redis_refuses_every_guarded_change() -> None:
+    # Nothing listens: reads and edits fail `unavailable` (retryable); nothing is written.
+    backend = MemoryBackend()
+    await backend.write("a.txt", b"one\n", expect=ABSENT)
+    url = f"redis://127.0.0.1:{_closed_port()}/0"
+    async with Fs(backend, load_entrypoints=False, observations=url) as fs:
+        ctx = fs.context(owner="agent")
+        with pytest.raises(Unavailable) as caught:
+            await ctx.fs.read("a.txt")
+        assert caught.value.retryable
+        for change in (
+            ctx.fs.edit("a.txt", "one", "two"),
+            ctx.fs.write("a.txt", "two\n"),
+            ctx.fs.delete("a.txt"),
+        ):
+            with pytest.raises(Unavailable):
+                await change
+    assert (await backend.read("a.txt")).data == b"one\n"
+
+
+RECORDER = textwrap.dedent(
+    """
+    import sys
+    import anyio
+    from ctxfs.core import FileContextPlugin, MemoryBackend, Version, open_observations
+
+    async def main(url, which):
+        store = open_observations(url)
+        guard = FileContextPlugin(MemoryBackend(), observations=store)
+        for window in range(which, 100, 4):  # every fourth window of 4 lines
+            first = 1 + 4 * window
+            await guard.observe("a", "f", Version("xxh3:1"), complete=False,
+                                lines=((first, first + 3),), total_lines=400)
+        await store.aclose()
+
+    anyio.run(main, sys.argv[1], int(sys.argv[2]))
+    """
+)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+async def test_windows_recorded_by_four_processes_at_once_add_up(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Each update is a transaction: windows recorded by four processes at the same time all
+    # count, so the owner's observation ends complete (a lost update would leave a gap).
+    url = f"sqlite://{tmp_path}/o" if kind == "sqlite" else request.getfixturevalue("redis_url")
+    await open_observations(url).aclose()
+    recorders = [
+        subprocess.Popen([sys.executable, "-c", RECORDER, url, str(first)]) for first in range(4)
+    ]
+    assert [recorder.wait(timeout=60) for recorder in recorders] == [0, 0, 0, 0]
+    store = open_observations(url)
+    assert await store.get("a", "f") == Observation(version=Version("xxh3:1"), complete=True)
+    await store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+async def test_two_fs_on_one_shared_store_share_an_owners_observations(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    backend = MemoryBackend()
+    await backend.write("a.txt", b"one\n", expect=ABSENT)
+    url = f"sqlite://{tmp_path}/o.db" if kind == "sqlite" else request.getfixturevalue("redis_url")
+    async with (
+        Fs(backend, load_entrypoints=False, observations=url) as first,
+        Fs(backend, load_entrypoints=False, observations=url) as second,
+    ):
+        await first.context(owner="agent").fs.read("a.txt")
+        await second.context(owner="agent").fs.edit("a.txt", "one", "two")  # read via first
+        await second.context(owner="other").fs.read("a.txt")
+        await first.context(owner="other").fs.edit("a.txt", "two", "three")
+        with pytest.raises(Stale):
+            await first.context(owner="agent").fs.edit("a.txt", "two", "four")
+        with pytest.raises(NotObserved):
+            await second.context(owner="third").fs.edit("a.txt", "three", "four")
