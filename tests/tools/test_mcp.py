@@ -5,10 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +16,9 @@ from mcp import Client, StdioServerParameters
 
 from ctxfs.core import ABSENT, Fs, MemoryBackend
 from ctxfs.tools.mcpserver import OWNER_META_KEY, McpTools, create_server
+from tests.tools.served import CRLF, TOKENS, client, serve_http, stale_conflict, token_file
 
 pytestmark = pytest.mark.anyio
-
-CRLF = b"alpha\r\nbeta\r\n"
 
 
 @pytest.fixture
@@ -41,23 +38,6 @@ async def memory_server() -> tuple[Any, Fs]:
     fs = Fs(MemoryBackend(), load_entrypoints=False)
     await fs.backend.write("notes.md", CRLF, expect=ABSENT)
     return create_server(McpTools(fs)), fs
-
-
-async def stale_conflict(first: Client, second: Client) -> None:
-    """Both read; the second edits; the first's edit is refused stale, with its code."""
-    for client in (first, second):
-        assert not (await client.call_tool("read", {"file_path": "notes.md"})).is_error
-    edit = {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
-    assert not (await second.call_tool("edit", edit)).is_error
-    refused = await first.call_tool("edit", {**edit, "old_string": "alpha"})
-    assert refused.is_error
-    assert refused.structured_content is not None
-    assert refused.structured_content["error"]["code"] == "stale"
-    assert refused.content[0].text.startswith("Error [stale]")  # type: ignore[union-attr]
-    again = await first.call_tool("read", {"file_path": "notes.md"})
-    assert again.structured_content is not None
-    assert again.structured_content["content"] == "alpha\ngamma\n"
-    assert not (await first.call_tool("edit", {**edit, "old_string": "alpha"})).is_error
 
 
 # -- in memory ---------------------------------------------------------------------------------
@@ -167,45 +147,20 @@ async def test_serve_read_only_and_deny(workspace: Path) -> None:
 # -- a subprocess over streamable HTTP -----------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
-def http_server(workspace: Path) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(workspace),
-         "--transport", "http", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"ctxfs serve did not start: {process.communicate()[1]}")
-            time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        out, _ = process.communicate(timeout=10)
-        assert out == "", "nothing but MCP may reach stdout"
+def http_server(workspace: Path, tmp_path: Path) -> Iterator[str]:
+    """``ctxfs serve --transport http`` on *workspace*; clients send alice's token."""
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
+        yield served.url
 
 
 async def test_serve_over_http_keeps_sessions_apart(http_server: str, workspace: Path) -> None:
     async with (
-        Client(http_server, mode="legacy") as first,
-        Client(http_server, mode="legacy") as second,
+        client(http_server, TOKENS["alice"], mode="legacy") as first,
+        client(http_server, TOKENS["alice"], mode="legacy") as second,
     ):
         await stale_conflict(first, second)
-    async with Client(http_server) as stateless:
+    async with client(http_server, TOKENS["alice"]) as stateless:
         listed = await stateless.call_tool("list_dir", {"path": ""})
         assert listed.structured_content is not None
         assert [entry["name"] for entry in listed.structured_content["entries"]] == ["notes.md"]
@@ -264,9 +219,9 @@ async def test_names_that_are_not_utf8_cross_http_in_both_eras(
     http_server: str, workspace: Path
 ) -> None:
     not_utf8_names(workspace)
-    async with Client(http_server, mode="legacy") as client:
-        await names_cross(client)
-    async with Client(http_server) as stateless:
+    async with client(http_server, TOKENS["alice"], mode="legacy") as legacy:
+        await names_cross(legacy)
+    async with client(http_server, TOKENS["alice"]) as stateless:
         await names_cross(stateless)
 
 

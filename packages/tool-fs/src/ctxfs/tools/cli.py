@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
@@ -30,6 +30,9 @@ from ctxfs.core.policies import PathRules
 from ctxfs.tools import __version__
 from ctxfs.tools.definitions import ToolsetOptions
 from ctxfs.tools.toolset import FsToolset
+
+if TYPE_CHECKING:
+    from ctxfs.tools.httpserver import HttpOptions, Tokens
 
 __all__ = ["MCP_NEEDED", "main"]
 
@@ -102,6 +105,56 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="the longest message a client may send, a line or a body (default: 4 MiB)",
     )
+    http = serve.add_argument_group(
+        "HTTP",
+        "Every request needs a bearer token: from --token-file, else $CTXFS_TOKEN (principal: "
+        "--owner), else one generated at start and printed on stderr.",
+    )
+    http.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="tokens, one `principal token` line each (# starts a comment line)",
+    )
+    http.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="take requests without a token (loopback only: any local process may then "
+        "read and write the workspace)",
+    )
+    http.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="accept this Host header too (PORT may be *); loopback names and the bind "
+        "address are always accepted",
+    )
+    http.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="accept this Origin header too (http://HOST:PORT; PORT may be *)",
+    )
+    http.add_argument(
+        "--max-sessions",
+        type=_positive,
+        metavar="N",
+        help="handshake-era sessions in all (default: 1000); "
+        "when full, the longest-idle session of the busiest principal ends",
+    )
+    http.add_argument(
+        "--sessions-per-principal",
+        type=_positive,
+        metavar="N",
+        help="sessions one principal may hold (default: 100)",
+    )
+    http.add_argument(
+        "--session-idle",
+        type=_positive,
+        metavar="SECONDS",
+        help="end a session idle this long (default: 1800)",
+    )
     serve.set_defaults(run=_serve)
 
     call = commands.add_parser("call", help="run one tool call and print its result")
@@ -132,8 +185,8 @@ def _store_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--observations",
         metavar="URL",
-        help="where observations live: sqlite:///PATH (shared by this host's processes; "
-        "default: this process only)",
+        help="where observations live: sqlite:///PATH (this host's processes), "
+        "redis://HOST:PORT/DB (every host); default: this process only",
     )
     command.add_argument("--workspace", help="the workspace name policies see")
 
@@ -203,6 +256,10 @@ async def _serve(args: argparse.Namespace) -> int:
     _check_mcp()
     from ctxfs.tools.mcpserver import McpTools, create_server  # noqa: PLC0415
 
+    if args.transport == "http":
+        from ctxfs.tools.httpserver import http_app  # noqa: PLC0415
+
+        options, generated = _http_options(args)  # refused before anything opens
     fs, toolset = _open(args)
     async with fs:
         tools = McpTools(
@@ -221,13 +278,97 @@ async def _serve(args: argparse.Namespace) -> int:
             return 0
         import uvicorn  # noqa: PLC0415
 
-        app = server.streamable_http_app(
-            host=args.host, max_request_body_size=args.max_message_bytes
-        )
+        app = http_app(server, options)
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
-        print(f"ctxfs: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+        _announce(args, options, generated, fs)
         await uvicorn.Server(config).serve()
     return 0
+
+
+def _http_options(args: argparse.Namespace) -> tuple[HttpOptions, str | None]:
+    """The HTTP options the command line asks for, and the token made for this run if any.
+
+    Refuses what would be unsafe: no tokens off loopback, ``--no-auth`` off loopback.
+    """
+    from ctxfs.tools.httpserver import HttpOptions, Tokens, is_loopback  # noqa: PLC0415
+
+    loopback = is_loopback(args.host)
+    if args.no_auth:
+        if not loopback:
+            raise UsageError(f"--no-auth is for loopback only, not --host {args.host}")
+        if args.token_file:
+            raise UsageError("--no-auth and --token-file contradict each other")
+        tokens = generated = None
+    else:
+        generated = None
+        tokens = _configured_tokens(args)
+        if tokens is None:
+            if not loopback:
+                raise UsageError(
+                    f"--host {args.host} is not a loopback address: give the tokens clients "
+                    "must send (--token-file FILE, or CTXFS_TOKEN)"
+                )
+            tokens, generated = Tokens.generate(args.owner)
+    limits = {
+        "max_sessions": args.max_sessions,
+        "sessions_per_principal": args.sessions_per_principal,
+        "session_idle_seconds": args.session_idle and float(args.session_idle),
+    }
+    options = HttpOptions(
+        host=args.host,
+        tokens=tokens,
+        allowed_hosts=tuple(args.allowed_host),
+        allowed_origins=tuple(args.allowed_origin),
+        max_body_bytes=args.max_message_bytes,
+        **{name: value for name, value in limits.items() if value is not None},
+    )
+    return options, generated
+
+
+def _configured_tokens(args: argparse.Namespace) -> Tokens | None:
+    from ctxfs.tools.httpserver import TokenFileError, Tokens  # noqa: PLC0415
+
+    try:
+        if args.token_file:
+            return Tokens.read(os.path.expanduser(args.token_file))
+        token = os.environ.get("CTXFS_TOKEN")
+        if token is not None:
+            return Tokens([(args.owner, token.strip())])
+    except TokenFileError as error:
+        source = "" if args.token_file else "CTXFS_TOKEN: "
+        raise UsageError(f"{source}{error}") from None
+    return None
+
+
+def _announce(
+    args: argparse.Namespace, options: HttpOptions, generated: str | None, fs: Fs
+) -> None:
+    """Say on stderr where the server listens and what a client must send (Jupyter's way)."""
+    from ctxfs.tools.httpserver import allowed_origins_and_hosts, is_loopback  # noqa: PLC0415
+
+    where = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/mcp"
+    lines = [f"serving {fs.backend!r} on {where}"]
+    if options.tokens is None:
+        lines.append(
+            "WARNING --no-auth: any process on this machine that can reach the port may read "
+            "and write the workspace, with no token"
+        )
+    elif generated is not None:
+        lines.append(f"clients send the header   Authorization: Bearer {generated}")
+        lines.append(
+            f"(a token made for this run, principal {args.owner!r}; set CTXFS_TOKEN or "
+            "--token-file to choose tokens)"
+        )
+    else:
+        lines.append(f"tokens for the principals {', '.join(options.tokens.principals)}")
+    if not is_loopback(args.host):
+        security = allowed_origins_and_hosts(
+            args.host, hosts=options.allowed_hosts, origins=options.allowed_origins
+        )
+        lines.append(f"accepted Host headers: {' '.join(security.allowed_hosts)}")
+        lines.append(f"accepted Origin headers: {' '.join(security.allowed_origins)}")
+    for line in lines:
+        print(f"ctxfs: {line}", file=sys.stderr, flush=True)
 
 
 async def _call(args: argparse.Namespace) -> int:

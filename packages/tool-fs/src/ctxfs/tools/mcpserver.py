@@ -8,13 +8,19 @@ against the tool's output schema) and ``is_error``; a failure's structured
 content holds its error code, message, hint and ``retryable``.
 
 Owners: observations (which file versions an agent has seen) belong to one
-owner. Over HTTP, a client session of the handshake era (``initialize``) is its
-own owner (named uniquely, so no other process or restart reuses it), so two
-clients get independent observations and stale protection between them.
-Requests of the stateless era carry no session: they share the server's owner
-unless the client names itself in ``_meta`` as ``io.ctxfs/owner``. Over stdio
-(one client per server process) the client is the server's owner, the same
-after a restart, so observations kept in a shared store still count.
+owner, and an agent may change only what its owner has seen. A request's owner:
+
+- over HTTP with tokens, starts from the principal its bearer token names
+  (:mod:`ctxfs.tools.httpserver`); without (``--no-auth``) and over stdio, from
+  the server's ``--owner``;
+- is that principal, for requests of the stateless era (no session): two tokens
+  are two owners; one token shared by two agents is one owner...
+- ...unless the client names itself in ``_meta`` as ``io.ctxfs/owner``: the
+  owner is then ``principal:name``, within the principal, never another's;
+- is a session of its own for a handshake-era (``initialize``) client over HTTP,
+  ``principal/session-...``, unique to this process and run;
+- over stdio (one client per process) stays the server's owner across restarts,
+  so observations kept in a shared store still count.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ctxfs.tools import __version__
+from ctxfs.tools.httpserver import principal_of
 from ctxfs.tools.toolset import FsToolset
 
 if TYPE_CHECKING:
@@ -84,18 +91,20 @@ class McpTools:
         return self.fs.context(owner=self.owner_of(request), workspace=self.workspace)
 
     def owner_of(self, request: ServerRequestContext[Any, Any]) -> str:
-        """``_meta`` owner, else the handshake session's own owner, else the server's."""
+        """The owner of *request*'s observations (the rule in the module's docstring)."""
+        principal = principal_of(request.request)
+        base = self.owner if principal is None else principal
         named = (request.meta or {}).get(OWNER_META_KEY)
         if isinstance(named, str) and named:
-            return f"{self.owner}:{named}"
+            return f"{base}:{named}"  # within the principal: never another principal's owner
         if not self.per_session or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return self.owner  # stdio, or stateless: no session to tell clients apart
+            return base  # stdio, or stateless: the principal (or the server's owner)
         # A handshake-era session keeps one connection object for its lifetime.
         connection = getattr(request.session, "_connection", None) or request.session
         owner = self._sessions.get(connection)
         if owner is None:
             number = next(self._numbers)
-            owner = self._sessions[connection] = f"{self.owner}-session-{self._instance}-{number}"
+            owner = self._sessions[connection] = f"{base}/session-{self._instance}-{number}"
         return owner
 
     async def list_tools(

@@ -1,0 +1,342 @@
+"""MCP over streamable HTTP: who may call, from where, and how many sessions each may hold.
+
+::
+
+    http_app(server, options) ... the Starlette app ``ctxfs serve --transport http`` runs
+    ├── Tokens .................. bearer tokens, each naming its principal (the SDK's
+    │                             TokenVerifier; compared in constant time)
+    ├── allowed Host / Origin ... checked on every bind address (DNS rebinding)
+    └── PrincipalSessions ....... the SDK's session manager, capped per principal; when
+                                  room runs out, the longest-idle session is ended first
+
+A request's principal is the one its token names; :class:`ctxfs.tools.mcpserver.McpTools`
+makes it the owner of the request's observations. Tokens never reach a log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import logging
+import math
+import os
+import re
+import secrets
+import stat
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from mcp.server import Server
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    AuthorizationContext,
+    BearerAuthBackend,
+    RequireAuthMiddleware,
+)
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+
+__all__ = [
+    "HttpOptions",
+    "PrincipalSessions",
+    "TokenFileError",
+    "Tokens",
+    "allowed_origins_and_hosts",
+    "http_app",
+    "is_loopback",
+    "principal_of",
+]
+
+log = logging.getLogger("ctxfs.http")
+
+PRINCIPAL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A principal's name: letters, digits, ``.``, ``_``, ``-`` (so owners built on it never clash)."""
+TOKEN: Final = re.compile(r"[\x21-\x7e]{16,}")
+"""A token: 16 or more visible ASCII characters."""
+LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+
+
+class TokenFileError(ValueError):
+    """A token file that cannot be used; the message names the line, never a token."""
+
+
+class Tokens:
+    """Bearer tokens, each naming the principal it authenticates.
+
+    Implements the ``mcp`` SDK's ``TokenVerifier``: a token is compared with
+    every configured one in constant time (as SHA-256 digests, so lengths
+    leak nothing either). A principal may have several tokens (rotation); a
+    token names one principal.
+
+    Raises:
+        TokenFileError: A principal's name or a token is malformed, or a token repeats.
+
+    """
+
+    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+        digests: list[tuple[str, bytes]] = []
+        for principal, token in pairs:
+            _check_pair(principal, token, where="")
+            digests.append((principal, _digest(token)))
+        if not digests:
+            raise TokenFileError("no tokens")
+        if len({digest for _, digest in digests}) != len(digests):
+            raise TokenFileError("a token is given twice")
+        self._digests = tuple(digests)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Tokens:
+        """The tokens of a file: one ``principal token`` pair per line; ``#`` starts a comment line.
+
+        Raises:
+            TokenFileError: The file cannot be read, or a line is malformed.
+
+        """
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            mode = os.stat(path).st_mode
+        except (OSError, UnicodeDecodeError) as error:
+            raise TokenFileError(f"cannot read the token file {path}: {error}") from None
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            log.warning("the token file %s can be read by other users (chmod 600 it)", path)
+        pairs: list[tuple[str, str]] = []
+        seen: dict[str, int] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            fields = line.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            where = f"{path}, line {number}: "
+            if len(fields) != 2:  # principal and token
+                raise TokenFileError(f"{where}expected `principal token`, got {len(fields)} fields")
+            _check_pair(*fields, where=where)
+            if fields[1] in seen:
+                raise TokenFileError(f"{where}the token of line {seen[fields[1]]} again")
+            seen[fields[1]] = number
+            pairs.append((fields[0], fields[1]))
+        if not pairs:
+            raise TokenFileError(f"the token file {path} holds no `principal token` line")
+        return cls(pairs)
+
+    @classmethod
+    def generate(cls, principal: str) -> tuple[Tokens, str]:
+        """A fresh random token for *principal*, and the tokens holding it alone."""
+        token = secrets.token_urlsafe(32)
+        return cls([(principal, token)]), token
+
+    @property
+    def principals(self) -> list[str]:
+        """The principals, each once, in the order given."""
+        return list(dict.fromkeys(principal for principal, _ in self._digests))
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The principal's access token if *token* is one of ours, else None."""
+        digest = _digest(token)
+        found = None
+        for principal, expected in self._digests:  # no early exit: every check costs the same
+            if hmac.compare_digest(digest, expected):
+                found = principal
+        return None if found is None else AccessToken(token=token, client_id=found, scopes=[])
+
+    def __repr__(self) -> str:
+        return f"Tokens(principals={self.principals!r})"
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+
+
+def _check_pair(principal: str, token: str, *, where: str) -> None:
+    if not PRINCIPAL.fullmatch(principal):
+        raise TokenFileError(
+            f"{where}{principal!r} is not a principal name "
+            "(letters, digits, '.', '_' and '-', at most 64)"
+        )
+    if not TOKEN.fullmatch(token):
+        raise TokenFileError(
+            f"{where}the token of {principal!r} is not 16 or more visible ASCII characters"
+        )
+
+
+def principal_of(http_request: object) -> str | None:
+    """The principal a request's bearer token named, or None (no authentication)."""
+    scope = getattr(http_request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
+
+
+# -- where requests may come from ------------------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding *host* keeps the server on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_origins_and_hosts(
+    host: str, *, hosts: Iterable[str] = (), origins: Iterable[str] = ()
+) -> TransportSecuritySettings:
+    """The Host and Origin values accepted on bind address *host*.
+
+    Always the loopback names (any port) and the bind address itself (unless
+    it is a wildcard such as ``0.0.0.0``), plus *hosts*; origins are ``http://``
+    and ``https://`` on each accepted host, plus *origins*. A ``:*`` suffix
+    means any port. Requests without an Origin header (programs, not browsers)
+    pass the Origin check.
+    """
+    names = list(LOOPBACK_NAMES)
+    bound = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    if bound not in names and not _is_wildcard(host):
+        names.append(bound)
+    accepted = [*(f"{name}:*" for name in names), *names, *hosts]
+    plain = [name.removesuffix(":*") for name in accepted]
+    allowed = [f"{scheme}://{name}:*" for name in plain for scheme in ("http", "https")]
+    allowed += [f"{scheme}://{name}" for name in plain for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(accepted)),
+        allowed_origins=list(dict.fromkeys([*allowed, *origins])),
+    )
+
+
+def _is_wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+# -- sessions --------------------------------------------------------------------------------------
+
+
+class PrincipalSessions(StreamableHTTPSessionManager):
+    """The SDK's session manager, with a cap per principal and idle sessions that make room.
+
+    A new handshake-era session of a principal holding *per_principal*
+    sessions ends that principal's longest-idle session first (or is refused
+    with 503 if none is idle); when the server holds *max_sessions*, the
+    longest-idle session of the principal holding the most is ended. A
+    session with a request in flight (or an open stream) is never ended this
+    way. Sessions a principal did not authenticate (``--no-auth``) share one cap.
+    """
+
+    def __init__(self, app: Server[Any], *, per_principal: int, **options: Any) -> None:
+        super().__init__(app, **options)
+        self.per_principal = per_principal
+
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
+        mine = self._sessions_of(_principal_key(requestor))
+        if len(mine) >= self.per_principal and not self._end_idle(mine):
+            log.warning("refusing a session: its principal holds %d already", len(mine))
+            return None
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+            held = Counter(map(self._principal_of, self._server_instances))
+            for principal, _ in held.most_common():
+                if self._end_idle(self._sessions_of(principal)):
+                    break
+        return super()._admit_session(requestor)
+
+    def _principal_of(self, session: str) -> tuple[str, str | None, str | None] | None:
+        return _principal_key(self._session_owners.get(session))
+
+    def _sessions_of(self, principal: tuple[str, str | None, str | None] | None) -> list[str]:
+        return [sid for sid in self._server_instances if self._principal_of(sid) == principal]
+
+    def _end_idle(self, candidates: list[str]) -> bool:
+        """End the longest-idle session among *candidates*; False if none is idle."""
+        idle = [
+            (transport.idle_scope.deadline, sid)
+            for sid in candidates
+            if (transport := self._server_instances.get(sid)) is not None
+            and transport.idle_scope is not None
+            and math.isfinite(transport.idle_scope.deadline)
+            and not transport.idle_scope.cancel_called
+        ]
+        if not idle:
+            return False
+        _, sid = min(idle)
+        transport = self._server_instances.pop(sid)
+        self._session_owners.pop(sid, None)
+        log.info("ending idle session %s to make room", sid[:8])
+        assert transport.idle_scope is not None
+        transport.idle_scope.cancel()  # its serve loop ends and terminates the transport
+        return True
+
+
+# -- the app ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpOptions:
+    """How ``ctxfs serve --transport http`` listens."""
+
+    host: str = "127.0.0.1"
+    tokens: Tokens | None = None
+    """Who may call (None: anyone who reaches the port; loopback only)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host header values accepted besides the loopback names and the bind address."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origin header values accepted besides those of the accepted hosts."""
+    max_sessions: int = 1000
+    sessions_per_principal: int = 100
+    session_idle_seconds: float = 1800.0
+    max_body_bytes: int = 4 << 20
+
+
+def http_app(server: Server[Any], options: HttpOptions) -> Starlette:
+    """The Starlette app serving *server* at ``/mcp`` under *options*.
+
+    Raises:
+        ValueError: *options* bind a non-loopback address without tokens.
+
+    """
+    if options.tokens is None and not is_loopback(options.host):
+        raise ValueError(f"serving {options.host} (not loopback) needs tokens")
+    manager = PrincipalSessions(
+        server,
+        per_principal=options.sessions_per_principal,
+        security_settings=allowed_origins_and_hosts(
+            options.host, hosts=options.allowed_hosts, origins=options.allowed_origins
+        ),
+        max_request_body_size=options.max_body_bytes,
+        session_idle_timeout=options.session_idle_seconds,
+        max_sessions=options.max_sessions,
+    )
+    endpoint: Any = StreamableHTTPASGIApp(manager)
+    middleware: list[Middleware] = []
+    if options.tokens is not None:
+        endpoint = RequireAuthMiddleware(endpoint, required_scopes=[])
+        middleware = [
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(options.tokens)),
+            Middleware(AuthContextMiddleware),
+        ]
+    return Starlette(
+        routes=[Route("/mcp", endpoint=endpoint)],
+        middleware=middleware,
+        lifespan=lambda _: manager.run(),
+    )
+
+
+def _principal_key(
+    requestor: AuthorizationContext | None,
+) -> tuple[str, str | None, str | None] | None:
+    if requestor is None:
+        return None
+    return requestor["client_id"], requestor["issuer"], requestor["subject"]

@@ -1,0 +1,344 @@
+"""``ctxfs serve --transport http``: tokens, owners per principal, Host/Origin, session caps.
+
+Every server is a real subprocess; every client the real ``mcp`` client or raw HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from ctxfs.tools.httpserver import (
+    TokenFileError,
+    Tokens,
+    allowed_origins_and_hosts,
+    is_loopback,
+)
+from ctxfs.tools.mcpserver import OWNER_META_KEY
+from tests.tools.served import (
+    CRLF,
+    LEGACY,
+    TOKENS,
+    client,
+    initialize,
+    post,
+    serve_http,
+    stale_conflict,
+    token_file,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+EDIT = {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the MCP SDK's client runs its transports on asyncio
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.md").write_bytes(CRLF)
+    return root
+
+
+def code_of(result: object) -> str | None:
+    structured = getattr(result, "structured_content", None) or {}
+    error = structured.get("error")
+    return None if error is None else str(error["code"])
+
+
+# -- who is calling ------------------------------------------------------------------------------
+
+
+async def test_two_tokens_are_two_owners_on_the_current_protocol(
+    workspace: Path, tmp_path: Path
+) -> None:
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
+        assert served.banner[1] == "ctxfs: tokens for the principals alice, bob"
+        async with (
+            client(served.url, TOKENS["alice"]) as alice,
+            client(served.url, TOKENS["bob"]) as bob,
+        ):
+            await stale_conflict(alice, bob)
+    assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
+
+
+async def test_one_token_is_one_owner_unless_agents_name_themselves(
+    workspace: Path, tmp_path: Path
+) -> None:
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
+        async with (
+            client(served.url, TOKENS["alice"]) as first,
+            client(served.url, TOKENS["alice"]) as second,
+        ):
+            await first.call_tool("read", {"file_path": "notes.md"})
+            assert code_of(await second.call_tool("edit", EDIT)) is None  # same owner
+            named = await second.call_tool(
+                "edit",
+                {**EDIT, "old_string": "alpha"},
+                meta={OWNER_META_KEY: "agent-2"},  # type: ignore[arg-type]
+            )
+            assert code_of(named) == "not_observed"
+
+
+async def test_naming_another_principals_owner_gets_none_of_its_observations(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # bob reads, as himself and as "x"; alice claims both names: neither is bob's.
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
+        async with (
+            client(served.url, TOKENS["alice"]) as alice,
+            client(served.url, TOKENS["bob"]) as bob,
+        ):
+            await bob.call_tool("read", {"file_path": "notes.md"})
+            await bob.call_tool("read", {"file_path": "notes.md"}, meta={OWNER_META_KEY: "x"})  # type: ignore[arg-type]
+            for name in ("bob", "x", "bob:x", "../bob", "bob/session-1"):
+                refused = await alice.call_tool("edit", EDIT, meta={OWNER_META_KEY: name})  # type: ignore[arg-type]
+                assert code_of(refused) == "not_observed", name
+            assert code_of(await alice.call_tool("edit", EDIT)) == "not_observed"
+    assert (workspace / "notes.md").read_bytes() == CRLF
+
+
+async def test_handshake_era_sessions_stay_owners_of_their_own(
+    workspace: Path, tmp_path: Path
+) -> None:
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
+        async with (
+            client(served.url, TOKENS["alice"], mode="legacy") as first,
+            client(served.url, TOKENS["alice"], mode="legacy") as second,
+        ):
+            await stale_conflict(first, second)
+    assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
+
+
+def test_a_session_answers_only_the_token_that_opened_it(workspace: Path, tmp_path: Path) -> None:
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
+        opened = post(served.url, initialize(), token=TOKENS["alice"])
+        session = opened.headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        headers = {"mcp_session_id": session, "mcp_protocol_version": LEGACY}
+        assert post(served.url, ping, token=TOKENS["alice"], **headers).status_code == 200
+        assert post(served.url, ping, token=TOKENS["bob"], **headers).status_code == 404
+
+
+# -- tokens ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "Bearer wrong-token-0123456789",
+        f"Bearer {TOKENS['alice']}x",
+        f"Bearer {TOKENS['alice'][:-1]}",
+        f"Basic {TOKENS['alice']}",
+        f"Bearer  {TOKENS['alice']}",
+    ],
+)
+def test_a_request_without_the_right_token_gets_401(
+    authorization: str | None, workspace: Path, tmp_path: Path
+) -> None:
+    sent = {} if authorization is None else {"authorization": authorization}
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
+        for message in (initialize(), {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}):
+            answer = post(served.url, message, **sent)
+            assert answer.status_code == 401
+            assert answer.headers["www-authenticate"].startswith("Bearer ")
+            assert "mcp-session-id" not in answer.headers
+        assert post(served.url, initialize(), token=TOKENS["bob"]).status_code == 200
+
+
+async def test_without_a_configured_token_one_is_made_and_printed(workspace: Path) -> None:
+    with serve_http("--root", str(workspace), "--owner", "me") as served:
+        said = re.fullmatch(
+            r"ctxfs: clients send the header +Authorization: Bearer (\S+)", served.banner[1]
+        )
+        assert said is not None, served.banner
+        token = said.group(1)
+        assert len(token) >= 32
+        assert "principal 'me'" in served.next_line()
+        async with client(served.url, token) as authorized:
+            assert code_of(await authorized.call_tool("read", {"file_path": "notes.md"})) is None
+        assert post(served.url, initialize()).status_code == 401
+    with serve_http("--root", str(workspace)) as again:  # a new token every run
+        assert token not in again.banner[1]
+
+
+async def test_ctxfs_token_names_the_owner_principal(workspace: Path) -> None:
+    token = "from-the-environment-0123"
+    with serve_http(
+        "--root", str(workspace), "--owner", "ci", env={"CTXFS_TOKEN": token}
+    ) as served:
+        assert served.banner[1] == "ctxfs: tokens for the principals ci"
+        assert token not in "\n".join(served.banner)
+        async with client(served.url, token) as authorized:
+            assert code_of(await authorized.call_tool("read", {"file_path": "notes.md"})) is None
+
+
+def refused(*options: str, env: dict[str, str] | None = None) -> str:
+    """Run ``serve --transport http`` expecting exit 2; its one line on stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--transport", "http", *options],
+        check=False, capture_output=True, text=True, timeout=60,
+        env=None if env is None else {**os.environ, **env},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    return done.stderr.strip()
+
+
+BAD_TOKEN_FILES = {
+    "alice\n": "expected `principal token`, got 1 fields",
+    "alice tok en-0123456789abcdef\n": "got 3 fields",
+    "al:ice secret-token-0123456789\n": "'al:ice' is not a principal name",
+    "alice short\n": "the token of 'alice' is not 16 or more visible ASCII characters",
+    "alice same-token-0123456789\nbob same-token-0123456789\n": "the token of line 1 again",
+    "# nothing but comments\n\n": "holds no `principal token` line",
+}
+
+
+@pytest.mark.parametrize(("text", "said"), BAD_TOKEN_FILES.items())
+def test_a_malformed_token_file_is_refused_by_line_without_showing_tokens(
+    text: str, said: str, workspace: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "tokens"
+    path.write_text(text)
+    line = refused("--root", str(workspace), "--token-file", str(path))
+    assert said in line
+    for word in text.split():
+        if len(word) >= 16:
+            assert word not in line
+
+
+def test_unsafe_bindings_are_refused(workspace: Path, tmp_path: Path) -> None:
+    root = ["--root", str(workspace)]
+    assert "not a loopback address: give the tokens" in refused(*root, "--host", "0.0.0.0")
+    assert "loopback only" in refused(*root, "--host", "0.0.0.0", "--no-auth")
+    assert "contradict" in refused(*root, "--no-auth", "--token-file", str(token_file(tmp_path)))
+    assert "CTXFS_TOKEN" in refused(*root, env={"CTXFS_TOKEN": "short"})
+    assert "cannot read the token file" in refused(*root, "--token-file", str(tmp_path / "none"))
+
+
+async def test_no_auth_is_loud_and_takes_requests_without_a_token(workspace: Path) -> None:
+    with serve_http("--root", str(workspace), "--no-auth") as served:
+        assert "WARNING --no-auth" in served.banner[1]
+        async with Client(served.url) as anonymous:
+            assert code_of(await anonymous.call_tool("read", {"file_path": "notes.md"})) is None
+
+
+def test_tokens_are_compared_whole_and_name_their_principal() -> None:
+    tokens = Tokens([("a", "a" * 16), ("b", "b" * 16), ("a", "c" * 20)])
+    assert tokens.principals == ["a", "b"]
+
+    async def principal(token: str) -> str | None:
+        found = await tokens.verify_token(token)
+        return None if found is None else found.client_id
+
+    assert anyio.run(principal, "c" * 20) == "a"
+    assert anyio.run(principal, "b" * 16) == "b"
+    for wrong in ("a" * 15, "a" * 17, "", "b" * 16 + " ", "A" * 16):
+        assert anyio.run(principal, wrong) is None
+    with pytest.raises(TokenFileError):
+        Tokens([])
+    with pytest.raises(TokenFileError):
+        Tokens([("a", "x" * 16), ("b", "x" * 16)])
+    assert "a" * 16 not in repr(tokens)
+
+
+# -- where requests come from ---------------------------------------------------------------------
+
+
+def test_loopback_and_the_checked_hosts_and_origins() -> None:
+    assert all(map(is_loopback, ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "10.0.0.1", "::", "example.com"]))
+    wildcard = allowed_origins_and_hosts("0.0.0.0", hosts=["files.example:8000"])
+    assert "0.0.0.0:*" not in wildcard.allowed_hosts
+    assert "files.example:8000" in wildcard.allowed_hosts
+    assert "http://files.example:8000" in wildcard.allowed_origins
+    assert wildcard.enable_dns_rebinding_protection
+    bound = allowed_origins_and_hosts("10.1.2.3")
+    assert "10.1.2.3:*" in bound.allowed_hosts
+    assert "http://10.1.2.3:*" in bound.allowed_origins
+    assert "evil.example:*" not in bound.allowed_hosts
+
+
+def test_host_and_origin_are_checked_on_any_bind_address(workspace: Path, tmp_path: Path) -> None:
+    # 127.0.0.2 is loopback, but not one of the three names the SDK alone would protect.
+    (workspace / "secret.txt").write_text("s3cr3t\n")
+    tokens = token_file(tmp_path)
+    with serve_http(
+        "--root", str(workspace), "--token-file", str(tokens), host="127.0.0.2"
+    ) as served:
+        alice = TOKENS["alice"]
+        assert post(served.url, initialize(), token=alice).status_code == 200
+        assert post(served.url, initialize(), token=alice, host="evil.example").status_code == 421
+        evil_origin = post(served.url, initialize(), token=alice, origin="http://evil.example")
+        assert evil_origin.status_code == 403
+        ok_origin = post(served.url, initialize(), token=alice, origin="http://127.0.0.2:1234")
+        assert ok_origin.status_code == 200
+    assert (workspace / "notes.md").read_bytes() == CRLF
+
+
+# -- sessions ---------------------------------------------------------------------------------------
+
+
+def alive(url: str, token: str, session: str) -> bool:
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    answer = post(url, ping, token=token, mcp_session_id=session, mcp_protocol_version=LEGACY)
+    return answer.status_code == 200
+
+
+def test_one_principal_cannot_lock_others_out(workspace: Path, tmp_path: Path) -> None:
+    # alice opens 20 idle sessions against a cap of 3 each and 5 in all: hers give way
+    # (the longest-idle first), and bob still gets in.
+    options = ["--sessions-per-principal", "3", "--max-sessions", "5"]
+    tokens = str(token_file(tmp_path))
+    with serve_http("--root", str(workspace), "--token-file", tokens, *options) as served:
+        alice, bob = TOKENS["alice"], TOKENS["bob"]
+        hers = [post(served.url, initialize(), token=alice) for _ in range(20)]
+        assert [answer.status_code for answer in hers] == [200] * 20
+        sessions = [answer.headers["mcp-session-id"] for answer in hers]
+        assert [alive(served.url, alice, session) for session in sessions] == [False] * 17 + [
+            True
+        ] * 3
+        his = [post(served.url, initialize(), token=bob) for _ in range(2)]
+        assert [answer.status_code for answer in his] == [200] * 2
+        # full (5): a new session ends an idle one of the busiest principal (alice, 3)
+        assert post(served.url, initialize(), token=bob).status_code == 200
+        assert sum(alive(served.url, alice, session) for session in sessions[-3:]) == 2
+        assert all(alive(served.url, bob, answer.headers["mcp-session-id"]) for answer in his)
+
+
+async def test_a_killed_and_restarted_http_server_keeps_what_a_principal_read(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # The owner of a stateless request is its principal, the same after a restart: with
+    # observations in SQLite, a read before kill -9 licenses the edit after it.
+    options = [
+        "--root", str(workspace), "--token-file", str(token_file(tmp_path)),
+        "--observations", f"sqlite://{tmp_path}/observations.db",
+    ]  # fmt: skip
+    with serve_http(*options) as served:
+        async with client(served.url, TOKENS["alice"]) as alice:
+            assert code_of(await alice.call_tool("read", {"file_path": "notes.md"})) is None
+        served.process.kill()
+        served.process.wait()
+    with serve_http(*options) as restarted:
+        async with (
+            client(restarted.url, TOKENS["alice"]) as alice,
+            client(restarted.url, TOKENS["bob"]) as bob,
+        ):
+            assert code_of(await bob.call_tool("edit", EDIT)) == "not_observed"
+            assert code_of(await alice.call_tool("edit", EDIT)) is None
+    assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"
