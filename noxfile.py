@@ -45,9 +45,9 @@ def conformance(session: nox.Session) -> None:
 @nox.session(python=False)
 def bench(session: nox.Session) -> None:
     """Run the benchmarks and regenerate docs/benchmarks.md (ratios, not timed tests)."""
-    session.run(".ci/servers", "install", "s3", external=True)
-    session.run(".ci/servers", "start", "s3", external=True)
+    session.run(".ci/servers", "install", "s3", "redis", external=True)
+    session.run(".ci/servers", "start", "s3", "redis", external=True)
     try:
         _uv_run(session, "--group", "bench", "python", "-m", "benchmarks")
     finally:
-        session.run(".ci/servers", "stop", "s3", external=True)
+        session.run(".ci/servers", "stop", "s3", "redis", external=True)

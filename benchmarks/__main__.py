@@ -1,8 +1,9 @@
 """Run every benchmark and regenerate docs/benchmarks.md: ``python -m benchmarks``.
 
-The S3 cases need moto on 127.0.0.1:5555 (``nox -s bench`` starts it with
-``.ci/servers``); the anchors install the reference MCP server (npm) and
-openhands-aci (its own Python 3.12 environment) on first use.
+The S3 cases need moto on 127.0.0.1:5555, the replicas also Redis on 6390
+(``nox -s bench`` starts both with ``.ci/servers``); the anchors install the
+reference MCP server (npm) and openhands-aci (its own Python 3.12 environment)
+on first use.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from benchmarks import (
     mcp_servers,
     memory,
     projection,
+    replicas,
     s3,
     text_semantics,
     tool_calls,
@@ -66,6 +68,11 @@ async def main() -> None:
         else:
             sections += ["## S3", "", "Not measured: moto was not running on 127.0.0.1:5555.", ""]
         sections += await anyio.to_thread.run_sync(contention.section, workdir)
+        if s3.available() and replicas.redis_available():
+            sections += await anyio.to_thread.run_sync(replicas.section, workdir)
+        else:
+            sections += ["## Replicas", "", "Not measured: moto (5555) or Redis (6390) was "
+                         "not running on 127.0.0.1.", ""]  # fmt: skip
     measures, tokenizer = await projection.measure()
     text = "\n".join(
         [

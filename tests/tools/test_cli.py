@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import socket
 import subprocess
 import sys
 import tomllib
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ctxfs.tools import __version__
-from ctxfs.tools.cli import MCP_NEEDED, main
+from ctxfs.tools.cli import MCP_BEFORE, MCP_NEEDED, main
 
 CTXFS = str(Path(sys.executable).with_name("ctxfs"))  # the installed console script
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +126,7 @@ def test_root_expands_the_home_directory_and_variables(
         assert capsys.readouterr().out.startswith("1 home\n")
 
 
-@pytest.mark.parametrize("found", ["1.9.0", "2.2.9", None])
+@pytest.mark.parametrize("found", ["1.9.0", "2.2.9", "3.0.0", None])
 def test_serve_says_which_mcp_it_needs_and_which_it_found(
     found: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -144,14 +145,15 @@ def test_serve_says_which_mcp_it_needs_and_which_it_found(
     err = capsys.readouterr().err
     have = "it is not installed" if found is None else f"found mcp {found}"
     assert err == (
-        f"ctxfs: serve needs the MCP SDK, mcp 2.3 or newer ({have}): "
+        f"ctxfs: serve needs the MCP SDK, mcp 2.3 or newer, before 3 ({have}): "
         "pip install 'ctxfs-tools[cli]'\n"
     )
 
 
 def test_the_needed_mcp_is_the_one_the_extras_require() -> None:
     extras = tomllib.loads((ROOT / "packages/tool-fs/pyproject.toml").read_text())
-    required = {"mcp>=" + ".".join(map(str, MCP_NEEDED))}
+    needed, before = (".".join(map(str, release)) for release in (MCP_NEEDED, MCP_BEFORE))
+    required = {f"mcp>={needed},<{before}"}
     optional = extras["project"]["optional-dependencies"]
     assert set(optional["cli"]) & {r for r in optional["cli"] if r.startswith("mcp")} == required
     assert set(optional["mcp"]) == required
@@ -218,3 +220,27 @@ def test_call_with_a_damaged_observation_store_fails_clearly(tmp_path: Path) -> 
                  '{"file_path": "a.txt"}')  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.startswith("ctxfs: error [unavailable]: the observation store")
+
+
+def test_call_with_an_unreachable_redis_changes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        store = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+    for tool, arguments in [
+        ("read", {"file_path": "a.txt"}),
+        ("edit", {"file_path": "a.txt", "old_string": "one", "new_string": "two"}),
+        ("write", {"file_path": "a.txt", "content": "two\n"}),
+    ]:
+        result = run("call", "--root", str(tmp_path), "--observations", store, tool,
+                     json.dumps(arguments))  # fmt: skip
+        assert result.returncode == 1
+        assert result.stderr.startswith("ctxfs: error [unavailable]: the observation store")
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+
+
+def test_call_with_a_bad_observations_url_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("call", "--root", str(tmp_path), "--observations", "postgres://x", "read",
+                 '{"file_path": "a.txt"}')  # fmt: skip
+    assert result.returncode == 2
+    assert "names no observation store" in result.stderr

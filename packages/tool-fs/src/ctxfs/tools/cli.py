@@ -34,10 +34,12 @@ from ctxfs.tools.toolset import FsToolset
 if TYPE_CHECKING:
     from ctxfs.tools.httpserver import HttpOptions, Tokens
 
-__all__ = ["MCP_NEEDED", "main"]
+__all__ = ["MCP_BEFORE", "MCP_NEEDED", "main"]
 
 MCP_NEEDED: Final = (2, 3)
 """The oldest ``mcp`` release ``serve`` runs on (as the ``cli`` and ``mcp`` extras require)."""
+MCP_BEFORE: Final = (3,)
+"""The first ``mcp`` release ``serve`` does not run on (its HTTP session caps use 2.x's manager)."""
 _INSTALL: Final = "pip install 'ctxfs-tools[cli]'"
 
 log = logging.getLogger("ctxfs")
@@ -228,10 +230,12 @@ def _check_mcp() -> None:
         found = importlib.metadata.version("mcp")
     except importlib.metadata.PackageNotFoundError:
         found = None
-    if found is None or _release(found) < MCP_NEEDED:
+    if found is None or not MCP_NEEDED <= _release(found) < MCP_BEFORE:
         have = "it is not installed" if found is None else f"found mcp {found}"
-        needed = ".".join(map(str, MCP_NEEDED))
-        raise UsageError(f"serve needs the MCP SDK, mcp {needed} or newer ({have}): {_INSTALL}")
+        needed, before = (".".join(map(str, release)) for release in (MCP_NEEDED, MCP_BEFORE))
+        raise UsageError(
+            f"serve needs the MCP SDK, mcp {needed} or newer, before {before} ({have}): {_INSTALL}"
+        )
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -290,7 +294,7 @@ def _http_options(args: argparse.Namespace) -> tuple[HttpOptions, str | None]:
 
     Refuses what would be unsafe: no tokens off loopback, ``--no-auth`` off loopback.
     """
-    from ctxfs.tools.httpserver import HttpOptions, Tokens, is_loopback  # noqa: PLC0415
+    from ctxfs.tools.httpserver import HttpOptions, TokenFileError, Tokens, is_loopback  # noqa: PLC0415
 
     loopback = is_loopback(args.host)
     if args.no_auth:
@@ -308,7 +312,10 @@ def _http_options(args: argparse.Namespace) -> tuple[HttpOptions, str | None]:
                     f"--host {args.host} is not a loopback address: give the tokens clients "
                     "must send (--token-file FILE, or CTXFS_TOKEN)"
                 )
-            tokens, generated = Tokens.generate(args.owner)
+            try:
+                tokens, generated = Tokens.generate(args.owner)
+            except TokenFileError as error:
+                raise UsageError(f"--owner: {error}") from None
     limits = {
         "max_sessions": args.max_sessions,
         "sessions_per_principal": args.sessions_per_principal,

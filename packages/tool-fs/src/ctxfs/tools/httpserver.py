@@ -238,6 +238,11 @@ class PrincipalSessions(StreamableHTTPSessionManager):
     def __init__(self, app: Server[Any], *, per_principal: int, **options: Any) -> None:
         super().__init__(app, **options)
         self.per_principal = per_principal
+        # What this class overrides and reads of the SDK's manager (mcp 2.x): fail loudly,
+        # rather than serve uncapped, on a release that renamed them.
+        for name in ("_admit_session", "_server_instances", "_session_owners"):
+            if not hasattr(self, name):
+                raise RuntimeError(f"this mcp release has no {name}; ctxfs cannot cap sessions")
 
     def _admit_session(
         self, requestor: AuthorizationContext | None

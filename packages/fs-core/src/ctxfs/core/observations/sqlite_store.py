@@ -59,7 +59,7 @@ class SqliteObservations(ObservationStore):
         self.path = Path(path)
         self.max_age = max_age
         self._lock = threading.Lock()
-        self._limiter = anyio.CapacityLimiter(1)  # one connection: one thread at a time
+        self._limiter: anyio.CapacityLimiter | None = None  # made in the loop that uses it
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -91,6 +91,8 @@ class SqliteObservations(ObservationStore):
             self._db.close()
 
     async def _run(self, call: Callable[[], T]) -> T:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)  # one connection: one thread at a time
         return await anyio.to_thread.run_sync(call, limiter=self._limiter)
 
     def _get(self, entry: tuple[bytes, bytes]) -> Observation | None:
