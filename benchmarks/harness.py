@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import socket
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -67,6 +68,15 @@ async def measure(case: Case) -> Result:
                 await side()
             samples.append((time.perf_counter() - started) / case.calls)
     return result
+
+
+def listening(port: int) -> bool:
+    """Whether a server (one of `.ci/servers`) listens on 127.0.0.1:*port*."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def describe(seconds: list[float]) -> str:

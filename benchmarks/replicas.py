@@ -34,6 +34,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from benchmarks.harness import listening
+
 REPLICAS: Final = 3
 AGENTS: Final = 8
 INCREMENTS: Final = 100
@@ -227,11 +229,7 @@ def section(workdir: Path) -> list[str]:
 
 def redis_available() -> bool:
     """Whether the Redis test server listens on 127.0.0.1:6390."""
-    try:
-        socket.create_connection(("127.0.0.1", 6390), timeout=1).close()
-    except OSError:
-        return False
-    return True
+    return listening(6390)
 
 
 def _structured(result: Any) -> dict[str, Any]:

@@ -9,13 +9,12 @@ at botocore's ``before-send`` event. Needs moto on 127.0.0.1:5555
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
-from benchmarks.harness import Case
+from benchmarks.harness import Case, listening
 from benchmarks.text_semantics import text_of_size, toggle
 from ctxfs.core import open_fs
 from ctxfs.remote import ObjectStoreBackend
@@ -32,11 +31,7 @@ OPTIONS: Final[dict[str, Any]] = {
 
 def available() -> bool:
     """Whether moto listens on the loopback port."""
-    try:
-        socket.create_connection(("127.0.0.1", 5555), timeout=1).close()
-    except OSError:
-        return False
-    return True
+    return listening(5555)
 
 
 def _counter(client: Any) -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 from ctxfs.core import ABSENT, Backend, Context, Fs, MemoryBackend
 from ctxfs.local import LocalBackend
 from ctxfs.tools import FsToolset
+from tests.tools.served import CRLF
 
 Seed = Callable[[str, bytes], Awaitable[None]]
 
@@ -44,3 +45,12 @@ def seed(fs: Fs) -> Seed:
 @pytest.fixture
 def tools() -> FsToolset:
     return FsToolset()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A directory ``ws`` holding ``notes.md`` (two CRLF lines), for the servers' tests."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.md").write_bytes(CRLF)
+    return root

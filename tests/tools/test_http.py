@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -26,6 +27,7 @@ from tests.tools.served import (
     CRLF,
     LEGACY,
     TOKENS,
+    Served,
     client,
     initialize,
     post,
@@ -45,11 +47,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.md").write_bytes(CRLF)
-    return root
+def served(workspace: Path, tmp_path: Path) -> Iterator[Served]:
+    """``ctxfs serve --transport http`` on *workspace*, with alice's and bob's tokens."""
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as running:
+        yield running
 
 
 def code_of(result: object) -> str | None:
@@ -62,74 +63,69 @@ def code_of(result: object) -> str | None:
 
 
 async def test_two_tokens_are_two_owners_on_the_current_protocol(
-    workspace: Path, tmp_path: Path
+    served: Served, workspace: Path
 ) -> None:
-    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
-        assert served.banner[1] == "ctxfs: tokens for the principals alice, bob"
-        async with (
-            client(served.url, TOKENS["alice"]) as alice,
-            client(served.url, TOKENS["bob"]) as bob,
-        ):
-            await stale_conflict(alice, bob)
+    assert served.banner[1] == "ctxfs: tokens for the principals alice, bob"
+    async with (
+        client(served.url, TOKENS["alice"]) as alice,
+        client(served.url, TOKENS["bob"]) as bob,
+    ):
+        await stale_conflict(alice, bob)
     assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
 
 
 async def test_one_token_is_one_owner_unless_agents_name_themselves(
-    workspace: Path, tmp_path: Path
+    served: Served, workspace: Path
 ) -> None:
-    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
-        async with (
-            client(served.url, TOKENS["alice"]) as first,
-            client(served.url, TOKENS["alice"]) as second,
-        ):
-            await first.call_tool("read", {"file_path": "notes.md"})
-            assert code_of(await second.call_tool("edit", EDIT)) is None  # same owner
-            named = await second.call_tool(
-                "edit",
-                {**EDIT, "old_string": "alpha"},
-                meta={OWNER_META_KEY: "agent-2"},  # type: ignore[arg-type]
-            )
-            assert code_of(named) == "not_observed"
+    async with (
+        client(served.url, TOKENS["alice"]) as first,
+        client(served.url, TOKENS["alice"]) as second,
+    ):
+        await first.call_tool("read", {"file_path": "notes.md"})
+        assert code_of(await second.call_tool("edit", EDIT)) is None  # same owner
+        named = await second.call_tool(
+            "edit",
+            {**EDIT, "old_string": "alpha"},
+            meta={OWNER_META_KEY: "agent-2"},  # type: ignore[arg-type]
+        )
+        assert code_of(named) == "not_observed"
 
 
 async def test_naming_another_principals_owner_gets_none_of_its_observations(
-    workspace: Path, tmp_path: Path
+    served: Served, workspace: Path
 ) -> None:
     # bob reads, as himself and as "x"; alice claims both names: neither is bob's.
-    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
-        async with (
-            client(served.url, TOKENS["alice"]) as alice,
-            client(served.url, TOKENS["bob"]) as bob,
-        ):
-            await bob.call_tool("read", {"file_path": "notes.md"})
-            await bob.call_tool("read", {"file_path": "notes.md"}, meta={OWNER_META_KEY: "x"})  # type: ignore[arg-type]
-            for name in ("bob", "x", "bob:x", "../bob", "bob/session-1"):
-                refused = await alice.call_tool("edit", EDIT, meta={OWNER_META_KEY: name})  # type: ignore[arg-type]
-                assert code_of(refused) == "not_observed", name
-            assert code_of(await alice.call_tool("edit", EDIT)) == "not_observed"
+    async with (
+        client(served.url, TOKENS["alice"]) as alice,
+        client(served.url, TOKENS["bob"]) as bob,
+    ):
+        await bob.call_tool("read", {"file_path": "notes.md"})
+        await bob.call_tool("read", {"file_path": "notes.md"}, meta={OWNER_META_KEY: "x"})  # type: ignore[arg-type]
+        for name in ("bob", "x", "bob:x", "../bob", "bob/session-1"):
+            refused = await alice.call_tool("edit", EDIT, meta={OWNER_META_KEY: name})  # type: ignore[arg-type]
+            assert code_of(refused) == "not_observed", name
+        assert code_of(await alice.call_tool("edit", EDIT)) == "not_observed"
     assert (workspace / "notes.md").read_bytes() == CRLF
 
 
 async def test_handshake_era_sessions_stay_owners_of_their_own(
-    workspace: Path, tmp_path: Path
+    served: Served, workspace: Path
 ) -> None:
-    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
-        async with (
-            client(served.url, TOKENS["alice"], mode="legacy") as first,
-            client(served.url, TOKENS["alice"], mode="legacy") as second,
-        ):
-            await stale_conflict(first, second)
+    async with (
+        client(served.url, TOKENS["alice"], mode="legacy") as first,
+        client(served.url, TOKENS["alice"], mode="legacy") as second,
+    ):
+        await stale_conflict(first, second)
     assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
 
 
-def test_a_session_answers_only_the_token_that_opened_it(workspace: Path, tmp_path: Path) -> None:
-    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
-        opened = post(served.url, initialize(), token=TOKENS["alice"])
-        session = opened.headers["mcp-session-id"]
-        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-        headers = {"mcp_session_id": session, "mcp_protocol_version": LEGACY}
-        assert post(served.url, ping, token=TOKENS["alice"], **headers).status_code == 200
-        assert post(served.url, ping, token=TOKENS["bob"], **headers).status_code == 404
+def test_a_session_answers_only_the_token_that_opened_it(served: Served, workspace: Path) -> None:
+    opened = post(served.url, initialize(), token=TOKENS["alice"])
+    session = opened.headers["mcp-session-id"]
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"mcp_session_id": session, "mcp_protocol_version": LEGACY}
+    assert post(served.url, ping, token=TOKENS["alice"], **headers).status_code == 200
+    assert post(served.url, ping, token=TOKENS["bob"], **headers).status_code == 404
 
 
 # -- tokens ----------------------------------------------------------------------------------------
@@ -147,16 +143,15 @@ def test_a_session_answers_only_the_token_that_opened_it(workspace: Path, tmp_pa
     ],
 )
 def test_a_request_without_the_right_token_gets_401(
-    authorization: str | None, workspace: Path, tmp_path: Path
+    authorization: str | None, served: Served, workspace: Path
 ) -> None:
     sent = {} if authorization is None else {"authorization": authorization}
-    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
-        for message in (initialize(), {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}):
-            answer = post(served.url, message, **sent)
-            assert answer.status_code == 401
-            assert answer.headers["www-authenticate"].startswith("Bearer ")
-            assert "mcp-session-id" not in answer.headers
-        assert post(served.url, initialize(), token=TOKENS["bob"]).status_code == 200
+    for message in (initialize(), {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}):
+        answer = post(served.url, message, **sent)
+        assert answer.status_code == 401
+        assert answer.headers["www-authenticate"].startswith("Bearer ")
+        assert "mcp-session-id" not in answer.headers
+    assert post(served.url, initialize(), token=TOKENS["bob"]).status_code == 200
 
 
 async def test_without_a_configured_token_one_is_made_and_printed(workspace: Path) -> None:

@@ -26,14 +26,6 @@ def anyio_backend() -> str:
     return "asyncio"  # the MCP SDK's client runs its transports on asyncio
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "notes.md").write_bytes(CRLF)
-    return root
-
-
 async def memory_server() -> tuple[Any, Fs]:
     fs = Fs(MemoryBackend(), load_entrypoints=False)
     await fs.backend.write("notes.md", CRLF, expect=ABSENT)
