@@ -83,3 +83,34 @@ PATTERNS = st.lists(SEGMENTS, min_size=1, max_size=3).map("/".join)
 def test_the_matcher_agrees_with_the_regular_expression(pattern: str, path: str) -> None:
     expected = reference(pattern).fullmatch(path) is not None
     assert glob_matcher(pattern).fullmatch(path) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matching", "not_matching"),
+    [
+        ("**/*.{py,txt}", ["a.py", "d/e/b.txt"], ["c.md", "a.pyc"]),
+        ("*.{py,txt}", ["a.py", "d/b.txt"], ["a.md"]),
+        ("{src,tests}/**/*.py", ["src/a.py", "tests/x/b.py"], ["lib/a.py", "a.py"]),
+        ("{src/*.py,*.md}", ["src/a.py", "README.md", "d/e.md"], ["d/src/a.py", "a.py"]),
+        ("v{1..3}.txt", ["v1.txt", "v3.txt"], ["v4.txt", "v{1..3}.txt"]),
+        ("*.{py,{pyi,pyx}}", ["a.pyi", "a.pyx", "a.py"], ["a.pyc"]),
+        ("{a}.txt", ["{a}.txt"], ["a.txt"]),  # no comma: literal braces, as in bash
+    ],
+)
+def test_braces_give_alternatives(
+    pattern: str, matching: list[str], not_matching: list[str]
+) -> None:
+    matcher = glob_matcher(pattern)
+    assert [path for path in matching if not matcher.fullmatch(path)] == []
+    assert [path for path in not_matching if matcher.fullmatch(path)] == []
+
+
+def test_braces_that_expand_too_far_or_to_nothing_are_refused() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        glob_matcher("{a,b}" * 11)  # 2048 alternatives
+    assert "more than 1000" in caught.value.message
+    with pytest.raises(InvalidArgument) as caught:
+        glob_matcher("{/,}")
+    assert "empty alternative" in caught.value.message
+    with pytest.raises(InvalidArgument):
+        glob_matcher("{,}")  # no alternative at all

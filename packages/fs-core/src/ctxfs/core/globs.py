@@ -1,9 +1,11 @@
 """Glob patterns over root-relative paths, shared by the search tools and the path policies.
 
 ``*`` and ``?`` match within one path segment, ``**`` across any number of
-segments, ``[...]`` is a class (``[!...]`` negated; never ``/``). A pattern
-without ``/`` matches a name at any depth, as in ``.gitignore``; one with ``/``
-matches the whole path below where the search starts.
+segments, ``[...]`` is a class (``[!...]`` negated; never ``/``), and braces
+give alternatives (``*.{py,pyi}``, ``{src,tests}/**``, ``v{1..3}``; expanded by
+bracex, at most :data:`MAX_ALTERNATIVES`). A pattern (each alternative) without
+``/`` matches a name at any depth, as in ``.gitignore``; one with ``/`` matches
+the whole path below where the search starts.
 
 No pattern can make matching run away. Segments are matched one by one: with
 up to two ``*`` by a regular expression (at worst quadratic in a name's
@@ -20,9 +22,14 @@ from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import Final
 
+import bracex
+
 from ctxfs.core.errors import InvalidArgument
 
-__all__ = ["GlobMatcher", "glob_matcher", "relative_to"]
+__all__ = ["MAX_ALTERNATIVES", "GlobMatcher", "glob_matcher", "relative_to"]
+
+MAX_ALTERNATIVES: Final = 1000
+"""The most patterns one glob's braces may expand to."""
 
 
 class _Wildcard:
@@ -59,7 +66,24 @@ class _Segment:
 
 
 class GlobMatcher:
-    """A compiled glob pattern (made by :func:`glob_matcher`)."""
+    """A compiled glob pattern (made by :func:`glob_matcher`): the alternatives its braces give."""
+
+    __slots__ = ("alternatives", "pattern")
+
+    def __init__(self, pattern: str, alternatives: tuple[_Alternative, ...]) -> None:
+        self.pattern = pattern
+        self.alternatives = alternatives
+
+    def __repr__(self) -> str:
+        return f"GlobMatcher({self.pattern!r})"
+
+    def fullmatch(self, path: str) -> bool:
+        """Whether *path* (root-relative, ``/``-separated) matches the whole pattern."""
+        return any(alternative.fullmatch(path) for alternative in self.alternatives)
+
+
+class _Alternative:
+    """One brace-free pattern."""
 
     __slots__ = ("_anywhere", "_fixed", "_last_globstar", "pattern", "segments")
 
@@ -73,11 +97,8 @@ class GlobMatcher:
         self._fixed = None if None in rest else tuple(s for s in rest if s is not None)
         self._last_globstar = max((i for i, s in enumerate(segments) if s is None), default=-1)
 
-    def __repr__(self) -> str:
-        return f"GlobMatcher({self.pattern!r})"
-
     def fullmatch(self, path: str) -> bool:
-        """Whether *path* (root-relative, ``/``-separated) matches the whole pattern."""
+        """Whether *path* matches this alternative."""
         names, fixed = path.split("/"), self._fixed
         if fixed is None:
             return self._from(0, 0, names, {})
@@ -120,18 +141,40 @@ def glob_matcher(pattern: str) -> GlobMatcher:
     """Compile *pattern*; ``fullmatch`` a root-relative path against the result.
 
     Raises:
-        InvalidArgument: The pattern is empty or has an unclosed ``[``.
+        InvalidArgument: The pattern (or an alternative) is empty, has an unclosed
+            ``[``, or its braces expand to more than :data:`MAX_ALTERNATIVES` patterns.
 
     """
     if not pattern or pattern.strip("/") == "":
         raise InvalidArgument("the glob pattern is empty", details={"field": "pattern"})
+    try:
+        expanded = bracex.expand(pattern, limit=MAX_ALTERNATIVES) if "{" in pattern else [pattern]
+    except bracex.ExpansionLimitException:
+        raise InvalidArgument(
+            f"the glob pattern's braces give more than {MAX_ALTERNATIVES} patterns",
+            hint="Use fewer or smaller brace groups, or several calls.",
+            details={"field": "pattern"},
+        ) from None
+    alternatives = tuple(dict.fromkeys(expanded))
+    if not alternatives:
+        raise InvalidArgument(
+            f"the glob pattern {pattern!r} expands to nothing", details={"field": "pattern"}
+        )
+    return GlobMatcher(pattern, tuple(_alternative(one, pattern) for one in alternatives))
+
+
+def _alternative(pattern: str, whole: str) -> _Alternative:
+    if not pattern or pattern.strip("/") == "":
+        raise InvalidArgument(
+            f"the glob pattern {whole!r} has an empty alternative", details={"field": "pattern"}
+        )
     anchored = "/" in pattern.strip("/")
     segments: list[_Segment | None] = [] if anchored else [None]  # unanchored: at any depth
     segments += [
-        None if segment == "**" else _compile_segment(segment, pattern)
+        None if segment == "**" else _compile_segment(segment, whole)
         for segment in pattern.strip("/").split("/")
     ]
-    return GlobMatcher(pattern, tuple(segments))
+    return _Alternative(pattern, tuple(segments))
 
 
 def _compile_segment(segment: str, pattern: str) -> _Segment:
