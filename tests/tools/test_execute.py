@@ -191,6 +191,9 @@ def whole_line(path: str, line: int, text: str, column: int = 1) -> dict[str, ob
         "cut": False,
         "text_column": 1,
         "line_chars": None,
+        "end_line": None,
+        "before": [],
+        "after": [],
     }
 
 
@@ -223,7 +226,7 @@ async def test_grep_finds_counts_pages_and_skips_binaries(
         "src/a.py:2: TODO: one",
         "src/b.py:2: TODO: three",
         "(3 matches in 3 files searched)",
-        "(1 binary, undecodable or unreadable file skipped)",
+        "(1 file skipped: 1 binary)",
     ]
     assert hits.structured["files_skipped"] == 1
     folded = await run(tools, ctx, "grep", pattern="todo", ignore_case=True, glob="*.py")
@@ -231,7 +234,7 @@ async def test_grep_finds_counts_pages_and_skips_binaries(
     assert [m["line"] for m in folded.structured["matches"]] == [2, 1, 2]
     page = await run(tools, ctx, "grep", pattern="TODO", offset=2, limit=1)
     assert page.structured["matches"] == [whole_line("src/a.py", 2, "TODO: one")]
-    assert page.text.splitlines()[-1] == ("(1 binary, undecodable or unreadable file skipped)")
+    assert page.text.splitlines()[-1] == ("(1 file skipped: 1 binary)")
     assert "(matches 2-2 of 3 in 3 files searched; continue with offset=3)" in page.text
     one_file = await run(tools, ctx, "grep", pattern="import", path="src/a.py")
     assert one_file.structured["matches"] == [whole_line("src/a.py", 1, "import os")]

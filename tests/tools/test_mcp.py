@@ -324,3 +324,29 @@ def test_a_killed_and_restarted_stdio_server_keeps_what_its_client_read(
     answer = json.loads(kept.stdout.splitlines()[1])
     assert answer["result"]["isError"] is False, answer
     assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"
+
+
+# -- through MCP -------------------------------------------------------------------------------------------
+
+
+async def test_the_new_arguments_cross_the_mcp_server() -> None:
+    fs = Fs(MemoryBackend(), load_entrypoints=False)
+    for path, data in {"a.py": b"x\nTODO\ny\n", "b.ts": b"TODO\n", ".hidden.py": b"TODO\n"}.items():
+        await fs.context(owner="seed").fs.write(path, data.decode())
+    async with Client(create_server(McpTools(fs)), raise_exceptions=True) as client:
+        counted = await client.call_tool(
+            "grep", {"pattern": "TODO", "output_mode": "count", "type": "py", "context": 1}
+        )
+        assert counted.structured_content is not None
+        assert counted.structured_content["files"] == [{"path": "a.py", "count": 1}]
+        shown = await client.call_tool(
+            "grep", {"pattern": "TODO", "context": 1, "glob": "*.{py,ts}"}
+        )
+        assert shown.content[0].text.splitlines()[:5] == [  # type: ignore[union-attr]
+            "a.py-1- x", "a.py:2: TODO", "a.py-3- y", "--", "b.ts:1: TODO",
+        ]  # fmt: skip
+        newest = await client.call_tool(
+            "glob", {"pattern": "*.py", "sort": "modified", "hidden": True}
+        )
+        assert newest.structured_content is not None
+        assert sorted(newest.structured_content["paths"]) == [".hidden.py", "a.py"]

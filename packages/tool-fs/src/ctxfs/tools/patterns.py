@@ -69,10 +69,19 @@ class LinePattern:
     """No quantifier, alternative or backreference: searched with no timeout at all."""
 
     @classmethod
-    def compile(cls, pattern: str, *, ignore_case: bool, line_seconds: float) -> LinePattern:
-        """Compile *pattern*; raise ``InvalidArgument`` (field ``pattern``) if it is not one."""
+    def compile(
+        cls, pattern: str, *, ignore_case: bool, line_seconds: float, multiline: bool = False
+    ) -> LinePattern:
+        """Compile *pattern*; raise ``InvalidArgument`` (field ``pattern``) if it is not one.
+
+        *multiline*: the pattern is searched in whole files, ``.`` matches a line
+        break too, and ``^``/``$`` match at every line's start and end.
+        """
+        flags = regex.IGNORECASE if ignore_case else 0
+        if multiline:
+            flags |= regex.MULTILINE | regex.DOTALL
         try:
-            compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+            compiled = regex.compile(pattern, flags)
         except regex.error as bad:
             raise InvalidArgument(
                 f"pattern is not a valid regular expression: {bad}",
@@ -107,6 +116,26 @@ class LinePattern:
             except TimeoutError:
                 raise OutOfTime(whole_call=seconds < line_seconds) from None
         return None if found is None else found.span()
+
+    def find_all(self, text: str, deadline: float) -> list[tuple[int, int]]:
+        """Where every match in *text* (a whole file, multiline) starts and ends.
+
+        Runs without the GIL, with the pattern's time limit for the whole text.
+        Meant for a worker thread.
+
+        Raises:
+            OutOfTime: The pattern's limit (``whole_call`` False) or *deadline* passed.
+
+        """
+        limit = math.inf if self.line_seconds is None else self.line_seconds
+        seconds = min(limit, deadline - time.monotonic())
+        if seconds <= 0:
+            raise OutOfTime(whole_call=True)
+        try:
+            found = self.compiled.finditer(text, timeout=seconds, concurrent=True)
+            return [match.span() for match in found]
+        except TimeoutError:
+            raise OutOfTime(whole_call=seconds < limit) from None
 
     def search_lines(self, lines: list[tuple[str, int, str]], deadline: float) -> Searched:
         """Search each of *lines* (``(path, number, line)``) until time runs out.

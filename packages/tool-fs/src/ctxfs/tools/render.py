@@ -20,6 +20,7 @@ __all__ = [
     "cut",
     "error_text",
     "escape",
+    "left_out",
     "page_footer",
     "size",
     "span",
@@ -28,6 +29,21 @@ __all__ = [
 ]
 
 WALK_TRUNCATED: Final = "(the walk stopped at its size limit: give a narrower path)"
+
+
+def left_out(hidden: int, ignored: int) -> str | None:
+    """The line saying which entries a walk left out and how to include them, if any."""
+    parts = []
+    if hidden:
+        parts.append(
+            f"{count(hidden, 'hidden entry', 'hidden entries')} (hidden=true includes them)"
+        )
+    if ignored:
+        parts.append(
+            f"{count(ignored, 'ignored entry', 'ignored entries')} "
+            "(include_ignored=true includes them)"
+        )
+    return f"(left out: {'; '.join(parts)})" if parts else None
 
 
 def unnamed(number: int) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, PositiveInt
 
 from ctxfs.core import glob_matcher, normalize_path, relative_to
 from ctxfs.tools import tree
+from ctxfs.tools.ignore import WalkFilter
 from ctxfs.tools.paging import Page, PageData
-from ctxfs.tools.render import WALK_TRUNCATED, count, escape, page_footer, unnamed
+from ctxfs.tools.render import WALK_TRUNCATED, count, escape, left_out, page_footer, unnamed
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["GLOB", "GlobArgs", "GlobData", "GlobTool"]
@@ -18,9 +21,20 @@ class GlobArgs(ToolArgs):
 
     pattern: str = Field(
         description="Glob pattern matched against paths relative to `path`: `*` and `?` stay "
-        "within one directory, `**` spans any number of them, e.g. `src/**/*.py`."
+        "within one directory, `**` spans any number of them, braces give alternatives, "
+        "e.g. `src/**/*.{ts,tsx}`."
     )
     path: str = Field(default="", description="Directory to search (default: the workspace root).")
+    sort: Literal["path", "modified"] = Field(
+        default="path",
+        description="`path` (alphabetical) or `modified` (most recently modified first).",
+    )
+    hidden: bool = Field(
+        default=False, description="Also find hidden files and directories (names starting with .)."
+    )
+    include_ignored: bool = Field(
+        default=False, description="Also find what .gitignore and .ignore files exclude."
+    )
     offset: PositiveInt | None = Field(
         default=None, description="1-based number of the first path to return (default 1)."
     )
@@ -33,6 +47,10 @@ class GlobData(PageData):
     pattern: str
     paths: list[str]
     walk_truncated: bool = Field(description="Whether the directory walk hit its size limit.")
+    hidden_skipped: int = Field(default=0, description="Hidden entries left out.")
+    ignored_skipped: int = Field(
+        default=0, description="Entries an ignore file excludes, left out."
+    )
     unnamed: int = Field(
         default=0, description="Entries not listed: no path can name them (object keys)."
     )
@@ -49,10 +67,13 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         options = limits.options
         return (
             "Find files by path pattern: `*` and `?` match within one directory, `**` "
-            "across any number; a pattern without / matches file names at any depth "
-            f"(`*.py`). Paths come sorted, at most {options.glob_limit:,} per call, with "
-            "exact totals and the `offset` to continue. Skips these directories: "
-            f"{', '.join(sorted(options.ignore))}; what a policy denies is not listed."
+            "across any number, `{a,b}` either; a pattern without / matches file names at "
+            "any depth (`*.py`). Paths come sorted by path (or `sort: modified`, newest "
+            f"first), at most {options.glob_limit:,} per call, with exact totals and the "
+            "`offset` to continue. It leaves out hidden files (`hidden` "
+            "includes them), what .gitignore and .ignore exclude (`include_ignored` "
+            f"includes it) and these directories: {', '.join(sorted(options.ignore))}; what "
+            "a policy denies is not listed."
         )
 
     def page_limit(self, limits: Limits) -> int:
@@ -62,10 +83,14 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         options = step.toolset.options
         root = normalize_path(args.path)
         matcher = glob_matcher(args.pattern)
-        walked = await tree.walk(
-            step.ctx, root, ignore=options.ignore, max_entries=options.max_walk_entries
+        only = WalkFilter(
+            skip_dirs=options.ignore, hidden=args.hidden, ignored=args.include_ignored
         )
-        paths = [e.path for e in walked.files if matcher.fullmatch(relative_to(e.path, root))]
+        walked = await tree.walk(step.ctx, root, only=only, max_entries=options.max_walk_entries)
+        found = [e for e in walked.files if matcher.fullmatch(relative_to(e.path, root))]
+        if args.sort == "modified":  # newest first; the path breaks ties
+            found.sort(key=lambda entry: (-(entry.mtime or 0.0), entry.path))
+        paths = [entry.path for entry in found]
         page = Page.of(args.offset, args.limit, options.glob_limit)
         shown = page.cut(paths)
         next_offset = page.next_offset(len(shown), len(paths))
@@ -78,6 +103,8 @@ class GlobTool(Tool[GlobArgs, GlobData]):
             next_offset=next_offset,
             truncated=next_offset is not None,
             walk_truncated=walked.truncated,
+            hidden_skipped=walked.hidden,
+            ignored_skipped=walked.ignored,
             unnamed=walked.unnamed,
         )
 
@@ -90,6 +117,8 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         else:
             of = f"{data.total} matching"
             lines.append(page_footer("files", data.offset, len(data.paths), of, data.next_offset))
+        if left := left_out(data.hidden_skipped, data.ignored_skipped):
+            lines.append(left)
         if data.walk_truncated:
             lines.append(WALK_TRUNCATED)
         if data.unnamed:

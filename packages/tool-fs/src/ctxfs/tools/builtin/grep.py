@@ -1,11 +1,13 @@
-"""``grep``: lines of text files matching a regular expression, sorted, with exact totals."""
+"""``grep``: lines of text files matching a regular expression (or the files, or counts), sorted."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, PositiveInt
+from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt
 
 from ctxfs.core import glob_matcher, normalize_path
-from ctxfs.tools import tree
+from ctxfs.tools import search
+from ctxfs.tools.filetypes import type_matcher
+from ctxfs.tools.ignore import WalkFilter
 from ctxfs.tools.paging import Page, PageData
 from ctxfs.tools.patterns import LinePattern
 from ctxfs.tools.render import (
@@ -14,12 +16,18 @@ from ctxfs.tools.render import (
     around,
     count,
     escape,
+    left_out,
     page_footer,
     unnamed,
 )
+from ctxfs.tools.search import OutputMode
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
-__all__ = ["GREP", "GrepArgs", "GrepData", "GrepMatch", "GrepTool"]
+__all__ = ["GREP", "GrepArgs", "GrepData", "GrepFile", "GrepLine", "GrepMatch", "GrepTool"]
+
+
+MOST_CONTEXT = 50
+"""The most context lines a hit may have on each side."""
 
 
 class GrepArgs(ToolArgs):
@@ -30,17 +38,59 @@ class GrepArgs(ToolArgs):
         default="", description="File or directory to search (default: the workspace root)."
     )
     glob: str | None = Field(
-        default=None, description="Only search files whose path matches this glob, e.g. `*.py`."
+        default=None,
+        description="Only search files whose path matches this glob, e.g. `*.py` or "
+        "`**/*.{ts,tsx}`.",
+    )
+    type: str | None = Field(
+        default=None,
+        description="Only search files of this type (ripgrep's names: `py`, `js`, ...).",
+    )
+    output_mode: OutputMode = Field(
+        default=OutputMode.CONTENT,
+        description="`content`: the matching lines; `files_with_matches`: the files that hold "
+        "a match; `count`: each such file with its number of matching lines.",
     )
     ignore_case: bool = Field(default=False, description="Match letters of either case.")
-    offset: PositiveInt | None = Field(
-        default=None, description="1-based number of the first match to return (default 1)."
+    multiline: bool = Field(
+        default=False,
+        description="Let a match span lines: `.` matches a line break too; each file is "
+        "searched whole.",
     )
-    limit: PositiveInt | None = Field(default=None, description="How many matches at most.")
+    context: NonNegativeInt | None = Field(
+        default=None,
+        le=MOST_CONTEXT,
+        description="Lines to show before and after each matching line (content mode).",
+    )
+    before: NonNegativeInt | None = Field(
+        default=None, le=MOST_CONTEXT, description="Lines to show before each matching line."
+    )
+    after: NonNegativeInt | None = Field(
+        default=None, le=MOST_CONTEXT, description="Lines to show after each matching line."
+    )
+    hidden: bool = Field(
+        default=False,
+        description="Also search hidden files and directories (names starting with .).",
+    )
+    include_ignored: bool = Field(
+        default=False, description="Also search what .gitignore and .ignore files exclude."
+    )
+    offset: PositiveInt | None = Field(
+        default=None,
+        description="1-based number of the first match (file, in the other modes) to return.",
+    )
+    limit: PositiveInt | None = Field(default=None, description="How many matches (files) at most.")
+
+
+class GrepLine(BaseModel):
+    """A context line."""
+
+    line: int
+    text: str
 
 
 class GrepMatch(BaseModel):
-    """One line that matched."""
+    """One line that matched (multiline: the lines one match spans)."""
 
     path: str
     line: int
@@ -51,15 +101,44 @@ class GrepMatch(BaseModel):
     cut: bool = Field(default=False, description="`text` is a part of a longer line.")
     text_column: int = Field(default=1, description="1-based column where `text` starts.")
     line_chars: int | None = Field(default=None, description="Length of a cut line.")
+    end_line: int | None = Field(
+        default=None, description="The last line a multiline match spans, when past `line`."
+    )
+    before: list[GrepLine] = Field(default_factory=list, description="Context lines before.")
+    after: list[GrepLine] = Field(default_factory=list, description="Context lines after.")
+
+
+class GrepFile(BaseModel):
+    """A file that holds matches."""
+
+    path: str
+    count: int = Field(description="Its matching lines (multiline: its matches).")
 
 
 class GrepData(PageData):
     """The data of a ``grep`` result."""
 
     pattern: str
-    matches: list[GrepMatch]
+    output_mode: OutputMode = OutputMode.CONTENT
+    matches: list[GrepMatch] = Field(default_factory=list, description="Content mode's page.")
+    files: list[GrepFile] = Field(
+        default_factory=list, description="The page of files, in the other modes."
+    )
+    lines_matched: int = Field(
+        default=0, description="Matching lines (multiline: matches) in every file searched."
+    )
     files_searched: int
     files_skipped: int = Field(description="Files not searched: binary, undecodable or unreadable.")
+    skipped: dict[str, int] = Field(
+        default_factory=dict,
+        description="Files not searched, by the error code that stopped them.",
+    )
+    hidden_skipped: int = Field(
+        default=0, description="Hidden entries (names starting with .) not searched."
+    )
+    ignored_skipped: int = Field(
+        default=0, description="Entries an ignore file excludes, not searched."
+    )
     walk_truncated: bool
     unnamed: int = Field(
         default=0, description="Entries not listed: no path can name them (object keys)."
@@ -80,14 +159,18 @@ class GrepTool(Tool[GrepArgs, GrepData]):
     def description(self, limits: Limits) -> str:
         options = limits.options
         return (
-            "Search text files for a regular expression (Python syntax), line by line. "
-            f"Returns `path:line: text`, sorted by path and line, at most "
-            f"{options.grep_limit:,} matches per call, with exact totals and the `offset` "
-            "to continue. `glob` filters files as in the glob tool; binary files are "
-            f"skipped; so are these directories: {', '.join(sorted(options.ignore))}, and "
-            "what a policy denies. Long lines are shown cut around their match. A search "
-            f"stops after {options.grep_seconds:g} s and says what it covered. Searching does "
-            "not count as reading a file before editing it."
+            "Search text files for a regular expression (Python syntax), line by line "
+            "(`multiline` lets a match span lines). `output_mode` picks what comes back: "
+            "`content` (`path:line: text`, with `context`/`before`/`after` lines), "
+            "`files_with_matches` or `count`. Results are sorted by path and line, at most "
+            f"{options.grep_limit:,} matches (or files) per call, with exact totals and the "
+            "`offset` to continue. `glob` (braces allowed) and `type` filter files. As ripgrep does, it "
+            "skips hidden files (`hidden` includes them), what .gitignore and .ignore "
+            "exclude (`include_ignored` includes it), binary files, these directories: "
+            f"{', '.join(sorted(options.ignore))}, and what a policy denies. Long lines are "
+            f"shown cut around their match. A search stops after {options.grep_seconds:g} s "
+            "and says what it covered. Searching does not count as reading a file before "
+            "editing it."
         )
 
     def page_limit(self, limits: Limits) -> int:
@@ -96,41 +179,49 @@ class GrepTool(Tool[GrepArgs, GrepData]):
     async def run(self, step: Step, args: GrepArgs) -> GrepData:
         options = step.toolset.options
         pattern = LinePattern.compile(
-            args.pattern, ignore_case=args.ignore_case, line_seconds=options.grep_line_seconds
+            args.pattern,
+            ignore_case=args.ignore_case,
+            line_seconds=options.grep_line_seconds,
+            multiline=args.multiline,
         )
-        if args.glob is not None:
-            glob_matcher(args.glob)  # refuse a bad filter before searching
-        page = Page.of(args.offset, args.limit, options.grep_limit)
-        found = await tree.grep(
+        filters = [glob_matcher(args.glob).fullmatch] if args.glob is not None else []
+        if args.type is not None:
+            filters.append(type_matcher(args.type).fullmatch)
+        context = args.context or 0
+        found = await search.grep(
             step.ctx,
-            pattern,
-            root=args.path,
-            file_glob=args.glob,
-            ignore=options.ignore,
-            max_entries=options.max_walk_entries,
-            page=page,
-            max_line_chars=step.ctx.mount.text_options.max_line_chars,
-            seconds=options.grep_seconds,
+            search.GrepQuery(
+                pattern=pattern,
+                root=args.path,
+                mode=args.output_mode,
+                before=context if args.before is None else args.before,
+                after=context if args.after is None else args.after,
+                multiline=args.multiline,
+                file_filter=(lambda path: all(keep(path) for keep in filters)) if filters else None,
+                only=WalkFilter(
+                    skip_dirs=options.ignore, hidden=args.hidden, ignored=args.include_ignored
+                ),
+                max_entries=options.max_walk_entries,
+                page=(page := Page.of(args.offset, args.limit, options.grep_limit)),
+                max_line_chars=step.ctx.mount.text_options.max_line_chars,
+                seconds=options.grep_seconds,
+            ),
         )
-        next_offset = page.next_offset(len(found.hits), found.total)
+        shown = len(found.hits) + len(found.files)
+        next_offset = page.next_offset(shown, found.total)
         return self.data(
             target=normalize_path(args.path),
             pattern=args.pattern,
-            matches=[
-                GrepMatch(
-                    path=hit.path,
-                    line=hit.line,
-                    text=hit.text,
-                    column=hit.column + 1,
-                    cut=hit.cut,
-                    text_column=hit.text_start + 1,
-                    line_chars=hit.line_chars if hit.cut else None,
-                )
-                for hit in found.hits
-            ],
+            output_mode=args.output_mode,
+            matches=[_match(hit) for hit in found.hits],
+            files=[GrepFile(path=item.path, count=item.count) for item in found.files],
             total=found.total,
+            lines_matched=found.lines_matched,
             files_searched=found.files_searched,
-            files_skipped=found.files_skipped,
+            files_skipped=sum(found.skipped.values()),
+            skipped=dict(sorted(found.skipped.items())),
+            hidden_skipped=found.walk.hidden,
+            ignored_skipped=found.walk.ignored,
             offset=page.first,
             next_offset=next_offset,
             truncated=next_offset is not None,
@@ -140,19 +231,31 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         )
 
     def render(self, data: GrepData, args: GrepArgs) -> str:
-        lines = [f"{escape(m.path)}:{m.line}: {_shown(m)}" for m in data.matches]
+        lines = _listed(data)
         files = count(data.files_searched, "file")
+        noun = "matching files" if data.output_mode is not OutputMode.CONTENT else "matches"
+        unit = (
+            ("file", "files")
+            if data.output_mode is not OutputMode.CONTENT
+            else ("match", "matches")
+        )
         if data.total == 0:
             lines.append(f"(no match in {files})")
         elif data.next_offset is None and data.offset == 1:
-            lines.append(f"({count(data.total, 'match', 'matches')} in {files} searched)")
+            lines.append(f"({count(data.total, *unit)} in {files} searched)")
         else:
             of = f"{data.total} in {files} searched"
-            shown = len(data.matches)
-            lines.append(page_footer("matches", data.offset, shown, of, data.next_offset))
-        if data.files_skipped:
-            skipped = count(data.files_skipped, "binary, undecodable or unreadable file")
-            lines.append(f"({skipped} skipped)")
+            shown = len(data.matches) + len(data.files)
+            lines.append(page_footer(noun, data.offset, shown, of, data.next_offset))
+        if data.output_mode is OutputMode.COUNT and data.total:
+            lines.append(f"({count(data.lines_matched, 'matching line')} in all)")
+        if data.skipped:
+            reasons = ", ".join(
+                f"{n} {_REASONS.get(code, code)}" for code, n in data.skipped.items()
+            )
+            lines.append(f"({count(data.files_skipped, 'file')} skipped: {reasons})")
+        if left := left_out(data.hidden_skipped, data.ignored_skipped):
+            lines.append(left)
         if any(m.cut for m in data.matches):
             lines.append("(long lines are shown around their first match, … marks a cut)")
         if data.walk_truncated:
@@ -165,6 +268,61 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 "give a narrower path or glob, or a simpler pattern)"
             )
         return "\n".join(lines)
+
+
+_REASONS = {"binary_file": "binary", "encoding_error": "undecodable", "too_large": "too large"}
+
+
+def _match(hit: search.Hit) -> GrepMatch:
+    return GrepMatch(
+        path=hit.path,
+        line=hit.line,
+        text=hit.text,
+        column=hit.column + 1,
+        cut=hit.cut,
+        text_column=hit.text_start + 1,
+        line_chars=hit.line_chars if hit.cut else None,
+        end_line=hit.end_line,
+        before=[GrepLine(line=line.number, text=line.text) for line in hit.before],
+        after=[GrepLine(line=line.number, text=line.text) for line in hit.after],
+    )
+
+
+def _listed(data: GrepData) -> list[str]:
+    """The result's lines: paths, counts, or matches with their context, as ripgrep shows them.
+
+    A matching line is ``path:line: text``, a context line ``path-line- text``; a line
+    that is both is shown once, as a match, and ``--`` separates groups that are apart.
+    """
+    if data.output_mode is OutputMode.FILES:
+        return [escape(item.path) for item in data.files]
+    if data.output_mode is OutputMode.COUNT:
+        return [f"{escape(item.path)}:{item.count}" for item in data.files]
+    rows: dict[tuple[str, int], str | None] = {}  # None: a line inside a multiline match
+    for match in data.matches:
+        path = escape(match.path)
+        for context in (*match.before, *match.after):
+            rows.setdefault(
+                (match.path, context.line), f"{path}-{context.line}- {escape(context.text)}"
+            )
+        if match.end_line is None:
+            rows[match.path, match.line] = f"{path}:{match.line}: {_shown(match)}"
+            continue
+        block = [f"{path}:{match.line}-{match.end_line}:", *map(escape, match.text.split("\n"))]
+        rows[match.path, match.line] = "\n".join(block)
+        for inside in range(match.line + 1, match.end_line + 1):
+            rows[match.path, inside] = None
+    order = {path: index for index, path in enumerate(dict.fromkeys(m.path for m in data.matches))}
+    grouped = any(match.before or match.after for match in data.matches)
+    lines: list[str] = []
+    last: tuple[str, int] | None = None
+    for key in sorted(rows, key=lambda key: (order[key[0]], key[1])):
+        if grouped and last is not None and (key[0] != last[0] or key[1] > last[1] + 1):
+            lines.append("--")
+        if (text := rows[key]) is not None:
+            lines.append(text)
+        last = key
+    return lines
 
 
 def _shown(match: GrepMatch) -> str:

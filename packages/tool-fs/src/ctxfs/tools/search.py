@@ -1,0 +1,383 @@
+"""Grep through ``ctx.fs``: the matching lines, the files holding them, or counts per file.
+
+Files are searched in sorted path order, so pages and totals are exact. Lines
+are searched whole, however long, in batches in a worker thread (see
+:mod:`ctxfs.tools.patterns`), so the event loop (other sessions) never waits
+for a search; a call stops at its deadline and says so. Context lines come from
+the same batches (and the end of the one before). A multiline search reads each
+file whole (up to :data:`MULTILINE_MAX_CHARS`) and searches it at once. Asking
+only for the files that match stops reading a file at its first match.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+import anyio.lowlevel
+import anyio.to_thread
+
+from ctxfs.core import Context, FileKind, FsError, TooLarge, normalize_path, relative_to
+from ctxfs.tools.ignore import WalkFilter
+from ctxfs.tools.paging import Page
+from ctxfs.tools.patterns import LinePattern, OutOfTime
+from ctxfs.tools.render import around
+from ctxfs.tools.tree import Walk, walk
+
+__all__ = [
+    "MULTILINE_MAX_CHARS",
+    "FileCount",
+    "Grep",
+    "GrepQuery",
+    "Hit",
+    "Line",
+    "OutputMode",
+    "grep",
+]
+
+_BATCH_CHARS: Final = 1 << 18
+_BATCH_LINES: Final = 4096
+"""Lines are searched in batches of this many characters or lines, in a worker thread."""
+MULTILINE_MAX_CHARS: Final = 64 << 20
+"""The largest file (in characters) a multiline search reads; a larger one is skipped."""
+
+
+class OutputMode(StrEnum):
+    """What a search returns."""
+
+    CONTENT = "content"
+    """The matching lines (with context lines, when asked)."""
+    FILES = "files_with_matches"
+    """The paths of the files that hold a match."""
+    COUNT = "count"
+    """Each file that holds a match, with its number of matching lines."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Line:
+    """A context line: its number and text (cut like a hit's)."""
+
+    number: int
+    text: str
+
+
+@dataclass(kw_only=True)
+class Hit:
+    """One line that matched (or, multiline, the lines one match spans), around its match."""
+
+    path: str
+    line: int
+    text: str
+    """The line (lines), or the part of it around the match when longer than the cap."""
+    column: int
+    """Where the match starts in the line (0-based, in characters)."""
+    text_start: int
+    """Where *text* starts in the line (0 unless the line was cut)."""
+    line_chars: int
+    end_line: int | None = None
+    """The last line a multiline match spans, when past *line*."""
+    before: list[Line] = field(default_factory=list)
+    after: list[Line] = field(default_factory=list)
+
+    @property
+    def cut(self) -> bool:
+        """Whether *text* is a part of the line."""
+        return len(self.text) < self.line_chars
+
+
+@dataclass(kw_only=True)
+class FileCount:
+    """A file holding matches, and how many lines (multiline: matches) match."""
+
+    path: str
+    count: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrepQuery:
+    """One search: what to look for, where, and what to return."""
+
+    pattern: LinePattern
+    root: str = ""
+    mode: OutputMode = OutputMode.CONTENT
+    before: int = 0
+    after: int = 0
+    multiline: bool = False
+    file_filter: Callable[[str], bool] | None = None
+    """Which files (by path below *root*) to search; None: all."""
+    only: WalkFilter
+    max_entries: int
+    page: Page
+    max_line_chars: int
+    seconds: float
+
+
+@dataclass
+class Grep:
+    """What a search found: the requested page, and totals over everything searched."""
+
+    hits: list[Hit] = field(default_factory=list)
+    """The page of hits (content mode)."""
+    files: list[FileCount] = field(default_factory=list)
+    """The page of files (the other modes)."""
+    total: int = 0
+    """Items of the mode: matching lines (multiline: matches), or files with matches."""
+    lines_matched: int = 0
+    """Matching lines (multiline: matches) in all."""
+    files_searched: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    """Files not searched, by the error code that stopped them (``binary_file``, ...)."""
+    timed_out: bool = False
+    """The call's deadline passed: the counts cover what was searched until then."""
+    walk: Walk = field(default_factory=Walk)
+
+
+async def grep(ctx: Context, query: GrepQuery) -> Grep:
+    """Search every text file below ``query.root`` (or that file itself).
+
+    Raises:
+        InvalidArgument: A line's (file's) search ran out of its own time (see
+            :class:`LinePattern`).
+
+    """
+    root = normalize_path(query.root)
+    found = Grep()
+    if root and (await ctx.fs.stat(root)).kind is not FileKind.DIRECTORY:
+        paths = [root]
+    else:
+        found.walk = await walk(ctx, root, only=query.only, max_entries=query.max_entries)
+        keep = query.file_filter
+        paths = [
+            entry.path
+            for entry in found.walk.files
+            if keep is None or keep(relative_to(entry.path, root))
+        ]
+    search = _Search(query, found, time.monotonic() + query.seconds)
+    try:
+        if query.multiline:
+            await _search_whole_files(ctx, paths, search)
+        else:
+            await _search_lines(ctx, paths, search)
+    except _TooSlow as slow:
+        raise query.pattern.too_slow(slow.path, slow.number) from None
+    return found
+
+
+async def _search_lines(ctx: Context, paths: list[str], search: _Search) -> None:
+    """Feed the lines of each file to *search*, until the end or its deadline."""
+    for path in paths:
+        # Small files are read without suspending: let other tasks run, and a cancel land.
+        await anyio.lowlevel.checkpoint()
+        if search.out_of_time():
+            return
+        start = len(search.batch)
+        try:
+            async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as lines:
+                async for number, line in lines:
+                    if search.add(path, number, line):
+                        start = 0
+                        if not await search.flush():
+                            return
+                        if search.settled(path):
+                            break
+        except FsError as error:  # this file cannot be searched (its lines not yet searched go)
+            search.drop(start)
+            search.found.skipped[error.code] += 1
+            continue
+        search.files_read += 1
+    await search.flush()
+
+
+async def _search_whole_files(ctx: Context, paths: list[str], search: _Search) -> None:
+    """Search each file's whole text at once (multiline), until the end or the deadline."""
+    for path in paths:
+        await anyio.lowlevel.checkpoint()
+        if search.out_of_time():
+            return
+        try:
+            lines = await _all_lines(ctx, path)
+        except FsError as error:
+            search.found.skipped[error.code] += 1
+            continue
+        if not await search.whole(path, lines):
+            return
+
+
+async def _all_lines(ctx: Context, path: str) -> list[str]:
+    lines, chars = [], 0
+    async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as numbered:
+        async for _, line in numbered:
+            chars += len(line) + 1
+            if chars > MULTILINE_MAX_CHARS:
+                raise TooLarge(f"{path} is too large for a multiline search", path=path)
+            lines.append(line)
+    return lines
+
+
+class _TooSlow(Exception):
+    """A line took longer than the pattern's limit: no ``FsError``, no file is at fault."""
+
+    def __init__(self, path: str, number: int) -> None:
+        super().__init__(path, number)
+        self.path, self.number = path, number
+
+
+class _Search:
+    """Lines gathered into batches, each searched off the event loop, and what they hold."""
+
+    def __init__(self, query: GrepQuery, found: Grep, deadline: float) -> None:
+        self.query, self.found, self.deadline = query, found, deadline
+        self.batch: list[tuple[str, int, str]] = []
+        self.chars = 0
+        self.files_read = 0  # files read into the batch, not yet searched to their end
+        self.tail: deque[tuple[str, int, str]] = deque(maxlen=query.before)
+        """The last lines of the batches before, for the context of the next one's hits."""
+        self.waiting: list[tuple[Hit, int]] = []
+        """Hits of the last batch still owed after-context lines, and how many."""
+        self.current: FileCount | None = None
+        """The file whose matches are being counted (files and count modes)."""
+
+    def add(self, path: str, number: int, line: str) -> bool:
+        """Add a line; whether the batch is full."""
+        self.batch.append((path, number, line))
+        self.chars += len(line)
+        return self.chars >= _BATCH_CHARS or len(self.batch) >= _BATCH_LINES
+
+    def drop(self, start: int) -> None:
+        """Forget the lines from *start* on (a file that failed part way)."""
+        del self.batch[start:]
+        self.chars = sum(len(line) for _, _, line in self.batch)
+
+    def settled(self, path: str) -> bool:
+        """Whether *path* needs no more reading: its first match is all that files mode needs."""
+        current = self.current
+        return self.query.mode is OutputMode.FILES and current is not None and current.path == path
+
+    def out_of_time(self) -> bool:
+        """Whether the deadline has passed (the result then says so)."""
+        if time.monotonic() > self.deadline:
+            self.found.timed_out = True
+        return self.found.timed_out
+
+    async def flush(self) -> bool:
+        """Search the batch in a worker thread; whether there is time to go on.
+
+        Raises:
+            _TooSlow: A line took longer than the pattern's limit.
+
+        """
+        if not self.batch and not self.files_read:
+            return not self.out_of_time()
+        batch, pattern = self.batch, self.query.pattern
+        searched = await anyio.to_thread.run_sync(pattern.search_lines, batch, self.deadline)
+        self._owed_after(batch)
+        for index, column in searched.hits:
+            path, number, line = batch[index]
+            if self._counted(path):
+                self.found.hits.append(self._hit(path, number, line, column))
+                self._context(self.found.hits[-1], batch, index)
+        if searched.stopped_at is not None:
+            path, number, _ = batch[searched.stopped_at]
+            if not searched.whole_call:
+                raise _TooSlow(path, number)
+            self.found.timed_out = True
+            return False
+        self.found.files_searched += self.files_read
+        self.tail.extend(batch[-self.query.before :] if self.query.before else ())
+        self.batch, self.chars, self.files_read = [], 0, 0
+        return not self.out_of_time()
+
+    async def whole(self, path: str, lines: list[str]) -> bool:
+        """Search one file's whole text (multiline); whether there is time to go on."""
+        text = "\n".join(lines)
+        pattern = self.query.pattern
+        try:
+            spans = await anyio.to_thread.run_sync(pattern.find_all, text, self.deadline)
+        except OutOfTime as stopped:
+            if not stopped.whole_call:
+                raise _TooSlow(path, 1) from None
+            self.found.timed_out = True
+            return False
+        starts = [0]
+        for line in lines[:-1]:
+            starts.append(starts[-1] + len(line) + 1)
+        numbered = [(path, index + 1, line) for index, line in enumerate(lines)] if spans else []
+        for begin, end in spans:
+            first = bisect.bisect_right(starts, begin) - 1
+            if not self._counted(path):
+                continue
+            last = bisect.bisect_right(starts, max(begin, end - 1)) - 1
+            shown = "\n".join(lines[first : last + 1])
+            hit = self._hit(path, first + 1, shown, begin - starts[first])
+            hit.end_line = last + 1 if last > first else None
+            self._context(hit, numbered, first, last=last)
+            self.found.hits.append(hit)
+        self.found.files_searched += 1
+        return not self.out_of_time()
+
+    def _counted(self, path: str) -> bool:
+        """Count one match in *path*; whether it is a hit of the page (content mode)."""
+        found, query = self.found, self.query
+        found.lines_matched += 1
+        if query.mode is OutputMode.CONTENT:
+            found.total += 1
+            return query.page.holds(found.total)
+        if self.current is None or self.current.path != path:
+            found.total += 1
+            self.current = FileCount(path=path)
+            if query.page.holds(found.total):
+                found.files.append(self.current)
+        self.current.count += 1
+        return False
+
+    def _hit(self, path: str, number: int, line: str, column: int) -> Hit:
+        text, text_start = around(line, column, self.query.max_line_chars)
+        return Hit(
+            path=path,
+            line=number,
+            text=text,
+            column=column,
+            text_start=text_start,
+            line_chars=len(line),
+        )
+
+    def _line(self, number: int, line: str) -> Line:
+        return Line(number=number, text=around(line, 0, self.query.max_line_chars)[0])
+
+    def _context(
+        self, hit: Hit, lines: list[tuple[str, int, str]], index: int, *, last: int | None = None
+    ) -> None:
+        """Give *hit* (at ``lines[index]``) its context lines: from *lines*, the tail before."""
+        before, after = self.query.before, self.query.after
+        earlier = [item for item in lines[max(0, index - before) : index] if item[0] == hit.path]
+        if len(earlier) < before and index - before < 0:
+            wanted = before - len(earlier)
+            first = earlier[0][1] if earlier else hit.line
+            earlier = [
+                item for item in list(self.tail)[-wanted:]
+                if item[0] == hit.path and item[1] < first
+            ] + earlier  # fmt: skip
+        hit.before = [self._line(number, line) for _, number, line in earlier]
+        end = index if last is None else last
+        later = [item for item in lines[end + 1 : end + 1 + after] if item[0] == hit.path]
+        hit.after = [self._line(number, line) for _, number, line in later]
+        owed = after - len(later)
+        if owed > 0 and end + 1 + after > len(lines) and last is None:
+            self.waiting.append((hit, owed))
+
+    def _owed_after(self, batch: list[tuple[str, int, str]]) -> None:
+        """Give the hits of the batch before the after-context lines that start this one."""
+        for hit, owed in self.waiting:
+            next_number = (hit.after[-1].number if hit.after else hit.line) + 1
+            for path, number, line in batch[:owed]:
+                if path != hit.path or number != next_number:
+                    break
+                hit.after.append(self._line(number, line))
+                next_number += 1
+        self.waiting = []

@@ -1,0 +1,275 @@
+"""grep's and glob's ripgrep features: output modes, context, multiline, types, braces, ignores.
+
+Every case runs through ``FsToolset.execute`` on the memory backend and on fs-local; one
+runs through the MCP server with the real client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import pytest
+
+from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend
+from ctxfs.tools import FsToolset, ToolResult
+from tests.tools.conftest import Seed
+
+pytestmark = pytest.mark.anyio
+
+
+async def run(tools: FsToolset, ctx: Context, name: str, **arguments: Any) -> ToolResult:
+    return await tools.execute(ctx, name, arguments)
+
+
+def numbered(count: int, *, marks: dict[int, str]) -> bytes:
+    """Lines ``line N``, with *marks* (line number -> text) in place of some."""
+    return "".join(f"{marks.get(n, f'line {n}')}\n" for n in range(1, count + 1)).encode()
+
+
+# -- output modes --------------------------------------------------------------------------------
+
+
+async def test_files_with_matches_and_counts_page_over_files(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.py", b"TODO 1\nTODO 2\nx\n")
+    await seed("b.py", b"nothing\n")
+    await seed("c/d.py", b"TODO 3\n")
+    await seed("e.md", b"TODO 4\nTODO 5\nTODO 6\n")
+    files = await run(tools, ctx, "grep", pattern="TODO", output_mode="files_with_matches")
+    assert [item["path"] for item in files.structured["files"]] == ["a.py", "c/d.py", "e.md"]
+    assert files.structured["matches"] == []
+    assert files.structured["total"] == 3
+    assert files.text.splitlines() == ["a.py", "c/d.py", "e.md", "(3 files in 4 files searched)"]
+    counted = await run(tools, ctx, "grep", pattern="TODO", output_mode="count")
+    assert counted.structured["files"] == [
+        {"path": "a.py", "count": 2},
+        {"path": "c/d.py", "count": 1},
+        {"path": "e.md", "count": 3},
+    ]
+    assert counted.structured["lines_matched"] == 6
+    assert counted.text.splitlines()[:3] == ["a.py:2", "c/d.py:1", "e.md:3"]
+    assert "(6 matching lines in all)" in counted.text
+    second = await run(tools, ctx, "grep", pattern="TODO", output_mode="count", offset=2, limit=1)
+    assert second.structured["files"] == [{"path": "c/d.py", "count": 1}]
+    assert (second.structured["total"], second.structured["next_offset"]) == (3, 3)
+    assert "continue with offset=3" in second.text
+
+
+async def test_files_mode_stops_reading_a_file_at_its_first_match(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    # 20,000 lines: several batches; the match is in the first, so the rest are never searched.
+    await seed("big.txt", numbered(20_000, marks={3: "NEEDLE", 19_999: "NEEDLE"}))
+    files = await run(tools, ctx, "grep", pattern="NEEDLE", output_mode="files_with_matches")
+    assert files.structured["files"] == [{"path": "big.txt", "count": 1}]
+    counted = await run(tools, ctx, "grep", pattern="NEEDLE", output_mode="count")
+    assert counted.structured["files"] == [{"path": "big.txt", "count": 2}]
+
+
+# -- context -----------------------------------------------------------------------------------------
+
+
+async def test_context_lines_merge_and_groups_are_separated(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.txt", numbered(20, marks={5: "hit five", 6: "hit six", 15: "hit fifteen"}))
+    found = await run(tools, ctx, "grep", pattern="hit", context=2)
+    assert found.text.splitlines() == [
+        "a.txt-3- line 3",
+        "a.txt-4- line 4",
+        "a.txt:5: hit five",
+        "a.txt:6: hit six",
+        "a.txt-7- line 7",
+        "a.txt-8- line 8",
+        "--",
+        "a.txt-13- line 13",
+        "a.txt-14- line 14",
+        "a.txt:15: hit fifteen",
+        "a.txt-16- line 16",
+        "a.txt-17- line 17",
+        "(3 matches in 1 file searched)",
+    ]
+    first = found.structured["matches"][0]
+    assert first["before"] == [{"line": 3, "text": "line 3"}, {"line": 4, "text": "line 4"}]
+    assert first["after"] == [{"line": 6, "text": "hit six"}, {"line": 7, "text": "line 7"}]
+    lopsided = await run(tools, ctx, "grep", pattern="fifteen", before=1, after=0)
+    assert lopsided.structured["matches"][0]["before"] == [{"line": 14, "text": "line 14"}]
+    assert lopsided.structured["matches"][0]["after"] == []
+
+
+async def test_context_stops_at_the_file_edges(tools: FsToolset, ctx: Context, seed: Seed) -> None:
+    await seed("a.txt", b"hit\nmiddle\n")
+    await seed("b.txt", b"before\nhit\n")
+    found = await run(tools, ctx, "grep", pattern="hit", context=3)
+    first, second = found.structured["matches"]
+    assert (first["before"], [line["line"] for line in first["after"]]) == ([], [2])
+    assert ([line["line"] for line in second["before"]], second["after"]) == ([1], [])
+    assert found.text.splitlines()[:5] == [
+        "a.txt:1: hit",
+        "a.txt-2- middle",
+        "--",
+        "b.txt-1- before",
+        "b.txt:2: hit",
+    ]
+
+
+@pytest.mark.parametrize("at", [1, 2, 4095, 4096, 4097, 4098, 8192, 9999])
+async def test_context_across_search_batches_is_whole(
+    at: int, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    # Lines are searched 4,096 at a time: context must reach across a batch's edges.
+    await seed("big.txt", numbered(10_000, marks={at: "NEEDLE"}))
+    found = await run(tools, ctx, "grep", pattern="NEEDLE", context=3)
+    (match,) = found.structured["matches"]
+    assert [line["line"] for line in match["before"]] == list(range(max(1, at - 3), at))
+    assert [line["line"] for line in match["after"]] == list(range(at + 1, min(10_000, at + 3) + 1))
+    assert all(line["text"] == f"line {line['line']}" for line in match["before"] + match["after"])
+
+
+# -- multiline ----------------------------------------------------------------------------------------
+
+
+async def test_a_multiline_match_spans_lines(tools: FsToolset, ctx: Context, seed: Seed) -> None:
+    await seed("a.py", b"def f(\n    x,\n):\n    pass\ndef g(): pass\n")
+    found = await run(tools, ctx, "grep", pattern=r"def f\(.*?\):", multiline=True)
+    (match,) = found.structured["matches"]
+    assert (match["line"], match["end_line"], match["column"]) == (1, 3, 1)
+    assert match["text"] == "def f(\n    x,\n):"
+    assert found.text.splitlines()[:4] == ["a.py:1-3:", "def f(", "    x,", "):"]
+    single = await run(tools, ctx, "grep", pattern=r"^def \w+", multiline=True)
+    assert [(m["line"], m["end_line"]) for m in single.structured["matches"]] == [
+        (1, None),
+        (5, None),
+    ]
+    not_multiline = await run(tools, ctx, "grep", pattern=r"def f\(.*?\):")
+    assert not_multiline.structured["total"] == 0
+    counted = await run(tools, ctx, "grep", pattern=r"\n", multiline=True, output_mode="count")
+    assert counted.structured["files"] == [{"path": "a.py", "count": 4}]
+
+
+async def test_a_catastrophic_multiline_pattern_is_refused(ctx: Context, seed: Seed) -> None:
+    from ctxfs.tools import ToolsetOptions  # noqa: PLC0415
+
+    await seed("a.txt", b"a" * 60 + b"!\n")
+    tools = FsToolset(ToolsetOptions(grep_line_seconds=0.05))
+    stopped = await run(tools, ctx, "grep", pattern="(a|aa)+$", multiline=True)
+    assert stopped.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "backtracks catastrophically" in stopped.text
+
+
+# -- filters -------------------------------------------------------------------------------------------
+
+
+async def test_type_and_brace_globs_filter_files(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    for path in ("a.py", "b.pyi", "c.ts", "d.tsx", "e.md", "f/g.py"):
+        await seed(path, b"needle\n")
+
+    async def paths(**filters: str) -> list[str]:
+        found = await run(tools, ctx, "grep", pattern="needle", **filters)
+        return [match["path"] for match in found.structured["matches"]]
+
+    assert await paths(type="py") == ["a.py", "b.pyi", "f/g.py"]
+    assert await paths(glob="**/*.{ts,tsx}") == ["c.ts", "d.tsx"]
+    assert await paths(glob="*.{py,md}", type="py") == ["a.py", "f/g.py"]
+    globbed = await run(tools, ctx, "glob", pattern="*.{ts,tsx,md}")
+    assert globbed.structured["paths"] == ["c.ts", "d.tsx", "e.md"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"type": "cobol"}, "type"),
+        ({"glob": "src/[a"}, "pattern"),
+        ({"glob": "{a,b}" * 11}, "pattern"),
+        ({"pattern": "(unclosed"}, "pattern"),
+    ],
+)
+async def test_bad_filters_are_clear_invalid_arguments(
+    arguments: dict[str, str], field: str, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.py", b"x\n")
+    refused = await run(tools, ctx, "grep", **{"pattern": "x", **arguments})
+    assert refused.error_code is ErrorCode.INVALID_ARGUMENT, refused.text
+    assert refused.structured["error"]["details"]["field"] == field
+
+
+async def test_context_beyond_the_cap_is_refused(tools: FsToolset, ctx: Context) -> None:
+    refused = await run(tools, ctx, "grep", pattern="x", context=51)
+    assert refused.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "context" in refused.text
+    named = await run(tools, ctx, "grep", pattern="x", type="cobol")
+    assert "py" in (named.structured["error"]["hint"] or "")
+
+
+async def test_glob_sorts_by_modification_time_newest_first(
+    tools: FsToolset, ctx: Context, seed: Seed, fs: Fs
+) -> None:
+    for name, age in {"old.py": 0, "new.py": 200, "mid.py": 100}.items():
+        await seed(name, b"x\n")
+        stamp = 1_000_000 + age
+        if isinstance(fs.backend, MemoryBackend):
+            files = fs.backend.store.files  # the fake's own clock
+            files[name] = dataclasses.replace(files[name], mtime=stamp)
+        else:
+            os.utime(fs.backend.root / name, (stamp, stamp))  # type: ignore[attr-defined]
+    newest = await run(tools, ctx, "glob", pattern="*.py", sort="modified")
+    assert newest.structured["paths"] == ["new.py", "mid.py", "old.py"]
+    by_path = await run(tools, ctx, "glob", pattern="*.py")
+    assert by_path.structured["paths"] == ["mid.py", "new.py", "old.py"]
+
+
+# -- ignore files and hidden names ---------------------------------------------------------------
+
+
+IGNORED_TREE = {
+    ".gitignore": b"build/\n*.log\n!keep.log\n/top.txt\n",
+    ".git/info/exclude": b"excluded.txt\n",
+    "excluded.txt": b"needle\n",
+    "top.txt": b"needle\n",
+    "sub/top.txt": b"needle\n",
+    "build/out.txt": b"needle\n",
+    "sub/build/deep.txt": b"needle\n",
+    "x.log": b"needle\n",
+    "keep.log": b"needle\n",
+    "sub/.gitignore": b"!x.log\nlocal.txt\n",
+    "sub/x.log": b"needle\n",
+    "sub/local.txt": b"needle\n",
+    "sub/.ignore": b"!local.txt\nsecret.txt\n",
+    "sub/secret.txt": b"needle\n",
+    "src/a.py": b"needle\n",
+    ".hidden/h.txt": b"needle\n",
+    ".env": b"needle\n",
+}
+
+
+async def test_ignore_files_and_hidden_names_follow_ripgreps_defaults(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    for path, data in IGNORED_TREE.items():
+        await seed(path, data)
+    found = await run(tools, ctx, "grep", pattern="needle", output_mode="files_with_matches")
+    kept = [item["path"] for item in found.structured["files"]]
+    # build/ (a directory pattern, at any depth), *.log (but not keep.log), /top.txt (anchored
+    # to the root only), .git/info/exclude; sub/.gitignore re-includes x.log; sub/.ignore
+    # overrides sub/.gitignore for local.txt; hidden names are left out.
+    assert kept == ["keep.log", "src/a.py", "sub/local.txt", "sub/top.txt", "sub/x.log"]
+    assert (
+        found.structured["ignored_skipped"] == 6
+    )  # build, excluded, top, x.log, sub/build, secret
+    assert found.structured["hidden_skipped"] == 5  # .gitignore, .hidden, .env; sub's two
+    assert "include_ignored=true includes them" in found.text
+    everything = await run(
+        tools, ctx, "grep", pattern="needle", output_mode="files_with_matches",
+        include_ignored=True, hidden=True,
+    )  # fmt: skip
+    assert len(everything.structured["files"]) == 13  # all but .git/info/exclude (in .git)
+    globbed = await run(tools, ctx, "glob", pattern="**/*.txt")
+    assert globbed.structured["paths"] == ["sub/local.txt", "sub/top.txt"]
+    assert globbed.structured["ignored_skipped"] == 6
+    hidden = await run(tools, ctx, "glob", pattern="**/*.txt", hidden=True)
+    assert hidden.structured["paths"] == [".hidden/h.txt", "sub/local.txt", "sub/top.txt"]
