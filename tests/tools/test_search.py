@@ -64,7 +64,7 @@ async def test_files_mode_stops_reading_a_file_at_its_first_match(
     # 20,000 lines: several batches; the match is in the first, so the rest are never searched.
     await seed("big.txt", numbered(20_000, marks={3: "NEEDLE", 19_999: "NEEDLE"}))
     files = await run(tools, ctx, "grep", pattern="NEEDLE", output_mode="files_with_matches")
-    assert files.structured["files"] == [{"path": "big.txt", "count": 1}]
+    assert files.structured["files"] == [{"path": "big.txt", "count": None}]
     counted = await run(tools, ctx, "grep", pattern="NEEDLE", output_mode="count")
     assert counted.structured["files"] == [{"path": "big.txt", "count": 2}]
 
@@ -248,7 +248,7 @@ IGNORED_TREE = {
 
 
 async def test_ignore_files_and_hidden_names_follow_ripgreps_defaults(
-    tools: FsToolset, ctx: Context, seed: Seed
+    tools: FsToolset, ctx: Context, seed: Seed, engine: str
 ) -> None:
     for path, data in IGNORED_TREE.items():
         await seed(path, data)
@@ -258,11 +258,10 @@ async def test_ignore_files_and_hidden_names_follow_ripgreps_defaults(
     # to the root only), .git/info/exclude; sub/.gitignore re-includes x.log; sub/.ignore
     # overrides sub/.gitignore for local.txt; hidden names are left out.
     assert kept == ["keep.log", "src/a.py", "sub/local.txt", "sub/top.txt", "sub/x.log"]
-    assert (
-        found.structured["ignored_skipped"] == 6
-    )  # build, excluded, top, x.log, sub/build, secret
-    assert found.structured["hidden_skipped"] == 5  # .gitignore, .hidden, .env; sub's two
-    assert "include_ignored=true includes them" in found.text
+    if engine == "walk":  # ripgrep does not say what it left out
+        # build, excluded, top, x.log, sub/build, secret; .gitignore, .hidden, .env, sub's two
+        assert (found.structured["ignored_skipped"], found.structured["hidden_skipped"]) == (6, 5)
+        assert "include_ignored=true includes them" in found.text
     everything = await run(
         tools, ctx, "grep", pattern="needle", output_mode="files_with_matches",
         include_ignored=True, hidden=True,

@@ -51,6 +51,8 @@ __all__ = [
     "CasScope",
     "ConditionalUpdate",
     "FileKind",
+    "FileMatches",
+    "FileSearch",
     "Listing",
     "Location",
     "ReadRequest",
@@ -151,6 +153,40 @@ class Listing(builtins.list[Stat]):
     def __init__(self, entries: Iterable[Stat] = (), *, unnamed: tuple[str, ...] = ()) -> None:
         super().__init__(entries)
         self.unnamed = unnamed
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileSearch:
+    """A search a backend may run with an engine of its own (:meth:`Backend.search_files`)."""
+
+    path: str
+    """The directory searched (canonical; resolved, on a store with links)."""
+    pattern: str | None
+    """A regular expression (Python syntax); None lists the files only."""
+    ignore_case: bool = False
+    multiline: bool = False
+    """A match may span lines (``.`` matches a line break too)."""
+    hidden: bool = False
+    """Include names starting with ``.``."""
+    ignored: bool = False
+    """Include what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude."""
+    skip_dirs: frozenset[str] = frozenset()
+    """Directory names never entered."""
+    seconds: float | None = None
+    """Stop after this long; the answer then covers what was searched (``complete`` False)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileMatches:
+    """What :meth:`Backend.search_files` found."""
+
+    counts: dict[str, int]
+    """Each file holding a match (its canonical path) and its matching lines; listing only:
+    every file, with 0."""
+    searched: int
+    """Files searched."""
+    complete: bool = True
+    """False when the search stopped at its time limit."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -511,6 +547,20 @@ class Backend(AsyncResource):
         path = check_path(path)
         if path:
             await self._mkdir(path)
+
+    async def search_files(self, search: FileSearch) -> FileMatches | None:
+        """Find the files below ``search.path`` holding a match, with an engine of its own.
+
+        Optional: the default, None, means the backend has no such engine (or
+        cannot run this search, e.g. a pattern its engine does not understand),
+        and the caller walks and reads through ``ctx.fs`` instead. An engine
+        must be at least as confined as :meth:`read`: it never reports a file,
+        nor counts a match, from outside the root. Hidden names, ignore files
+        and *skip_dirs* follow ripgrep's defaults, as ``ctxfs.tools.ignore``
+        describes; policies are the caller's to apply to the paths returned.
+        """
+        del search
+        return None
 
     def lock(self, key: str, *, timeout: float) -> AbstractAsyncContextManager[None] | None:
         """Return a lock giving exclusion on *key* beyond this process, or None.

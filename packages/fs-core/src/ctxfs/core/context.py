@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
 
-from ctxfs.core.backend import FileKind, Listing
+from ctxfs.core.backend import FileKind, FileMatches, FileSearch, Listing
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
@@ -25,6 +25,7 @@ from ctxfs.core.errors import (
     NoChange,
     Stale,
 )
+from ctxfs.core.globs import relative_to
 from ctxfs.core.outcomes import (
     EditOutcome,
     InsertOutcome,
@@ -368,6 +369,38 @@ class ContextFs:
                 (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
                 unnamed=entries.unnamed,
             )
+
+    async def search_files(self, search: FileSearch) -> FileMatches | None:
+        """The files below ``search.path`` holding a match, by the backend's own engine.
+
+        A search primitive, as :meth:`lines` is: authorized as a listing of the
+        directory, recording no observation. None when the backend has no engine
+        for it (see :meth:`Backend.search_files`): search through :meth:`list`
+        and :meth:`lines` then. Paths come spelled below ``search.path`` as
+        given; files a policy hides (``ctxfs_hidden``, judged on the spelling and
+        on the resolved path) are left out.
+        """
+        ctx, mount = self._ctx, self._ctx.mount
+        async with self._reported(OpKind.LIST, search.path, file=False) as report:
+            await mount.hooks.authorize(ctx, report.op)
+            resolved = report.op.resolved
+            found = await mount.backend.search_files(replace(search, path=resolved))
+            if found is None:
+                return None
+            spelled = {
+                join_path(report.op.path, relative_to(path, resolved)): (path, count)
+                for path, count in found.counts.items()
+            }
+            hidden: set[str] = set()
+            if mount.hooks.hides and spelled:
+                every = [p for pair in spelled.items() for p in (pair[0], pair[1][0])]
+                hidden = await mount.hooks.hidden(ctx, every)
+            counts = {
+                path: count
+                for path, (real, count) in spelled.items()
+                if path not in hidden and real not in hidden
+            }
+            return replace(found, counts=counts)
 
     async def stat(self, path: str) -> Stat:
         """Return the metadata of a file or directory."""

@@ -23,7 +23,7 @@ import stat
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Final, Self, TypeVar
@@ -55,6 +55,8 @@ from ctxfs.core.kit import (
     ContentHasher,
     Expect,
     FileKind,
+    FileMatches,
+    FileSearch,
     Location,
     ReadRequest,
     ReadStream,
@@ -68,6 +70,7 @@ from ctxfs.core.kit import (
 from ctxfs.local.flocks import LockDirectory, default_state_dir
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.resolve import Resolver, choose_resolver
+from ctxfs.local.ripgrep import find_ripgrep
 
 __all__ = ["TEMP_PREFIX", "LocalBackend"]
 
@@ -112,6 +115,9 @@ class LocalBackend(Backend):
             a worker-thread visit costs hundreds. Turn off for a root on a network
             filesystem, whose reads can stall. Writes always run in a worker
             thread (they wait for ``fsync``).
+        ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the
+            root by Landlock, where both are available; else searches walk and
+            read through the backend.
 
     """
 
@@ -125,6 +131,7 @@ class LocalBackend(Backend):
         state_dir: str | os.PathLike[str] | None = None,
         temp_max_age: float = 3600.0,
         inline_reads: bool = True,
+        ripgrep: bool = True,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         try:
@@ -137,6 +144,7 @@ class LocalBackend(Backend):
         self.allow_hard_links = allow_hard_links
         self.temp_max_age = temp_max_age
         self.inline_reads = inline_reads
+        self.ripgrep = ripgrep
         try:
             self.resolver: Resolver = choose_resolver(
                 self.root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
@@ -257,6 +265,31 @@ class LocalBackend(Backend):
     async def _mkdir(self, path: str) -> None:
         """Create a directory and its parents, one level at a time."""
         await self._run(self._mkdir_sync, path)
+
+    async def search_files(self, search: FileSearch) -> FileMatches | None:
+        """Ripgrep's answer, confined by Landlock (None where either is missing).
+
+        Files with other names (hard links) are left out unless they may be read.
+        """
+        engine = find_ripgrep() if self.ripgrep else None
+        if engine is None:
+            return None
+        found = await engine.search(self.root, self.root_fd, search)
+        if found is None or self.allow_hard_links or search.pattern is None:
+            return found
+        counts = await anyio.to_thread.run_sync(self._single_named, found.counts)
+        return replace(found, counts=counts)
+
+    def _single_named(self, counts: dict[str, int]) -> dict[str, int]:
+        kept = {}
+        for path, count in counts.items():
+            try:
+                info = os.stat(path, dir_fd=self.root_fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_nlink == 1:
+                kept[path] = count
+        return kept
 
     def lock(self, key: str, *, timeout: float) -> AbstractAsyncContextManager[None]:
         """The cross-process mutation lock of the file *key* (:meth:`locate`'s key)."""

@@ -7,6 +7,11 @@ for a search; a call stops at its deadline and says so. Context lines come from
 the same batches (and the end of the one before). A multiline search reads each
 file whole (up to :data:`MULTILINE_MAX_CHARS`) and searches it at once. Asking
 only for the files that match stops reading a file at its first match.
+
+Where the backend has a search engine of its own (fs-local: ripgrep, confined by
+Landlock), it finds the files that match and counts their matching lines; only
+the files the requested page falls in are then read and searched here (a
+multiline search always runs here).
 """
 
 from __future__ import annotations
@@ -16,14 +21,24 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
 
 import anyio.lowlevel
 import anyio.to_thread
+import regex
 
-from ctxfs.core import Context, FileKind, FsError, TooLarge, normalize_path, relative_to
+from ctxfs.core import (
+    Context,
+    FileKind,
+    FileMatches,
+    FileSearch,
+    FsError,
+    TooLarge,
+    normalize_path,
+    relative_to,
+)
 from ctxfs.tools.ignore import WalkFilter
 from ctxfs.tools.paging import Page
 from ctxfs.tools.patterns import LinePattern, OutOfTime
@@ -150,6 +165,10 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
     found = Grep()
     if root and (await ctx.fs.stat(root)).kind is not FileKind.DIRECTORY:
         paths = [root]
+    elif not query.multiline and (
+        (accelerated := await ctx.fs.search_files(_file_search(query, root))) is not None
+    ):
+        return await _from_counts(ctx, query, root, accelerated)
     else:
         found.walk = await walk(ctx, root, only=query.only, max_entries=query.max_entries)
         keep = query.file_filter
@@ -166,6 +185,71 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
             await _search_lines(ctx, paths, search)
     except _TooSlow as slow:
         raise query.pattern.too_slow(slow.path, slow.number) from None
+    return found
+
+
+def _file_search(query: GrepQuery, root: str) -> FileSearch:
+    """What a backend's own engine is asked for *query*."""
+    flags = query.pattern.compiled.flags
+    return FileSearch(
+        path=root,
+        pattern=query.pattern.compiled.pattern,
+        ignore_case=bool(flags & regex.IGNORECASE),
+        multiline=query.multiline,
+        hidden=query.only.hidden,
+        ignored=query.only.ignored,
+        skip_dirs=query.only.skip_dirs,
+        seconds=query.seconds,
+    )
+
+
+async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileMatches) -> Grep:
+    """The result from a backend engine's counts per file.
+
+    Totals come from the counts; the hits of the page are found by searching
+    (through ``ctx.fs``, confined and policy-checked like any read) only the files
+    the page falls in, skipping whole files before it.
+    """
+    keep = query.file_filter
+    counts = {
+        path: count
+        for path, count in matches.counts.items()
+        if keep is None or keep(relative_to(path, root))
+    }
+    ordered = sorted(counts)
+    found = Grep(
+        files_searched=matches.searched,
+        lines_matched=sum(counts.values()),
+        timed_out=not matches.complete,
+    )
+    page = query.page
+    if query.mode is not OutputMode.CONTENT:
+        found.total = len(ordered)
+        found.files = [FileCount(path=path, count=counts[path]) for path in page.cut(ordered)]
+        return found
+    found.total = found.lines_matched
+    before, base, wanted = 0, None, []
+    for path in ordered:
+        if before + counts[path] >= page.first:
+            base = before if base is None else base
+            wanted.append(path)
+        before += counts[path]
+        if before >= page.first + page.count - 1:
+            break
+    if base is None:
+        return found
+    shifted = replace(query, page=Page(first=page.first - base, count=page.count))
+    local = Grep()
+    search = _Search(shifted, local, time.monotonic() + query.seconds)  # a page: its own time
+    try:
+        if query.multiline:
+            await _search_whole_files(ctx, wanted, search)
+        else:
+            await _search_lines(ctx, wanted, search)
+    except _TooSlow as slow:
+        raise query.pattern.too_slow(slow.path, slow.number) from None
+    found.hits, found.skipped = local.hits, local.skipped
+    found.timed_out = found.timed_out or local.timed_out
     return found
 
 

@@ -112,7 +112,10 @@ class GrepFile(BaseModel):
     """A file that holds matches."""
 
     path: str
-    count: int = Field(description="Its matching lines (multiline: its matches).")
+    count: int | None = Field(
+        description="Its matching lines (multiline: its matches); None in `files_with_matches` "
+        "mode, which stops reading a file at its first match."
+    )
 
 
 class GrepData(PageData):
@@ -164,9 +167,9 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             "`content` (`path:line: text`, with `context`/`before`/`after` lines), "
             "`files_with_matches` or `count`. Results are sorted by path and line, at most "
             f"{options.grep_limit:,} matches (or files) per call, with exact totals and the "
-            "`offset` to continue. `glob` (braces allowed) and `type` filter files. As ripgrep does, it "
-            "skips hidden files (`hidden` includes them), what .gitignore and .ignore "
-            "exclude (`include_ignored` includes it), binary files, these directories: "
+            "`offset` to continue. `glob` (braces allowed) and `type` filter files. As "
+            "ripgrep does, it skips hidden files (`hidden` includes them), what .gitignore "
+            "and .ignore exclude (`include_ignored` includes it), binary files, these directories: "
             f"{', '.join(sorted(options.ignore))}, and what a policy denies. Long lines are "
             f"shown cut around their match. A search stops after {options.grep_seconds:g} s "
             "and says what it covered. Searching does not count as reading a file before "
@@ -208,13 +211,17 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             ),
         )
         shown = len(found.hits) + len(found.files)
+        counted = args.output_mode is OutputMode.COUNT
         next_offset = page.next_offset(shown, found.total)
         return self.data(
             target=normalize_path(args.path),
             pattern=args.pattern,
             output_mode=args.output_mode,
             matches=[_match(hit) for hit in found.hits],
-            files=[GrepFile(path=item.path, count=item.count) for item in found.files],
+            files=[
+                GrepFile(path=item.path, count=item.count if counted else None)
+                for item in found.files
+            ],
             total=found.total,
             lines_matched=found.lines_matched,
             files_searched=found.files_searched,
