@@ -25,6 +25,7 @@ from benchmarks import (
     projection,
     replicas,
     s3,
+    search,
     text_semantics,
     tool_calls,
 )
@@ -57,6 +58,7 @@ async def main() -> None:
         async with mcp_servers.cases(workdir) as served:
             results += [await _measured(case) for case in served]
         results += await anchors.results(workdir)
+        results += [await _measured(case) for case in await search.cases(workdir)]
         large, window_memory = await large_files.cases(workdir)
         results += [await _measured(case) for case in large]
         sections += window_memory

@@ -114,3 +114,11 @@ def test_braces_that_expand_too_far_or_to_nothing_are_refused() -> None:
     assert "empty alternative" in caught.value.message
     with pytest.raises(InvalidArgument):
         glob_matcher("{,}")  # no alternative at all
+
+
+def test_names_narrow_what_a_search_engine_lists_first() -> None:
+    assert glob_matcher("**/*.{py,pyi}").names() == ("*.py", "*.pyi")
+    assert glob_matcher("src/f?o*.py").names() == ("f?o*.py",)
+    assert glob_matcher("*.md").names() == ("*.md",)
+    for broad in ("src/**", "**", "*.[ch]", "{a/**,*.py}"):
+        assert glob_matcher(broad).names() is None, broad

@@ -172,6 +172,9 @@ class FileSearch:
     """Include what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude."""
     skip_dirs: frozenset[str] = frozenset()
     """Directory names never entered."""
+    names: tuple[str, ...] | None = None
+    """Only files whose name matches one of these globs (``*`` and ``?``); None: any.
+    A first filter: the caller matches the paths it gets again."""
     seconds: float | None = None
     """Stop after this long; the answer then covers what was searched (``complete`` False)."""
 

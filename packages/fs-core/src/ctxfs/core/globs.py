@@ -81,6 +81,20 @@ class GlobMatcher:
         """Whether *path* (root-relative, ``/``-separated) matches the whole pattern."""
         return any(alternative.fullmatch(path) for alternative in self.alternatives)
 
+    def names(self) -> tuple[str, ...] | None:
+        """Globs of file *names* (``*`` and ``?`` only) that every matching path's name matches.
+
+        A filter a search engine can apply first (the path is matched again after);
+        None when the pattern does not narrow names that simply (``src/**``, a class).
+        """
+        names = []
+        for alternative in self.alternatives:
+            last = alternative.pattern.strip("/").rsplit("/", 1)[-1]
+            if last == "**" or any(char in last for char in "[]\\:,{}!"):
+                return None
+            names.append(last)
+        return tuple(dict.fromkeys(names))
+
 
 class _Alternative:
     """One brace-free pattern."""

@@ -88,6 +88,11 @@ class Ripgrep:
             args.append("--no-ignore")
         for name in sorted(search.skip_dirs):
             args += ["--glob", f"!{_escaped(name)}/"]
+        if search.names is not None:  # a file type: unlike --glob, it keeps the ignore rules
+            args += [f"--type-add=ctxfsnames:{name}" for name in search.names]
+            args.append("--type=ctxfsnames")
+            if not search.hidden:  # ... but not the hidden one: a type admits hidden names
+                args += ["--glob", "!.*"]
         args += ["--", search.path or "."]
         return args
 

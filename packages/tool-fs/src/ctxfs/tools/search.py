@@ -126,6 +126,9 @@ class GrepQuery:
     multiline: bool = False
     file_filter: Callable[[str], bool] | None = None
     """Which files (by path below *root*) to search; None: all."""
+    names: tuple[str, ...] | None = None
+    """Globs every searched file's name matches (see :meth:`GlobMatcher.names`), for an
+    engine to filter with first; None: any name."""
     only: WalkFilter
     max_entries: int
     page: Page
@@ -199,6 +202,7 @@ def _file_search(query: GrepQuery, root: str) -> FileSearch:
         hidden=query.only.hidden,
         ignored=query.only.ignored,
         skip_dirs=query.only.skip_dirs,
+        names=query.names,
         seconds=query.seconds,
     )
 

@@ -13,10 +13,10 @@ from collections import deque
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
-from ctxfs.core import Context, FileKind, FsError, Listing, Stat, normalize_path
+from ctxfs.core import Context, FileKind, FileSearch, FsError, Listing, Stat, normalize_path
 from ctxfs.tools.ignore import EXCLUDE, IGNORE_FILES, IgnoreRules, WalkFilter
 
-__all__ = ["Walk", "walk"]
+__all__ = ["Walk", "files_below", "walk"]
 
 
 @dataclass
@@ -74,6 +74,39 @@ async def walk(ctx: Context, root: str, *, only: WalkFilter, max_entries: int) -
                 result.files.append(entry)
     result.files.sort(key=lambda entry: entry.path)
     return result
+
+
+async def files_below(
+    ctx: Context,
+    root: str,
+    *,
+    only: WalkFilter,
+    max_entries: int,
+    seconds: float,
+    names: tuple[str, ...] | None = None,
+) -> Walk:
+    """The files below *root* that *only* keeps, by the backend's own engine where it has one.
+
+    Such an engine (fs-local: ripgrep) lists them at its own speed, without their
+    metadata, and does not say what it left out; else this is :func:`walk`. A
+    listing stopped at *seconds* is marked truncated. *names* may narrow it first
+    (an engine's filter; the walk ignores it: the caller matches paths anyway).
+    """
+    root = normalize_path(root)
+    search = FileSearch(
+        path=root,
+        pattern=None,
+        hidden=only.hidden,
+        ignored=only.ignored,
+        skip_dirs=only.skip_dirs,
+        names=names,
+        seconds=seconds,
+    )
+    listed = await ctx.fs.search_files(search)
+    if listed is None:
+        return await walk(ctx, root, only=only, max_entries=max_entries)
+    files = [Stat(path=path, kind=FileKind.FILE) for path in sorted(listed.counts)]
+    return Walk(files=files, truncated=not listed.complete)
 
 
 async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[str]:

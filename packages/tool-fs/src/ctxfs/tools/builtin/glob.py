@@ -86,7 +86,19 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         only = WalkFilter(
             skip_dirs=options.ignore, hidden=args.hidden, ignored=args.include_ignored
         )
-        walked = await tree.walk(step.ctx, root, only=only, max_entries=options.max_walk_entries)
+        if args.sort == "modified":  # the walk brings each file's time
+            walked = await tree.walk(
+                step.ctx, root, only=only, max_entries=options.max_walk_entries
+            )
+        else:
+            walked = await tree.files_below(
+                step.ctx,
+                root,
+                only=only,
+                max_entries=options.max_walk_entries,
+                seconds=options.grep_seconds,
+                names=matcher.names(),
+            )
         found = [e for e in walked.files if matcher.fullmatch(relative_to(e.path, root))]
         if args.sort == "modified":  # newest first; the path breaks ties
             found.sort(key=lambda entry: (-(entry.mtime or 0.0), entry.path))

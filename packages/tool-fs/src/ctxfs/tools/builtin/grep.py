@@ -187,9 +187,11 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             line_seconds=options.grep_line_seconds,
             multiline=args.multiline,
         )
-        filters = [glob_matcher(args.glob).fullmatch] if args.glob is not None else []
+        matchers = [glob_matcher(args.glob)] if args.glob is not None else []
         if args.type is not None:
-            filters.append(type_matcher(args.type).fullmatch)
+            matchers.append(type_matcher(args.type))
+        filters = [matcher.fullmatch for matcher in matchers]
+        names = next((n for m in matchers if (n := m.names()) is not None), None)
         context = args.context or 0
         found = await search.grep(
             step.ctx,
@@ -201,6 +203,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 after=context if args.after is None else args.after,
                 multiline=args.multiline,
                 file_filter=(lambda path: all(keep(path) for keep in filters)) if filters else None,
+                names=names,
                 only=WalkFilter(
                     skip_dirs=options.ignore, hidden=args.hidden, ignored=args.include_ignored
                 ),

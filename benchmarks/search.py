@@ -1,0 +1,119 @@
+"""Search at repository scale: grep and glob on fs-local against ripgrep and a plain Python walk.
+
+Trees of generated Python-like files (10,000 files of 100 lines; 50,000 of 10 lines, for
+how time grows). Not yet measured: a 1 GB file (the page's hits are still found by
+reading the file through ``ctx.fs``, line by line) and 100,000 files. ctxfs runs the tools through ``FsToolset.execute``
+(fs-local, ripgrep confined by Landlock); the baselines are the same ripgrep binary on
+the command line (``rg --count``, what ctxfs needs for exact totals; ``rg --files -g``
+for glob) and the simplest Python loop (``os.walk``, whole files, one compiled
+regular expression).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+import anyio.to_thread
+
+from benchmarks.harness import Case
+from ctxfs.core import Fs
+from ctxfs.local import LocalBackend
+from ctxfs.local.ripgrep import find_ripgrep
+from ctxfs.tools import FsToolset
+
+GROUP: Final = "Search on fs-local: grep and glob against ripgrep (the same binary, alone)"
+PLAIN: Final = "Search on fs-local: grep against the simplest Python loop (os.walk + re)"
+WORDS: Final = ("alpha", "beta", "gamma", "delta", "import", "def", "class", "return", "self")
+
+
+def tree(root: Path, *, files: int, lines: int) -> None:
+    """*files* files of *lines* lines in directories of 100, one holding ``UNIQUE_NEEDLE``."""
+    pick = random.Random(files).choice
+    for index in range(files):
+        directory = root / f"d{index // 100:04d}"
+        if index % 100 == 0:
+            directory.mkdir(parents=True)
+        body = "".join(" ".join(pick(WORDS) for _ in range(8)) + "\n" for _ in range(lines))
+        if index == files // 2:
+            body += "UNIQUE_NEEDLE here\n"
+        (directory / f"f{index % 100:03d}.py").write_text(body)
+
+
+def plain_grep(root: Path, pattern: str, flags: int = 0) -> int:
+    """The simplest whole-file search: every file, one regular expression, matching lines."""
+    compiled, found = re.compile(pattern.encode(), flags | re.MULTILINE), 0
+    for directory, _, names in os.walk(root):
+        for name in names:
+            data = Path(directory, name).read_bytes()
+            found += sum(1 for _ in compiled.finditer(data))
+    return found
+
+
+async def cases(workdir: Path) -> list[Case]:
+    """The search cases (none if ripgrep cannot run confined here)."""
+    rg = find_ripgrep()
+    if rg is None:
+        return []
+    small, large = workdir / "search-10k", workdir / "search-50k"
+    await anyio.to_thread.run_sync(partial(tree, small, files=10_000, lines=100))
+    await anyio.to_thread.run_sync(partial(tree, large, files=50_000, lines=10))
+    tools = FsToolset()
+
+    def ours(root: Path, tool: str, **arguments: object) -> Callable[[], Awaitable[object]]:
+        fs = Fs(LocalBackend(root, state_dir=f"{root}.state"), load_entrypoints=False)
+        ctx = fs.context(owner="bench")
+
+        async def call() -> object:
+            result = await tools.execute(ctx, tool, arguments)
+            assert result.error_code is None, result.text
+            return result
+
+        return call
+
+    def ripgrep(root: Path, *args: str) -> Callable[[], Awaitable[object]]:
+        command = [rg.binary, "--no-config", *args]
+        return partial(anyio.to_thread.run_sync, partial(_run, command, root))
+
+    def plain(root: Path, pattern: str, flags: int = 0) -> Callable[[], Awaitable[object]]:
+        return partial(anyio.to_thread.run_sync, partial(plain_grep, root, pattern, flags))
+
+    cases: list[Case] = []
+    for root, label in ((small, "10k files"), (large, "50k files")):
+        cases += [
+            Case(group=GROUP, name=f"grep literal, one match, {label}",
+                 ours=ours(root, "grep", pattern="UNIQUE_NEEDLE"),
+                 baseline=ripgrep(root, "--count", "UNIQUE_NEEDLE"), target=2.0, rounds=7),
+            Case(group=GROUP, name=f"grep regex, many matches (a page of 100), {label}",
+                 ours=ours(root, "grep", pattern=r"gamma \w+ delta"),
+                 baseline=ripgrep(root, "--count", r"gamma \w+ delta"), target=2.0, rounds=7),
+            Case(group=GROUP, name=f"grep case-insensitive, {label}",
+                 ours=ours(root, "grep", pattern="unique_needle", ignore_case=True),
+                 baseline=ripgrep(root, "--count", "-i", "unique_needle"), target=2.0, rounds=7),
+            Case(group=GROUP, name=f"grep with a glob filter, {label}",
+                 ours=ours(root, "grep", pattern="UNIQUE_NEEDLE", glob="**/f00*.py"),
+                 baseline=ripgrep(root, "--count", "-g", "**/f00*.py", "UNIQUE_NEEDLE"),
+                 target=2.0, rounds=7),
+            Case(group=GROUP, name=f"glob `**/f00*.py`, {label}",
+                 ours=ours(root, "glob", pattern="**/f00*.py"),
+                 baseline=ripgrep(root, "--files", "-g", "**/f00*.py"), target=2.0, rounds=7),
+        ]  # fmt: skip
+    cases += [
+        Case(group=PLAIN, name="grep literal, one match, 10k files",
+             ours=ours(small, "grep", pattern="UNIQUE_NEEDLE"),
+             baseline=plain(small, "UNIQUE_NEEDLE"), target=1.0, rounds=5),
+        Case(group=PLAIN, name="grep case-insensitive, 10k files",
+             ours=ours(small, "grep", pattern="unique_needle", ignore_case=True),
+             baseline=plain(small, "unique_needle", re.IGNORECASE), target=1.0, rounds=5),
+    ]  # fmt: skip
+    return cases
+
+
+def _run(command: list[str], cwd: Path) -> bytes:
+    return subprocess.run(command, cwd=cwd, capture_output=True, check=False).stdout
