@@ -1,12 +1,12 @@
 """Search at repository scale: grep and glob on fs-local against ripgrep and a plain Python walk.
 
-Trees of generated Python-like files (10,000 files of 100 lines; 50,000 of 10 lines, for
-how time grows). Not yet measured: a 1 GB file (the page's hits are still found by
-reading the file through ``ctx.fs``, line by line) and 100,000 files. ctxfs runs the tools through ``FsToolset.execute``
-(fs-local, ripgrep confined by Landlock); the baselines are the same ripgrep binary on
-the command line (``rg --count``, what ctxfs needs for exact totals; ``rg --files -g``
-for glob) and the simplest Python loop (``os.walk``, whole files, one compiled
-regular expression).
+Trees of generated Python-like files: 10,000 files of 100 lines, and 50,000 of 10 lines
+for how time grows. ctxfs runs the tools through ``FsToolset.execute`` (fs-local,
+ripgrep confined by Landlock); the baselines are the same ripgrep binary on the command
+line (``rg --count``, what ctxfs needs for exact totals; ``rg --files -g`` for glob) and
+the simplest Python loop (``os.walk``, whole files, one compiled regular expression).
+Not yet measured: a 1 GB file (the page's hits are still found by reading the file
+through ``ctx.fs``, line by line) and 100,000 files.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import pytest
 from ctxfs.core import ErrorCode, Fs, InvalidArgument
 from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
+from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset, ToolResult
 
 pytestmark = pytest.mark.anyio
@@ -81,7 +82,13 @@ async def test_denied_names_and_links_to_them_are_neither_listed_nor_searched(
     names = [entry["name"] for entry in listing.structured["entries"]]
     assert names == ["cfglink", "config", "notes.md"]
     found = await tools.execute(ctx, "glob", {"pattern": "**"})
-    assert found.structured["paths"] == ["cfglink", "config/app.ini", "notes.md"]
+    # ctxfs's own walk lists a link as an entry; ripgrep (where it runs) leaves links out
+    links = (
+        []
+        if isinstance(fs.backend, LocalBackend) and fs.backend.ripgrep and find_ripgrep()
+        else ["cfglink"]
+    )
+    assert found.structured["paths"] == [*links, "config/app.ini", "notes.md"]
     hits = await tools.execute(ctx, "grep", {"pattern": "TOKEN|token"})
     assert [m["path"] for m in hits.structured["matches"]] == ["notes.md"]
 
