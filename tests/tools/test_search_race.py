@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ctxfs.core import Fs
 from ctxfs.local import LocalBackend
 from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset
+from tests.tools.conftest import skip_without_ripgrep
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -47,6 +49,7 @@ def swapping(tmp_path: Path) -> Iterator[Path]:
         while not stop.is_set():
             for name in ("real", "link"):
                 os.rename(root / name, root / "d")
+                time.sleep(0.0005)  # long enough for a walk to meet each state sometimes
                 os.rename(root / "d", root / name)
 
     swapper = threading.Thread(target=swap)
@@ -63,7 +66,7 @@ async def test_no_search_shows_anything_from_outside_the_root(
     engine: str, swapping: Path, tmp_path: Path
 ) -> None:
     if engine == "ripgrep" and find_ripgrep() is None:
-        pytest.skip("ripgrep confined by Landlock is not available here")
+        skip_without_ripgrep()
     backend = LocalBackend(swapping, state_dir=tmp_path / "state", ripgrep=engine == "ripgrep")
     tools = FsToolset()
     seen_inside = 0
