@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -249,3 +250,19 @@ def test_call_with_a_bad_observations_url_is_a_usage_error(tmp_path: Path) -> No
                  '{"file_path": "a.txt"}')  # fmt: skip
     assert result.returncode == 2
     assert "names no observation store" in result.stderr
+
+
+def test_read_hard_links_lets_call_search_them_and_is_for_local_roots(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    (tmp_path / "outside.py").write_text("needle\n")
+    os.link(tmp_path / "outside.py", tmp_path / "root" / "linked.py")
+    root = ["--root", str(tmp_path / "root")]
+    refused = run("call", *root, "grep", '{"pattern": "needle"}')
+    assert refused.stdout.startswith("(no match")
+    found = run("call", *root, "--read-hard-links", "grep", '{"pattern": "needle"}')
+    assert found.stdout.startswith("linked.py:1: needle"), found.stdout
+    misused = run("call", "--url", "memory://", "--read-hard-links", "read", "{}")
+    assert (misused.returncode, misused.stderr) == (
+        2,
+        "ctxfs: --read-hard-links is for a local --root\n",
+    )

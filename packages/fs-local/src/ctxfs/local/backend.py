@@ -104,6 +104,8 @@ class LocalBackend(Backend):
             refused (``denied``).
         allow_hard_links: Serve files that have other names too. Off by default:
             a hard link can make a file outside the root look like one inside.
+        read_hard_links: Serve such files for reading and searching only (a
+            uv-installed ``.venv`` is made of them); changing one stays refused.
         resolver: ``"auto"`` (openat2 where the kernel has it), ``"openat2"`` or
             ``"walk"`` (the portable fallback). ``$CTXFS_LOCAL_RESOLVER`` sets the default.
         state_dir: Private directory for lock files, outside the root
@@ -127,6 +129,7 @@ class LocalBackend(Backend):
         *,
         follow_symlinks: bool = True,
         allow_hard_links: bool = False,
+        read_hard_links: bool = False,
         resolver: str | None = None,
         state_dir: str | os.PathLike[str] | None = None,
         temp_max_age: float = 3600.0,
@@ -142,6 +145,7 @@ class LocalBackend(Backend):
             ) from error
         self.follow_symlinks = follow_symlinks
         self.allow_hard_links = allow_hard_links
+        self.read_hard_links = read_hard_links or allow_hard_links
         self.temp_max_age = temp_max_age
         self.inline_reads = inline_reads
         self.ripgrep = ripgrep
@@ -275,7 +279,7 @@ class LocalBackend(Backend):
         if engine is None:
             return None
         found = await engine.search(self.root, self.root_fd, search)
-        if found is None or self.allow_hard_links or search.pattern is None:
+        if found is None or self.read_hard_links or search.pattern is None:
             return found
         counts = await anyio.to_thread.run_sync(self._single_named, found.counts)
         return replace(found, counts=counts)
@@ -365,7 +369,7 @@ class LocalBackend(Backend):
             os.close(fd)
             raise
 
-    def _check_regular(self, path: str, info: os.stat_result) -> None:
+    def _check_regular(self, path: str, info: os.stat_result, *, writing: bool = False) -> None:
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectory(f"{path or 'the root'} is a directory", path=path)
         if stat.S_ISLNK(info.st_mode):
@@ -374,9 +378,10 @@ class LocalBackend(Backend):
             raise NotARegularFile(
                 f"{path} is not a regular file (a FIFO, socket or device)", path=path
             )
-        if info.st_nlink > 1 and not self.allow_hard_links:
+        if info.st_nlink > 1 and not (self.allow_hard_links if writing else self.read_hard_links):
+            done = "changed" if self.read_hard_links else "read or changed"
             raise Denied(
-                f"{path} has {info.st_nlink} hard links; such files are refused",
+                f"{path} has {info.st_nlink} hard links; such files cannot be {done}",
                 path=path,
                 hint="A hard link may share this file with a place outside the workspace.",
             )
@@ -489,7 +494,7 @@ class LocalBackend(Backend):
             os.close(dir_fd)
         try:
             info = os.fstat(fd)
-            self._check_regular(path, info)
+            self._check_regular(path, info, writing=True)
             ReadRequest(max_size=max_size).check(path, size=info.st_size)
             os.set_blocking(fd, True)
         except BaseException:
@@ -615,7 +620,7 @@ class LocalBackend(Backend):
             raise translate(error, path) from error
         if stat.S_ISLNK(info.st_mode):
             raise self._symlink_refusal(dir_fd, name, path)
-        self._check_regular(path, info)
+        self._check_regular(path, info, writing=True)
         return info
 
     def _symlink_refusal(self, dir_fd: int, name: str, path: str) -> FsError:
@@ -683,7 +688,7 @@ class LocalBackend(Backend):
         with translated(path):
             fd = os.open(name, _READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
         try:
-            self._check_regular(path, os.fstat(fd))
+            self._check_regular(path, os.fstat(fd), writing=True)
             os.set_blocking(fd, True)
             with translated(path):
                 return _hash_fd(fd)

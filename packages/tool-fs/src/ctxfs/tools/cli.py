@@ -176,6 +176,12 @@ def _store_options(command: argparse.ArgumentParser) -> None:
     where = command.add_mutually_exclusive_group(required=True)
     where.add_argument("--root", metavar="DIR", help="a local directory (the workspace root)")
     where.add_argument("--url", metavar="URL", help="any ctxfs store: s3://bucket/prefix, ...")
+    command.add_argument(
+        "--read-hard-links",
+        action="store_true",
+        help="with --root: read and search files that have other names too (a uv-made "
+        ".venv); they stay unchangeable (a hard link may share a file with the outside)",
+    )
     command.add_argument("--read-only", action="store_true", help="refuse and hide every change")
     command.add_argument(
         "--deny", action="append", default=[], metavar="PATTERN", help="refuse these paths"
@@ -198,13 +204,17 @@ def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
         plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
+    backend_options: dict[str, object] = {}
     if args.root is not None:
         where = os.path.expanduser(os.path.expandvars(args.root))
+        backend_options = {"read_hard_links": True} if args.read_hard_links else {}
+    elif args.read_hard_links:
+        raise UsageError("--read-hard-links is for a local --root")
     else:
         where = os.path.expandvars(args.url)
     try:
         observations = args.observations and os.path.expandvars(args.observations)
-        fs = open_fs(where, plugins=plugins, observations=observations)
+        fs = open_fs(where, plugins=plugins, observations=observations, **backend_options)
     except InvalidArgument as error:
         if error.details.get("scheme") == "file":
             raise UsageError(
