@@ -107,15 +107,25 @@ class LinePattern:
         if self.literal:
             found = self.compiled.search(line, concurrent=True)
         else:
-            line_seconds = math.inf if self.line_seconds is None else self.line_seconds
-            seconds = min(line_seconds, deadline - time.monotonic())
-            if seconds <= 0:
-                raise OutOfTime(whole_call=True)
+            seconds, own = self._time_left(deadline)
             try:
                 found = self.compiled.search(line, timeout=seconds, concurrent=True)
             except TimeoutError:
-                raise OutOfTime(whole_call=seconds < line_seconds) from None
+                raise OutOfTime(whole_call=seconds < own) from None
         return None if found is None else found.span()
+
+    def _time_left(self, deadline: float) -> tuple[float, float]:
+        """The seconds a search may take now, and the pattern's own limit (inf: none).
+
+        Raises:
+            OutOfTime: *deadline* has passed.
+
+        """
+        own = math.inf if self.line_seconds is None else self.line_seconds
+        seconds = min(own, deadline - time.monotonic())
+        if seconds <= 0:
+            raise OutOfTime(whole_call=True)
+        return seconds, own
 
     def find_all(self, text: str, deadline: float) -> list[tuple[int, int]]:
         """Where every match in *text* (a whole file, multiline) starts and ends.
@@ -127,15 +137,12 @@ class LinePattern:
             OutOfTime: The pattern's limit (``whole_call`` False) or *deadline* passed.
 
         """
-        limit = math.inf if self.line_seconds is None else self.line_seconds
-        seconds = min(limit, deadline - time.monotonic())
-        if seconds <= 0:
-            raise OutOfTime(whole_call=True)
+        seconds, own = self._time_left(deadline)
         try:
             found = self.compiled.finditer(text, timeout=seconds, concurrent=True)
             return [match.span() for match in found]
         except TimeoutError:
-            raise OutOfTime(whole_call=seconds < limit) from None
+            raise OutOfTime(whole_call=seconds < own) from None
 
     def search_lines(self, lines: list[tuple[str, int, str]], deadline: float) -> Searched:
         """Search each of *lines* (``(path, number, line)``) until time runs out.

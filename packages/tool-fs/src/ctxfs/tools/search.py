@@ -180,6 +180,12 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
             for entry in found.walk.files
             if keep is None or keep(relative_to(entry.path, root))
         ]
+    await _searched(ctx, query, found, paths)
+    return found
+
+
+async def _searched(ctx: Context, query: GrepQuery, found: Grep, paths: list[str]) -> None:
+    """Search *paths* in order for *query* (each call has its own deadline), into *found*."""
     search = _Search(query, found, time.monotonic() + query.seconds)
     try:
         if query.multiline:
@@ -188,7 +194,6 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
             await _search_lines(ctx, paths, search)
     except _TooSlow as slow:
         raise query.pattern.too_slow(slow.path, slow.number) from None
-    return found
 
 
 def _file_search(query: GrepQuery, root: str) -> FileSearch:
@@ -244,14 +249,7 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
         return found
     shifted = replace(query, page=Page(first=page.first - base, count=page.count))
     local = Grep()
-    search = _Search(shifted, local, time.monotonic() + query.seconds)  # a page: its own time
-    try:
-        if query.multiline:
-            await _search_whole_files(ctx, wanted, search)
-        else:
-            await _search_lines(ctx, wanted, search)
-    except _TooSlow as slow:
-        raise query.pattern.too_slow(slow.path, slow.number) from None
+    await _searched(ctx, shifted, local, wanted)
     found.hits, found.skipped = local.hits, local.skipped
     found.timed_out = found.timed_out or local.timed_out
     return found
