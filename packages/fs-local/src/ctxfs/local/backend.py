@@ -275,7 +275,8 @@ class LocalBackend(Backend):
 
         Files with other names (hard links) are left out unless they may be read.
         """
-        engine = find_ripgrep() if self.ripgrep else None
+        # the first call runs the binary once (what it loads): not on the event loop
+        engine = await anyio.to_thread.run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
         found = await engine.search(self.root, self.root_fd, search)
