@@ -272,3 +272,15 @@ async def test_ignore_files_and_hidden_names_follow_ripgreps_defaults(
     assert globbed.structured["ignored_skipped"] == (6 if engine == "walk" else 0)
     hidden = await run(tools, ctx, "glob", pattern="**/*.txt", hidden=True)
     assert hidden.structured["paths"] == [".hidden/h.txt", "sub/local.txt", "sub/top.txt"]
+
+
+async def test_an_oversized_ignore_file_gives_no_rules(
+    tools: FsToolset, ctx: Context, seed: Seed, engine: str
+) -> None:
+    # A .gitignore past a megabyte is not read whole into memory: the walk takes no rules
+    # from it (ripgrep reads it its own way).
+    await seed(".gitignore", b"kept.txt\n" + b"#" * (1 << 20) + b"\n")
+    await seed("kept.txt", b"needle\n")
+    found = await run(tools, ctx, "grep", pattern="needle", output_mode="files_with_matches")
+    paths = [item["path"] for item in found.structured["files"]]
+    assert paths == ([] if engine == "ripgrep" else ["kept.txt"])

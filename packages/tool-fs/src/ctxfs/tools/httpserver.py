@@ -180,12 +180,8 @@ def principal_of(http_request: object) -> str | None:
 
 def is_loopback(host: str) -> bool:
     """Whether binding *host* keeps the server on this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    address = _address(host)
+    return host == "localhost" or (address is not None and address.is_loopback)
 
 
 def allowed_origins_and_hosts(
@@ -215,10 +211,16 @@ def allowed_origins_and_hosts(
 
 
 def _is_wildcard(host: str) -> bool:
+    address = _address(host)
+    return address is not None and address.is_unspecified
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """*host* as an IP address (``[::1]`` too), or None for a name."""
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+        return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        return False
+        return None
 
 
 # -- sessions --------------------------------------------------------------------------------------

@@ -35,7 +35,6 @@ from ctxfs.core import (
     FileMatches,
     FileSearch,
     FsError,
-    TooLarge,
     normalize_path,
     relative_to,
 )
@@ -43,7 +42,7 @@ from ctxfs.tools.ignore import WalkFilter
 from ctxfs.tools.paging import Page
 from ctxfs.tools.patterns import LinePattern, OutOfTime
 from ctxfs.tools.render import around
-from ctxfs.tools.tree import Walk, walk
+from ctxfs.tools.tree import Walk, all_lines, walk
 
 __all__ = [
     "MULTILINE_MAX_CHARS",
@@ -287,23 +286,12 @@ async def _search_whole_files(ctx: Context, paths: list[str], search: _Search) -
         if search.out_of_time():
             return
         try:
-            lines = await _all_lines(ctx, path)
+            lines = await all_lines(ctx, path, max_chars=MULTILINE_MAX_CHARS)
         except FsError as error:
             search.found.skipped[error.code] += 1
             continue
         if not await search.whole(path, lines):
             return
-
-
-async def _all_lines(ctx: Context, path: str) -> list[str]:
-    lines, chars = [], 0
-    async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as numbered:
-        async for _, line in numbered:
-            chars += len(line) + 1
-            if chars > MULTILINE_MAX_CHARS:
-                raise TooLarge(f"{path} is too large for a multiline search", path=path)
-            lines.append(line)
-    return lines
 
 
 class _TooSlow(Exception):

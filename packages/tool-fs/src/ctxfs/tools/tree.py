@@ -13,10 +13,22 @@ from collections import deque
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
-from ctxfs.core import Context, FileKind, FileSearch, FsError, Listing, Stat, normalize_path
+from ctxfs.core import (
+    Context,
+    FileKind,
+    FileSearch,
+    FsError,
+    Listing,
+    Stat,
+    TooLarge,
+    normalize_path,
+)
 from ctxfs.tools.ignore import EXCLUDE, IGNORE_FILES, IgnoreRules, WalkFilter
 
-__all__ = ["Walk", "files_below", "walk"]
+__all__ = ["IGNORE_FILE_MAX_CHARS", "Walk", "all_lines", "files_below", "walk"]
+
+IGNORE_FILE_MAX_CHARS = 1 << 20
+"""The largest ignore file read (in characters); a larger one gives no rules."""
 
 
 @dataclass
@@ -109,6 +121,24 @@ async def files_below(
     return Walk(files=files, truncated=not listed.complete)
 
 
+async def all_lines(ctx: Context, path: str, *, max_chars: int) -> list[str]:
+    """Every line of a text file, whole (a search primitive: no observation is recorded).
+
+    Raises:
+        TooLarge: The file holds more than *max_chars* characters.
+        FsError: It cannot be read as text (``BinaryFile``, ``EncodingError``, a refusal).
+
+    """
+    lines, chars = [], 0
+    async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as numbered:
+        async for _, line in numbered:
+            chars += len(line) + 1
+            if chars > max_chars:
+                raise TooLarge(f"{path} holds more than {max_chars:,} characters", path=path)
+            lines.append(line)
+    return lines
+
+
 async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[str]:
     """The texts of the ignore files among *entries*, weakest first (unreadable ones: none)."""
     names = {entry.name: entry for entry in entries}
@@ -118,9 +148,8 @@ async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[st
         wanted.insert(0, f"{git.path}/{EXCLUDE.removeprefix('.git/')}")
     texts = []
     for path in wanted:
-        try:  # a search primitive, not a read: no observation is recorded
-            async with aclosing(ctx.fs.lines(path)) as lines:
-                texts.append("\n".join([line async for _, line in lines]))
+        try:
+            texts.append("\n".join(await all_lines(ctx, path, max_chars=IGNORE_FILE_MAX_CHARS)))
         except FsError:
-            continue  # missing (exclude), binary, refused: no rules from it
+            continue  # missing (exclude), binary, too large, refused: no rules from it
     return texts
