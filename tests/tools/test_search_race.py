@@ -61,7 +61,6 @@ def swapping(tmp_path: Path) -> Iterator[Path]:
         swapper.join()
 
 
-@pytest.mark.timeout(600)  # a thousand forks of a process that ran the whole suite
 @pytest.mark.parametrize("engine", ["ripgrep", "walk"])
 async def test_no_search_shows_anything_from_outside_the_root(
     engine: str, swapping: Path, tmp_path: Path
@@ -83,7 +82,7 @@ async def test_no_search_shows_anything_from_outside_the_root(
             assert "secret" not in str(found.structured)
             assert found.structured["total"] <= 3  # kept, inside, and nothing else
             seen_inside += "d/inside.txt" in str(found.structured)
-            if index % 10 == 0:  # fewer: each search forks the (by now large) test process
+            if index % 2 == 0:
                 globbed = await tools.execute(ctx, "glob", {"pattern": "**/*.txt"})
                 assert "secret" not in str(globbed.structured)
     assert seen_inside > 0, "the search never saw the swapped directory as a directory"

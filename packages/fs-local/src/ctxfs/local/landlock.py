@@ -4,13 +4,15 @@ Linux's Landlock (5.13+) lets an unprivileged process give up file-system rights
 for itself and every process it starts. :class:`ReadOnlyBeneath` prepares a
 rule set that allows reading files and listing directories beneath one
 directory (plus a few named files, such as the shared libraries a program needs
-to start) and denies every other read, every write and every creation; it is
-applied in the child between ``fork`` and ``exec`` (``preexec_fn``), so the
+to start) and denies every other read, every write and every creation, so the
 searching program (ripgrep) cannot open anything outside the root, whatever
 links it meets or however the tree changes while it walks.
 
-Everything is prepared in the parent (the rule set is one file descriptor); the
-child only makes two system calls.
+A Landlock domain belongs to a thread and passes to the processes it starts.
+:func:`start_confined` therefore confines a fresh thread, which exists only to
+start the program and then ends: the rest of this process is never confined,
+and the program is started with ``vfork`` (no ``preexec_fn``), whose cost does
+not grow with this process's memory, and which is safe with threads running.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-from typing import Final
+import threading
+from collections.abc import Callable
+from typing import Final, TypeVar
 
-__all__ = ["ReadOnlyBeneath", "landlock_abi"]
+__all__ = ["ReadOnlyBeneath", "landlock_abi", "start_confined"]
+
+_T = TypeVar("_T")
 
 _SYSCALLS: Final = {"create_ruleset": 444, "add_rule": 445, "restrict_self": 446}
 """The same numbers on every architecture (added after the syscall tables were unified)."""
@@ -101,16 +107,47 @@ class ReadOnlyBeneath:
         if _syscall(_SYSCALLS["add_rule"], self.fd, _RULE_PATH_BENEATH, ctypes.byref(rule), 0):
             raise _error("landlock_add_rule")
 
-    def enforce(self) -> None:
-        """Restrict the calling process (meant for ``preexec_fn``: the child, before exec)."""
-        if _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) or _syscall(
-            _SYSCALLS["restrict_self"], self.fd, 0
-        ):
-            os._exit(126)  # never exec the program unconfined
+    def confine_calling_thread(self) -> None:
+        """Restrict the calling thread, for good, and every process it starts.
+
+        Raises:
+            OSError: The kernel refused (nothing may then be started from this thread).
+
+        """
+        if _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0):
+            raise _error("prctl(PR_SET_NO_NEW_PRIVS)")
+        if _syscall(_SYSCALLS["restrict_self"], self.fd, 0):
+            raise _error("landlock_restrict_self")
 
     def close(self) -> None:
         """Release the rule set's descriptor."""
         os.close(self.fd)
+
+
+def start_confined(rules: ReadOnlyBeneath, start: Callable[[], _T]) -> _T:
+    """Call *start* (which starts a process) in a fresh thread that *rules* confine first.
+
+    Raises:
+        OSError: The thread could not be confined (*start* was not called).
+        BaseException: Whatever *start* raised.
+
+    """
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+
+    def confined() -> None:
+        try:
+            rules.confine_calling_thread()
+            outcome.append(start())
+        except BaseException as error:  # handed to the caller's thread
+            failure.append(error)
+
+    thread = threading.Thread(target=confined, name="ctxfs-landlock")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def _error(call: str) -> OSError:

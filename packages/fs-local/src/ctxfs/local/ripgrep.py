@@ -28,7 +28,7 @@ from typing import Final
 import anyio.to_thread
 
 from ctxfs.core import FileMatches, FileSearch
-from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi
+from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
 
 __all__ = ["Ripgrep", "find_ripgrep"]
 
@@ -116,18 +116,23 @@ class Ripgrep:
         return replace(found, complete=not timed_out) if timed_out else found
 
     def _start(self, root: Path, root_fd: int, search: FileSearch) -> subprocess.Popen[bytes]:
+        arguments = self.arguments(search)
+        devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)  # the confined thread may not
         rules = ReadOnlyBeneath(root_fd, files=self.startup_files)
         try:
-            return subprocess.Popen(
-                self.arguments(search),
-                cwd=root,  # were it swapped, the rules still allow only the root's tree
-                preexec_fn=rules.enforce,  # noqa: PLW1509 - two system calls, prepared above
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
+            return start_confined(
+                rules,
+                lambda: subprocess.Popen(
+                    arguments,
+                    cwd=root,  # were it swapped, the rules still allow only the root's tree
+                    stdin=devnull,
+                    stdout=subprocess.PIPE,
+                    stderr=devnull,
+                ),
             )
         finally:
             rules.close()
+            os.close(devnull)
 
 
 def _finish(process: subprocess.Popen[bytes], seconds: float | None) -> tuple[bytes, bool]:
