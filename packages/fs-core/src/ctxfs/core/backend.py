@@ -54,6 +54,7 @@ __all__ = [
     "FileMatches",
     "FileSearch",
     "Listing",
+    "ListingPage",
     "Location",
     "ReadRequest",
     "ReadStream",
@@ -153,6 +154,18 @@ class Listing(builtins.list[Stat]):
     def __init__(self, entries: Iterable[Stat] = (), *, unnamed: tuple[str, ...] = ()) -> None:
         super().__init__(entries)
         self.unnamed = unnamed
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListingPage:
+    """A page of a directory's entries (see ``ctx.fs.list_page``), with the whole's size."""
+
+    entries: builtins.list[Stat]
+    """The entries of the page, with their details."""
+    total: int
+    """Entries in the whole directory (those a policy hides not counted)."""
+    unnamed: tuple[str, ...] = ()
+    """As :attr:`Listing.unnamed`, for the whole directory."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -511,8 +524,12 @@ class Backend(AsyncResource):
             raise InvalidArgument("the root cannot be deleted", path=path)
         await self._delete(path, expect)
 
-    async def list(self, path: str) -> Listing:
+    async def list(self, path: str, *, details: bool = True) -> Listing:
         """List the entries directly inside directory *path*, sorted by name.
+
+        With ``details=False`` the entries may carry their kind only, no size
+        nor time, where the store lists faster so (:meth:`_list_names`);
+        :meth:`details` then completes the few that are shown.
 
         Reserved names (the backends' temporary and lock files) never appear,
         nor do entries no path can name: an empty, ``.`` or ``..`` name (object
@@ -527,15 +544,32 @@ class Backend(AsyncResource):
 
         """
         path = check_path(path)
-        entries, unnamed = [], []
-        for entry in await self._list(path):
+        listed = None if details else await self._list_names(path)
+        return self.listing(path, await self._list(path)) if listed is None else listed
+
+    def listing(self, path: str, entries: Iterable[Stat]) -> Listing:
+        """The :class:`Listing` of directory *path* from a store's *entries*: :meth:`list`'s rules.
+
+        Sorts them by name, leaves out reserved names and counts (and logs) the
+        entries no path can name.
+        """
+        kept, unnamed = [], []
+        for entry in entries:
             if not _names_an_entry_of(path, entry):
                 unnamed.append(entry.path)
             elif not is_reserved(entry.name):
-                entries.append(entry)
+                kept.append(entry)
         if unnamed:
             log.warning("%r: skipped %d entries no path can name: %r", path, len(unnamed), unnamed)
-        return Listing(sorted(entries, key=lambda entry: entry.name), unnamed=tuple(unnamed))
+        return Listing(sorted(kept, key=lambda entry: entry.name), unnamed=tuple(unnamed))
+
+    async def details(self, entries: Iterable[Stat]) -> builtins.list[Stat]:
+        """*entries* of a listing made with ``details=False``, with their size and time.
+
+        An entry that has gone since may be left out (entries that have their
+        details already are returned as they are).
+        """
+        return await self._details(builtins.list(entries))
 
     async def mkdir(self, path: str) -> None:
         """Create directory *path* and any missing parents; an existing directory is fine.
@@ -615,6 +649,21 @@ class Backend(AsyncResource):
 
         The template sorts them and drops reserved names.
         """
+
+    async def _list_names(self, path: str) -> Listing | None:
+        """Directory *path*'s :meth:`listing`, kinds only, where cheaper than :meth:`_list`.
+
+        Errors as for :meth:`list`.
+        The default, None, makes :meth:`list` call :meth:`_list`. A store that
+        overrides it (fs-local: no ``stat`` per entry, and the listing of an
+        unchanged directory kept, so a page costs only its page) overrides
+        :meth:`_details` too. The listing returned is not changed by callers.
+        """
+        return None
+
+    async def _details(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
+        """*entries* (from :meth:`_list_names`) with size and time; the default: as they are."""
+        return entries
 
     @abstractmethod
     async def _mkdir(self, path: str) -> None:

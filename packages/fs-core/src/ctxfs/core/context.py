@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.to_thread
 
-from ctxfs.core.backend import FileKind, FileMatches, FileSearch, Listing
+from ctxfs.core.backend import FileKind, FileMatches, FileSearch, Listing, ListingPage
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
@@ -349,10 +349,24 @@ class ContextFs:
         one) are left out; so are those no path can name (counted in
         :attr:`Listing.unnamed`).
         """
+        return await self._visible(path, details=True)
+
+    async def list_page(self, path: str = "", *, first: int, count: int) -> ListingPage:
+        """Entries *first* (1-based) to ``first + count - 1`` of :meth:`list`'s, and its total.
+
+        Only the page's entries are looked at in detail (fs-local: ``stat``
+        only those, and the names of an unchanged directory are not read again).
+        """
+        mount = self._ctx.mount
+        entries = await self._visible(path, details=False)
+        page = await mount.backend.details(entries[first - 1 : first - 1 + count])
+        return ListingPage(entries=page, total=len(entries), unnamed=entries.unnamed)
+
+    async def _visible(self, path: str, *, details: bool) -> Listing:
         ctx, mount = self._ctx, self._ctx.mount
         async with self._reported(OpKind.LIST, path, file=False) as report:
             await mount.hooks.authorize(ctx, report.op)
-            entries = await mount.backend.list(report.op.path)
+            entries = await mount.backend.list(report.op.path, details=details)
             if not mount.hooks.hides:
                 return entries
             directory = report.op.resolved  # where the entries are, through links

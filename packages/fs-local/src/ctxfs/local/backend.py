@@ -57,6 +57,7 @@ from ctxfs.core.kit import (
     FileKind,
     FileMatches,
     FileSearch,
+    Listing,
     Location,
     ReadRequest,
     ReadStream,
@@ -68,6 +69,7 @@ from ctxfs.core.kit import (
     join_path,
 )
 from ctxfs.local.flocks import LockDirectory, default_state_dir
+from ctxfs.local.listing import DirectoryNames
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.resolve import Resolver, choose_resolver
 from ctxfs.local.ripgrep import find_ripgrep
@@ -149,6 +151,7 @@ class LocalBackend(Backend):
         self.temp_max_age = temp_max_age
         self.inline_reads = inline_reads
         self.ripgrep = ripgrep
+        self._names = DirectoryNames()
         try:
             self.resolver: Resolver = choose_resolver(
                 self.root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
@@ -265,6 +268,17 @@ class LocalBackend(Backend):
     async def _list(self, path: str) -> builtins.list[Stat]:
         """List a directory; temporary files are reaped."""
         return await self._run(self._list_sync, path)
+
+    async def _list_names(self, path: str) -> Listing:
+        """A directory's names and kinds, no ``stat``; kept while it is unchanged."""
+        return await self._run(self._list_names_sync, path)
+
+    async def _details(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
+        """``stat`` the entries (of one directory) in one worker trip."""
+        bare = [entry for entry in entries if entry.mtime is None]
+        if not bare:
+            return entries
+        return await self._run(self._details_sync, entries)
 
     async def _mkdir(self, path: str) -> None:
         """Create a directory and its parents, one level at a time."""
@@ -741,6 +755,33 @@ class LocalBackend(Backend):
         finally:
             os.close(dir_fd)
         return entries
+
+    def _list_names_sync(self, path: str) -> Listing:
+        self._check_root()
+        dir_fd = self._open(path, _DIR_FLAGS)
+        try:
+            with translated(path):
+                return self._names.entries(dir_fd, path, finish=self.listing)
+        finally:
+            os.close(dir_fd)
+
+    def _details_sync(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
+        directories: dict[str, int] = {}
+        detailed = []
+        try:
+            for entry in entries:
+                parent, _, name = entry.path.rpartition("/")
+                try:
+                    if parent not in directories:
+                        directories[parent] = self._open(parent, _DIR_FLAGS)
+                    info = os.stat(name, dir_fd=directories[parent], follow_symlinks=False)
+                except (NotFound, FileNotFoundError):
+                    continue  # removed since the listing
+                detailed.append(_stat_of(entry.path, info))
+        finally:
+            for fd in directories.values():
+                os.close(fd)
+        return detailed
 
     def _reap(self, dir_fd: int, name: str, info: os.stat_result) -> None:
         """Remove a temporary file whose writer is gone, or which is simply too old."""

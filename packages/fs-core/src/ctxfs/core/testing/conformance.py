@@ -240,6 +240,26 @@ class BackendConformance:
         assert [entry.path for entry in await backend.list("sub")] == ["sub/c.txt"]
         assert entries[0].size == 1
 
+    async def test_a_listing_without_details_is_completed_by_details(
+        self, backend: Backend
+    ) -> None:
+        for path in ("b.txt", "a.txt", "sub/c.txt"):
+            await backend.write(path, b"xy", expect=ABSENT)
+        full = await backend.list("")
+        bare = await backend.list("", details=False)
+        assert [(entry.path, entry.kind) for entry in bare] == [
+            (entry.path, entry.kind) for entry in full
+        ]
+        detailed = await backend.details(bare)
+        assert [(entry.path, entry.kind, entry.size) for entry in detailed] == [
+            (entry.path, entry.kind, entry.size) for entry in full
+        ]
+        await backend.delete("b.txt")
+        after = [entry.path for entry in await backend.details(bare)]
+        assert after in (["a.txt", "sub"], ["a.txt", "b.txt", "sub"])  # gone may be left out
+        with pytest.raises(NotFound):
+            await backend.list("missing", details=False)
+
     async def test_list_errors(self, backend: Backend) -> None:
         await backend.write("a.txt", b"x", expect=ABSENT)
         with pytest.raises(NotFound):

@@ -59,18 +59,19 @@ class ListDirTool(Tool[ListDirArgs, ListData]):
 
     async def run(self, step: Step, args: ListDirArgs) -> ListData:
         path = normalize_path(args.path)
-        entries = await step.ctx.fs.list(path)
         page = Page.of(args.offset, args.limit, step.toolset.options.list_limit)
-        shown = page.cut(entries)
-        next_offset = page.next_offset(len(shown), len(entries))
+        listed = await step.ctx.fs.list_page(path, first=page.first, count=page.count)
+        shown = listed.entries  # fewer than the page covers if some went since the listing
+        covered = max(0, min(page.count, listed.total - page.first + 1))
+        next_offset = page.next_offset(covered, listed.total)
         return self.data(
             target=path,
             entries=[EntryData.model_validate(entry, from_attributes=True) for entry in shown],
-            total=len(entries),
+            total=listed.total,
             offset=page.first,
             next_offset=next_offset,
             truncated=next_offset is not None,
-            unnamed=len(entries.unnamed),
+            unnamed=len(listed.unnamed),
         )
 
     def render(self, data: ListData, args: ListDirArgs) -> str:

@@ -1,0 +1,92 @@
+"""Directory names without a ``stat`` per entry, remembered while the directory is unchanged.
+
+A page of a large directory (``ctx.fs.list_page``) needs every name, to sort
+and count them, but the size and time of the page's entries only.
+:class:`DirectoryNames` reads the names and their kinds (from the directory
+entries themselves, ``d_type``), and keeps the sorted listing of a directory
+whose identity and times have not changed since: the next page neither reads
+the directory nor sorts it again.
+
+A directory changed within the same clock tick as a listing could keep its
+times, so, as Git does with its index, a listing of a directory modified in
+the last :data:`SETTLE_SECONDS` is not remembered.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from ctxfs.core import FileKind, Listing, Stat, join_path
+
+__all__ = ["SETTLE_SECONDS", "DirectoryNames", "kind_of"]
+
+SETTLE_SECONDS: Final = 2
+"""A directory modified more recently than this is listed again each time."""
+
+
+def kind_of(entry: os.DirEntry[str]) -> FileKind:
+    """An entry's kind from the directory entry (``stat`` only where the file system omits it)."""
+    if entry.is_symlink():
+        return FileKind.SYMLINK
+    if entry.is_dir(follow_symlinks=False):
+        return FileKind.DIRECTORY
+    if entry.is_file(follow_symlinks=False):
+        return FileKind.FILE
+    return FileKind.OTHER
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Listed:
+    stamp: tuple[int, int, int, int]
+    entries: Listing
+
+
+class DirectoryNames:
+    """The names (and kinds) of recently listed directories, at most *max_entries* in all."""
+
+    def __init__(self, *, max_entries: int = 1_000_000) -> None:
+        self.max_entries = max_entries
+        self._listed: OrderedDict[str, _Listed] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def entries(
+        self, dir_fd: int, path: str, *, finish: Callable[[str, list[Stat]], Listing]
+    ) -> Listing:
+        """The listing of directory *path* (open as *dir_fd*), made by *finish* from its entries.
+
+        Call from a worker thread.
+        """
+        info = os.fstat(dir_fd)
+        stamp = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+        with self._lock:
+            listed = self._listed.get(path)
+            if listed is not None and listed.stamp == stamp:
+                self._listed.move_to_end(path)
+                return listed.entries
+        with os.scandir(dir_fd) as scan:
+            entries = finish(
+                path,
+                [Stat(path=join_path(path, entry.name), kind=kind_of(entry)) for entry in scan],
+            )
+        if time.time_ns() - info.st_mtime_ns > SETTLE_SECONDS * 10**9:
+            self._remember(path, _Listed(stamp=stamp, entries=entries))
+        return entries
+
+    def _remember(self, path: str, listed: _Listed) -> None:
+        if len(listed.entries) > self.max_entries:
+            return
+        with self._lock:
+            if (earlier := self._listed.pop(path, None)) is not None:
+                self._held -= len(earlier.entries)
+            self._listed[path] = listed
+            self._held += len(listed.entries)
+            while self._held > self.max_entries:
+                _, oldest = self._listed.popitem(last=False)
+                self._held -= len(oldest.entries)
