@@ -1,9 +1,13 @@
 """Grep through ``ctx.fs``: the matching lines, the files holding them, or counts per file.
 
-Files are searched in sorted path order, so pages and totals are exact. Lines
-are searched whole, however long, in batches in a worker thread (see
-:mod:`ctxfs.tools.patterns`), so the event loop (other sessions) never waits
-for a search; a call stops at its deadline and says so. Context lines come from
+Files are searched in sorted path order, and a search stops once it has its
+page (and knows whether another follows): totals are then "at least", and
+exact when every file was searched. What it learned of each file goes into the
+search's memo (:mod:`ctxfs.tools.memo`), so the next page counts unchanged
+files without reading them again (and goes on past its page through files it
+knows). Lines are searched whole, however long, in batches in a worker thread
+(see :mod:`ctxfs.tools.patterns`), so the event loop (other sessions) never
+waits for a search; a call stops at its deadline and says so. Context lines come from
 the same batches (and the end of the one before). A multiline search reads each
 file whole (up to :data:`MULTILINE_MAX_CHARS`) and searches it at once. Asking
 only for the files that match stops reading a file at its first match.
@@ -35,10 +39,12 @@ from ctxfs.core import (
     FileMatches,
     FileSearch,
     FsError,
+    Stat,
     normalize_path,
     relative_to,
 )
 from ctxfs.tools.ignore import WalkFilter
+from ctxfs.tools.memo import Known, ScanMemo
 from ctxfs.tools.paging import Page
 from ctxfs.tools.patterns import LinePattern, OutOfTime
 from ctxfs.tools.render import around
@@ -57,7 +63,10 @@ __all__ = [
 
 _BATCH_CHARS: Final = 1 << 18
 _BATCH_LINES: Final = 4096
-"""Lines are searched in batches of this many characters or lines, in a worker thread."""
+"""Lines are searched in batches of up to this many characters or lines, in a worker thread."""
+_FIRST_BATCH_SHIFT: Final = 6
+"""The first batch is 64 times smaller (a page found early stops the search early); each
+batch doubles until the full size."""
 MULTILINE_MAX_CHARS: Final = 64 << 20
 """The largest file (in characters) a multiline search reads; a larger one is skipped."""
 
@@ -133,6 +142,8 @@ class GrepQuery:
     page: Page
     max_line_chars: int
     seconds: float
+    memo: ScanMemo | None = None
+    """What earlier pages of this search learned; it learns what this one reads."""
 
 
 @dataclass
@@ -152,6 +163,8 @@ class Grep:
     """Files not searched, by the error code that stopped them (``binary_file``, ...)."""
     timed_out: bool = False
     """The call's deadline passed: the counts cover what was searched until then."""
+    complete: bool = True
+    """Every file was searched: the totals are exact (else they are "at least")."""
     walk: Walk = field(default_factory=Walk)
 
 
@@ -165,8 +178,8 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
     """
     root = normalize_path(query.root)
     found = Grep()
-    if root and (await ctx.fs.stat(root)).kind is not FileKind.DIRECTORY:
-        paths = [root]
+    if root and (stat := await ctx.fs.stat(root)).kind is not FileKind.DIRECTORY:
+        files = [stat]
     elif not query.multiline and (
         (accelerated := await ctx.fs.search_files(_file_search(query, root))) is not None
     ):
@@ -174,23 +187,24 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
     else:
         found.walk = await walk(ctx, root, only=query.only, max_entries=query.max_entries)
         keep = query.file_filter
-        paths = [
-            entry.path
+        files = [
+            entry
             for entry in found.walk.files
             if keep is None or keep(relative_to(entry.path, root))
         ]
-    await _searched(ctx, query, found, paths)
+    await _searched(ctx, query, found, files)
+    found.complete = found.complete and not found.timed_out and not found.walk.truncated
     return found
 
 
-async def _searched(ctx: Context, query: GrepQuery, found: Grep, paths: list[str]) -> None:
-    """Search *paths* in order for *query* (each call has its own deadline), into *found*."""
+async def _searched(ctx: Context, query: GrepQuery, found: Grep, files: list[Stat]) -> None:
+    """Search *files* in order for *query* (each call has its own deadline), into *found*."""
     search = _Search(query, found, time.monotonic() + query.seconds)
     try:
         if query.multiline:
-            await _search_whole_files(ctx, paths, search)
+            await _search_whole_files(ctx, files, search)
         else:
-            await _search_lines(ctx, paths, search)
+            await _search_lines(ctx, files, search)
     except _TooSlow as slow:
         raise query.pattern.too_slow(slow.path, slow.number) from None
 
@@ -229,6 +243,7 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
         files_searched=matches.searched,
         lines_matched=sum(counts.values()),
         timed_out=not matches.complete,
+        complete=matches.complete,
     )
     page = query.page
     if query.mode is not OutputMode.CONTENT:
@@ -248,50 +263,65 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
         return found
     shifted = replace(query, page=Page(first=page.first - base, count=page.count))
     local = Grep()
-    await _searched(ctx, shifted, local, wanted)
+    await _searched(ctx, shifted, local, [Stat(path=path, kind=FileKind.FILE) for path in wanted])
     found.hits, found.skipped = local.hits, local.skipped
     found.timed_out = found.timed_out or local.timed_out
     return found
 
 
-async def _search_lines(ctx: Context, paths: list[str], search: _Search) -> None:
-    """Feed the lines of each file to *search*, until the end or its deadline."""
-    for path in paths:
+async def _search_lines(ctx: Context, files: list[Stat], search: _Search) -> None:
+    """Feed the lines of each file to *search*, until the end, its page, or its deadline."""
+    for entry in files:
         # Small files are read without suspending: let other tasks run, and a cancel land.
         await anyio.lowlevel.checkpoint()
         if search.out_of_time():
             return
-        start = len(search.batch)
+        if not (read := await search.to_read(entry)):
+            if read is None:
+                return
+            continue
+        path, start, flushed = entry.path, len(search.batch), False
         try:
             async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as lines:
                 async for number, line in lines:
                     if search.add(path, number, line):
-                        start = 0
+                        start, flushed = 0, True
                         if not await search.flush():
                             return
                         if search.settled(path):
                             break
+                        if search.page_done():
+                            search.found.complete = False
+                            return
         except FsError as error:  # this file cannot be searched (its lines not yet searched go)
             search.drop(start)
             search.found.skipped[error.code] += 1
+            if not flushed:
+                search.learn(entry, skipped=error.code)
             continue
-        search.files_read += 1
+        search.read_whole(entry)
     await search.flush()
 
 
-async def _search_whole_files(ctx: Context, paths: list[str], search: _Search) -> None:
-    """Search each file's whole text at once (multiline), until the end or the deadline."""
-    for path in paths:
+async def _search_whole_files(ctx: Context, files: list[Stat], search: _Search) -> None:
+    """Search each file's whole text at once (multiline), until the end, page, or deadline."""
+    for entry in files:
         await anyio.lowlevel.checkpoint()
         if search.out_of_time():
             return
+        if not (read := await search.to_read(entry)):
+            if read is None:
+                return
+            continue
         try:
-            lines = await all_lines(ctx, path, max_chars=MULTILINE_MAX_CHARS)
+            lines = await all_lines(ctx, entry.path, max_chars=MULTILINE_MAX_CHARS)
         except FsError as error:
             search.found.skipped[error.code] += 1
+            search.learn(entry, skipped=error.code)
             continue
-        if not await search.whole(path, lines):
+        if not await search.whole(entry.path, lines):
             return
+        search.learn(entry, count=search.counts.pop(entry.path, 0))
 
 
 class _TooSlow(Exception):
@@ -309,7 +339,11 @@ class _Search:
         self.query, self.found, self.deadline = query, found, deadline
         self.batch: list[tuple[str, int, str]] = []
         self.chars = 0
-        self.files_read = 0  # files read into the batch, not yet searched to their end
+        self.shift = _FIRST_BATCH_SHIFT
+        self.files_read: list[Stat] = []
+        """Files read whole into the batch, not yet searched to their end."""
+        self.counts: Counter[str] = Counter()
+        """Matches counted in files not yet searched to their end."""
         self.tail: deque[tuple[str, int, str]] = deque(maxlen=query.before)
         """The last lines of the batches before, for the context of the next one's hits."""
         self.waiting: list[tuple[Hit, int]] = []
@@ -321,12 +355,78 @@ class _Search:
         """Add a line; whether the batch is full."""
         self.batch.append((path, number, line))
         self.chars += len(line)
-        return self.chars >= _BATCH_CHARS or len(self.batch) >= _BATCH_LINES
+        return self._full()
+
+    def _full(self) -> bool:
+        return (
+            self.chars >= _BATCH_CHARS >> self.shift
+            or len(self.batch) >= _BATCH_LINES >> self.shift
+        )
 
     def drop(self, start: int) -> None:
         """Forget the lines from *start* on (a file that failed part way)."""
         del self.batch[start:]
         self.chars = sum(len(line) for _, _, line in self.batch)
+
+    def read_whole(self, entry: Stat) -> None:
+        """*entry*'s lines are all in the batch (or searched): known once it is searched."""
+        self.files_read.append(entry)
+
+    async def to_read(self, entry: Stat) -> bool | None:
+        """Whether *entry* is to be read, or None to stop here.
+
+        It is not read when counted from what an earlier page learned; the search
+        stops at it when the page is done and it is unknown.
+        """
+        memo = self.query.memo
+        known = None if memo is None else memo.known(entry)
+        if known is None:
+            if self.page_done():
+                self.found.complete = False
+                return None
+            return True
+        if not await self.flush():  # the totals so far: does the page need this file?
+            return False  # out of time: the caller stops
+        return not self._skip(entry, known)
+
+    def learn(self, entry: Stat, *, count: int = 0, skipped: str | None = None) -> None:
+        """Remember *entry* as searched to its end."""
+        if self.query.memo is not None:
+            self.query.memo.learn(entry, count=count, skipped=skipped)
+
+    def page_done(self) -> bool:
+        """Whether the page is complete and the item after it found: the rest can wait.
+
+        The hits of the page must have their after-context lines first.
+        """
+        return (
+            self.found.total >= self.query.page.first + self.query.page.count and not self.waiting
+        )
+
+    def _skip(self, entry: Stat, known: Known) -> bool:
+        """Count *entry* from what is *known* of it, unless the page needs its lines.
+
+        Whether it was counted so; call with the batch searched.
+        """
+        found, query, page = self.found, self.query, self.query.page
+        if known.skipped is not None:
+            found.skipped[known.skipped] += 1
+            return True
+        if query.mode is OutputMode.CONTENT:
+            if (
+                known.count
+                and found.total < page.first + page.count - 1
+                and (found.total + known.count >= page.first)
+            ):
+                return False  # the page holds some of its lines
+            found.total += known.count
+        elif known.count:
+            found.total += 1
+            if page.holds(found.total):
+                found.files.append(FileCount(path=entry.path, count=known.count))
+        found.lines_matched += known.count
+        found.files_searched += 1
+        return True
 
     def settled(self, path: str) -> bool:
         """Whether *path* needs no more reading: its first match is all that files mode needs."""
@@ -362,9 +462,13 @@ class _Search:
                 raise _TooSlow(path, number)
             self.found.timed_out = True
             return False
-        self.found.files_searched += self.files_read
+        self.found.files_searched += len(self.files_read)
+        for entry in self.files_read:
+            self.learn(entry, count=self.counts.pop(entry.path, 0))
         self.tail.extend(batch[-self.query.before :] if self.query.before else ())
-        self.batch, self.chars, self.files_read = [], 0, 0
+        if self._full():  # the next batch is twice as large (a short one, flushed early: same)
+            self.shift = max(0, self.shift - 1)
+        self.batch, self.chars, self.files_read = [], 0, []
         return not self.out_of_time()
 
     async def whole(self, path: str, lines: list[str]) -> bool:
@@ -399,6 +503,7 @@ class _Search:
         """Count one match in *path*; whether it is a hit of the page (content mode)."""
         found, query = self.found, self.query
         found.lines_matched += 1
+        self.counts[path] += 1
         if query.mode is OutputMode.CONTENT:
             found.total += 1
             return query.page.holds(found.total)

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from ctxfs.core import BackendError, Context, FsError, InvalidArgument
 from ctxfs.tools.builtin import BUILTIN_TOOLS
 from ctxfs.tools.definitions import Exposure, ToolDefinition, ToolsetOptions, openai_strict
+from ctxfs.tools.memo import ScanMemos
 from ctxfs.tools.render import error_text
 from ctxfs.tools.results import ToolResult
 from ctxfs.tools.tool import Offering, Step, Tool
@@ -79,6 +80,8 @@ class FsToolset:
         tools: Iterable[Tool[Any, Any]] = BUILTIN_TOOLS,
     ) -> None:
         self.options = options if options is not None else ToolsetOptions()
+        self.scan_memos = ScanMemos()
+        """What the pages of recent searches learned (see :mod:`ctxfs.tools.memo`)."""
         self._tools: dict[str, Tool[Any, Any]] = {}
         self._configured: tuple[object, Offer] | None = None
         """The offer when no plugin has a say (the configuration's alone, worked out once),

@@ -127,6 +127,11 @@ class GrepData(PageData):
     files: list[GrepFile] = Field(
         default_factory=list, description="The page of files, in the other modes."
     )
+    total_exact: bool = Field(
+        default=True,
+        description="Whether every file was searched; if not (the search stopped once it had "
+        "this page, or at its time limit), `total` and `lines_matched` are lower bounds.",
+    )
     lines_matched: int = Field(
         default=0, description="Matching lines (multiline: matches) in every file searched."
     )
@@ -166,8 +171,10 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             "(`multiline` lets a match span lines). `output_mode` picks what comes back: "
             "`content` (`path:line: text`, with `context`/`before`/`after` lines), "
             "`files_with_matches` or `count`. Results are sorted by path and line, at most "
-            f"{options.grep_limit:,} matches (or files) per call, with exact totals and the "
-            "`offset` to continue. `glob` (braces allowed) and `type` filter files. As "
+            f"{options.grep_limit:,} matches (or files) per call, with the `offset` to "
+            "continue; a search stops once it has its page, so its totals may be lower "
+            "bounds (`total_exact`), and the next page does not search again what is "
+            "unchanged. `glob` (braces allowed) and `type` filter files. As "
             "ripgrep does, it skips hidden files (`hidden` includes them), what .gitignore "
             "and .ignore exclude (`include_ignored` includes it), binary files, these directories: "
             f"{', '.join(sorted(options.ignore))}, and what a policy denies. Long lines are "
@@ -193,6 +200,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         filters = [matcher.fullmatch for matcher in matchers]
         names = next((n for m in matchers if (n := m.names()) is not None), None)
         context = args.context or 0
+        memo = step.toolset.scan_memos.memo(step.ctx, _search_key(args))
         found = await search.grep(
             step.ctx,
             search.GrepQuery(
@@ -211,6 +219,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 page=(page := Page.of(args.offset, args.limit, options.grep_limit)),
                 max_line_chars=step.ctx.mount.text_options.max_line_chars,
                 seconds=options.grep_seconds,
+                memo=memo,
             ),
         )
         shown = len(found.hits) + len(found.files)
@@ -226,6 +235,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 for item in found.files
             ],
             total=found.total,
+            total_exact=found.complete,
             lines_matched=found.lines_matched,
             files_searched=found.files_searched,
             files_skipped=sum(found.skipped.values()),
@@ -254,11 +264,13 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         elif data.next_offset is None and data.offset == 1:
             lines.append(f"({count(data.total, *unit)} in {files} searched)")
         else:
-            of = f"{data.total} in {files} searched"
+            at_least = "" if data.total_exact else "at least "
+            of = f"{at_least}{data.total} in {files} searched"
             shown = len(data.matches) + len(data.files)
             lines.append(page_footer(noun, data.offset, shown, of, data.next_offset))
         if data.output_mode is OutputMode.COUNT and data.total:
-            lines.append(f"({count(data.lines_matched, 'matching line')} in all)")
+            in_all = "in all" if data.total_exact else "at least, in the files searched"
+            lines.append(f"({count(data.lines_matched, 'matching line')} {in_all})")
         if data.skipped:
             reasons = ", ".join(
                 f"{n} {_REASONS.get(code, code)}" for code, n in data.skipped.items()
@@ -278,6 +290,22 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 "give a narrower path or glob, or a simpler pattern)"
             )
         return "\n".join(lines)
+
+
+def _search_key(args: GrepArgs) -> tuple[object, ...]:
+    """What decides a search's items (not its page, nor its context lines)."""
+    return (
+        "grep",
+        normalize_path(args.path),
+        args.pattern,
+        args.ignore_case,
+        args.multiline,
+        args.output_mode,
+        args.glob,
+        args.type,
+        args.hidden,
+        args.include_ignored,
+    )
 
 
 _REASONS = {"binary_file": "binary", "encoding_error": "undecodable", "too_large": "too large"}

@@ -1,0 +1,105 @@
+"""What the pages of a search learned of each file, so the next page reads only what it needs.
+
+A search stops once it has its page. The next page asks the same search again
+from a later offset: :class:`ScanMemos` keeps, per search, each file searched
+to its end with its number of matches (or why it was skipped) and its *stamp*
+(size, modification time, version) as the walk listed it. A file whose stamp
+is unchanged is counted from the memo, not read; any other is read again. A
+file known by its modification time alone is not remembered while that time
+is within :data:`SETTLE_SECONDS` (a change in the same clock tick could keep
+it).
+
+Memos belong to one workspace and one owner (policies may differ by owner),
+and are bounded in searches and in files.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Final
+
+from ctxfs.core import Context, Stat
+
+__all__ = ["SETTLE_SECONDS", "Known", "ScanMemo", "ScanMemos", "stamp_of"]
+
+SETTLE_SECONDS: Final = 2.0
+"""A file modified more recently than this when searched is not remembered."""
+
+Stamp = tuple[int | None, float | None, str | None]
+
+
+def stamp_of(entry: Stat) -> Stamp | None:
+    """What tells that *entry* has not changed, or None where the store gives too little.
+
+    A version (a content hash, an ETag) is trusted as it is; a modification time
+    only once it is :data:`SETTLE_SECONDS` old.
+    """
+    if entry.version is None and (
+        entry.mtime is None or time.time() - entry.mtime < SETTLE_SECONDS
+    ):
+        return None
+    return (entry.size, entry.mtime, entry.version)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Known:
+    """A file searched to its end: how many items it held, or why it was skipped."""
+
+    stamp: Stamp
+    count: int = 0
+    """Its matching lines (multiline: matches); in files mode, 1 if it holds a match."""
+    skipped: str | None = None
+    """The error code that stopped it (``binary_file``, ...), if it could not be searched."""
+
+
+@dataclass(kw_only=True)
+class ScanMemo:
+    """What one search has learned, by path (at most *max_files* of them)."""
+
+    max_files: int = 500_000
+    files: dict[str, Known] = field(default_factory=dict)
+
+    def known(self, entry: Stat) -> Known | None:
+        """What is known of *entry*, if it has not changed since."""
+        known = self.files.get(entry.path)
+        return known if known is not None and known.stamp == stamp_of(entry) else None
+
+    def learn(self, entry: Stat, *, count: int = 0, skipped: str | None = None) -> None:
+        """Remember *entry* as searched to its end (nothing, if its stamp cannot be trusted)."""
+        stamp = stamp_of(entry)
+        if stamp is not None and (len(self.files) < self.max_files or entry.path in self.files):
+            self.files[entry.path] = Known(stamp=stamp, count=count, skipped=skipped)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Held:
+    mount: weakref.ref[object]
+    memo: ScanMemo
+
+
+class ScanMemos:
+    """Memos of recent searches, at most *max_searches* of them and *max_files* files in all."""
+
+    def __init__(self, *, max_searches: int = 32, max_files: int = 500_000) -> None:
+        self.max_searches, self.max_files = max_searches, max_files
+        self._held: OrderedDict[tuple[object, ...], _Held] = OrderedDict()
+
+    def memo(self, ctx: Context, search: tuple[object, ...]) -> ScanMemo:
+        """The memo of *search* (everything that decides its items, not its page) for *ctx*."""
+        key = (id(ctx.mount), ctx.workspace, ctx.owner, *search)
+        held = self._held.get(key)
+        if held is None or held.mount() is not ctx.mount:  # a new search, or a recycled id
+            held = _Held(mount=weakref.ref(ctx.mount), memo=ScanMemo(max_files=self.max_files))
+        self._held[key] = held
+        self._held.move_to_end(key)
+        self._trim()
+        return held.memo
+
+    def _trim(self) -> None:
+        files = sum(len(held.memo.files) for held in self._held.values())
+        while len(self._held) > self.max_searches or (files > self.max_files and self._held):
+            _, oldest = self._held.popitem(last=False)
+            files -= len(oldest.memo.files)
