@@ -329,3 +329,44 @@ async def test_s3_keys_no_path_can_name_are_skipped_by_listings_and_walks(url_fo
             assert listed.structured["unnamed"] == 1
             searched = await tools.execute(ctx, "grep", {"pattern": "k"})
             assert searched.structured["total"] == 3
+
+
+# -- searching a tree ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store", [S3, GCS, AZURE], ids=lambda store: store.name)
+async def test_a_search_lists_the_tree_once_flat_and_hides_what_a_policy_denies(
+    store: Server, url_for: UrlFor
+) -> None:
+    from ctxfs.core import Fs  # noqa: PLC0415
+    from ctxfs.core.policies import PathRules  # noqa: PLC0415
+    from ctxfs.tools import FsToolset  # noqa: PLC0415
+
+    backend = opened(store, url_for(store))
+    assert isinstance(backend, ObjectStoreBackend)
+    async with Fs(backend, plugins=[PathRules(deny=["d1/secret"])], load_entrypoints=False) as fs:
+        for top in range(4):
+            for sub in range(3):
+                for n in range(2):
+                    body = b"needle\n" if n == 0 else b"hay\n"
+                    await backend.write(f"d{top}/s{sub}/f{n}.txt", body, expect=ABSENT)
+        await backend.write("d1/secret/key.txt", b"needle\n", expect=ABSENT)
+        scans: list[tuple[str, bool]] = []
+        scan = backend.store.scan
+
+        async def counted(prefix: str, **options: Any) -> Any:
+            scans.append((prefix, bool(options.get("deep"))))
+            return await scan(prefix, **options)
+
+        backend.store.scan = counted  # type: ignore[method-assign]
+        tools, ctx = FsToolset(), fs.context(owner="a")
+        globbed = await tools.execute(ctx, "glob", {"pattern": "**/*.txt"})
+        assert globbed.structured["total"] == 24
+        assert "d1/secret/key.txt" not in globbed.structured["paths"]
+        assert [deep for _, deep in scans] == [True]  # one flat listing, not one per directory
+        found = await tools.execute(
+            ctx, "grep", {"pattern": "needle", "output_mode": "files_with_matches"}
+        )
+        assert found.structured["total"] == 12
+        assert "secret" not in found.text
+        assert [deep for _, deep in scans] == [True, True]

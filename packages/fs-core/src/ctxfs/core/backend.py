@@ -36,6 +36,7 @@ from ctxfs.core.errors import (
     FsError,
     InvalidArgument,
     IsADirectory,
+    NotADirectory,
     NotFound,
     Stale,
     TooLarge,
@@ -100,6 +101,9 @@ class Capabilities:
     """Whether :meth:`Backend.lock` gives exclusion beyond this process."""
     max_cas_size: int | None = None
     """Largest body a conditional write accepts; larger writes raise ``TooLarge``."""
+    concurrent_reads: int = 1
+    """How many files a search may read at once to hide the store's latency (an object
+    store: about 16; 1 where reads are local and cheap)."""
 
 
 class FileKind(enum.StrEnum):
@@ -563,6 +567,45 @@ class Backend(AsyncResource):
             log.warning("%r: skipped %d entries no path can name: %r", path, len(unnamed), unnamed)
         return Listing(sorted(kept, key=lambda entry: entry.name), unnamed=tuple(unnamed))
 
+    async def list_tree(self, path: str) -> Listing | None:
+        """Every file below directory *path*, at any depth, sorted by path, in one listing.
+
+        Where the store lists a whole tree at once (a flat listing of a key
+        prefix: one request per thousand objects, not one per directory);
+        None where it does not (the default), and the caller walks *path* with
+        :meth:`list`. Entries are files, with their details; directories are
+        only implied by their paths (an empty one is not seen). Reserved names
+        and entries no path can name, at any depth, are left out and counted as
+        for :meth:`list`.
+
+        Raises:
+            NotFound: *path* does not exist.
+            NotADirectory: *path* is a file.
+
+        """
+        path = check_path(path)
+        listed = await self._list_tree(path)
+        if listed is None:
+            return None
+        kept, unnamed = [], []
+        for entry in listed:
+            inside = entry.path.removeprefix(f"{path}/") if path else entry.path
+            segments = inside.split("/")
+            if (path and inside == entry.path) or any(s in ("", ".", "..") for s in segments):
+                unnamed.append(entry.path)
+            elif not any(is_reserved(segment) for segment in segments):
+                kept.append(entry)
+        if unnamed:
+            log.warning("%r: skipped %d entries no path can name: %r", path, len(unnamed), unnamed)
+        if (
+            not kept
+            and not unnamed
+            and path
+            and (await self._stat(path)).kind is not (FileKind.DIRECTORY)
+        ):
+            raise NotADirectory(f"{path} is a file, not a directory", path=path)
+        return Listing(sorted(kept, key=lambda entry: entry.path), unnamed=tuple(unnamed))
+
     async def details(self, entries: Iterable[Stat]) -> builtins.list[Stat]:
         """*entries* of a listing made with ``details=False``, with their size and time.
 
@@ -664,6 +707,14 @@ class Backend(AsyncResource):
     async def _details(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
         """*entries* (from :meth:`_list_names`) with size and time; the default: as they are."""
         return entries
+
+    async def _list_tree(self, path: str) -> builtins.list[Stat] | None:
+        """The files below directory *path* at any depth, in any order; None: not offered.
+
+        Errors as for :meth:`list_tree`; an empty answer for a *path* that is
+        missing or a file is fine (the template tells them apart).
+        """
+        return None
 
     @abstractmethod
     async def _mkdir(self, path: str) -> None:

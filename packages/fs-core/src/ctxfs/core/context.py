@@ -362,6 +362,25 @@ class ContextFs:
         page = await mount.backend.details(entries[first - 1 : first - 1 + count])
         return ListingPage(entries=page, total=len(entries), unnamed=entries.unnamed)
 
+    async def list_tree(self, path: str = "") -> Listing | None:
+        """Every file below a directory, sorted by path, where the store lists a tree at once.
+
+        None where it does not (walk it with :meth:`list`). What a policy hides
+        is left out: a file, or one below a hidden directory.
+        """
+        ctx, mount = self._ctx, self._ctx.mount
+        async with self._reported(OpKind.LIST, path, file=False) as report:
+            await mount.hooks.authorize(ctx, report.op)
+            entries = await mount.backend.list_tree(report.op.path)
+            if entries is None or not mount.hooks.hides:
+                return entries
+            leads = {entry.path: _with_parents(entry.path, report.op.path) for entry in entries}
+            hidden = await mount.hooks.hidden(ctx, sorted({p for ps in leads.values() for p in ps}))
+            return Listing(
+                (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
+                unnamed=entries.unnamed,
+            )
+
     async def _visible(self, path: str, *, details: bool) -> Listing:
         ctx, mount = self._ctx, self._ctx.mount
         async with self._reported(OpKind.LIST, path, file=False) as report:
@@ -512,3 +531,12 @@ async def _text_work(size: int, work: Callable[[], T], *, costly: bool = False) 
     if size <= TEXT_WORK_INLINE_BYTES and not costly:
         return work()
     return await anyio.to_thread.run_sync(work)
+
+
+def _with_parents(path: str, top: str) -> list[str]:
+    """*path* and each directory between it and *top* (a directory above it)."""
+    paths, parent = [path], path.rpartition("/")[0]
+    while parent and parent != top:
+        paths.append(parent)
+        parent = parent.rpartition("/")[0]
+    return paths

@@ -121,13 +121,20 @@ class AzureStore(ObjectStore):
         except Exception as exc:
             raise _error(exc) from exc
 
-    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+    async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
         container = self.fs.service_client.get_container_client(self.container)
         listing = Listing()
-        try:
-            async for item in container.walk_blobs(
+        items = (
+            container.list_blobs(
+                name_starts_with=prefix or None, results_per_page=limit, **self._once
+            )
+            if deep
+            else container.walk_blobs(
                 name_starts_with=prefix or None, delimiter="/", results_per_page=limit, **self._once
-            ):
+            )
+        )
+        try:
+            async for item in items:
                 if item.name.endswith("/"):
                     listing.prefixes.append(item.name)
                 else:

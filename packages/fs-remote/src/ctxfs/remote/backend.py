@@ -75,10 +75,18 @@ __all__ = ["ObjectStoreBackend", "ProbeResult", "pop_backend_options"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
+DEFAULT_CONCURRENT_READS: Final = 16
+"""Objects a search fetches at once, by default."""
 EMULATION_LOCK_TIMEOUT: Final = 30.0
 """Seconds a write waits for the per-key lock when the store drops conditions."""
 
-BACKEND_OPTIONS: Final = ("probe", "require_global_cas", "max_cas_size", *RETRY_OPTIONS)
+BACKEND_OPTIONS: Final = (
+    "probe",
+    "require_global_cas",
+    "max_cas_size",
+    "concurrent_reads",
+    *RETRY_OPTIONS,
+)
 """The keyword options of ``open_fs`` that configure the backend, not the store's client."""
 
 
@@ -113,6 +121,8 @@ class ObjectStoreBackend(Backend):
         retries: Retries of a transient failure before ``Unavailable``.
         deadline: Seconds after which a failing call is retried no more.
         max_cas_size: The largest write accepted (default: the store's single-request limit).
+        concurrent_reads: How many objects a search fetches at once
+            (:attr:`~ctxfs.core.Capabilities.concurrent_reads`).
 
     """
 
@@ -126,7 +136,11 @@ class ObjectStoreBackend(Backend):
         retries: int = DEFAULT_RETRIES,
         deadline: float = DEFAULT_DEADLINE,
         max_cas_size: int | None = None,
+        concurrent_reads: int = DEFAULT_CONCURRENT_READS,
     ) -> None:
+        if concurrent_reads < 1:
+            raise InvalidArgument(f"concurrent_reads must be at least 1, not {concurrent_reads}")
+        self.concurrent_reads = concurrent_reads
         self.retrying = Retries(retries=retries, deadline=deadline)
         self.store = store
         self.keys = keys
@@ -167,6 +181,7 @@ class ObjectStoreBackend(Backend):
             symlinks=False,
             locks=False,
             max_cas_size=self._max_cas_size,
+            concurrent_reads=self.concurrent_reads,
         )
 
     async def probe(self) -> ProbeResult:
@@ -298,6 +313,18 @@ class ObjectStoreBackend(Backend):
         except NotFound:
             raise NotFound(f"{path} does not exist", path=path) from None
         raise NotADirectory(f"{path} is a file, not a directory", path=path)
+
+    async def _list_tree(self, path: str) -> list[Stat]:
+        """Every object under *path*'s prefix, in one flat listing."""
+        await self._ready()
+        listing = await self._io(
+            path or "the root", self.store.scan, self.keys.directory(path), deep=True
+        )
+        return [
+            _file_stat(self.keys.path(info.key), info)
+            for info in listing.objects
+            if not info.key.endswith("/")  # console-made "directory marker" objects
+        ]
 
     async def _has_entries(self, path: str) -> bool:
         listing = await self._io(path, self.store.scan, self.keys.directory(path), limit=1)

@@ -89,13 +89,17 @@ class FsspecStore(ObjectStore):
         with translated():
             self.fs.rm_file(self._path(key))
 
-    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+    async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
         directory = self._path(prefix.rstrip("/"))
         listing = Listing()
         with translated():
             if not self.fs.isdir(directory):
                 return listing
-            entries = self.fs.ls(directory, detail=True)
+            entries = (
+                list(self.fs.find(directory, detail=True).values())
+                if deep
+                else self.fs.ls(directory, detail=True)
+            )
         base = f"{self.root}/" if self.root else ""
         for entry in entries:
             key = str(entry["name"]).strip("/")[len(base) :]

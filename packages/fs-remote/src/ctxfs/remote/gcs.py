@@ -170,8 +170,8 @@ class GcsStore(ObjectStore):
             params["ifGenerationMatch"] = _generation(expect)
         await self._json("DELETE", self._objects(key), params=params)
 
-    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
-        params = {"prefix": prefix, "delimiter": "/"}
+    async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
+        params = {"prefix": prefix} if deep else {"prefix": prefix, "delimiter": "/"}
         if limit is not None:
             params["maxResults"] = str(limit)
         listing = Listing()

@@ -131,9 +131,11 @@ class S3Store(ObjectStore):
         except Exception as exc:
             raise _error(exc) from exc
 
-    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+    async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
         s3 = await self._client()
-        request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "Delimiter": "/"}
+        request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+        if not deep:
+            request["Delimiter"] = "/"
         if limit is not None:
             request["MaxKeys"] = limit
         listing = Listing()

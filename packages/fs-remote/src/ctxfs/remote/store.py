@@ -42,7 +42,10 @@ class ObjectInfo:
 
 @dataclass(frozen=True, kw_only=True)
 class Listing:
-    """One level under a key prefix: the objects directly there and the deeper prefixes."""
+    """One level under a key prefix: the objects directly there and the deeper prefixes.
+
+    A deep listing holds every object under the prefix, and no prefixes.
+    """
 
     objects: list[ObjectInfo] = field(default_factory=list)
     prefixes: list[str] = field(default_factory=list)
@@ -117,10 +120,12 @@ class ObjectStore(ABC):
         """
 
     @abstractmethod
-    async def scan(self, prefix: str, *, limit: int | None = None) -> Listing:
+    async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
         """The objects and sub-prefixes directly under *prefix* (``""`` or ending in ``/``).
 
         With *limit*, at most about that many entries (enough to tell empty from not).
+        With *deep*, every object under *prefix* at any depth, and no prefixes: one
+        flat listing (no delimiter), a request per page of results, not per level.
 
         Raises:
             PermissionDenied, Unavailable, BackendError.

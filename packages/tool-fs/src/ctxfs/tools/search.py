@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -47,6 +47,7 @@ from ctxfs.tools.ignore import WalkFilter
 from ctxfs.tools.memo import Known, ScanMemo
 from ctxfs.tools.paging import Page
 from ctxfs.tools.patterns import LinePattern, OutOfTime
+from ctxfs.tools.readahead import ReadAhead
 from ctxfs.tools.render import around
 from ctxfs.tools.tree import Walk, all_lines, walk
 
@@ -271,7 +272,15 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
 
 async def _search_lines(ctx: Context, files: list[Stat], search: _Search) -> None:
     """Feed the lines of each file to *search*, until the end, its page, or its deadline."""
-    for entry in files:
+    width = ctx.mount.backend.capabilities.concurrent_reads
+    async with ReadAhead(ctx, files, width=width, wanted=search.unknown) as ahead:
+        await _search_lines_of(ctx, files, search, ahead)
+
+
+async def _search_lines_of(
+    ctx: Context, files: list[Stat], search: _Search, ahead: ReadAhead
+) -> None:
+    for index, entry in enumerate(files):
         # Small files are read without suspending: let other tasks run, and a cancel land.
         await anyio.lowlevel.checkpoint()
         if search.out_of_time():
@@ -282,7 +291,9 @@ async def _search_lines(ctx: Context, files: list[Stat], search: _Search) -> Non
             continue
         path, start, flushed = entry.path, len(search.batch), False
         try:
-            async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as lines:
+            whole = await ahead.take(index)
+            numbered = ctx.fs.lines(path, max_line_chars=None) if whole is None else _each(whole)
+            async with aclosing(numbered) as lines:
                 async for number, line in lines:
                     if search.add(path, number, line):
                         start, flushed = 0, True
@@ -301,6 +312,12 @@ async def _search_lines(ctx: Context, files: list[Stat], search: _Search) -> Non
             continue
         search.read_whole(entry)
     await search.flush()
+
+
+async def _each(lines: list[str]) -> AsyncGenerator[tuple[int, str]]:
+    """*lines*, numbered from 1, as ``ctx.fs.lines`` gives them."""
+    for number, line in enumerate(lines, 1):
+        yield number, line
 
 
 async def _search_whole_files(ctx: Context, files: list[Stat], search: _Search) -> None:
@@ -371,6 +388,11 @@ class _Search:
     def read_whole(self, entry: Stat) -> None:
         """*entry*'s lines are all in the batch (or searched): known once it is searched."""
         self.files_read.append(entry)
+
+    def unknown(self, entry: Stat) -> bool:
+        """Whether nothing is known of *entry* (it will be read, unless the search stops)."""
+        memo = self.query.memo
+        return memo is None or memo.known(entry) is None
 
     async def to_read(self, entry: Stat) -> bool | None:
         """Whether *entry* is to be read, or None to stop here.

@@ -2,14 +2,17 @@
 
 A walk visits directories breadth first, in sorted order, and leaves out what
 its :class:`~ctxfs.tools.ignore.WalkFilter` says (hidden names, configured
-directories, what ignore files exclude), counting each kind. Symlinked
+directories, what ignore files exclude), counting each kind. On a store that
+lists a whole tree at once (an object store: one flat listing of the prefix),
+it walks that listing instead of listing each directory. Symlinked
 directories are not followed, what a policy hides is never listed (nor
 counted), and a walk stops, saying so, after a bounded number of entries.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import defaultdict, deque
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
@@ -52,12 +55,14 @@ async def walk(ctx: Context, root: str, *, only: WalkFilter, max_entries: int) -
     """Collect the files below *root* that *only* keeps, up to *max_entries* entries."""
     root = normalize_path(root)
     result = Walk()
+    flat = await ctx.fs.list_tree(root)
+    lister = ctx.fs.list if flat is None else _directories(root, flat)
     pending: deque[tuple[str, IgnoreRules]] = deque([(root, IgnoreRules())])
     seen = 0
     while pending:
         directory, rules = pending.popleft()
         try:
-            entries = await ctx.fs.list(directory)
+            entries = await lister(directory)
             result.unnamed += len(entries.unnamed)
         except FsError:
             if directory == root:
@@ -86,6 +91,23 @@ async def walk(ctx: Context, root: str, *, only: WalkFilter, max_entries: int) -
                 result.files.append(entry)
     result.files.sort(key=lambda entry: entry.path)
     return result
+
+
+def _directories(root: str, files: Listing) -> Callable[[str], Awaitable[Listing]]:
+    """A lister of the directories implied by *files* (every file below *root*)."""
+    children: defaultdict[str, dict[str, Stat]] = defaultdict(dict)
+    for entry in files:
+        parent = entry.path.rpartition("/")[0]
+        children[parent][entry.path] = entry
+        while parent != root and parent not in children[grand := parent.rpartition("/")[0]]:
+            children[grand][parent] = Stat(path=parent, kind=FileKind.DIRECTORY)
+            parent = grand
+
+    async def listed(directory: str) -> Listing:
+        entries = sorted(children.get(directory, {}).values(), key=lambda entry: entry.name)
+        return Listing(entries, unnamed=files.unnamed if directory == root else ())
+
+    return listed
 
 
 async def files_below(

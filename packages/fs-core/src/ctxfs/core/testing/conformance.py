@@ -260,6 +260,26 @@ class BackendConformance:
         with pytest.raises(NotFound):
             await backend.list("missing", details=False)
 
+    async def test_a_tree_listing_holds_every_file_below(self, backend: Backend) -> None:
+        for path in ("g/h.txt", "a.txt", "d/e/f.txt", "d/b.txt"):
+            await backend.write(path, b"xyz", expect=ABSENT)
+        tree = await backend.list_tree("")
+        if tree is None:
+            pytest.skip("this backend lists one directory at a time (list_tree is optional)")
+        assert [(entry.path, entry.kind, entry.size) for entry in tree] == [
+            ("a.txt", FileKind.FILE, 3),
+            ("d/b.txt", FileKind.FILE, 3),
+            ("d/e/f.txt", FileKind.FILE, 3),
+            ("g/h.txt", FileKind.FILE, 3),
+        ]
+        below = await backend.list_tree("d")
+        assert below is not None
+        assert [entry.path for entry in below] == ["d/b.txt", "d/e/f.txt"]
+        with pytest.raises(NotFound):
+            await backend.list_tree("missing")
+        with pytest.raises(NotADirectory):
+            await backend.list_tree("a.txt")
+
     async def test_list_errors(self, backend: Backend) -> None:
         await backend.write("a.txt", b"x", expect=ABSENT)
         with pytest.raises(NotFound):
