@@ -25,6 +25,7 @@ from benchmarks import (
     projection,
     replicas,
     s3,
+    s3_search,
     search,
     text_semantics,
     tool_calls,
@@ -65,6 +66,9 @@ async def main() -> None:
         sections += await anyio.to_thread.run_sync(memory.section, workdir)
         if s3.available():
             async with s3.cases() as (timed, requests):
+                results += [await _measured(case) for case in timed]
+                sections += requests
+            async with s3_search.cases() as (timed, requests):
                 results += [await _measured(case) for case in timed]
                 sections += requests
         else:
