@@ -266,3 +266,19 @@ def test_read_hard_links_lets_call_search_them_and_is_for_local_roots(tmp_path: 
         2,
         "ctxfs: --read-hard-links is for a local --root\n",
     )
+
+
+def test_call_shows_a_long_searchs_progress_on_stderr(tmp_path: Path) -> None:
+    for n in range(300):
+        (tmp_path / f"f{n:03}.txt").write_text("needle\n" * 30)
+    # a multiline search runs ctxfs's own engine (ripgrep reports no progress on the way)
+    arguments = '{"pattern": "needle", "multiline": true, "output_mode": "count"}'
+    done = run("call", "--root", str(tmp_path), "--progress", "0", "grep", arguments)
+    assert done.returncode == 0, done.stderr
+    progress = [line for line in done.stderr.splitlines() if "files searched" in line]
+    assert progress, done.stderr
+    assert progress[-1].startswith("ctxfs: ")
+    assert "of 300 files searched" in progress[-1]
+    assert "matching lines" in progress[-1]
+    quiet = run("call", "--root", str(tmp_path), "grep", arguments)
+    assert "files searched" not in quiet.stderr

@@ -350,3 +350,25 @@ async def test_the_new_arguments_cross_the_mcp_server() -> None:
         )
         assert newest.structured_content is not None
         assert sorted(newest.structured_content["paths"]) == [".hidden.py", "a.py"]
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+async def test_a_client_that_asks_hears_how_a_long_search_goes(workspace: Path) -> None:
+    for n in range(200):
+        (workspace / f"f{n:03}.txt").write_text("needle\n" * 20)
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    # a multiline search runs ctxfs's own engine, which reports as it goes
+    arguments = {"pattern": "needle", "multiline": True, "output_mode": "count"}
+    async with Client(stdio(workspace, "--progress", "0")) as client:
+        result = await client.call_tool("grep", arguments, progress_callback=progress)
+        assert not result.is_error
+        assert heard, "no progress notification arrived"
+        assert all(total == 201 for _, total, _ in heard)  # the files and notes.md
+        assert [done for done, _, _ in heard] == sorted(done for done, _, _ in heard)
+        assert "files searched" in str(heard[-1][2])

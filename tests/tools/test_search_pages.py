@@ -138,3 +138,23 @@ async def test_another_owner_learns_nothing_from_a_search_it_did_not_run(
     backend.take_reads()
     await grep(tools, other, offset=51, limit=50)
     assert "d0/f001.txt" in backend.take_reads()
+
+
+async def test_a_caller_that_asks_hears_the_search_go(ctx: Context) -> None:
+    heard: list[tuple[float, float | None, str]] = []
+
+    async def progress(done: float, total: float | None, message: str) -> None:
+        heard.append((done, total, message))
+
+    tools = FsToolset(ToolsetOptions(progress_seconds=0, grep_limit=1000))
+    found = await tools.execute(
+        ctx, "grep", {"pattern": "needle", "output_mode": "count"}, progress=progress
+    )
+    assert found.structured["total_exact"]
+    assert heard
+    assert {total for _, total, _ in heard} == {FILES}
+    assert heard[-1][0] == FILES
+    assert heard[-1][2] == f"{FILES} of {FILES} files searched, 399 matching lines"
+    quiet: list[object] = []
+    await FsToolset().execute(ctx, "grep", {"pattern": "needle"}, progress=quiet.append)  # type: ignore[arg-type]
+    assert quiet == []  # a search quicker than a second says nothing

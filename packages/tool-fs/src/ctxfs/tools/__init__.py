@@ -33,7 +33,7 @@ from ctxfs.tools.builtin.text_editor import InsertData
 from ctxfs.tools.builtin.write import WriteArgs, WriteData
 from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
 from ctxfs.tools.results import ErrorInfo, ResultData, ToolResult
-from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
 from ctxfs.tools.toolset import FsToolset, Offer, Provider
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "ListDirArgs",
     "Offer",
     "Offering",
+    "Progress",
     "Provider",
     "ReadArgs",
     "ReadData",

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TextIO
 
 import anyio
 
@@ -197,6 +197,14 @@ def _store_options(command: argparse.ArgumentParser) -> None:
         "redis://HOST:PORT/DB (every host); default: this process only",
     )
     command.add_argument("--workspace", help="the workspace name policies see")
+    command.add_argument(
+        "--progress",
+        type=float,
+        default=ToolsetOptions.progress_seconds,
+        metavar="SECONDS",
+        help="report a search's progress once it runs this long (call: on stderr; serve: to "
+        "clients that send a progress token); default: 1",
+    )
 
 
 def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
@@ -222,7 +230,8 @@ def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
                 "pip install ctxfs-local"
             ) from error
         raise
-    return fs, FsToolset(ToolsetOptions(read_only=args.read_only))
+    options = ToolsetOptions(read_only=args.read_only, progress_seconds=args.progress)
+    return fs, FsToolset(options)
 
 
 def _load_plugin(spec: str) -> object:
@@ -396,7 +405,9 @@ async def _call(args: argparse.Namespace) -> int:
     fs, toolset = _open(args)
     async with fs:
         ctx = fs.context(owner=args.owner, workspace=args.workspace)
-        result = await toolset.execute(ctx, args.tool, arguments)
+        shown = _ProgressLine(sys.stderr)
+        result = await toolset.execute(ctx, args.tool, arguments, progress=shown.update)
+        shown.close()
     if args.json:
         print(json.dumps(result.structured, indent=2, ensure_ascii=False))
     elif not result.is_error:
@@ -405,6 +416,28 @@ async def _call(args: argparse.Namespace) -> int:
         print(f"ctxfs: error [{result.error_code}]: {result.data.error.message}", file=sys.stderr)
         return 1
     return 0
+
+
+class _ProgressLine:
+    """A long call's progress on stderr: one line rewritten on a terminal, else a line each."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream, self.shown = stream, False
+        self.terminal = stream.isatty()
+
+    async def update(self, done: float, total: float | None, message: str) -> None:
+        del done, total
+        if self.terminal:
+            self.stream.write(f"\rctxfs: {message}\x1b[K")
+        else:
+            self.stream.write(f"ctxfs: {message}\n")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.terminal:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
 
 
 async def _demo(args: argparse.Namespace) -> int:

@@ -66,6 +66,9 @@ class ToolsetOptions:
     grep_line_seconds: float = 1.0
     """Time a grep pattern that can backtrack may spend on one line before the call
     fails ``invalid_argument``."""
+    progress_seconds: float = 1.0
+    """A search still running after this long reports its progress (to a caller that
+    asked: the CLI, an MCP client with a progress token), and as often after that."""
     editor_root: str | None = None
     """An absolute path the model may prefix paths with in Anthropic text-editor calls
     (as ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""

@@ -134,9 +134,16 @@ class McpTools:
     async def call_tool(
         self, request: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult:
-        """Run one tool call; every failure is an ``is_error`` result with its code."""
+        """Run one tool call; every failure is an ``is_error`` result with its code.
+
+        A client that sent a progress token hears how a long search goes.
+        """
+        asked = (request.meta or {}).get("progress_token") is not None
         result = await self.toolset.execute(
-            self.context(request), params.name, params.arguments or {}
+            self.context(request),
+            params.name,
+            params.arguments or {},
+            progress=request.session.report_progress if asked else None,
         )
         return CallToolResult(
             content=[TextContent(type="text", text=result.text)],

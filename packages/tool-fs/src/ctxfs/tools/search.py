@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections import Counter, deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -70,6 +70,10 @@ _FIRST_BATCH_SHIFT: Final = 6
 batch doubles until the full size."""
 MULTILINE_MAX_CHARS: Final = 64 << 20
 """The largest file (in characters) a multiline search reads; a larger one is skipped."""
+
+
+SearchProgress = Callable[[int, int, int], Awaitable[None]]
+"""Where a long search reports: files searched, of how many, and matching lines so far."""
 
 
 class OutputMode(StrEnum):
@@ -145,6 +149,9 @@ class GrepQuery:
     seconds: float
     memo: ScanMemo | None = None
     """What earlier pages of this search learned; it learns what this one reads."""
+    progress: SearchProgress | None = None
+    """Told how far the search is, after *progress_seconds* and as often after that."""
+    progress_seconds: float = 1.0
 
 
 @dataclass
@@ -200,7 +207,7 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
 
 async def _searched(ctx: Context, query: GrepQuery, found: Grep, files: list[Stat]) -> None:
     """Search *files* in order for *query* (each call has its own deadline), into *found*."""
-    search = _Search(query, found, time.monotonic() + query.seconds)
+    search = _Search(query, found, time.monotonic() + query.seconds, files=len(files))
     try:
         if query.multiline:
             await _search_whole_files(ctx, files, search)
@@ -338,6 +345,7 @@ async def _search_whole_files(ctx: Context, files: list[Stat], search: _Search) 
             continue
         if not await search.whole(entry.path, lines):
             return
+        await search.report()
         search.learn(entry, count=search.counts.pop(entry.path, 0))
 
 
@@ -352,8 +360,9 @@ class _TooSlow(Exception):
 class _Search:
     """Lines gathered into batches, each searched off the event loop, and what they hold."""
 
-    def __init__(self, query: GrepQuery, found: Grep, deadline: float) -> None:
-        self.query, self.found, self.deadline = query, found, deadline
+    def __init__(self, query: GrepQuery, found: Grep, deadline: float, *, files: int) -> None:
+        self.query, self.found, self.deadline, self.files = query, found, deadline, files
+        self.next_report = time.monotonic() + query.progress_seconds
         self.batch: list[tuple[str, int, str]] = []
         self.chars = 0
         self.shift = _FIRST_BATCH_SHIFT
@@ -491,7 +500,15 @@ class _Search:
         if self._full():  # the next batch is twice as large (a short one, flushed early: same)
             self.shift = max(0, self.shift - 1)
         self.batch, self.chars, self.files_read = [], 0, []
+        await self.report()
         return not self.out_of_time()
+
+    async def report(self) -> None:
+        """Tell the caller how far the search is, if it asked and it is time."""
+        progress, now = self.query.progress, time.monotonic()
+        if progress is not None and now >= self.next_report:
+            self.next_report = now + self.query.progress_seconds
+            await progress(self.found.files_searched, self.files, self.found.lines_matched)
 
     async def whole(self, path: str, lines: list[str]) -> bool:
         """Search one file's whole text (multiline); whether there is time to go on."""

@@ -34,7 +34,7 @@ pydantic-ai toolset offer it from there::
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
@@ -48,7 +48,10 @@ from ctxfs.tools.results import ResultData, ToolResult
 if TYPE_CHECKING:
     from ctxfs.tools.toolset import FsToolset, Offer, Provider
 
-__all__ = ["READS", "Annotations", "Limits", "Offering", "Step", "Tool", "ToolArgs"]
+__all__ = ["READS", "Annotations", "Limits", "Offering", "Progress", "Step", "Tool", "ToolArgs"]
+
+Progress = Callable[[float, float | None, str], Awaitable[None]]
+"""Where a long call reports how far it is: ``(done, total or None, message)``."""
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=ResultData)
@@ -121,6 +124,8 @@ class Step:
     toolset: FsToolset
     offer: Offer
     provider: Provider
+    progress: Progress | None = None
+    """The caller's, if it asked to hear how a long call goes."""
 
     @property
     def limits(self) -> Limits:

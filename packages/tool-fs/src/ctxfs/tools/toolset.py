@@ -26,7 +26,7 @@ from ctxfs.tools.definitions import Exposure, ToolDefinition, ToolsetOptions, op
 from ctxfs.tools.memo import ScanMemos
 from ctxfs.tools.render import error_text
 from ctxfs.tools.results import ToolResult
-from ctxfs.tools.tool import Offering, Step, Tool
+from ctxfs.tools.tool import Offering, Progress, Step, Tool
 
 __all__ = ["FsToolset", "Offer", "Provider"]
 
@@ -251,8 +251,12 @@ class FsToolset:
         *,
         provider: Provider = "generic",
         offer: Offer | None = None,
+        progress: Progress | None = None,
     ) -> ToolResult:
         """Run tool *name* with the model's *arguments* (a mapping or a JSON string).
+
+        A long call (a search) reports how far it is to *progress*, if given,
+        after :attr:`ToolsetOptions.progress_seconds` and as often after that.
 
         *offer* is the step's (as listed); without one, it is worked out for this
         call. With ``provider="anthropic"``, *name* may also be Anthropic's text
@@ -266,7 +270,7 @@ class FsToolset:
         except Exception as bug:
             log.exception("working out the offer failed")
             return _failure(name, _contained(bug, "could not work out which tools are offered"))
-        step = Step(ctx=ctx, toolset=self, offer=offer, provider=provider)
+        step = Step(ctx=ctx, toolset=self, offer=offer, provider=provider, progress=progress)
         refusal = self._refusal(step, name)
         if refusal is not None:
             return _failure(name, refusal)

@@ -220,6 +220,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 max_line_chars=step.ctx.mount.text_options.max_line_chars,
                 seconds=options.grep_seconds,
                 memo=memo,
+                progress=_reporter(step),
+                progress_seconds=options.progress_seconds,
             ),
         )
         shown = len(found.hits) + len(found.files)
@@ -290,6 +292,19 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 "give a narrower path or glob, or a simpler pattern)"
             )
         return "\n".join(lines)
+
+
+def _reporter(step: Step) -> search.SearchProgress | None:
+    """The search's progress, as the caller hears it (files searched, of how many)."""
+    progress = step.progress
+    if progress is None:
+        return None
+
+    async def report(searched: int, files: int, lines: int) -> None:
+        message = f"{searched:,} of {files:,} files searched, {count(lines, 'matching line')}"
+        await progress(searched, files, message)
+
+    return report
 
 
 def _search_key(args: GrepArgs) -> tuple[object, ...]:
