@@ -52,8 +52,10 @@ __all__ = [
     "CasScope",
     "ConditionalUpdate",
     "FileKind",
+    "FileLines",
     "FileMatches",
     "FileSearch",
+    "LineSearch",
     "Listing",
     "ListingPage",
     "Location",
@@ -194,6 +196,37 @@ class FileSearch:
     A first filter: the caller matches the paths it gets again."""
     seconds: float | None = None
     """Stop after this long; the answer then covers what was searched (``complete`` False)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LineSearch:
+    """Matching lines of named files, by a backend's own engine (:meth:`Backend.search_lines`)."""
+
+    paths: tuple[str, ...]
+    """The files (canonical; resolved, on a store with links)."""
+    pattern: str
+    """A regular expression (Python syntax), matched line by line."""
+    ignore_case: bool = False
+    max_count: int | None = None
+    """Each file's first this many matching lines at most; None: all."""
+    before: int = 0
+    after: int = 0
+    """Context lines around each matching line."""
+    max_line_chars: int = 1 << 20
+    """A file with a longer matching or context line is left out of the answer."""
+    seconds: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileLines:
+    """What :meth:`Backend.search_lines` found: each file's matching and context lines."""
+
+    lines: dict[str, list[tuple[int, str]]]
+    """For each file answered, ``(number, text)`` of its matching lines and their context
+    lines, in order, without line breaks. A file left out (binary, a line over the cap,
+    not UTF-8 text) is to be searched by reading it."""
+    complete: bool = True
+    """False when the search stopped at its time limit (no file is then answered)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -638,6 +671,17 @@ class Backend(AsyncResource):
         nor counts a match, from outside the root. Hidden names, ignore files
         and *skip_dirs* follow ripgrep's defaults, as ``ctxfs.tools.ignore``
         describes; policies are the caller's to apply to the paths returned.
+        """
+        del search
+        return None
+
+    async def search_lines(self, search: LineSearch) -> FileLines | None:
+        """The matching lines (and context lines) of ``search.paths``, by an engine of its own.
+
+        Optional, as :meth:`search_files` is, and as confined: None (the
+        default) means the caller reads the files through ``ctx.fs`` instead,
+        which it also does for any file the answer leaves out. Policies are the
+        caller's to apply before it asks.
         """
         del search
         return None

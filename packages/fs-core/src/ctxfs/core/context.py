@@ -14,9 +14,18 @@ from contextlib import AsyncExitStack, aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final, TypeVar
 
+import anyio.lowlevel
 import anyio.to_thread
 
-from ctxfs.core.backend import FileKind, FileMatches, FileSearch, Listing, ListingPage
+from ctxfs.core.backend import (
+    FileKind,
+    FileLines,
+    FileMatches,
+    FileSearch,
+    LineSearch,
+    Listing,
+    ListingPage,
+)
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
@@ -434,6 +443,28 @@ class ContextFs:
                 if path not in hidden and real not in hidden
             }
             return replace(found, counts=counts)
+
+    async def search_lines(self, search: LineSearch) -> FileLines | None:
+        """The matching lines of ``search.paths``, by the backend's own engine.
+
+        A search primitive, as :meth:`lines` is: each file is authorized like a
+        read (a file refused or gone is left out), and no observation is
+        recorded. None when the backend has no engine for it; a file the answer
+        leaves out is to be read with :meth:`lines`. Paths come back spelled as
+        given.
+        """
+        ctx, mount = self._ctx, self._ctx.mount
+        spelled: dict[str, str] = {}
+        for path in search.paths:
+            await anyio.lowlevel.checkpoint()  # many files: let a cancel land between them
+            with suppress(FsError):  # refused, gone: left out, for reading to say why
+                async with self._reported(OpKind.READ, path, file=True) as report:
+                    await mount.hooks.authorize(ctx, report.op)
+                    spelled[report.op.resolved or report.op.path] = path
+        found = await mount.backend.search_lines(replace(search, paths=tuple(spelled)))
+        if found is None:
+            return None
+        return replace(found, lines={spelled[p]: lines for p, lines in found.lines.items()})
 
     async def stat(self, path: str) -> Stat:
         """Return the metadata of a file or directory."""

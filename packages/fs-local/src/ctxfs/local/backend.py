@@ -55,8 +55,10 @@ from ctxfs.core.kit import (
     ContentHasher,
     Expect,
     FileKind,
+    FileLines,
     FileMatches,
     FileSearch,
+    LineSearch,
     Listing,
     Location,
     ReadRequest,
@@ -298,6 +300,36 @@ class LocalBackend(Backend):
             return found
         counts = await anyio.to_thread.run_sync(self._single_named, found.counts)
         return replace(found, counts=counts)
+
+    async def search_lines(self, search: LineSearch) -> FileLines | None:
+        """Ripgrep's matching lines of the files, confined by Landlock (None where it cannot).
+
+        Each file is opened here as a read opens it, and ripgrep reads that.
+        """
+        engine = await anyio.to_thread.run_sync(find_ripgrep) if self.ripgrep else None
+        if engine is None:
+            return None
+        opened = await anyio.to_thread.run_sync(self._open_searchable, search.paths)
+        try:
+            return await engine.lines(self.root, self.root_fd, search, opened=opened)
+        finally:
+            for fd in opened.values():
+                os.close(fd)
+
+    def _open_searchable(self, paths: tuple[str, ...]) -> dict[str, int]:
+        """Each path a search may read, opened as a read would open it (others left out)."""
+        opened: dict[str, int] = {}
+        for path in paths:
+            try:
+                fd = self._open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FsError:
+                continue
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and (info.st_nlink == 1 or self.read_hard_links):
+                opened[path] = fd
+            else:
+                os.close(fd)
+        return opened
 
     def _single_named(self, counts: dict[str, int]) -> dict[str, int]:
         kept = {}

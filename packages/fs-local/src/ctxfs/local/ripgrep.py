@@ -27,13 +27,15 @@ from typing import Final
 
 import anyio.to_thread
 
-from ctxfs.core import FileMatches, FileSearch
+from ctxfs.core import FileLines, FileMatches, FileSearch, LineSearch
 from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
 
 __all__ = ["Ripgrep", "find_ripgrep"]
 
 _LIBRARY: Final = re.compile(rb"(/\S+) \(0x[0-9a-f]+\)")
 _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
+_NUMBERED: Final = re.compile(rb"(\d+)[:-]")
+_OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
 
 
 @functools.cache
@@ -96,27 +98,83 @@ class Ripgrep:
         args += ["--", search.path or "."]
         return args
 
+    def line_arguments(self, search: LineSearch) -> list[str]:
+        """The command line for *search* (run with the root as working directory)."""
+        args = [self.binary, "--no-config", "--no-messages", "--null", "--no-heading"]
+        args += ["--with-filename", "--line-number", "--no-context-separator", "--no-ignore"]
+        args += ["--hidden", f"--max-columns={search.max_line_chars}"]
+        if search.max_count is not None:
+            args.append(f"--max-count={search.max_count}")
+        if search.before:
+            args.append(f"--before-context={search.before}")
+        if search.after:
+            args.append(f"--after-context={search.after}")
+        if search.ignore_case:
+            args.append("--ignore-case")
+        return [*args, "--regexp", search.pattern, "--", *search.paths]
+
+    async def lines(
+        self, root: Path, root_fd: int, search: LineSearch, *, opened: dict[str, int]
+    ) -> FileLines | None:
+        """Run *search* beneath the root on the files *opened* (path: descriptor).
+
+        ripgrep reads each through ``/dev/fd/N``, the very file opened (through
+        the resolver) for it, so a path swapped since cannot lead it elsewhere;
+        Landlock still refuses any file outside the root. None if ripgrep
+        refuses the pattern.
+        """
+        names = {f"/dev/fd/{fd}": path for path, fd in opened.items()}
+        arguments = self.line_arguments(replace(search, paths=tuple(names)))
+        output, returncode, timed_out = await self._run(
+            root, root_fd, arguments, search.seconds, pass_fds=tuple(opened.values())
+        )
+        if returncode == 2 and not output and not timed_out:
+            return None
+        if timed_out:
+            return FileLines(lines={}, complete=False)
+        found = _lines(output, tuple(names))
+        return FileLines(lines={names[name]: lines for name, lines in found.items()})
+
     async def search(self, root: Path, root_fd: int, search: FileSearch) -> FileMatches | None:
         """Run *search* beneath the root (*root_fd*); None if ripgrep refuses the pattern.
 
         ripgrep is killed at ``search.seconds`` (the answer then covers the files
         it finished) or when the caller is cancelled.
         """
-        process = await anyio.to_thread.run_sync(self._start, root, root_fd, search)
-        try:
-            output, timed_out = await anyio.to_thread.run_sync(
-                _finish, process, search.seconds, abandon_on_cancel=True
-            )
-        finally:
-            if process.poll() is None:
-                process.kill()  # cancelled: the abandoned thread's wait then ends at once
-        if process.returncode == 2 and not output and not timed_out:
+        output, returncode, timed_out = await self._run(
+            root, root_fd, self.arguments(search), search.seconds
+        )
+        if returncode == 2 and not output and not timed_out:
             return None  # ripgrep's "error" with no output: a pattern it does not understand
         found = _parsed(output, search, prefix="" if search.path else "./")
         return replace(found, complete=not timed_out) if timed_out else found
 
-    def _start(self, root: Path, root_fd: int, search: FileSearch) -> subprocess.Popen[bytes]:
-        arguments = self.arguments(search)
+    async def _run(
+        self,
+        root: Path,
+        root_fd: int,
+        arguments: list[str],
+        seconds: float | None,
+        *,
+        pass_fds: tuple[int, ...] = (),
+    ) -> tuple[bytes, int | None, bool]:
+        """Ripgrep's output, exit status, and whether it was stopped at *seconds*.
+
+        It is killed there, or when the caller is cancelled.
+        """
+        process = await anyio.to_thread.run_sync(self._start, root, root_fd, arguments, pass_fds)
+        try:
+            output, timed_out = await anyio.to_thread.run_sync(
+                _finish, process, seconds, abandon_on_cancel=True
+            )
+        finally:
+            if process.poll() is None:
+                process.kill()  # cancelled: the abandoned thread's wait then ends at once
+        return output, process.returncode, timed_out
+
+    def _start(
+        self, root: Path, root_fd: int, arguments: list[str], pass_fds: tuple[int, ...]
+    ) -> subprocess.Popen[bytes]:
         devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)  # the confined thread may not
         rules = ReadOnlyBeneath(root_fd, files=self.startup_files)
         try:
@@ -128,6 +186,7 @@ class Ripgrep:
                     stdin=devnull,
                     stdout=subprocess.PIPE,
                     stderr=devnull,
+                    pass_fds=pass_fds,
                 ),
             )
         finally:
@@ -167,6 +226,36 @@ def _parsed(output: bytes, search: FileSearch, *, prefix: str) -> FileMatches:
         path = rest
     found = _SEARCHED.search(rest if len(records) > 1 else output)
     return FileMatches(counts=counts, searched=int(found.group(1)) if found else len(counts))
+
+
+def _lines(output: bytes, paths: tuple[str, ...]) -> dict[str, list[tuple[int, str]]]:
+    r"""The ``path\0number:text`` (``-`` for context) records, by path, in order.
+
+    A file with a line ripgrep omitted (too long), a binary-file notice (a
+    record with no NUL) or text that is not UTF-8 is left out of the answer.
+    """
+    found: dict[str, list[tuple[int, str]]] = {path: [] for path in paths}
+    unanswered: set[str] = set()
+    for record in output.split(b"\n"):
+        raw, nul, rest = record.partition(b"\0")
+        if not nul:
+            text = os.fsdecode(raw)
+            unanswered.update(p for p in paths if text.startswith(p))  # "p: binary file ..."
+            continue
+        path, numbered = os.fsdecode(raw), _NUMBERED.match(rest)
+        if path not in found or numbered is None:
+            continue
+        line = rest[numbered.end() :].removesuffix(b"\r")
+        try:
+            text = line.decode()
+        except UnicodeDecodeError:
+            unanswered.add(path)
+            continue
+        if line in _OMITTED:
+            unanswered.add(path)
+        number = int(numbered.group(1))
+        found[path].append((number, text.removeprefix("\ufeff") if number == 1 else text))
+    return {path: lines for path, lines in found.items() if path not in unanswered}
 
 
 def _path(raw: bytes, prefix: str) -> str:

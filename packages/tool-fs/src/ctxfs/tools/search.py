@@ -39,6 +39,7 @@ from ctxfs.core import (
     FileMatches,
     FileSearch,
     FsError,
+    LineSearch,
     Stat,
     normalize_path,
     relative_to,
@@ -188,6 +189,10 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
     found = Grep()
     if root and (stat := await ctx.fs.stat(root)).kind is not FileKind.DIRECTORY:
         files = [stat]
+        if (given := await _engine_lines(ctx, query, [root])) and root in given:
+            await _searched(ctx, replace(query, memo=None), found, files, given=given)
+            found.complete = found.lines_matched < _engine_count(query) and not found.timed_out
+            return found
     elif not query.multiline and (
         (accelerated := await ctx.fs.search_files(_file_search(query, root))) is not None
     ):
@@ -205,14 +210,51 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
     return found
 
 
-async def _searched(ctx: Context, query: GrepQuery, found: Grep, files: list[Stat]) -> None:
-    """Search *files* in order for *query* (each call has its own deadline), into *found*."""
+def _engine_count(query: GrepQuery) -> int:
+    """The matching lines an engine is asked for per file: the page's, and one after."""
+    return query.page.first + query.page.count
+
+
+async def _engine_lines(
+    ctx: Context, query: GrepQuery, paths: list[str]
+) -> dict[str, list[tuple[int, str]]] | None:
+    """The backend engine's matching and context lines of *paths* for the page of *query*."""
+    if query.multiline or query.mode is not OutputMode.CONTENT:
+        return None
+    flags = query.pattern.compiled.flags
+    given = await ctx.fs.search_lines(
+        LineSearch(
+            paths=tuple(paths),
+            pattern=query.pattern.compiled.pattern,
+            ignore_case=bool(flags & regex.IGNORECASE),
+            max_count=_engine_count(query),
+            before=query.before,
+            after=query.after,
+            seconds=query.seconds,
+        )
+    )
+    return None if given is None or not given.complete else given.lines
+
+
+async def _searched(
+    ctx: Context,
+    query: GrepQuery,
+    found: Grep,
+    files: list[Stat],
+    *,
+    given: dict[str, list[tuple[int, str]]] | None = None,
+) -> None:
+    """Search *files* in order for *query* (each call has its own deadline), into *found*.
+
+    The lines of a file in *given* (its matching and context lines, found by
+    the backend's engine) are searched instead of reading it.
+    """
     search = _Search(query, found, time.monotonic() + query.seconds, files=len(files))
     try:
         if query.multiline:
             await _search_whole_files(ctx, files, search)
         else:
-            await _search_lines(ctx, files, search)
+            await _search_lines(ctx, files, search, given or {})
     except _TooSlow as slow:
         raise query.pattern.too_slow(slow.path, slow.number) from None
 
@@ -269,23 +311,32 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
             break
     if base is None:
         return found
-    shifted = replace(query, page=Page(first=page.first - base, count=page.count))
+    shifted = replace(query, page=Page(first=page.first - base, count=page.count), memo=None)
+    given = await _engine_lines(ctx, shifted, wanted)
     local = Grep()
-    await _searched(ctx, shifted, local, [Stat(path=path, kind=FileKind.FILE) for path in wanted])
+    files = [Stat(path=path, kind=FileKind.FILE) for path in wanted]
+    await _searched(ctx, shifted, local, files, given=given)
     found.hits, found.skipped = local.hits, local.skipped
     found.timed_out = found.timed_out or local.timed_out
     return found
 
 
-async def _search_lines(ctx: Context, files: list[Stat], search: _Search) -> None:
+async def _search_lines(
+    ctx: Context, files: list[Stat], search: _Search, given: dict[str, list[tuple[int, str]]]
+) -> None:
     """Feed the lines of each file to *search*, until the end, its page, or its deadline."""
     width = ctx.mount.backend.capabilities.concurrent_reads
-    async with ReadAhead(ctx, files, width=width, wanted=search.unknown) as ahead:
-        await _search_lines_of(ctx, files, search, ahead)
+    wanted = (lambda entry: entry.path not in given and search.unknown(entry)) if given else None
+    async with ReadAhead(ctx, files, width=width, wanted=wanted or search.unknown) as ahead:
+        await _search_lines_of(ctx, files, search, ahead, given)
 
 
 async def _search_lines_of(
-    ctx: Context, files: list[Stat], search: _Search, ahead: ReadAhead
+    ctx: Context,
+    files: list[Stat],
+    search: _Search,
+    ahead: ReadAhead,
+    given: dict[str, list[tuple[int, str]]],
 ) -> None:
     for index, entry in enumerate(files):
         # Small files are read without suspending: let other tasks run, and a cancel land.
@@ -298,8 +349,13 @@ async def _search_lines_of(
             continue
         path, start, flushed = entry.path, len(search.batch), False
         try:
-            whole = await ahead.take(index)
-            numbered = ctx.fs.lines(path, max_line_chars=None) if whole is None else _each(whole)
+            if (known_lines := given.get(path)) is None and (whole := await ahead.take(index)):
+                known_lines = list(enumerate(whole, 1))
+            numbered = (
+                ctx.fs.lines(path, max_line_chars=None)
+                if known_lines is None
+                else _each(known_lines)
+            )
             async with aclosing(numbered) as lines:
                 async for number, line in lines:
                     if search.add(path, number, line):
@@ -321,9 +377,9 @@ async def _search_lines_of(
     await search.flush()
 
 
-async def _each(lines: list[str]) -> AsyncGenerator[tuple[int, str]]:
-    """*lines*, numbered from 1, as ``ctx.fs.lines`` gives them."""
-    for number, line in enumerate(lines, 1):
+async def _each(lines: list[tuple[int, str]]) -> AsyncGenerator[tuple[int, str]]:
+    """Numbered *lines*, as ``ctx.fs.lines`` gives them."""
+    for number, line in lines:
         yield number, line
 
 
@@ -571,19 +627,32 @@ class _Search:
     def _context(
         self, hit: Hit, lines: list[tuple[str, int, str]], index: int, *, last: int | None = None
     ) -> None:
-        """Give *hit* (at ``lines[index]``) its context lines: from *lines*, the tail before."""
+        """Give *hit* (at ``lines[index]``) its context lines: from *lines*, the tail before.
+
+        The lines may have gaps (an engine's matching and context lines only):
+        context is what lies within reach by line number.
+        """
         before, after = self.query.before, self.query.after
-        earlier = [item for item in lines[max(0, index - before) : index] if item[0] == hit.path]
+        reach = hit.line - before
+
+        def near(item: tuple[str, int, str]) -> bool:
+            return item[0] == hit.path and item[1] >= reach
+
+        earlier = [item for item in lines[max(0, index - before) : index] if near(item)]
         if len(earlier) < before and index - before < 0:
             wanted = before - len(earlier)
             first = earlier[0][1] if earlier else hit.line
             earlier = [
-                item for item in list(self.tail)[-wanted:]
-                if item[0] == hit.path and item[1] < first
+                item for item in list(self.tail)[-wanted:] if near(item) and item[1] < first
             ] + earlier  # fmt: skip
         hit.before = [self._line(number, line) for _, number, line in earlier]
         end = index if last is None else last
-        later = [item for item in lines[end + 1 : end + 1 + after] if item[0] == hit.path]
+        until = lines[end][1] + after
+        later = [
+            item
+            for item in lines[end + 1 : end + 1 + after]
+            if item[0] == hit.path and item[1] <= until
+        ]
         hit.after = [self._line(number, line) for _, number, line in later]
         owed = after - len(later)
         if owed > 0 and end + 1 + after > len(lines) and last is None:
