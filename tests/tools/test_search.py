@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend
-from ctxfs.tools import FsToolset, ToolResult
+from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from tests.tools.conftest import Seed
 
 pytestmark = pytest.mark.anyio
@@ -317,3 +317,25 @@ async def test_the_engine_gives_the_pages_lines_and_a_long_line_is_read_instead(
     alone = await run(tools, ctx, "grep", pattern="needle", path="big.txt", limit=1)
     assert [m["line"] for m in alone.structured["matches"]] == [7]
     assert (alone.structured["total"], alone.structured["next_offset"]) == (2, 2)
+
+
+async def test_a_walk_stopped_at_its_limit_names_the_directories_it_did_not_finish(
+    ctx: Context, seed: Seed, engine: str
+) -> None:
+    for directory in ("a", "b", "c/d"):
+        for n in range(5):
+            await seed(f"{directory}/f{n}.txt", b"needle\n")
+    tools = FsToolset(ToolsetOptions(max_walk_entries=10))
+    for name, arguments in (("grep", {"pattern": "needle"}), ("glob", {"pattern": "**"})):
+        found = await run(tools, ctx, name, **arguments)
+        if engine == "ripgrep":  # ripgrep lists the tree itself: no walk, no walk limit
+            assert found.structured["walk_truncated"] is False
+            continue
+        assert found.structured["walk_truncated"] is True
+        assert found.structured["not_searched"] == ["b", "c"]  # b in part, c not at all
+        assert "these directories were not searched, or only in part: b, c" in found.text
+        assert "search them with `path`" in found.text
+        shown = found.structured["matches" if name == "grep" else "paths"]
+        assert len(shown) == 7  # a's five files, and two of b's, in path order
+    rest = await run(tools, ctx, "grep", pattern="needle", path="c")
+    assert rest.structured["total"] == 5

@@ -117,7 +117,7 @@ class FileKind(enum.StrEnum):
     OTHER = "other"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Stat:
     """Metadata of one path, as returned by :meth:`Backend.stat` and listings."""
 

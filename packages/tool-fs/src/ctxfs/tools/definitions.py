@@ -59,8 +59,9 @@ class ToolsetOptions:
     list_limit: int = 500
     glob_limit: int = 200
     grep_limit: int = 100
-    max_walk_entries: int = 50_000
-    """Entries a glob or grep walk visits before it stops and says so."""
+    max_walk_entries: int = 200_000
+    """Entries a glob or grep walk visits before it stops and says which directories it
+    did not finish. A walk holds about 210 bytes per file it keeps (200,000: about 45 MB)."""
     grep_seconds: float = 10.0
     """Time one grep call may search; then it stops and says so, with what it found."""
     grep_line_seconds: float = 1.0

@@ -25,10 +25,23 @@ __all__ = [
     "size",
     "span",
     "unnamed",
+    "walk_stopped",
     "with_diff",
 ]
 
 WALK_TRUNCATED: Final = "(the walk stopped at its size limit: give a narrower path)"
+
+
+def walk_stopped(not_listed: list[str]) -> str:
+    """The line saying where a walk stopped at its size limit and how to search the rest."""
+    if not not_listed:
+        return WALK_TRUNCATED
+    shown = ", ".join(escape(path or ".") for path in not_listed[:5])
+    more = f" and {len(not_listed) - 5:,} more" if len(not_listed) > 5 else ""
+    return (
+        "(the walk stopped at its size limit; these directories were not searched, or "
+        f"only in part: {shown}{more}; search them with `path`)"
+    )
 
 
 def left_out(hidden: int, ignored: int) -> str | None:

@@ -40,7 +40,10 @@ class Walk:
 
     files: list[Stat] = field(default_factory=list)
     truncated: bool = False
-    """The walk stopped at its entry limit: more files may exist."""
+    """The walk stopped at its entry limit (or an engine at its time limit): more files
+    may exist."""
+    not_listed: list[str] = field(default_factory=list)
+    """The directories a walk stopped at its limit did not list, or only in part (sorted)."""
     unreadable: int = 0
     """Directories that could not be listed."""
     unnamed: int = 0
@@ -77,6 +80,8 @@ async def walk(ctx: Context, root: str, *, only: WalkFilter, max_entries: int) -
             seen += 1
             if seen > max_entries:
                 result.truncated = True
+                result.not_listed = sorted([directory, *(path for path, _ in pending)])
+                result.files.sort(key=lambda entry: entry.path)
                 return result
             is_directory = entry.kind is FileKind.DIRECTORY
             if is_directory and entry.name in only.skip_dirs:

@@ -10,7 +10,7 @@ from ctxfs.core import glob_matcher, normalize_path, relative_to
 from ctxfs.tools import tree
 from ctxfs.tools.ignore import WalkFilter
 from ctxfs.tools.paging import Page, PageData
-from ctxfs.tools.render import WALK_TRUNCATED, count, escape, left_out, page_footer, unnamed
+from ctxfs.tools.render import count, escape, left_out, page_footer, unnamed, walk_stopped
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["GLOB", "GlobArgs", "GlobData", "GlobTool"]
@@ -47,6 +47,11 @@ class GlobData(PageData):
     pattern: str
     paths: list[str]
     walk_truncated: bool = Field(description="Whether the directory walk hit its size limit.")
+    not_searched: list[str] = Field(
+        default_factory=list,
+        description="When the walk stopped at its size limit: the directories it did not "
+        "finish (the first 100), to search with `path`.",
+    )
     hidden_skipped: int = Field(default=0, description="Hidden entries left out.")
     ignored_skipped: int = Field(
         default=0, description="Entries an ignore file excludes, left out."
@@ -115,6 +120,7 @@ class GlobTool(Tool[GlobArgs, GlobData]):
             next_offset=next_offset,
             truncated=next_offset is not None,
             walk_truncated=walked.truncated,
+            not_searched=walked.not_listed[:100],
             hidden_skipped=walked.hidden,
             ignored_skipped=walked.ignored,
             unnamed=walked.unnamed,
@@ -132,7 +138,7 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         if left := left_out(data.hidden_skipped, data.ignored_skipped):
             lines.append(left)
         if data.walk_truncated:
-            lines.append(WALK_TRUNCATED)
+            lines.append(walk_stopped(data.not_searched))
         if data.unnamed:
             lines.append(unnamed(data.unnamed))
         return "\n".join(lines)

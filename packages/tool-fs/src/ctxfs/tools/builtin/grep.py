@@ -12,13 +12,13 @@ from ctxfs.tools.paging import Page, PageData
 from ctxfs.tools.patterns import LinePattern
 from ctxfs.tools.render import (
     SHOWN_CHARS,
-    WALK_TRUNCATED,
     around,
     count,
     escape,
     left_out,
     page_footer,
     unnamed,
+    walk_stopped,
 )
 from ctxfs.tools.search import OutputMode
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
@@ -148,6 +148,11 @@ class GrepData(PageData):
         default=0, description="Entries an ignore file excludes, not searched."
     )
     walk_truncated: bool
+    not_searched: list[str] = Field(
+        default_factory=list,
+        description="When the walk stopped at its size limit: the directories it did not "
+        "finish (the first 100), to search with `path`.",
+    )
     unnamed: int = Field(
         default=0, description="Entries not listed: no path can name them (object keys)."
     )
@@ -248,6 +253,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             next_offset=next_offset,
             truncated=next_offset is not None,
             walk_truncated=found.walk.truncated,
+            not_searched=found.walk.not_listed[:100],
             unnamed=found.walk.unnamed,
             timed_out=found.timed_out,
         )
@@ -283,7 +289,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         if any(m.cut for m in data.matches):
             lines.append("(long lines are shown around their first match, … marks a cut)")
         if data.walk_truncated:
-            lines.append(WALK_TRUNCATED)
+            lines.append(walk_stopped(data.not_searched))
         if data.unnamed:
             lines.append(unnamed(data.unnamed))
         if data.timed_out:
