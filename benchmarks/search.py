@@ -1,12 +1,13 @@
 """Search at repository scale: grep and glob on fs-local against ripgrep and a plain Python walk.
 
-Trees of generated Python-like files: 10,000 files of 100 lines, and 50,000 of 10 lines
-for how time grows. ctxfs runs the tools through ``FsToolset.execute`` (fs-local,
-ripgrep confined by Landlock); the baselines are the same ripgrep binary on the command
-line (``rg --count``, what ctxfs needs for exact totals; ``rg --files -g`` for glob) and
-the simplest Python loop (``os.walk``, whole files, one compiled regular expression).
-Not yet measured: a 1 GB file (the page's hits are still found by reading the file
-through ``ctx.fs``, line by line) and 100,000 files.
+Trees of generated Python-like files: 10,000 files of 100 lines, then 50,000 and 100,000
+of 10 lines for how time grows; the project's own installed ``.venv`` (hard-linked
+files, read with ``read_hard_links``; ignored by the ``.gitignore`` uv puts there, so
+both sides include ignored files); and one 1 GB file. ctxfs runs the tools through
+``FsToolset.execute`` (fs-local, ripgrep confined by Landlock); the baselines are the same
+ripgrep binary on the command line (``rg --count``, what ctxfs needs for exact totals;
+``rg --files -g`` for glob; ``rg -n`` for the 1 GB file's lines) and the simplest Python
+loop (``os.walk``, whole files, one compiled regular expression).
 """
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ def tree(root: Path, *, files: int, lines: int) -> None:
         (directory / f"f{index % 100:03d}.py").write_text(body)
 
 
+def gigabyte(root: Path) -> None:
+    """One file of 1 GiB of short lines holding ``UNIQUE_NEEDLE`` on ten of them."""
+    root.mkdir(parents=True)
+    line = b"alpha beta gamma delta import def class return self 0123456789\n"
+    block = line * ((1 << 20) // len(line))
+    with (root / "big.log").open("wb") as out:
+        for index in range(1024):
+            if index % 100 == 50:
+                out.write(b"a line with UNIQUE_NEEDLE in it\n")
+            out.write(block)
+
+
 def plain_grep(root: Path, pattern: str, flags: int = 0) -> int:
     """The simplest whole-file search: every file, one regular expression, matching lines."""
     compiled, found = re.compile(pattern.encode(), flags | re.MULTILINE), 0
@@ -61,13 +74,17 @@ async def cases(workdir: Path) -> list[Case]:
     rg = find_ripgrep()
     if rg is None:
         return []
-    small, large = workdir / "search-10k", workdir / "search-50k"
+    small, large, huge = workdir / "search-10k", workdir / "search-50k", workdir / "search-100k"
     await anyio.to_thread.run_sync(partial(tree, small, files=10_000, lines=100))
     await anyio.to_thread.run_sync(partial(tree, large, files=50_000, lines=10))
+    await anyio.to_thread.run_sync(partial(tree, huge, files=100_000, lines=10))
+    one_file = workdir / "search-1gb"
+    await anyio.to_thread.run_sync(partial(gigabyte, one_file))
     tools = FsToolset()
 
     def ours(root: Path, tool: str, **arguments: object) -> Callable[[], Awaitable[object]]:
-        fs = Fs(LocalBackend(root, state_dir=f"{root}.state"), load_entrypoints=False)
+        backend = LocalBackend(root, state_dir=f"{root}.state", read_hard_links=True)
+        fs = Fs(backend, load_entrypoints=False)
         ctx = fs.context(owner="bench")
 
         async def call() -> object:
@@ -85,7 +102,7 @@ async def cases(workdir: Path) -> list[Case]:
         return partial(anyio.to_thread.run_sync, partial(plain_grep, root, pattern, flags))
 
     cases: list[Case] = []
-    for root, label in ((small, "10k files"), (large, "50k files")):
+    for root, label in ((small, "10k files"), (large, "50k files"), (huge, "100k files")):
         cases += [
             Case(group=GROUP, name=f"grep literal, one match, {label}",
                  ours=ours(root, "grep", pattern="UNIQUE_NEEDLE"),
@@ -104,6 +121,20 @@ async def cases(workdir: Path) -> list[Case]:
                  ours=ours(root, "glob", pattern="**/f00*.py"),
                  baseline=ripgrep(root, "--files", "-g", "**/f00*.py"), target=2.0, rounds=7),
         ]  # fmt: skip
+    venv = Path(__file__).resolve().parents[1] / ".venv"
+    cases += [
+        Case(group=GROUP, name="grep literal, the project's .venv",
+             ours=ours(venv, "grep", pattern="def ctxfs_", include_ignored=True),
+             baseline=ripgrep(venv, "--count", "--no-ignore", "def ctxfs_"),
+             target=2.0, rounds=7),
+        Case(group=GROUP, name="glob `**/*.pyi`, the project's .venv",
+             ours=ours(venv, "glob", pattern="**/*.pyi", include_ignored=True),
+             baseline=ripgrep(venv, "--files", "--no-ignore", "-g", "**/*.pyi"),
+             target=2.0, rounds=7),
+        Case(group=GROUP, name="grep literal, few matches, one 1 GB file",
+             ours=ours(one_file, "grep", pattern="UNIQUE_NEEDLE"),
+             baseline=ripgrep(one_file, "-n", "UNIQUE_NEEDLE"), target=2.0, rounds=5),
+    ]  # fmt: skip
     cases += [
         Case(group=PLAIN, name="grep literal, one match, 10k files",
              ours=ours(small, "grep", pattern="UNIQUE_NEEDLE"),
