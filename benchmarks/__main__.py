@@ -27,6 +27,7 @@ from benchmarks import (
     s3,
     s3_search,
     search,
+    search_memory,
     text_semantics,
     tool_calls,
 )
@@ -64,6 +65,7 @@ async def main() -> None:
         results += [await _measured(case) for case in large]
         sections += window_memory
         sections += await anyio.to_thread.run_sync(memory.section, workdir)
+        sections += await anyio.to_thread.run_sync(search_memory.section, workdir)
         if s3.available():
             async with s3.cases() as (timed, requests):
                 results += [await _measured(case) for case in timed]

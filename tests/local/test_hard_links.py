@@ -49,6 +49,15 @@ async def test_hard_links_are_refused_unless_read_is_allowed(
             found = await tools.execute(ctx, "grep", {"pattern": "needle"})
             paths = [match["path"] for match in found.structured["matches"]]
             assert paths == (["linked.py", "plain.py"] if read_hard_links else ["plain.py"])
+            for mode in ("content", "count"):
+                counted = await tools.execute(
+                    ctx, "grep", {"pattern": "needle", "output_mode": mode}
+                )
+                assert counted.structured["skipped"] == (
+                    {} if read_hard_links else {"hard_linked": 1}
+                )
+            if not read_hard_links:
+                assert "1 file skipped: 1 hard-linked" in found.text
             read = await tools.execute(ctx, "read", {"file_path": "linked.py"})
             if not read_hard_links:
                 assert read.error_code is ErrorCode.DENIED

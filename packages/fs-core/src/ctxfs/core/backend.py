@@ -27,7 +27,7 @@ import logging
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from anyio.abc import AsyncResource
 
@@ -240,6 +240,8 @@ class FileMatches:
     """Files searched."""
     complete: bool = True
     """False when the search stopped at its time limit."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Files the engine found but left out, by reason (``hard_linked``, ...)."""
 
 
 @dataclass(frozen=True, kw_only=True)

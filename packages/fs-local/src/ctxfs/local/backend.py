@@ -299,7 +299,8 @@ class LocalBackend(Backend):
         if found is None or self.read_hard_links or search.pattern is None:
             return found
         counts = await anyio.to_thread.run_sync(self._single_named, found.counts)
-        return replace(found, counts=counts)
+        linked = len(found.counts) - len(counts)
+        return replace(found, counts=counts, skipped={"hard_linked": linked} if linked else {})
 
     async def search_lines(self, search: LineSearch) -> FileLines | None:
         """Ripgrep's matching lines of the files, confined by Landlock (None where it cannot).
@@ -431,6 +432,7 @@ class LocalBackend(Backend):
                 f"{path} has {info.st_nlink} hard links; such files cannot be {done}",
                 path=path,
                 hint="A hard link may share this file with a place outside the workspace.",
+                details={"hard_links": info.st_nlink},
             )
 
     def _stat_sync(self, path: str) -> Stat:

@@ -294,6 +294,7 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
         lines_matched=sum(counts.values()),
         timed_out=not matches.complete,
         complete=matches.complete,
+        skipped=Counter(matches.skipped),
     )
     page = query.page
     if query.mode is not OutputMode.CONTENT:
@@ -316,7 +317,7 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
     local = Grep()
     files = [Stat(path=path, kind=FileKind.FILE) for path in wanted]
     await _searched(ctx, shifted, local, files, given=given)
-    found.hits, found.skipped = local.hits, local.skipped
+    found.hits, found.skipped = local.hits, found.skipped + local.skipped
     found.timed_out = found.timed_out or local.timed_out
     return found
 
@@ -369,9 +370,9 @@ async def _search_lines_of(
                             return
         except FsError as error:  # this file cannot be searched (its lines not yet searched go)
             search.drop(start)
-            search.found.skipped[error.code] += 1
+            search.found.skipped[_reason(error)] += 1
             if not flushed:
-                search.learn(entry, skipped=error.code)
+                search.learn(entry, skipped=_reason(error))
             continue
         search.read_whole(entry)
     await search.flush()
@@ -396,13 +397,18 @@ async def _search_whole_files(ctx: Context, files: list[Stat], search: _Search) 
         try:
             lines = await all_lines(ctx, entry.path, max_chars=MULTILINE_MAX_CHARS)
         except FsError as error:
-            search.found.skipped[error.code] += 1
-            search.learn(entry, skipped=error.code)
+            search.found.skipped[_reason(error)] += 1
+            search.learn(entry, skipped=_reason(error))
             continue
         if not await search.whole(entry.path, lines):
             return
         await search.report()
         search.learn(entry, count=search.counts.pop(entry.path, 0))
+
+
+def _reason(error: FsError) -> str:
+    """Why a file was skipped: the error's code, or ``hard_linked`` for a file with other names."""
+    return "hard_linked" if error.details.get("hard_links") else str(error.code)
 
 
 class _TooSlow(Exception):

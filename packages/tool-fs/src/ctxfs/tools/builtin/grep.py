@@ -329,7 +329,12 @@ def _search_key(args: GrepArgs) -> tuple[object, ...]:
     )
 
 
-_REASONS = {"binary_file": "binary", "encoding_error": "undecodable", "too_large": "too large"}
+_REASONS = {
+    "hard_linked": "hard-linked (the harness may allow reading them)",
+    "binary_file": "binary",
+    "encoding_error": "undecodable",
+    "too_large": "too large",
+}
 
 
 def _match(hit: search.Hit) -> GrepMatch:

@@ -1,0 +1,72 @@
+"""ripgrep as fs-local's engine: a cancelled or overdue search kills it at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ctxfs.core import FileSearch, Fs
+from ctxfs.local import LocalBackend
+from ctxfs.local.ripgrep import Ripgrep, find_ripgrep
+from ctxfs.tools import FsToolset, ToolsetOptions
+from tests.tools.conftest import skip_without_ripgrep
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def stuck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    """Every ripgrep started also reads a FIFO no one writes: it runs until it is killed."""
+    if find_ripgrep() is None:
+        skip_without_ripgrep()
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("needle\n")
+    os.mkfifo(root / "pipe")
+    started: list[subprocess.Popen[bytes]] = []
+    arguments, start = Ripgrep.arguments, Ripgrep._start
+
+    def reading_the_fifo(self: Ripgrep, search: FileSearch) -> list[str]:
+        return [*arguments(self, search), "pipe"]
+
+    def recorded(self: Ripgrep, *args: Any) -> subprocess.Popen[bytes]:
+        started.append(start(self, *args))
+        return started[-1]
+
+    monkeypatch.setattr(Ripgrep, "arguments", reading_the_fifo)
+    monkeypatch.setattr(Ripgrep, "_start", recorded)
+    return started
+
+
+async def test_a_cancelled_search_kills_ripgrep_at_once(
+    stuck: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    async with Fs(backend, load_entrypoints=False) as fs:
+        began = time.monotonic()
+        with anyio.move_on_after(0.5) as scope:
+            await FsToolset().execute(fs.context(owner="a"), "grep", {"pattern": "needle"})
+        assert scope.cancelled_caught
+        assert time.monotonic() - began < 3
+    assert len(stuck) == 1
+    assert stuck[0].wait(timeout=5) is not None  # killed, and reaped
+
+
+async def test_a_search_past_its_deadline_kills_ripgrep_and_says_so(
+    stuck: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    tools = FsToolset(ToolsetOptions(grep_seconds=0.5))
+    async with Fs(backend, load_entrypoints=False) as fs:
+        began = time.monotonic()
+        found = await tools.execute(fs.context(owner="a"), "grep", {"pattern": "needle"})
+        assert time.monotonic() - began < 3
+    assert found.structured["timed_out"] is True
+    assert found.structured["total_exact"] is False
+    assert stuck[0].poll() is not None
