@@ -34,7 +34,8 @@ def available() -> bool:
     return listening(5555)
 
 
-def _counter(client: Any) -> list[str]:
+def request_counter(client: Any) -> list[str]:
+    """The methods of the requests *client* sends from now on, as it sends them."""
     sent: list[str] = []
 
     def count(request: Any, **_: Any) -> None:
@@ -45,16 +46,23 @@ def _counter(client: Any) -> list[str]:
 
 
 @asynccontextmanager
-async def cases() -> AsyncIterator[tuple[list[Case], list[str]]]:
-    """The timed cases, and a table of requests per operation."""
+async def client() -> AsyncIterator[Any]:
+    """A plain aiobotocore S3 client of the moto server: the baselines' hand."""
     import aiobotocore.session  # noqa: PLC0415 - the s3 extra
 
-    bucket = f"ctxfs-bench-{uuid.uuid4().hex[:12]}"
     session = aiobotocore.session.get_session()
     async with session.create_client(
         "s3", endpoint_url=ENDPOINT, aws_access_key_id="testing",
         aws_secret_access_key="testing", region_name="us-east-1",
     ) as raw:  # fmt: skip
+        yield raw
+
+
+@asynccontextmanager
+async def cases() -> AsyncIterator[tuple[list[Case], list[str]]]:
+    """The timed cases, and a table of requests per operation."""
+    bucket = f"ctxfs-bench-{uuid.uuid4().hex[:12]}"
+    async with client() as raw:
         await raw.create_bucket(Bucket=bucket)
         data = text_of_size(10_000)
         at = len(data) // 2
@@ -66,8 +74,8 @@ async def cases() -> AsyncIterator[tuple[list[Case], list[str]]]:
             await ctx.fs.read("module.txt")
             backend = fs.backend
             assert isinstance(backend, ObjectStoreBackend)
-            ours_sent = _counter(await backend.store._client())  # type: ignore[attr-defined]
-            base_sent = _counter(raw)
+            ours_sent = request_counter(await backend.store._client())  # type: ignore[attr-defined]
+            base_sent = request_counter(raw)
 
             async def base_read() -> bytes:
                 response = await raw.get_object(Bucket=bucket, Key="baseline/module.txt")

@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Final
 
 from benchmarks.harness import Case
-from benchmarks.s3 import ENDPOINT, OPTIONS, _counter
+from benchmarks.s3 import OPTIONS, client, request_counter
 from ctxfs.core import open_fs
 from ctxfs.remote import ObjectStoreBackend
 from ctxfs.tools import FsToolset, ToolsetOptions
@@ -47,14 +47,8 @@ def _key(index: int) -> str:
 @asynccontextmanager
 async def cases() -> AsyncIterator[tuple[list[Case], list[str]]]:
     """The timed cases, and a table of requests per search."""
-    import aiobotocore.session  # noqa: PLC0415 - the s3 extra
-
     bucket = f"ctxfs-search-{uuid.uuid4().hex[:12]}"
-    session = aiobotocore.session.get_session()
-    async with session.create_client(
-        "s3", endpoint_url=ENDPOINT, aws_access_key_id="testing",
-        aws_secret_access_key="testing", region_name="us-east-1",
-    ) as raw:  # fmt: skip
+    async with client() as raw:
         await _fill(raw, bucket)
         async with open_fs(f"s3://{bucket}/tree", load_entrypoints=False, **OPTIONS) as fs:
             ctx = fs.context(owner="bench")
@@ -64,8 +58,8 @@ async def cases() -> AsyncIterator[tuple[list[Case], list[str]]]:
 
             backend = fs.backend
             assert isinstance(backend, ObjectStoreBackend)
-            ours_sent = _counter(await backend.store._client())  # type: ignore[attr-defined]
-            base_sent = _counter(raw)
+            ours_sent = request_counter(await backend.store._client())  # type: ignore[attr-defined]
+            base_sent = request_counter(raw)
 
             async def keys() -> list[str]:
                 found, request = [], {"Bucket": bucket, "Prefix": "tree/"}
