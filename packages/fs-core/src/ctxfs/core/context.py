@@ -429,10 +429,13 @@ class ContextFs:
             found = await mount.backend.search_files(replace(search, path=resolved))
             if found is None:
                 return None
-            spelled = {
-                join_path(report.op.path, relative_to(path, resolved)): (path, count)
-                for path, count in found.counts.items()
-            }
+            if report.op.path == resolved:  # no link on the way: every path is spelled as found
+                spelled = {path: (path, count) for path, count in found.counts.items()}
+            else:
+                spelled = {
+                    join_path(report.op.path, relative_to(path, resolved)): (path, count)
+                    for path, count in found.counts.items()
+                }
             hidden: set[str] = set()
             if mount.hooks.hides and spelled:
                 every = [p for pair in spelled.items() for p in (pair[0], pair[1][0])]
