@@ -44,34 +44,53 @@ def stamp_of(entry: Stat) -> Stamp | None:
     return (entry.size, entry.mtime, entry.version)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Known:
     """A file searched to its end: how many items it held, or why it was skipped."""
 
-    stamp: Stamp
     count: int = 0
     """Its matching lines (multiline: matches); in files mode, 1 if it holds a match."""
     skipped: str | None = None
     """The error code that stopped it (``binary_file``, ...), if it could not be searched."""
 
 
+_COUNT_BITS: Final = 24
+_STAMP_MASK: Final = (1 << 40) - 1
+
+
 @dataclass(kw_only=True)
 class ScanMemo:
-    """What one search has learned, by path (at most *max_files* of them)."""
+    """What one search has learned, by path (at most *max_files* of them).
+
+    A file is held as one integer, 40 bits of its stamp's hash and its count
+    (a skipped one: the hash and the reason), so 200,000 files take about
+    17 MB; a count of 2**24 or more is not remembered.
+    """
 
     max_files: int = 500_000
-    files: dict[str, Known] = field(default_factory=dict)
+    files: dict[str, int | tuple[int, str]] = field(default_factory=dict)
 
     def known(self, entry: Stat) -> Known | None:
         """What is known of *entry*, if it has not changed since."""
-        known = self.files.get(entry.path)
-        return known if known is not None and known.stamp == stamp_of(entry) else None
+        held = self.files.get(entry.path)
+        if held is None or (stamp := stamp_of(entry)) is None:
+            return None
+        stamp_hash = hash(stamp) & _STAMP_MASK
+        if isinstance(held, tuple):
+            return Known(skipped=held[1]) if held[0] == stamp_hash else None
+        if held >> _COUNT_BITS != stamp_hash:
+            return None
+        return Known(count=held & ((1 << _COUNT_BITS) - 1))
 
     def learn(self, entry: Stat, *, count: int = 0, skipped: str | None = None) -> None:
         """Remember *entry* as searched to its end (nothing, if its stamp cannot be trusted)."""
         stamp = stamp_of(entry)
-        if stamp is not None and (len(self.files) < self.max_files or entry.path in self.files):
-            self.files[entry.path] = Known(stamp=stamp, count=count, skipped=skipped)
+        if stamp is None or count >> _COUNT_BITS:
+            return
+        if len(self.files) < self.max_files or entry.path in self.files:
+            stamp_hash = hash(stamp) & _STAMP_MASK
+            packed = stamp_hash << _COUNT_BITS | count
+            self.files[entry.path] = (stamp_hash, skipped) if skipped is not None else packed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +116,10 @@ class ScanMemos:
         self._held.move_to_end(key)
         self._trim()
         return held.memo
+
+    def forget(self, ctx: Context, search: tuple[object, ...]) -> None:
+        """Drop the memo of *search* (it was answered whole: no page follows)."""
+        self._held.pop((id(ctx.mount), ctx.workspace, ctx.owner, *search), None)
 
     def _trim(self) -> None:
         files = sum(len(held.memo.files) for held in self._held.values())

@@ -205,7 +205,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         filters = [matcher.fullmatch for matcher in matchers]
         names = next((n for m in matchers if (n := m.names()) is not None), None)
         context = args.context or 0
-        memo = step.toolset.scan_memos.memo(step.ctx, _search_key(args))
+        key = _search_key(args)
+        memo = step.toolset.scan_memos.memo(step.ctx, key)
         found = await search.grep(
             step.ctx,
             search.GrepQuery(
@@ -232,6 +233,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         shown = len(found.hits) + len(found.files)
         counted = args.output_mode is OutputMode.COUNT
         next_offset = page.next_offset(shown, found.total)
+        if next_offset is None and found.complete:  # answered whole: no page will follow
+            step.toolset.scan_memos.forget(step.ctx, key)
         return self.data(
             target=normalize_path(args.path),
             pattern=args.pattern,
