@@ -70,3 +70,21 @@ async def test_a_search_past_its_deadline_kills_ripgrep_and_says_so(
     assert found.structured["timed_out"] is True
     assert found.structured["total_exact"] is False
     assert stuck[0].poll() is not None
+
+
+async def test_a_long_ripgrep_search_tells_how_many_files_it_found_so_far(
+    stuck: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    heard: list[tuple[float, float | None, str]] = []
+
+    async def progress(done: float, total: float | None, message: str) -> None:
+        heard.append((done, total, message))
+
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    tools = FsToolset(ToolsetOptions(grep_seconds=1.5, progress_seconds=0.2))
+    async with Fs(backend, load_entrypoints=False) as fs:
+        ctx = fs.context(owner="a")
+        found = await tools.execute(ctx, "grep", {"pattern": "needle"}, progress=progress)
+    assert found.structured["timed_out"] is True
+    assert len(heard) >= 3  # every 0.2 s while ripgrep ran
+    assert heard[-1] == (1, None, "1 file with matches so far")

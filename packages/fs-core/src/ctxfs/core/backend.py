@@ -196,6 +196,9 @@ class FileSearch:
     A first filter: the caller matches the paths it gets again."""
     seconds: float | None = None
     """Stop after this long; the answer then covers what was searched (``complete`` False)."""
+    found_so_far: Callable[[int], None] | None = field(default=None, compare=False)
+    """Told, from any thread, how many files the engine has found so far (holding a
+    match, or listed), as it goes; for the progress of a long search."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,9 +18,12 @@ from __future__ import annotations
 import functools
 import os
 import re
+import selectors
 import shutil
 import subprocess
 import sysconfig
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Final
@@ -142,7 +145,7 @@ class Ripgrep:
         it finished) or when the caller is cancelled.
         """
         output, returncode, timed_out = await self._run(
-            root, root_fd, self.arguments(search), search.seconds
+            root, root_fd, self.arguments(search), search.seconds, found_so_far=search.found_so_far
         )
         if returncode == 2 and not output and not timed_out:
             return None  # ripgrep's "error" with no output: a pattern it does not understand
@@ -157,6 +160,7 @@ class Ripgrep:
         seconds: float | None,
         *,
         pass_fds: tuple[int, ...] = (),
+        found_so_far: Callable[[int], None] | None = None,
     ) -> tuple[bytes, int | None, bool]:
         """Ripgrep's output, exit status, and whether it was stopped at *seconds*.
 
@@ -165,7 +169,7 @@ class Ripgrep:
         process = await anyio.to_thread.run_sync(self._start, root, root_fd, arguments, pass_fds)
         try:
             output, timed_out = await anyio.to_thread.run_sync(
-                _finish, process, seconds, abandon_on_cancel=True
+                _finish, process, seconds, found_so_far, abandon_on_cancel=True
             )
         finally:
             if process.poll() is None:
@@ -194,15 +198,45 @@ class Ripgrep:
             os.close(devnull)
 
 
-def _finish(process: subprocess.Popen[bytes], seconds: float | None) -> tuple[bytes, bool]:
-    """Ripgrep's output, and whether it had to be stopped at *seconds*."""
-    try:
-        output, _ = process.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-        return output, True
-    return output, False
+def _finish(
+    process: subprocess.Popen[bytes],
+    seconds: float | None,
+    found_so_far: Callable[[int], None] | None = None,
+) -> tuple[bytes, bool]:
+    """Ripgrep's output, and whether it had to be stopped at *seconds*.
+
+    With *found_so_far*, the output is read as it comes, and the number of
+    records so far (one NUL each) is told after each read.
+    """
+    if found_so_far is None:
+        try:
+            output, _ = process.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+            return output, True
+        return output, False
+    assert process.stdout is not None
+    deadline = None if seconds is None else time.monotonic() + seconds
+    chunks, records, timed_out = [], 0, False
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(process.stdout, selectors.EVENT_READ)
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                process.kill()
+                timed_out = True
+            elif not waiting.select(left):
+                continue
+            chunk = os.read(process.stdout.fileno(), 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            records += chunk.count(b"\0")
+            found_so_far(records)
+    process.stdout.close()
+    process.wait()
+    return b"".join(chunks), timed_out
 
 
 def _parsed(output: bytes, search: FileSearch, *, prefix: str) -> FileMatches:

@@ -13,10 +13,33 @@ from ctxfs.tools.paging import Page
 from ctxfs.tools.patterns import LinePattern
 from ctxfs.tools.tree import Walk
 
-__all__ = ["FileCount", "Grep", "GrepQuery", "Hit", "Line", "OutputMode", "SearchProgress"]
+__all__ = [
+    "FileCount",
+    "Grep",
+    "GrepQuery",
+    "Hit",
+    "Line",
+    "OutputMode",
+    "SearchProgress",
+    "SearchStatus",
+]
 
-SearchProgress = Callable[[int, int, int], Awaitable[None]]
-"""Where a long search reports: files searched, of how many, and matching lines so far."""
+
+@dataclass(frozen=True, kw_only=True)
+class SearchStatus:
+    """How far a long search is: what is known of it so far."""
+
+    searched: int | None = None
+    """Files searched (ctxfs's own engine)."""
+    files: int | None = None
+    """Files to search in all, where known."""
+    matching_files: int | None = None
+    """Files found to hold a match (a backend's engine, which tells no more as it goes)."""
+    matching_lines: int | None = None
+
+
+SearchProgress = Callable[[SearchStatus], Awaitable[None]]
+"""Where a long search reports how far it is."""
 
 
 class OutputMode(StrEnum):

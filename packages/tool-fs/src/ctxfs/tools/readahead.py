@@ -13,13 +13,14 @@ cancels what is still being read (the search stopped at its page).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from types import TracebackType
 from typing import Final, Self
 
 import anyio
-from anyio.abc import TaskGroup
 
 from ctxfs.core import Context, FsError, Stat, TooLarge
+from ctxfs.tools.background import Background
 from ctxfs.tools.tree import all_lines
 
 __all__ = ["READ_AHEAD_MAX_BYTES", "ReadAhead"]
@@ -46,12 +47,11 @@ class ReadAhead:
         self.ctx, self.files, self.width, self.wanted = ctx, files, width, wanted
         self._pending: dict[int, _Pending] = {}
         self._next = 0  # the first index not yet considered
-        self._group: TaskGroup | None = None
+        self._tasks: Background | None = None
 
     async def __aenter__(self) -> Self:
         if self.width > 1:
-            self._group = anyio.create_task_group()
-            await self._group.__aenter__()
+            self._tasks = await Background().__aenter__()
         return self
 
     async def __aexit__(
@@ -59,12 +59,9 @@ class ReadAhead:
         kind: type[BaseException] | None,
         error: BaseException | None,
         traceback: TracebackType | None,
-    ) -> bool | None:
-        del kind, error, traceback  # the block's own exception, if any, goes on as it is
-        if self._group is not None:
-            self._group.cancel_scope.cancel()
-            await self._group.__aexit__(None, None, None)
-        return None
+    ) -> None:
+        if self._tasks is not None:
+            await self._tasks.__aexit__(kind, error, traceback)
 
     async def take(self, index: int) -> list[str] | None:
         """The lines of ``files[index]`` if read ahead, None to stream it (errors re-raised).
@@ -83,15 +80,15 @@ class ReadAhead:
         return pending.lines
 
     def _start_up_to(self, end: int) -> None:
-        group = self._group
-        if group is None:
+        tasks = self._tasks
+        if tasks is None:
             return
         while self._next < min(end, len(self.files)):
             entry = self.files[self._next]
             size = entry.size
             if size is not None and size <= READ_AHEAD_MAX_BYTES and self.wanted(entry):
                 pending = self._pending[self._next] = _Pending()
-                group.start_soon(self._read, entry, pending)
+                tasks.start_soon(partial(self._read, entry, pending))
             self._next += 1
 
     async def _read(self, entry: Stat, pending: _Pending) -> None:

@@ -19,7 +19,7 @@ from typing import Final
 import anyio.to_thread
 
 from ctxfs.core import Stat
-from ctxfs.tools.matches import FileCount, Grep, GrepQuery, Hit, Line, OutputMode
+from ctxfs.tools.matches import FileCount, Grep, GrepQuery, Hit, Line, OutputMode, SearchStatus
 from ctxfs.tools.memo import Known
 from ctxfs.tools.patterns import OutOfTime
 from ctxfs.tools.render import around
@@ -193,7 +193,14 @@ class Scan:
         progress, now = self.query.progress, time.monotonic()
         if progress is not None and now >= self.next_report:
             self.next_report = now + self.query.progress_seconds
-            await progress(self.found.files_searched, self.files, self.found.lines_matched)
+            found = self.found
+            await progress(
+                SearchStatus(
+                    searched=found.files_searched,
+                    files=self.files,
+                    matching_lines=found.lines_matched,
+                )
+            )
 
     async def whole(self, path: str, lines: list[str]) -> bool:
         """Search one file's whole text (multiline); whether there is time to go on."""

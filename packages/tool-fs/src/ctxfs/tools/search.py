@@ -26,6 +26,7 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import Final
 
+import anyio
 import anyio.lowlevel
 import regex
 
@@ -40,6 +41,7 @@ from ctxfs.core import (
     normalize_path,
     relative_to,
 )
+from ctxfs.tools.background import Background
 from ctxfs.tools.matches import (
     FileCount,
     Grep,
@@ -48,6 +50,7 @@ from ctxfs.tools.matches import (
     Line,
     OutputMode,
     SearchProgress,
+    SearchStatus,
 )
 from ctxfs.tools.paging import Page
 from ctxfs.tools.readahead import ReadAhead
@@ -63,6 +66,7 @@ __all__ = [
     "Line",
     "OutputMode",
     "SearchProgress",
+    "SearchStatus",
     "grep",
 ]
 
@@ -87,7 +91,7 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
             found.complete = found.lines_matched < _engine_count(query) and not found.timed_out
             return found
     elif not query.multiline and (
-        (accelerated := await ctx.fs.search_files(_file_search(query, root))) is not None
+        (accelerated := await _engine_counts(ctx, query, root)) is not None
     ):
         return await _from_counts(ctx, query, root, accelerated)
     else:
@@ -101,6 +105,25 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
     await _searched(ctx, query, found, files)
     found.complete = found.complete and not found.timed_out and not found.walk.truncated
     return found
+
+
+async def _engine_counts(ctx: Context, query: GrepQuery, root: str) -> FileMatches | None:
+    """The backend engine's files and counts, telling the caller how far it is meanwhile."""
+    search, progress = _file_search(query, root), query.progress
+    if progress is None:
+        return await ctx.fs.search_files(search)
+    found = [0]  # written by the engine's thread, read here
+
+    async def tell() -> None:
+        while True:
+            await anyio.sleep(query.progress_seconds)
+            await progress(SearchStatus(matching_files=found[0]))
+
+    async with Background() as reporting:
+        reporting.start_soon(tell)
+        return await ctx.fs.search_files(
+            replace(search, found_so_far=lambda files: found.__setitem__(0, files))
+        )
 
 
 def _engine_count(query: GrepQuery) -> int:

@@ -309,9 +309,17 @@ def _reporter(step: Step) -> search.SearchProgress | None:
     if progress is None:
         return None
 
-    async def report(searched: int, files: int, lines: int) -> None:
-        message = f"{searched:,} of {files:,} files searched, {count(lines, 'matching line')}"
-        await progress(searched, files, message)
+    async def report(status: search.SearchStatus) -> None:
+        parts = []
+        if status.searched is not None:
+            of = f" of {status.files:,}" if status.files is not None else ""
+            parts.append(f"{status.searched:,}{of} files searched")
+        if status.matching_files is not None:
+            parts.append(f"{count(status.matching_files, 'file')} with matches so far")
+        if status.matching_lines is not None:
+            parts.append(count(status.matching_lines, "matching line"))
+        done = status.searched if status.searched is not None else status.matching_files
+        await progress(done or 0, status.files, ", ".join(parts))
 
     return report
 
