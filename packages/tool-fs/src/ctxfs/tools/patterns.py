@@ -68,6 +68,11 @@ class LinePattern:
     literal: bool = False
     """No quantifier, alternative or backreference: searched with no timeout at all."""
 
+    @property
+    def ignore_case(self) -> bool:
+        """Whether letters match either case."""
+        return bool(self.compiled.flags & regex.IGNORECASE)
+
     @classmethod
     def compile(
         cls, pattern: str, *, ignore_case: bool, line_seconds: float, multiline: bool = False

@@ -83,10 +83,14 @@ class Scan:
         """*entry*'s lines are all in the batch (or searched): known once it is searched."""
         self.files_read.append(entry)
 
+    def _known(self, entry: Stat) -> Known | None:
+        """What an earlier page learned of *entry*, if it has not changed since."""
+        memo = self.query.memo
+        return None if memo is None else memo.known(entry)
+
     def unknown(self, entry: Stat) -> bool:
         """Whether nothing is known of *entry* (it will be read, unless the search stops)."""
-        memo = self.query.memo
-        return memo is None or memo.known(entry) is None
+        return self._known(entry) is None
 
     async def to_read(self, entry: Stat) -> bool | None:
         """Whether *entry* is to be read, or None to stop here.
@@ -94,8 +98,7 @@ class Scan:
         It is not read when counted from what an earlier page learned; the search
         stops at it when the page is done and it is unknown.
         """
-        memo = self.query.memo
-        known = None if memo is None else memo.known(entry)
+        known = self._known(entry)
         if known is None:
             if self.page_done():
                 self.found.complete = False
@@ -105,7 +108,13 @@ class Scan:
             return False  # out of time: the caller stops
         return not self._skip(entry, known)
 
-    def learn(self, entry: Stat, *, count: int = 0, skipped: str | None = None) -> None:
+    def skipped(self, entry: Stat, reason: str, *, remember: bool = True) -> None:
+        """Count *entry* as not searched, for *reason*; *remember* it so for the next page."""
+        self.found.skipped[reason] += 1
+        if remember:
+            self._learn(entry, skipped=reason)
+
+    def _learn(self, entry: Stat, *, count: int = 0, skipped: str | None = None) -> None:
         """Remember *entry* as searched to its end."""
         if self.query.memo is not None:
             self.query.memo.learn(entry, count=count, skipped=skipped)
@@ -180,7 +189,7 @@ class Scan:
             return False
         self.found.files_searched += len(self.files_read)
         for entry in self.files_read:
-            self.learn(entry, count=self.counts.pop(entry.path, 0))
+            self._learn(entry, count=self.counts.pop(entry.path, 0))
         self.tail.extend(batch[-self.query.before :] if self.query.before else ())
         if self._full():  # the next batch is twice as large (a short one, flushed early: same)
             self.shift = max(0, self.shift - 1)
@@ -202,9 +211,9 @@ class Scan:
                 )
             )
 
-    async def whole(self, path: str, lines: list[str]) -> bool:
+    async def whole(self, entry: Stat, lines: list[str]) -> bool:
         """Search one file's whole text (multiline); whether there is time to go on."""
-        text = "\n".join(lines)
+        path, text = entry.path, "\n".join(lines)
         pattern = self.query.pattern
         try:
             spans = await anyio.to_thread.run_sync(pattern.find_all, text, self.deadline)
@@ -228,6 +237,8 @@ class Scan:
             self._context(hit, numbered, first, last=last)
             self.found.hits.append(hit)
         self.found.files_searched += 1
+        self._learn(entry, count=self.counts.pop(path, 0))
+        await self.report()
         return not self.out_of_time()
 
     def _counted(self, path: str) -> bool:

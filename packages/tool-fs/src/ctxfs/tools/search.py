@@ -28,7 +28,6 @@ from typing import Final
 
 import anyio
 import anyio.lowlevel
-import regex
 
 from ctxfs.core import (
     Context,
@@ -88,7 +87,7 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
         files = [stat]
         if (given := await _engine_lines(ctx, query, [root])) and root in given:
             await _searched(ctx, replace(query, memo=None), found, files, given=given)
-            found.complete = found.lines_matched < _engine_count(query) and not found.timed_out
+            found.complete = found.lines_matched < _lines_wanted(query) and not found.timed_out
             return found
     elif not query.multiline and (
         (accelerated := await _engine_counts(ctx, query, root)) is not None
@@ -126,7 +125,7 @@ async def _engine_counts(ctx: Context, query: GrepQuery, root: str) -> FileMatch
         )
 
 
-def _engine_count(query: GrepQuery) -> int:
+def _lines_wanted(query: GrepQuery) -> int:
     """The matching lines an engine is asked for per file: the page's, and one after."""
     return query.page.first + query.page.count
 
@@ -137,13 +136,12 @@ async def _engine_lines(
     """The backend engine's matching and context lines of *paths* for the page of *query*."""
     if query.multiline or query.mode is not OutputMode.CONTENT:
         return None
-    flags = query.pattern.compiled.flags
     given = await ctx.fs.search_lines(
         LineSearch(
             paths=tuple(paths),
             pattern=query.pattern.compiled.pattern,
-            ignore_case=bool(flags & regex.IGNORECASE),
-            max_count=_engine_count(query),
+            ignore_case=query.pattern.ignore_case,
+            max_count=_lines_wanted(query),
             before=query.before,
             after=query.after,
             seconds=query.seconds,
@@ -177,11 +175,10 @@ async def _searched(
 
 def _file_search(query: GrepQuery, root: str) -> FileSearch:
     """What a backend's own engine is asked for *query*."""
-    flags = query.pattern.compiled.flags
     return FileSearch(
         path=root,
         pattern=query.pattern.compiled.pattern,
-        ignore_case=bool(flags & regex.IGNORECASE),
+        ignore_case=query.pattern.ignore_case,
         multiline=query.multiline,
         hidden=query.only.hidden,
         ignored=query.only.ignored,
@@ -195,8 +192,9 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
     """The result from a backend engine's counts per file.
 
     Totals come from the counts; the hits of the page are found by searching
-    (through ``ctx.fs``, confined and policy-checked like any read) only the files
-    the page falls in, skipping whole files before it.
+    only the files the page falls in, skipping whole files before it: in the
+    lines the engine gives of them (each authorized like a read), or, for a file
+    it leaves out, by reading it through ``ctx.fs``.
     """
     keep = query.file_filter
     counts = {
@@ -243,8 +241,11 @@ async def _search_lines(
 ) -> None:
     """Feed the lines of each file to *search*, until the end, its page, or its deadline."""
     width = ctx.mount.backend.capabilities.concurrent_reads
-    wanted = (lambda entry: entry.path not in given and search.unknown(entry)) if given else None
-    async with ReadAhead(ctx, files, width=width, wanted=wanted or search.unknown) as ahead:
+
+    def wanted(entry: Stat) -> bool:  # to be read here, not given by the engine nor known
+        return entry.path not in given and search.unknown(entry)
+
+    async with ReadAhead(ctx, files, width=width, wanted=wanted) as ahead:
         await _search_lines_of(ctx, files, search, ahead, given)
 
 
@@ -286,9 +287,7 @@ async def _search_lines_of(
                             return
         except FsError as error:  # this file cannot be searched (its lines not yet searched go)
             search.drop(start)
-            search.found.skipped[_reason(error)] += 1
-            if not flushed:
-                search.learn(entry, skipped=_reason(error))
+            search.skipped(entry, _reason(error), remember=not flushed)
             continue
         search.read_whole(entry)
     await search.flush()
@@ -313,13 +312,10 @@ async def _search_whole_files(ctx: Context, files: list[Stat], search: Scan) -> 
         try:
             lines = await all_lines(ctx, entry.path, max_chars=MULTILINE_MAX_CHARS)
         except FsError as error:
-            search.found.skipped[_reason(error)] += 1
-            search.learn(entry, skipped=_reason(error))
+            search.skipped(entry, _reason(error))
             continue
-        if not await search.whole(entry.path, lines):
+        if not await search.whole(entry, lines):
             return
-        await search.report()
-        search.learn(entry, count=search.counts.pop(entry.path, 0))
 
 
 def _reason(error: FsError) -> str:
