@@ -128,11 +128,12 @@ class Ripgrep:
         """
         names = {f"/dev/fd/{fd}": path for path, fd in opened.items()}
         arguments = self.line_arguments(replace(search, paths=tuple(names)))
-        output, returncode, timed_out = await self._run(
+        ran = await self._run(
             root, root_fd, arguments, search.seconds, pass_fds=tuple(opened.values())
         )
-        if returncode == 2 and not output and not timed_out:
+        if ran is None:
             return None
+        output, timed_out = ran
         if timed_out:
             return FileLines(lines={}, complete=False)
         found = _lines(output, tuple(names))
@@ -144,11 +145,12 @@ class Ripgrep:
         ripgrep is killed at ``search.seconds`` (the answer then covers the files
         it finished) or when the caller is cancelled.
         """
-        output, returncode, timed_out = await self._run(
+        ran = await self._run(
             root, root_fd, self.arguments(search), search.seconds, found_so_far=search.found_so_far
         )
-        if returncode == 2 and not output and not timed_out:
-            return None  # ripgrep's "error" with no output: a pattern it does not understand
+        if ran is None:
+            return None
+        output, timed_out = ran
         found = _parsed(output, search, prefix="" if search.path else "./")
         return replace(found, complete=not timed_out) if timed_out else found
 
@@ -161,10 +163,11 @@ class Ripgrep:
         *,
         pass_fds: tuple[int, ...] = (),
         found_so_far: Callable[[int], None] | None = None,
-    ) -> tuple[bytes, int | None, bool]:
-        """Ripgrep's output, exit status, and whether it was stopped at *seconds*.
+    ) -> tuple[bytes, bool] | None:
+        """Ripgrep's output, and whether it was stopped at *seconds*; None: pattern refused.
 
-        It is killed there, or when the caller is cancelled.
+        A refused pattern is ripgrep's "error" status with no output. ripgrep is
+        killed at *seconds*, or when the caller is cancelled.
         """
         process = await anyio.to_thread.run_sync(self._start, root, root_fd, arguments, pass_fds)
         try:
@@ -174,7 +177,9 @@ class Ripgrep:
         finally:
             if process.poll() is None:
                 process.kill()  # cancelled: the abandoned thread's wait then ends at once
-        return output, process.returncode, timed_out
+        if process.returncode == 2 and not output and not timed_out:
+            return None
+        return output, timed_out
 
     def _start(
         self, root: Path, root_fd: int, arguments: list[str], pass_fds: tuple[int, ...]
@@ -203,19 +208,11 @@ def _finish(
     seconds: float | None,
     found_so_far: Callable[[int], None] | None = None,
 ) -> tuple[bytes, bool]:
-    """Ripgrep's output, and whether it had to be stopped at *seconds*.
+    """Ripgrep's output, read as it comes, and whether it had to be stopped at *seconds*.
 
-    With *found_so_far*, the output is read as it comes, and the number of
-    records so far (one NUL each) is told after each read.
+    With *found_so_far*, the number of records so far (one NUL each) is told
+    after each read.
     """
-    if found_so_far is None:
-        try:
-            output, _ = process.communicate(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output, _ = process.communicate()
-            return output, True
-        return output, False
     assert process.stdout is not None
     deadline = None if seconds is None else time.monotonic() + seconds
     chunks, records, timed_out = [], 0, False
@@ -224,16 +221,17 @@ def _finish(
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                process.kill()
-                timed_out = True
+                process.kill()  # what it wrote before is still read, to its end
+                deadline, timed_out = None, True
             elif not waiting.select(left):
                 continue
             chunk = os.read(process.stdout.fileno(), 1 << 16)
             if not chunk:
                 break
             chunks.append(chunk)
-            records += chunk.count(b"\0")
-            found_so_far(records)
+            if found_so_far is not None:
+                records += chunk.count(b"\0")
+                found_so_far(records)
     process.stdout.close()
     process.wait()
     return b"".join(chunks), timed_out
