@@ -277,8 +277,7 @@ class LocalBackend(Backend):
 
     async def _details(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
         """``stat`` the entries (of one directory) in one worker trip."""
-        bare = [entry for entry in entries if entry.mtime is None]
-        if not bare:
+        if all(entry.mtime is not None for entry in entries):
             return entries
         return await self._run(self._details_sync, entries)
 
@@ -298,8 +297,7 @@ class LocalBackend(Backend):
         found = await engine.search(self.root, self.root_fd, search)
         if found is None or self.read_hard_links or search.pattern is None:
             return found
-        counts = await anyio.to_thread.run_sync(self._single_named, found.counts)
-        linked = len(found.counts) - len(counts)
+        counts, linked = await anyio.to_thread.run_sync(self._single_named, found.counts)
         return replace(found, counts=counts, skipped={"hard_linked": linked} if linked else {})
 
     async def search_lines(self, search: LineSearch) -> FileLines | None:
@@ -325,23 +323,27 @@ class LocalBackend(Backend):
                 fd = self._open(path, os.O_RDONLY | os.O_CLOEXEC)
             except FsError:
                 continue
-            info = os.fstat(fd)
-            if stat.S_ISREG(info.st_mode) and (info.st_nlink == 1 or self.read_hard_links):
-                opened[path] = fd
-            else:
+            try:
+                self._check_regular(path, os.fstat(fd))  # a read's own check
+            except FsError:
                 os.close(fd)
+                continue
+            opened[path] = fd
         return opened
 
-    def _single_named(self, counts: dict[str, int]) -> dict[str, int]:
-        kept = {}
+    def _single_named(self, counts: dict[str, int]) -> tuple[dict[str, int], int]:
+        """The files of *counts* with no other name, and how many had one (left out)."""
+        kept, linked = {}, 0
         for path, count in counts.items():
             try:
                 info = os.stat(path, dir_fd=self.root_fd, follow_symlinks=False)
             except OSError:
-                continue
+                continue  # gone since ripgrep saw it
             if info.st_nlink == 1:
                 kept[path] = count
-        return kept
+            else:
+                linked += 1
+        return kept, linked
 
     def lock(self, key: str, *, timeout: float) -> AbstractAsyncContextManager[None]:
         """The cross-process mutation lock of the file *key* (:meth:`locate`'s key)."""
