@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ctxfs.core import ABSENT, Context, Fs, MemoryBackend
+from ctxfs.core import ABSENT, Context, Fs, MemoryBackend, Operation, hookimpl
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 
 pytestmark = pytest.mark.anyio
@@ -158,3 +158,35 @@ async def test_a_caller_that_asks_hears_the_search_go(ctx: Context) -> None:
     quiet: list[object] = []
     await FsToolset().execute(ctx, "grep", {"pattern": "needle"}, progress=quiet.append)  # type: ignore[arg-type]
     assert quiet == []  # a search quicker than a second says nothing
+
+
+async def test_a_store_without_an_engine_sees_each_operation_reported_once(
+    backend: RecordingBackend,
+) -> None:
+    # The engine primitives (a flat tree listing, ripgrep's counts and lines) are optional: a
+    # store without them is not asked, so nothing is authorized or audited twice.
+    reported: list[tuple[str, str]] = []
+
+    class Ledger:
+        @hookimpl
+        def ctxfs_finished(self, ctx: Context, op: Operation, error: object) -> None:
+            reported.append((str(op.kind), op.path))
+
+    calls = (
+        {"pattern": "needle", "output_mode": "count"},
+        {"pattern": "needle", "path": "d0/f001.txt"},
+    )
+    async with Fs(backend, plugins=[Ledger()], load_entrypoints=False) as fs:
+        ctx = fs.context(owner="agent")
+        for arguments in calls:
+            reported.clear()
+            await FsToolset().execute(ctx, "grep", arguments)
+            reads = [path for kind, path in reported if kind == "read"]
+            assert reads, reported
+            assert len(reads) == len(set(reads)), "a file was authorized twice"
+            lists = [path for kind, path in reported if kind == "list"]
+            assert len(lists) == len(set(lists)), "a directory was listed twice"
+        assert reads == ["d0/f001.txt"]
+        reported.clear()
+        await FsToolset().execute(ctx, "glob", {"pattern": "**/*.txt"})
+        assert sorted(path for _, path in reported) == ["", "d0", "d1", "d2", "d3"]

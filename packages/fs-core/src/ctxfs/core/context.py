@@ -18,6 +18,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ctxfs.core.backend import (
+    Backend,
     FileKind,
     FileLines,
     FileMatches,
@@ -378,6 +379,8 @@ class ContextFs:
         is left out: a file, or one below a hidden directory.
         """
         ctx, mount = self._ctx, self._ctx.mount
+        if not _offers(mount.backend, "_list_tree"):
+            return None  # nothing to authorize, nor to report: the caller lists instead
         async with self._reported(OpKind.LIST, path, file=False) as report:
             await mount.hooks.authorize(ctx, report.op)
             entries = await mount.backend.list_tree(report.op.path)
@@ -423,6 +426,8 @@ class ContextFs:
         on the resolved path) are left out.
         """
         ctx, mount = self._ctx, self._ctx.mount
+        if not _offers(mount.backend, "search_files"):
+            return None  # nothing to authorize, nor to report: the caller walks instead
         async with self._reported(OpKind.LIST, search.path, file=False) as report:
             await mount.hooks.authorize(ctx, report.op)
             resolved = report.op.resolved
@@ -457,6 +462,8 @@ class ContextFs:
         given.
         """
         ctx, mount = self._ctx, self._ctx.mount
+        if not _offers(mount.backend, "search_lines"):
+            return None  # nothing to authorize, nor to report: the caller reads instead
         spelled: dict[str, str] = {}
         for path in search.paths:
             await anyio.lowlevel.checkpoint()  # many files: let a cancel land between them
@@ -565,6 +572,11 @@ async def _text_work(size: int, work: Callable[[], T], *, costly: bool = False) 
     if size <= TEXT_WORK_INLINE_BYTES and not costly:
         return work()
     return await anyio.to_thread.run_sync(work)
+
+
+def _offers(backend: Backend, method: str) -> bool:
+    """Whether *backend* implements the optional *method* itself (the default answers None)."""
+    return getattr(type(backend), method) is not getattr(Backend, method)
 
 
 def _with_parents(path: str, top: str) -> list[str]:
