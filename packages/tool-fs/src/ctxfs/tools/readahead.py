@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from types import TracebackType
-from typing import Final, Self
+from typing import Final
 
 import anyio
 
@@ -35,8 +34,8 @@ class _Pending:
         self.lines: list[str] | FsError | None = None
 
 
-class ReadAhead:
-    """*files* read ahead, *width* at once, those *wanted* says.
+class ReadAhead(Background):
+    """*files* read ahead, *width* at once, those *wanted* says (none for a width of 1).
 
     Use it in ``async with``, and :meth:`take` each file in turn.
     """
@@ -44,24 +43,10 @@ class ReadAhead:
     def __init__(
         self, ctx: Context, files: list[Stat], *, width: int, wanted: Callable[[Stat], bool]
     ) -> None:
+        super().__init__()
         self.ctx, self.files, self.width, self.wanted = ctx, files, width, wanted
         self._pending: dict[int, _Pending] = {}
         self._next = 0  # the first index not yet considered
-        self._tasks: Background | None = None
-
-    async def __aenter__(self) -> Self:
-        if self.width > 1:
-            self._tasks = await Background().__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._tasks is not None:
-            await self._tasks.__aexit__(kind, error, traceback)
 
     async def take(self, index: int) -> list[str] | None:
         """The lines of ``files[index]`` if read ahead, None to stream it (errors re-raised).
@@ -80,15 +65,14 @@ class ReadAhead:
         return pending.lines
 
     def _start_up_to(self, end: int) -> None:
-        tasks = self._tasks
-        if tasks is None:
+        if self.width <= 1:
             return
         while self._next < min(end, len(self.files)):
             entry = self.files[self._next]
             size = entry.size
             if size is not None and size <= READ_AHEAD_MAX_BYTES and self.wanted(entry):
                 pending = self._pending[self._next] = _Pending()
-                tasks.start_soon(partial(self._read, entry, pending))
+                self.start_soon(partial(self._read, entry, pending))
             self._next += 1
 
     async def _read(self, entry: Stat, pending: _Pending) -> None:
