@@ -108,7 +108,7 @@ class ScanMemos:
 
     def memo(self, ctx: Context, search: tuple[object, ...]) -> ScanMemo:
         """The memo of *search* (everything that decides its items, not its page) for *ctx*."""
-        key = (id(ctx.mount), ctx.workspace, ctx.owner, *search)
+        key = _key(ctx, search)
         held = self._held.get(key)
         if held is None or held.mount() is not ctx.mount:  # a new search, or a recycled id
             held = _Held(mount=weakref.ref(ctx.mount), memo=ScanMemo(max_files=self.max_files))
@@ -119,10 +119,15 @@ class ScanMemos:
 
     def forget(self, ctx: Context, search: tuple[object, ...]) -> None:
         """Drop the memo of *search* (it was answered whole: no page follows)."""
-        self._held.pop((id(ctx.mount), ctx.workspace, ctx.owner, *search), None)
+        self._held.pop(_key(ctx, search), None)
 
     def _trim(self) -> None:
         files = sum(len(held.memo.files) for held in self._held.values())
         while len(self._held) > self.max_searches or (files > self.max_files and self._held):
             _, oldest = self._held.popitem(last=False)
             files -= len(oldest.memo.files)
+
+
+def _key(ctx: Context, search: tuple[object, ...]) -> tuple[object, ...]:
+    """Whose memo of *search* this is: one workspace's, one owner's (policies may differ)."""
+    return (id(ctx.mount), ctx.workspace, ctx.owner, *search)
