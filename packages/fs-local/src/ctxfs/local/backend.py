@@ -70,6 +70,7 @@ from ctxfs.core.kit import (
     content_version,
     join_path,
 )
+from ctxfs.local.answers import RecentAnswers
 from ctxfs.local.flocks import LockDirectory, default_state_dir
 from ctxfs.local.listing import DirectoryNames
 from ctxfs.local.oserrors import translate, translated
@@ -154,6 +155,7 @@ class LocalBackend(Backend):
         self.inline_reads = inline_reads
         self.ripgrep = ripgrep
         self._names = DirectoryNames()
+        self.answers = RecentAnswers()
         try:
             self.resolver: Resolver = choose_resolver(
                 self.root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
@@ -288,13 +290,22 @@ class LocalBackend(Backend):
     async def search_files(self, search: FileSearch) -> FileMatches | None:
         """Ripgrep's answer, confined by Landlock (None where either is missing).
 
+        The same question asked again while nothing below the directory has
+        changed (the next page) gets the same answer without a search
+        (:mod:`ctxfs.local.answers`).
+
         Files with other names (hard links) are left out unless they may be read.
         """
         # the first call runs the binary once (what it loads): not on the event loop
         engine = await anyio.to_thread.run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
-        found = await engine.search(self.root, self.root_fd, search)
+        found = await anyio.to_thread.run_sync(self.answers.recall, self.root_fd, search)
+        if found is None:
+            since_ns = self.answers.started()
+            found = await engine.search(self.root, self.root_fd, search)
+            if found is not None:
+                self.answers.remember(search, found, since_ns=since_ns)
         if found is None or self.read_hard_links or search.pattern is None:
             return found
         counts, linked = await anyio.to_thread.run_sync(self._single_named, found.counts)
