@@ -51,6 +51,7 @@ __all__ = [
     "Capabilities",
     "CasScope",
     "ConditionalUpdate",
+    "CutLine",
     "FileKind",
     "FileLines",
     "FileMatches",
@@ -216,8 +217,32 @@ class LineSearch:
     after: int = 0
     """Context lines around each matching line."""
     max_line_chars: int = 1 << 20
-    """A file with a longer matching or context line is left out of the answer."""
+    """A longer matching or context line comes as a :class:`CutLine` (or, where the
+    engine cannot cut it, its file is left out of the answer)."""
+    cut_chars: int = 1 << 12
+    """The least a :class:`CutLine` holds on either side of its first match."""
     seconds: float | None = None
+
+
+class CutLine(str):
+    """A line too long to give whole: the part of it around its first match.
+
+    The string is the part given, at most a few times :attr:`LineSearch.cut_chars`
+    on either side of the match; positions are in characters, within the line.
+    """
+
+    start: int
+    """Where the part given begins in the line."""
+    length: int
+    """The whole line's length."""
+    column: int | None
+    """Where the line's first match begins; None for a context line (given from its start)."""
+
+    def __new__(cls, text: str, *, start: int, length: int, column: int | None) -> CutLine:
+        """The part *text* of a line of *length* characters, beginning at *start*."""
+        cut = super().__new__(cls, text)
+        cut.start, cut.length, cut.column = start, length, column
+        return cut
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,8 +251,8 @@ class FileLines:
 
     lines: dict[str, list[tuple[int, str]]]
     """For each file answered, ``(number, text)`` of its matching lines and their context
-    lines, in order, without line breaks. A file left out (binary, a line over the cap,
-    not UTF-8 text) is to be searched by reading it."""
+    lines, in order, without line breaks; a line over the cap comes as a :class:`CutLine`.
+    A file left out (binary, not UTF-8 text) is to be searched by reading it."""
     complete: bool = True
     """False when the search stopped at its time limit (no file is then answered)."""
 

@@ -11,6 +11,10 @@ swapped for a link mid-walk, cannot make it open anything outside.
 Used only when all of this holds: the binary is found, the kernel has Landlock,
 and ripgrep understands the pattern (else the caller's own walk runs). Files are
 searched as ripgrep reads them: UTF-8, or UTF-16 with a byte-order mark.
+
+A matching or context line longer than the search's cap is omitted by ripgrep;
+a second run says where each such line's first match is, and
+:mod:`ctxfs.local.longlines` gives the part around it.
 """
 
 from __future__ import annotations
@@ -32,12 +36,14 @@ import anyio.to_thread
 
 from ctxfs.core import FileLines, FileMatches, FileSearch, LineSearch
 from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
+from ctxfs.local.longlines import cut_lines
 
 __all__ = ["Ripgrep", "find_ripgrep"]
 
 _LIBRARY: Final = re.compile(rb"(/\S+) \(0x[0-9a-f]+\)")
 _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
 _NUMBERED: Final = re.compile(rb"(\d+)[:-]")
+_OFFSET: Final = re.compile(rb"(\d+):(\d+):")
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
 
 
@@ -102,16 +108,24 @@ class Ripgrep:
         return args
 
     def line_arguments(self, search: LineSearch) -> list[str]:
-        """The command line for *search* (run with the root as working directory)."""
-        args = [self.binary, "--no-config", "--no-messages", "--null", "--no-heading"]
-        args += ["--with-filename", "--line-number", "--no-context-separator", "--no-ignore"]
-        args += ["--hidden", f"--max-columns={search.max_line_chars}"]
-        if search.max_count is not None:
-            args.append(f"--max-count={search.max_count}")
+        """The command line for *search*: matching and context lines, long ones omitted."""
+        args = ["--no-context-separator", f"--max-columns={search.max_line_chars}"]
         if search.before:
             args.append(f"--before-context={search.before}")
         if search.after:
             args.append(f"--after-context={search.after}")
+        return self._named_files(search, args)
+
+    def first_match_arguments(self, search: LineSearch) -> list[str]:
+        """The command line for where each matching line's first match is (a byte offset)."""
+        # no match text: each comes omitted (--replace would shift the offsets after it)
+        return self._named_files(search, ["--byte-offset", "--only-matching", "--max-columns=1"])
+
+    def _named_files(self, search: LineSearch, args: list[str]) -> list[str]:
+        args = [self.binary, "--no-config", "--no-messages", "--null", "--no-heading", *args]
+        args += ["--with-filename", "--line-number", "--no-ignore", "--hidden"]
+        if search.max_count is not None:
+            args.append(f"--max-count={search.max_count}")
         if search.ignore_case:
             args.append("--ignore-case")
         return [*args, "--regexp", search.pattern, "--", *search.paths]
@@ -127,16 +141,33 @@ class Ripgrep:
         refuses the pattern.
         """
         names = {f"/dev/fd/{fd}": path for path, fd in opened.items()}
-        arguments = self.line_arguments(replace(search, paths=tuple(names)))
+        search, fds = replace(search, paths=tuple(names)), tuple(opened.values())
         ran = await self._run(
-            root, root_fd, arguments, search.seconds, pass_fds=tuple(opened.values())
+            root, root_fd, self.line_arguments(search), search.seconds, pass_fds=fds
         )
-        if ran is None:
-            return None
-        output, timed_out = ran
-        if timed_out:
-            return FileLines(lines={}, complete=False)
-        found = _lines(output, tuple(names))
+        if ran is None or ran[1]:
+            return None if ran is None else FileLines(lines={}, complete=False)
+        found, long = _lines(ran[0], search.paths)
+        if long:  # lines ripgrep omitted: cut here, around where it says each match is
+            long_search = replace(search, paths=tuple(sorted(long)))
+            arguments = self.first_match_arguments(long_search)
+            ran = await self._run(root, root_fd, arguments, search.seconds, pass_fds=fds)
+            if ran is None or ran[1]:
+                return None if ran is None else FileLines(lines={}, complete=False)
+            for name, firsts in _first_matches(ran[0], long_search.paths).items():
+                cut = await anyio.to_thread.run_sync(
+                    functools.partial(
+                        cut_lines,
+                        opened[names[name]],
+                        firsts,
+                        before=search.before,
+                        after=search.after,
+                        width=search.cut_chars,
+                        cap=search.max_line_chars,
+                    )
+                )
+                if cut is not None:
+                    found[name] = cut
         return FileLines(lines={names[name]: lines for name, lines in found.items()})
 
     async def search(self, root: Path, root_fd: int, search: FileSearch) -> FileMatches | None:
@@ -263,14 +294,18 @@ def _parsed(output: bytes, search: FileSearch, *, prefix: str) -> FileMatches:
     return FileMatches(counts=counts, searched=int(found.group(1)) if found else len(counts))
 
 
-def _lines(output: bytes, paths: tuple[str, ...]) -> dict[str, list[tuple[int, str]]]:
+def _lines(
+    output: bytes, paths: tuple[str, ...]
+) -> tuple[dict[str, list[tuple[int, str]]], set[str]]:
     r"""The ``path\0number:text`` (``-`` for context) records, by path, in order.
 
-    A file with a line ripgrep omitted (too long), a binary-file notice (a
-    record with no NUL) or text that is not UTF-8 is left out of the answer.
+    A file with a binary-file notice (a record with no NUL) or text that is not
+    UTF-8 is left out of the answer; one with a line ripgrep omitted (too long)
+    too, but named apart (the second value).
     """
     found: dict[str, list[tuple[int, str]]] = {path: [] for path in paths}
     unanswered: set[str] = set()
+    long: set[str] = set()
     for record in output.split(b"\n"):
         raw, nul, rest = record.partition(b"\0")
         if not nul:
@@ -287,10 +322,22 @@ def _lines(output: bytes, paths: tuple[str, ...]) -> dict[str, list[tuple[int, s
             unanswered.add(path)
             continue
         if line in _OMITTED:
-            unanswered.add(path)
+            long.add(path)
         number = int(numbered.group(1))
         found[path].append((number, text.removeprefix("\ufeff") if number == 1 else text))
-    return {path: lines for path, lines in found.items() if path not in unanswered}
+    left_out = unanswered | long
+    return {path: lines for path, lines in found.items() if path not in left_out}, long - unanswered
+
+
+def _first_matches(output: bytes, paths: tuple[str, ...]) -> dict[str, dict[int, int]]:
+    r"""From ``path\0number:offset:`` records (one per match), each line's first match."""
+    found: dict[str, dict[int, int]] = {path: {} for path in paths}
+    for record in output.split(b"\n"):
+        raw, nul, rest = record.partition(b"\0")
+        path, numbered = os.fsdecode(raw), _OFFSET.match(rest)
+        if nul and path in found and numbered is not None:
+            found[path].setdefault(int(numbered.group(1)), int(numbered.group(2)))
+    return found
 
 
 def _path(raw: bytes, prefix: str) -> str:

@@ -19,7 +19,7 @@ from typing import Final
 
 import regex
 
-from ctxfs.core import InvalidArgument
+from ctxfs.core import CutLine, InvalidArgument
 
 __all__ = ["LinePattern", "OutOfTime", "Searched"]
 
@@ -156,6 +156,10 @@ class LinePattern:
         """
         hits: list[tuple[int, int]] = []
         for index, (_, _, line) in enumerate(lines):
+            if isinstance(line, CutLine):  # a part only: the engine said where it matches
+                if line.column is not None:
+                    hits.append((index, line.column))
+                continue
             try:
                 span = self.first_match(line, deadline=deadline)
             except OutOfTime as stopped:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ctxfs.core import FsError, format_line_number
+from ctxfs.core import CutLine, FsError, format_line_number
 
 __all__ = [
     "SHOWN_CHARS",
@@ -93,14 +93,17 @@ def cut(text: str) -> str:
 
 
 def around(text: str, start: int, width: int) -> tuple[str, int]:
-    """The part of *text*, at most *width* long, that shows position *start*.
+    """The part of a line, at most *width* long, that shows position *start*.
 
     Returns the part, with some of what leads up to *start*, and where it begins.
+    *text* is the line, or a :class:`~ctxfs.core.CutLine` of it holding the part.
     """
-    if len(text) <= width:
+    given, length = (text.start, text.length) if isinstance(text, CutLine) else (0, len(text))
+    if length <= width:
         return text, 0
-    begin = max(0, min(start - width // 4, len(text) - width))
-    return text[begin : begin + width], begin
+    begin = max(0, min(start - width // 4, length - width))
+    offset = max(0, begin - given)  # a cut line holds at least width around start
+    return text[offset : offset + width], begin
 
 
 def span(first: int, last: int) -> str:

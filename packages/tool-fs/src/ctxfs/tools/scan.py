@@ -18,7 +18,7 @@ from typing import Final
 
 import anyio.to_thread
 
-from ctxfs.core import Stat
+from ctxfs.core import CutLine, Stat
 from ctxfs.tools.matches import FileCount, Grep, GrepQuery, Hit, Line, OutputMode, SearchStatus
 from ctxfs.tools.memo import Known
 from ctxfs.tools.patterns import OutOfTime
@@ -265,7 +265,7 @@ class Scan:
             text=text,
             column=column,
             text_start=text_start,
-            line_chars=len(line),
+            line_chars=line.length if isinstance(line, CutLine) else len(line),
         )
 
     def _line(self, number: int, line: str) -> Line:

@@ -144,6 +144,7 @@ async def _engine_lines(
             max_count=_lines_wanted(query),
             before=query.before,
             after=query.after,
+            cut_chars=query.max_line_chars,
             seconds=query.seconds,
         )
     )
