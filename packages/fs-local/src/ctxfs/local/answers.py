@@ -77,6 +77,11 @@ class RecentAnswers:
                 _, oldest = self._answers.popitem(last=False)
                 held -= len(oldest.found.counts)
 
+    def clear(self) -> None:
+        """Forget every answer."""
+        with self._lock:
+            self._answers.clear()
+
     def recall(self, root_fd: int, search: FileSearch) -> FileMatches | None:
         """The answer to *search*, if one is kept and nothing it covers has changed since."""
         with self._lock:
