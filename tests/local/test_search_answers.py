@@ -196,3 +196,11 @@ def test_a_check_costlier_than_a_search_gives_up(root: Path) -> None:
         assert changed_since(fd, search, since, budget=100)
     finally:
         os.close(fd)
+
+
+async def test_a_listing_is_listed_again(ctx: Context, counted: list[FileSearch]) -> None:
+    # checking a kept listing would cost a stat per entry: more than listing again
+    for offset in (1, 101):
+        found = await FsToolset().execute(ctx, "glob", {"pattern": "**/*.txt", "offset": offset})
+        assert found.error_code is None, found.text
+    assert [run.pattern for run in counted] == [None, None]

@@ -66,8 +66,12 @@ class RecentAnswers:
         return time.time_ns() - self.settle_ns
 
     def remember(self, search: FileSearch, found: FileMatches, *, since_ns: int) -> None:
-        """Keep *found*, the complete answer to *search* started at *since_ns*."""
-        if not found.complete or len(found.counts) > self.max_files:
+        """Keep *found*, the complete answer to *search* started at *since_ns*.
+
+        Not a listing (no pattern): checking that it still holds would cost a
+        ``stat`` per entry, more than listing again.
+        """
+        if search.pattern is None or not found.complete or len(found.counts) > self.max_files:
             return
         with self._lock:
             self._answers[_question(search)] = _Answer(since_ns=since_ns, found=found)
@@ -82,8 +86,16 @@ class RecentAnswers:
         with self._lock:
             self._answers.clear()
 
+    def holds(self, search: FileSearch) -> bool:
+        """Whether an answer to *search* is kept (it may be out of date: see :meth:`recall`)."""
+        with self._lock:
+            return _question(search) in self._answers
+
     def recall(self, root_fd: int, search: FileSearch) -> FileMatches | None:
-        """The answer to *search*, if one is kept and nothing it covers has changed since."""
+        """The answer to *search*, if one is kept and nothing it covers has changed since.
+
+        Looks at the tree: meant for a worker thread.
+        """
         with self._lock:
             answer = self._answers.get(_question(search))
         if answer is None:

@@ -300,7 +300,9 @@ class LocalBackend(Backend):
         engine = await anyio.to_thread.run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
-        found = await anyio.to_thread.run_sync(self.answers.recall, self.root_fd, search)
+        found = None
+        if self.answers.holds(search):
+            found = await anyio.to_thread.run_sync(self.answers.recall, self.root_fd, search)
         if found is None:
             since_ns = self.answers.started()
             found = await engine.search(self.root, self.root_fd, search)
