@@ -432,8 +432,8 @@ class ContextFs:
             await mount.hooks.authorize(ctx, report.op)
             resolved = report.op.resolved
             found = await mount.backend.search_files(replace(search, path=resolved))
-            if found is None:
-                return None
+            if found is None or (report.op.path == resolved and not mount.hooks.hides):
+                return found  # every path spelled as found, and nothing to hide
             if report.op.path == resolved:  # no link on the way: every path is spelled as found
                 spelled = {path: (path, count) for path, count in found.counts.items()}
             else:

@@ -79,6 +79,8 @@ class GlobMatcher:
 
     def fullmatch(self, path: str) -> bool:
         """Whether *path* (root-relative, ``/``-separated) matches the whole pattern."""
+        if len(self.alternatives) == 1:  # the usual case: one call, not a generator
+            return self.alternatives[0].fullmatch(path)
         return any(alternative.fullmatch(path) for alternative in self.alternatives)
 
     def names(self) -> tuple[str, ...] | None:
@@ -113,7 +115,10 @@ class _Alternative:
 
     def fullmatch(self, path: str) -> bool:
         """Whether *path* matches this alternative."""
-        names, fixed = path.split("/"), self._fixed
+        fixed = self._fixed
+        if fixed is not None and len(fixed) == 1 and self._anywhere:  # "**/name": the name only
+            return bool(fixed[0].matches(path.rpartition("/")[2]))
+        names = path.split("/")
         if fixed is None:
             return self._from(0, 0, names, {})
         if self._anywhere and len(names) > len(fixed):

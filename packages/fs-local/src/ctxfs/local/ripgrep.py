@@ -97,8 +97,10 @@ class Ripgrep:
             args.append("--hidden")
         if search.ignored:
             args.append("--no-ignore")
-        for name in sorted(search.skip_dirs):
-            args += ["--glob", f"!{_escaped(name)}/"]
+        # one glob (each costs a match per path); hidden names are skipped anyway unless asked
+        skipped = sorted(name for name in search.skip_dirs if search.hidden or name[:1] != ".")
+        if skipped:
+            args += ["--glob", "!{" + ",".join(map(_escaped, skipped)) + "}/"]
         if search.names is not None:  # a file type: unlike --glob, it keeps the ignore rules
             args += [f"--type-add=ctxfsnames:{name}" for name in search.names]
             args.append("--type=ctxfsnames")
@@ -274,13 +276,12 @@ def _parsed(output: bytes, search: FileSearch, *, prefix: str) -> FileMatches:
     Split on NUL first, so a name holding a line break keeps it.
     """
     counts: dict[str, int] = {}
-    if search.pattern is None:  # one decode, one split: a listing may hold 100,000 names
-        names = os.fsdecode(output).split("\0")
-        cut = len(prefix)
-        counts = dict.fromkeys(
-            (name[cut:] if prefix and name.startswith(prefix) else name for name in names if name),
-            0,
-        )
+    if search.pattern is None:  # a listing may hold 100,000 names: no work per name here
+        text = os.fsdecode(output)
+        if prefix:  # every name ends in NUL: the prefix follows one, or starts the text
+            text = ("\0" + text).replace("\0" + prefix, "\0")[1:]
+        counts = dict.fromkeys(text.split("\0"), 0)
+        counts.pop("", None)
         return FileMatches(counts=counts, searched=len(counts))
     records = output.split(b"\0")
     path, rest = records[0], b""
@@ -347,4 +348,4 @@ def _path(raw: bytes, prefix: str) -> str:
 
 def _escaped(name: str) -> str:
     """*name* as a literal in one of ripgrep's globs."""
-    return re.sub(r"([*?\[\]{}\\!])", r"\\\1", name)
+    return re.sub(r"([*?\[\]{},\\!])", r"\\\1", name)

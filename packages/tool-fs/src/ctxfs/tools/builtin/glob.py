@@ -104,7 +104,11 @@ class GlobTool(Tool[GlobArgs, GlobData]):
                 seconds=options.grep_seconds,
                 names=matcher.names(),
             )
-        found = [e for e in walked.files if matcher.fullmatch(relative_to(e.path, root))]
+        matches = matcher.fullmatch
+        if root:
+            found = [e for e in walked.files if matches(relative_to(e.path, root))]
+        else:  # paths are relative to the root already
+            found = [e for e in walked.files if matches(e.path)]
         if args.sort == "modified":  # newest first; the path breaks ties
             found.sort(key=lambda entry: (-(entry.mtime or 0.0), entry.path))
         paths = [entry.path for entry in found]
