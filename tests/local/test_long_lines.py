@@ -17,7 +17,7 @@ import pytest
 from ctxfs.core import ContextFs, Fs
 from ctxfs.local import LocalBackend
 from ctxfs.local.ripgrep import find_ripgrep
-from ctxfs.tools import FsToolset
+from ctxfs.tools import FsToolset, search
 from tests.tools.conftest import skip_without_ripgrep
 
 pytestmark = pytest.mark.anyio
@@ -118,3 +118,22 @@ async def test_a_long_line_the_engine_cannot_cut_is_read_instead(
     engine = await grep(root, ripgrep=True)
     assert unread == ["long.txt"]
     assert engine == await grep(root, ripgrep=False)
+
+
+async def test_ctxfs_own_search_skips_a_line_too_long_to_hold_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "LINE_MAX_CHARS", 1 << 20)  # a 1 MiB line stands for 8 MiB
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "long.txt").write_bytes(b"NEEDLE first\n" + CASES["match in the middle"])
+    (root / "short.txt").write_bytes(b"NEEDLE\n")
+    walked = await grep(root, ripgrep=False)
+    assert [hit["path"] for hit in walked["matches"]] == ["short.txt"]
+    assert walked["skipped"] == {"line_too_long": 1}
+    backend = LocalBackend(root, state_dir=f"{root}.state", ripgrep=False)
+    async with Fs(backend, load_entrypoints=False) as fs:
+        found = await FsToolset().execute(fs.context(owner="a"), "grep", {"pattern": "NEEDLE"})
+    assert "(1 file skipped: 1 holding a line over" in found.text
+    engine = await grep(root, ripgrep=True)  # ripgrep cuts the line instead
+    assert [hit["path"] for hit in engine["matches"]] == ["long.txt", "long.txt", "short.txt"]

@@ -31,12 +31,14 @@ import anyio.lowlevel
 
 from ctxfs.core import (
     Context,
+    CutLine,
     FileKind,
     FileMatches,
     FileSearch,
     FsError,
     LineSearch,
     Stat,
+    TooLarge,
     normalize_path,
     relative_to,
 )
@@ -57,6 +59,7 @@ from ctxfs.tools.scan import Scan, TooSlow
 from ctxfs.tools.tree import all_lines, walk
 
 __all__ = [
+    "LINE_MAX_CHARS",
     "MULTILINE_MAX_CHARS",
     "FileCount",
     "Grep",
@@ -71,6 +74,9 @@ __all__ = [
 
 MULTILINE_MAX_CHARS: Final = 64 << 20
 """The largest file (in characters) a multiline search reads; a larger one is skipped."""
+LINE_MAX_CHARS: Final = 8 << 20
+"""The longest line ctxfs's own search holds (a file with a longer one is skipped, as
+``line_too_long``): memory stays bounded. A backend's engine cuts such lines instead."""
 
 
 async def grep(ctx: Context, query: GrepQuery) -> Grep:
@@ -271,12 +277,14 @@ async def _search_lines_of(
             if (known_lines := given.get(path)) is None and (whole := await ahead.take(index)):
                 known_lines = list(enumerate(whole, 1))
             numbered = (
-                ctx.fs.lines(path, max_line_chars=None)
+                ctx.fs.lines(path, max_line_chars=LINE_MAX_CHARS + 1)
                 if known_lines is None
                 else _each(known_lines)
             )
             async with aclosing(numbered) as lines:
                 async for number, line in lines:
+                    if len(line) > LINE_MAX_CHARS and not isinstance(line, CutLine):
+                        raise _too_long(path, number)
                     if search.add(path, number, line):
                         start, flushed = 0, True
                         if not await search.flush():
@@ -319,6 +327,20 @@ async def _search_whole_files(ctx: Context, files: list[Stat], search: Scan) -> 
             return
 
 
+def _too_long(path: str, number: int) -> TooLarge:
+    return TooLarge(
+        f"line {number} of {path} is over {LINE_MAX_CHARS:,} characters",
+        path=path,
+        details={"line": number, "line_too_long": True},
+    )
+
+
 def _reason(error: FsError) -> str:
-    """Why a file was skipped: the error's code, or ``hard_linked`` for a file with other names."""
-    return "hard_linked" if error.details.get("hard_links") else str(error.code)
+    """Why a file was skipped: the error's code, or a reason of its own.
+
+    ``hard_linked``: a file with other names; ``line_too_long``: one with a line
+    over :data:`LINE_MAX_CHARS`.
+    """
+    if error.details.get("hard_links"):
+        return "hard_linked"
+    return "line_too_long" if error.details.get("line_too_long") else str(error.code)

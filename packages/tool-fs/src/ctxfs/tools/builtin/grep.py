@@ -345,6 +345,7 @@ _REASONS = {
     "binary_file": "binary",
     "encoding_error": "undecodable",
     "too_large": "too large",
+    "line_too_long": f"holding a line over {search.LINE_MAX_CHARS:,} characters",
 }
 
 
