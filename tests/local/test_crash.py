@@ -1,4 +1,6 @@
-"""kill -9 during writes and edits: files are old or new, never torn; temps hidden and reaped.
+"""kill -9 during writes, edits and moves: files are old or new, never torn, never lost.
+
+Temps are hidden and reaped.
 
 A zygote process imports ctxfs once and forks a writer per trial, so each of the
 seeded trials costs milliseconds, not an interpreter start. The test kills the
@@ -30,6 +32,7 @@ WRITE_CONTENTS = {((letter * 99 + "\n") * (SIZE // 100)).encode() for letter in 
 EDIT_CONTENTS = {
     b"state=" + letter + b"\n" + b"filler line\n" * (SIZE // 12) for letter in (b"A", b"B")
 }
+MOVED = b"moved around\n" * 1000
 
 ZYGOTE = textwrap.dedent(
     """
@@ -52,6 +55,15 @@ ZYGOTE = textwrap.dedent(
             while True:
                 letter = "B" if letter == "A" else "A"
                 await ctx.fs.write("written.txt", (letter * 99 + "\\n") * (SIZE // 100))
+        if mode == "move":  # back and forth between two directories
+            here, there = "moving/a/file.txt", "moving/b/file.txt"
+            if not os.path.exists(os.path.join(ROOT, here)):
+                here, there = there, here
+            await ctx.fs.read(here, limit=1)
+            print("ready", flush=True)
+            while True:
+                await ctx.fs.move(here, there)  # the mover has observed it there
+                here, there = there, here
         first = (await ctx.fs.read("edited.txt", limit=1)).text
         print("ready", flush=True)
         while True:
@@ -82,6 +94,8 @@ def workspace(tmp_path: Path) -> Iterator[tuple[Path, Path, subprocess.Popen[str
     root.mkdir()
     (root / "written.txt").write_bytes(min(WRITE_CONTENTS))
     (root / "edited.txt").write_bytes(min(EDIT_CONTENTS))
+    (root / "moving" / "a").mkdir(parents=True)
+    (root / "moving" / "a" / "file.txt").write_bytes(MOVED)
     zygote = subprocess.Popen(
         [sys.executable, "-c", ZYGOTE, str(root), str(state), str(SIZE)],
         stdin=subprocess.PIPE,
@@ -102,7 +116,7 @@ def test_kill_9_never_tears_a_file(workspace: tuple[Path, Path, subprocess.Popen
     assert zygote.stdin is not None
     assert zygote.stdout is not None
     rng = random.Random(20261129)
-    trials = ["write", "edit"] * 30
+    trials = ["write", "edit", "move"] * 30
     for mode in trials:
         zygote.stdin.write(mode + "\n")
         zygote.stdin.flush()
@@ -114,12 +128,14 @@ def test_kill_9_never_tears_a_file(workspace: tuple[Path, Path, subprocess.Popen
         assert zygote.stdout.readline().strip() == "reaped"
         assert (root / "written.txt").read_bytes() in WRITE_CONTENTS
         assert (root / "edited.txt").read_bytes() in EDIT_CONTENTS
+        moved = [root / "moving" / side / "file.txt" for side in "ab"]
+        assert [path.read_bytes() for path in moved if path.exists()] == [MOVED], "never lost"
 
     async def afterwards() -> None:
         fs = Fs(LocalBackend(root, state_dir=state), load_entrypoints=False, lock_timeout=2.0)
         ctx = fs.context(owner="survivor")
         names = [entry.name for entry in await ctx.fs.list()]
-        assert names == ["edited.txt", "written.txt"], "temporary files are hidden"
+        assert names == ["edited.txt", "moving", "written.txt"], "temporary files are hidden"
         assert sorted(os.listdir(root)) == names, "and reaped"
         first = (await ctx.fs.read("edited.txt", limit=1)).text
         await ctx.fs.edit("edited.txt", first, "state=C\n")  # the locks are free again

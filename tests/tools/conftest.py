@@ -14,6 +14,20 @@ from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset
 from tests.tools.served import CRLF
 
+FILE_TOOLS = [
+    "read",
+    "write",
+    "edit",
+    "multi_edit",
+    "delete",
+    "move",
+    "create_directory",
+    "list_dir",
+    "glob",
+    "grep",
+]
+"""The tools a toolset offers by default, in order."""
+
 Seed = Callable[[str, bytes], Awaitable[None]]
 
 

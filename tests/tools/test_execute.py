@@ -32,7 +32,7 @@ from ctxfs.core import (
 )
 from ctxfs.local import LocalBackend
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
-from tests.tools.conftest import Seed
+from tests.tools.conftest import FILE_TOOLS, Seed
 
 pytestmark = pytest.mark.anyio
 
@@ -466,7 +466,7 @@ FAILURES = [
     Failure("grep bad glob", "grep", {"pattern": "x", "glob": "[z"}, ErrorCode.INVALID_ARGUMENT,
             "unclosed '['"),
     Failure("unknown tool", "shell", {"command": "ls"}, ErrorCode.INVALID_ARGUMENT,
-            "the tools offered are: read, write, edit, list_dir, glob, grep"),
+            "the tools offered are: " + ", ".join(FILE_TOOLS)),
 ]  # fmt: skip
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend, hookimpl
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
+from tests.tools.conftest import FILE_TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +26,7 @@ async def test_without_deferred_tools_there_is_no_search_pair(
 
 async def test_deferred_tools_are_absent_and_the_search_pair_appears(ctx: Context) -> None:
     offered = await names(FsToolset(DEFERRED), ctx)
-    assert offered == ["read", "write", "edit", "list_dir", "search_tools", "call_tool"]
+    assert offered == [*FILE_TOOLS[:-2], "search_tools", "call_tool"]
 
 
 @pytest.mark.parametrize(
@@ -122,9 +123,10 @@ async def test_plugins_decide_per_step_and_the_strictest_vote_wins() -> None:
     tools = FsToolset()
     reviewer, author = fs.context(owner="reviewer"), fs.context(owner="author")
     assert await names(tools, reviewer) == [
-        "read", "edit", "list_dir", "glob", "search_tools", "call_tool",
+        "read", "edit", "multi_edit", "delete", "move", "create_directory", "list_dir", "glob",
+        "search_tools", "call_tool",
     ]  # fmt: skip
-    assert await names(tools, author) == ["read", "write", "edit", "list_dir", "glob", "grep"]
+    assert await names(tools, author) == FILE_TOOLS
     refused = await tools.execute(reviewer, "write", {"file_path": "a", "content": "x"})
     assert refused.error_code is ErrorCode.INVALID_ARGUMENT
     assert (

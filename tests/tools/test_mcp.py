@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from ctxfs.core import ABSENT, Fs, MemoryBackend
 from ctxfs.tools.mcpserver import OWNER_META_KEY, McpTools, create_server
+from tests.tools.conftest import FILE_TOOLS
 from tests.tools.served import CRLF, TOKENS, client, serve_http, stale_conflict, token_file
 
 pytestmark = pytest.mark.anyio
@@ -39,7 +40,7 @@ async def test_tools_carry_schemas_and_annotations() -> None:
     server, _ = await memory_server()
     async with Client(server, raise_exceptions=True) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert list(tools) == ["read", "write", "edit", "list_dir", "glob", "grep"]
+    assert list(tools) == FILE_TOOLS
     read, edit = tools["read"], tools["edit"]
     assert read.input_schema["required"] == ["file_path"]
     assert read.input_schema["additionalProperties"] is False
@@ -110,7 +111,7 @@ def stdio(root: Path, *options: str) -> StdioServerParameters:
 async def test_serve_over_stdio(workspace: Path) -> None:
     async with Client(stdio(workspace)) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
-        assert names == ["read", "write", "edit", "list_dir", "glob", "grep"]
+        assert names == FILE_TOOLS
         result = await client.call_tool("read", {"file_path": "notes.md"})
         assert result.structured_content is not None
         assert result.structured_content["content"] == "alpha\nbeta\n"
@@ -350,6 +351,37 @@ async def test_the_new_arguments_cross_the_mcp_server() -> None:
         )
         assert newest.structured_content is not None
         assert sorted(newest.structured_content["paths"]) == [".hidden.py", "a.py"]
+
+
+async def test_the_workspace_tools_cross_the_mcp_server() -> None:
+    server, fs = await memory_server()
+    async with Client(server, raise_exceptions=True) as client:
+        await client.call_tool("read", {"file_path": "notes.md"})
+        edits = [
+            {"old_string": "alpha", "new_string": "one"},
+            {"old_string": "one\nbeta", "new_string": "one\ntwo"},
+        ]
+        dry = await client.call_tool(
+            "multi_edit", {"file_path": "notes.md", "edits": edits, "dry_run": True}
+        )
+        assert dry.structured_content is not None
+        assert dry.structured_content["written"] is False
+        assert (await fs.backend.read("notes.md")).data == CRLF
+        done = await client.call_tool("multi_edit", {"file_path": "notes.md", "edits": edits})
+        assert not done.is_error
+        moved = await client.call_tool(
+            "move", {"source_path": "notes.md", "destination_path": "docs/notes.md"}
+        )
+        assert moved.structured_content is not None
+        assert moved.structured_content["destination"] == "docs/notes.md"
+        assert (await fs.backend.read("docs/notes.md")).data == b"one\r\ntwo\r\n"
+        made = await client.call_tool("create_directory", {"path": "src/pkg"})
+        assert not made.is_error
+        deleted = await client.call_tool("delete", {"file_path": "docs/notes.md"})
+        assert not deleted.is_error
+        gone = await client.call_tool("read", {"file_path": "docs/notes.md"})
+        assert gone.structured_content is not None
+        assert gone.structured_content["error"]["code"] == "not_found"
 
 
 # -- progress ------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import pytest
 
 from ctxfs.core import Context, Fs, NotFound
 from ctxfs.tools import FsToolset, ToolsetOptions
-from tests.tools.conftest import Seed
+from tests.tools.conftest import FILE_TOOLS, Seed
 
 pytestmark = pytest.mark.anyio
 
@@ -418,7 +418,7 @@ async def test_without_the_write_tools_the_editor_gives_way_to_custom_tools(
     hidden = FsToolset(ToolsetOptions(exposure={"write": Exposure.HIDDEN}))
     definitions = await hidden.definitions(ctx, provider="anthropic")
     assert all("type" not in d for d in definitions)
-    assert {d["name"] for d in definitions} == {"read", "edit", "list_dir", "glob", "grep"}
+    assert {d["name"] for d in definitions} == set(FILE_TOOLS) - {"write"}
     for d in definitions:
         assert set(d) == {"name", "description", "input_schema"}
     refused = await hidden.execute(

@@ -34,6 +34,7 @@ from ctxfs.tools import (
 )
 from ctxfs.tools.mcpserver import McpTools, create_server
 from ctxfs.tools.pydanticai import CtxfsToolset
+from tests.tools.conftest import FILE_TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -131,7 +132,7 @@ async def test_a_registered_tool_is_offered_to_every_provider(fs: Fs, toolset: F
     assert "word_count" in [tool["name"] for tool in responses]
     anthropic = await toolset.definitions(ctx, provider="anthropic")
     names = [tool["name"] for tool in anthropic]
-    assert names == ["str_replace_based_edit_tool", "glob", "grep", "word_count"]
+    assert names == ["str_replace_based_edit_tool", *FILE_TOOLS[3:7], "glob", "grep", "word_count"]
     definition = (await toolset.tools(ctx))[-1]
     assert (definition.name, definition.owner) == ("word_count", "tests")
     assert definition.output_schema["properties"]["words"] == {"type": "integer"}
@@ -230,13 +231,13 @@ async def test_a_step_asks_the_plugins_once_for_its_listing_and_its_calls(fs: Fs
     ctx = watched.context(owner="a")
     toolset = FsToolset()
     offer = await toolset.offer(ctx)
-    assert counting.asked == ["read", "write", "edit", "list_dir", "glob", "grep"]
+    assert counting.asked == FILE_TOOLS
     await toolset.definitions(ctx, provider="anthropic", offer=offer)
     await toolset.execute(ctx, "read", {"file_path": "a.txt"}, offer=offer)
     await toolset.execute(ctx, "edit", _edit("two", "deux"), offer=offer)
-    assert len(counting.asked) == 6  # the listing and both calls used the step's offer
+    assert len(counting.asked) == len(FILE_TOOLS)  # the listing and both calls used the offer
     await toolset.execute(ctx, "read", {"file_path": "a.txt"})  # no offer: this call works one out
-    assert len(counting.asked) == 12
+    assert len(counting.asked) == 2 * len(FILE_TOOLS)
 
 
 async def test_pydantic_ai_asks_the_plugins_once_per_step(fs: Fs) -> None:
@@ -251,7 +252,9 @@ async def test_pydantic_ai_asks_the_plugins_once_per_step(fs: Fs) -> None:
 
     agent = Agent(FunctionModel(script), deps_type=Context, toolsets=[CtxfsToolset()])
     await agent.run("look", deps=watched.context(owner="a"))
-    assert len(counting.asked) == 2 * 6  # two steps, one offer each: the calls reuse it
+    assert len(counting.asked) == 2 * len(
+        FILE_TOOLS
+    )  # two steps, one offer each: the calls reuse it
 
 
 # -- exposure answers never escape ------------------------------------------------------------
@@ -286,7 +289,7 @@ async def test_a_bad_exposure_answer_hides_the_tool_and_its_call_is_a_result(
     assert plan["write"] == "hidden"  # a spelling of a known answer counts
     assert plan["grep"] == "deferred"
     assert (plan["glob"], plan["read"]) == ("hidden", "hidden")  # no answer at all: fails closed
-    assert listed == ["edit", "list_dir", "search_tools", "call_tool"]
+    assert listed == [*FILE_TOOLS[2:8], "search_tools", "call_tool"]
     assert glob.error_code is ErrorCode.BACKEND_ERROR
     assert "'invisible' is not 'direct', 'deferred', 'hidden' or None" in glob.text
     assert edit.error_code is ErrorCode.NOT_OBSERVED  # the other tools run as usual
@@ -381,7 +384,7 @@ async def test_without_exposure_plugins_the_configured_offer_is_worked_out_once(
     counting = Counting()
     fs.plugin_manager.register(counting)  # a plugin that has a say: asked from now on
     assert (await toolset.offer(ctx)).direct == registered.direct
-    assert counting.asked == ["read", "write", "edit", "list_dir", "glob", "grep", "word_count"]
+    assert counting.asked == [*FILE_TOOLS, "word_count"]
 
 
 @pytest.mark.parametrize("module", ["arguments", "editor", "hookspecs"])

@@ -11,7 +11,7 @@ import pytest
 from ctxfs.core import Context, ErrorCode
 from ctxfs.core.text import TextOptions
 from ctxfs.tools import Exposure, FsToolset, Limits, ToolsetOptions
-from tests.tools.conftest import Seed
+from tests.tools.conftest import FILE_TOOLS, Seed
 
 LIMITS = Limits(text=TextOptions(), options=ToolsetOptions())
 
@@ -24,7 +24,7 @@ async def generic(tools: FsToolset, ctx: Context) -> dict[str, dict[str, Any]]:
 
 async def test_the_toolset_offers_every_file_tool(tools: FsToolset, ctx: Context) -> None:
     names = list(await generic(tools, ctx))
-    assert names == ["read", "write", "edit", "list_dir", "glob", "grep"]
+    assert names == FILE_TOOLS
 
 
 async def test_read_schema(tools: FsToolset, ctx: Context) -> None:

@@ -83,6 +83,7 @@ from ctxfs.core.observations import (
 from ctxfs.core.outcomes import (
     EditOutcome,
     InsertOutcome,
+    MoveOutcome,
     Operation,
     OpKind,
     ReadOutcome,
@@ -90,7 +91,7 @@ from ctxfs.core.outcomes import (
 )
 from ctxfs.core.paths import join_path, normalize_path
 from ctxfs.core.registry import open_backend, open_fs
-from ctxfs.core.text import TextOptions, format_line_number, number_lines
+from ctxfs.core.text import Replacement, TextOptions, format_line_number, number_lines
 from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version
 
 __all__ = [
@@ -137,6 +138,7 @@ __all__ = [
     "Location",
     "MemoryBackend",
     "MemoryObservations",
+    "MoveOutcome",
     "NoChange",
     "NoMatch",
     "NotADirectory",
@@ -154,6 +156,7 @@ __all__ = [
     "ReadRequest",
     "ReadStream",
     "Refused",
+    "Replacement",
     "SqliteObservations",
     "Stale",
     "Stat",

@@ -29,10 +29,12 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
+import anyio
 from anyio.abc import AsyncResource
 
 from ctxfs.core.errors import (
     AlreadyExists,
+    BackendError,
     FsError,
     InvalidArgument,
     IsADirectory,
@@ -417,6 +419,25 @@ class Update:
             raise await self.missing()
         await self._delete(self.current.version)
 
+    async def move(self, destination: Update) -> Version:
+        """Move the file read to the path of *destination*, an update open there too.
+
+        Succeeds only if this file is still as read and the destination still as
+        it was read (missing, or at its version, which the move replaces), as far
+        as :attr:`Capabilities.cas_scope` reaches. Returns the file's version at
+        the destination. A store without a rename copies, then deletes the
+        source: a crash in between leaves both, never neither.
+
+        Raises:
+            NotFound: The file did not exist when read.
+            Stale: Either changed since it was read (nothing moved).
+            AlreadyExists: The destination was missing when read, and was created meanwhile.
+
+        """
+        if self.current is None:
+            raise await self.missing()
+        return await self._move(destination)
+
     async def missing(self) -> FsError:
         """The error for a file that was not there when read.
 
@@ -431,6 +452,33 @@ class Update:
     async def _delete(self, version: Version) -> None:
         raise NotImplementedError  # pragma: no cover
 
+    async def _move(self, destination: Update) -> Version:
+        """Copy to *destination* under its condition, then delete here under this one.
+
+        If the delete fails (this file changed meanwhile), the copy is undone.
+        """
+        assert self.current is not None
+        version = await destination.write(self.current.data)
+        try:
+            await self._delete(self.current.version)
+        except BaseException as failure:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await destination._undo(version)
+                except FsError as undo:
+                    raise BackendError(
+                        f"moving {self.path} to {destination.path} failed half way, and the "
+                        f"copy could not be undone: both paths now hold the file ({undo})",
+                        path=self.path,
+                        details={"destination": destination.path, "version": version},
+                    ) from failure
+            raise
+        return version
+
+    async def _undo(self, version: Version) -> None:
+        """Put back what the file held when read, over the *version* written since."""
+        raise NotImplementedError  # pragma: no cover
+
 
 class ConditionalUpdate(Update):
     """The default :class:`Update`: the store's compare-and-swap against the version read."""
@@ -441,6 +489,12 @@ class ConditionalUpdate(Update):
 
     async def _delete(self, version: Version) -> None:
         await self.backend._delete(self.path, version)
+
+    async def _undo(self, version: Version) -> None:
+        if self.current is None:
+            await self.backend._delete(self.path, version)
+        else:
+            await self.backend._write(self.path, self.current.data, version)
 
 
 class Backend(AsyncResource):

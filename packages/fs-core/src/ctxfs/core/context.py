@@ -9,9 +9,10 @@ see :mod:`ctxfs.core.hookspecs` for the order.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import anyio.lowlevel
@@ -30,22 +31,32 @@ from ctxfs.core.backend import (
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
-    EmptyOldString,
     FsError,
-    NoChange,
+    InvalidArgument,
     Stale,
 )
 from ctxfs.core.globs import relative_to
 from ctxfs.core.outcomes import (
     EditOutcome,
     InsertOutcome,
+    MoveOutcome,
     Operation,
     OpKind,
     ReadOutcome,
     WriteOutcome,
 )
 from ctxfs.core.paths import join_path, normalize_path
-from ctxfs.core.text import AnyDocument, Change, decode_document, iter_lines, read_window
+from ctxfs.core.text import (
+    AnyDocument,
+    Change,
+    Replacement,
+    check_edit_strings,
+    check_replacements,
+    decode_document,
+    iter_lines,
+    read_window,
+    replace_in_turn,
+)
 from ctxfs.core.versions import ABSENT, Absent, Version
 
 if TYPE_CHECKING:
@@ -188,20 +199,28 @@ class ContextFs:
         )
 
     async def edit(
-        self, path: str, old_string: str, new_string: str, *, replace_all: bool = False
+        self,
+        path: str,
+        old_string: str,
+        new_string: str,
+        *,
+        replace_all: bool = False,
+        dry_run: bool = False,
     ) -> EditOutcome:
         r"""Replace *old_string* by *new_string* in a file the owner has read.
 
         Matching is literal on the text with line endings folded to ``\n``;
         *old_string* must occur exactly once unless *replace_all* is set. Only
         the matched spans change; the replacement takes their line endings.
+        With *dry_run*, every check runs and the outcome says what would change,
+        but nothing is written and no observation changes.
 
         Raises:
             EmptyOldString, NoChange, NotFound, NotObserved, Stale, NoMatch,
             AmbiguousMatch, EncodingError, BinaryFile, Busy, and any refusal of a policy.
 
         """
-        async with self._reported(OpKind.EDIT, path, file=True) as report:
+        async with self._reported(OpKind.EDIT, path, file=True, dry_run=dry_run) as report:
             check_edit_strings(old_string, new_string)
             change = await self._change(
                 report,
@@ -210,16 +229,35 @@ class ContextFs:
                     document.occurrences(old_string) not in range(1, INLINE_REPLACEMENTS + 1)
                 ),
             )
-        return EditOutcome(
-            path=report.op.path,
-            version=report.stored,
-            previous_version=report.found,
-            replacements=change.replacements,
-            first_line=change.first_line,
-            last_line=change.last_line,
-            stripped_line_numbers=change.stripped_line_numbers,
-            diff=change.diff,
-        )
+        return _edited(report, change)
+
+    async def multi_edit(
+        self, path: str, edits: Sequence[Replacement], *, dry_run: bool = False
+    ) -> EditOutcome:
+        """Apply *edits* in order to one file the owner has read, all or nothing.
+
+        Each edit is an :meth:`edit` of the text the edits before it left; the
+        file is written once, after the last. If any fails, nothing is written,
+        and the error names the edit (``details["edit"]``, 0-based) and why, as
+        :meth:`edit` would. *dry_run* as for :meth:`edit`.
+
+        Raises:
+            InvalidArgument (no edits), and what :meth:`edit` raises.
+
+        """
+        async with self._reported(OpKind.EDIT, path, file=True, dry_run=dry_run) as report:
+            check_replacements(edits)
+            options = self._ctx.mount.text_options
+            change = await self._change(
+                report,
+                lambda document: replace_in_turn(document, edits, options),
+                costly=lambda document: (
+                    len(edits) > 1
+                    or document.occurrences(edits[0].old_string)
+                    not in range(1, INLINE_REPLACEMENTS + 1)
+                ),
+            )
+        return _edited(report, change, edits=len(edits))
 
     async def insert(self, path: str, after_line: int, text: str) -> InsertOutcome:
         """Insert *text* as whole lines after line *after_line* (0 is the top of the file).
@@ -256,6 +294,59 @@ class ContextFs:
         ):
             await update.delete()
 
+    async def move(self, source: str, destination: str, *, overwrite: bool = False) -> MoveOutcome:
+        """Move (rename) a file the owner has read to *destination*.
+
+        The source must be observed at its current version, as for :meth:`delete`;
+        the destination must not exist, or, with *overwrite*, be observed at its
+        current version too. Policies judge both paths (two ``MOVE`` operations);
+        both files are locked, in an order every move shares, so two opposite
+        moves cannot deadlock. Missing directories of the destination are made.
+        Afterwards the owner has observed the file at the destination, and no
+        longer at the source.
+
+        Raises:
+            NotFound, NotObserved, Stale, Busy, IsADirectory, AlreadyExists (the
+            destination exists and *overwrite* is false), InvalidArgument (both
+            paths name one file), and any refusal of a policy.
+
+        """
+        async with (
+            self._reported(OpKind.MOVE, source, file=True) as leaving,
+            self._reported(OpKind.MOVE, destination, file=True) as arriving,
+        ):
+            leaving.op = replace(leaving.op, moved_to=arriving.op.path)
+            arriving.op = replace(arriving.op, moved_from=leaving.op.path)
+            if leaving.op.key == arriving.op.key:
+                raise InvalidArgument(
+                    f"{leaving.op.path} and {arriving.op.path} are the same file",
+                    path=leaving.op.path,
+                )
+
+            async def refuse(updates: list[Update]) -> None:
+                here, there = updates
+                if here.current is None:
+                    raise await here.missing()
+                if there.current is not None and not overwrite:
+                    raise AlreadyExists(
+                        f"{arriving.op.path} already exists",
+                        path=arriving.op.path,
+                        hint="Choose another destination, or pass overwrite=true after "
+                        "reading the file there.",
+                    )
+
+            async with self._updating_all(
+                [leaving, arriving], max_size=None, refuse=refuse
+            ) as opened:
+                (here, _), (there, _) = opened
+                arriving.after = await here.move(there)
+        return MoveOutcome(
+            path=leaving.op.path,
+            destination=arriving.op.path,
+            version=arriving.stored,
+            replaced=arriving.before,
+        )
+
     async def _change(
         self,
         report: _Report,
@@ -277,7 +368,8 @@ class ContextFs:
                 # a large file is changed off the loop anyway: no need to ask
                 costly=costly is not None and size <= TEXT_WORK_INLINE_BYTES and costly(document),
             )
-            await self._store(report, update, change.data, document)
+            if not report.op.dry_run:
+                await self._store(report, update, change.data, document)
         return change
 
     @asynccontextmanager
@@ -293,23 +385,54 @@ class ContextFs:
         through the update and sets ``report.after``), then report the commit,
         still under the locks.
         """
-        ctx, mount, op = self._ctx, self._ctx.mount, report.op
-        await mount.hooks.authorize(ctx, op)
+        async with self._updating_all([report], decode=decode, max_size=max_size) as [opened]:
+            yield opened
+
+    @asynccontextmanager
+    async def _updating_all(
+        self,
+        reports: list[_Report],
+        *,
+        decode: bool = False,
+        max_size: int | Absent | None = ABSENT,
+        refuse: Callable[[list[Update]], Awaitable[None]] | None = None,
+    ) -> AsyncIterator[list[tuple[Update, AnyDocument | None]]]:
+        """:meth:`_updating` for several files at once, yielded in *reports*' order.
+
+        Every operation is authorized before any lock is taken; the locks, then
+        the updates, are taken in the order of the files' keys, the same for
+        every caller, so that two operations on the same files cannot deadlock.
+        *refuse* may raise on what the files hold, before the checkers vote.
+        """
+        ctx, mount = self._ctx, self._ctx.mount
+        for report in reports:
+            await mount.hooks.authorize(ctx, report.op)
+        if max_size is ABSENT:
+            max_size = mount.text_options.max_edit_bytes
+        ordered = sorted(reports, key=lambda report: report.op.key)
+        opened: dict[int, tuple[Update, AnyDocument | None]] = {}
         async with AsyncExitStack() as stack:
-            for lock in mount.hooks.mutation_locks(ctx, op):
-                await stack.enter_async_context(lock)
-            if max_size is ABSENT:
-                max_size = mount.text_options.max_edit_bytes
-            update = await stack.enter_async_context(
-                mount.backend.open_update(op.path, max_size=max_size)
-            )
-            current, document = update.current, None
-            report.before = current.version if current is not None else None
-            if decode and current is not None:
-                document = await _text_work(current.size, lambda: self._decode(op.path, current))
-            await mount.hooks.check_version(ctx, op, report.before)
-            yield update, document
-            await mount.hooks.committed(ctx, op, report.before, report.after)
+            for report in ordered:
+                for lock in mount.hooks.mutation_locks(ctx, report.op):
+                    await stack.enter_async_context(lock)
+            for report in ordered:
+                update = await stack.enter_async_context(
+                    mount.backend.open_update(report.op.path, max_size=max_size)
+                )
+                current, document = update.current, None
+                report.before = current.version if current is not None else None
+                if decode and current is not None:
+                    read = partial(self._decode, report.op.path, current)
+                    document = await _text_work(current.size, read)
+                opened[id(report)] = (update, document)
+            if refuse is not None:
+                await refuse([opened[id(report)][0] for report in reports])
+            for report in reports:
+                await mount.hooks.check_version(ctx, report.op, report.before)
+            yield [opened[id(report)] for report in reports]
+            for report in reports:
+                if not report.op.dry_run:
+                    await mount.hooks.committed(ctx, report.op, report.before, report.after)
 
     async def _store(
         self, report: _Report, update: Update, data: bytes, document: AnyDocument
@@ -490,27 +613,31 @@ class ContextFs:
 
     @asynccontextmanager
     async def _reported(
-        self, kind: OpKind, path: str, *, file: bool, size: int | None = None
+        self,
+        kind: OpKind,
+        path: str,
+        *,
+        file: bool,
+        size: int | None = None,
+        dry_run: bool = False,
     ) -> AsyncIterator[_Report]:
         """Check *path*, run the block, then report the operation however it ended.
 
         The operation carries what the path resolves to (:meth:`Backend.locate`).
         """
-        report = _Report(op=Operation(kind=kind, path=path, size=size))
+        report = _Report(op=Operation(kind=kind, path=path, size=size, dry_run=dry_run))
         mount = self._ctx.mount
         hooks = mount.hooks
         try:
             canonical = normalize_path(path, file=file)
-            report.op = Operation(kind=kind, path=canonical, size=size)
+            report.op = Operation(kind=kind, path=canonical, size=size, dry_run=dry_run)
             try:
                 where = await mount.backend.locate(canonical)
             except FsError:
                 # what a denied area holds (a file in the way, a link out) is not told
                 await hooks.authorize(self._ctx, report.op)
                 raise
-            report.op = Operation(
-                kind=kind, path=canonical, size=size, resolved=where.resolved, key=where.key
-            )
+            report.op = replace(report.op, resolved=where.resolved, key=where.key)
             yield report
         except FsError as error:
             await hooks.finished(self._ctx, report.op, error, report.before, report.after)
@@ -553,12 +680,21 @@ class _Report:
         return self.after
 
 
-def check_edit_strings(old_string: str, new_string: str) -> None:
-    """Refuse an empty *old_string* and identical strings before anything is read."""
-    if not old_string:
-        raise EmptyOldString("old_string is empty")
-    if old_string == new_string:
-        raise NoChange("old_string and new_string are identical")
+def _edited(report: _Report, change: Change, *, edits: int = 1) -> EditOutcome:
+    """The outcome of an edit (or a dry run of one) that made *change*."""
+    written = not report.op.dry_run
+    return EditOutcome(
+        path=report.op.path,
+        version=report.stored if written else report.found,
+        previous_version=report.found,
+        replacements=change.replacements,
+        first_line=change.first_line,
+        last_line=change.last_line,
+        stripped_line_numbers=change.stripped_line_numbers,
+        diff=change.diff,
+        written=written,
+        edits=edits,
+    )
 
 
 async def _text_work(size: int, work: Callable[[], T], *, costly: bool = False) -> T:

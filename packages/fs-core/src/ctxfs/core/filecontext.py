@@ -2,8 +2,8 @@
 
 Rules, checked under the mutation locks against the version the store holds:
 
-- an edit, insert or delete of an existing file needs an observation of its current
-  version by the same owner (any window of it counts);
+- an edit, insert, delete or move of an existing file, and a move over one, needs an
+  observation of its current version by the same owner (any window of it counts);
 - a write over an existing file needs a *complete* observation of its current
   version (a read of the whole file, windows of it that add up to the whole
   file, or the owner's own last write or edit);
@@ -181,7 +181,7 @@ class FileContextPlugin:
                     yield
 
 
-_GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE})
+_GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE, OpKind.MOVE})
 
 
 def _merged(ranges: LineRanges) -> LineRanges:

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 
 from ctxfs.core.versions import Version
 
-__all__ = ["EditOutcome", "InsertOutcome", "OpKind", "Operation", "ReadOutcome", "WriteOutcome"]
+__all__ = [
+    "EditOutcome",
+    "InsertOutcome",
+    "MoveOutcome",
+    "OpKind",
+    "Operation",
+    "ReadOutcome",
+    "WriteOutcome",
+]
 
 
 class OpKind(enum.StrEnum):
@@ -26,6 +34,9 @@ class OpKind(enum.StrEnum):
     INSERT = "insert"
     MKDIR = "mkdir"
     DELETE = "delete"
+    MOVE = "move"
+    """Asked twice for one move: for the source (:attr:`Operation.moved_to` set) and for
+    the destination (:attr:`Operation.moved_from` set); both must be allowed."""
 
     @property
     def mutates(self) -> bool:
@@ -33,7 +44,9 @@ class OpKind(enum.StrEnum):
         return self in _MUTATING
 
 
-_MUTATING = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.MKDIR, OpKind.DELETE})
+_MUTATING = frozenset(
+    {OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.MKDIR, OpKind.DELETE, OpKind.MOVE}
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +64,12 @@ class Operation:
     key: str = ""
     """The identity of the file: every spelling of one file has the same key (locks and
     observations are keyed by it); the path itself where nothing resolves."""
+    moved_to: str | None = None
+    """For a move's source: the destination (canonical, as spelled)."""
+    moved_from: str | None = None
+    """For a move's destination: the source (canonical, as spelled)."""
+    dry_run: bool = False
+    """Nothing is to be written: the operation only says what it would change."""
 
     def __post_init__(self) -> None:
         if not self.resolved:
@@ -123,6 +142,11 @@ class EditOutcome:
     """Whether line numbers pasted from read output were removed from old_string first."""
     diff: str | None = None
     """A unified diff of the change when it is small, else None."""
+    written: bool = True
+    """False for a dry run: nothing was written, and *version* is still *previous_version*."""
+    edits: int = 1
+    """How many replacements were asked (``multi_edit``), each applied to the text the one
+    before left."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,3 +163,17 @@ class InsertOutcome:
     """1-based number of the last inserted line."""
     diff: str | None = None
     """A unified diff of the insertion when it is small, else None."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoveOutcome:
+    """A file moved (renamed) to another path."""
+
+    path: str
+    """Where the file was."""
+    destination: str
+    """Where it is now."""
+    version: Version
+    """Its version at the destination (the same content; a store may give a new token)."""
+    replaced: Version | None = None
+    """The version of the file the move replaced at the destination (``overwrite``)."""

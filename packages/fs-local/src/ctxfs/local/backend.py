@@ -759,6 +759,31 @@ class LocalBackend(Backend):
         finally:
             os.close(fd)
 
+    def _move_sync(self, source: str, seen: _Seen, target: str, target_seen: _Seen) -> None:
+        """Rename *source* to *target*, both still as seen; durable once it returns.
+
+        A target seen missing must still be missing (``RENAME_NOREPLACE``); the
+        target's missing directories are made.
+        """
+        parent, _, name = source.rpartition("/")
+        target_parent, _, target_name = target.rpartition("/")
+        dir_fd = self._open_dir(parent, create=False)
+        try:
+            with self._made_dir(target_parent) as target_dir_fd:
+                current = self._entry(dir_fd, name, source)
+                self._check_precondition(dir_fd, name, source, current, seen)
+                there = self._entry(target_dir_fd, target_name, target)
+                self._check_precondition(target_dir_fd, target_name, target, there, target_seen)
+                with translated(target, on_missing=self._root_gone):
+                    if target_seen.identity is None:
+                        _rename_noreplace(dir_fd, name, target_name, target_dir_fd=target_dir_fd)
+                    else:
+                        os.replace(name, target_name, src_dir_fd=dir_fd, dst_dir_fd=target_dir_fd)
+                    os.fsync(target_dir_fd)
+                    os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
     def _delete_sync(self, path: str, expect: Version | _Seen | None) -> None:
         parent, _, name = path.rpartition("/")
         dir_fd = self._open_dir(parent, create=False)
@@ -888,6 +913,14 @@ class _LockedUpdate(Update):
         del version
         await self.local._run(self.local._delete_sync, self.path, self.seen)
 
+    async def _move(self, destination: Update) -> Version:
+        assert self.current is not None
+        assert isinstance(destination, _LockedUpdate)
+        await self.local._run(
+            self.local._move_sync, self.path, self.seen, destination.path, destination.seen
+        )
+        return self.current.version
+
 
 _CAPABILITIES = Capabilities(
     cas_scope=CasScope.HOST,
@@ -955,19 +988,25 @@ def _write_temp(dir_fd: int, data: bytes, current: os.stat_result | None) -> str
     return name
 
 
-def _rename_noreplace(dir_fd: int, source: str, target: str) -> None:
-    """Publish *source* as *target* only if *target* does not exist (not even as a symlink)."""
+def _rename_noreplace(
+    dir_fd: int, source: str, target: str, *, target_dir_fd: int | None = None
+) -> None:
+    """Rename *source* to *target* only if *target* does not exist (not even as a symlink).
+
+    *target* is in *target_dir_fd* (by default the same directory).
+    """
+    to_fd = dir_fd if target_dir_fd is None else target_dir_fd
     renameat2 = getattr(_LIBC, "renameat2", None)
     if renameat2 is not None:
         result = renameat2(
-            dir_fd, os.fsencode(source), dir_fd, os.fsencode(target), _RENAME_NOREPLACE
+            dir_fd, os.fsencode(source), to_fd, os.fsencode(target), _RENAME_NOREPLACE
         )
         if result == 0:
             return
         code = ctypes.get_errno()
         if code not in (errno.ENOSYS, errno.EINVAL):
             raise OSError(code, os.strerror(code), target)
-    os.link(source, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    os.link(source, target, src_dir_fd=dir_fd, dst_dir_fd=to_fd, follow_symlinks=False)
     os.unlink(source, dir_fd=dir_fd)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ctxfs.tools.builtin import BUILTIN_TOOLS
 from ctxfs.tools.builtin.call_tool import CallToolArgs
-from ctxfs.tools.builtin.edit import EditArgs, EditData
+from ctxfs.tools.builtin.edit import EditArgs
 from ctxfs.tools.builtin.glob import GlobArgs, GlobData
 from ctxfs.tools.builtin.grep import GrepArgs, GrepData, GrepMatch
 from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
@@ -32,7 +32,7 @@ from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, T
 from ctxfs.tools.builtin.text_editor import InsertData
 from ctxfs.tools.builtin.write import WriteArgs, WriteData
 from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
-from ctxfs.tools.results import ErrorInfo, ResultData, ToolResult
+from ctxfs.tools.results import EditData, ErrorInfo, ResultData, ToolResult
 from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
 from ctxfs.tools.toolset import FsToolset, Offer, Provider
 

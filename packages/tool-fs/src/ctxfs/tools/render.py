@@ -14,10 +14,12 @@ from ctxfs.core import CutLine, FsError, format_line_number
 
 __all__ = [
     "SHOWN_CHARS",
+    "STRIPPED_NOTE",
     "WALK_TRUNCATED",
     "around",
     "count",
     "cut",
+    "edited",
     "error_text",
     "escape",
     "left_out",
@@ -109,6 +111,25 @@ def around(text: str, start: int, width: int) -> tuple[str, int]:
 def span(first: int, last: int) -> str:
     """``line 3`` or ``lines 3-5``."""
     return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+STRIPPED_NOTE: Final = "(The line numbers pasted into old_string were ignored.)"
+
+
+def edited(
+    target: str | None,
+    *,
+    written: bool,
+    changes: str,
+    first_line: int,
+    last_line: int,
+    diff: str | None,
+    note: str = "",
+) -> str:
+    """What an edit changed (or, not *written*, would change): *changes*, the lines, the diff."""
+    what = f"{target}: {changes}, {span(first_line, last_line)}"
+    head = f"Edited {what}." if written else f"Dry run, nothing written: would edit {what}."
+    return with_diff(f"{head} {note}" if note else head, diff)
 
 
 def with_diff(head: str, diff: str | None) -> str:

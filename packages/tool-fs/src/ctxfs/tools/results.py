@@ -20,7 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SerializeAsAny,
 from ctxfs.core import ErrorCode, FsError
 from ctxfs.tools.names import ESCAPED_NAMES, escaped, escaped_data
 
-__all__ = ["ErrorInfo", "RestoredData", "ResultData", "ToolResult"]
+__all__ = ["EditData", "ErrorInfo", "RestoredData", "ResultData", "ToolResult"]
 
 DataT = TypeVar("DataT", bound="ResultData")
 
@@ -111,6 +111,21 @@ class ResultData(BaseModel):
         return super().__eq__(other)
 
     __hash__ = BaseModel.__hash__
+
+
+class EditData(ResultData):
+    """The data of a text edit: ``edit``'s and ``multi_edit``'s results."""
+
+    replacements: int
+    version: str
+    previous_version: str
+    first_line: int
+    last_line: int
+    stripped_line_numbers: bool
+    diff: str | None
+    replace_all: bool = False
+    edits: int = Field(default=1, description="Edits applied in turn (multi_edit).")
+    written: bool = Field(default=True, description="False for a dry run: nothing changed.")
 
 
 class RestoredData(ResultData):

@@ -26,6 +26,7 @@ import anyio.lowlevel
 import pytest
 
 from ctxfs.core.backend import Backend, FileKind
+from ctxfs.core.context import Context
 from ctxfs.core.errors import (
     AlreadyExists,
     Busy,
@@ -512,6 +513,104 @@ class BackendConformance:
         read = await alice.fs.read("notes.txt")
         assert read.text == "one\ndos\n"
         assert read.version == outcome.version == (await backend.read("notes.txt")).version
+
+    # -- moves ------------------------------------------------------------------------------
+
+    async def test_a_move_takes_the_file_and_its_observation_along(self, backend: Backend) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        await bob.fs.write("a.txt", "one\ntwo\n")
+        await alice.fs.read("a.txt", offset=2, limit=1)
+        moved = await alice.fs.move("a.txt", "pkg/deep/b.txt")
+        assert (moved.path, moved.destination, moved.replaced) == ("a.txt", "pkg/deep/b.txt", None)
+        with pytest.raises(NotFound):
+            await backend.read("a.txt")
+        blob = await backend.read("pkg/deep/b.txt")
+        assert blob.data == b"one\ntwo\n"
+        assert blob.version == moved.version
+        await alice.fs.edit("pkg/deep/b.txt", "one", "uno")  # observed where it now is
+        with pytest.raises(NotObserved):
+            await bob.fs.edit("pkg/deep/b.txt", "two", "dos")  # bob never read it there
+
+    async def test_a_move_needs_the_source_read_as_it_is(self, backend: Backend) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        await bob.fs.write("a.txt", "one\n")
+        with pytest.raises(NotObserved):
+            await alice.fs.move("a.txt", "b.txt")
+        await alice.fs.read("a.txt")
+        await bob.fs.edit("a.txt", "one", "uno")
+        with pytest.raises(Stale):
+            await alice.fs.move("a.txt", "b.txt")
+        with pytest.raises(NotFound):
+            await alice.fs.move("missing.txt", "b.txt")
+        assert (await backend.read("a.txt")).data == b"uno\n"
+        with pytest.raises(NotFound):
+            await backend.read("b.txt")
+
+    async def test_a_move_over_a_file_needs_overwrite_and_that_file_read(
+        self, backend: Backend
+    ) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        await bob.fs.write("a.txt", "from a\n")
+        await bob.fs.write("b.txt", "from b\n")
+        await alice.fs.read("a.txt")
+        with pytest.raises(AlreadyExists):
+            await alice.fs.move("a.txt", "b.txt")
+        with pytest.raises(NotObserved):
+            await alice.fs.move("a.txt", "b.txt", overwrite=True)
+        await alice.fs.read("b.txt")
+        await bob.fs.edit("b.txt", "from b", "changed b")
+        with pytest.raises(Stale):
+            await alice.fs.move("a.txt", "b.txt", overwrite=True)
+        assert (await backend.read("a.txt")).data == b"from a\n"
+        assert (await backend.read("b.txt")).data == b"changed b\n"
+        replaced = (await alice.fs.read("b.txt")).version
+        moved = await alice.fs.move("a.txt", "b.txt", overwrite=True)
+        assert moved.replaced == replaced
+        assert (await backend.read("b.txt")).data == b"from a\n"
+        with pytest.raises(NotFound):
+            await backend.read("a.txt")
+
+    async def test_a_move_onto_itself_is_refused(self, backend: Backend) -> None:
+        ctx = Fs(backend, load_entrypoints=False).context(owner="alice")
+        await ctx.fs.write("a.txt", "one\n")
+        with pytest.raises(InvalidArgument):
+            await ctx.fs.move("a.txt", "a.txt", overwrite=True)
+        assert (await backend.read("a.txt")).data == b"one\n"
+
+    async def test_crosswise_moves_finish_without_deadlock(self, backend: Backend) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        agents = [fs.context(owner="alice"), fs.context(owner="bob")]
+        await agents[0].fs.write("a.txt", "a\n")
+        await agents[0].fs.write("b.txt", "b\n")
+        for agent in agents:
+            await agent.fs.read("a.txt")
+            await agent.fs.read("b.txt")
+        outcomes: list[object] = []
+
+        async def move(agent: Context, source: str, destination: str) -> None:
+            try:
+                outcomes.append(await agent.fs.move(source, destination, overwrite=True))
+            except (Stale, NotFound) as lost:  # the other went first
+                outcomes.append(lost)
+
+        with anyio.fail_after(30):  # far below two lock timeouts
+            async with anyio.create_task_group() as group:
+                group.start_soon(move, agents[0], "a.txt", "b.txt")
+                group.start_soon(move, agents[1], "b.txt", "a.txt")
+        assert sum(not isinstance(outcome, FsError) for outcome in outcomes) == 1
+        survivors = [p for p in ("a.txt", "b.txt") if await _exists(backend, p)]
+        assert len(survivors) == 1
+
+
+async def _exists(backend: Backend, path: str) -> bool:
+    try:
+        await backend.read(path)
+    except NotFound:
+        return False
+    return True
 
 
 async def _update(backend: Backend, path: str, *, max_size: int | None = None) -> None:

@@ -5,10 +5,17 @@
 - :mod:`~ctxfs.core.text.window` streams a window of lines out of any size of file.
 - :mod:`~ctxfs.core.text.document` holds a whole file for edits, inserts and
   writes that change nothing outside their spans.
+- :mod:`~ctxfs.core.text.edits` checks replacements and applies several in turn.
 - :mod:`~ctxfs.core.text.mismatch` explains a failed match so a model can fix it.
 """
 
 from ctxfs.core.text.document import AnyDocument, Change, TextDocument, decode_document, display
+from ctxfs.core.text.edits import (
+    Replacement,
+    check_edit_strings,
+    check_replacements,
+    replace_in_turn,
+)
 from ctxfs.core.text.encodings import KnownEncodings, TextEncoding, detect_encoding
 from ctxfs.core.text.options import (
     DEFAULT_LEGACY_ENCODINGS,
@@ -25,10 +32,13 @@ __all__ = [
     "AnyDocument",
     "Change",
     "KnownEncodings",
+    "Replacement",
     "TextDocument",
     "TextEncoding",
     "TextOptions",
     "Window",
+    "check_edit_strings",
+    "check_replacements",
     "decode_document",
     "detect_encoding",
     "display",
@@ -36,5 +46,6 @@ __all__ = [
     "iter_lines",
     "number_lines",
     "read_window",
+    "replace_in_turn",
     "truncation_marker",
 ]

@@ -452,6 +452,13 @@ class _LeasedUpdate(Update):
 
         await self.sftp.client.call(self.path, run)
 
+    async def _undo(self, version: Version) -> None:
+        # the lock is still held: nobody else wrote since this update did
+        if self.current is None:
+            await self._delete(version)
+        else:
+            await self._write(self.current.data)
+
     async def _landed(self, sftp: asyncssh.SFTPClient, version: Version | None) -> bool:
         """Check the lock is still ours, with time to write; on a retry, whether it landed.
 

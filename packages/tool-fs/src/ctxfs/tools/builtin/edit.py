@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ctxfs.tools.render import count, span, with_diff
-from ctxfs.tools.results import ResultData
+from ctxfs.tools.render import STRIPPED_NOTE, count, edited
+from ctxfs.tools.results import EditData
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
 
-__all__ = ["EDIT", "EditArgs", "EditData", "EditTool"]
+__all__ = ["EDIT", "EditArgs", "EditTool"]
 
 
 class EditArgs(ToolArgs):
@@ -23,19 +23,9 @@ class EditArgs(ToolArgs):
         default=False,
         description="Replace every occurrence; otherwise old_string must occur exactly once.",
     )
-
-
-class EditData(ResultData):
-    """The data of an ``edit`` result."""
-
-    replacements: int
-    replace_all: bool
-    version: str
-    previous_version: str
-    first_line: int
-    last_line: int
-    stripped_line_numbers: bool
-    diff: str | None
+    dry_run: bool = Field(
+        default=False, description="Only show the change (its diff); write nothing."
+    )
 
 
 class EditTool(Tool[EditArgs, EditData]):
@@ -54,21 +44,30 @@ class EditTool(Tool[EditArgs, EditData]):
             "changed. `old_string` must match the file exactly, whitespace included, without "
             "the line numbers read shows; \\n matches any line ending. It must occur exactly "
             "once unless `replace_all` is true. Only the matched text changes; the new text "
-            "takes the line endings of the text it replaces."
+            "takes the line endings of the text it replaces. With `dry_run`, nothing is "
+            "written: the result shows the diff."
         )
 
     async def run(self, step: Step, args: EditArgs) -> EditData:
         outcome = await step.ctx.fs.edit(
-            args.file_path, args.old_string, args.new_string, replace_all=args.replace_all
+            args.file_path,
+            args.old_string,
+            args.new_string,
+            replace_all=args.replace_all,
+            dry_run=args.dry_run,
         )
         return self.data(outcome, replace_all=args.replace_all)
 
     def render(self, data: EditData, args: EditArgs) -> str:
-        replaced = count(data.replacements, "replacement")
-        head = f"Edited {data.target}: {replaced}, {span(data.first_line, data.last_line)}."
-        if data.stripped_line_numbers:
-            head += " (The line numbers pasted into old_string were ignored.)"
-        return with_diff(head, data.diff)
+        return edited(
+            data.target,
+            written=data.written,
+            changes=count(data.replacements, "replacement"),
+            first_line=data.first_line,
+            last_line=data.last_line,
+            diff=data.diff,
+            note=STRIPPED_NOTE if data.stripped_line_numbers else "",
+        )
 
 
 EDIT = EditTool()

@@ -1,0 +1,84 @@
+"""Replacements checked before anything is read, and several applied in turn, all or nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ctxfs.core.errors import EmptyOldString, FsError, InvalidArgument, NoChange
+from ctxfs.core.text.document import AnyDocument, Change, decode_document
+from ctxfs.core.text.options import TextOptions
+
+__all__ = ["Replacement", "check_edit_strings", "check_replacements", "replace_in_turn"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replacement:
+    """One edit: *old_string* becomes *new_string* (once, or everywhere with *replace_all*)."""
+
+    old_string: str
+    new_string: str
+    replace_all: bool = False
+
+
+def check_edit_strings(old_string: str, new_string: str) -> None:
+    """Refuse an empty *old_string* and identical strings before anything is read."""
+    if not old_string:
+        raise EmptyOldString("old_string is empty")
+    if old_string == new_string:
+        raise NoChange("old_string and new_string are identical")
+
+
+def check_replacements(edits: Sequence[Replacement]) -> None:
+    """Refuse an empty list, or any edit :func:`check_edit_strings` refuses, naming it."""
+    if not edits:
+        raise InvalidArgument("edits is empty: give at least one edit")
+    for index, edit in enumerate(edits):
+        try:
+            check_edit_strings(edit.old_string, edit.new_string)
+        except FsError as error:
+            raise _of_edit(error, index, len(edits)) from None
+
+
+def replace_in_turn(
+    document: AnyDocument, edits: Sequence[Replacement], options: TextOptions
+) -> Change:
+    """Apply *edits* in order, each to the text the one before left; all or nothing.
+
+    The change's lines and diff span everything that differs in the end.
+
+    Raises:
+        NoMatch, AmbiguousMatch, NoChange, EncodingError: The first edit that fails,
+            as :meth:`TextDocument.replace` says, its message naming it and
+            ``details["edit"]`` its 0-based index.
+
+    """
+    current, replacements = document, 0
+    for index, edit in enumerate(edits):
+        try:
+            change = current.replace(edit.old_string, edit.new_string, replace_all=edit.replace_all)
+        except FsError as error:
+            raise _of_edit(error, index, len(edits)) from None
+        replacements += change.replacements
+        current = decode_document(
+            change.data, options, path=document.path, encoding=document.encoding
+        )
+    whole = document.rewrite(current.logical_text)
+    return Change(
+        data=change.data,
+        replacements=replacements,
+        first_line=whole.first_line,
+        last_line=whole.last_line,
+        diff=whole.diff,
+    )
+
+
+def _of_edit(error: FsError, index: int, count: int) -> FsError:
+    """*error*, told of edit *index* (0-based) of *count*."""
+    return type(error)(
+        f"edit {index + 1} of {count} (index {index}): {error.message}",
+        path=error.path,
+        hint=error.hint,
+        retryable=error.retryable,
+        details={**error.details, "edit": index},
+    )

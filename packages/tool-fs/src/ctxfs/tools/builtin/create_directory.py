@@ -1,0 +1,49 @@
+"""``create_directory``: make a directory and its missing parents."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ctxfs.tools.results import ResultData
+from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+
+__all__ = ["CREATE_DIRECTORY", "CreateDirectoryArgs", "CreateDirectoryData", "CreateDirectoryTool"]
+
+
+class CreateDirectoryArgs(ToolArgs):
+    """Arguments of ``create_directory``."""
+
+    path: str = Field(description="Path of the directory, relative to the workspace root.")
+
+
+class CreateDirectoryData(ResultData):
+    """The data of a ``create_directory`` result."""
+
+
+class CreateDirectoryTool(Tool[CreateDirectoryArgs, CreateDirectoryData]):
+    """Create a directory."""
+
+    name = "create_directory"
+    arguments = CreateDirectoryArgs
+    result = CreateDirectoryData
+    writes = True
+    annotations = Annotations(read_only=False, destructive=False, idempotent=True)
+
+    def description(self, limits: Limits) -> str:
+        del limits
+        return (
+            "Create a directory, with any missing parent directories. A directory that "
+            "already exists is not an error. On object stores a directory exists through "
+            "the files in it."
+        )
+
+    async def run(self, step: Step, args: CreateDirectoryArgs) -> CreateDirectoryData:
+        await step.ctx.fs.mkdir(args.path)
+        return self.data(target=args.path)
+
+    def render(self, data: CreateDirectoryData, args: CreateDirectoryArgs) -> str:
+        del args
+        return f"Directory {data.target} exists."
+
+
+CREATE_DIRECTORY = CreateDirectoryTool()

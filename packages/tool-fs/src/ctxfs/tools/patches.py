@@ -1,0 +1,276 @@
+"""The patches OpenAI's models write: the Codex patch text and the Responses API's V4A diffs.
+
+A Codex patch names its files between ``*** Begin Patch`` and ``*** End Patch``::
+
+    *** Add File: path        each line of the new file after a "+"
+    *** Delete File: path
+    *** Update File: path
+    *** Move to: new/path     (optional)
+    @@ an anchor line         (optional: the hunk is below a line holding this)
+     a context line
+    -a removed line
+    +an added line
+    *** End of File           (optional: the hunk ends at the end of the file)
+
+The Responses API's ``apply_patch`` tool sends one operation at a time: a
+``create_file`` or ``update_file`` with a V4A ``diff`` (the part of the above
+below the ``*** ... File:`` line), or a ``delete_file``. :func:`parse_patch` and
+:func:`parse_diff` turn both into :class:`FilePatch` values; :func:`locate_hunks`
+finds where each hunk applies in a file's lines, in order, as the models expect:
+exactly, then ignoring trailing whitespace, then ignoring all surrounding
+whitespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from ctxfs.core import InvalidArgument, NoMatch
+
+__all__ = [
+    "FilePatch",
+    "Hunk",
+    "PatchAction",
+    "Placed",
+    "locate_hunks",
+    "parse_diff",
+    "parse_patch",
+]
+
+_BEGIN: Final = "*** Begin Patch"
+_END: Final = "*** End Patch"
+_ADD: Final = "*** Add File: "
+_DELETE: Final = "*** Delete File: "
+_UPDATE: Final = "*** Update File: "
+_MOVE: Final = "*** Move to: "
+_END_OF_FILE: Final = "*** End of File"
+_FILE_HEADS: Final = (_ADD, _DELETE, _UPDATE)
+
+
+class PatchAction(StrEnum):
+    """What a patch does to one file."""
+
+    ADD = "add"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hunk:
+    """One change to a file's lines: *old* (context and removed) becomes *new*."""
+
+    anchors: tuple[str, ...] = ()
+    """Lines (from ``@@`` headers) the change is below, found in turn before it."""
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+    at_end: bool = False
+    """The change ends at the end of the file (``*** End of File``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilePatch:
+    """What a patch does to one file."""
+
+    action: PatchAction
+    path: str
+    move_to: str | None = None
+    """Where an updated file goes (``*** Move to``)."""
+    content: str | None = None
+    """The whole text of an added file."""
+    hunks: tuple[Hunk, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placed:
+    """Where a hunk applies: lines ``start`` to ``start + len(hunk.old)`` (0-based) become *new*."""
+
+    start: int
+    count: int
+    new: tuple[str, ...]
+
+
+def parse_patch(text: str) -> list[FilePatch]:
+    """The files of a Codex patch (``*** Begin Patch`` ... ``*** End Patch``).
+
+    Raises:
+        InvalidArgument: The text is not such a patch; the message says which line.
+
+    """
+    lines = text.strip().splitlines()
+    if not lines or lines[0].strip() != _BEGIN:
+        raise _bad(1, f"a patch starts with {_BEGIN!r}")
+    if lines[-1].strip() != _END:
+        raise _bad(len(lines), f"a patch ends with {_END!r}")
+    patches: list[FilePatch] = []
+    at, last = 1, len(lines) - 1
+    while at < last:
+        head = lines[at]
+        body_start = at + 1
+        at = body_start
+        while at < last and not lines[at].startswith(_FILE_HEADS):
+            at += 1
+        body = lines[body_start:at]
+        if head.startswith(_ADD):
+            patches.append(_added(head.removeprefix(_ADD), body, first=body_start + 1))
+        elif head.startswith(_DELETE):
+            if any(line.strip() for line in body):
+                raise _bad(body_start + 1, "a deleted file takes no lines")
+            patches.append(FilePatch(action=PatchAction.DELETE, path=_path(head, _DELETE)))
+        elif head.startswith(_UPDATE):
+            patches.append(_updated(_path(head, _UPDATE), body, first=body_start + 1))
+        else:
+            raise _bad(body_start, f"expected {_ADD!r}, {_DELETE!r} or {_UPDATE!r}")
+    if not patches:
+        raise _bad(1, "the patch changes no file")
+    return patches
+
+
+def parse_diff(action: PatchAction, path: str, diff: str) -> FilePatch:
+    """One file's V4A *diff*, as the Responses API's ``apply_patch`` operations carry it.
+
+    Raises:
+        InvalidArgument: The diff does not parse; the message says which line.
+
+    """
+    lines = diff.splitlines()
+    if action is PatchAction.ADD:
+        return _added(path, lines, first=1)
+    if action is PatchAction.UPDATE:
+        return _updated(path, lines, first=1)
+    return FilePatch(action=PatchAction.DELETE, path=path)
+
+
+def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[Placed]:
+    """Where each hunk of *patch* applies in *lines* (a file's, without line breaks).
+
+    Hunks are found in order, each below the one before: its anchors first,
+    then its old lines, compared exactly, then without trailing whitespace,
+    then without surrounding whitespace.
+
+    Raises:
+        NoMatch: A hunk's anchor or old lines are not found; ``details["hunk"]``
+            (0-based) names it, and the message shows its first lines.
+
+    """
+    placed: list[Placed] = []
+    cursor = 0
+    for index, hunk in enumerate(patch.hunks):
+        for anchor in hunk.anchors:
+            found = _find(lines, (anchor,), cursor, at_end=False)
+            if found is None:
+                raise _not_found(patch, index, f"its @@ line {anchor!r} is")
+            cursor = found + 1
+        start = _find(lines, hunk.old, cursor, at_end=hunk.at_end)
+        if start is None:
+            raise _not_found(patch, index, "its context and removed lines are")
+        placed.append(Placed(start=start, count=len(hunk.old), new=hunk.new))
+        cursor = start + len(hunk.old)
+    return placed
+
+
+_Fold = Callable[[str], str]
+_FOLDS: Final[tuple[_Fold, ...]] = (lambda line: line, str.rstrip, str.strip)
+
+
+def _find(lines: Sequence[str], wanted: Sequence[str], cursor: int, *, at_end: bool) -> int | None:
+    """The first index from *cursor* where *wanted* lines follow (at the end, if *at_end*)."""
+    if not wanted:
+        return len(lines) if at_end else cursor
+    last = len(lines) - len(wanted)
+    starts = [last] if at_end else range(cursor, last + 1)
+    for fold in _FOLDS:
+        folded = [fold(line) for line in wanted]
+        for start in starts:
+            if start >= cursor and all(
+                fold(lines[start + offset]) == line for offset, line in enumerate(folded)
+            ):
+                return start
+    return None
+
+
+def _added(path: str, body: Sequence[str], *, first: int) -> FilePatch:
+    for number, line in enumerate(body, first):
+        if not line.startswith("+"):
+            raise _bad(number, "each line of an added file starts with '+'")
+    text = "".join(line[1:] + "\n" for line in body)
+    return FilePatch(action=PatchAction.ADD, path=path.strip(), content=text)
+
+
+def _updated(path: str, body: Sequence[str], *, first: int) -> FilePatch:
+    move_to = None
+    if body and body[0].startswith(_MOVE):
+        move_to, body, first = body[0].removeprefix(_MOVE).strip(), body[1:], first + 1
+    hunks: list[Hunk] = []
+    anchors: list[str] = []
+    old: list[str] = []
+    new: list[str] = []
+    changed = False
+
+    def close(*, at_end: bool = False) -> None:
+        nonlocal changed
+        if changed:
+            hunks.append(
+                Hunk(anchors=tuple(anchors), old=tuple(old), new=tuple(new), at_end=at_end)
+            )
+        elif old or at_end:
+            raise _bad(number, "a hunk with no '-' or '+' line changes nothing")
+        anchors.clear()
+        old.clear()
+        new.clear()
+        changed = False
+
+    number = first
+    for number, line in enumerate(body, first):
+        if line.startswith("@@"):
+            if changed or old:
+                close()
+            anchor = line[2:].strip()
+            if anchor:
+                anchors.append(anchor)
+        elif line == _END_OF_FILE:
+            close(at_end=True)
+        elif line.startswith("-"):
+            old.append(line[1:])
+            changed = True
+        elif line.startswith("+"):
+            new.append(line[1:])
+            changed = True
+        elif line.startswith(" ") or not line:
+            old.append(line[1:])
+            new.append(line[1:])
+        else:
+            raise _bad(number, "a hunk line starts with ' ', '-', '+' or '@@'")
+    if changed or old:
+        close()
+    if not hunks and move_to is None:
+        raise _bad(first, f"the update of {path} changes nothing")
+    return FilePatch(action=PatchAction.UPDATE, path=path, move_to=move_to, hunks=tuple(hunks))
+
+
+def _path(head: str, prefix: str) -> str:
+    return head.removeprefix(prefix).strip()
+
+
+def _bad(number: int, why: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"the patch does not parse at line {number}: {why}",
+        hint="Write the patch as '*** Begin Patch', then '*** Add File: ', '*** Update File: ' "
+        "(with @@ hunks of ' ', '-', '+' lines) or '*** Delete File: ' sections, then "
+        "'*** End Patch'.",
+        details={"field": "patch", "line": number},
+    )
+
+
+def _not_found(patch: FilePatch, index: int, what: str) -> NoMatch:
+    hunk = patch.hunks[index]
+    shown = "\n".join((*hunk.anchors, *hunk.old)[:5])
+    return NoMatch(
+        f"hunk {index + 1} of {len(patch.hunks)} does not apply to {patch.path}: "
+        f"{what} not in the file (below the hunks before it):\n{shown}",
+        path=patch.path,
+        hint="Read the file again and copy the context lines exactly; hunks apply in order.",
+        details={"hunk": index},
+    )

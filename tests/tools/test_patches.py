@@ -1,0 +1,105 @@
+"""Parsing Codex patches and V4A diffs, and finding where their hunks apply."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxfs.core import InvalidArgument, NoMatch
+from ctxfs.tools.patches import FilePatch, Hunk, PatchAction, locate_hunks, parse_diff, parse_patch
+
+PATCH = """*** Begin Patch
+*** Add File: docs/new.md
++# New
++
++text
+*** Update File: src/app.py
+*** Move to: src/main.py
+@@ def main():
+-    print("hi")
++    print("hello")
+ {blank}
+@@
+ def other():
+-    return 1
++    return 2
+*** End of File
+*** Delete File: old.txt
+*** End Patch
+""".format(blank="")
+
+
+def test_a_codex_patch_parses_into_its_files() -> None:
+    added, updated, deleted = parse_patch(PATCH)
+    assert added == FilePatch(action=PatchAction.ADD, path="docs/new.md", content="# New\n\ntext\n")
+    assert deleted == FilePatch(action=PatchAction.DELETE, path="old.txt")
+    assert updated.action is PatchAction.UPDATE
+    assert (updated.path, updated.move_to) == ("src/app.py", "src/main.py")
+    assert updated.hunks == (
+        Hunk(anchors=("def main():",), old=('    print("hi")', ""), new=('    print("hello")', "")),
+        Hunk(
+            old=("def other():", "    return 1"), new=("def other():", "    return 2"), at_end=True
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("*** Update File: a\n@@\n-x\n+y\n*** End Patch", 1),
+        ("*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n", 5),
+        ("*** Begin Patch\n*** End Patch", 1),
+        ("*** Begin Patch\n*** Add File: a\nno plus\n*** End Patch", 3),
+        ("*** Begin Patch\n*** Update File: a\n@@\n x\n*** End Patch", 4),
+        ("*** Begin Patch\n*** Update File: a\n@@\n?x\n*** End Patch", 4),
+        ("*** Begin Patch\n*** Frobnicate File: a\n*** End Patch", 2),
+    ],
+)
+def test_a_patch_that_does_not_parse_says_which_line(text: str, line: int) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        parse_patch(text)
+    assert caught.value.details["line"] == line
+
+
+def test_a_v4a_diff_parses_as_the_responses_api_sends_it() -> None:
+    created = parse_diff(PatchAction.ADD, "a.txt", "+one\n+two\n")
+    assert created.content == "one\ntwo\n"
+    updated = parse_diff(PatchAction.UPDATE, "a.txt", "@@\n-one\n+uno\n two\n")
+    assert updated.hunks == (Hunk(old=("one", "two"), new=("uno", "two")),)
+
+
+def test_hunks_apply_in_order_below_their_anchors() -> None:
+    lines = ["def a():", "    x = 1", "def b():", "    x = 1", "def c():", "    x = 1"]
+    patch = parse_diff(
+        PatchAction.UPDATE,
+        "f.py",
+        "@@ def b():\n-    x = 1\n+    x = 2\n@@\n-    x = 1\n+    x = 3\n",
+    )
+    placed = locate_hunks(lines, patch)
+    assert [(p.start, p.count, p.new) for p in placed] == [
+        (3, 1, ("    x = 2",)),
+        (5, 1, ("    x = 3",)),
+    ]
+
+
+def test_whitespace_differences_are_forgiven_only_after_an_exact_search() -> None:
+    lines = ["x = 1  ", "x = 1"]
+    patch = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-x = 1\n+x = 2\n")
+    assert locate_hunks(lines, patch)[0].start == 1  # the exact line, not the first loose one
+    loose = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-  y = 1\n+y = 2\n")
+    assert locate_hunks(["y = 1"], loose)[0].start == 0
+
+
+def test_a_hunk_at_the_end_of_file_matches_only_there() -> None:
+    lines = ["end", "middle", "end"]
+    patch = parse_patch(
+        "*** Begin Patch\n*** Update File: f\n@@\n-end\n+END\n*** End of File\n*** End Patch"
+    )
+    assert locate_hunks(lines, patch[0])[0].start == 2
+
+
+def test_a_hunk_that_does_not_apply_is_named() -> None:
+    patch = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-a\n+b\n@@\n-missing\n+x\n")
+    with pytest.raises(NoMatch) as caught:
+        locate_hunks(["a", "c"], patch)
+    assert caught.value.details["hunk"] == 1
+    assert "hunk 2 of 2" in caught.value.message
