@@ -16,6 +16,7 @@ import anyio
 
 from benchmarks import (
     anchors,
+    batched_edits,
     contention,
     edit_reads,
     large_files,
@@ -56,6 +57,7 @@ async def main() -> None:
         results = [await _measured(case) for case in cases]
         edits, reads = await edit_reads.cases(workdir)
         results += [await _measured(case) for case in edits]
+        results += [await _measured(case) for case in await batched_edits.cases(workdir)]
         sections += reads
         async with mcp_servers.cases(workdir) as served:
             results += [await _measured(case) for case in served]
