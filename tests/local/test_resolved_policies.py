@@ -93,6 +93,36 @@ async def test_denied_names_and_links_to_them_are_neither_listed_nor_searched(
     assert [m["path"] for m in hits.structured["matches"]] == ["notes.md"]
 
 
+@pytest.mark.parametrize(
+    ("source", "destination"),
+    [
+        ("notes.md", "slink/planted"),  # into a denied area, through a link
+        ("notes.md", "cfglink/app.ini"),  # over a read-only file, through a link
+        ("envlink", "stolen.txt"),  # a denied file out, through a link
+        ("envlink", ".env"),  # one denied file by two paths: not even "the same file" is told
+        ("cfglink/app.ini", "notes-config.ini"),  # a read-only file away
+    ],
+)
+async def test_a_move_is_judged_on_both_paths_as_they_resolve(
+    fs: Fs, tools: FsToolset, root: Path, source: str, destination: str
+) -> None:
+    ctx = fs.context(owner="agent")
+    await tools.execute(ctx, "read", {"file_path": "notes.md"})
+    await tools.execute(ctx, "read", {"file_path": "cfglink/app.ini"})
+    before = _files(root)
+    moved = await tools.execute(
+        ctx, "move", {"source_path": source, "destination_path": destination, "overwrite": True}
+    )
+    assert moved.error_code is ErrorCode.DENIED, moved.text
+    assert "TOKEN" not in moved.text
+    assert _files(root) == before
+
+
+def _files(root: Path) -> dict[Path, bytes]:
+    """Every file below *root* and what it holds."""
+    return {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}
+
+
 async def test_a_link_into_a_read_only_area_reads_but_does_not_change(
     fs: Fs, tools: FsToolset, root: Path
 ) -> None:

@@ -317,11 +317,6 @@ class ContextFs:
         ):
             leaving.op = replace(leaving.op, moved_to=arriving.op.path)
             arriving.op = replace(arriving.op, moved_from=leaving.op.path)
-            if leaving.op.key == arriving.op.key:
-                raise InvalidArgument(
-                    f"{leaving.op.path} and {arriving.op.path} are the same file",
-                    path=leaving.op.path,
-                )
 
             async def refuse(updates: list[Update]) -> None:
                 here, there = updates
@@ -402,11 +397,20 @@ class ContextFs:
         Every operation is authorized before any lock is taken; the locks, then
         the updates, are taken in the order of the files' keys, the same for
         every caller, so that two operations on the same files cannot deadlock.
-        *refuse* may raise on what the files hold, before the checkers vote.
+        Two paths naming one file are refused (once authorized: that they do is
+        not told of a path a policy refuses). *refuse* may raise on what the
+        files hold, before the checkers vote.
         """
         ctx, mount = self._ctx, self._ctx.mount
         for report in reports:
             await mount.hooks.authorize(ctx, report.op)
+        named: dict[str, _Report] = {}
+        for report in reports:
+            if (first := named.setdefault(report.op.key, report)) is not report:
+                raise InvalidArgument(
+                    f"{first.op.path} and {report.op.path} are the same file",
+                    path=first.op.path,
+                )
         if max_size is ABSENT:
             max_size = mount.text_options.max_edit_bytes
         ordered = sorted(reports, key=lambda report: report.op.key)

@@ -73,9 +73,10 @@ class RecentAnswers:
         """
         if search.pattern is None or not found.complete or len(found.counts) > self.max_files:
             return
+        question = _question(search)
         with self._lock:
-            self._answers[_question(search)] = _Answer(since_ns=since_ns, found=found)
-            self._answers.move_to_end(_question(search))
+            self._answers[question] = _Answer(since_ns=since_ns, found=found)
+            self._answers.move_to_end(question)
             held = sum(len(answer.found.counts) for answer in self._answers.values())
             while len(self._answers) > self.max_answers or held > self.max_files:
                 _, oldest = self._answers.popitem(last=False)
@@ -96,14 +97,16 @@ class RecentAnswers:
 
         Looks at the tree: meant for a worker thread.
         """
+        question = _question(search)
         with self._lock:
-            answer = self._answers.get(_question(search))
+            answer = self._answers.get(question)
         if answer is None:
             return None
         budget = answer.found.searched + _MARGIN
         if changed_since(root_fd, search, answer.since_ns, budget=budget):
             with self._lock:
-                self._answers.pop(_question(search), None)
+                if self._answers.get(question) is answer:  # not a newer one, kept meanwhile
+                    del self._answers[question]
             return None
         return answer.found
 

@@ -311,7 +311,7 @@ def _lines(
         raw, nul, rest = record.partition(b"\0")
         if not nul:
             text = os.fsdecode(raw)
-            unanswered.update(p for p in paths if text.startswith(p))  # "p: binary file ..."
+            unanswered.update(p for p in paths if text.startswith(f"{p}:"))  # "p: binary file"
             continue
         path, numbered = os.fsdecode(raw), _NUMBERED.match(rest)
         if path not in found or numbered is None:
