@@ -19,6 +19,7 @@ FILE_TOOLS = [
     "write",
     "edit",
     "multi_edit",
+    "apply_patch",
     "delete",
     "move",
     "create_directory",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ctxfs.core import InvalidArgument, NoMatch
-from ctxfs.tools.patches import FilePatch, Hunk, PatchAction, locate_hunks, parse_diff, parse_patch
+from ctxfs.core import FilePatch, Hunk, InvalidArgument, NoMatch, PatchAction
+from ctxfs.core.text import locate_hunks
+from ctxfs.tools.patches import parse_diff, parse_patch
 
 PATCH = """*** Begin Patch
 *** Add File: docs/new.md
@@ -74,19 +75,15 @@ def test_hunks_apply_in_order_below_their_anchors() -> None:
         "f.py",
         "@@ def b():\n-    x = 1\n+    x = 2\n@@\n-    x = 1\n+    x = 3\n",
     )
-    placed = locate_hunks(lines, patch)
-    assert [(p.start, p.count, p.new) for p in placed] == [
-        (3, 1, ("    x = 2",)),
-        (5, 1, ("    x = 3",)),
-    ]
+    assert locate_hunks(lines, patch) == [3, 5]
 
 
 def test_whitespace_differences_are_forgiven_only_after_an_exact_search() -> None:
     lines = ["x = 1  ", "x = 1"]
     patch = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-x = 1\n+x = 2\n")
-    assert locate_hunks(lines, patch)[0].start == 1  # the exact line, not the first loose one
+    assert locate_hunks(lines, patch) == [1]  # the exact line, not the first loose one
     loose = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-  y = 1\n+y = 2\n")
-    assert locate_hunks(["y = 1"], loose)[0].start == 0
+    assert locate_hunks(["y = 1"], loose) == [0]
 
 
 def test_a_hunk_at_the_end_of_file_matches_only_there() -> None:
@@ -94,7 +91,7 @@ def test_a_hunk_at_the_end_of_file_matches_only_there() -> None:
     patch = parse_patch(
         "*** Begin Patch\n*** Update File: f\n@@\n-end\n+END\n*** End of File\n*** End Patch"
     )
-    assert locate_hunks(lines, patch[0])[0].start == 2
+    assert locate_hunks(lines, patch[0]) == [2]
 
 
 def test_a_hunk_that_does_not_apply_is_named() -> None:

@@ -162,7 +162,7 @@ async def test_openai_responses_sends_our_tools_unchanged_and_runs_the_calls(
 
 def arguments_of(definitions: list[dict[str, Any]], name: str) -> list[str]:
     """The argument names of tool *name* in Responses-shaped definitions."""
-    (tool,) = [d for d in definitions if d["name"] == name]
+    (tool,) = [d for d in definitions if d.get("name") == name]
     return list(tool["parameters"]["properties"])
 
 

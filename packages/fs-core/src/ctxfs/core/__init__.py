@@ -86,12 +86,22 @@ from ctxfs.core.outcomes import (
     MoveOutcome,
     Operation,
     OpKind,
+    PatchedFile,
+    PatchOutcome,
     ReadOutcome,
     WriteOutcome,
 )
 from ctxfs.core.paths import join_path, normalize_path
 from ctxfs.core.registry import open_backend, open_fs
-from ctxfs.core.text import Replacement, TextOptions, format_line_number, number_lines
+from ctxfs.core.text import (
+    FilePatch,
+    Hunk,
+    PatchAction,
+    Replacement,
+    TextOptions,
+    format_line_number,
+    number_lines,
+)
 from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version
 
 __all__ = [
@@ -123,11 +133,13 @@ __all__ = [
     "FileKind",
     "FileLines",
     "FileMatches",
+    "FilePatch",
     "FileSearch",
     "Fs",
     "FsError",
     "FsOptions",
     "GlobMatcher",
+    "Hunk",
     "InsertOutcome",
     "InvalidArgument",
     "InvalidPath",
@@ -151,6 +163,9 @@ __all__ = [
     "OpKind",
     "Operation",
     "OutsideRoot",
+    "PatchAction",
+    "PatchOutcome",
+    "PatchedFile",
     "PermissionDenied",
     "ReadOutcome",
     "ReadRequest",

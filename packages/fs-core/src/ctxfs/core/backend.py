@@ -438,6 +438,20 @@ class Update:
             raise await self.missing()
         return await self._move(destination)
 
+    async def undo(self, written: Version | None) -> None:
+        """Put back what the file held when read, over what this update did since.
+
+        *written* is the version this update stored, or None if it deleted the
+        file. Succeeds only if the file is still as this update left it, as far
+        as :attr:`Capabilities.cas_scope` reaches; a caller undoing several
+        updates (a patch that failed part way) undoes them in reverse order.
+
+        Raises:
+            Stale: The file changed since this update wrote it.
+
+        """
+        await self._undo(written)
+
     async def missing(self) -> FsError:
         """The error for a file that was not there when read.
 
@@ -464,7 +478,7 @@ class Update:
         except BaseException as failure:
             with anyio.CancelScope(shield=True):
                 try:
-                    await destination._undo(version)
+                    await destination.undo(version)
                 except FsError as undo:
                     raise BackendError(
                         f"moving {self.path} to {destination.path} failed half way, and the "
@@ -475,8 +489,7 @@ class Update:
             raise
         return version
 
-    async def _undo(self, version: Version) -> None:
-        """Put back what the file held when read, over the *version* written since."""
+    async def _undo(self, written: Version | None) -> None:
         raise NotImplementedError  # pragma: no cover
 
 
@@ -490,11 +503,13 @@ class ConditionalUpdate(Update):
     async def _delete(self, version: Version) -> None:
         await self.backend._delete(self.path, version)
 
-    async def _undo(self, version: Version) -> None:
+    async def _undo(self, written: Version | None) -> None:
         if self.current is None:
-            await self.backend._delete(self.path, version)
+            if written is not None:
+                await self.backend._delete(self.path, written)
         else:
-            await self.backend._write(self.path, self.current.data, version)
+            expect = ABSENT if written is None else written
+            await self.backend._write(self.path, self.current.data, expect)
 
 
 class Backend(AsyncResource):

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Final, TypeVar
 
+import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
@@ -42,6 +43,8 @@ from ctxfs.core.outcomes import (
     MoveOutcome,
     Operation,
     OpKind,
+    PatchedFile,
+    PatchOutcome,
     ReadOutcome,
     WriteOutcome,
 )
@@ -49,11 +52,14 @@ from ctxfs.core.paths import join_path, normalize_path
 from ctxfs.core.text import (
     AnyDocument,
     Change,
+    FilePatch,
+    PatchAction,
     Replacement,
     check_edit_strings,
     check_replacements,
     decode_document,
     iter_lines,
+    patch_document,
     read_window,
     replace_in_turn,
 )
@@ -341,6 +347,137 @@ class ContextFs:
             version=arriving.stored,
             replaced=arriving.before,
         )
+
+    async def apply_patch(
+        self, patches: Sequence[FilePatch], *, dry_run: bool = False
+    ) -> PatchOutcome:
+        """Apply a patch over several files: all of it, or nothing.
+
+        Each file's part runs under the rules of the operation it is: an added
+        file is a :meth:`write` (an existing one must have been read whole), an
+        updated one an edit by hunks (:func:`~ctxfs.core.text.patch_document`),
+        a deleted one a :meth:`delete`; an update with ``move_to`` is a
+        :meth:`move` whose destination takes the new text (an existing
+        destination must have been read at its current version). Every file is
+        authorized, then all are locked (in key order) and read once, and every
+        check passes (each file as it must be, observed, each hunk applying)
+        before anything is written. Files are then written in the patch's
+        order; if the store fails part way, what was written is put back, in
+        reverse order and under the same locks, and the error says what the
+        files hold now. With *dry_run*, the checks run and nothing is written.
+
+        Raises:
+            InvalidArgument (no files, or two parts naming one file), NotFound,
+            NotObserved, Stale, NoMatch (``details["hunk"]``), EncodingError,
+            BinaryFile, Busy, and any refusal of a policy. A failure after a
+            write raises what the store raised, once all is put back (or
+            ``BackendError`` naming what could not be).
+
+        """
+        if not patches:
+            raise InvalidArgument("the patch changes no file", hint="Give at least one file.")
+        async with AsyncExitStack() as stack:
+            parts = [
+                await stack.enter_async_context(self._patch_part(patch, dry_run))
+                for patch in patches
+            ]
+            reports = [report for part in parts for report in part.reports]
+            async with self._updating_all(reports, refuse=_refuse_missing(parts)) as opened:
+                updates = iter(opened)
+                for part in parts:
+                    part.opened = [next(updates) for _ in part.reports]
+                for part in parts:  # every check, before anything is written
+                    part.change = await self._patched(part)
+                if not dry_run:
+                    await self._write_parts(parts)
+        return PatchOutcome(files=tuple(part.outcome() for part in parts), written=not dry_run)
+
+    @asynccontextmanager
+    async def _patch_part(self, patch: FilePatch, dry_run: bool) -> AsyncIterator[_PatchPart]:
+        """The operations of one file's part of a patch, reported however the patch ends."""
+        if patch.action is PatchAction.ADD:
+            size = len((patch.content or "").encode("utf-8", "replace"))
+            async with self._reported(
+                OpKind.WRITE, patch.path, file=True, size=size, dry_run=dry_run
+            ) as report:
+                yield _PatchPart(patch=patch, reports=[report])
+        elif patch.action is PatchAction.DELETE:
+            async with self._reported(
+                OpKind.DELETE, patch.path, file=True, dry_run=dry_run
+            ) as report:
+                yield _PatchPart(patch=patch, reports=[report])
+        elif patch.move_to is None:
+            async with self._reported(
+                OpKind.EDIT, patch.path, file=True, dry_run=dry_run
+            ) as report:
+                yield _PatchPart(patch=patch, reports=[report])
+        else:
+            async with (
+                self._reported(OpKind.MOVE, patch.path, file=True, dry_run=dry_run) as leaving,
+                self._reported(OpKind.MOVE, patch.move_to, file=True, dry_run=dry_run) as arriving,
+            ):
+                leaving.op = replace(leaving.op, moved_to=arriving.op.path)
+                arriving.op = replace(arriving.op, moved_from=leaving.op.path)
+                yield _PatchPart(patch=patch, reports=[leaving, arriving])
+
+    async def _patched(self, part: _PatchPart) -> tuple[Change, AnyDocument] | None:
+        """What *part* writes (None: a delete, or a move without hunks), checked, unwritten."""
+        patch, (update, _) = part.patch, part.opened[0]
+        path, current = part.reports[0].op.path, update.current
+        if patch.action is PatchAction.DELETE or (patch.move_to and not patch.hunks):
+            return None
+        options = self._ctx.mount.text_options
+        if patch.action is PatchAction.ADD:
+            content = patch.content or ""
+
+            def rewrite() -> tuple[Change, AnyDocument]:
+                document = (
+                    self._decode(path, current)
+                    if current is not None
+                    else decode_document(b"", options, path=path)
+                )
+                return document.rewrite(content), document
+
+            return await _text_work(len(content) + (current.size if current else 0), rewrite)
+        assert current is not None  # refused before, when missing
+        located = replace(patch, path=path)
+
+        def hunks() -> tuple[Change, AnyDocument]:
+            document = self._decode(path, current)
+            return patch_document(document, located), document
+
+        return await _text_work(current.size, hunks, costly=len(patch.hunks) > 1)
+
+    async def _write_parts(self, parts: list[_PatchPart]) -> None:
+        """Write every checked part in order; on a failure, put back what was written."""
+        done: list[tuple[Update, Version | None]] = []  # each update, and the version it left
+        try:
+            for part in parts:
+                await self._write_part(part, done)
+        except FsError as failure:
+            with anyio.CancelScope(shield=True):
+                kept = await _undone(done)
+            raise _patch_failure(failure, done, kept) from failure
+
+    async def _write_part(
+        self, part: _PatchPart, done: list[tuple[Update, Version | None]]
+    ) -> None:
+        first, last = part.reports[0], part.reports[-1]
+        (update, _), (there, _) = part.opened[0], part.opened[-1]
+        if part.patch.action is PatchAction.DELETE:
+            await update.delete()
+            done.append((update, None))
+        elif part.change is None:  # a move, no more
+            last.after = await update.move(there)
+            done += [(update, None), (there, last.after)]
+        else:
+            change, document = part.change
+            await self._store(last, there, change.data, document)
+            done.append((there, last.after))
+            if there is not update:
+                await update.delete()
+                done.append((update, None))
+        del first
 
     async def _change(
         self,
@@ -726,3 +863,77 @@ def _with_parents(path: str, top: str) -> list[str]:
         paths.append(parent)
         parent = parent.rpartition("/")[0]
     return paths
+
+
+@dataclass
+class _PatchPart:
+    """One file's part of a patch, as :meth:`ContextFs.apply_patch` works on it."""
+
+    patch: FilePatch
+    reports: list[_Report]
+    """One operation, or two for a move (source, destination)."""
+    opened: list[tuple[Update, AnyDocument | None]] = field(default_factory=list)
+    change: tuple[Change, AnyDocument] | None = None
+
+    def outcome(self) -> PatchedFile:
+        first, last = self.reports[0], self.reports[-1]
+        change = None if self.change is None else self.change[0]
+        return PatchedFile(
+            path=first.op.path,
+            action=self.patch.action,
+            version=last.after,
+            previous_version=first.before,
+            moved_to=last.op.path if last is not first else None,
+            first_line=1 if change is None else change.first_line,
+            last_line=1 if change is None else change.last_line,
+            diff=None if change is None or first.before is None else change.diff,
+        )
+
+
+def _refuse_missing(parts: list[_PatchPart]) -> Callable[[list[Update]], Awaitable[None]]:
+    """Refuse a patch that updates, moves or deletes a file that is not there."""
+
+    async def refuse(updates: list[Update]) -> None:
+        at = 0
+        for part in parts:
+            update, at = updates[at], at + len(part.reports)
+            if part.patch.action is not PatchAction.ADD and update.current is None:
+                raise await update.missing()
+
+    return refuse
+
+
+async def _undone(done: list[tuple[Update, Version | None]]) -> list[str]:
+    """Undo *done*, last first; the paths that could not be put back."""
+    kept: list[str] = []
+    for update, left in reversed(done):
+        try:
+            await update.undo(left)
+        except FsError:
+            kept.append(update.path)
+    return kept
+
+
+def _patch_failure(
+    failure: FsError, done: list[tuple[Update, Version | None]], kept: list[str]
+) -> FsError:
+    """The error of a patch whose writing failed: what failed, and what the files hold now."""
+    touched = list(dict.fromkeys(update.path for update, _ in done))
+    if not kept:
+        put_back = f"; {', '.join(touched)} put back as they were" if touched else ""
+        return type(failure)(
+            f"the patch was not applied (nothing changed{put_back}): {failure.message}",
+            path=failure.path,
+            hint=failure.hint,
+            retryable=failure.retryable,
+            details={**failure.details, "restored": touched},
+        )
+    restored = [path for path in touched if path not in kept]
+    return BackendError(
+        f"the patch failed part way ({failure.message}) and could not be undone whole: "
+        f"{', '.join(kept)} are as the patch left them"
+        + (f"; {', '.join(restored)} were put back" if restored else ""),
+        path=failure.path,
+        hint="Read the files named to see their state before patching again.",
+        details={"changed": kept, "restored": restored},
+    )

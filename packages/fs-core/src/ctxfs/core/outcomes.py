@@ -18,6 +18,8 @@ __all__ = [
     "MoveOutcome",
     "OpKind",
     "Operation",
+    "PatchOutcome",
+    "PatchedFile",
     "ReadOutcome",
     "WriteOutcome",
 ]
@@ -177,3 +179,35 @@ class MoveOutcome:
     """Its version at the destination (the same content; a store may give a new token)."""
     replaced: Version | None = None
     """The version of the file the move replaced at the destination (``overwrite``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PatchedFile:
+    """What a patch did (or, in a dry run, would do) to one file."""
+
+    path: str
+    """The file's path before the patch (for an added file, its path)."""
+    action: str
+    """``add``, ``update`` or ``delete`` (a :class:`~ctxfs.core.PatchAction`)."""
+    version: Version | None
+    """Its version now (after a move, at *moved_to*); None once deleted, or in a dry run."""
+    previous_version: Version | None
+    """Its version before, or None for a file the patch created."""
+    moved_to: str | None = None
+    """Where an updated file went."""
+    first_line: int = 1
+    """1-based first changed line, in the new text."""
+    last_line: int = 1
+    """1-based last changed line, in the new text."""
+    diff: str | None = None
+    """A unified diff of the file's change when it is small, else None."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PatchOutcome:
+    """A patch over several files, applied whole (or, in a dry run, checked whole)."""
+
+    files: tuple[PatchedFile, ...]
+    """In the patch's order."""
+    written: bool = True
+    """False for a dry run: every check passed, and nothing was written."""

@@ -921,6 +921,16 @@ class _LockedUpdate(Update):
         )
         return self.current.version
 
+    async def _undo(self, written: Version | None) -> None:
+        # the CAS lock is still held: the file is as this update left it unless
+        # a writer bypassing ctxfs changed it, which the version check sees
+        if self.current is None:
+            if written is not None:
+                await self.local._run(self.local._delete_sync, self.path, written)
+        else:
+            expect = ABSENT if written is None else written
+            await self.local._run(self.local._write_sync, self.path, self.current.data, expect)
+
 
 _CAPABILITIES = Capabilities(
     cas_scope=CasScope.HOST,

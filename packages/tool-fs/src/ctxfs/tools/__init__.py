@@ -12,8 +12,9 @@
         result = await tools.execute(ctx, "read", {"file_path": "README.md"})
         result.text, result.data, result.is_error, result.error_code
 
-Tools: ``read``, ``write``, ``edit``, ``list_dir``, ``glob``, ``grep`` (and, when
-some are deferred, ``search_tools`` and ``call_tool``). Each is one module of
+Tools: ``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``delete``,
+``move``, ``create_directory``, ``list_dir``, ``glob``, ``grep`` (and, when some are
+deferred, ``search_tools`` and ``call_tool``). Each is one module of
 :mod:`ctxfs.tools.builtin`; a tool of your own is a :class:`Tool` subclass and
 one :meth:`FsToolset.register` call.
 """
@@ -22,11 +23,13 @@ from importlib.metadata import version
 from typing import Any
 
 from ctxfs.tools.builtin import BUILTIN_TOOLS
+from ctxfs.tools.builtin.apply_patch import ApplyPatchArgs, PatchData, PatchedFileData
 from ctxfs.tools.builtin.call_tool import CallToolArgs
 from ctxfs.tools.builtin.edit import EditArgs
 from ctxfs.tools.builtin.glob import GlobArgs, GlobData
 from ctxfs.tools.builtin.grep import GrepArgs, GrepData, GrepMatch
 from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
+from ctxfs.tools.builtin.patch_call import answer_patch_call
 from ctxfs.tools.builtin.read import ReadArgs, ReadData
 from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
 from ctxfs.tools.builtin.text_editor import InsertData
@@ -40,6 +43,7 @@ __all__ = [
     "BUILTIN_TOOLS",
     "DEFAULT_IGNORE",
     "Annotations",
+    "ApplyPatchArgs",
     "CallToolArgs",
     "EditArgs",
     "EditData",
@@ -58,6 +62,8 @@ __all__ = [
     "ListDirArgs",
     "Offer",
     "Offering",
+    "PatchData",
+    "PatchedFileData",
     "Progress",
     "Provider",
     "ReadArgs",
@@ -75,6 +81,7 @@ __all__ = [
     "WriteArgs",
     "WriteData",
     "__version__",
+    "answer_patch_call",
 ]
 
 __version__ = version("ctxfs-tools")

@@ -15,30 +15,18 @@ A Codex patch names its files between ``*** Begin Patch`` and ``*** End Patch``:
 The Responses API's ``apply_patch`` tool sends one operation at a time: a
 ``create_file`` or ``update_file`` with a V4A ``diff`` (the part of the above
 below the ``*** ... File:`` line), or a ``delete_file``. :func:`parse_patch` and
-:func:`parse_diff` turn both into :class:`FilePatch` values; :func:`locate_hunks`
-finds where each hunk applies in a file's lines, in order, as the models expect:
-exactly, then ignoring trailing whitespace, then ignoring all surrounding
-whitespace.
+:func:`parse_diff` turn both into :class:`~ctxfs.core.FilePatch` values, which
+``ctx.fs.apply_patch`` applies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Sequence
 from typing import Final
 
-from ctxfs.core import InvalidArgument, NoMatch
+from ctxfs.core import FilePatch, Hunk, InvalidArgument, PatchAction
 
-__all__ = [
-    "FilePatch",
-    "Hunk",
-    "PatchAction",
-    "Placed",
-    "locate_hunks",
-    "parse_diff",
-    "parse_patch",
-]
+__all__ = ["parse_diff", "parse_patch"]
 
 _BEGIN: Final = "*** Begin Patch"
 _END: Final = "*** End Patch"
@@ -48,48 +36,6 @@ _UPDATE: Final = "*** Update File: "
 _MOVE: Final = "*** Move to: "
 _END_OF_FILE: Final = "*** End of File"
 _FILE_HEADS: Final = (_ADD, _DELETE, _UPDATE)
-
-
-class PatchAction(StrEnum):
-    """What a patch does to one file."""
-
-    ADD = "add"
-    UPDATE = "update"
-    DELETE = "delete"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Hunk:
-    """One change to a file's lines: *old* (context and removed) becomes *new*."""
-
-    anchors: tuple[str, ...] = ()
-    """Lines (from ``@@`` headers) the change is below, found in turn before it."""
-    old: tuple[str, ...]
-    new: tuple[str, ...]
-    at_end: bool = False
-    """The change ends at the end of the file (``*** End of File``)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class FilePatch:
-    """What a patch does to one file."""
-
-    action: PatchAction
-    path: str
-    move_to: str | None = None
-    """Where an updated file goes (``*** Move to``)."""
-    content: str | None = None
-    """The whole text of an added file."""
-    hunks: tuple[Hunk, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True)
-class Placed:
-    """Where a hunk applies: lines ``start`` to ``start + len(hunk.old)`` (0-based) become *new*."""
-
-    start: int
-    count: int
-    new: tuple[str, ...]
 
 
 def parse_patch(text: str) -> list[FilePatch]:
@@ -141,54 +87,6 @@ def parse_diff(action: PatchAction, path: str, diff: str) -> FilePatch:
     if action is PatchAction.UPDATE:
         return _updated(path, lines, first=1)
     return FilePatch(action=PatchAction.DELETE, path=path)
-
-
-def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[Placed]:
-    """Where each hunk of *patch* applies in *lines* (a file's, without line breaks).
-
-    Hunks are found in order, each below the one before: its anchors first,
-    then its old lines, compared exactly, then without trailing whitespace,
-    then without surrounding whitespace.
-
-    Raises:
-        NoMatch: A hunk's anchor or old lines are not found; ``details["hunk"]``
-            (0-based) names it, and the message shows its first lines.
-
-    """
-    placed: list[Placed] = []
-    cursor = 0
-    for index, hunk in enumerate(patch.hunks):
-        for anchor in hunk.anchors:
-            found = _find(lines, (anchor,), cursor, at_end=False)
-            if found is None:
-                raise _not_found(patch, index, f"its @@ line {anchor!r} is")
-            cursor = found + 1
-        start = _find(lines, hunk.old, cursor, at_end=hunk.at_end)
-        if start is None:
-            raise _not_found(patch, index, "its context and removed lines are")
-        placed.append(Placed(start=start, count=len(hunk.old), new=hunk.new))
-        cursor = start + len(hunk.old)
-    return placed
-
-
-_Fold = Callable[[str], str]
-_FOLDS: Final[tuple[_Fold, ...]] = (lambda line: line, str.rstrip, str.strip)
-
-
-def _find(lines: Sequence[str], wanted: Sequence[str], cursor: int, *, at_end: bool) -> int | None:
-    """The first index from *cursor* where *wanted* lines follow (at the end, if *at_end*)."""
-    if not wanted:
-        return len(lines) if at_end else cursor
-    last = len(lines) - len(wanted)
-    starts = [last] if at_end else range(cursor, last + 1)
-    for fold in _FOLDS:
-        folded = [fold(line) for line in wanted]
-        for start in starts:
-            if start >= cursor and all(
-                fold(lines[start + offset]) == line for offset, line in enumerate(folded)
-            ):
-                return start
-    return None
 
 
 def _added(path: str, body: Sequence[str], *, first: int) -> FilePatch:
@@ -261,16 +159,4 @@ def _bad(number: int, why: str) -> InvalidArgument:
         "(with @@ hunks of ' ', '-', '+' lines) or '*** Delete File: ' sections, then "
         "'*** End Patch'.",
         details={"field": "patch", "line": number},
-    )
-
-
-def _not_found(patch: FilePatch, index: int, what: str) -> NoMatch:
-    hunk = patch.hunks[index]
-    shown = "\n".join((*hunk.anchors, *hunk.old)[:5])
-    return NoMatch(
-        f"hunk {index + 1} of {len(patch.hunks)} does not apply to {patch.path}: "
-        f"{what} not in the file (below the hunks before it):\n{shown}",
-        path=patch.path,
-        hint="Read the file again and copy the context lines exactly; hunks apply in order.",
-        details={"hunk": index},
     )

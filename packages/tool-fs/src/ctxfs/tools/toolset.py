@@ -192,7 +192,9 @@ class FsToolset:
         ``generic``: ``{"name", "description", "parameters"}`` with plain JSON
         schemas. ``openai``: function tools valid in strict mode (where a tool's
         arguments allow it), in the Chat Completions shape, or the Responses
-        shape with ``openai_api="responses"``. ``anthropic``: custom tools, with
+        shape with ``openai_api="responses"``, where the Responses API's built-in
+        ``apply_patch`` stands for the ``apply_patch`` function (answer its calls
+        with :func:`~ctxfs.tools.answer_patch_call`). ``anthropic``: custom tools, with
         read, write, edit and list_dir advertised as Anthropic's text editor
         tool when all four are offered (unless ``anthropic_text_editor`` is false).
         """
@@ -214,7 +216,13 @@ class FsToolset:
             ]
         if provider != "openai":
             raise ValueError(f"unknown provider {provider!r}")
-        shaped = []
+        shaped: list[dict[str, Any]] = []
+        if openai_api == "responses":  # its built-in tools (Chat Completions has none)
+            step = Step(ctx=ctx, toolset=self, offer=offer, provider=provider)
+            aliases = self._aliases(step)
+            covered = {name for alias in aliases for name in alias.stands_for}
+            shaped = [alias.provider_definition(step.limits) for alias in aliases]
+            offered = [tool for tool in offered if tool.name not in covered]
         for tool in offered:
             function = {
                 "name": tool.name,

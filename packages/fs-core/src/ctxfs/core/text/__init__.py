@@ -6,6 +6,7 @@
 - :mod:`~ctxfs.core.text.document` holds a whole file for edits, inserts and
   writes that change nothing outside their spans.
 - :mod:`~ctxfs.core.text.edits` checks replacements and applies several in turn.
+- :mod:`~ctxfs.core.text.patches` locates a patch's hunks and applies them.
 - :mod:`~ctxfs.core.text.mismatch` explains a failed match so a model can fix it.
 """
 
@@ -24,6 +25,7 @@ from ctxfs.core.text.options import (
     format_line_number,
     number_lines,
 )
+from ctxfs.core.text.patches import FilePatch, Hunk, PatchAction, locate_hunks, patch_document
 from ctxfs.core.text.window import Window, iter_lines, read_window, truncation_marker
 
 __all__ = [
@@ -31,7 +33,10 @@ __all__ = [
     "LINE_NUMBER_PREFIX",
     "AnyDocument",
     "Change",
+    "FilePatch",
+    "Hunk",
     "KnownEncodings",
+    "PatchAction",
     "Replacement",
     "TextDocument",
     "TextEncoding",
@@ -44,7 +49,9 @@ __all__ = [
     "display",
     "format_line_number",
     "iter_lines",
+    "locate_hunks",
     "number_lines",
+    "patch_document",
     "read_window",
     "replace_in_turn",
     "truncation_marker",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, AnyStr, Final, Generic, TypeAlias
 
@@ -198,12 +199,16 @@ class TextDocument(Generic[AnyStr]):
         self._refuse_added_replacement_chars(
             len(matches) * (new_string.count(_FFFD) - old_string.count(_FFFD))
         )
-        raw, first, last = self._splice(matches, old, new)
+        raw = self._splice([(match, match + len(old), new) for match in matches])
+        starts, lf = self._lines_of(matches), self.endings.lf
+        growth = new.count(lf) - old.count(lf)  # lines added by each replacement
+        last_start = starts[-1] + growth * (len(matches) - 1)
+        first, last = starts[0], last_start + new.count(lf) - (1 if new.endswith(lf) else 0)
         return Change(
             data=self.encode(raw),
             replacements=len(matches),
             first_line=first,
-            last_line=last,
+            last_line=max(first, last),
             stripped_line_numbers=stripped,
             diff=self._replacement_diff(matches, old, new, first),
         )
@@ -262,6 +267,71 @@ class TextDocument(Generic[AnyStr]):
             last_line=after_line + 1 + breaks,
             diff=short_diff("", inserted, first_line=after_line + 1),
         )
+
+    def lines(self) -> list[str]:
+        """The file's lines as text, without their line breaks (invalid bytes as escapes)."""
+        parts = self.logical.split(self.endings.lf)
+        if not parts[-1]:
+            parts.pop()  # the file ends with a line break (or is empty)
+        return [self.text_of(part) for part in parts]
+
+    def replace_lines(self, spans: Sequence[tuple[int, int, Sequence[str]]]) -> Change:
+        """Replace lines ``[start, stop)`` (0-based) of each span by its new lines.
+
+        The spans come in order and apart (an empty one inserts before line
+        *start*). The new lines take the endings of the lines they replace (an
+        insertion, those of the line after it); every other byte is kept. A file
+        without a final line break keeps lacking one.
+
+        Raises:
+            InvalidArgument: A span is out of order or out of range.
+            EncodingError: A new line cannot be written in the file's encoding.
+
+        """
+        logical, lf = self.logical, self.endings.lf
+        starts = [0]  # logical start of each line, then of the end
+        for part in logical.split(lf):
+            starts.append(starts[-1] + len(part) + 1)
+        total = len(starts) - 2 if logical.endswith(lf) or not logical else len(starts) - 1
+        starts[total] = len(logical)
+        unterminated = bool(logical) and not logical.endswith(lf)
+        units, previous, added_chars = [], 0, 0
+        for start, stop, new_lines in spans:
+            if not previous <= start <= stop <= total:
+                raise InvalidArgument(
+                    f"lines {start}..{stop} are not in {self.path}", path=self.path
+                )
+            previous = stop
+            added_chars += sum(line.count(_FFFD) for line in new_lines)
+            block = self.units("".join(line + "\n" for line in new_lines), what="the new lines")
+            if unterminated and stop == total:  # the file keeps lacking a final line break
+                block = lf + block[: -len(lf)] if start == stop and block else block[: -len(lf)]
+            units.append((starts[start], starts[stop], block))
+        self._refuse_added_replacement_chars(added_chars)
+        first, last, diff = self._lines_change(spans)
+        return Change(
+            data=self.encode(self._splice(units)),
+            replacements=len(spans),
+            first_line=first,
+            last_line=last,
+            diff=diff,
+        )
+
+    def _lines_change(
+        self, spans: Sequence[tuple[int, int, Sequence[str]]]
+    ) -> tuple[int, int, str | None]:
+        """First and last changed lines (in the new text) of :meth:`replace_lines`; a diff."""
+        old = self.lines()
+        top, bottom = spans[0][0], spans[-1][1]
+        after: list[str] = []
+        kept_from = top
+        for start, stop, new_lines in spans:
+            after += old[kept_from:start]
+            after += new_lines
+            kept_from = stop
+        before = "".join(line + "\n" for line in old[top:bottom])
+        diff = short_diff(before, "".join(line + "\n" for line in after), first_line=top + 1)
+        return top + 1, top + max(1, len(after)), diff
 
     def rewrite(self, content: str) -> Change:
         """Return the change that replaces the whole text with *content*.
@@ -403,30 +473,26 @@ class TextDocument(Generic[AnyStr]):
             previous = position
         return lines
 
-    def _splice(self, matches: list[int], old: AnyStr, new: AnyStr) -> tuple[AnyStr, int, int]:
-        """Replace each match of *old* (logical starts) by *new*, in the raw units.
+    def _splice(self, spans: Sequence[tuple[int, int, AnyStr]]) -> AnyStr:
+        """Replace each logical span ``[start, end)`` by its new (folded) units, in the raw units.
 
-        Returns the new raw content and the changed line range in the new text.
+        The spans come in order and apart; each replacement takes the line
+        endings of the span it replaces.
         """
-        raw, endings, lf = self.raw, self.endings, self.endings.lf
+        raw, endings = self.raw, self.endings
         folded = self.logical is not raw  # else logical and raw positions coincide
         source: Any = _slicer(raw)  # slices of bytes are views: join copies the file once
         pieces: list[AnyStr] = []
         hint, kept_from = (0, 0), 0
-        for position in matches:
+        for position, stop, new in spans:
             start = endings.to_raw(raw, position, hint) if folded else position
-            end = position + len(old)
-            end = endings.to_raw(raw, end, (position, start)) if folded else end
-            hint = (position + len(old), end)
+            end = endings.to_raw(raw, stop, (position, start)) if folded else stop
+            hint = (stop, end)
             pieces += [source[kept_from:start], self._with_endings(new, raw[start:end], end)]
             kept_from = end
         pieces.append(source[kept_from:])
         self._seal_replacements(pieces)
-        starts = self._lines_of(matches)
-        growth = new.count(lf) - old.count(lf)  # lines added by each replacement
-        last_start = starts[-1] + growth * (len(matches) - 1)
-        last = last_start + new.count(lf) - (1 if new.endswith(lf) else 0)
-        return endings.empty.join(pieces), starts[0], max(starts[0], last)
+        return endings.empty.join(pieces)
 
     def _seal_replacements(self, pieces: list[Any]) -> None:
         """Seal each replacement (odd index) against its new neighbours, in linear time."""

@@ -452,10 +452,11 @@ class _LeasedUpdate(Update):
 
         await self.sftp.client.call(self.path, run)
 
-    async def _undo(self, version: Version) -> None:
+    async def _undo(self, written: Version | None) -> None:
         # the lock is still held: nobody else wrote since this update did
         if self.current is None:
-            await self._delete(version)
+            if written is not None:
+                await self._delete(written)
         else:
             await self._write(self.current.data)
 

@@ -1,14 +1,16 @@
 """The tools ctxfs offers, one module each, in the order they are offered.
 
-``read``, ``write``, ``edit``, ``multi_edit``, ``delete``, ``move``, ``create_directory``,
-``list_dir``, ``glob`` and ``grep`` work on files;
+``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``delete``, ``move``,
+``create_directory``, ``list_dir``, ``glob`` and ``grep`` work on files;
 ``search_tools`` and ``call_tool`` appear while some tool is deferred; the
 Anthropic text editor stands for read, write, edit and list_dir for that
-provider.
+provider, and the Responses API's ``apply_patch`` for the ``apply_patch``
+function on OpenAI's Responses API.
 """
 
 from typing import Any
 
+from ctxfs.tools.builtin.apply_patch import APPLY_PATCH
 from ctxfs.tools.builtin.call_tool import CALL_TOOL
 from ctxfs.tools.builtin.create_directory import CREATE_DIRECTORY
 from ctxfs.tools.builtin.delete import DELETE
@@ -18,6 +20,7 @@ from ctxfs.tools.builtin.grep import GREP
 from ctxfs.tools.builtin.list_dir import LIST_DIR
 from ctxfs.tools.builtin.move import MOVE
 from ctxfs.tools.builtin.multi_edit import MULTI_EDIT
+from ctxfs.tools.builtin.patch_call import PATCH_CALL
 from ctxfs.tools.builtin.read import READ
 from ctxfs.tools.builtin.search_tools import SEARCH_TOOLS
 from ctxfs.tools.builtin.text_editor import TEXT_EDITOR
@@ -31,6 +34,7 @@ BUILTIN_TOOLS: tuple[Tool[Any, Any], ...] = (
     WRITE,
     EDIT,
     MULTI_EDIT,
+    APPLY_PATCH,
     DELETE,
     MOVE,
     CREATE_DIRECTORY,
@@ -40,5 +44,6 @@ BUILTIN_TOOLS: tuple[Tool[Any, Any], ...] = (
     SEARCH_TOOLS,
     CALL_TOOL,
     TEXT_EDITOR,
+    PATCH_CALL,
 )
 """The tools every :class:`~ctxfs.tools.FsToolset` starts with."""

@@ -1,0 +1,173 @@
+"""Patches over several files: what each file gets, and where a hunk applies in its lines.
+
+A :class:`FilePatch` adds a file (its whole text), deletes one, or updates one
+by :class:`Hunk` values (and may move it). :func:`locate_hunks` finds where each
+hunk applies, in order, as models that write patches expect: exactly, then
+ignoring trailing whitespace, then ignoring surrounding whitespace.
+:func:`patch_document` applies them to a decoded file, changing only the lines
+the hunks add or remove: a context line matched loosely keeps its bytes.
+The formats models write these in are parsed in ``ctxfs.tools.patches``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from ctxfs.core.errors import NoMatch
+from ctxfs.core.text.document import AnyDocument, Change
+
+__all__ = ["FilePatch", "Hunk", "PatchAction", "locate_hunks", "patch_document"]
+
+
+class PatchAction(StrEnum):
+    """What a patch does to one file."""
+
+    ADD = "add"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hunk:
+    """One change to a file's lines: *old* (context and removed) becomes *new*.
+
+    A hunk without old lines adds its lines at the end of the file.
+    """
+
+    anchors: tuple[str, ...] = ()
+    """Lines (from ``@@`` headers) the change is below, found in turn before it."""
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+    at_end: bool = False
+    """The change ends at the end of the file (``*** End of File``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilePatch:
+    """What a patch does to one file."""
+
+    action: PatchAction
+    path: str
+    move_to: str | None = None
+    """Where an updated file goes."""
+    content: str | None = None
+    """The whole text of an added file."""
+    hunks: tuple[Hunk, ...] = ()
+
+
+def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
+    """The line (0-based) where each hunk of *patch* applies in *lines* (a file's, unbroken).
+
+    Hunks are found in order, each below the one before: its anchors first,
+    then its old lines, compared exactly, then without trailing whitespace,
+    then without surrounding whitespace.
+
+    Raises:
+        NoMatch: A hunk's anchor or old lines are not found; ``details["hunk"]``
+            (0-based) names it, and the message shows its first lines.
+
+    """
+    file, starts, cursor = _Folded(lines), list[int](), 0
+    for index, hunk in enumerate(patch.hunks):
+        if not hunk.old:  # lines added at the end, as the models are taught
+            starts.append(len(lines))
+            cursor = len(lines)
+            continue
+        for anchor in hunk.anchors:
+            after = _find(file, (anchor,), cursor, at_end=False)
+            if after is None:
+                raise _not_found(patch, index, f"its @@ line {anchor!r} is")
+            cursor = after + 1
+        start = _find(file, hunk.old, cursor, at_end=hunk.at_end)
+        if start is None:
+            raise _not_found(patch, index, "its context and removed lines are")
+        starts.append(start)
+        cursor = start + len(hunk.old)
+    return starts
+
+
+def patch_document(document: AnyDocument, patch: FilePatch) -> Change:
+    """The change *patch*'s hunks make to *document*; only added and removed lines change.
+
+    Raises:
+        NoMatch: As :func:`locate_hunks`.
+        EncodingError: An added line cannot be written in the file's encoding.
+
+    """
+    spans: list[tuple[int, int, tuple[str, ...]]] = []
+    for start, hunk in zip(locate_hunks(document.lines(), patch), patch.hunks, strict=True):
+        matcher = difflib.SequenceMatcher(None, hunk.old, hunk.new, autojunk=False)
+        for tag, old_from, old_to, new_from, new_to in matcher.get_opcodes():
+            if tag != "equal":
+                spans.append((start + old_from, start + old_to, hunk.new[new_from:new_to]))
+    return document.replace_lines(spans)
+
+
+_FOLDS: Final[tuple[Callable[[str], str] | None, ...]] = (None, str.rstrip, str.strip)
+"""How lines compare, loosest last (None: exactly)."""
+
+
+class _Folded:
+    """A file's lines under each fold, each view made once, when first needed."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self._views: dict[int, Sequence[str]] = {}
+
+    def view(self, index: int) -> Sequence[str]:
+        fold = _FOLDS[index]
+        if fold is None:
+            return self.lines
+        if index not in self._views:
+            self._views[index] = [fold(line) for line in self.lines]
+        return self._views[index]
+
+
+def _find(file: _Folded, wanted: Sequence[str], cursor: int, *, at_end: bool) -> int | None:
+    """The first line from *cursor* where *wanted* lines follow (at the end, if *at_end*)."""
+    for index, fold in enumerate(_FOLDS):
+        lines = file.view(index)
+        folded = list(wanted) if fold is None else [fold(line) for line in wanted]
+        if at_end:
+            last = len(lines) - len(folded)
+            if last >= cursor and list(lines[last:]) == folded:
+                return last
+        elif (start := _index(lines, folded, cursor)) is not None:
+            return start
+    return None
+
+
+def _index(haystack: Sequence[str], needle: Sequence[str], start: int) -> int | None:
+    """Where *needle* first occurs in *haystack* from *start*: linear (Knuth-Morris-Pratt)."""
+    failure, matched = [0] * len(needle), 0
+    for at in range(1, len(needle)):
+        while matched and needle[at] != needle[matched]:
+            matched = failure[matched - 1]
+        if needle[at] == needle[matched]:
+            matched += 1
+        failure[at] = matched
+    matched = 0
+    for at in range(start, len(haystack)):
+        while matched and haystack[at] != needle[matched]:
+            matched = failure[matched - 1]
+        if haystack[at] == needle[matched]:
+            matched += 1
+            if matched == len(needle):
+                return at - matched + 1
+    return None
+
+
+def _not_found(patch: FilePatch, index: int, what: str) -> NoMatch:
+    hunk = patch.hunks[index]
+    shown = "\n".join((*hunk.anchors, *hunk.old)[:5])
+    return NoMatch(
+        f"hunk {index + 1} of {len(patch.hunks)} does not apply to {patch.path}: "
+        f"{what} not in the file (below the hunks before it):\n{shown}",
+        path=patch.path,
+        hint="Read the file again and copy the context lines exactly; hunks apply in order.",
+        details={"hunk": index},
+    )

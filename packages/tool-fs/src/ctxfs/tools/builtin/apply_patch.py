@@ -1,0 +1,103 @@
+"""``apply_patch``: a Codex patch over several files, applied whole or not at all."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ctxfs.tools.patches import parse_patch
+from ctxfs.tools.render import span, with_diff
+from ctxfs.tools.results import ResultData
+from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+
+__all__ = ["APPLY_PATCH", "ApplyPatchArgs", "ApplyPatchTool", "PatchData", "PatchedFileData"]
+
+
+class ApplyPatchArgs(ToolArgs):
+    """Arguments of ``apply_patch`` (``input``, as Codex names it)."""
+
+    input: str = Field(description="The whole patch, from '*** Begin Patch' to '*** End Patch'.")
+    dry_run: bool = Field(
+        default=False, description="Only check the patch and show its changes; write nothing."
+    )
+
+
+class PatchedFileData(BaseModel):
+    """What a patch did to one file."""
+
+    model_config = ConfigDict(frozen=True, from_attributes=True)
+
+    path: str
+    action: Literal["add", "update", "delete"]
+    moved_to: str | None
+    version: str | None = Field(description="Its version now; null once deleted or in a dry run.")
+    previous_version: str | None
+    first_line: int
+    last_line: int
+    diff: str | None
+
+
+class PatchData(ResultData):
+    """The data of a patch's result: each file, in the patch's order."""
+
+    files: list[PatchedFileData]
+    written: bool = Field(description="False for a dry run: nothing changed.")
+
+
+class ApplyPatchTool(Tool[ApplyPatchArgs, PatchData]):
+    """Add, update, move and delete files with one patch."""
+
+    name = "apply_patch"
+    arguments = ApplyPatchArgs
+    result = PatchData
+    writes = True
+    annotations = Annotations(read_only=False, destructive=True, idempotent=False)
+
+    def description(self, limits: Limits) -> str:
+        del limits
+        return (
+            "Change several files at once with a patch, all or nothing. Format:\n"
+            "*** Begin Patch\n"
+            "*** Add File: path/new.py\n+each line of the new file\n"
+            "*** Update File: path/app.py\n*** Move to: path/main.py   (optional)\n"
+            "@@ def greet():   (optional: a line the change is below)\n"
+            " context line\n-removed line\n+added line\n"
+            "*** Delete File: path/old.py\n"
+            "*** End Patch\n"
+            "Give about 3 lines of context around each change; paths are relative to the "
+            "workspace root. Files you update, delete, move onto or add over must have been "
+            "read (any part; an added file's whole) since they last changed. Everything is "
+            "checked before anything is written: if a hunk does not apply, nothing changes "
+            "and the error names the file and hunk. With `dry_run`, nothing is written."
+        )
+
+    async def run(self, step: Step, args: ApplyPatchArgs) -> PatchData:
+        outcome = await step.ctx.fs.apply_patch(parse_patch(args.input), dry_run=args.dry_run)
+        return self.data(outcome, target=outcome.files[0].path)
+
+    def render(self, data: PatchData, args: ApplyPatchArgs) -> str:
+        del args
+        return patched(data)
+
+
+_LETTERS = {"add": "A", "update": "M", "delete": "D"}
+
+
+def patched(data: PatchData) -> str:
+    """What a patch changed, file by file (``A``, ``M``, ``D`` as Codex says), with diffs."""
+    head = (
+        "Success. Updated the following files:"
+        if data.written
+        else "Dry run, nothing written. The patch applies, and would change:"
+    )
+    lines = [head]
+    for file in data.files:
+        where = f"{file.path} -> {file.moved_to}" if file.moved_to else file.path
+        if file.action == "update" and file.diff is not None:
+            where += f" ({span(file.first_line, file.last_line)})"
+        lines.append(with_diff(f"{_LETTERS[file.action]} {where}", file.diff))
+    return "\n".join(lines)
+
+
+APPLY_PATCH = ApplyPatchTool()
