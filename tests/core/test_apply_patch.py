@@ -79,9 +79,10 @@ async def test_a_patch_adds_updates_moves_and_deletes_whole(
     added, updated, moved, deleted = outcome.files
     assert (added.action, added.previous_version, added.diff) == ("add", None, None)
     assert (updated.first_line, updated.last_line) == (4, 4)
-    assert updated.diff is not None and "+    print('hello')" in updated.diff
+    assert "+    print('hello')" in (updated.diff or "")
     assert (moved.path, moved.moved_to) == ("src/util.py", "lib/util.py")
-    assert deleted.version is None and outcome.written
+    assert deleted.version is None
+    assert outcome.written
     # the patch's own results count as read: the next change needs no read
     await memory_ctx.fs.edit("lib/util.py", "return 2", "return 3")
     await memory_ctx.fs.edit("docs/new.md", "New", "Newer")
@@ -165,7 +166,7 @@ async def test_a_dry_run_checks_everything_and_writes_nothing(
         dry_run=True,
     )
     assert not outcome.written
-    assert outcome.files[0].diff is not None and "+import sys" in outcome.files[0].diff
+    assert "+import sys" in (outcome.files[0].diff or "")
     assert memory_backend.calls["write"] == writes
     assert await present(memory_backend, "old.txt")
     # nothing observed changed: the real patch still applies

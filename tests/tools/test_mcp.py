@@ -375,6 +375,11 @@ async def test_the_workspace_tools_cross_the_mcp_server() -> None:
         assert moved.structured_content is not None
         assert moved.structured_content["destination"] == "docs/notes.md"
         assert (await fs.backend.read("docs/notes.md")).data == b"one\r\ntwo\r\n"
+        patch = "*** Begin Patch\n*** Update File: docs/notes.md\n@@\n one\n-two\n+2\n*** End Patch"
+        patched = await client.call_tool("apply_patch", {"input": patch})
+        assert patched.structured_content is not None
+        assert patched.structured_content["files"][0]["action"] == "update"
+        assert (await fs.backend.read("docs/notes.md")).data == b"one\r\n2\r\n"
         made = await client.call_tool("create_directory", {"path": "src/pkg"})
         assert not made.is_error
         deleted = await client.call_tool("delete", {"file_path": "docs/notes.md"})

@@ -1,11 +1,10 @@
-"""Parsing Codex patches and V4A diffs, and finding where their hunks apply."""
+"""Parsing Codex patches and V4A diffs."""
 
 from __future__ import annotations
 
 import pytest
 
-from ctxfs.core import FilePatch, Hunk, InvalidArgument, NoMatch, PatchAction
-from ctxfs.core.text import locate_hunks
+from ctxfs.core import FilePatch, Hunk, InvalidArgument, PatchAction
 from ctxfs.tools.patches import parse_diff, parse_patch
 
 PATCH = """*** Begin Patch
@@ -66,37 +65,3 @@ def test_a_v4a_diff_parses_as_the_responses_api_sends_it() -> None:
     assert created.content == "one\ntwo\n"
     updated = parse_diff(PatchAction.UPDATE, "a.txt", "@@\n-one\n+uno\n two\n")
     assert updated.hunks == (Hunk(old=("one", "two"), new=("uno", "two")),)
-
-
-def test_hunks_apply_in_order_below_their_anchors() -> None:
-    lines = ["def a():", "    x = 1", "def b():", "    x = 1", "def c():", "    x = 1"]
-    patch = parse_diff(
-        PatchAction.UPDATE,
-        "f.py",
-        "@@ def b():\n-    x = 1\n+    x = 2\n@@\n-    x = 1\n+    x = 3\n",
-    )
-    assert locate_hunks(lines, patch) == [3, 5]
-
-
-def test_whitespace_differences_are_forgiven_only_after_an_exact_search() -> None:
-    lines = ["x = 1  ", "x = 1"]
-    patch = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-x = 1\n+x = 2\n")
-    assert locate_hunks(lines, patch) == [1]  # the exact line, not the first loose one
-    loose = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-  y = 1\n+y = 2\n")
-    assert locate_hunks(["y = 1"], loose) == [0]
-
-
-def test_a_hunk_at_the_end_of_file_matches_only_there() -> None:
-    lines = ["end", "middle", "end"]
-    patch = parse_patch(
-        "*** Begin Patch\n*** Update File: f\n@@\n-end\n+END\n*** End of File\n*** End Patch"
-    )
-    assert locate_hunks(lines, patch[0]) == [2]
-
-
-def test_a_hunk_that_does_not_apply_is_named() -> None:
-    patch = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-a\n+b\n@@\n-missing\n+x\n")
-    with pytest.raises(NoMatch) as caught:
-        locate_hunks(["a", "c"], patch)
-    assert caught.value.details["hunk"] == 1
-    assert "hunk 2 of 2" in caught.value.message

@@ -131,9 +131,9 @@ async def test_openai_tools_are_valid_in_strict_mode(
     if api == "responses":  # the built-in apply_patch stands for the function
         assert offered[0] == {"type": "apply_patch"}
         offered = offered[1:]
-    assert all((t["function"] if api == "chat" else t)["name"] != "apply_patch" for t in offered) is (
-        api == "responses"
-    )
+    assert all(
+        (t["function"] if api == "chat" else t)["name"] != "apply_patch" for t in offered
+    ) is (api == "responses")
     for tool in offered:
         function = tool["function"] if api == "chat" else tool
         assert tool["type"] == "function"

@@ -210,3 +210,53 @@ def test_rewrite_in_place_is_the_line_by_line_rewrite(
             document.rewrite(content)
         return
     assert document.rewrite(content) == expected
+
+
+@st.composite
+def line_spans(draw: st.DrawFn, total: int) -> list[tuple[int, int, list[str]]]:
+    """Spans of lines ``[start, stop)`` in order and apart, each with its new lines."""
+    bounds = sorted(draw(st.lists(st.integers(0, total), min_size=2, max_size=6)))
+    pairs = list(zip(bounds[::2], bounds[1::2], strict=False))
+    return [(start, stop, draw(st.lists(RUN, max_size=3))) for start, stop in pairs]
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=text_files(), pick=st.data())
+def test_replacing_lines_keeps_every_line_outside_the_spans(
+    data: bytes, pick: st.DataObject
+) -> None:
+    document = document_of(data)
+    raw = document.raw_text
+    lines = _raw_lines(raw)
+    spans = pick.draw(line_spans(len(lines)))
+    assume(spans)
+    model = list(spans)
+    while len(model) > 1 and model[-2][1] == model[-1][0] == len(lines):  # one change at the end
+        (start, _, before), (_, stop, after) = model[-2:]
+        model[-2:] = [(start, stop, before + after)]
+    try:
+        change = document.replace_lines(spans)
+    except FsError as error:
+        assume(error.code.value == "encoding_error")
+        return
+    new_raw = decoded_as(document, change.data)
+    expected: list[str] = []
+    kept: list[str] = []  # the raw text of the lines between the spans, which must survive
+    previous = 0
+    unterminated = bool(lines) and not lines[-1][1]
+    for start, stop, new in model:
+        added = new[:-1] if unterminated and stop == len(lines) and new and not new[-1] else new
+        # (the file keeps lacking a final break: an empty last line vanishes)
+        expected += [content for content, _ in lines[previous:start]] + added
+        kept.append("".join(content + ending for content, ending in lines[previous:start]))
+        previous = stop
+    expected += [content for content, _ in lines[previous:]]
+    tail = "".join(content + ending for content, ending in lines[previous:])
+    assert [content for content, _ in reference_lines(new_raw)] == expected
+    assert new_raw.startswith(kept[0])
+    assert new_raw.endswith(tail)
+    position = 0
+    for piece in kept:
+        found = new_raw.find(piece, position)
+        assert found != -1, "a line outside the spans changed"
+        position = found + len(piece)

@@ -35,6 +35,7 @@ from ctxfs.core.errors import (
     InvalidArgument,
     InvalidPath,
     IsADirectory,
+    NoMatch,
     NotADirectory,
     NotFound,
     NotObserved,
@@ -42,6 +43,7 @@ from ctxfs.core.errors import (
     TooLarge,
 )
 from ctxfs.core.fs import Fs
+from ctxfs.core.text import FilePatch, Hunk, PatchAction
 from ctxfs.core.versions import ABSENT, Version
 
 __all__ = ["BackendConformance"]
@@ -603,6 +605,56 @@ class BackendConformance:
         assert sum(not isinstance(outcome, FsError) for outcome in outcomes) == 1
         survivors = [p for p in ("a.txt", "b.txt") if await _exists(backend, p)]
         assert len(survivors) == 1
+
+    # -- patches ----------------------------------------------------------------------------
+
+    async def test_an_update_can_be_undone(self, backend: Backend) -> None:
+        await backend.write("a.txt", b"one\n", expect=ABSENT)
+        async with backend.open_update("a.txt", max_size=None) as update:
+            written = await update.write(b"two\n")
+            await update.undo(written)
+        assert (await backend.read("a.txt")).data == b"one\n"
+        async with backend.open_update("a.txt", max_size=None) as update:
+            await update.delete()
+            await update.undo(None)
+        assert (await backend.read("a.txt")).data == b"one\n"
+        async with backend.open_update("new.txt", max_size=None) as update:
+            await update.undo(await update.write(b"new\n"))
+        assert not await _exists(backend, "new.txt")
+
+    async def test_a_patch_applies_whole_or_not_at_all(self, backend: Backend) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        for path, text in {"a.py": "x = 1\ny = 2\n", "b.py": "b = 1\n", "c.py": "c\n"}.items():
+            await bob.fs.write(path, text)
+            await alice.fs.read(path)
+        one = Hunk(old=("x = 1",), new=("x = 10",))
+        failing = [
+            FilePatch(action=PatchAction.UPDATE, path="a.py", hunks=(one,)),
+            FilePatch(action=PatchAction.DELETE, path="c.py"),
+            FilePatch(action=PatchAction.UPDATE, path="b.py", hunks=(Hunk(old=("z",), new=()),)),
+        ]
+        with pytest.raises(NoMatch):
+            await alice.fs.apply_patch(failing)
+        await bob.fs.edit("b.py", "b = 1", "b = 2")
+        with pytest.raises(Stale):
+            await alice.fs.apply_patch(
+                [*failing[:2], FilePatch(action=PatchAction.DELETE, path="b.py")]
+            )
+        assert (await backend.read("a.py")).data == b"x = 1\ny = 2\n"
+        assert (await backend.read("c.py")).data == b"c\n"
+        await alice.fs.apply_patch(
+            [
+                FilePatch(action=PatchAction.ADD, path="pkg/new.py", content="new\n"),
+                FilePatch(action=PatchAction.UPDATE, path="a.py", hunks=(one,), move_to="pkg/a.py"),
+                FilePatch(action=PatchAction.DELETE, path="c.py"),
+            ]
+        )
+        assert (await backend.read("pkg/a.py")).data == b"x = 10\ny = 2\n"
+        assert (await backend.read("pkg/new.py")).data == b"new\n"
+        assert not await _exists(backend, "a.py")
+        assert not await _exists(backend, "c.py")
+        await alice.fs.edit("pkg/a.py", "y = 2", "y = 20")  # observed where it now is
 
 
 async def _exists(backend: Backend, path: str) -> bool:

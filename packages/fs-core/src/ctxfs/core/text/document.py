@@ -294,6 +294,7 @@ class TextDocument(Generic[AnyStr]):
             starts.append(starts[-1] + len(part) + 1)
         total = len(starts) - 2 if logical.endswith(lf) or not logical else len(starts) - 1
         starts[total] = len(logical)
+        spans = _joined(spans, total)  # what reaches the end is one change of the last line
         unterminated = bool(logical) and not logical.endswith(lf)
         units, previous, added_chars = [], 0, 0
         for start, stop, new_lines in spans:
@@ -564,6 +565,20 @@ class TextDocument(Generic[AnyStr]):
 
 
 AnyDocument: TypeAlias = TextDocument[bytes] | TextDocument[str]
+
+
+def _joined(
+    spans: Sequence[tuple[int, int, Sequence[str]]], end: int
+) -> list[tuple[int, int, Sequence[str]]]:
+    """*spans*, those that meet at line *end* (the end of the file) joined into one."""
+    joined: list[tuple[int, int, Sequence[str]]] = []
+    for start, stop, lines in spans:
+        if joined and joined[-1][1] == start == end:
+            first, _, before = joined[-1]
+            joined[-1] = (first, stop, [*before, *lines])
+        else:
+            joined.append((start, stop, lines))
+    return joined
 
 
 def _slicer(units: bytes | str) -> Any:

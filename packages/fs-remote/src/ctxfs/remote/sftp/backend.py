@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import posixpath
 import socket
@@ -429,24 +430,31 @@ class _LeasedUpdate(Update):
         super().__init__(backend, path, current)
         self.sftp = backend
         self.full, self.mode, self.token = full, mode, token
-        self._attempts = 0
 
     async def _write(self, data: bytes) -> Version:
+        return await self._put(data, was=self._read)
+
+    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+        """Publish *data* over the file, which holds *was* (None: missing) unless this landed."""
         version = content_version(data)
+        attempts = itertools.count(1)
 
         async def run(sftp: asyncssh.SFTPClient) -> Version:
-            if await self._landed(sftp, version):
+            if await self._landed(sftp, version, was=was, retry=next(attempts) > 1):
                 return version
-            await _publish(sftp, self.full, data, mode=self.mode, replace=self.current is not None)
+            await _publish(sftp, self.full, data, mode=self.mode, replace=was is not None)
             return version
 
         return await self.sftp.client.call(self.path, run)
 
     async def _delete(self, version: Version) -> None:
-        del version  # read under the lock, which is still held
+        await self._remove(was=version)
+
+    async def _remove(self, *, was: Version) -> None:
+        attempts = itertools.count(1)
 
         async def run(sftp: asyncssh.SFTPClient) -> None:
-            if await self._landed(sftp, None):
+            if await self._landed(sftp, None, was=was, retry=next(attempts) > 1):
                 return
             await sftp.remove(self.full)
 
@@ -456,22 +464,32 @@ class _LeasedUpdate(Update):
         # the lock is still held: nobody else wrote since this update did
         if self.current is None:
             if written is not None:
-                await self._delete(written)
+                await self._remove(was=written)
         else:
-            await self._write(self.current.data)
+            await self._put(self.current.data, was=written)
 
-    async def _landed(self, sftp: asyncssh.SFTPClient, version: Version | None) -> bool:
-        """Check the lock is still ours, with time to write; on a retry, whether it landed.
+    @property
+    def _read(self) -> Version | None:
+        return self.current.version if self.current is not None else None
+
+    async def _landed(
+        self,
+        sftp: asyncssh.SFTPClient,
+        version: Version | None,
+        *,
+        was: Version | None,
+        retry: bool,
+    ) -> bool:
+        """Check the lock is still ours, with time to write; on a *retry*, whether it landed.
 
         A retry follows a lost connection: the attempt cut off may have published.
 
         Raises:
             Stale: The lease ran out or nearly has (another writer may have changed
                 the file, or could break the lock while this one writes), or the
-                file is neither as read nor as this update would leave it.
+                file is neither as it was (*was*) nor as this change would leave it.
 
         """
-        self._attempts += 1
         left = await self.sftp.leases.remaining(sftp, self.full, self.token)
         if left is None or left < self.sftp.leases.margin:
             raise Stale(
@@ -480,12 +498,12 @@ class _LeasedUpdate(Update):
                 path=self.path,
                 details={"lease_seconds_left": left},
             )
-        if self._attempts == 1:
+        if not retry:
             return False
         now, _ = await self.sftp._current(sftp, self.full, self.path)
         if now == version:
             return True
-        if now != (self.current.version if self.current is not None else None):
+        if now != was:
             raise Stale(f"{self.path} changed while it was being updated", path=self.path)
         return False
 

@@ -1,0 +1,71 @@
+"""Where a patch's hunks apply in a file's lines: in order, exactly first, in linear time."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxfs.core import FilePatch, Hunk, NoMatch, PatchAction
+from ctxfs.core.text import locate_hunks
+from ctxfs.tools.patches import parse_diff, parse_patch
+
+
+def test_hunks_apply_in_order_below_their_anchors() -> None:
+    lines = ["def a():", "    x = 1", "def b():", "    x = 1", "def c():", "    x = 1"]
+    patch = parse_diff(
+        PatchAction.UPDATE,
+        "f.py",
+        "@@ def b():\n-    x = 1\n+    x = 2\n@@\n-    x = 1\n+    x = 3\n",
+    )
+    assert locate_hunks(lines, patch) == [3, 5]
+
+
+def test_whitespace_differences_are_forgiven_only_after_an_exact_search() -> None:
+    lines = ["x = 1  ", "x = 1"]
+    patch = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-x = 1\n+x = 2\n")
+    assert locate_hunks(lines, patch) == [1]  # the exact line, not the first loose one
+    loose = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-  y = 1\n+y = 2\n")
+    assert locate_hunks(["y = 1"], loose) == [0]
+
+
+def test_a_hunk_at_the_end_of_file_matches_only_there() -> None:
+    lines = ["end", "middle", "end"]
+    patch = parse_patch(
+        "*** Begin Patch\n*** Update File: f\n@@\n-end\n+END\n*** End of File\n*** End Patch"
+    )
+    assert locate_hunks(lines, patch[0]) == [2]
+
+
+def test_a_hunk_that_does_not_apply_is_named() -> None:
+    patch = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-a\n+b\n@@\n-missing\n+x\n")
+    with pytest.raises(NoMatch) as caught:
+        locate_hunks(["a", "c"], patch)
+    assert caught.value.details["hunk"] == 1
+    assert "hunk 2 of 2" in caught.value.message
+
+
+def naive_index(lines: list[str], wanted: list[str]) -> int | None:
+    for start in range(len(lines) - len(wanted) + 1):
+        if lines[start : start + len(wanted)] == wanted:
+            return start
+    return None
+
+
+@given(
+    lines=st.lists(st.sampled_from(["a", "b", "a "]), max_size=30),
+    wanted=st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=5),
+)
+def test_the_linear_search_finds_what_a_naive_one_finds(
+    lines: list[str], wanted: list[str]
+) -> None:
+    patch = FilePatch(
+        action=PatchAction.UPDATE, path="f", hunks=(Hunk(old=tuple(wanted), new=("x",)),)
+    )
+    exact = naive_index(lines, wanted)
+    loose = naive_index([line.rstrip() for line in lines], wanted)
+    if exact is None and loose is None:
+        with pytest.raises(NoMatch):
+            locate_hunks(lines, patch)
+    else:
+        assert locate_hunks(lines, patch) == [exact if exact is not None else loose]
