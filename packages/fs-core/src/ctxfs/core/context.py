@@ -361,10 +361,10 @@ class ContextFs:
         destination must have been read at its current version). Every file is
         authorized, then all are locked (in key order) and read once, and every
         check passes (each file as it must be, observed, each hunk applying)
-        before anything is written. Files are then written in the patch's
-        order; if the store fails part way, what was written is put back, in
-        reverse order and under the same locks, and the error says what the
-        files hold now. With *dry_run*, the checks run and nothing is written.
+        before anything is written. The files are then written side by side;
+        if the store fails for any, what was written is put back, under the
+        same locks, and the error says what the files hold now. With
+        *dry_run*, the checks run and nothing is written.
 
         Raises:
             InvalidArgument (no files, or two parts naming one file), NotFound,
@@ -449,14 +449,35 @@ class ContextFs:
         return await _text_work(current.size, hunks, costly=len(patch.hunks) > 1)
 
     async def _write_parts(self, parts: list[_PatchPart]) -> None:
-        """Write every checked part in order; on a failure, put back what was written."""
+        """Write every checked part, files side by side; on a failure, put back what was written.
+
+        Each part's writes run in a task of their own and none cancels another,
+        so every write that lands is known, and undone if any part fails (or
+        the patch is cancelled).
+        """
         done: list[tuple[Update, Version | None]] = []  # each update, and the version it left
-        try:
-            for part in parts:
+        failures: list[tuple[int, FsError]] = []
+
+        async def write(index: int, part: _PatchPart) -> None:
+            try:
                 await self._write_part(part, done)
-        except FsError as failure:
+            except FsError as failure:
+                failures.append((index, failure))
+
+        try:
+            async with anyio.create_task_group() as group:
+                for index, part in enumerate(parts):
+                    group.start_soon(write, index, part)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await _undone(done)
+            raise
+        if failures:
+            failure = min(failures, key=lambda pair: pair[0])[1]  # the first in the patch
             with anyio.CancelScope(shield=True):
                 kept = await _undone(done)
+            order = {update.path: n for n, part in enumerate(parts) for update, _ in part.opened}
+            done.sort(key=lambda pair: order[pair[0].path])
             raise _patch_failure(failure, done, kept) from failure
 
     async def _write_part(

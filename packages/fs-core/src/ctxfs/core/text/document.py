@@ -268,12 +268,15 @@ class TextDocument(Generic[AnyStr]):
             diff=short_diff("", inserted, first_line=after_line + 1),
         )
 
-    def lines(self) -> list[str]:
+    @functools.cached_property
+    def lines(self) -> tuple[str, ...]:
         """The file's lines as text, without their line breaks (invalid bytes as escapes)."""
-        parts = self.logical.split(self.endings.lf)
+        # a decoded "\n" is always a line feed of the file: no encoding here has it in a
+        # multi-byte character, and invalid bytes decode to escapes
+        parts = self.logical_text.split("\n")
         if not parts[-1]:
             parts.pop()  # the file ends with a line break (or is empty)
-        return [self.text_of(part) for part in parts]
+        return tuple(parts)
 
     def replace_lines(self, spans: Sequence[tuple[int, int, Sequence[str]]]) -> Change:
         """Replace lines ``[start, stop)`` (0-based) of each span by its new lines.
@@ -322,7 +325,7 @@ class TextDocument(Generic[AnyStr]):
         self, spans: Sequence[tuple[int, int, Sequence[str]]]
     ) -> tuple[int, int, str | None]:
         """First and last changed lines (in the new text) of :meth:`replace_lines`; a diff."""
-        old = self.lines()
+        old = self.lines
         top, bottom = spans[0][0], spans[-1][1]
         after: list[str] = []
         kept_from = top

@@ -99,7 +99,7 @@ def patch_document(document: AnyDocument, patch: FilePatch) -> Change:
 
     """
     spans: list[tuple[int, int, tuple[str, ...]]] = []
-    for start, hunk in zip(locate_hunks(document.lines(), patch), patch.hunks, strict=True):
+    for start, hunk in zip(locate_hunks(document.lines, patch), patch.hunks, strict=True):
         matcher = difflib.SequenceMatcher(None, hunk.old, hunk.new, autojunk=False)
         for tag, old_from, old_to, new_from, new_to in matcher.get_opcodes():
             if tag != "equal":
