@@ -88,4 +88,5 @@ def test_capabilities() -> None:
         real_directories=True,
         symlinks=False,
         locks=False,
+        directory_moves=True,
     )

@@ -199,3 +199,25 @@ async def test_a_dry_run_shows_the_diff_and_changes_nothing(
     done = await call(ctx, tool, file_path="code.py", **arguments)  # still observed as read
     assert done.error_code is None, done.text
     assert done.structured["written"] is True
+
+
+async def test_move_carries_a_directory_whole(ctx: Context, backend: MemoryBackend) -> None:
+    await backend.write("pkg/a.py", b"a\n", expect=ABSENT)
+    await backend.write("pkg/sub/b.py", b"b\n", expect=ABSENT)
+    moved = await call(ctx, "move", source_path="pkg", destination_path="lib/pkg")
+    assert moved.error_code is None, moved.text
+    assert moved.text == "Moved directory pkg to lib/pkg (3 entries in it)."
+    assert moved.structured["directory"] is True
+    assert (moved.structured["moved"], moved.structured["version"]) == (3, None)
+    assert (await backend.read("lib/pkg/sub/b.py")).data == b"b\n"
+    assert (await call(ctx, "list_dir", path="pkg")).error_code == "not_found"
+    over = await call(ctx, "move", source_path="lib", destination_path="c", overwrite=True)
+    assert over.error_code == "invalid_argument"
+    assert over.structured["error"]["hint"]
+
+
+async def test_move_description_and_output_schema_cover_directories(ctx: Context) -> None:
+    move = {tool.name: tool for tool in await FsToolset().tools(ctx)}["move"]
+    assert "A directory moves too" in move.description
+    assert move.output_schema is not None
+    assert {"directory", "moved", "version"} <= set(move.output_schema["properties"])

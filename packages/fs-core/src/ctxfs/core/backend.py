@@ -106,6 +106,9 @@ class Capabilities:
     """Whether :meth:`Backend.lock` gives exclusion beyond this process."""
     max_cas_size: int | None = None
     """Largest body a conditional write accepts; larger writes raise ``TooLarge``."""
+    directory_moves: bool = False
+    """Whether :meth:`Backend.move_directory` moves a whole directory at once (a rename);
+    where False it refuses with ``IsADirectory``."""
     concurrent_reads: int = 1
     """How many files a search may read at once to hide the store's latency (an object
     store: about 16; 1 where reads are local and cheap)."""
@@ -660,6 +663,41 @@ class Backend(AsyncResource):
             raise InvalidArgument("the root cannot be deleted", path=path)
         await self._delete(path, expect)
 
+    async def move_directory(self, source: str, destination: str) -> None:
+        """Move directory *source*, with everything in it, to *destination*, at once.
+
+        One atomic rename where the store has one: afterwards *destination* holds
+        what *source* held (files, directories and symbolic links, links not
+        followed), and *source* is gone; on failure nothing moved. *destination*
+        must not exist (not even as an empty directory or a link); its missing
+        parent directories are made. Where :attr:`Capabilities.directory_moves`
+        is False (an object store, whose directories are key prefixes) the call is
+        refused before anything is touched: a caller moves the files one by one.
+        The caller (``ctx.fs.move``) has judged and locked every entry below.
+
+        Raises:
+            IsADirectory: The backend cannot move a directory whole.
+            NotFound: *source* does not exist.
+            NotADirectory: *source* is not a directory (a file, a link), or a
+                parent of *destination* is a file.
+            AlreadyExists: *destination* exists.
+            InvalidArgument: Either path is the root, or *destination* is *source*
+                or lies inside it.
+
+        """
+        source, destination = check_path(source), check_path(destination)
+        if not source or not destination:
+            raise InvalidArgument("the root cannot be moved, nor replaced", path=source)
+        if destination == source or destination.startswith(f"{source}/"):
+            raise InvalidArgument(
+                f"{destination} is inside {source}: a directory cannot move into itself",
+                path=source,
+                hint="Choose a destination outside the directory being moved.",
+            )
+        if not self.capabilities.directory_moves:
+            raise self._no_directory_moves(source)
+        await self._move_directory(source, destination)
+
     async def list(self, path: str, *, details: bool = True) -> Listing:
         """List the entries directly inside directory *path*, sorted by name.
 
@@ -858,6 +896,29 @@ class Backend(AsyncResource):
         missing or a file is fine (the template tells them apart).
         """
         return None
+
+    async def _move_directory(self, source: str, destination: str) -> None:
+        """Rename canonical directory *source* to *destination*, as :meth:`move_directory` says.
+
+        Only called where :attr:`Capabilities.directory_moves` is True; the
+        paths are checked already (neither is the root, *destination* is not
+        inside *source*). The default refuses: a backend that declares the
+        capability overrides it.
+        """
+        del destination
+        raise self._no_directory_moves(source)
+
+    def _no_directory_moves(self, path: str) -> FsError:
+        """The refusal of a directory move on a backend that cannot move one whole."""
+        if self.capabilities.real_directories:
+            why = "this backend cannot move a directory at once"
+        else:
+            why = "this store has no real directories"
+        return IsADirectory(
+            f"{path} is a directory; {why}",
+            path=path,
+            hint="Move the files in it one by one (list it, then move each file).",
+        )
 
     @abstractmethod
     async def _mkdir(self, path: str) -> None:

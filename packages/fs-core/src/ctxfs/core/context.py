@@ -9,6 +9,7 @@ see :mod:`ctxfs.core.hookspecs` for the order.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass, field, replace
@@ -28,13 +29,18 @@ from ctxfs.core.backend import (
     LineSearch,
     Listing,
     ListingPage,
+    Location,
 )
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
+    Busy,
     FsError,
     InvalidArgument,
+    NotADirectory,
+    NotFound,
     Stale,
+    TooLarge,
 )
 from ctxfs.core.globs import relative_to
 from ctxfs.core.outcomes import (
@@ -69,13 +75,17 @@ if TYPE_CHECKING:
     from ctxfs.core.backend import Blob, Stat, Update
     from ctxfs.core.fs import Fs
 
-__all__ = ["TEXT_WORK_INLINE_BYTES", "Context", "ContextFs"]
+__all__ = ["MAX_MOVED_ENTRIES", "TEXT_WORK_INLINE_BYTES", "Context", "ContextFs"]
 
 T = TypeVar("T")
 
 TEXT_WORK_INLINE_BYTES: Final = 32 << 10
 """Files up to this size are decoded and changed on the event loop (a few milliseconds
 at most); larger ones in a worker thread, so that other tasks keep running meanwhile."""
+
+MAX_MOVED_ENTRIES: Final = 1000
+"""Most entries (files, directories, links, at any depth) one directory move carries:
+each is judged by the policies and locked while it moves."""
 
 INLINE_REPLACEMENTS: Final = 1024
 """An edit with more matches than this, or none (its diagnosis searches the file for
@@ -301,9 +311,9 @@ class ContextFs:
             await update.delete()
 
     async def move(self, source: str, destination: str, *, overwrite: bool = False) -> MoveOutcome:
-        """Move (rename) a file the owner has read to *destination*.
+        """Move (rename) a file the owner has read, or a whole directory, to *destination*.
 
-        The source must be observed at its current version, as for :meth:`delete`;
+        A file must be observed at its current version, as for :meth:`delete`;
         the destination must not exist, or, with *overwrite*, be observed at its
         current version too. Policies judge both paths (two ``MOVE`` operations);
         both files are locked, in an order every move shares, so two opposite
@@ -311,36 +321,44 @@ class ContextFs:
         Afterwards the owner has observed the file at the destination, and no
         longer at the source.
 
+        A directory moves whole where the backend can (``directory_moves``; see
+        :meth:`_move_directory`): no observation is needed, but policies judge
+        every entry below it, and every one is locked, while it moves.
+
         Raises:
-            NotFound, NotObserved, Stale, Busy, IsADirectory, AlreadyExists (the
-            destination exists and *overwrite* is false), InvalidArgument (both
-            paths name one file), and any refusal of a policy.
+            NotFound, NotObserved, Stale, Busy, IsADirectory (a directory, where
+            the store cannot move one), AlreadyExists (the destination exists and
+            *overwrite* is false), InvalidArgument (both paths name one file, the
+            root, a directory into itself or with *overwrite*), TooLarge (a
+            directory of more than :data:`MAX_MOVED_ENTRIES` entries), and any
+            refusal of a policy.
 
         """
+        mount = self._ctx.mount
         async with (
-            self._reported(OpKind.MOVE, source, file=True) as leaving,
-            self._reported(OpKind.MOVE, destination, file=True) as arriving,
+            self._reported(OpKind.MOVE, source, file=False) as leaving,
+            self._reported(OpKind.MOVE, destination, file=False) as arriving,
         ):
             leaving.op = replace(leaving.op, moved_to=arriving.op.path)
             arriving.op = replace(arriving.op, moved_from=leaving.op.path)
-
-            async def refuse(updates: list[Update]) -> None:
-                here, there = updates
-                if here.current is None:
-                    raise await here.missing()
-                if there.current is not None and not overwrite:
-                    raise AlreadyExists(
-                        f"{arriving.op.path} already exists",
-                        path=arriving.op.path,
-                        hint="Choose another destination, or pass overwrite=true after "
-                        "reading the file there.",
-                    )
-
-            async with self._updating_all(
-                [leaving, arriving], max_size=None, refuse=refuse
-            ) as opened:
-                (here, _), (there, _) = opened
-                arriving.after = await here.move(there)
+            if not leaving.op.path or not arriving.op.path:
+                raise InvalidArgument(
+                    "the root cannot be moved, nor be a destination", path=leaving.op.path
+                )
+            for report in (leaving, arriving):
+                await mount.hooks.authorize(self._ctx, report.op)
+            if (await self._kind(leaving.op.path)) is FileKind.DIRECTORY:
+                moved = await self._move_directory(leaving, arriving, overwrite=overwrite)
+                return MoveOutcome(
+                    path=leaving.op.path,
+                    destination=arriving.op.path,
+                    version=None,
+                    directory=True,
+                    moved=moved,
+                )
+            for spelled in (source, destination):
+                normalize_path(spelled, file=True)  # a file's path: no trailing slash
+            await self._move_file(leaving, arriving, overwrite=overwrite)
         return MoveOutcome(
             path=leaving.op.path,
             destination=arriving.op.path,
@@ -500,6 +518,116 @@ class ContextFs:
                 done.append((update, None))
         del first
 
+    async def _kind(self, path: str) -> FileKind | None:
+        """What *path* names (links followed), or None where nothing does."""
+        try:
+            return (await self._ctx.mount.backend.stat(path)).kind
+        except (NotFound, NotADirectory):
+            return None
+
+    async def _move_file(self, leaving: _Report, arriving: _Report, *, overwrite: bool) -> None:
+        """Move one file (both operations authorized already) under the mutation protocol."""
+
+        async def refuse(updates: list[Update]) -> None:
+            here, there = updates
+            if here.current is None:
+                raise await here.missing()
+            if there.current is not None and not overwrite:
+                raise AlreadyExists(
+                    f"{arriving.op.path} already exists",
+                    path=arriving.op.path,
+                    hint="Choose another destination, or pass overwrite=true after "
+                    "reading the file there.",
+                )
+
+        async with self._updating_all(
+            [leaving, arriving], max_size=None, refuse=refuse, authorized=True
+        ) as opened:
+            (here, _), (there, _) = opened
+            arriving.after = await here.move(there)
+
+    async def _move_directory(self, leaving: _Report, arriving: _Report, *, overwrite: bool) -> int:
+        """Move a directory whole (its own operations authorized); return the entries moved.
+
+        Every entry below it (links not followed) is judged as a ``MOVE`` from its
+        path and to its new one, before anything is locked; then every one is
+        locked, in key order, while the backend renames the directory at once;
+        then the owner's observations follow the files (:meth:`Hooks.moved`).
+        """
+        ctx, mount = self._ctx, self._ctx.mount
+        here, there = leaving.op, arriving.op
+        _check_directory_move(here, there, overwrite=overwrite)
+        if not mount.backend.capabilities.directory_moves:
+            await mount.backend.move_directory(here.path, there.path)  # refuses, touching nothing
+        if await self._kind(there.path) is not None:
+            raise AlreadyExists(
+                f"{there.path} already exists",
+                path=there.path,
+                hint="Choose a destination that does not exist yet.",
+            )
+        pairs = [(here, there), *await self._moved_entries(here, there)]
+        for pair in pairs[1:]:
+            for op in pair:
+                await mount.hooks.authorize(ctx, op)
+        by_key = {op.key: op for pair in pairs for op in pair}
+        async with AsyncExitStack() as stack:
+            for key in sorted(by_key):
+                for lock in mount.hooks.mutation_locks(ctx, by_key[key]):
+                    await stack.enter_async_context(lock)
+            if [pair[0].path for pair in await self._moved_entries(here, there)] != [
+                pair[0].path for pair in pairs[1:]
+            ]:  # an entry came or went since the policies judged them: judge again
+                raise Busy(
+                    f"{here.path} changed while it was being moved; nothing moved",
+                    path=here.path,
+                    hint="Retry the move.",
+                )
+            await mount.backend.move_directory(here.path, there.path)
+            await mount.hooks.moved(ctx, pairs)
+        return len(pairs) - 1
+
+    async def _moved_entries(
+        self, here: Operation, there: Operation
+    ) -> builtins.list[tuple[Operation, Operation]]:
+        """A ``MOVE`` pair for every entry below directory *here*, bound to *there*.
+
+        Links are not followed: a link's operations name the link itself (its
+        path, resolved through the directory), never what it points to.
+        """
+        backend = self._ctx.mount.backend
+        pairs: builtins.list[tuple[Operation, Operation]] = []
+        pending = [here.path]
+        while pending:
+            directory = pending.pop()
+            for entry in await backend.list(directory, details=False):
+                relative = relative_to(entry.path, here.path)
+                if len(pairs) == MAX_MOVED_ENTRIES:
+                    raise _too_many(here.path)
+                pairs.append(await self._entry_pair(here, there, relative, entry.kind))
+                if entry.kind is FileKind.DIRECTORY:
+                    pending.append(entry.path)
+        return pairs
+
+    async def _entry_pair(
+        self, here: Operation, there: Operation, relative: str, kind: FileKind
+    ) -> tuple[Operation, Operation]:
+        """The ``MOVE`` operations of entry *relative* of directory *here*, moving to *there*."""
+        backend = self._ctx.mount.backend
+        old, new = join_path(here.path, relative), join_path(there.path, relative)
+        if kind is FileKind.SYMLINK:  # the link itself moves: what it leads to does not
+            gone = Location(resolved=join_path(here.resolved, relative), key="")
+        else:
+            gone = await backend.locate(old)
+        come = await backend.locate(new)
+        return (
+            Operation(
+                kind=OpKind.MOVE, path=old, moved_to=new, resolved=gone.resolved, key=gone.key
+            ),
+            Operation(
+                kind=OpKind.MOVE, path=new, moved_from=old, resolved=come.resolved, key=come.key
+            ),
+        )
+
     async def _change(
         self,
         report: _Report,
@@ -549,6 +677,7 @@ class ContextFs:
         decode: bool = False,
         max_size: int | Absent | None = ABSENT,
         refuse: Callable[[list[Update]], Awaitable[None]] | None = None,
+        authorized: bool = False,
     ) -> AsyncIterator[list[tuple[Update, AnyDocument | None]]]:
         """:meth:`_updating` for several files at once, yielded in *reports*' order.
 
@@ -557,10 +686,11 @@ class ContextFs:
         every caller, so that two operations on the same files cannot deadlock.
         Two paths naming one file are refused (once authorized: that they do is
         not told of a path a policy refuses). *refuse* may raise on what the
-        files hold, before the checkers vote.
+        files hold, before the checkers vote. With *authorized*, the caller has
+        had every operation authorized already.
         """
         ctx, mount = self._ctx, self._ctx.mount
-        for report in reports:
+        for report in [] if authorized else reports:
             await mount.hooks.authorize(ctx, report.op)
         named: dict[str, _Report] = {}
         for report in reports:
@@ -870,6 +1000,32 @@ async def _text_work(size: int, work: Callable[[], T], *, costly: bool = False) 
     if size <= TEXT_WORK_INLINE_BYTES and not costly:
         return work()
     return await anyio.to_thread.run_sync(work)
+
+
+def _check_directory_move(here: Operation, there: Operation, *, overwrite: bool) -> None:
+    """Refuse a directory move that cannot be: over something, or into itself."""
+    if overwrite:
+        raise InvalidArgument(
+            f"{here.path} is a directory; a directory never replaces anything",
+            path=here.path,
+            hint="Move it with overwrite=false to a path that does not exist yet.",
+        )
+    for source, destination in ((here.path, there.path), (here.resolved, there.resolved)):
+        if destination == source or destination.startswith(f"{source}/"):
+            raise InvalidArgument(
+                f"{there.path} is inside {here.path}: a directory cannot move into itself",
+                path=here.path,
+                hint="Choose a destination outside the directory being moved.",
+            )
+
+
+def _too_many(path: str) -> TooLarge:
+    return TooLarge(
+        f"{path} holds more than {MAX_MOVED_ENTRIES} entries, more than one move may carry",
+        path=path,
+        hint="Move smaller parts of it (its subdirectories one by one), then the rest.",
+        details={"max_entries": MAX_MOVED_ENTRIES},
+    )
 
 
 def _offers(backend: Backend, method: str) -> bool:

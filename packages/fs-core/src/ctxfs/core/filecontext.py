@@ -12,15 +12,17 @@ Rules, checked under the mutation locks against the version the store holds:
   ``Stale``.
 
 After a mutation the owner's observation is the new version, complete; other
-owners keep theirs, which are now stale. Locks come in two levels: an
-in-process lock per path, then the backend's own lock where it has one; both
-waits are bounded and end in ``Busy``.
+owners keep theirs, which are now stale. A directory move carries the owner's
+observations of the files in it to their new keys (:meth:`FileContextPlugin.follow`).
+Locks come in two levels: an in-process lock per path, then the backend's own
+lock where it has one; both waits are bounded and end in ``Busy``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -160,6 +162,21 @@ class FileContextPlugin:
         observation = None if after is None else Observation(version=after, complete=True)
         await self.observations.update(ctx.owner, op.key, lambda _: observation)
 
+    async def follow(self, owner: str, moves: Sequence[tuple[str, str]]) -> None:
+        """Carry *owner*'s observations along a directory move: ``(old key, new key)`` pairs.
+
+        A file a directory move carried keeps its content, so what the owner saw
+        of it at the old key is what it has seen at the new one; the old key is
+        forgotten. Other owners' observations stay at the old keys, where no file
+        is any longer (they must read the file at its new path).
+        """
+        for old, new in moves:
+            seen = await self.observations.get(owner, old)
+            if seen is None:
+                continue
+            await self.observations.update(owner, new, partial(_kept, seen))
+            await self.observations.update(owner, old, partial(_kept, None))
+
     @hookimpl
     def ctxfs_mutation_lock(
         self, ctx: Context, op: Operation
@@ -182,6 +199,12 @@ class FileContextPlugin:
 
 
 _GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE, OpKind.MOVE})
+
+
+def _kept(kept: Observation | None, seen: Observation | None) -> Observation | None:
+    """An observation's change to *kept*, whatever was *seen* before."""
+    del seen
+    return kept
 
 
 def _merged(ranges: LineRanges) -> LineRanges:

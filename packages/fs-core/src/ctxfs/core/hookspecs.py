@@ -148,6 +148,10 @@ def ctxfs_committed(
 ) -> Awaitable[None] | None:
     """Learn that a mutation has been stored; called under the mutation locks.
 
+    A directory move reports a ``MOVE`` pair (leaving and arriving) for the
+    directory and for every entry below it, with *before* and *after* both
+    None: the files were not read, and their content did not change.
+
     Args:
         ctx: The execution context whose mutation it was.
         op: The mutation.

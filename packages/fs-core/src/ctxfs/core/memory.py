@@ -180,6 +180,24 @@ class MemoryBackend(Backend):
                 raise NotADirectory(f"{path} is not a directory", path=path)
             return [self._stat_locked(child) for child in self._children(path)]
 
+    async def _move_directory(self, source: str, destination: str) -> None:
+        """Rename directory *source* to *destination* under the store lock: at once."""
+        await self._enter("move_directory", source)
+        with self.store.lock:
+            if source not in self.store.directories:
+                self._stat_locked(source)  # raises NotFound or NotADirectory
+                raise NotADirectory(f"{source} is not a directory", path=source)
+            if destination in self.store.directories or destination in self.store.files:
+                raise AlreadyExists(f"{destination} already exists", path=destination)
+            self._check_parents(destination)
+            self._make_parents(destination)
+            self.store.directories = {
+                _moved(path, source, destination) for path in self.store.directories
+            }
+            self.store.files = {
+                _moved(path, source, destination): file for path, file in self.store.files.items()
+            }
+
     async def _mkdir(self, path: str) -> None:
         await self._enter("mkdir", path)
         with self.store.lock:
@@ -253,10 +271,18 @@ class MemoryBackend(Backend):
         return f"MemoryBackend(files={len(self.store.files)})"
 
 
+def _moved(path: str, source: str, destination: str) -> str:
+    """*path*, moved with directory *source* to *destination* if it is in it."""
+    if path == source or path.startswith(f"{source}/"):
+        return destination + path[len(source) :]
+    return path
+
+
 _CAPABILITIES = Capabilities(
     cas_scope=CasScope.PROCESS,
     range_reads=True,
     real_directories=True,
     symlinks=False,
     locks=False,
+    directory_moves=True,
 )

@@ -169,16 +169,22 @@ class InsertOutcome:
 
 @dataclass(frozen=True, kw_only=True)
 class MoveOutcome:
-    """A file moved (renamed) to another path."""
+    """A file, or a directory with everything in it, moved (renamed) to another path."""
 
     path: str
-    """Where the file was."""
+    """Where the file (or directory) was."""
     destination: str
     """Where it is now."""
-    version: Version
-    """Its version at the destination (the same content; a store may give a new token)."""
+    version: Version | None
+    """The file's version at the destination (the same content; a store may give a new
+    token); None for a directory."""
     replaced: Version | None = None
     """The version of the file the move replaced at the destination (``overwrite``)."""
+    directory: bool = False
+    """Whether a whole directory moved."""
+    moved: int = 1
+    """Entries moved: 1 for a file; for a directory, everything below it (files,
+    directories and symbolic links), the directory itself not counted."""
 
 
 @dataclass(frozen=True, kw_only=True)

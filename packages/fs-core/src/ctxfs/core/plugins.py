@@ -265,6 +265,19 @@ class PluginHost:
         await self.guard.ctxfs_committed(ctx, op, before, after)
         await resolve(self._committed(ctx=ctx, op=op, before=before, after=after))
 
+    async def moved(self, ctx: Context, moves: Sequence[tuple[Operation, Operation]]) -> None:
+        """Tell every observer that a directory move carried each ``(leaving, arriving)`` pair.
+
+        Called under the locks, once the directory has moved. The guard carries
+        the owner's observations from each leaving key to the arriving one; other
+        observers learn of every operation through ``ctxfs_committed``, with no
+        versions (the files were not read: their content did not change).
+        """
+        await self.guard.follow(ctx.owner, [(old.key, new.key) for old, new in moves])
+        for pair in moves:
+            for op in pair:
+                await resolve(self._committed(ctx=ctx, op=op, before=None, after=None))
+
 
 def _raise_first_refusal(votes: Iterable[object]) -> None:
     for vote in votes:

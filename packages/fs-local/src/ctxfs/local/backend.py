@@ -283,6 +283,10 @@ class LocalBackend(Backend):
             return entries
         return await self._run(self._details_sync, entries)
 
+    async def _move_directory(self, source: str, destination: str) -> None:
+        """Rename directory *source* to *destination* (``RENAME_NOREPLACE``), durably."""
+        await self._run(self._move_directory_sync, source, destination)
+
     async def _mkdir(self, path: str) -> None:
         """Create a directory and its parents, one level at a time."""
         await self._run(self._mkdir_sync, path)
@@ -784,6 +788,34 @@ class LocalBackend(Backend):
         finally:
             os.close(dir_fd)
 
+    def _move_directory_sync(self, source: str, destination: str) -> None:
+        """Rename directory *source* to *destination*, which must not exist; durable on return.
+
+        Both parents are opened as :meth:`_move_sync` opens them (confined beneath
+        the root); the entries themselves are never followed: a symbolic link at
+        *source* is refused, and one at *destination* is something that exists.
+        """
+        parent, _, name = source.rpartition("/")
+        target_parent, _, target_name = destination.rpartition("/")
+        dir_fd = self._open_dir(parent, create=False)
+        try:
+            with translated(source, on_missing=self._root_gone):
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if not stat.S_ISDIR(info.st_mode):
+                kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
+                raise NotADirectory(f"{source} is {kind}", path=source)
+            with (
+                self._made_dir(target_parent) as target_dir_fd,
+                translated(destination, on_missing=self._root_gone),
+            ):
+                _rename_noreplace(
+                    dir_fd, name, target_name, target_dir_fd=target_dir_fd, directory=True
+                )
+                os.fsync(target_dir_fd)
+                os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
     def _delete_sync(self, path: str, expect: Version | _Seen | None) -> None:
         parent, _, name = path.rpartition("/")
         dir_fd = self._open_dir(parent, create=False)
@@ -938,6 +970,7 @@ _CAPABILITIES = Capabilities(
     real_directories=True,
     symlinks=True,
     locks=True,
+    directory_moves=True,
 )
 
 
@@ -999,11 +1032,18 @@ def _write_temp(dir_fd: int, data: bytes, current: os.stat_result | None) -> str
 
 
 def _rename_noreplace(
-    dir_fd: int, source: str, target: str, *, target_dir_fd: int | None = None
+    dir_fd: int,
+    source: str,
+    target: str,
+    *,
+    target_dir_fd: int | None = None,
+    directory: bool = False,
 ) -> None:
     """Rename *source* to *target* only if *target* does not exist (not even as a symlink).
 
-    *target* is in *target_dir_fd* (by default the same directory).
+    *target* is in *target_dir_fd* (by default the same directory). A file
+    system without ``renameat2`` flags falls back to link-then-unlink, which a
+    *directory* cannot do: it is then refused (``EOPNOTSUPP``), never replaced.
     """
     to_fd = dir_fd if target_dir_fd is None else target_dir_fd
     renameat2 = getattr(_LIBC, "renameat2", None)
@@ -1016,6 +1056,9 @@ def _rename_noreplace(
         code = ctypes.get_errno()
         if code not in (errno.ENOSYS, errno.EINVAL):
             raise OSError(code, os.strerror(code), target)
+    if directory:
+        code = errno.EOPNOTSUPP
+        raise OSError(code, "this file system cannot move a directory without replacing", target)
     os.link(source, target, src_dir_fd=dir_fd, dst_dir_fd=to_fd, follow_symlinks=False)
     os.unlink(source, dir_fd=dir_fd)
 

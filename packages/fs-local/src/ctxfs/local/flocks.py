@@ -5,11 +5,13 @@ a lock file splits its waiters across two inodes). Keys are files' identities
 (:attr:`Location.key <ctxfs.core.Location.key>`: the absolute path the kernel
 resolves a file to), so every spelling of a file, and every workspace root
 above it, meets the same lock. They are hashed into a fixed
-number of buckets per kind, so the directory stays small; two keys sharing a
-bucket only wait for each other a little more, never deadlock, because a holder
-takes at most one lock of each kind, mutation before CAS.
+number of buckets per kind, so the directory stays small. Within one process a
+bucket's ``flock`` is shared by the holders of its different keys (a holder of
+many keys, a move, meets its own buckets again), while holders of one key
+exclude each other; across processes two keys sharing a bucket only wait for
+each other a little more.
 
-Every acquisition opens its own descriptor (``O_NOFOLLOW``, checked to be a
+An acquisition opens its own descriptor (``O_NOFOLLOW``, checked to be a
 regular file with one link) and polls ``LOCK_NB`` with capped backoff, so a
 wait is bounded and a cancelled wait leaves nothing acquired. Closing the
 descriptor releases the lock; after ``fork`` the child closes the descriptors
@@ -26,6 +28,7 @@ import stat
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -60,6 +63,7 @@ class LockDirectory:
             raise InvalidArgument(
                 f"the lock directory {locks} must be owned by this user and writable only by it"
             )
+        self._identity = (info.st_dev, info.st_ino)
 
     def file_name(self, kind: str, key: str) -> str:
         """The lock file holding *key*'s lock of *kind* (``"mutation"`` or ``"cas"``)."""
@@ -69,12 +73,37 @@ class LockDirectory:
     @asynccontextmanager
     async def hold(self, kind: str, key: str, *, timeout: float) -> AsyncIterator[None]:
         """Hold *key*'s lock of *kind*; raise ``Busy`` once *timeout* seconds have passed."""
-        fd = self._open(self.file_name(kind, key))
+        name = self.file_name(kind, key)
+        where = (*self._identity, name)
+        fd = self._open(name)
+        mine = False  # whether fd became the bucket's (then its last holder closes it)
+
+        def attempt(_: bool) -> bool:
+            nonlocal mine
+            with _HELD_GUARD:
+                bucket = _BUCKETS.get(where)
+                if bucket is not None:  # held by this process: shared, unless for this key
+                    if key in bucket.keys:
+                        return False
+                    bucket.keys.add(key)
+                    return True
+                if not _try_flock(fd):
+                    return False
+                _BUCKETS[where] = _Bucket(fd=fd, keys={key})
+                mine = True
+                return True
+
         try:
-            await acquire_with_backoff(lambda _: _try_flock(fd), timeout=timeout, what=key)
+            await acquire_with_backoff(attempt, timeout=timeout, what=key)
+        except BaseException:
+            _close(fd)
+            raise
+        if not mine:
+            _close(fd)
+        try:
             yield
         finally:
-            _close(fd)
+            _leave(where, key)
 
     def _open(self, name: str) -> int:
         fd = os.open(
@@ -101,6 +130,27 @@ def _try_flock(fd: int) -> bool:
     return True
 
 
+@dataclass
+class _Bucket:
+    """A lock file this process holds: the descriptor holding it, and the keys it holds for."""
+
+    fd: int
+    keys: set[str]
+
+
+def _leave(where: tuple[int, int, str], key: str) -> None:
+    """Let go of *key* in the bucket *where*; the last key out releases the ``flock``."""
+    with _HELD_GUARD:
+        bucket = _BUCKETS.get(where)
+        if bucket is None:  # forgotten at fork
+            return
+        bucket.keys.discard(key)
+        if bucket.keys:
+            return
+        del _BUCKETS[where]
+    _close(bucket.fd)
+
+
 def _close(fd: int) -> None:
     with _HELD_GUARD:
         _HELD.discard(fd)
@@ -108,6 +158,8 @@ def _close(fd: int) -> None:
 
 
 _HELD: set[int] = set()
+_BUCKETS: dict[tuple[int, int, str], _Bucket] = {}
+"""The lock files this process holds, by (directory device, inode, name)."""
 _HELD_GUARD = threading.Lock()
 
 
@@ -118,6 +170,7 @@ def _forget_inherited_locks() -> None:
         with contextlib.suppress(OSError):
             os.close(fd)  # the parent's descriptor keeps its lock
     _HELD.clear()
+    _BUCKETS.clear()
 
 
 os.register_at_fork(after_in_child=_forget_inherited_locks)

@@ -656,6 +656,50 @@ class BackendConformance:
         assert not await _exists(backend, "c.py")
         await alice.fs.edit("pkg/a.py", "y = 2", "y = 20")  # observed where it now is
 
+    # -- directory moves --------------------------------------------------------------------
+
+    async def test_a_directory_moves_whole_or_is_refused_untouched(self, backend: Backend) -> None:
+        ctx = Fs(backend, load_entrypoints=False).context(owner="alice")
+        files = {"pkg/a.py": b"a = 1\n", "pkg/sub/b.bin": bytes(range(256)), "pkg/sub/c/d": b""}
+        for path, data in files.items():
+            await backend.write(path, data, expect=ABSENT)
+        if not backend.capabilities.directory_moves:
+            with pytest.raises(IsADirectory) as refused:
+                await ctx.fs.move("pkg", "lib/pkg")
+            assert refused.value.hint
+            for path, data in files.items():
+                assert (await backend.read(path)).data == data
+            assert not await _exists(backend, "lib/pkg/a.py")
+            return
+        moved = await ctx.fs.move("pkg", "lib/pkg")
+        assert (moved.path, moved.destination, moved.directory) == ("pkg", "lib/pkg", True)
+        assert moved.moved == 5  # a.py, sub, sub/b.bin, sub/c, sub/c/d
+        for path, data in files.items():
+            assert (await backend.read(f"lib/{path}")).data == data
+            assert not await _exists(backend, path)
+        with pytest.raises(NotFound):
+            await backend.stat("pkg")
+
+    async def test_a_directory_move_needs_a_free_destination_outside_itself(
+        self, backend: Backend
+    ) -> None:
+        ctx = Fs(backend, load_entrypoints=False).context(owner="alice")
+        await backend.write("pkg/a.py", b"a\n", expect=ABSENT)
+        await backend.write("lib/pkg/b.py", b"b\n", expect=ABSENT)
+        refusal = AlreadyExists if backend.capabilities.directory_moves else IsADirectory
+        with pytest.raises(refusal):
+            await ctx.fs.move("pkg", "lib/pkg")
+        with pytest.raises(InvalidArgument):
+            await ctx.fs.move("pkg", "pkg/inner")
+        with pytest.raises(InvalidArgument):
+            await ctx.fs.move("pkg", "lib/other", overwrite=True)
+        with pytest.raises(InvalidArgument):
+            await ctx.fs.move("", "elsewhere")
+        assert (await backend.read("pkg/a.py")).data == b"a\n"
+        assert (await backend.read("lib/pkg/b.py")).data == b"b\n"
+        assert not await _exists(backend, "lib/pkg/a.py")
+        assert not await _exists(backend, "pkg/inner/a.py")
+
 
 async def _exists(backend: Backend, path: str) -> bool:
     try:

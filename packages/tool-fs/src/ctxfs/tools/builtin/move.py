@@ -1,4 +1,4 @@
-"""``move``: rename a file the agent has read, never over a file it has not."""
+"""``move``: rename a file the agent has read (never over a file it has not), or a directory."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ __all__ = ["MOVE", "MoveArgs", "MoveData", "MoveTool"]
 class MoveArgs(ToolArgs):
     """Arguments of ``move``."""
 
-    source_path: str = Field(description="Path of the file to move, relative to the root.")
+    source_path: str = Field(
+        description="Path of the file (or directory) to move, relative to the root."
+    )
     destination_path: str = Field(description="Its new path, relative to the workspace root.")
     overwrite: bool = Field(
         default=False,
@@ -25,12 +27,18 @@ class MoveData(ResultData):
     """The data of a ``move`` result."""
 
     destination: str
-    version: str
+    version: str | None = Field(
+        description="The file's version at its new path; null when a directory moved."
+    )
     replaced: str | None
+    directory: bool = Field(default=False, description="Whether a whole directory moved.")
+    moved: int = Field(
+        default=1, description="Entries moved: 1 for a file; everything below a directory."
+    )
 
 
 class MoveTool(Tool[MoveArgs, MoveData]):
-    """Move (rename) a file."""
+    """Move (rename) a file, or a directory with everything in it."""
 
     name = "move"
     arguments = MoveArgs
@@ -44,7 +52,9 @@ class MoveTool(Tool[MoveArgs, MoveData]):
             "Move or rename a file you have read (any part of it) since it last changed. "
             "The destination must not exist, unless `overwrite` is true and you have read "
             "the file there too. Missing directories are created; afterwards the file counts "
-            "as read at its new path."
+            "as read at its new path. A directory moves too, whole, with everything in it "
+            "(no read needed; its destination must not exist), where the store has real "
+            "directories; on an object store, move its files one by one."
         )
 
     async def run(self, step: Step, args: MoveArgs) -> MoveData:
@@ -55,6 +65,12 @@ class MoveTool(Tool[MoveArgs, MoveData]):
 
     def render(self, data: MoveData, args: MoveArgs) -> str:
         del args
+        if data.directory:
+            entries = "entry" if data.moved == 1 else "entries"
+            return (
+                f"Moved directory {data.target} to {data.destination} "
+                f"({data.moved} {entries} in it)."
+            )
         replaced = " (replacing the file there)" if data.replaced is not None else ""
         return f"Moved {data.target} to {data.destination}{replaced}."
 
