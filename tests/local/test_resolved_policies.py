@@ -118,6 +118,47 @@ async def test_a_move_is_judged_on_both_paths_as_they_resolve(
     assert _files(root) == before
 
 
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "*** Add File: slink/planted\n+x",  # into a denied area, through a link
+        "*** Update File: cfglink/app.ini\n@@\n-debug = false\n+debug = true",  # read-only
+        "*** Update File: notes.md\n*** Move to: slink/notes.md\n@@\n-no token here\n+x",
+        "*** Delete File: envlink",  # a denied file through a link
+    ],
+)
+async def test_a_patch_is_judged_on_every_path_as_it_resolves(
+    fs: Fs, tools: FsToolset, root: Path, patch: str
+) -> None:
+    ctx = fs.context(owner="agent")
+    await tools.execute(ctx, "read", {"file_path": "notes.md"})
+    await tools.execute(ctx, "read", {"file_path": "cfglink/app.ini"})
+    before = _files(root)
+    # a harmless first part: it must not be written either
+    whole = f"*** Begin Patch\n*** Add File: fine.txt\n+ok\n{patch}\n*** End Patch"
+    patched = await tools.execute(ctx, "apply_patch", {"input": whole})
+    assert patched.error_code is ErrorCode.DENIED, patched.text
+    assert "TOKEN" not in patched.text
+    assert _files(root) == before
+
+
+async def test_one_file_by_two_paths_in_one_patch_is_refused(
+    fs: Fs, tools: FsToolset, root: Path
+) -> None:
+    ctx = fs.context(owner="agent")
+    os.symlink("notes.md", root / "notelink")
+    await tools.execute(ctx, "read", {"file_path": "notes.md"})
+    before = _files(root)
+    whole = (
+        "*** Begin Patch\n*** Update File: notes.md\n@@\n-no token here\n+one\n"
+        "*** Delete File: notelink\n*** End Patch"
+    )
+    patched = await tools.execute(ctx, "apply_patch", {"input": whole})
+    assert patched.error_code is ErrorCode.INVALID_ARGUMENT, patched.text
+    assert "are the same file" in patched.text
+    assert _files(root) == before
+
+
 def _files(root: Path) -> dict[Path, bytes]:
     """Every file below *root* and what it holds."""
     return {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}

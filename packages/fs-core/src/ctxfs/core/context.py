@@ -1098,12 +1098,9 @@ def _patch_failure(
     touched = list(dict.fromkeys(update.path for update, _ in done))
     if not kept:
         put_back = f"; {', '.join(touched)} put back as they were" if touched else ""
-        return type(failure)(
+        return failure.retold(
             f"the patch was not applied (nothing changed{put_back}): {failure.message}",
-            path=failure.path,
-            hint=failure.hint,
-            retryable=failure.retryable,
-            details={**failure.details, "restored": touched},
+            restored=touched,
         )
     restored = [path for path in touched if path not in kept]
     return BackendError(

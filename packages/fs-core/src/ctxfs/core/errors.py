@@ -44,7 +44,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 __all__ = [
     "AlreadyExists",
@@ -153,6 +153,16 @@ class FsError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         options = {"path": self.path, "hint": self.hint, "retryable": self.retryable}
         return (_rebuild, (type(self), self.message, options, dict(self.details)))
+
+    def retold(self, message: str, **details: Any) -> Self:
+        """The same failure (class, path, hint), told as *message*, with *details* added."""
+        return type(self)(
+            message,
+            path=self.path,
+            hint=self.hint,
+            retryable=self.retryable,
+            details={**self.details, **details},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the error as plain data (for tool results, logs and the wire)."""

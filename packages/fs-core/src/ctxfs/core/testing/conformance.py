@@ -656,6 +656,33 @@ class BackendConformance:
         assert not await _exists(backend, "c.py")
         await alice.fs.edit("pkg/a.py", "y = 2", "y = 20")  # observed where it now is
 
+    async def test_crosswise_patches_finish_without_deadlock(self, backend: Backend) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        agents = [fs.context(owner="alice"), fs.context(owner="bob")]
+        for path in ("a.txt", "b.txt"):
+            await agents[0].fs.write(path, "line\n")
+            for agent in agents:
+                await agent.fs.read(path)
+        outcomes: list[object] = []
+
+        async def patch(agent: Context, first: str, second: str) -> None:
+            hunk = Hunk(old=("line",), new=(agent.owner,))
+            parts = [
+                FilePatch(action=PatchAction.UPDATE, path=p, hunks=(hunk,)) for p in (first, second)
+            ]
+            try:
+                outcomes.append(await agent.fs.apply_patch(parts))
+            except Stale as lost:  # the other went first
+                outcomes.append(lost)
+
+        with anyio.fail_after(30):  # far below two lock timeouts
+            async with anyio.create_task_group() as group:
+                group.start_soon(patch, agents[0], "a.txt", "b.txt")
+                group.start_soon(patch, agents[1], "b.txt", "a.txt")
+        assert sum(not isinstance(outcome, FsError) for outcome in outcomes) == 1
+        contents = {(await backend.read(p)).data for p in ("a.txt", "b.txt")}
+        assert contents in ({b"alice\n"}, {b"bob\n"})  # one patch whole, never a mix
+
     # -- directory moves --------------------------------------------------------------------
 
     async def test_a_directory_moves_whole_or_is_refused_untouched(self, backend: Backend) -> None:

@@ -75,10 +75,4 @@ def replace_in_turn(
 
 def _of_edit(error: FsError, index: int, count: int) -> FsError:
     """*error*, told of edit *index* (0-based) of *count*."""
-    return type(error)(
-        f"edit {index + 1} of {count} (index {index}): {error.message}",
-        path=error.path,
-        hint=error.hint,
-        retryable=error.retryable,
-        details={**error.details, "edit": index},
-    )
+    return error.retold(f"edit {index + 1} of {count} (index {index}): {error.message}", edit=index)
