@@ -357,11 +357,13 @@ async def test_write_keeps_encoding_bom_and_dominant_ending(
     assert (await memory_backend.read("f.txt")).data == "\ufeffa\r\nnew\r\nlines\r\nc\n".encode()
 
 
-async def test_new_files_are_utf8_with_lf(
+async def test_new_files_are_utf8_with_the_line_endings_given(
     memory_backend: MemoryBackend, memory_ctx: Context
 ) -> None:
     await memory_ctx.fs.write("new.txt", "héllo\r\nworld\r\n")
-    assert (await memory_backend.read("new.txt")).data == "héllo\nworld\n".encode()
+    assert (await memory_backend.read("new.txt")).data == "héllo\r\nworld\r\n".encode()
+    await memory_ctx.fs.write("mixed.txt", "a\nb\r\nc\rd")
+    assert (await memory_backend.read("mixed.txt")).data == b"a\nb\r\nc\rd"
     with pytest.raises(FsError) as caught:
         await memory_ctx.fs.write("other.txt", "lost \ufffd data\n")
     assert caught.value.code is ErrorCode.ENCODING_ERROR

@@ -81,6 +81,7 @@ from ctxfs.core.observations import (
     open_observations,
 )
 from ctxfs.core.outcomes import (
+    BytesOutcome,
     EditOutcome,
     InsertOutcome,
     MoveOutcome,
@@ -115,6 +116,7 @@ __all__ = [
     "BinaryFile",
     "Blob",
     "Busy",
+    "BytesOutcome",
     "Capabilities",
     "CasScope",
     "CheckedOut",

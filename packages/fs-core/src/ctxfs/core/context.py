@@ -44,6 +44,7 @@ from ctxfs.core.errors import (
 )
 from ctxfs.core.globs import relative_to
 from ctxfs.core.outcomes import (
+    BytesOutcome,
     EditOutcome,
     InsertOutcome,
     MoveOutcome,
@@ -173,11 +174,79 @@ class ContextFs:
             encoding=window.encoding,
         )
 
+    async def read_bytes(
+        self, path: str, *, offset: int = 0, length: int | None = None
+    ) -> BytesOutcome:
+        """Read a file's bytes, text or not: *length* bytes from *offset*, or to its end.
+
+        An observation like :meth:`read`'s: the whole file is a complete one
+        (it licenses :meth:`write` and :meth:`write_bytes` over the file), a
+        range a partial one (it licenses edits, moves and deletes). Reading to
+        the end holds the rest of the file in memory: above
+        ``TextOptions.max_edit_bytes`` it is refused.
+
+        Raises:
+            NotFound, IsADirectory, NotARegularFile, InvalidArgument (a negative
+            offset or length), TooLarge, and any refusal of a policy.
+
+        """
+        ctx, mount = self._ctx, self._ctx.mount
+        if offset < 0 or (length is not None and length < 0):
+            raise InvalidArgument(
+                f"offset and length must not be negative ({offset}, {length})",
+                details={"field": "offset" if offset < 0 else "length"},
+            )
+        async with self._reported(OpKind.READ, path, file=True) as report:
+            op = report.op
+            await mount.hooks.authorize(ctx, op)
+            blob = await mount.backend.read(
+                op.path,
+                start=offset,
+                end=None if length is None else offset + length,
+                max_size=mount.text_options.max_edit_bytes if length is None else None,
+            )
+            complete = offset == 0 and len(blob.data) == blob.size
+            report.after = blob.version
+            await mount.hooks.observed(ctx, op, blob.version, complete=complete)
+        return BytesOutcome(
+            path=op.path,
+            data=blob.data,
+            version=blob.version,
+            offset=offset,
+            size=blob.size,
+            complete=complete,
+        )
+
+    async def write_bytes(self, path: str, data: bytes) -> WriteOutcome:
+        """Create a file, or replace one the owner has read whole, with *data* as it is.
+
+        The same guards as :meth:`write` (a whole :meth:`read_bytes` counts as
+        reading the whole file); no encoding or line ending is touched.
+
+        Raises:
+            NotObserved, Stale, Busy, IsADirectory, NotADirectory, TooLarge, and
+            any refusal of a policy.
+
+        """
+        async with (
+            self._reported(OpKind.WRITE, path, file=True, size=len(data)) as report,
+            self._updating(report) as (update, _),
+        ):
+            await self._store(report, update, data)
+        return WriteOutcome(
+            path=report.op.path,
+            version=report.stored,
+            previous_version=report.before,
+            created=report.before is None,
+            size=len(data),
+        )
+
     async def write(self, path: str, content: str) -> WriteOutcome:
         r"""Create a file, or replace one the owner has read whole, with *content*.
 
-        A new file is UTF-8 with ``\n`` line endings. A replaced file keeps its
-        encoding, BOM and dominant line ending, and unchanged lines keep their bytes.
+        A new file is UTF-8, its line endings as *content* has them. A replaced
+        file keeps its encoding, BOM and dominant line ending, and unchanged
+        lines keep their bytes.
 
         Raises:
             NotObserved, Stale, Busy, IsADirectory, NotADirectory, EncodingError,
@@ -727,16 +796,17 @@ class ContextFs:
                     await mount.hooks.committed(ctx, report.op, report.before, report.after)
 
     async def _store(
-        self, report: _Report, update: Update, data: bytes, document: AnyDocument
+        self, report: _Report, update: Update, data: bytes, document: AnyDocument | None = None
     ) -> None:
-        """Write a changed text through *update*, and remember its encoding by version."""
+        """Write *data* through *update*; for a changed text, remember its encoding by version."""
         try:
             report.after = await update.write(data)
         except AlreadyExists:
             raise Stale(
                 f"{report.op.path} was created by someone else meanwhile", path=report.op.path
             ) from None
-        self._ctx.mount.known_encodings.remember(report.after, document.encoding)
+        if document is not None:
+            self._ctx.mount.known_encodings.remember(report.after, document.encoding)
 
     async def lines(
         self, path: str, *, max_line_chars: int | Absent | None = ABSENT

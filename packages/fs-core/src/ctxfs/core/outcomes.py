@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ctxfs.core.versions import Version
 
 __all__ = [
+    "BytesOutcome",
     "EditOutcome",
     "InsertOutcome",
     "MoveOutcome",
@@ -104,6 +105,22 @@ class ReadOutcome:
     """Whether the output budget ended the window before the line limit."""
     encoding: str = "utf-8"
     """The encoding the file was decoded with, e.g. ``"utf-8 with BOM"`` or ``"cp1252"``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BytesOutcome:
+    """Bytes of a file, text or not: the whole file, or a range of it."""
+
+    path: str
+    data: bytes
+    version: Version
+    """The version of the whole file the bytes were read from."""
+    offset: int
+    """Where the bytes start in the file."""
+    size: int
+    """The size of the whole file."""
+    complete: bool
+    """Whether the bytes are the whole file (then the read counts as reading all of it)."""
 
 
 @dataclass(frozen=True, kw_only=True)

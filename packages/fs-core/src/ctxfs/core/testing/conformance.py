@@ -516,6 +516,57 @@ class BackendConformance:
         assert read.text == "one\ndos\n"
         assert read.version == outcome.version == (await backend.read("notes.txt")).version
 
+    # -- bytes ------------------------------------------------------------------------------
+
+    async def test_bytes_round_trip_whole_and_in_ranges(self, backend: Backend) -> None:
+        ctx = Fs(backend, load_entrypoints=False).context(owner="alice")
+        data = bytes(range(256)) + b"\r\n\x00\xff\xfe tail"
+        written = await ctx.fs.write_bytes("bin/blob.dat", data)
+        assert written.created
+        assert (await backend.read("bin/blob.dat")).data == data
+        whole = await ctx.fs.read_bytes("bin/blob.dat")
+        assert (whole.data, whole.complete, whole.size) == (data, True, len(data))
+        assert whole.version == written.version == (await backend.read("bin/blob.dat")).version
+        part = await ctx.fs.read_bytes("bin/blob.dat", offset=250, length=10)
+        assert (part.data, part.complete, part.offset, part.size) == (
+            data[250:260],
+            False,
+            250,
+            len(data),
+        )
+        assert (await ctx.fs.read_bytes("bin/blob.dat", offset=len(data) + 5)).data == b""
+        with pytest.raises(InvalidArgument):
+            await ctx.fs.read_bytes("bin/blob.dat", offset=-1)
+
+    async def test_bytes_keep_the_guards_of_text(self, backend: Backend) -> None:
+        fs = Fs(backend, load_entrypoints=False)
+        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        await bob.fs.write_bytes("a.bin", b"one\r\ntwo\r\n")
+        with pytest.raises(NotObserved):
+            await alice.fs.write_bytes("a.bin", b"mine")
+        await alice.fs.read_bytes("a.bin", length=3)
+        with pytest.raises(NotObserved):  # part of the file does not license replacing it
+            await alice.fs.write_bytes("a.bin", b"mine")
+        await alice.fs.edit("a.bin", "one", "uno")  # it does license an edit
+        await bob.fs.read_bytes("a.bin")
+        await alice.fs.write_bytes("a.bin", b"alice")
+        with pytest.raises(Stale):
+            await bob.fs.write_bytes("a.bin", b"bob")
+        assert (await backend.read("a.bin")).data == b"alice"
+        await bob.fs.read_bytes("a.bin")
+        await bob.fs.write_bytes("a.bin", b"bob")
+        await alice.fs.read_bytes("a.bin", offset=1, length=1)
+        await alice.fs.delete("a.bin")  # any part read licenses a delete
+
+    async def test_a_new_text_file_keeps_the_line_endings_it_was_given(
+        self, backend: Backend
+    ) -> None:
+        ctx = Fs(backend, load_entrypoints=False).context(owner="alice")
+        await ctx.fs.write("crlf.txt", "one\r\ntwo\r\n")
+        assert (await backend.read("crlf.txt")).data == b"one\r\ntwo\r\n"
+        await ctx.fs.write("crlf.txt", "one\r\ntwo\nthree\n")  # a replaced file follows its own
+        assert (await backend.read("crlf.txt")).data == b"one\r\ntwo\r\nthree\r\n"
+
     # -- moves ------------------------------------------------------------------------------
 
     async def test_a_move_takes_the_file_and_its_observation_along(self, backend: Backend) -> None:

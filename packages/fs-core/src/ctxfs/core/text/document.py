@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, AnyStr, Final, Generic, TypeAlias
 
 from ctxfs.core.errors import (
@@ -86,11 +86,14 @@ class TextDocument(Generic[AnyStr]):
 
     # -- conversions ----------------------------------------------------------------
 
-    def units(self, text: str, *, what: str) -> AnyStr:
-        r"""Convert caller text to the document's units, line endings folded to ``\n``."""
+    def units(self, text: str, *, what: str, fold: bool = True) -> AnyStr:
+        r"""Convert caller text to the document's units, line endings folded to ``\n``.
+
+        With *fold* false, the text keeps its own line endings.
+        """
         if _SURROGATE.search(text):
             raise InvalidArgument(f"{what} holds lone surrogate code points", path=self.path)
-        folded = TEXT_ENDINGS.fold(text)
+        folded = TEXT_ENDINGS.fold(text) if fold else text
         if isinstance(self.raw, str):
             return folded
         try:
@@ -343,11 +346,20 @@ class TextDocument(Generic[AnyStr]):
         Lines that *content* leaves as they were (a common head and tail) keep
         their own endings and bytes; the lines in between take the file's
         dominant ending. Writing back what was read is therefore byte-identical.
+        An empty file has no ending to follow: *content* keeps its own.
         Memory is a few copies of the file, never a list of its lines (but for
         a file with invalid bytes, whose lines compare as shown).
         """
+        if not self.raw:  # no ending to follow
+            change = self._rewrite_folded(content)
+            own = self.units(content, what="content", fold=False)
+            return replace(change, data=self.encode(own))
         if self.encoding.keeps_invalid_bytes:
             return self._rewrite_by_lines(content)
+        return self._rewrite_folded(content)
+
+    def _rewrite_folded(self, content: str) -> Change:
+        """:meth:`rewrite`, the new lines taking the file's dominant ending."""
         old, new, lf = self.logical, self.units(content, what="content"), self.endings.lf
         common = _common_prefix(old, new)
         head = len(old) if common == len(old) == len(new) else old.rfind(lf, 0, common) + 1

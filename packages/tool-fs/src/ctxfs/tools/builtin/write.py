@@ -45,9 +45,9 @@ class WriteTool(Tool[WriteArgs, WriteData]):
             "Create a file, or replace a whole file with `content`. Replacing an existing "
             "file needs a read of all of it (windows that together cover every line, "
             "nothing cut) since it last changed; creating one needs no read. Missing "
-            "directories are created. A new file is UTF-8 with \\n line endings; a replaced "
-            "file keeps its encoding, byte-order mark and line endings. Prefer edit for small "
-            "changes."
+            "directories are created. A new file is UTF-8 with the line endings you give; a "
+            "replaced file keeps its encoding, byte-order mark and line endings. Prefer edit "
+            "for small changes."
         )
 
     async def run(self, step: Step, args: WriteArgs) -> WriteData:
