@@ -253,24 +253,12 @@ class ContextFs:
             and any refusal of a policy.
 
         """
-        mount = self._ctx.mount
         size = len(content.encode("utf-8", "replace"))
         async with (
             self._reported(OpKind.WRITE, path, file=True, size=size) as report,
             self._updating(report) as (update, _),
         ):
-            current = update.current
-
-            def rewrite() -> tuple[AnyDocument, Change]:
-                document = (
-                    self._decode(report.op.path, current)
-                    if current is not None
-                    else decode_document(b"", mount.text_options, path=report.op.path)
-                )
-                return document, document.rewrite(content)
-
-            work = size + (current.size if current is not None else 0)
-            document, change = await _text_work(work, rewrite)
+            document, change = await self._rewritten(report, update.current, content)
             await self._store(report, update, change.data, document)
         return WriteOutcome(
             path=report.op.path,
@@ -404,12 +392,7 @@ class ContextFs:
 
         """
         mount = self._ctx.mount
-        async with (
-            self._reported(OpKind.MOVE, source, file=False) as leaving,
-            self._reported(OpKind.MOVE, destination, file=False) as arriving,
-        ):
-            leaving.op = replace(leaving.op, moved_to=arriving.op.path)
-            arriving.op = replace(arriving.op, moved_from=leaving.op.path)
+        async with self._moving(source, destination, file=False) as (leaving, arriving):
             if not leaving.op.path or not arriving.op.path:
                 raise InvalidArgument(
                     "the root cannot be moved, nor be a destination", path=leaving.op.path
@@ -480,32 +463,32 @@ class ContextFs:
         return PatchOutcome(files=tuple(part.outcome() for part in parts), written=not dry_run)
 
     @asynccontextmanager
+    async def _moving(
+        self, source: str, destination: str, *, file: bool, dry_run: bool = False
+    ) -> AsyncIterator[tuple[_Report, _Report]]:
+        """The two ``MOVE`` operations of a move, each naming the other, reported as it ends."""
+        async with (
+            self._reported(OpKind.MOVE, source, file=file, dry_run=dry_run) as leaving,
+            self._reported(OpKind.MOVE, destination, file=file, dry_run=dry_run) as arriving,
+        ):
+            leaving.op = replace(leaving.op, moved_to=arriving.op.path)
+            arriving.op = replace(arriving.op, moved_from=leaving.op.path)
+            yield leaving, arriving
+
+    @asynccontextmanager
     async def _patch_part(self, patch: FilePatch, dry_run: bool) -> AsyncIterator[_PatchPart]:
         """The operations of one file's part of a patch, reported however the patch ends."""
+        if patch.move_to is not None and patch.action is PatchAction.UPDATE:
+            async with self._moving(patch.path, patch.move_to, file=True, dry_run=dry_run) as pair:
+                yield _PatchPart(patch=patch, reports=list(pair))
+            return
+        size = None
         if patch.action is PatchAction.ADD:
             size = len((patch.content or "").encode("utf-8", "replace"))
-            async with self._reported(
-                OpKind.WRITE, patch.path, file=True, size=size, dry_run=dry_run
-            ) as report:
-                yield _PatchPart(patch=patch, reports=[report])
-        elif patch.action is PatchAction.DELETE:
-            async with self._reported(
-                OpKind.DELETE, patch.path, file=True, dry_run=dry_run
-            ) as report:
-                yield _PatchPart(patch=patch, reports=[report])
-        elif patch.move_to is None:
-            async with self._reported(
-                OpKind.EDIT, patch.path, file=True, dry_run=dry_run
-            ) as report:
-                yield _PatchPart(patch=patch, reports=[report])
-        else:
-            async with (
-                self._reported(OpKind.MOVE, patch.path, file=True, dry_run=dry_run) as leaving,
-                self._reported(OpKind.MOVE, patch.move_to, file=True, dry_run=dry_run) as arriving,
-            ):
-                leaving.op = replace(leaving.op, moved_to=arriving.op.path)
-                arriving.op = replace(arriving.op, moved_from=leaving.op.path)
-                yield _PatchPart(patch=patch, reports=[leaving, arriving])
+        async with self._reported(
+            _PATCH_KINDS[patch.action], patch.path, file=True, size=size, dry_run=dry_run
+        ) as report:
+            yield _PatchPart(patch=patch, reports=[report])
 
     async def _patched(self, part: _PatchPart) -> tuple[Change, AnyDocument] | None:
         """What *part* writes (None: a delete, or a move without hunks), checked, unwritten."""
@@ -513,19 +496,9 @@ class ContextFs:
         path, current = part.reports[0].op.path, update.current
         if patch.action is PatchAction.DELETE or (patch.move_to and not patch.hunks):
             return None
-        options = self._ctx.mount.text_options
         if patch.action is PatchAction.ADD:
-            content = patch.content or ""
-
-            def rewrite() -> tuple[Change, AnyDocument]:
-                document = (
-                    self._decode(path, current)
-                    if current is not None
-                    else decode_document(b"", options, path=path)
-                )
-                return document.rewrite(content), document
-
-            return await _text_work(len(content) + (current.size if current else 0), rewrite)
+            document, change = await self._rewritten(part.reports[0], current, patch.content or "")
+            return change, document
         assert current is not None  # refused before, when missing
         located = replace(patch, path=path)
 
@@ -570,7 +543,7 @@ class ContextFs:
     async def _write_part(
         self, part: _PatchPart, done: list[tuple[Update, Version | None]]
     ) -> None:
-        first, last = part.reports[0], part.reports[-1]
+        last = part.reports[-1]
         (update, _), (there, _) = part.opened[0], part.opened[-1]
         if part.patch.action is PatchAction.DELETE:
             await update.delete()
@@ -585,7 +558,6 @@ class ContextFs:
             if there is not update:
                 await update.delete()
                 done.append((update, None))
-        del first
 
     async def _kind(self, path: str) -> FileKind | None:
         """What *path* names (links followed), or None where nothing does."""
@@ -807,6 +779,26 @@ class ContextFs:
             ) from None
         if document is not None:
             self._ctx.mount.known_encodings.remember(report.after, document.encoding)
+
+    async def _rewritten(
+        self, report: _Report, current: Blob | None, content: str
+    ) -> tuple[AnyDocument, Change]:
+        """The file a write read (*current*; None: a new one) decoded, and its change to *content*.
+
+        ``report.op.size`` is the size of *content* in bytes.
+        """
+        path, options = report.op.path, self._ctx.mount.text_options
+
+        def rewrite() -> tuple[AnyDocument, Change]:
+            document = (
+                self._decode(path, current)
+                if current is not None
+                else decode_document(b"", options, path=path)
+            )
+            return document, document.rewrite(content)
+
+        work = (report.op.size or 0) + (current.size if current is not None else 0)
+        return await _text_work(work, rewrite)
 
     async def lines(
         self, path: str, *, max_line_chars: int | Absent | None = ABSENT
@@ -1110,6 +1102,14 @@ def _with_parents(path: str, top: str) -> list[str]:
         paths.append(parent)
         parent = parent.rpartition("/")[0]
     return paths
+
+
+_PATCH_KINDS: Final = {
+    PatchAction.ADD: OpKind.WRITE,
+    PatchAction.UPDATE: OpKind.EDIT,
+    PatchAction.DELETE: OpKind.DELETE,
+}
+"""The operation each part of a patch is (an update with ``move_to`` is two moves)."""
 
 
 @dataclass
