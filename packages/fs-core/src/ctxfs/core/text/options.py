@@ -15,8 +15,14 @@ __all__ = [
     "number_lines",
 ]
 
-DEFAULT_LEGACY_ENCODINGS: Final = ("shift_jis", "euc_jp", "gbk", "big5", "euc_kr", "cp1252")
-"""Encodings tried, in this order, for text that is not UTF-8 and carries no BOM."""
+DEFAULT_LEGACY_ENCODINGS: Final = (
+    "shift_jis", "cp932", "euc_jp", "gbk", "gb18030", "big5", "euc_kr", "cp949",
+    "cp1252", "iso8859-15", "latin-1", "cp1250", "iso8859-2", "cp1257", "cp1254", "iso8859-9",
+    "cp1258", "cp1251", "koi8-r", "koi8-u", "cp866", "iso8859-5", "cp1253", "iso8859-7",
+    "cp1255", "iso8859-8", "cp1256", "cp874",
+)  # fmt: skip
+"""Encodings weighed, for text that is not UTF-8 and carries no BOM
+(:mod:`~ctxfs.core.text.legacy`); where two read the same text, the first names it."""
 
 LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d{1,19})(?: |$)")
 """Matches the prefix :func:`format_line_number` puts before a line of a read window, also
