@@ -70,9 +70,11 @@ def detect_legacy(
     tier, score, best = ranked[0]
     if tier == _TIER_SCRIPT:
         return best
-    rivals = [codec for rival_tier, rival_score, codec in ranked[1:] if rival_tier == tier and (
-        tier == _TIER_LETTERS or rival_score * 2 > score
+    rivals = [codec for rival_tier, rival_score, codec in ranked[1:] if (
+        rival_tier == _TIER_LETTERS or (rival_tier == tier and rival_score * 2 > score)
     )]  # fmt: skip
+    # (ideographs are no evidence against a reading in letters: a short Latin text can
+    # pair up into plausible hanzi)
     if rivals:
         names = [best, *rivals]
         raise EncodingError(
