@@ -140,7 +140,7 @@ def _one_language(script: str, letters: dict[str, int]) -> bool:
     alphabets = _ALPHABETS.get(script)
     if alphabets is None:  # Greek, Hebrew, Arabic, Thai: the script is the evidence
         return True
-    folded = {_fold(char) for char in letters}
+    folded = {_fold(char) for char in letters} - {"i"}  # İ folds to an ASCII letter
     if not any(folded <= alphabet for alphabet in alphabets):
         return False
     if script == "CYRILLIC" and (total := sum(letters.values())) >= _ENOUGH_CYRILLIC:
