@@ -16,9 +16,15 @@ read like a language written in that encoding:
   has the right letters in the wrong places).
 
 Readings that give the same text are one (the first candidate names it). A
-reading of a script (kana, hangul) beats one of ideographs, which beats one of
-letters; if two readings of different texts remain at the top, the file is
-refused with both as candidates: it is never shown, nor changed, under a guess.
+reading of a script (kana, hangul) beats all others. If readings of different
+texts remain, ``charset-normalizer`` votes among them: it may single one out
+when its mess detector finds the others messier, or its language model finds
+one much more coherent, and only given enough text. Otherwise the file is
+refused with the readings as candidates: it is never shown, nor changed, under
+a guess.
+
+The evidence is gathered from the file's first 64 KiB; the readings that pass
+are then checked to round-trip the whole file exactly.
 """
 
 from __future__ import annotations
@@ -33,14 +39,22 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Final
 
+import charset_normalizer
+
 from ctxfs.core.errors import EncodingError
 
 __all__ = ["detect_legacy", "is_single_byte"]
 
 _TIER_SCRIPT, _TIER_IDEOGRAPHS, _TIER_LETTERS = 3, 2, 1
+_SAMPLE_BYTES: Final = 1 << 16
+"""Leading bytes weighed; the readings that pass are then checked on the whole file."""
 _SAMPLE_CHARS: Final = 1 << 16
 """Characters of a reading judged: enough evidence, at a bounded cost."""
 _CASE_SAMPLE_CHARS: Final = 1 << 14
+_VOTER_MIN_BYTES: Final = 64
+"""Bytes beyond ASCII below which charset-normalizer's vote is not asked: too little text."""
+_VOTER_CHAOS_MARGIN: Final = 0.01
+_VOTER_COHERENCE_MARGIN: Final = 0.3
 
 
 def detect_legacy(
@@ -48,42 +62,66 @@ def detect_legacy(
 ) -> str | None:
     """The codec (canonical name) *data* is in, among *candidates*; None if none fits.
 
+    *complete* says *data* is the whole file (else its leading bytes).
+
     Raises:
-        EncodingError: Readings of different texts fit equally; ``details["candidates"]``
+        EncodingError: Readings of different texts fit; ``details["candidates"]``
             names their codecs.
 
     """
     if len(candidates) == 1:  # pinned: it wins wherever it round-trips
         fits_exactly = _strict_round_trip(data, candidates[0], complete=complete) is not None
         return codecs.lookup(candidates[0]).name if fits_exactly else None
+    head = data[:_SAMPLE_BYTES]
+    whole = complete and len(head) == len(data)
     fits: dict[str, tuple[int, float, str]] = {}  # reading -> (tier, score, first codec)
     for codec in candidates:
-        text = _strict_round_trip(data, codec, complete=complete)
+        text = _strict_round_trip(head, codec, complete=whole)
         if text is None or text in fits:
             continue
         judged = _judge(codec, text)
-        if judged is not None:
+        if judged is not None and (
+            whole or not complete or _strict_round_trip(data, codec, complete=True) is not None
+        ):
             fits[text] = (*judged, codecs.lookup(codec).name)
     if not fits:
         return None
     ranked = sorted(fits.values(), key=lambda fit: (-fit[0], -fit[1]))
-    tier, score, best = ranked[0]
-    if tier == _TIER_SCRIPT:
-        return best
-    rivals = [codec for rival_tier, rival_score, codec in ranked[1:] if (
-        rival_tier == _TIER_LETTERS or (rival_tier == tier and rival_score * 2 > score)
-    )]  # fmt: skip
-    # (ideographs are no evidence against a reading in letters: a short Latin text can
-    # pair up into plausible hanzi)
-    if rivals:
-        names = [best, *rivals]
-        raise EncodingError(
-            f"{path} reads as different text in {', '.join(names)}; it is left untouched",
-            path=path,
-            hint="The encoding is ambiguous; set TextOptions.legacy_encodings to the one "
-            "this project uses (it is then the only one tried).",
-            details={"candidates": names},
+    if ranked[0][0] == _TIER_SCRIPT or len(ranked) == 1:
+        return ranked[0][2]
+    names = [codec for _, _, codec in ranked]
+    chosen = _vote(head, names)
+    if chosen is not None:
+        return chosen
+    raise EncodingError(
+        f"{path} reads as different text in {', '.join(names)}; it is left untouched",
+        path=path,
+        hint="The encoding is ambiguous: read it again naming one of these encodings, "
+        "or set TextOptions.legacy_encodings (or encoding_overrides for its path) "
+        "to the one this project uses.",
+        details={"candidates": names},
+    )
+
+
+def _vote(head: bytes, names: list[str]) -> str | None:
+    """The one of *names* ``charset-normalizer`` clearly prefers, given enough text."""
+    if sum(1 for byte in head if byte > 0x7F) < _VOTER_MIN_BYTES:
+        return None
+    matches = {
+        codecs.lookup(match.encoding).name: match
+        for match in charset_normalizer.from_bytes(head, cp_isolation=names)
+    }
+    ranked = sorted(matches.items(), key=lambda item: (item[1].chaos, -item[1].coherence))
+    if not ranked:
+        return None
+    best, match = ranked[0]
+    for _, rival in ranked[1:]:
+        clearer = rival.chaos - match.chaos >= _VOTER_CHAOS_MARGIN or (
+            rival.chaos == match.chaos
+            and match.coherence - rival.coherence >= _VOTER_COHERENCE_MARGIN
         )
+        if not clearer:
+            return None
     return best
 
 
@@ -120,6 +158,8 @@ def _judge(codec: str, text: str) -> tuple[int, float] | None:
     name = codecs.lookup(codec).name
     family = _CJK.get(name)
     if family is not None:
+        if _inside_latin_words(sample):
+            return None
         return family([char for char in sample if char > "\x7f"])
     letters = {char: n for char, n in counts.items() if char.isalpha()}
     others = [char for char in counts if char not in letters]
@@ -149,25 +189,62 @@ def _one_language(script: str, letters: dict[str, int]) -> bool:
     return True
 
 
-_WORD: Final = re.compile(r"[^\W\d_]{2,}")
+_WORD: Final = re.compile(r"[^\W\d_](?:[^\s\d_]*[^\W\d_])?")
+"""A run of letters, and of what sits between letters (``pr№ft`` is one word)."""
+_WITHIN_WORDS: Final = frozenset("'’ʼ·־׳״-–\u00ad\u200c\u200d")  # noqa: RUF001
+"""Characters that join the letters of real words: apostrophes, hyphens, the middle dot."""
 
 
 def _odd_words(text: str, script: str) -> bool:
-    """Whether words with letters beyond ASCII often read like no word.
+    """Whether words with letters beyond ASCII often (or all) read like no word.
 
-    Such a word has a capital right after a small letter, or, outside the Latin
-    script, letters of two scripts (``Cafщ``: a Latin word misread).
+    Such a word has a capital right after a small letter; a symbol between two
+    of its letters (``pr№ft``); a mark of another script on an ASCII letter
+    (a Thai or Arabic vowel sign on ``v``); or, outside the Latin script,
+    letters of two scripts (``Cafщ``): a Latin word misread.
     """
     words = odd = 0
+    pairs = itertools.pairwise
     for match in _WORD.finditer(text):
         word = match.group()
         if word.isascii():
             continue
         words += 1
-        odd += any(a.islower() and b.isupper() for a, b in itertools.pairwise(word)) or (
-            script != "LATIN" and any(char.isascii() for char in word)
+        odd += (
+            any(a.islower() and b.isupper() for a, b in pairs(word))
+            or any(
+                not char.isalpha() and char not in _WITHIN_WORDS and not _is_mark(char)
+                for char in word
+            )
+            or any(a.isascii() and _is_mark(b) and not _is_latin_mark(b) for a, b in pairs(word))
+            or (script != "LATIN" and any(char.isascii() and char.isalpha() for char in word))
         )
-    return odd >= 2 and odd * 10 > words
+    return odd == words > 0 or (odd >= 2 and odd * 10 > words)
+
+
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char).startswith("M")
+
+
+def _is_latin_mark(char: str) -> bool:
+    """Combining diacritics (decomposed text, cp1258's tones), not another script's signs."""
+    return "\u0300" <= char <= "\u036f"
+
+
+_EMBEDDED: Final = re.compile(r"(?<=[A-Za-z])[^\x00-\x7f]{1,2}(?=[A-Za-z])")
+_NON_ASCII_RUN: Final = re.compile(r"[^\x00-\x7f]+")
+
+
+def _inside_latin_words(text: str) -> bool:
+    """Whether most runs of characters beyond ASCII sit inside ASCII words.
+
+    A Latin text with a few accented letters, read in a double-byte encoding,
+    pairs each accented letter with the letter after it: one or two ideographs
+    or syllables in the middle of ``warto?ci``. Text in those scripts has its
+    own words.
+    """
+    runs = sum(1 for _ in _NON_ASCII_RUN.finditer(text))
+    return sum(1 for _ in _EMBEDDED.finditer(text)) * 2 >= runs
 
 
 def _fold(char: str) -> str:
