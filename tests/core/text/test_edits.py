@@ -24,6 +24,7 @@ OPTIONS = TextOptions()
 FRENCH = PARAGRAPHS["french"]
 """Enough French to tell its code page (a line or two is ambiguous, so refused)."""
 
+
 def edit(data: bytes, old: str, new: str, *, replace_all: bool = False) -> bytes:
     return decode_document(data, OPTIONS, path="f").replace(old, new, replace_all=replace_all).data
 

@@ -132,31 +132,35 @@ def detect_encoding(
     )
 
 
-_WIDE: Final = (
-    ("utf-32-le", 4, (1, 2, 3)),
-    ("utf-32-be", 4, (0, 1, 2)),
-    ("utf-16-le", 2, (1,)),
-    ("utf-16-be", 2, (0,)),
+_WIDE: Final = (  # codec, width, lanes all but NUL, lane with some NULs, lane with almost none
+    ("utf-32-le", 4, (2, 3), None, 0),
+    ("utf-32-be", 4, (0, 1), None, 3),
+    ("utf-16-le", 2, (), 1, 0),
+    ("utf-16-be", 2, (), 0, 1),
 )
 _WIDE_SAMPLE: Final = 4096
 
 
 def _unmarked_wide(data: bytes, *, complete: bool) -> str | None:
-    """UTF-32 or UTF-16 without a BOM, told by where the NUL bytes of mostly-ASCII text fall.
+    """UTF-32 or UTF-16 without a BOM, told by where the NUL bytes fall.
 
-    The text must then decode strictly and hold no control characters but
-    whitespace: a binary file with a NUL every other byte is not text.
+    The high bytes of text are NUL for ASCII (spaces and punctuation at
+    least, in any script), the others few; the low bytes are almost never NUL. The text must then
+    decode strictly and hold no control characters but whitespace: a binary
+    file with a NUL every other byte is not text.
     """
     sample = data[:_WIDE_SAMPLE]
     if len(sample) < 4 or b"\x00" not in sample:
         return None
-    for codec, width, zeros in _WIDE:
+    for codec, width, zeros, high, low in _WIDE:
         if complete and len(data) % width:
             continue
         lanes = [sample[lane::width] for lane in range(width)]
         nul_shares = [lane.count(0) / len(lane) for lane in lanes]
-        if any(nul_shares[lane] < 0.8 for lane in zeros) or any(
-            nul_shares[lane] > 0.1 for lane in range(width) if lane not in zeros
+        if (
+            any(nul_shares[lane] < 0.8 for lane in zeros)
+            or (high is not None and not _one_alphabet(lanes[high], nul_shares[high]))
+            or nul_shares[low] > 0.02
         ):
             continue
         body = data if complete else data[: len(sample) - len(sample) % width]
@@ -165,11 +169,26 @@ def _unmarked_wide(data: bytes, *, complete: bool) -> str | None:
         except UnicodeDecodeError:
             continue
         if not any(
-            unicodedata.category(char) in ("Cc", "Co", "Cn") and char not in "\t\n\r\f"
+            unicodedata.category(char) in ("Cc", "Co", "Cn", "Cs") and char not in "\t\n\r\f"
             for char in set(text)
         ):
             return codec
     return None
+
+
+def _one_alphabet(high_bytes: bytes, nul_share: float) -> bool:
+    """Whether the high bytes of UTF-16 read like ASCII text, or one alphabet and ASCII.
+
+    An alphabet (Cyrillic, Greek, Hebrew, Arabic) lies in one or two blocks of
+    256, so its text has a few high bytes besides the NULs of spaces and
+    punctuation; ideographs spread over many (their UTF-16 needs a BOM here).
+    """
+    return nul_share >= 0.8 or (
+        nul_share >= 0.05 and len(set(high_bytes) - {0}) <= _ALPHABET_HIGH_BYTES
+    )
+
+
+_ALPHABET_HIGH_BYTES: Final = 3
 
 
 def _bom_fits(data: bytes, bom: bytes, codec: str, *, complete: bool) -> bool:

@@ -16,12 +16,12 @@ read like a language written in that encoding:
   has the right letters in the wrong places).
 
 Readings that give the same text are one (the first candidate names it). A
-reading of a script (kana, hangul) beats all others. If readings of different
-texts remain, ``charset-normalizer`` votes among them: it may single one out
-when its mess detector finds the others messier, or its language model finds
-one much more coherent, and only given enough text. Otherwise the file is
-refused with the readings as candidates: it is never shown, nor changed, under
-a guess.
+reading of a script (kana, hangul) beats all readings in letters or ideographs.
+If readings of different texts remain, ``charset-normalizer`` votes among
+them: it may single one out when its mess detector finds the others messier,
+or its language model finds one much more coherent, and only given enough
+text. Otherwise the file is refused with the readings as candidates: it is
+never shown, nor changed, under a guess.
 
 The evidence is gathered from the file's first 64 KiB; the readings that pass
 are then checked to round-trip the whole file exactly.
@@ -87,7 +87,9 @@ def detect_legacy(
     if not fits:
         return None
     ranked = sorted(fits.values(), key=lambda fit: (-fit[0], -fit[1]))
-    if ranked[0][0] == _TIER_SCRIPT or len(ranked) == 1:
+    if ranked[0][0] == _TIER_SCRIPT:  # kana or hangul: only another such reading rivals it
+        ranked = [fit for fit in ranked if fit[0] == _TIER_SCRIPT]
+    if len(ranked) == 1:
         return ranked[0][2]
     names = [codec for _, _, codec in ranked]
     chosen = _vote(head, names)
@@ -158,9 +160,8 @@ def _judge(codec: str, text: str) -> tuple[int, float] | None:
     name = codecs.lookup(codec).name
     family = _CJK.get(name)
     if family is not None:
-        if _inside_latin_words(sample):
-            return None
-        return family([char for char in sample if char > "\x7f"])
+        chars = [char for char in sample if char > "\x7f"]
+        return None if _inside_latin_words(sample) else family(chars)
     letters = {char: n for char, n in counts.items() if char.isalpha()}
     others = [char for char in counts if char not in letters]
     if any(unicodedata.category(char) != "Mn" and char not in _PUNCTUATION for char in others):
@@ -189,8 +190,9 @@ def _one_language(script: str, letters: dict[str, int]) -> bool:
     return True
 
 
-_WORD: Final = re.compile(r"[^\W\d_](?:[^\s\d_]*[^\W\d_])?")
-"""A run of letters, and of what sits between letters (``pr№ft`` is one word)."""
+_WORD: Final = re.compile(r"[^\W\d_][^\s\d_]*")
+"""A letter and what follows up to a space or digit (``pr№ft`` is one word); trimmed of
+what trails its last letter or mark."""
 _WITHIN_WORDS: Final = frozenset("'’ʼ·־׳״-–\u00ad\u200c\u200d")  # noqa: RUF001
 """Characters that join the letters of real words: apostrophes, hyphens, the middle dot."""
 
@@ -206,7 +208,7 @@ def _odd_words(text: str, script: str) -> bool:
     words = odd = 0
     pairs = itertools.pairwise
     for match in _WORD.finditer(text):
-        word = match.group()
+        word = _trimmed(match.group())
         if word.isascii():
             continue
         words += 1
@@ -220,6 +222,13 @@ def _odd_words(text: str, script: str) -> bool:
             or (script != "LATIN" and any(char.isascii() and char.isalpha() for char in word))
         )
     return odd == words > 0 or (odd >= 2 and odd * 10 > words)
+
+
+def _trimmed(word: str) -> str:
+    end = len(word)
+    while end and not (word[end - 1].isalpha() or _is_mark(word[end - 1])):
+        end -= 1
+    return word[:end]
 
 
 def _is_mark(char: str) -> bool:
@@ -329,10 +338,13 @@ def _japanese(chars: list[str]) -> tuple[int, float] | None:
 
 
 def _korean(chars: list[str]) -> tuple[int, float] | None:
-    hangul = sum(1 for char in chars if "\uac00" <= char <= "\ud7a3")
+    syllables = [char for char in chars if "\uac00" <= char <= "\ud7a3"]
     hanja = sum(1 for char in chars if "\u4e00" <= char <= "\u9fff")
-    if not hangul or hangul < 4 * hanja:
+    if not syllables or len(syllables) < 4 * hanja:
         return None
+    if _share(syllables, _is_common_hangul) < 0.9:  # cp949's extra syllables are rare ones
+        return None
+    hangul = len(syllables)
     return (_TIER_SCRIPT, hangul / len(chars)) if _share(chars, _is_cjk_text) >= 0.95 else None
 
 
@@ -342,6 +354,14 @@ def _chinese(chars: list[str]) -> tuple[int, float] | None:
         return None
     common = sum(1 for char in ideographs if char in _COMMON_HANZI) / len(ideographs)
     return (_TIER_IDEOGRAPHS, common) if common >= 0.1 else None
+
+
+def _is_common_hangul(char: str) -> bool:
+    """Whether *char* is one of the 2,350 syllables of KS X 1001, those text uses."""
+    try:
+        return len(char.encode("euc_kr")) == 2  # (the others as 8-byte make-up sequences)
+    except UnicodeEncodeError:
+        return False
 
 
 def _share(chars: list[str], predicate: Callable[[str], bool]) -> float:
