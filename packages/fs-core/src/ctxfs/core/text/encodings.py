@@ -114,9 +114,9 @@ def detect_encoding(
     sniff_binary(data, options, path=path)
     if data.isascii() or _valid_utf8(data, complete=complete):
         return UTF8
-    text = data.decode("utf-8", "surrogateescape")
-    invalid = sum(1 for char in text if "\udc80" <= char <= "\udcff")
-    valid_non_ascii = sum(1 for char in text if char > "\x7f" and not "\udc80" <= char <= "\udcff")
+    valid = data.decode("utf-8", "ignore")
+    invalid = len(data) - len(valid.encode())  # bytes of no valid sequence
+    valid_non_ascii = len(valid) - len(valid.encode("ascii", "ignore"))
     if valid_non_ascii >= invalid:
         return TextEncoding(codec="utf-8", keeps_invalid_bytes=True)
     legacy = detect_legacy(data, options.legacy_encodings, path=path, complete=complete)

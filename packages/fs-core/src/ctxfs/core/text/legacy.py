@@ -23,8 +23,9 @@ or its language model finds one much more coherent, and only given enough
 text. Otherwise the file is refused with the readings as candidates: it is
 never shown, nor changed, under a guess.
 
-The evidence is gathered from the file's first 64 KiB; the readings that pass
-are then checked to round-trip the whole file exactly.
+The evidence is gathered from 64 KiB from the line of the first byte beyond
+ASCII; the readings that pass are then checked to round-trip the whole file
+exactly.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from __future__ import annotations
 import codecs
 import functools
 import importlib
-import itertools
+import math
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Final
+from itertools import pairwise
+from typing import Final, NamedTuple
 
 import charset_normalizer
 
@@ -50,7 +52,9 @@ _SAMPLE_BYTES: Final = 1 << 16
 """Leading bytes weighed; the readings that pass are then checked on the whole file."""
 _SAMPLE_CHARS: Final = 1 << 16
 """Characters of a reading judged: enough evidence, at a bounded cost."""
-_CASE_SAMPLE_CHARS: Final = 1 << 14
+_CASE_SAMPLE_CHARS: Final = 1 << 12
+_QUICK_CHARS: Final = 1 << 11
+_NON_ASCII_BYTE: Final = re.compile(rb"[\x80-\xff]")
 _VOTER_MIN_BYTES: Final = 64
 """Bytes beyond ASCII below which charset-normalizer's vote is not asked: too little text."""
 _VOTER_CHAOS_MARGIN: Final = 0.01
@@ -72,9 +76,11 @@ def detect_legacy(
     if len(candidates) == 1:  # pinned: it wins wherever it round-trips
         fits_exactly = _strict_round_trip(data, candidates[0], complete=complete) is not None
         return codecs.lookup(candidates[0]).name if fits_exactly else None
-    head = data[:_SAMPLE_BYTES]
+    first = _NON_ASCII_BYTE.search(data)
+    start = 0 if first is None else data.rfind(b"\n", 0, first.start()) + 1
+    head = data[start : start + _SAMPLE_BYTES]  # from the line of the first byte beyond ASCII
     whole = complete and len(head) == len(data)
-    fits: dict[str, tuple[int, float, str]] = {}  # reading -> (tier, score, first codec)
+    fits: dict[str, _Fit] = {}  # reading -> how it fits, named by its first codec
     for codec in candidates:
         text = _strict_round_trip(head, codec, complete=whole)
         if text is None or text in fits:
@@ -83,16 +89,16 @@ def detect_legacy(
         if judged is not None and (
             whole or not complete or _strict_round_trip(data, codec, complete=True) is not None
         ):
-            fits[text] = (*judged, codecs.lookup(codec).name)
+            fits[text] = judged._replace(codec=codecs.lookup(codec).name)
     if not fits:
         return None
-    ranked = sorted(fits.values(), key=lambda fit: (-fit[0], -fit[1]))
-    if ranked[0][0] == _TIER_SCRIPT:  # kana or hangul: only another such reading rivals it
-        ranked = [fit for fit in ranked if fit[0] == _TIER_SCRIPT]
+    ranked = sorted(fits.values(), key=lambda fit: (-fit.tier, -fit.score))
+    if ranked[0].tier == _TIER_SCRIPT:  # kana or hangul: only another such reading rivals it
+        ranked = [fit for fit in ranked if fit.tier == _TIER_SCRIPT]
     if len(ranked) == 1:
-        return ranked[0][2]
-    names = [codec for _, _, codec in ranked]
-    chosen = _vote(head, names)
+        return ranked[0].codec
+    names = [fit.codec for fit in ranked]
+    chosen = _by_letter_frequency(ranked) or _vote(head, names)
     if chosen is not None:
         return chosen
     raise EncodingError(
@@ -103,6 +109,27 @@ def detect_legacy(
         "to the one this project uses.",
         details={"candidates": names},
     )
+
+
+class _Fit(NamedTuple):
+    tier: int
+    score: float
+    codec: str = ""
+    frequency: float | None = None
+    """Mean log-probability of the letters in a Cyrillic language, given enough of them."""
+
+
+def _by_letter_frequency(fits: list[_Fit]) -> str | None:
+    """The Cyrillic reading whose letters are far likelier than every other's, if any.
+
+    Cyrillic code pages put the same letters at different bytes, so a misread
+    is Cyrillic too, its letters shuffled: rare letters where common ones belong.
+    """
+    if any(fit.frequency is None for fit in fits):
+        return None
+    best, *rivals = sorted(fits, key=lambda fit: -(fit.frequency or 0.0))
+    margin = min((best.frequency or 0.0) - (rival.frequency or 0.0) for rival in rivals)
+    return best.codec if margin >= _FREQUENCY_MARGIN else None
 
 
 def _vote(head: bytes, names: list[str]) -> str | None:
@@ -151,40 +178,79 @@ def _strict_round_trip(data: bytes, codec: str, *, complete: bool) -> str | None
     return text
 
 
-def _judge(codec: str, text: str) -> tuple[int, float] | None:
-    """(tier, score) if *text* reads like a language *codec* is for, else None."""
-    sample = text[:_SAMPLE_CHARS]
-    counts = {char: n for char, n in Counter(sample).items() if char > "\x7f"}
-    if not counts or any(unicodedata.category(char) in ("Cc", "Co", "Cn") for char in counts):
-        return None
+def _judge(codec: str, text: str) -> _Fit | None:
+    """How *text* fits, if it reads like a language *codec* is for; else None."""
     name = codecs.lookup(codec).name
+    if not _possible(name, text[:_QUICK_CHARS]):  # most misreadings show in the first lines
+        return None
+    sample = text[:_SAMPLE_CHARS]
+    if sample.isascii() or not _possible(name, sample):
+        return None
     family = _CJK.get(name)
     if family is not None:
         chars = [char for char in sample if char > "\x7f"]
         return None if _inside_latin_words(sample) else family(chars)
-    letters = {char: n for char, n in counts.items() if char.isalpha()}
-    others = [char for char in counts if char not in letters]
-    if any(unicodedata.category(char) != "Mn" and char not in _PUNCTUATION for char in others):
-        return None
     script = _SCRIPT.get(name, "LATIN")
-    if any(not unicodedata.name(char, "").startswith(script) for char in letters):
-        return None
-    if (letters and not _one_language(script, letters)) or _odd_words(
+    distinct_letters = {char for char in set(sample) if char > "\x7f" and char.isalpha()}
+    counts = Counter(sample)
+    letters = {char: counts[char] for char in distinct_letters}
+    if not _used_like_the_language(script, letters) or _odd_words(
         sample[:_CASE_SAMPLE_CHARS], script
     ):
         return None
-    return _TIER_LETTERS, sum(letters.values()) / sum(counts.values())
+    total = sum(letters.values())
+    return _Fit(
+        tier=_TIER_LETTERS,
+        score=total / sum(counts.values()),
+        frequency=_cyrillic_frequency(letters, total)
+        if script == "CYRILLIC" and total >= _ENOUGH_CYRILLIC
+        else None,
+    )
 
 
-def _one_language(script: str, letters: dict[str, int]) -> bool:
-    """Whether *letters* (beyond ASCII) are all of one language's alphabet, and used like it."""
+def _cyrillic_frequency(letters: dict[str, int], total: int) -> float:
+    """The mean log-frequency of *letters* (counted) in Cyrillic text."""
+    known, rare = _CYRILLIC_LOG_FREQUENCY, _RARE_LOG_FREQUENCY
+    return sum(n * known.get(_fold(char), rare) for char, n in letters.items()) / total
+
+
+def _one_alphabet(script: str, letters: set[str]) -> bool:
+    """Whether *letters* (beyond ASCII) all belong to one language's alphabet."""
     alphabets = _ALPHABETS.get(script)
     if alphabets is None:  # Greek, Hebrew, Arabic, Thai: the script is the evidence
         return True
     folded = {_fold(char) for char in letters} - {"i"}  # İ folds to an ASCII letter
-    if not any(folded <= alphabet for alphabet in alphabets):
+    return any(folded <= alphabet for alphabet in alphabets)
+
+
+def _possible(name: str, text: str) -> bool:
+    """Whether *text* holds only characters a language of codec *name* could use.
+
+    The characters beyond ASCII: no control, private-use or unassigned ones;
+    for an alphabet, only its letters (of one language), real punctuation
+    and marks. (What is impossible in a part is impossible in the whole.)
+    """
+    beyond_ascii = {char for char in set(text) if char > "\x7f"}
+    if any(unicodedata.category(char) in ("Cc", "Co", "Cn") for char in beyond_ascii):
         return False
-    if script == "CYRILLIC" and (total := sum(letters.values())) >= _ENOUGH_CYRILLIC:
+    if not beyond_ascii or name in _CJK:
+        return True
+    letters = {char for char in beyond_ascii if char.isalpha()}
+    script = _SCRIPT.get(name, "LATIN")
+    return not (
+        any(
+            unicodedata.category(char) != "Mn" and char not in _PUNCTUATION
+            for char in beyond_ascii - letters
+        )
+        or any(not unicodedata.name(char, "").startswith(script) for char in letters)
+        or (letters and not _one_alphabet(script, letters))
+    )
+
+
+def _used_like_the_language(script: str, letters: dict[str, int]) -> bool:
+    """Whether *letters* (counted) are as common as in real text, where that is known."""
+    total = sum(letters.values())
+    if script == "CYRILLIC" and total >= _ENOUGH_CYRILLIC:
         common = sum(n for char, n in letters.items() if _fold(char) in _COMMON_CYRILLIC)
         return common / total >= _COMMON_CYRILLIC_SHARE
     return True
@@ -206,22 +272,36 @@ def _odd_words(text: str, script: str) -> bool:
     letters of two scripts (``Cafщ``): a Latin word misread.
     """
     words = odd = 0
-    pairs = itertools.pairwise
     for match in _WORD.finditer(text):
         word = _trimmed(match.group())
         if word.isascii():
             continue
         words += 1
-        odd += (
-            any(a.islower() and b.isupper() for a, b in pairs(word))
-            or any(
-                not char.isalpha() and char not in _WITHIN_WORDS and not _is_mark(char)
-                for char in word
-            )
-            or any(a.isascii() and _is_mark(b) and not _is_latin_mark(b) for a, b in pairs(word))
-            or (script != "LATIN" and any(char.isascii() and char.isalpha() for char in word))
-        )
+        odd += _odd_word(word, script)
     return odd == words > 0 or (odd >= 2 and odd * 10 > words)
+
+
+def _odd_word(word: str, script: str) -> bool:
+    tail = word[1:]
+    return (
+        (not tail.islower() and any(a.islower() and b.isupper() for a, b in pairwise(word)))
+        or (
+            not word.isalpha()
+            and (
+                any(
+                    not char.isalpha() and char not in _WITHIN_WORDS and not _is_mark(char)
+                    for char in word
+                )
+                or any(
+                    a.isascii() and _is_mark(b) and not _is_latin_mark(b) for a, b in pairwise(word)
+                )
+            )
+        )
+        or (script != "LATIN" and _ASCII_LETTER.search(word) is not None)
+    )
+
+
+_ASCII_LETTER: Final = re.compile("[A-Za-z]")
 
 
 def _trimmed(word: str) -> str:
@@ -325,19 +405,37 @@ _COMMON_CYRILLIC: Final = frozenset("оеаиінтсрвл")
 _COMMON_CYRILLIC_SHARE: Final = 0.4
 """Real text has about 0.6 of its Cyrillic letters among them; a misread code page about 0.25."""
 _ENOUGH_CYRILLIC: Final = 20
+_FREQUENCY_MARGIN: Final = 0.3
+"""Nats per letter by which a Cyrillic reading must beat its rivals (real text: 0.5 or more)."""
+_CYRILLIC_LETTERS: Final = "оеаинтсрвлкмдпуяыьгзбчйхжшюцщэфъёіїєґўјљњћђџѓќѕ"
+_CYRILLIC_SHARES: Final = (  # per cent: Russian's, then the other alphabets' own letters
+    10.97, 8.45, 8.01, 7.35, 6.70, 6.26, 5.47, 4.73, 4.54, 4.40, 3.49, 3.21, 2.98, 2.81,
+    2.62, 2.01, 1.90, 1.74, 1.70, 1.65, 1.59, 1.44, 1.21, 0.97, 0.94, 0.73, 0.64, 0.48,
+    0.36, 0.32, 0.26, 0.2, 0.1, 4.0, 0.6, 0.4, 0.05, 0.5, 1.5, 0.5, 0.5, 0.5, 0.2,
+    0.1, 0.1, 0.1, 0.05,
+)  # fmt: skip
+_CYRILLIC_LOG_FREQUENCY: Final = {
+    letter: math.log(share / 100)
+    for letter, share in zip(_CYRILLIC_LETTERS, _CYRILLIC_SHARES, strict=True)
+}
+_RARE_LOG_FREQUENCY: Final = math.log(0.01 / 100)
 
 
 # -- CJK ------------------------------------------------------------------------------
 
 
-def _japanese(chars: list[str]) -> tuple[int, float] | None:
+def _japanese(chars: list[str]) -> _Fit | None:
     kana = sum(1 for char in chars if "\u3041" <= char <= "\u30ff")
     if not kana or any("\uff61" <= char <= "\uff9f" for char in chars):
         return None
-    return (_TIER_SCRIPT, kana / len(chars)) if _share(chars, _is_cjk_text) >= 0.95 else None
+    return (
+        _Fit(tier=_TIER_SCRIPT, score=kana / len(chars))
+        if _share(chars, _is_cjk_text) >= 0.95
+        else None
+    )
 
 
-def _korean(chars: list[str]) -> tuple[int, float] | None:
+def _korean(chars: list[str]) -> _Fit | None:
     syllables = [char for char in chars if "\uac00" <= char <= "\ud7a3"]
     hanja = sum(1 for char in chars if "\u4e00" <= char <= "\u9fff")
     if not syllables or len(syllables) < 4 * hanja:
@@ -345,15 +443,19 @@ def _korean(chars: list[str]) -> tuple[int, float] | None:
     if _share(syllables, _is_common_hangul) < 0.9:  # cp949's extra syllables are rare ones
         return None
     hangul = len(syllables)
-    return (_TIER_SCRIPT, hangul / len(chars)) if _share(chars, _is_cjk_text) >= 0.95 else None
+    return (
+        _Fit(tier=_TIER_SCRIPT, score=hangul / len(chars))
+        if _share(chars, _is_cjk_text) >= 0.95
+        else None
+    )
 
 
-def _chinese(chars: list[str]) -> tuple[int, float] | None:
+def _chinese(chars: list[str]) -> _Fit | None:
     ideographs = [char for char in chars if "\u4e00" <= char <= "\u9fff"]
     if not ideographs or _share(chars, _is_cjk_text) < 0.95:
         return None
     common = sum(1 for char in ideographs if char in _COMMON_HANZI) / len(ideographs)
-    return (_TIER_IDEOGRAPHS, common) if common >= 0.1 else None
+    return _Fit(tier=_TIER_IDEOGRAPHS, score=common) if common >= 0.1 else None
 
 
 def _is_common_hangul(char: str) -> bool:
@@ -381,7 +483,7 @@ def _is_cjk_text(char: str) -> bool:
     )
 
 
-_CJK: Final[dict[str, Callable[[list[str]], tuple[int, float] | None]]] = {
+_CJK: Final[dict[str, Callable[[list[str]], _Fit | None]]] = {
     codecs.lookup(codec).name: judge
     for judge, names in {
         _japanese: ("shift_jis", "cp932", "euc_jp", "iso2022_jp"),
