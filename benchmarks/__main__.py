@@ -20,6 +20,7 @@ from benchmarks import (
     contention,
     edit_reads,
     large_files,
+    legacy_encodings,
     local_disk,
     mcp_servers,
     memory,
@@ -65,6 +66,7 @@ async def main() -> None:
         results += [await _measured(case) for case in await search.cases(workdir)]
         large, window_memory = await large_files.cases(workdir)
         results += [await _measured(case) for case in large]
+        results += [await _measured(case) for case in await legacy_encodings.cases(workdir)]
         sections += window_memory
         sections += await anyio.to_thread.run_sync(memory.section, workdir)
         sections += await anyio.to_thread.run_sync(search_memory.section, workdir)

@@ -14,10 +14,15 @@ from ctxfs.core import (
 )
 from ctxfs.core.text import TextOptions, decode_document
 from ctxfs.core.text.mismatch import MAX_DIAGNOSED_CHARS, diagnose_no_match
+from tests.core.text.corpus import PARAGRAPHS
 
 pytestmark = pytest.mark.anyio
 
 OPTIONS = TextOptions()
+
+
+FRENCH = PARAGRAPHS["french"]
+"""Enough French to tell its code page (a line or two is ambiguous, so refused)."""
 
 
 def edit(data: bytes, old: str, new: str, *, replace_all: bool = False) -> bytes:
@@ -53,8 +58,10 @@ def test_invalid_bytes_elsewhere_survive() -> None:
 
 
 def test_cp1252_edit_writes_cp1252() -> None:
-    data = "Café\r\nnaïve\r\n".encode("cp1252")
-    assert edit(data, "naïve", "naïveté") == "Café\r\nnaïveté\r\n".encode("cp1252")
+    text = FRENCH.replace(". ", ".\r\n") + "\r\nUne idée naïve.\r\n"
+    assert edit(text.encode("cp1252"), "naïve", "naïveté") == text.replace(
+        "naïve", "naïveté"
+    ).encode("cp1252")
 
 
 def test_shift_jis_edit_writes_shift_jis() -> None:
@@ -225,7 +232,7 @@ ERROR_CASES: list[tuple[str, bytes, dict[str, Any], ErrorCode, str]] = [
      {"old_string": "ok \ufffd bad", "new_string": "x"}, ErrorCode.NO_MATCH, "\ufffd markers"),
     ("ambiguous", b"x = 1\nx = 1\nx = 1\n", {"old_string": "x = 1", "new_string": "x = 2"},
      ErrorCode.AMBIGUOUS_MATCH, "set replace_all"),
-    ("unencodable character", "Café\n".encode("cp1252") * 3,
+    ("unencodable character", f"{FRENCH}\nCafé\n".encode("cp1252"),
      {"old_string": "Café", "new_string": "Café ✓"}, ErrorCode.ENCODING_ERROR, "cp1252"),
     ("replacement character", b"abc\n", {"old_string": "abc", "new_string": "a\ufffdc"},
      ErrorCode.ENCODING_ERROR, "do not copy"),
@@ -374,7 +381,7 @@ async def test_new_files_are_utf8_with_the_line_endings_given(
 async def test_write_into_a_legacy_file_refuses_what_it_cannot_hold(
     memory_backend: MemoryBackend, memory_ctx: Context
 ) -> None:
-    data = "Café crème\n".encode("cp1252")
+    data = f"{FRENCH}\n".encode("cp1252")
     await memory_backend.write("f.txt", data, expect=ABSENT)
     await memory_ctx.fs.read("f.txt")
     with pytest.raises(FsError) as caught:

@@ -67,12 +67,24 @@ def test_invalid_bytes_among_valid_utf8_are_kept() -> None:
         b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
         b"text then a NUL \x00 here",
         bytes(range(1, 9)) * 200,
-        "hello".encode("utf-16-le"),  # UTF-16 without a BOM holds NULs: binary
+        bytes([1, 0, 2, 0, 3, 0, 7, 0]) * 100,  # NULs where UTF-16 has them, but no text
     ],
 )
 def test_binary_is_detected_from_content(data: bytes) -> None:
     with pytest.raises(BinaryFile):
         detect_encoding(data, OPTIONS, path="f.txt", complete=True)
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_utf16_and_utf32_without_a_bom_are_told_by_their_nuls(codec: str) -> None:
+    text = "plain words, and a few more: naïve, Ωmega\r\n" * 3
+    data = text.encode(codec)
+    assert detect_encoding(data, OPTIONS, path="f", complete=True).codec == codec
+    document = decode_document(data, OPTIONS, path="f")
+    assert document.raw_text == text
+    assert document.replace("naïve", "naive", replace_all=True).data == data.replace(
+        "naïve".encode(codec), "naive".encode(codec)
+    )
 
 
 def test_a_text_file_named_like_binary_is_text() -> None:

@@ -62,6 +62,8 @@ from ctxfs.core.text import (
     FilePatch,
     PatchAction,
     Replacement,
+    TextEncoding,
+    TextOptions,
     check_edit_strings,
     check_replacements,
     decode_document,
@@ -132,26 +134,34 @@ class ContextFs:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
 
-    async def read(self, path: str, *, offset: int = 1, limit: int | None = None) -> ReadOutcome:
+    async def read(
+        self, path: str, *, offset: int = 1, limit: int | None = None, encoding: str | None = None
+    ) -> ReadOutcome:
         """Read up to *limit* lines of a text file from 1-based line *offset*.
 
         The file streams through the backend: memory stays bounded by the window.
+        *encoding* pins the legacy encoding of a file that is not UTF-8 (one the
+        detection refused as ambiguous, say); edits of the version read keep it.
 
         Raises:
-            NotFound, IsADirectory, BinaryFile, EncodingError, InvalidArgument,
-            and any refusal of a policy.
+            NotFound, IsADirectory, BinaryFile, EncodingError, InvalidArgument
+            (also for an *encoding* Python does not know), and any refusal of a policy.
 
         """
         ctx, mount = self._ctx, self._ctx.mount
         async with self._reported(OpKind.READ, path, file=True) as report:
             op = report.op
             await mount.hooks.authorize(ctx, op)
-            options = mount.text_options
+            options = mount.text_options.for_path(op.path)
+            if encoding is not None:
+                options = _pinned(options, encoding)
             async with mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
                 window = await read_window(
                     stream, offset=offset, limit=limit, options=options, path=op.path
                 )
             report.after = stream.version
+            if encoding is not None and window.encoding == options.legacy_encodings[0]:
+                mount.known_encodings.remember(stream.version, TextEncoding(codec=window.encoding))
             await mount.hooks.observed(
                 ctx,
                 op,
@@ -816,10 +826,10 @@ class ContextFs:
 
         """
         ctx, mount = self._ctx, self._ctx.mount
-        options = mount.text_options
-        cap = options.max_line_chars if isinstance(max_line_chars, Absent) else max_line_chars
         async with self._reported(OpKind.READ, path, file=True) as report:
             await mount.hooks.authorize(ctx, report.op)
+            options = mount.text_options.for_path(report.op.path)
+            cap = options.max_line_chars if isinstance(max_line_chars, Absent) else max_line_chars
             async with (
                 mount.backend.open_read(report.op.path, chunk_size=options.chunk_size) as stream,
                 aclosing(
@@ -1006,7 +1016,8 @@ class ContextFs:
         """Decode a whole file, detecting its encoding once per version."""
         mount = self._ctx.mount
         known = mount.known_encodings.get(blob.version)
-        document = decode_document(blob.data, mount.text_options, path=path, encoding=known)
+        options = mount.text_options.for_path(path)
+        document = decode_document(blob.data, options, path=path, encoding=known)
         mount.known_encodings.remember(blob.version, document.encoding)
         return document
 
@@ -1181,3 +1192,14 @@ def _patch_failure(
         hint="Read the files named to see their state before patching again.",
         details={"changed": kept, "restored": restored},
     )
+
+
+def _pinned(options: TextOptions, encoding: str) -> TextOptions:
+    try:
+        return options.pinned(encoding)
+    except LookupError:
+        raise InvalidArgument(
+            f"{encoding!r} is no encoding Python knows",
+            hint="Name a codec such as cp1251, koi8-r, cp1255 or shift_jis.",
+            details={"field": "encoding"},
+        ) from None

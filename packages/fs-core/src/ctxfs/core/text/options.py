@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Final
+
+from ctxfs.core.globs import glob_matcher
 
 __all__ = [
     "DEFAULT_LEGACY_ENCODINGS",
@@ -15,8 +19,14 @@ __all__ = [
     "number_lines",
 ]
 
-DEFAULT_LEGACY_ENCODINGS: Final = ("shift_jis", "euc_jp", "gbk", "big5", "euc_kr", "cp1252")
-"""Encodings tried, in this order, for text that is not UTF-8 and carries no BOM."""
+DEFAULT_LEGACY_ENCODINGS: Final = (
+    "shift_jis", "cp932", "euc_jp", "gbk", "gb18030", "big5", "euc_kr", "cp949",
+    "cp1252", "iso8859-15", "latin-1", "cp1250", "iso8859-2", "cp1257", "cp1254", "iso8859-9",
+    "cp1258", "cp1251", "koi8-r", "koi8-u", "cp866", "iso8859-5", "cp1253", "iso8859-7",
+    "cp1255", "iso8859-8", "cp1256", "cp874",
+)  # fmt: skip
+"""Encodings weighed, for text that is not UTF-8 and carries no BOM
+(:mod:`~ctxfs.core.text.legacy`); where two read the same text, the first names it."""
 
 LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d{1,19})(?: |$)")
 """Matches the prefix :func:`format_line_number` puts before a line of a read window, also
@@ -69,7 +79,28 @@ class TextOptions:
     """Largest file that edit, insert and write load whole; larger files are ``too_large``.
     (Reads stream, whatever the size.)"""
     legacy_encodings: tuple[str, ...] = DEFAULT_LEGACY_ENCODINGS
-    """Encodings that text which is not UTF-8 may be detected as; empty refuses such text."""
+    """Encodings that text which is not UTF-8 may be detected as; empty refuses such text.
+    One encoding pins it: it is used wherever it round-trips the bytes."""
+    encoding_overrides: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Glob pattern -> encoding, for files written in another code page than the rest: the
+    first pattern matching a file's root-relative path pins its legacy encoding."""
+
+    def for_path(self, path: str) -> TextOptions:
+        """These options for the file at *path*: pinned by the first override matching it."""
+        for pattern, encoding in self.encoding_overrides.items():
+            if glob_matcher(pattern).fullmatch(path):
+                return self.pinned(encoding)
+        return self
+
+    def pinned(self, encoding: str) -> TextOptions:
+        """These options with *encoding* the one legacy encoding (a BOM or UTF-8 still wins).
+
+        Raises:
+            LookupError: Python knows no codec *encoding*.
+
+        """
+        name = codecs.lookup(encoding).name
+        return dataclasses.replace(self, legacy_encodings=(name,), encoding_overrides={})
 
     def __post_init__(self) -> None:
         for name in (
@@ -85,5 +116,7 @@ class TextOptions:
             raise ValueError("TextOptions.max_output_chars must leave room for one whole line")
         if self.detect_bytes < self.sniff_bytes:
             raise ValueError("TextOptions.detect_bytes must be at least sniff_bytes")
-        for encoding in self.legacy_encodings:
+        for encoding in (*self.legacy_encodings, *self.encoding_overrides.values()):
             codecs.lookup(encoding)  # raises LookupError for a name Python does not know
+        for pattern in self.encoding_overrides:
+            glob_matcher(pattern)  # raises InvalidArgument for a broken pattern

@@ -1,0 +1,203 @@
+"""Legacy encodings on a corpus of real paragraphs: read right or refused, never misread.
+
+A file in a legacy code page is shown only if the evidence singles out one
+reading; otherwise it is refused ``encoding_error`` with the candidates. These
+tests hold the detector to that on paragraphs in two dozen languages and the
+code pages each is found in, on short pieces of them, and through ``ctx.fs``:
+an edit of a detected file keeps every byte outside its span, and a pin (per
+call or per path) reads what the detection refused.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxfs.core import ABSENT, EncodingError, ErrorCode, Fs, FsError, MemoryBackend
+from ctxfs.core.text import TextOptions, detect_encoding
+from tests.core.text.corpus import CODE_PAGES, PARAGRAPHS, WIDE_ENCODINGS
+
+pytestmark = pytest.mark.anyio
+
+OPTIONS = TextOptions()
+CASES = [(language, page) for language, pages in CODE_PAGES.items() for page in pages]
+
+
+def reading(data: bytes) -> str | EncodingError:
+    """The text ctxfs shows for *data*, or the refusal."""
+    try:
+        encoding = detect_encoding(data, OPTIONS, path="f", complete=True)
+    except EncodingError as refusal:
+        return refusal
+    return data[len(encoding.bom) :].decode(encoding.codec)
+
+
+def test_the_corpus_is_read_right_or_refused_never_misread() -> None:
+    outcomes: Counter[str] = Counter()
+    for language, page in CASES:
+        text = PARAGRAPHS[language]
+        shown = reading(text.encode(page))
+        if isinstance(shown, EncodingError):
+            outcomes["refused"] += 1
+            assert page in shown.details["candidates"] or any(
+                text.encode(page).decode(candidate) == text
+                for candidate in shown.details["candidates"]
+            ), (language, page, shown.details)
+        else:
+            assert shown == text, (language, page)
+            outcomes["right"] += 1
+    assert outcomes["right"] >= 0.9 * len(CASES), outcomes
+
+
+@pytest.mark.parametrize("page", WIDE_ENCODINGS)
+@pytest.mark.parametrize("language", ["russian", "greek", "german", "arabic"])
+def test_utf16_and_utf32_without_a_bom_are_read_right(language: str, page: str) -> None:
+    text = PARAGRAPHS[language]
+    assert reading(text.encode(page)) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    case=st.sampled_from(CASES),
+    cut=st.tuples(st.integers(0, 60), st.integers(1, 60)),
+    code_around=st.booleans(),
+)
+def test_pieces_of_paragraphs_are_never_misread(
+    case: tuple[str, str], cut: tuple[int, int], code_around: bool
+) -> None:
+    language, page = case
+    words = PARAGRAPHS[language].split()
+    start = min(cut[0], len(words) - 1)
+    piece = " ".join(words[start : start + cut[1]])
+    if code_around:
+        piece = f"def main():\n    # {piece}\n    return 0\n"
+    data = piece.encode(page)
+    shown = reading(data)
+    assert isinstance(shown, EncodingError) or shown == piece or data.isascii()
+
+
+@pytest.mark.parametrize(
+    ("text", "page", "rival"),
+    [
+        ("Привет, мир", "cp1251", "koi8-r"),
+        ("שלום עולם", "cp1255", "cp1253"),
+        ("Café crème", "cp1252", "cp1250"),
+        ("Český", "cp1250", "cp1252"),
+        ("Ελληνικά", "cp1253", "iso8859-5"),
+    ],
+)
+def test_short_ambiguous_samples_are_refused_naming_the_candidates(
+    text: str, page: str, rival: str
+) -> None:
+    shown = reading(text.encode(page))
+    assert isinstance(shown, EncodingError)
+    assert shown.code is ErrorCode.ENCODING_ERROR
+    candidates = shown.details["candidates"]
+    assert page in candidates
+    assert rival in candidates
+    assert all(name in shown.message for name in candidates)
+    assert "read it again naming one of these encodings" in shown.hint
+
+
+def test_cjk_read_inside_latin_words_is_no_reading() -> None:
+    # Two accented letters, each pairing with the letter after it into a syllable of cp949.
+    text = "Acest program citeşte fişierele de configurare"
+    for page in ("cp1250", "iso8859-2"):
+        shown = reading(text.encode(page))
+        assert isinstance(shown, EncodingError) or shown == text
+
+
+def test_a_japanese_config_is_not_read_as_korean() -> None:
+    text = "# 設定\nname = 'テスト'\nvalue = 1\n"
+    shown = reading(text.encode("shift_jis"))
+    assert isinstance(shown, EncodingError) or shown == text
+
+
+# -- through ctx.fs ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("language", "page"), CASES)
+async def test_an_edit_keeps_every_byte_outside_its_span(language: str, page: str) -> None:
+    backend = MemoryBackend()
+    ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
+    text = PARAGRAPHS[language]
+    data = (text + "\r\n") * 2
+    raw = data.encode(page)
+    await backend.write("doc.txt", raw, expect=ABSENT)
+    middle = len(text) // 2
+    old, new = text[middle : middle + 4], text[:4]  # four characters, in any script
+    if isinstance(reading(raw), EncodingError):  # refused: nothing is shown, nothing changes
+        with pytest.raises(EncodingError):
+            await ctx.fs.read("doc.txt")
+        with pytest.raises(FsError):
+            await ctx.fs.edit("doc.txt", old, new, replace_all=True)
+        assert (await backend.read("doc.txt")).data == raw
+        return
+    await ctx.fs.read("doc.txt")
+    await ctx.fs.edit("doc.txt", old, new, replace_all=True)
+    written = (await backend.read("doc.txt")).data
+    assert written == data.replace(old, new).encode(page)
+
+
+async def test_a_call_can_pin_the_encoding_the_detection_refused(
+    memory_backend: MemoryBackend, memory_fs: Fs
+) -> None:
+    ctx = memory_fs.context(owner="agent")
+    raw = "שלום עולם\n".encode("cp1255")
+    await memory_backend.write("he.txt", raw, expect=ABSENT)
+    with pytest.raises(EncodingError) as refused:
+        await ctx.fs.read("he.txt")
+    assert "cp1255" in refused.value.details["candidates"]
+    shown = await ctx.fs.read("he.txt", encoding="windows-1255")
+    assert shown.text == "שלום עולם\n"
+    assert shown.encoding == "cp1255"
+    await ctx.fs.edit("he.txt", "עולם", "חבר")
+    assert (await memory_backend.read("he.txt")).data == "שלום חבר\n".encode("cp1255")
+
+
+async def test_a_pinned_call_cannot_misread_utf8_or_name_an_unknown_codec(
+    memory_backend: MemoryBackend, memory_ctx: object
+) -> None:
+    ctx = Fs(memory_backend, load_entrypoints=False).context(owner="agent")
+    await memory_backend.write("u.txt", "Привет\n".encode(), expect=ABSENT)
+    assert (await ctx.fs.read("u.txt", encoding="cp1251")).text == "Привет\n"
+    with pytest.raises(FsError) as unknown:
+        await ctx.fs.read("u.txt", encoding="klingon-8")
+    assert unknown.value.code is ErrorCode.INVALID_ARGUMENT
+    assert unknown.value.details["field"] == "encoding"
+
+
+async def test_a_path_override_pins_the_encoding_of_matching_files() -> None:
+    backend = MemoryBackend()
+    options = TextOptions(encoding_overrides={"legacy/**/*.txt": "koi8-r"})
+    ctx = Fs(backend, load_entrypoints=False, text_options=options).context(owner="agent")
+    raw = "Привет, мир\n".encode("koi8-r")
+    await backend.write("legacy/ru/a.txt", raw, expect=ABSENT)
+    await backend.write("elsewhere.txt", raw, expect=ABSENT)
+    assert (await ctx.fs.read("legacy/ru/a.txt")).text == "Привет, мир\n"
+    await ctx.fs.edit("legacy/ru/a.txt", "мир", "друг")
+    assert (await backend.read("legacy/ru/a.txt")).data == "Привет, друг\n".encode("koi8-r")
+    with pytest.raises(EncodingError):
+        await ctx.fs.read("elsewhere.txt")
+
+
+async def test_text_the_encoding_cannot_hold_is_refused_naming_it() -> None:
+    backend = MemoryBackend()
+    ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
+    raw = PARAGRAPHS["russian"].encode("koi8-r")
+    await backend.write("ru.txt", raw, expect=ABSENT)
+    await ctx.fs.read("ru.txt")
+    with pytest.raises(EncodingError) as refused:
+        await ctx.fs.edit("ru.txt", "Привет", "Привет, 世界")
+    assert "世" in refused.value.message or "世" in str(refused.value.details)
+    assert (await backend.read("ru.txt")).data == raw
+
+
+def test_options_refuse_an_unknown_override() -> None:
+    with pytest.raises(LookupError):
+        TextOptions(encoding_overrides={"*.txt": "klingon-8"})
+    assert codecs.lookup(TextOptions().pinned("latin1").legacy_encodings[0]).name == "iso8859-1"
