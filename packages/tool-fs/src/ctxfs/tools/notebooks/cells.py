@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ctxfs.core import BackendError, InvalidArgument, NoChange
+from ctxfs.core import BackendError, EncodingError, InvalidArgument, NoChange
 from ctxfs.tools.notebooks.jsontext import (
     Layout,
     Member,
@@ -121,6 +122,7 @@ def edit_notebook(
         InvalidArgument: No cell has ``cell_id`` (the known ids are in the
             details), a replace or delete names none, an insert has no type.
         NoChange: A replace that would leave the cell as it is.
+        EncodingError: The new source holds an unpaired surrogate.
         BackendError: The edited notebook does not write back exactly (nothing
             is to be written).
 
@@ -170,8 +172,17 @@ def edit_notebook(
                 path=path or None,
                 hint="Edit the notebook as text instead.",
             )
+    try:
+        written = (("\ufeff" if notebook.bom else "") + text).encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate, escaped in JSON but not in UTF-8
+        raise EncodingError(
+            f"the edited cell of {path or 'the notebook'} holds a character UTF-8 cannot "
+            f"encode ({error.object[error.start : error.end]!r}); nothing was changed",
+            path=path or None,
+            hint="Leave out unpaired surrogate characters (U+D800 to U+DFFF).",
+        ) from None
     return CellChange(
-        data=(("\ufeff" if notebook.bom else "") + text).encode("utf-8"),
+        data=written,
         mode=edit.mode,
         cell_id=cell_id,
         index=index,
@@ -185,10 +196,21 @@ def edit_notebook(
 
 
 def _reads_back(text: str, intended: dict[str, Any]) -> bool:
+    """Whether *text* parses to *intended* (a NaN, which Python's json writes, equal to itself)."""
     try:
-        return bool(json.loads(text) == intended)
+        return _same(json.loads(text), intended)
     except (json.JSONDecodeError, RecursionError):
         return False
+
+
+def _same(one: object, other: object) -> bool:
+    if isinstance(one, dict) and isinstance(other, dict):
+        return one.keys() == other.keys() and all(_same(one[key], other[key]) for key in one)
+    if isinstance(one, list) and isinstance(other, list):
+        return len(one) == len(other) and all(map(_same, one, other))
+    if isinstance(one, float) and isinstance(other, float) and math.isnan(one):
+        return math.isnan(other)
+    return type(one) is type(other) and one == other
 
 
 def _sorted(keys: list[str]) -> bool:
@@ -299,10 +321,6 @@ class _Where:
     def text(self) -> str:
         return self.notebook.text
 
-    @property
-    def sort_keys(self) -> bool:
-        return _key_order(self.notebook, 0) is None
-
     def _prefix(self, at: int, depth: int) -> str:
         """The indentation of the line of *at*, or *depth* levels where it cannot be seen."""
         found = line_prefix(self.text, at)
@@ -316,7 +334,8 @@ class _Where:
         return self._prefix(self.cells_key.key_start, 1) + (self.layout.indent or "")
 
     def _dumped_cell(self, cell: dict[str, Any]) -> str:
-        return dumps_at(cell, self.layout, self._cell_prefix(), sort_keys=self.sort_keys)
+        """*cell* (its keys in order already; what it holds keeps its own) laid out as a cell."""
+        return dumps_at(cell, self.layout, self._cell_prefix())
 
     def _separator(self) -> str:
         """What stands between two cells: as between the first two, else as the layout says."""
@@ -362,17 +381,12 @@ class _Where:
         ):
             members, _ = object_members(text, span.start)
             source = [member for member in members if member.key == "source"][-1]
-            written = dumps_at(
-                cell["source"],
-                self.layout,
-                self._prefix(source.key_start, 3),
-                sort_keys=self.sort_keys,
-            )
+            written = dumps_at(cell["source"], self.layout, self._prefix(source.key_start, 3))
             return text[: source.value.start] + written + text[source.value.end :]
         return text[: span.start] + self._dumped_cell(cell) + text[span.end :]
 
     def whole(self, content: dict[str, Any]) -> str:
         """The notebook written again whole in its layout, keeping what is around it."""
         text = self.text
-        written = dumps_at(content, self.layout, "", sort_keys=False)
+        written = dumps_at(content, self.layout, "")
         return text[: self.top.start] + written + text[self.top.end :]

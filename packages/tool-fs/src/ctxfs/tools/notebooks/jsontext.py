@@ -168,18 +168,18 @@ def layout_of(text: str, start: int, members: list[Member]) -> Layout:
     )
 
 
-def dumps_at(value: Any, layout: Layout, prefix: str, *, sort_keys: bool = False) -> str:
+def dumps_at(value: Any, layout: Layout, prefix: str) -> str:
     """*value* as JSON in *layout*, for a place whose line starts with *prefix*.
 
-    Lines after the first are indented by *prefix*, so the value nests where it
-    is put as :func:`json.dumps` would have nested it there.
+    Keys come in the order of *value*'s dicts. Lines after the first are
+    indented by *prefix*, so the value nests where it is put as
+    :func:`json.dumps` would have nested it there.
     """
     written = json.dumps(
         value,
         indent=layout.indent,
         separators=(layout.item_separator, layout.key_separator),
         ensure_ascii=layout.ensure_ascii,
-        sort_keys=sort_keys,
     )
     if layout.indent is None:
         return written
