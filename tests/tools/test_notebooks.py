@@ -457,10 +457,10 @@ def test_a_notebook_renders_cells_sources_and_text_outputs() -> None:
         '<output type="stream" name="stdout">\nhi\n100%\n</output>\n'
         '<output type="stream" name="stderr">\nwarning: careful\n</output>\n'
         '<output type="execute_result">\n42\n</output>\n'
-        '<output type="display_data">\n<Figure size 640x480>\n</output>\n'
-        '<output type="display_data">[image 1: image/png, attached]</output>\n'
-        '<output type="display_data">[image 2: image/jpeg, attached]</output>\n'
-        '<output type="display_data">(holds text/html: not shown as text)</output>\n'
+        '<output type="display_data">\n<Figure size 640x480>\n[image 1: image/png, attached]\n'
+        "</output>\n"
+        '<output type="display_data">\n[image 2: image/jpeg, attached]\n</output>\n'
+        '<output type="display_data">\n(holds text/html: not shown as text)\n</output>\n'
         '<output type="error">\n'
         "---------------------------------------------------------\n"
         "ZeroDivisionError: division by zero\n"

@@ -213,53 +213,56 @@ class _Renderer:
         return f'<output type="{kind}"/>\n'
 
     def rich(self, kind: str, output: dict[str, Any], cell_id: str) -> str:
+        """A result or display: its text (``text/plain`` first) and its image, in one block."""
         bundle = output.get("data")
         bundle = bundle if isinstance(bundle, dict) else {}
-        parts: list[str] = []
+        opening = f'<output type="{kind}"'
+        body: list[str] = []
         text_type = next((t for t in _TEXT_TYPES if t in bundle), None)
         if text_type is not None:
-            opening = f'<output type="{kind}"' + (
-                "" if text_type == "text/plain" else f' media_type="{text_type}"'
-            )
-            parts.append(self.block(f"{opening}>", source_text(bundle[text_type])))
+            if text_type != "text/plain":
+                opening += f' media_type="{text_type}"'
+            body.append(self.shortened(source_text(bundle[text_type])))
         image_type = next((t for t in IMAGE_TYPES if t in bundle), None)
         if image_type is not None:
-            parts.append(self.image(kind, image_type, bundle[image_type], cell_id))
-        if not parts:
+            body.append(self.image(image_type, bundle[image_type], cell_id))
+        if not body:
             kinds = ", ".join(sorted(str(t) for t in bundle)) or "nothing"
-            parts.append(f'<output type="{kind}">(holds {kinds}: not shown as text)</output>\n')
-        return "".join(parts)
+            body.append(f"(holds {kinds}: not shown as text)")
+        return f"{opening}>\n{''.join(_lines(part) for part in body)}</output>\n"
 
-    def image(self, kind: str, media_type: str, encoded: object, cell_id: str) -> str:
+    def image(self, media_type: str, encoded: object, cell_id: str) -> str:
+        """The line standing for an image output; the image itself, kept if there is room."""
         try:
             data = base64.b64decode("".join(source_text(encoded).split()), validate=True)
         except (binascii.Error, ValueError):
             data = b""
         if not data:
-            return f'<output type="{kind}">[{media_type} image: not valid base64]</output>\n'
+            return f"[{media_type} image: not valid base64]"
         if len(self.images) + len(self._pending) >= self.max_images:
             self._pending_left_out += 1
-            return (
-                f'<output type="{kind}">[{media_type} image: not attached, more than '
-                f"{self.max_images} images]</output>\n"
-            )
+            return f"[{media_type} image: not attached, more than {self.max_images} images]"
         number = len(self.images) + len(self._pending) + 1
         self._pending.append(
             NotebookImage(number=number, media_type=media_type, data=data, cell_id=cell_id)
         )
-        return f'<output type="{kind}">[image {number}: {media_type}, attached]</output>\n'
+        return f"[image {number}: {media_type}, attached]"
 
     def block(self, opening: str, text: str) -> str:
+        return f"{opening}\n{_lines(self.shortened(text))}</output>\n"
+
+    def shortened(self, text: str) -> str:
+        """*text* without terminal escapes, its middle left out (and marked) past the budget."""
         text = strip_ansi(text)
-        if len(text) > self.max_output_chars:
-            self._pending_cut += 1
-            half = self.max_output_chars // 2
-            left_out = len(text) - 2 * half
-            text = (
-                f"{text[:half]}\n[… {left_out:,} characters of this output left out …]\n"
-                f"{text[len(text) - half :]}"
-            )
-        return f"{opening}\n{_lines(text)}</output>\n"
+        if len(text) <= self.max_output_chars:
+            return text
+        self._pending_cut += 1
+        half = self.max_output_chars // 2
+        left_out = len(text) - 2 * half
+        return (
+            f"{text[:half]}\n[… {left_out:,} characters of this output left out …]\n"
+            f"{text[len(text) - half :]}"
+        )
 
 
 def _lines(text: str) -> str:
