@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ctxfs.core import ABSENT, Context, MemoryBackend
+from ctxfs.core import ABSENT, Context, MemoryBackend, OpKind
 from ctxfs.core.context import TEXT_WORK_INLINE_BYTES
 from ctxfs.core.text import decode_document
 
@@ -46,6 +46,7 @@ async def test_every_change_reads_the_file_once_and_writes_it_once(
         "edit": memory_ctx.fs.edit("a.txt", "one", "uno"),
         "insert": memory_ctx.fs.insert("a.txt", 1, "between"),
         "write": memory_ctx.fs.write("a.txt", "whole\n"),
+        "rewrite": memory_ctx.fs.rewrite_bytes("a.txt", lambda data: data.upper()),
         "create": memory_ctx.fs.write("b.txt", "new\n"),
         "delete": memory_ctx.fs.delete("a.txt"),
     }
@@ -73,3 +74,53 @@ async def test_a_delete_reads_any_size_while_changes_keep_the_edit_limit(
         await ctx.fs.edit("big.txt", "x", "y", replace_all=True)
     await ctx.fs.delete("big.txt")
     assert await memory_backend.list("") == []
+
+
+@pytest.mark.parametrize("size", [10, TEXT_WORK_INLINE_BYTES + 1])
+async def test_a_large_rewrite_is_computed_off_the_event_loop(
+    memory_backend: MemoryBackend, memory_ctx: Context, size: int
+) -> None:
+    threads: list[int] = []
+
+    def change(data: bytes) -> bytes:
+        threads.append(threading.get_ident())
+        return data[::-1]
+
+    await memory_backend.write(
+        "big.bin", bytes(range(256)) * (size // 256) + b"x" * (size % 256), expect=ABSENT
+    )
+    await memory_ctx.fs.read_bytes("big.bin", length=1)
+    await memory_ctx.fs.rewrite_bytes("big.bin", change)
+    assert (threads[0] != threading.get_ident()) is (size > TEXT_WORK_INLINE_BYTES)
+
+
+async def test_policies_judge_a_rewrite_as_an_edit_before_the_change_runs(
+    memory_backend: MemoryBackend,
+) -> None:
+    from ctxfs.core import Denied, Fs, Operation, hookimpl  # noqa: PLC0415
+
+    judged: list[Operation] = []
+
+    class Judge:
+        @hookimpl
+        def ctxfs_authorize(self, ctx: Context, op: Operation) -> Denied | None:
+            judged.append(op)
+            refused = op.path == "locked.json" and op.kind is not OpKind.READ
+            return Denied("read-only here", path=op.path) if refused else None
+
+    fs = Fs(memory_backend, plugins=[Judge()], load_entrypoints=False)
+    ctx = fs.context(owner="agent-1")
+    for path in ("a.json", "locked.json"):
+        await memory_backend.write(path, b"{}", expect=ABSENT)
+        await ctx.fs.read_bytes(path)
+
+    def change(data: bytes) -> bytes:
+        raise AssertionError("a refused rewrite must not compute its change")
+
+    with pytest.raises(Denied):
+        await ctx.fs.rewrite_bytes("locked.json", change)
+    await ctx.fs.rewrite_bytes("a.json", lambda data: b"[]")
+    assert [(op.kind, op.path) for op in judged if op.kind is not OpKind.READ] == [
+        (OpKind.EDIT, "locked.json"),
+        (OpKind.EDIT, "a.json"),
+    ]

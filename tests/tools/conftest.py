@@ -20,6 +20,7 @@ FILE_TOOLS = [
     "edit",
     "multi_edit",
     "apply_patch",
+    "notebook_edit",
     "delete",
     "move",
     "create_directory",

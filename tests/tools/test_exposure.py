@@ -123,7 +123,8 @@ async def test_plugins_decide_per_step_and_the_strictest_vote_wins() -> None:
     tools = FsToolset()
     reviewer, author = fs.context(owner="reviewer"), fs.context(owner="author")
     assert await names(tools, reviewer) == [
-        "read", "edit", "multi_edit", "apply_patch", "delete", "move", "create_directory",
+        "read", "edit", "multi_edit", "apply_patch", "notebook_edit", "delete", "move",
+        "create_directory",
         "list_dir", "glob",
         "search_tools", "call_tool",
     ]  # fmt: skip

@@ -132,7 +132,7 @@ async def test_a_registered_tool_is_offered_to_every_provider(fs: Fs, toolset: F
     assert "word_count" in [tool.get("name") for tool in responses]
     anthropic = await toolset.definitions(ctx, provider="anthropic")
     names = [tool["name"] for tool in anthropic]
-    assert names == ["str_replace_based_edit_tool", *FILE_TOOLS[3:8], "glob", "grep", "word_count"]
+    assert names == ["str_replace_based_edit_tool", *FILE_TOOLS[3:9], "glob", "grep", "word_count"]
     definition = (await toolset.tools(ctx))[-1]
     assert (definition.name, definition.owner) == ("word_count", "tests")
     assert definition.output_schema["properties"]["words"] == {"type": "integer"}
@@ -289,7 +289,7 @@ async def test_a_bad_exposure_answer_hides_the_tool_and_its_call_is_a_result(
     assert plan["write"] == "hidden"  # a spelling of a known answer counts
     assert plan["grep"] == "deferred"
     assert (plan["glob"], plan["read"]) == ("hidden", "hidden")  # no answer at all: fails closed
-    assert listed == [*FILE_TOOLS[2:9], "search_tools", "call_tool"]
+    assert listed == [*FILE_TOOLS[2:10], "search_tools", "call_tool"]
     assert glob.error_code is ErrorCode.BACKEND_ERROR
     assert "'invisible' is not 'direct', 'deferred', 'hidden' or None" in glob.text
     assert edit.error_code is ErrorCode.NOT_OBSERVED  # the other tools run as usual

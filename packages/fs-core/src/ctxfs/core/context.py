@@ -251,6 +251,42 @@ class ContextFs:
             size=len(data),
         )
 
+    async def rewrite_bytes(self, path: str, change: Callable[[bytes], bytes]) -> WriteOutcome:
+        """Replace a file the owner has read with *change* of its bytes, as one edit.
+
+        For a change computed from the whole file (a notebook's cell spliced
+        into its JSON) without reading it again, which would observe a change
+        made since the owner's read instead of refusing it. The guards are
+        :meth:`edit`'s, and policies judge it as an ``EDIT``: the file must
+        exist and have been read (any part of it) at its current version.
+        Under the mutation locks, *change* gets the bytes of that version and
+        its result is stored whole, with the store's compare-and-swap. *change*
+        must be pure: it may run in a worker thread for a large file, and is
+        not called when a guard refuses. What it raises propagates, with
+        nothing written.
+
+        Raises:
+            NotFound, NotObserved, Stale, Busy, IsADirectory, TooLarge, what
+            *change* raises, and any refusal of a policy.
+
+        """
+        async with (
+            self._reported(OpKind.EDIT, path, file=True) as report,
+            self._updating(report) as (update, _),
+        ):
+            current = update.current
+            if current is None:
+                raise await update.missing()
+            data = await _text_work(current.size, partial(change, current.data))
+            await self._store(report, update, data)
+        return WriteOutcome(
+            path=report.op.path,
+            version=report.stored,
+            previous_version=report.found,
+            created=False,
+            size=len(data),
+        )
+
     async def write(self, path: str, content: str) -> WriteOutcome:
         r"""Create a file, or replace one the owner has read whole, with *content*.
 

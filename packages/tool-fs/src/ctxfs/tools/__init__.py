@@ -12,8 +12,8 @@
         result = await tools.execute(ctx, "read", {"file_path": "README.md"})
         result.text, result.data, result.is_error, result.error_code
 
-Tools: ``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``delete``,
-``move``, ``create_directory``, ``list_dir``, ``glob``, ``grep`` (and, when some are
+Tools: ``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``notebook_edit``,
+``delete``, ``move``, ``create_directory``, ``list_dir``, ``glob``, ``grep`` (and, when some are
 deferred, ``search_tools`` and ``call_tool``). Each is one module of
 :mod:`ctxfs.tools.builtin`; a tool of your own is a :class:`Tool` subclass and
 one :meth:`FsToolset.register` call.

@@ -1,7 +1,7 @@
 """The tools ctxfs offers, one module each, in the order they are offered.
 
-``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``delete``, ``move``,
-``create_directory``, ``list_dir``, ``glob`` and ``grep`` work on files;
+``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``notebook_edit``,
+``delete``, ``move``, ``create_directory``, ``list_dir``, ``glob`` and ``grep`` work on files;
 ``search_tools`` and ``call_tool`` appear while some tool is deferred; the
 Anthropic text editor stands for read, write, edit and list_dir for that
 provider, and the Responses API's ``apply_patch`` for the ``apply_patch``
@@ -20,6 +20,7 @@ from ctxfs.tools.builtin.grep import GREP
 from ctxfs.tools.builtin.list_dir import LIST_DIR
 from ctxfs.tools.builtin.move import MOVE
 from ctxfs.tools.builtin.multi_edit import MULTI_EDIT
+from ctxfs.tools.builtin.notebook_edit import NOTEBOOK_EDIT
 from ctxfs.tools.builtin.patch_call import PATCH_CALL
 from ctxfs.tools.builtin.read import READ
 from ctxfs.tools.builtin.search_tools import SEARCH_TOOLS
@@ -35,6 +36,7 @@ BUILTIN_TOOLS: tuple[Tool[Any, Any], ...] = (
     EDIT,
     MULTI_EDIT,
     APPLY_PATCH,
+    NOTEBOOK_EDIT,
     DELETE,
     MOVE,
     CREATE_DIRECTORY,

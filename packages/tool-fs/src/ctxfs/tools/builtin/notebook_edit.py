@@ -1,0 +1,153 @@
+"""``notebook_edit``: replace, insert or delete one cell of a notebook the agent has read."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ctxfs.tools.notebooks import CellChange, CellEdit, CellType, EditMode, edit_notebook
+from ctxfs.tools.render import count
+from ctxfs.tools.results import ResultData
+from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+
+__all__ = ["NOTEBOOK_EDIT", "NotebookEditArgs", "NotebookEditData", "NotebookEditTool"]
+
+
+class NotebookEditArgs(ToolArgs):
+    """Arguments of ``notebook_edit``."""
+
+    file_path: str = Field(
+        description="Path of the notebook (.ipynb), relative to the workspace root."
+    )
+    cell_id: str | None = Field(
+        default=None,
+        description=(
+            "The id of the cell, as read shows it (cell-N, the N-th cell from 0, in a "
+            "notebook without ids). For insert, the new cell goes after it; omitted or "
+            "empty, it goes first."
+        ),
+    )
+    new_source: str = Field(
+        description="The cell's new source, whole (ignored by delete: pass an empty string)."
+    )
+    cell_type: Literal["code", "markdown", "raw"] | None = Field(
+        default=None,
+        description="The cell's type: required for insert; for replace, changes the type.",
+    )
+    edit_mode: Literal["replace", "insert", "delete"] = Field(
+        default="replace",
+        description="replace the cell's source (default), insert a new cell, or delete the cell.",
+    )
+
+
+class NotebookEditData(ResultData):
+    """The data of a ``notebook_edit`` result."""
+
+    cell_id: str = Field(description="The cell replaced, inserted (its new id) or deleted.")
+    edit_mode: Literal["replace", "insert", "delete"]
+    cell_type: str = Field(description="The cell's type after the edit.")
+    previous_cell_type: str | None = Field(
+        description="A replaced cell's type before the edit; null for insert and delete."
+    )
+    index: int = Field(description="The cell's 0-based position (a deleted cell's former one).")
+    cells: int = Field(description="Cells in the notebook after the edit.")
+    kept_outputs: int = Field(
+        description="Outputs a replaced code cell keeps, from its previous source."
+    )
+    version: str
+    previous_version: str
+    rewritten_whole: bool = Field(
+        description="Whether the notebook was written again whole (in its own layout) "
+        "because the cell could not be spliced in place."
+    )
+    ids: bool = Field(
+        description="Whether every cell has an id of its own (cell-N ids shift with inserts "
+        "and deletes)."
+    )
+
+
+class NotebookEditTool(Tool[NotebookEditArgs, NotebookEditData]):
+    """Edit one notebook cell."""
+
+    name = "notebook_edit"
+    arguments = NotebookEditArgs
+    result = NotebookEditData
+    writes = True
+    annotations = Annotations(read_only=False, destructive=True, idempotent=False)
+
+    def description(self, limits: Limits) -> str:
+        del limits
+        return (
+            "Edit one cell of a Jupyter notebook (.ipynb) you have read since it last "
+            "changed. `edit_mode` replace (the default) sets the source of cell `cell_id`, "
+            "and its type if `cell_type` is given; insert adds a new cell of `cell_type` "
+            "after `cell_id` (first when `cell_id` is empty); delete removes the cell. Use "
+            "the cell ids read shows (cell-N counts from 0 where the notebook has no ids; "
+            "after an insert or a delete the numbers after it shift). A code cell keeps its "
+            "outputs when its source is replaced; a change to markdown or raw drops them. "
+            "Every other byte of the file stays as it was."
+        )
+
+    async def run(self, step: Step, args: NotebookEditArgs) -> NotebookEditData:
+        edit = CellEdit(
+            mode=EditMode(args.edit_mode),
+            cell_id=args.cell_id or None,
+            source=args.new_source,
+            cell_type=None if args.cell_type is None else CellType(args.cell_type),
+        )
+        changes: list[CellChange] = []
+
+        def change(data: bytes) -> bytes:
+            changes.append(edit_notebook(data, edit, path=args.file_path))
+            return changes[-1].data
+
+        outcome = await step.ctx.fs.rewrite_bytes(args.file_path, change)
+        made = changes[-1]
+        return self.data(
+            target=outcome.path,
+            cell_id=made.cell_id,
+            edit_mode=args.edit_mode,
+            cell_type=made.cell_type,
+            previous_cell_type=made.previous_type,
+            index=made.index,
+            cells=made.cells,
+            kept_outputs=made.kept_outputs,
+            version=outcome.version,
+            previous_version=outcome.previous_version,
+            rewritten_whole=made.rewritten_whole,
+            ids=made.ids,
+        )
+
+    def render(self, data: NotebookEditData, args: NotebookEditArgs) -> str:
+        del args
+        cell, where = f"cell {data.cell_id}", data.target
+        if data.edit_mode == "insert":
+            text = (
+                f"Inserted {data.cell_type} {cell} at position {data.index} in {where} "
+                f"({count(data.cells, 'cell')} now)."
+            )
+        elif data.edit_mode == "delete":
+            left = count(data.cells, "cell")
+            text = f"Deleted {cell} ({data.cell_type}) from {where} ({left} left)."
+        elif data.previous_cell_type != data.cell_type:
+            dropped = " and its outputs dropped" if data.previous_cell_type == "code" else ""
+            text = (
+                f"Replaced {cell} of {where}: now {data.cell_type} "
+                f"(was {data.previous_cell_type}{dropped})."
+            )
+        else:
+            text = f"Replaced the source of {cell} ({data.cell_type}) in {where}."
+            if data.kept_outputs:
+                text += (
+                    f" It keeps {count(data.kept_outputs, 'output')} of the previous source "
+                    "until it runs again."
+                )
+        if not data.ids and data.edit_mode != "replace":
+            text += " Cells after it are numbered anew: use the new cell-N ids."
+        if data.rewritten_whole:
+            text += " (The notebook was written again whole, in its own layout.)"
+        return text
+
+
+NOTEBOOK_EDIT = NotebookEditTool()
