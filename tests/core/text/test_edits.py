@@ -431,3 +431,13 @@ async def test_large_changes_have_no_diff(memory_ctx: Context) -> None:
     edited = await memory_ctx.fs.edit("big.txt", "line", "LINE", replace_all=True)
     assert edited.replacements == 100
     assert edited.diff is None
+
+
+def test_invalid_bytes_on_both_sides_of_a_change_do_not_join_into_a_character() -> None:
+    data = "; valid: café, été, naïve\n".encode().replace(
+        b";", b"\xdf;\x80", 1
+    )  # 0xDF 0x80: U+07C0
+    with pytest.raises(FsError) as refused:
+        edit(data, ";", "")
+    assert refused.value.code is ErrorCode.ENCODING_ERROR
+    assert edit(data, "valid", "fine") == data.replace(b"valid", b"fine")

@@ -508,7 +508,22 @@ class TextDocument(Generic[AnyStr]):
             kept_from = end
         pieces.append(source[kept_from:])
         self._seal_replacements(pieces)
-        return endings.empty.join(pieces)
+        joined = endings.empty.join(pieces)
+        if self.encoding.keeps_invalid_bytes and isinstance(joined, bytes):
+            self._refuse_fused_invalid_bytes(pieces, joined)
+        return joined
+
+    def _refuse_fused_invalid_bytes(self, pieces: list[Any], joined: bytes) -> None:
+        """Invalid bytes kept on either side of a change must not join into a character."""
+        whole = joined.decode("utf-8", "surrogateescape")
+        if whole != "".join(bytes(piece).decode("utf-8", "surrogateescape") for piece in pieces):
+            raise EncodingError(
+                f"the change to {self.path} would join bytes that are not valid text "
+                "into a character",
+                path=self.path,
+                hint="Keep at least one character between your change and each \ufffd "
+                "marker next to it (so remove less), or leave that spot as it is.",
+            )
 
     def _seal_replacements(self, pieces: list[Any]) -> None:
         """Seal each replacement (odd index) against its new neighbours, in linear time."""
