@@ -7,6 +7,7 @@ result says it is.
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from ctxfs.core import (
     ABSENT,
@@ -473,3 +475,16 @@ async def test_pillow_and_pypdf_run_off_the_event_loop(
     pages_of(await read(tools, ctx, "report.pdf"))
     assert len(threads) == 2
     assert threading.main_thread() not in threads
+
+
+async def test_a_16_bit_gray_png_keeps_its_tones_when_downscaled(ctx: Context, seed: Seed) -> None:
+    deep = Image.new("I;16", (400, 100), 30_000)  # a little under half of white
+    out = io.BytesIO()
+    deep.save(out, "PNG")
+    await seed("deep.png", out.getvalue())
+    result = await read(FsToolset(ToolsetOptions(max_image_edge=200)), ctx, "deep.png")
+    data = image_of(result)
+    assert data.image is not None
+    assert (data.image.width, data.image.height) == (200, 50)
+    with Image.open(io.BytesIO(result.media[0].data)) as sent:
+        assert sent.convert("L").getpixel((10, 10)) == 117

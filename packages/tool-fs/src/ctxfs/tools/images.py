@@ -161,6 +161,8 @@ def _fitted(
     if image.format == "JPEG":  # decode at 1/2, 1/4 or 1/8 scale when that is still big enough
         image.draft("RGB", _fit(image.size, limits.max_edge))
     picture = ImageOps.exif_transpose(image)  # a photo's stored orientation, applied
+    if picture.mode.startswith("I"):  # 16-bit gray: scaled to 8 bits, not clipped to white
+        picture = picture.convert("I").point(lambda value: value / 256).convert("L")
     alpha = picture.has_transparency_data
     gray = picture.mode in {"1", "L", "LA", "I", "I;16", "F"}
     picture = picture.convert(("LA" if gray else "RGBA") if alpha else ("L" if gray else "RGB"))
