@@ -15,6 +15,7 @@ import pytest
 
 from ctxfs.tools import __version__
 from ctxfs.tools.cli import MCP_BEFORE, MCP_NEEDED, main
+from tests.tools.media import image
 
 CTXFS = str(Path(sys.executable).with_name("ctxfs"))  # the installed console script
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,3 +283,22 @@ def test_call_shows_a_long_searchs_progress_on_stderr(tmp_path: Path) -> None:
     assert "matching lines" in progress[-1]
     quiet = run("call", "--root", str(tmp_path), "grep", arguments)
     assert "files searched" not in quiet.stderr
+
+
+def test_call_on_an_image_prints_what_a_model_without_sight_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    png = image((30, 20))
+    (tmp_path / "logo.png").write_bytes(png)
+    assert main(["call", "--root", str(tmp_path), "read", '{"file_path": "logo.png"}']) == 0
+    said = f"Returned the image logo.png (image/png, 30x20 px, {len(png)} B), as it is.\n"
+    assert capsys.readouterr().out == said
+    assert (
+        main(["call", "--root", str(tmp_path), "--json", "read", '{"file_path": "logo.png"}']) == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert (data["kind"], data["image"]["width"], data["image"]["sent_bytes"]) == (
+        "image",
+        30,
+        len(png),
+    )

@@ -51,10 +51,10 @@ async def test_read_projects_numbered_lines_and_an_exact_footer(
     first = await run(tools, ctx, "read", file_path="notes.md", limit=3)
     assert first.text == "1 line 1\n2 line 2\n3 line 3\n(lines 1-3 of 10; continue with offset=4)"
     assert first.structured == {
-        "status": "ok", "tool": "read", "target": "notes.md", "error": None,
+        "status": "ok", "tool": "read", "target": "notes.md", "error": None, "kind": "text",
         "content": "line 1\nline 2\nline 3\n", "version": first.structured["version"], "offset": 1,
         "returned_lines": 3, "total_lines": 10, "next_offset": 4, "partial": True,
-        "truncated_lines": [], "output_capped": False, "encoding": "utf-8",
+        "truncated_lines": [], "output_capped": False, "encoding": "utf-8", "image": None, "pdf": None,
     }  # fmt: skip
     assert first.structured["version"].startswith("xxh3:")
     rest = await run(tools, ctx, "read", file_path="notes.md", offset=9)

@@ -11,12 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.types import ImageContent, TextContent
 
 from ctxfs.core import ABSENT, Fs, MemoryBackend
 from ctxfs.tools.mcpserver import OWNER_META_KEY, McpTools, create_server
 from tests.tools.conftest import FILE_TOOLS
+from tests.tools.media import dimensions, image, pdf
 from tests.tools.served import CRLF, TOKENS, client, serve_http, stale_conflict, token_file
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +48,8 @@ async def test_tools_carry_schemas_and_annotations() -> None:
     assert read.input_schema["required"] == ["file_path"]
     assert read.input_schema["additionalProperties"] is False
     assert read.output_schema is not None
-    assert "content" in read.output_schema["required"]
+    assert read.output_schema["properties"]["kind"]["enum"] == ["text", "image", "pdf"]
+    assert set(read.output_schema["properties"]["image"]["type"]) == {"object", "null"}
     assert read.annotations is not None
     assert (read.annotations.read_only_hint, read.annotations.destructive_hint) == (True, False)
     assert edit.annotations is not None
@@ -409,3 +413,37 @@ async def test_a_client_that_asks_hears_how_a_long_search_goes(workspace: Path) 
         assert all(total == 201 for _, total, _ in heard)  # the files and notes.md
         assert [done for done, _, _ in heard] == sorted(done for done, _, _ in heard)
         assert "files searched" in str(heard[-1][2])
+
+
+async def test_an_image_arrives_as_image_content_and_a_pdf_as_its_pages() -> None:
+    fs = Fs(MemoryBackend(), load_entrypoints=False)
+    await fs.backend.write("big.png", image((3000, 1000)), expect=ABSENT)
+    await fs.backend.write("report.pdf", pdf("one", "two", "three"), expect=ABSENT)
+    async with Client(create_server(McpTools(fs)), raise_exceptions=True) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        shown = await client.call_tool("read", {"file_path": "big.png"})
+        pages = await client.call_tool("read", {"file_path": "report.pdf", "pages": "2-"})
+    schema = tools["read"].output_schema
+    assert schema is not None
+    assert not shown.is_error
+    text, picture = shown.content
+    assert isinstance(text, TextContent)
+    assert isinstance(picture, ImageContent)
+    assert picture.mime_type == "image/png"
+    structured = shown.structured_content
+    assert structured is not None
+    jsonschema.validate(structured, schema)  # what the client checks the result against
+    image_data = structured["image"]
+    assert dimensions(base64.b64decode(picture.data)) == ("PNG", (1568, 523))
+    assert (image_data["width"], image_data["height"]) == (1568, 523)
+    assert (image_data["original_width"], image_data["original_height"]) == (3000, 1000)
+    assert text.text.startswith("Returned the image big.png (image/png, 3000x1000 px,")
+    assert picture.data not in json.dumps(structured)
+    assert pages.structured_content is not None
+    jsonschema.validate(pages.structured_content, schema)
+    (page_text,) = pages.content
+    assert isinstance(page_text, TextContent)
+    assert page_text.text == (
+        "--- page 2 of 3 ---\ntwo\n--- page 3 of 3 ---\nthree\n"
+        "(pages 2-3 of 3 of the PDF report.pdf; end of document)"
+    )

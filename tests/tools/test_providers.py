@@ -9,6 +9,7 @@ accept the schemas).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any
@@ -19,8 +20,14 @@ import openai
 import pytest
 
 from ctxfs.core import Context, Fs, NotFound
-from ctxfs.tools import FsToolset, ToolsetOptions
+from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
+from ctxfs.tools.replies import (
+    anthropic_tool_result,
+    openai_chat_messages,
+    openai_function_call_output,
+)
 from tests.tools.conftest import FILE_TOOLS, Seed
+from tests.tools.media import dimensions, image
 
 pytestmark = pytest.mark.anyio
 
@@ -427,3 +434,107 @@ async def test_without_the_write_tools_the_editor_gives_way_to_custom_tools(
     assert refused.error_code == "invalid_argument"
     with pytest.raises(NotFound):
         await ctx.fs.stat("a.txt")
+
+
+# -- results with an image, in each provider's shape ----------------------------------------------
+
+
+async def test_an_image_result_goes_back_to_anthropic_as_a_tool_result_with_an_image_block(
+    ctx: Context, seed: Seed
+) -> None:
+    await seed("big.png", image((2000, 500)))
+    tools = FsToolset()
+    definitions = await tools.definitions(ctx, provider="anthropic")
+    http, sent = fake_api(messages_turn({"command": "view", "path": "big.png"}), messages_turn())
+    client = anthropic.Anthropic(api_key="test", base_url="http://api.invalid", http_client=http)
+    messages: list[Any] = [{"role": "user", "content": "look at big.png"}]
+    reply = client.messages.create(model="m", max_tokens=64, tools=definitions, messages=messages)  # type: ignore[arg-type]
+    (use,) = [block for block in reply.content if block.type == "tool_use"]
+    result = await tools.execute(ctx, use.name, use.input, provider="anthropic")
+    block = anthropic_tool_result(result, use.id)
+    messages += [
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]},
+        {"role": "user", "content": [block]},
+    ]
+    client.messages.create(model="m", max_tokens=64, tools=definitions, messages=messages)  # type: ignore[arg-type]
+
+    (sent_block,) = sent[1]["json"]["messages"][-1]["content"]
+    assert sent_block == block
+    text, picture = sent_block["content"]
+    assert (sent_block["type"], sent_block["tool_use_id"], sent_block["is_error"]) == (
+        "tool_result", use.id, False,
+    )  # fmt: skip
+    assert text == {"type": "text", "text": result.text}
+    assert picture["type"] == "image"
+    assert picture["source"]["type"] == "base64"
+    assert picture["source"]["media_type"] == "image/png"
+    assert dimensions(base64.b64decode(picture["source"]["data"])) == ("PNG", (1568, 392))
+
+
+async def test_an_image_result_goes_back_to_the_responses_api_as_input_image(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("logo.png", image((30, 20)))
+    http, sent = fake_api(responses_turn())
+    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+    result = await tools.execute(ctx, "read", {"file_path": "logo.png"}, provider="openai")
+    item = openai_function_call_output(result, "call_0")
+    client.responses.create(model="m", previous_response_id="resp_0", input=[item])  # type: ignore[list-item]
+
+    assert sent[0]["json"]["input"] == [item]
+    text, picture = item["output"]
+    assert item["type"] == "function_call_output"
+    assert item["call_id"] == "call_0"
+    assert text == {"type": "input_text", "text": result.text}
+    assert picture["type"] == "input_image"
+    prefix = "data:image/png;base64,"
+    assert picture["image_url"].startswith(prefix)
+    assert base64.b64decode(picture["image_url"][len(prefix) :]) == result.media[0].data
+
+
+async def test_chat_completions_gets_the_text_in_tool_messages_and_the_images_after(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("logo.png", image((30, 20)))
+    await seed("a.txt", b"hello\n")
+    read_image = {"file_path": "logo.png", "offset": None, "limit": None, "pages": None}
+    read_text = {"file_path": "a.txt", "offset": None, "limit": None, "pages": None}
+    http, sent = fake_api(chat_turn(("read", read_image), ("read", read_text)), chat_turn())
+    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+    definitions = await tools.definitions(ctx, provider="openai")
+    messages: list[Any] = [{"role": "user", "content": "look"}]
+    reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)  # type: ignore[arg-type]
+    message = reply.choices[0].message
+    assert message.tool_calls is not None
+    answers = []
+    for call in message.tool_calls:
+        assert call.type == "function"
+        result = await tools.execute(ctx, "read", call.function.arguments, provider="openai")
+        answers.append((call.id, result))
+    replies = openai_chat_messages(answers)
+    messages += [message.model_dump(exclude_none=True), *replies]
+    client.chat.completions.create(model="m", messages=messages, tools=definitions)  # type: ignore[arg-type]
+
+    assert sent[1]["json"]["messages"][-3:] == replies
+    first, second, images = replies
+    assert first == {"role": "tool", "tool_call_id": "call_0", "content": answers[0][1].text}
+    assert second == {"role": "tool", "tool_call_id": "call_1", "content": answers[1][1].text}
+    assert images["role"] == "user"
+    label, picture = images["content"]
+    assert label == {"type": "text", "text": "The image(s) of tool call call_0:"}
+    assert picture["type"] == "image_url"
+    assert picture["image_url"]["url"] == answers[0][1].media[0].data_url
+    assert openai_chat_messages([answers[1]]) == [second]  # no image: no user message
+
+
+def test_a_result_without_media_keeps_the_plain_shapes() -> None:
+    result = ToolResult.failed(
+        "read", NotFound("gone.txt not found", path="gone.txt"), None, "Error"
+    )
+    assert anthropic_tool_result(result, "t") == {
+        "type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "Error"}],
+        "is_error": True,
+    }  # fmt: skip
+    assert openai_function_call_output(result, "c") == {
+        "type": "function_call_output", "call_id": "c", "output": "Error"
+    }  # fmt: skip

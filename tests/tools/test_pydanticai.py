@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent, RunContext, models
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelResponse,
     TextPart,
@@ -21,6 +22,7 @@ from ctxfs.core import ABSENT, Context, Fs, MemoryBackend
 from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
 from ctxfs.tools.pydanticai import CtxfsToolset
 from tests.tools.conftest import FILE_TOOLS
+from tests.tools.media import image
 
 pytestmark = pytest.mark.anyio
 
@@ -155,3 +157,25 @@ async def test_deps_that_are_not_a_context_are_a_clear_error() -> None:
     agent = Agent(scripted(seen=seen), toolsets=[CtxfsToolset()])
     with pytest.raises(TypeError, match="deps to be a ctxfs Context"):
         await agent.run("look")
+
+
+async def test_an_image_read_reaches_the_model_as_binary_content() -> None:
+    fs = await seeded()
+    png = image((40, 30))
+    await fs.backend.write("logo.png", png, expect=ABSENT)
+    seen: list[Step] = []
+    model = scripted(
+        [ToolCallPart("read", {"file_path": "logo.png"}, tool_call_id="r1")], seen=seen
+    )
+    agent = Agent(model, deps_type=Context, toolsets=[CtxfsToolset()])
+    await agent.run("look at the logo", deps=fs.context(owner="agent"))
+
+    (returned,) = seen[1].returns
+    assert isinstance(returned.content, list)
+    text, picture = returned.content
+    assert isinstance(text, str)
+    assert text.startswith("Returned the image logo.png (image/png, 40x30 px,")
+    assert isinstance(picture, BinaryContent)
+    assert (picture.media_type, picture.data) == ("image/png", png)
+    assert returned.metadata["kind"] == "image"
+    assert returned.metadata["image"]["width"] == 40

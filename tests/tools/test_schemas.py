@@ -31,7 +31,7 @@ async def test_read_schema(tools: FsToolset, ctx: Context) -> None:
     schema = (await generic(tools, ctx))["read"]["parameters"]
     assert schema["required"] == ["file_path"]
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) == {"file_path", "offset", "limit"}
+    assert set(schema["properties"]) == {"file_path", "offset", "limit", "pages"}
     for name in ("offset", "limit"):
         (integer,) = [
             option for option in schema["properties"][name]["anyOf"] if option["type"] == "integer"
@@ -42,7 +42,9 @@ async def test_read_schema(tools: FsToolset, ctx: Context) -> None:
 @pytest.mark.parametrize(
     ("arguments", "field"),
     [({"file_path": "a", "offset": 0}, "offset"), ({"file_path": "a", "limit": -1}, "limit"),
-     ({"file_path": "a", "offset": "two"}, "offset"), ({}, "file_path")],
+     ({"file_path": "a", "offset": "two"}, "offset"), ({}, "file_path"),
+     ({"file_path": "a", "pages": "0"}, "pages"), ({"file_path": "a", "pages": "5-3"}, "pages"),
+     ({"file_path": "a", "pages": "two"}, "pages")],
 )  # fmt: skip
 async def test_read_rejects_non_positive_numbers_and_names_the_field(
     tools: FsToolset, ctx: Context, arguments: dict[str, Any], field: str

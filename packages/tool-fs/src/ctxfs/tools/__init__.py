@@ -10,7 +10,7 @@
         ctx = fs.context(owner="agent-1")
         offered = await tools.definitions(ctx, provider="openai")
         result = await tools.execute(ctx, "read", {"file_path": "README.md"})
-        result.text, result.data, result.is_error, result.error_code
+        result.text, result.data, result.is_error, result.error_code, result.media
 
 Tools: ``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``notebook_edit``,
 ``delete``, ``move``, ``create_directory``, ``list_dir``, ``glob``, ``grep`` (and, when some are
@@ -30,12 +30,17 @@ from ctxfs.tools.builtin.glob import GlobArgs, GlobData
 from ctxfs.tools.builtin.grep import GrepArgs, GrepData, GrepMatch
 from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
 from ctxfs.tools.builtin.patch_call import answer_patch_call
-from ctxfs.tools.builtin.read import ReadArgs, ReadData
+from ctxfs.tools.builtin.read import ImageInfo, PdfInfo, ReadArgs, ReadData
 from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
 from ctxfs.tools.builtin.text_editor import InsertData
 from ctxfs.tools.builtin.write import WriteArgs, WriteData
 from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
-from ctxfs.tools.results import EditData, ErrorInfo, ResultData, ToolResult
+from ctxfs.tools.replies import (
+    anthropic_tool_result,
+    openai_chat_messages,
+    openai_function_call_output,
+)
+from ctxfs.tools.results import EditData, ErrorInfo, MediaPart, ResultData, ToolResult
 from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
 from ctxfs.tools.toolset import FsToolset, Offer, Provider
 
@@ -56,14 +61,17 @@ __all__ = [
     "GrepArgs",
     "GrepData",
     "GrepMatch",
+    "ImageInfo",
     "InsertData",
     "Limits",
     "ListData",
     "ListDirArgs",
+    "MediaPart",
     "Offer",
     "Offering",
     "PatchData",
     "PatchedFileData",
+    "PdfInfo",
     "Progress",
     "Provider",
     "ReadArgs",
@@ -82,6 +90,9 @@ __all__ = [
     "WriteData",
     "__version__",
     "answer_patch_call",
+    "anthropic_tool_result",
+    "openai_chat_messages",
+    "openai_function_call_output",
 ]
 
 __version__ = version("ctxfs-tools")

@@ -70,6 +70,16 @@ class ToolsetOptions:
     progress_seconds: float = 1.0
     """A search still running after this long reports its progress (to a caller that
     asked: the CLI, an MCP client with a progress token), and as often after that."""
+    max_media_bytes: int = 64 << 20
+    """Largest image or PDF ``read`` takes (it reads them whole); larger ones are ``too_large``."""
+    max_image_edge: int = 1568
+    """Longest edge, in pixels, of an image sent to the model; larger images are downscaled."""
+    max_image_bytes: int = 3_750_000
+    """Largest encoded image sent to the model (5 MB in base64, what providers take);
+    larger ones are re-encoded, then downscaled further."""
+    max_image_pixels: int = 64_000_000
+    """Pixels an image may have (width times height); more is ``too_large`` before any
+    decoding (a small file can unpack to a huge image)."""
     editor_root: str | None = None
     """An absolute path the model may prefix paths with in Anthropic text-editor calls
     (as ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""

@@ -3,8 +3,9 @@
 Our pydantic models stay the validators (the low-level server validates
 nothing), so a call runs exactly as :meth:`FsToolset.execute` runs it for any
 other harness: same checks, same policies, same results. Each result carries the
-model's text, the structured data (``structured_content``, checked by clients
-against the tool's output schema) and ``is_error``; a failure's structured
+model's text, any image it shows (``ImageContent``), the structured data
+(``structured_content``, checked by clients against the tool's output schema)
+and ``is_error``; a failure's structured
 content holds its error code, message, hint and ``retryable``.
 
 Owners: observations (which file versions an agent has seen) belong to one
@@ -34,6 +35,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
+    ImageContent,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
@@ -145,8 +147,12 @@ class McpTools:
             params.arguments or {},
             progress=request.session.report_progress if asked else None,
         )
+        images = [
+            ImageContent(type="image", data=part.base64_data, mime_type=part.media_type)
+            for part in result.media
+        ]
         return CallToolResult(
-            content=[TextContent(type="text", text=result.text)],
+            content=[TextContent(type="text", text=result.text), *images],
             structured_content=result.structured,
             is_error=result.is_error,
         )

@@ -16,7 +16,10 @@ would write what it governs are not offered at all. The step's calls run under
 the same offer: plugins are asked once per step. Calls run through :meth:`FsToolset.execute`,
 whose pydantic models validate the arguments (pydantic-ai's own validation is
 bypassed); the model reads the result's text, and the structured data is the
-tool return's ``metadata``. Failures are results the model reads, not exceptions.
+tool return's ``metadata``. An image (``read`` of one) is ``BinaryContent`` in
+the tool return, after the text: pydantic-ai sends it inside the tool result to
+providers whose tool results hold images, and in a user message right after it
+to the others. Failures are results the model reads, not exceptions.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic_ai import RunContext, ToolReturn
+from pydantic_ai import BinaryContent, RunContext, ToolReturn
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -99,10 +102,13 @@ class CtxfsToolset(AbstractToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> ToolReturn:
-        """Run the call under the step's offer; the model reads the text, programs the data."""
+        """Run the call under the step's offer; the model reads the text and sees the images."""
         offer = tool.offer if isinstance(tool, OfferedTool) else None
         result = await self.toolset.execute(self.context(ctx), name, tool_args, offer=offer)
-        return ToolReturn(return_value=result.text, metadata=result.structured)
+        if not result.media:
+            return ToolReturn(return_value=result.text, metadata=result.structured)
+        images = [BinaryContent(part.data, media_type=part.media_type) for part in result.media]
+        return ToolReturn(return_value=[result.text, *images], metadata=result.structured)
 
 
 @dataclass(kw_only=True)

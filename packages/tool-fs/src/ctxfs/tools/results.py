@@ -4,11 +4,14 @@
 a :class:`ResultData` model (each tool's own subclass, declared in the tool's
 module), typed for Python callers; :attr:`ToolResult.structured` is the same as
 plain JSON types, what MCP's structured content and ``ctxfs call --json`` carry.
-The data models' JSON schemas are the tools' output schemas.
+The data models' JSON schemas are the tools' output schemas. A result may also
+carry :attr:`ToolResult.media` (an image ``read`` returns) for models that see;
+the structured data holds only what describes it, never its bytes.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import warnings
@@ -20,7 +23,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SerializeAsAny,
 from ctxfs.core import ErrorCode, FsError
 from ctxfs.tools.names import ESCAPED_NAMES, escaped, escaped_data
 
-__all__ = ["EditData", "ErrorInfo", "RestoredData", "ResultData", "ToolResult"]
+__all__ = ["EditData", "ErrorInfo", "MediaPart", "RestoredData", "ResultData", "ToolResult"]
 
 DataT = TypeVar("DataT", bound="ResultData")
 
@@ -137,6 +140,28 @@ class RestoredData(ResultData):
     model_config = ConfigDict(extra="allow")
 
 
+class MediaPart(BaseModel):
+    """An image a result shows the model, next to its text (in JSON, the bytes are base64)."""
+
+    model_config = ConfigDict(frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
+
+    media_type: str
+    """``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``."""
+    data: bytes = Field(repr=False)
+    width: int
+    height: int
+
+    @property
+    def base64_data(self) -> str:
+        """The bytes in base64 (what JSON APIs carry)."""
+        return base64.b64encode(self.data).decode("ascii")
+
+    @property
+    def data_url(self) -> str:
+        """The image as a ``data:`` URL (what OpenAI's APIs take)."""
+        return f"data:{self.media_type};base64,{self.base64_data}"
+
+
 class ToolResult(BaseModel):
     """The outcome of one tool call."""
 
@@ -144,11 +169,14 @@ class ToolResult(BaseModel):
 
     is_error: bool
     text: str
-    """What the model reads."""
+    """What the model reads; it also says what :attr:`media` shows (a model may not see)."""
     data: SerializeAsAny[ResultData]
     """The same result as typed data, for programs: the tool's own :class:`ResultData`."""
     error_code: ErrorCode | None = None
     """The stable code of a failure, None on success."""
+    media: tuple[MediaPart, ...] = ()
+    """What the model sees besides the text (an image ``read`` returns); the providers'
+    shapes of a result carry it (:mod:`ctxfs.tools.replies`)."""
 
     @field_validator("text")
     @classmethod
@@ -164,9 +192,9 @@ class ToolResult(BaseModel):
         return RestoredData.model_validate(value) if isinstance(value, Mapping) else value
 
     @classmethod
-    def success(cls, text: str, data: ResultData) -> ToolResult:
-        """A successful call's result."""
-        return cls(is_error=False, text=text, data=data)
+    def success(cls, text: str, data: ResultData, media: tuple[MediaPart, ...] = ()) -> ToolResult:
+        """A successful call's result (with *media* for the model to see, if any)."""
+        return cls(is_error=False, text=text, data=data, media=media)
 
     @classmethod
     def failed(cls, tool: str, error: FsError, target: str | None, text: str) -> ToolResult:

@@ -1,15 +1,42 @@
-"""``read``: a window of a text file, numbered, with the exact offset to continue from."""
+"""``read``: a window of a text file, numbered; an image, shown; the text of a PDF's pages.
+
+What a file is comes from its bytes, not its name: a PNG, JPEG, GIF or WebP
+image is returned for the model to see (downscaled to the provider-safe limits
+when larger); a PDF (``%PDF-``) is the text of a range of its pages; any other
+file is text, or refused as binary. A file named like an image or a PDF is read
+as bytes first, and any other file as text first; a text read that meets binary
+bytes looks at the file's first bytes before refusing it, and one whose first
+line starts ``%PDF-`` (a PDF of plain ASCII) is read again as a PDF. An image or
+a PDF is read whole, so its read is a complete observation (``write_bytes`` may
+replace it).
+
+Each kind of file is one reader in ``_READERS``: another kind is one more entry.
+"""
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field, PositiveInt
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Final, Literal
 
-from ctxfs.core import number_lines
-from ctxfs.tools.render import count
-from ctxfs.tools.results import ResultData
+import anyio.to_thread
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveInt, field_validator
+
+from ctxfs.core import BinaryFile, BytesOutcome, InvalidArgument, TooLarge, number_lines
+from ctxfs.tools.images import ImageLimits, image_type, prepared_image
+from ctxfs.tools.pdfs import is_pdf, page_range, pdf_text
+from ctxfs.tools.render import count, size
+from ctxfs.tools.results import MediaPart, ResultData, ToolResult
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
-__all__ = ["READ", "ReadArgs", "ReadData", "ReadTool"]
+__all__ = ["READ", "ImageInfo", "PdfInfo", "ReadArgs", "ReadData", "ReadTool"]
+
+Kind = Literal["text", "image", "pdf"]
+
+_MEDIA_SUFFIXES: Final = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".pdf")
+"""Names read as bytes first (what they hold still decides how they are read)."""
+_HEAD_BYTES: Final = 16
+"""Leading bytes that tell an image or a PDF (WebP needs 12)."""
 
 
 class ReadArgs(ToolArgs):
@@ -20,50 +47,152 @@ class ReadArgs(ToolArgs):
         default=None, description="1-based number of the first line to return (default 1)."
     )
     limit: PositiveInt | None = Field(default=None, description="How many lines to return at most.")
+    pages: str | None = Field(
+        default=None,
+        description="PDF only: the pages to read, as '3', '1-5' or '4-' (from 4 to the end); "
+        "default: from page 1, as many as fit.",
+    )
+
+    @field_validator("pages")
+    @classmethod
+    def _page_range(cls, pages: str | None) -> str | None:
+        if pages is not None:
+            page_range(pages)  # raises ValueError, which names the forms
+        return pages
+
+
+class ImageInfo(BaseModel):
+    """The image a ``read`` returned: as sent, and as the file holds it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    media_type: str = Field(description="The media type of the image as sent.")
+    width: int
+    height: int
+    sent_bytes: int
+    original_media_type: str
+    original_width: int
+    original_height: int
+    original_bytes: int
+    frames: int = Field(description="Frames of the file (an animation: only the first is sent).")
+    unchanged: bool = Field(description="Whether the file's own bytes were sent.")
+
+
+class PdfInfo(BaseModel):
+    """The pages of a PDF a ``read`` returned."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total_pages: int
+    first_page: int
+    last_page: int
+    next_page: int | None = Field(description="The page to continue with; None after the last.")
+    cut_page: int | None = Field(
+        description="A page larger than the output limit, shown only in part."
+    )
+    textless_pages: list[int] = Field(description="Pages shown that hold no text (scans).")
 
 
 class ReadData(ResultData):
-    """The data of a ``read`` result."""
+    """The data of a ``read`` result: the text fields, or ``image``, or ``pdf``, by ``kind``."""
 
-    content: str = Field(
+    kind: Kind = "text"
+    content: str | None = Field(
+        default=None,
         validation_alias=AliasChoices("content", "text"),
-        description="The window of lines, without line numbers.",
+        description="The window of lines, without line numbers; a PDF's pages as shown; "
+        "None for an image.",
     )
     version: str
-    offset: int
-    returned_lines: int
-    total_lines: int
+    offset: int | None = None
+    returned_lines: int | None = None
+    total_lines: int | None = None
     next_offset: int | None = Field(
-        description="The offset that continues the read; None at the end."
+        default=None, description="The offset that continues a text read; None at the end."
     )
-    partial: bool
-    truncated_lines: list[int]
-    output_capped: bool
-    encoding: str
+    partial: bool = Field(
+        default=False, description="Whether the read saw only part of the file's text."
+    )
+    truncated_lines: list[int] = Field(default_factory=list)
+    output_capped: bool = False
+    encoding: str | None = None
+    image: ImageInfo | None = None
+    pdf: PdfInfo | None = None
+
+
+Shown = tuple[ReadData, tuple[MediaPart, ...]]
+"""What one read returns: its data, and what the model is to see besides the text."""
 
 
 class ReadTool(Tool[ReadArgs, ReadData]):
-    """Read a window of lines."""
+    """Read a window of lines, an image or a PDF's pages."""
 
     name = "read"
     arguments = ReadArgs
     result = ReadData
 
     def description(self, limits: Limits) -> str:
-        text = limits.text
+        text, options = limits.text, limits.options
         return (
-            f"Read a text file. Returns up to {text.default_limit:,} lines from `offset` "
+            f"Read a file. A text file returns up to {text.default_limit:,} lines from `offset` "
             f"(1-based, default 1), each prefixed with its line number and one space; at most "
             f"{text.max_output_chars:,} characters per call; lines longer than "
             f"{text.max_line_chars:,} characters are cut where marked. A last line in "
             "parentheses says the file ended or gives the exact `offset` to continue with. "
-            "Binary files are refused; the file's encoding is detected."
+            "The file's encoding is detected. "
+            "PNG, JPEG, GIF and WebP images are returned as images (larger than "
+            f"{options.max_image_edge:,} pixels on the long edge: downscaled; animations: the "
+            "first frame), with a line giving their type and sizes. PDFs are returned as the "
+            "text of their pages: `pages` ('3', '1-5', '4-') picks them, as many as fit the "
+            "same character limit; the last line gives the page to continue with. Images and "
+            f"PDFs up to {size(options.max_media_bytes)}. Other binary files are refused."
         )
 
     def page_limit(self, limits: Limits) -> int:
         return limits.text.default_limit
 
     async def run(self, step: Step, args: ReadArgs) -> ReadData:
+        return (await self._shown(step, args))[0]
+
+    async def answer(self, step: Step, args: ReadArgs) -> ToolResult:
+        data, media = await self._shown(step, args)
+        return ToolResult.success(self.render(data, args), data, media)
+
+    async def _shown(self, step: Step, args: ReadArgs) -> Shown:
+        fs, path = step.ctx.fs, args.file_path
+        if args.pages is None and not path.lower().endswith(_MEDIA_SUFFIXES):
+            try:
+                text = await self._text(step, args)
+            except BinaryFile:
+                head = await fs.read_bytes(path, length=_HEAD_BYTES)
+                if _kind_of(head.data) == "text":
+                    raise
+            else:
+                if text.offset != 1 or not (text.content or "").startswith("%PDF-"):
+                    return text, ()  # else a PDF with no binary bytes near its start
+        most = step.toolset.options.max_media_bytes
+        blob = await fs.read_bytes(path, length=most + 1)
+        kind = _kind_of(blob.data)
+        if kind == "text":
+            if args.pages is not None:
+                raise InvalidArgument(
+                    f"pages is for PDFs; {blob.path} is not a PDF",
+                    path=blob.path,
+                    hint="Read a text file by lines, with offset and limit.",
+                    details={"field": "pages"},
+                )
+            return await self._text(step, args), ()  # named like an image, holding text
+        _check_arguments(args, kind, blob.path)
+        if blob.size > most:
+            raise TooLarge(
+                f"{blob.path} is {size(blob.size)}; read takes images and PDFs up to {size(most)}",
+                path=blob.path,
+                hint="It cannot be read whole here.",
+                details={"size": blob.size, "max_media_bytes": most},
+            )
+        return await _READERS[kind](self, step, args, blob)
+
+    async def _text(self, step: Step, args: ReadArgs) -> ReadData:
         most = step.ctx.mount.text_options.default_limit
         limit = min(args.limit or most, most)
         return self.data(
@@ -71,19 +200,152 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         )
 
     def render(self, data: ReadData, args: ReadArgs) -> str:
+        if data.image is not None:
+            return _image_text(data.target, data.image)
+        if data.pdf is not None:
+            return (data.content or "") + _pdf_note(data.target, data.pdf)
         if data.total_lines == 0:
             return f"({data.target} is empty)"
         if data.returned_lines == 0:
             return (
                 f"(no lines at offset {data.offset}: {data.target} has "
-                f"{count(data.total_lines, 'line')}; use an offset from 1 to {data.total_lines})"
+                f"{count(data.total_lines or 0, 'line')}; use an offset from 1 to "
+                f"{data.total_lines})"
             )
-        return number_lines(data.content, data.offset) + "\n".join(_notes(data))
+        return number_lines(data.content or "", data.offset or 1) + "\n".join(_notes(data))
+
+
+def _kind_of(head: bytes) -> Kind:
+    """What a file starting with *head* is read as."""
+    if image_type(head) is not None:
+        return "image"
+    if is_pdf(head):
+        return "pdf"
+    return "text"
+
+
+def _check_arguments(args: ReadArgs, kind: Kind, path: str) -> None:
+    """Refuse the arguments that mean nothing for an image or a PDF."""
+    if args.pages is not None and kind != "pdf":
+        field = "pages"
+    elif (args.offset or 1) != 1:  # offset=1 is the default, spelled out
+        field = "offset"
+    elif args.limit is not None:
+        field = "limit"
+    else:
+        return
+    what = "an image" if kind == "image" else "a PDF"
+    raise InvalidArgument(
+        f"{field} does not apply to {path}: it is {what}",
+        path=path,
+        hint="Read an image with file_path alone: it is returned whole."
+        if kind == "image"
+        else "Pick a PDF's pages with pages ('3', '1-5' or '4-'), without offset or limit.",
+        details={"field": field, "kind": kind},
+    )
+
+
+async def _image(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -> Shown:
+    del args
+    options = step.toolset.options
+    limits = ImageLimits(
+        max_edge=options.max_image_edge,
+        max_bytes=options.max_image_bytes,
+        max_pixels=options.max_image_pixels,
+    )
+    media_type = image_type(blob.data) or ""
+    image = await anyio.to_thread.run_sync(
+        functools.partial(prepared_image, blob.data, media_type, limits, path=blob.path)
+    )
+    info = ImageInfo(
+        media_type=image.media_type,
+        width=image.width,
+        height=image.height,
+        sent_bytes=len(image.data),
+        original_media_type=image.original_media_type,
+        original_width=image.original_width,
+        original_height=image.original_height,
+        original_bytes=image.original_bytes,
+        frames=image.frames,
+        unchanged=image.unchanged,
+    )
+    part = MediaPart(
+        media_type=image.media_type, data=image.data, width=image.width, height=image.height
+    )
+    return tool.data(target=blob.path, version=blob.version, kind="image", image=info), (part,)
+
+
+async def _pdf(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -> Shown:
+    pages = None if args.pages is None else page_range(args.pages)
+    budget = step.ctx.mount.text_options.max_output_chars
+    shown = await anyio.to_thread.run_sync(
+        functools.partial(pdf_text, blob.data, pages, max_chars=budget, path=blob.path)
+    )
+    info = PdfInfo(
+        total_pages=shown.total_pages,
+        first_page=shown.first_page,
+        last_page=shown.last_page,
+        next_page=shown.next_page,
+        cut_page=shown.cut_page,
+        textless_pages=list(shown.textless_pages),
+    )
+    data = tool.data(
+        target=blob.path,
+        version=blob.version,
+        kind="pdf",
+        content=shown.text,
+        output_capped=shown.budget_reached,
+        pdf=info,
+    )
+    return data, ()
+
+
+Reader = Callable[[ReadTool, Step, ReadArgs, BytesOutcome], Awaitable[Shown]]
+_READERS: Final[dict[Kind, Reader]] = {"image": _image, "pdf": _pdf}
+"""How each kind of file other than text is read, from its whole bytes."""
+
+
+def _image_text(target: str | None, image: ImageInfo) -> str:
+    original = (
+        f"{image.original_media_type}, {image.original_width}x{image.original_height} px, "
+        f"{size(image.original_bytes)}"
+    )
+    if image.unchanged:
+        sent = "as it is"
+    else:
+        resized = (image.width, image.height) != (image.original_width, image.original_height)
+        sent = (
+            f"{'downscaled' if resized else 're-encoded'} to {image.width}x{image.height} px "
+            f"as {image.media_type} ({size(image.sent_bytes)})"
+        )
+    text = f"Returned the image {target} ({original}), {sent}."
+    if image.frames > 1:
+        text += f" It is an animation: only its first of {image.frames} frames is sent."
+    return text
+
+
+def _pdf_note(target: str | None, pdf: PdfInfo) -> str:
+    if pdf.last_page < pdf.first_page:
+        return f"({target} is a PDF with no pages)"
+    shown = (
+        f"page {pdf.first_page}"
+        if pdf.first_page == pdf.last_page
+        else f"pages {pdf.first_page}-{pdf.last_page}"
+    )
+    notes = [f"({shown} of {pdf.total_pages} of the PDF {target}"]
+    if pdf.cut_page is not None:
+        notes.append(f"; page {pdf.cut_page} was cut at the output limit")
+    if pdf.next_page is None:
+        notes.append("; end of document)")
+    else:
+        notes.append(f"; continue with pages='{pdf.next_page}-')")
+    return "".join(notes)
 
 
 def _notes(data: ReadData) -> list[str]:
-    last = data.offset + data.returned_lines - 1
-    shown = f"lines {data.offset}-{last} of {data.total_lines}"
+    offset, returned = data.offset or 1, data.returned_lines or 0
+    last = offset + returned - 1
+    shown = f"lines {offset}-{last} of {data.total_lines}"
     if data.next_offset is None:
         notes = [f"(end of file; {shown})"]
     elif data.output_capped:
@@ -93,10 +355,11 @@ def _notes(data: ReadData) -> list[str]:
     if data.truncated_lines:
         cut = ", ".join(map(str, data.truncated_lines))
         notes.append(f"(line {cut} cut where marked: too long to show whole)")
-    if "invalid bytes" in data.encoding:
+    encoding = data.encoding or "utf-8"
+    if "invalid bytes" in encoding:
         notes.append("(bytes that are not valid text show as \ufffd; keep them out of old_string)")
-    elif data.encoding != "utf-8":
-        notes.append(f"(decoded as {data.encoding}; changes keep that encoding)")
+    elif encoding != "utf-8":
+        notes.append(f"(decoded as {encoding}; changes keep that encoding)")
     return notes
 
 
