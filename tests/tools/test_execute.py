@@ -55,6 +55,7 @@ async def test_read_projects_numbered_lines_and_an_exact_footer(
         "content": "line 1\nline 2\nline 3\n", "version": first.structured["version"], "offset": 1,
         "returned_lines": 3, "total_lines": 10, "next_offset": 4, "partial": True,
         "truncated_lines": [], "output_capped": False, "encoding": "utf-8", "image": None, "pdf": None,
+        "notebook": None,
     }  # fmt: skip
     assert first.structured["version"].startswith("xxh3:")
     rest = await run(tools, ctx, "read", file_path="notes.md", offset=9)

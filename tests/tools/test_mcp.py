@@ -48,7 +48,7 @@ async def test_tools_carry_schemas_and_annotations() -> None:
     assert read.input_schema["required"] == ["file_path"]
     assert read.input_schema["additionalProperties"] is False
     assert read.output_schema is not None
-    assert read.output_schema["properties"]["kind"]["enum"] == ["text", "image", "pdf"]
+    assert read.output_schema["properties"]["kind"]["enum"] == ["text", "image", "pdf", "notebook"]
     assert set(read.output_schema["properties"]["image"]["type"]) == {"object", "null"}
     assert read.annotations is not None
     assert (read.annotations.read_only_hint, read.annotations.destructive_hint) == (True, False)

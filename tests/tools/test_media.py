@@ -233,7 +233,7 @@ async def test_a_file_over_the_media_size_limit_is_too_large(ctx: Context, seed:
     await seed("logo.png", image((200, 200), noise=True))
     result = await read(FsToolset(ToolsetOptions(max_media_bytes=10_000)), ctx, "logo.png")
     assert result.error_code is ErrorCode.TOO_LARGE
-    assert "read takes images and PDFs up to 9.8 KB" in result.text
+    assert "read takes images, PDFs and notebooks up to 9.8 KB" in result.text
 
 
 async def test_line_and_page_arguments_do_not_apply_to_an_image(

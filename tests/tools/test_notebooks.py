@@ -506,9 +506,13 @@ def test_the_budget_ends_the_text_between_cells_and_says_where_to_go_on() -> Non
     assert 0 < first.shown_cells == first.next_cell < 50
     assert len(first.text) <= 2_000 + 200
     assert first.text.endswith(
-        f"({50 - first.next_cell} more cells did not fit in this read, from cell "
-        f"{first.next_cell} (m{first.next_cell}) on)\n"
+        f"({50 - first.next_cell} more cells after these: continue with "
+        f"offset={first.next_cell + 1}, from cell m{first.next_cell})\n"
     )
+    assert f"cells 1-{first.next_cell} shown" in first.text
+    three = render_notebook(data, first_cell=4, max_cells=3, max_chars=1_000_000)
+    assert (three.first_cell, three.shown_cells, three.next_cell) == (4, 3, 7)
+    assert "cells 5-7 shown" in three.text
     rest = render_notebook(data, first_cell=first.next_cell, max_chars=1_000_000)
     assert rest.next_cell is None
     assert rest.first_cell + rest.shown_cells == 50

@@ -31,7 +31,7 @@ async def test_read_schema(tools: FsToolset, ctx: Context) -> None:
     schema = (await generic(tools, ctx))["read"]["parameters"]
     assert schema["required"] == ["file_path"]
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) == {"file_path", "offset", "limit", "pages"}
+    assert set(schema["properties"]) == {"file_path", "offset", "limit", "pages", "encoding"}
     for name in ("offset", "limit"):
         (integer,) = [
             option for option in schema["properties"][name]["anyOf"] if option["type"] == "integer"

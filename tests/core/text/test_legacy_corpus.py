@@ -43,9 +43,9 @@ def test_the_corpus_is_read_right_or_refused_never_misread() -> None:
         shown = reading(text.encode(page))
         if isinstance(shown, EncodingError):
             outcomes["refused"] += 1
-            assert page in shown.details["candidates"] or any(
+            assert page in shown.details["encodings"] or any(
                 text.encode(page).decode(candidate) == text
-                for candidate in shown.details["candidates"]
+                for candidate in shown.details["encodings"]
             ), (language, page, shown.details)
         else:
             assert shown == text, (language, page)
@@ -96,11 +96,11 @@ def test_short_ambiguous_samples_are_refused_naming_the_candidates(
     shown = reading(text.encode(page))
     assert isinstance(shown, EncodingError)
     assert shown.code is ErrorCode.ENCODING_ERROR
-    candidates = shown.details["candidates"]
+    candidates = shown.details["encodings"]
     assert page in candidates
     assert rival in candidates
     assert all(name in shown.message for name in candidates)
-    assert "read it again naming one of these encodings" in shown.hint
+    assert f"read it again naming one of {', '.join(candidates)}" in shown.hint
 
 
 def test_cjk_read_inside_latin_words_is_no_reading() -> None:
@@ -151,7 +151,7 @@ async def test_a_call_can_pin_the_encoding_the_detection_refused(
     await memory_backend.write("he.txt", raw, expect=ABSENT)
     with pytest.raises(EncodingError) as refused:
         await ctx.fs.read("he.txt")
-    assert "cp1255" in refused.value.details["candidates"]
+    assert "cp1255" in refused.value.details["encodings"]
     shown = await ctx.fs.read("he.txt", encoding="windows-1255")
     assert shown.text == "שלום עולם\n"
     assert shown.encoding == "cp1255"

@@ -69,7 +69,7 @@ def detect_legacy(
     *complete* says *data* is the whole file (else its leading bytes).
 
     Raises:
-        EncodingError: Readings of different texts fit; ``details["candidates"]``
+        EncodingError: Readings of different texts fit; ``details["encodings"]``
             names their codecs.
 
     """
@@ -104,10 +104,10 @@ def detect_legacy(
     raise EncodingError(
         f"{path} reads as different text in {', '.join(names)}; it is left untouched",
         path=path,
-        hint="The encoding is ambiguous: read it again naming one of these encodings, "
-        "or set TextOptions.legacy_encodings (or encoding_overrides for its path) "
-        "to the one this project uses.",
-        details={"candidates": names},
+        hint=f"The encoding is ambiguous: read it again naming one of {', '.join(names)} "
+        "as its encoding; or set TextOptions.encoding_overrides (for its path) or "
+        "legacy_encodings to the one this project uses.",
+        details={"encodings": names},
     )
 
 

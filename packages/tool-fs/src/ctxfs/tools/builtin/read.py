@@ -1,9 +1,10 @@
-"""``read``: a window of a text file, numbered; an image, shown; the text of a PDF's pages.
+"""``read``: a window of a text file, numbered; an image, shown; a PDF's pages; a notebook's cells.
 
 What a file is comes from its bytes, not its name: a PNG, JPEG, GIF or WebP
 image is returned for the model to see (downscaled to the provider-safe limits
-when larger); a PDF (``%PDF-``) is the text of a range of its pages; any other
-file is text, or refused as binary. A file named like an image or a PDF is read
+when larger); a PDF (``%PDF-``) is the text of a range of its pages; a
+``.ipynb`` file that holds a notebook is its cells, with their ids, outputs and
+images; any other file is text, or refused as binary. A file named like an image or a PDF is read
 as bytes first, and any other file as text first; a text read that meets binary
 bytes looks at the file's first bytes before refusing it, and one whose first
 line starts ``%PDF-`` (a PDF of plain ASCII) is read again as a PDF. An image or
@@ -22,18 +23,27 @@ from typing import Final, Literal
 import anyio.to_thread
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
-from ctxfs.core import BinaryFile, BytesOutcome, InvalidArgument, TooLarge, number_lines
-from ctxfs.tools.images import ImageLimits, image_type, prepared_image
+from ctxfs.core import (
+    BinaryFile,
+    BytesOutcome,
+    EncodingError,
+    FsError,
+    InvalidArgument,
+    TooLarge,
+    number_lines,
+)
+from ctxfs.tools.images import ImageLimits, PreparedImage, image_type, prepared_image
+from ctxfs.tools.notebooks import NOTEBOOK_SUFFIX, NotANotebook, is_notebook_path, render_notebook
 from ctxfs.tools.pdfs import is_pdf, page_range, pdf_text
 from ctxfs.tools.render import count, size
 from ctxfs.tools.results import MediaPart, ResultData, ToolResult
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
-__all__ = ["READ", "ImageInfo", "PdfInfo", "ReadArgs", "ReadData", "ReadTool"]
+__all__ = ["READ", "ImageInfo", "NotebookInfo", "PdfInfo", "ReadArgs", "ReadData", "ReadTool"]
 
-Kind = Literal["text", "image", "pdf"]
+Kind = Literal["text", "image", "pdf", "notebook"]
 
-_MEDIA_SUFFIXES: Final = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".pdf")
+_MEDIA_SUFFIXES: Final = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".pdf", NOTEBOOK_SUFFIX)
 """Names read as bytes first (what they hold still decides how they are read)."""
 _HEAD_BYTES: Final = 16
 """Leading bytes that tell an image or a PDF (WebP needs 12)."""
@@ -44,13 +54,23 @@ class ReadArgs(ToolArgs):
 
     file_path: str = Field(description="Path of the file, relative to the workspace root.")
     offset: PositiveInt | None = Field(
-        default=None, description="1-based number of the first line to return (default 1)."
+        default=None,
+        description="1-based number of the first line to return (default 1); "
+        "of a notebook, the first cell.",
     )
-    limit: PositiveInt | None = Field(default=None, description="How many lines to return at most.")
+    limit: PositiveInt | None = Field(
+        default=None, description="How many lines (of a notebook: cells) to return at most."
+    )
     pages: str | None = Field(
         default=None,
         description="PDF only: the pages to read, as '3', '1-5' or '4-' (from 4 to the end); "
         "default: from page 1, as many as fit.",
+    )
+    encoding: str | None = Field(
+        default=None,
+        description="Text only: the encoding to read a file in that is not UTF-8, when the "
+        "read was refused as ambiguous (one of the candidates it named, e.g. 'cp1251'); "
+        "edits of what was read keep it.",
     )
 
     @field_validator("pages")
@@ -93,8 +113,24 @@ class PdfInfo(BaseModel):
     textless_pages: list[int] = Field(description="Pages shown that hold no text (scans).")
 
 
+class NotebookInfo(BaseModel):
+    """The cells of a notebook a ``read`` returned."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cells: int
+    first_cell: int = Field(description="1-based number of the first cell shown.")
+    last_cell: int
+    next_cell: int | None = Field(description="The offset that continues; None at the end.")
+    nbformat: str
+    language: str | None
+    images: int = Field(description="Image outputs returned as images.")
+    left_out_images: int = Field(description="Image outputs of the cells shown, not returned.")
+    cut_outputs: int = Field(description="Outputs shown in part.")
+
+
 class ReadData(ResultData):
-    """The data of a ``read`` result: the text fields, or ``image``, or ``pdf``, by ``kind``."""
+    """The data of a ``read`` result: the text fields, or ``image``, ``pdf`` or ``notebook``."""
 
     kind: Kind = "text"
     content: str | None = Field(
@@ -118,6 +154,7 @@ class ReadData(ResultData):
     encoding: str | None = None
     image: ImageInfo | None = None
     pdf: PdfInfo | None = None
+    notebook: NotebookInfo | None = None
 
 
 Shown = tuple[ReadData, tuple[MediaPart, ...]]
@@ -139,13 +176,17 @@ class ReadTool(Tool[ReadArgs, ReadData]):
             f"{text.max_output_chars:,} characters per call; lines longer than "
             f"{text.max_line_chars:,} characters are cut where marked. A last line in "
             "parentheses says the file ended or gives the exact `offset` to continue with. "
-            "The file's encoding is detected. "
+            "The file's encoding is detected; a file refused as ambiguous names the candidate "
+            "encodings: read it again with one of them as `encoding`. "
             "PNG, JPEG, GIF and WebP images are returned as images (larger than "
             f"{options.max_image_edge:,} pixels on the long edge: downscaled; animations: the "
             "first frame), with a line giving their type and sizes. PDFs are returned as the "
             "text of their pages: `pages` ('3', '1-5', '4-') picks them, as many as fit the "
-            "same character limit; the last line gives the page to continue with. Images and "
-            f"PDFs up to {size(options.max_media_bytes)}. Other binary files are refused."
+            "same character limit; the last line gives the page to continue with. Jupyter "
+            "notebooks (.ipynb) are returned as their cells (id, type, source, outputs; image "
+            "outputs as images) from cell `offset`; change a cell with notebook_edit. Images, "
+            f"PDFs and notebooks up to {size(options.max_media_bytes)}. Other binary files "
+            "are refused."
         )
 
     def page_limit(self, limits: Limits) -> int:
@@ -163,16 +204,16 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         if args.pages is None and not path.lower().endswith(_MEDIA_SUFFIXES):
             try:
                 text = await self._text(step, args)
-            except BinaryFile:
+            except (BinaryFile, EncodingError):  # bytes of an image or a PDF, maybe
                 head = await fs.read_bytes(path, length=_HEAD_BYTES)
-                if _kind_of(head.data) == "text":
+                if _kind_of(head.data, path) == "text":
                     raise
             else:
                 if text.offset != 1 or not (text.content or "").startswith("%PDF-"):
                     return text, ()  # else a PDF with no binary bytes near its start
         most = step.toolset.options.max_media_bytes
         blob = await fs.read_bytes(path, length=most + 1)
-        kind = _kind_of(blob.data)
+        kind = _kind_of(blob.data, path)
         if kind == "text":
             if args.pages is not None:
                 raise InvalidArgument(
@@ -185,7 +226,8 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         _check_arguments(args, kind, blob.path)
         if blob.size > most:
             raise TooLarge(
-                f"{blob.path} is {size(blob.size)}; read takes images and PDFs up to {size(most)}",
+                f"{blob.path} is {size(blob.size)}; read takes images, PDFs and notebooks up to "
+                f"{size(most)}",
                 path=blob.path,
                 hint="It cannot be read whole here.",
                 details={"size": blob.size, "max_media_bytes": most},
@@ -196,7 +238,9 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         most = step.ctx.mount.text_options.default_limit
         limit = min(args.limit or most, most)
         return self.data(
-            await step.ctx.fs.read(args.file_path, offset=args.offset or 1, limit=limit)
+            await step.ctx.fs.read(
+                args.file_path, offset=args.offset or 1, limit=limit, encoding=args.encoding
+            )
         )
 
     def render(self, data: ReadData, args: ReadArgs) -> str:
@@ -204,6 +248,8 @@ class ReadTool(Tool[ReadArgs, ReadData]):
             return _image_text(data.target, data.image)
         if data.pdf is not None:
             return (data.content or "") + _pdf_note(data.target, data.pdf)
+        if data.notebook is not None:
+            return (data.content or "") + _notebook_note(data.notebook)
         if data.total_lines == 0:
             return f"({data.target} is empty)"
         if data.returned_lines == 0:
@@ -215,48 +261,46 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         return number_lines(data.content or "", data.offset or 1) + "\n".join(_notes(data))
 
 
-def _kind_of(head: bytes) -> Kind:
-    """What a file starting with *head* is read as."""
+def _kind_of(head: bytes, path: str) -> Kind:
+    """What a file starting with *head* is read as (a notebook: if it parses as one)."""
     if image_type(head) is not None:
         return "image"
     if is_pdf(head):
         return "pdf"
-    return "text"
+    return "notebook" if is_notebook_path(path) else "text"
 
 
 def _check_arguments(args: ReadArgs, kind: Kind, path: str) -> None:
-    """Refuse the arguments that mean nothing for an image or a PDF."""
+    """Refuse the arguments that mean nothing for an image, a PDF or a notebook."""
     if args.pages is not None and kind != "pdf":
         field = "pages"
-    elif (args.offset or 1) != 1:  # offset=1 is the default, spelled out
+    elif args.encoding is not None:
+        field = "encoding"
+    elif (args.offset or 1) != 1 and kind != "notebook":  # offset=1 is the default, spelled out
         field = "offset"
-    elif args.limit is not None:
+    elif args.limit is not None and kind != "notebook":
         field = "limit"
     else:
         return
-    what = "an image" if kind == "image" else "a PDF"
     raise InvalidArgument(
-        f"{field} does not apply to {path}: it is {what}",
+        f"{field} does not apply to {path}: it is {_ARTICLED[kind]}",
         path=path,
-        hint="Read an image with file_path alone: it is returned whole."
-        if kind == "image"
-        else "Pick a PDF's pages with pages ('3', '1-5' or '4-'), without offset or limit.",
+        hint=_HOW_TO_READ[kind],
         details={"field": field, "kind": kind},
     )
 
 
+_ARTICLED: Final = {"image": "an image", "pdf": "a PDF", "notebook": "a notebook"}
+_HOW_TO_READ: Final = {
+    "image": "Read an image with file_path alone: it is returned whole.",
+    "pdf": "Pick a PDF's pages with pages ('3', '1-5' or '4-'), without offset or limit.",
+    "notebook": "Read a notebook with file_path; offset and limit count cells.",
+}
+
+
 async def _image(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -> Shown:
     del args
-    options = step.toolset.options
-    limits = ImageLimits(
-        max_edge=options.max_image_edge,
-        max_bytes=options.max_image_bytes,
-        max_pixels=options.max_image_pixels,
-    )
-    media_type = image_type(blob.data) or ""
-    image = await anyio.to_thread.run_sync(
-        functools.partial(prepared_image, blob.data, media_type, limits, path=blob.path)
-    )
+    image = await _prepared(step, blob.data, image_type(blob.data) or "", blob.path)
     info = ImageInfo(
         media_type=image.media_type,
         width=image.width,
@@ -269,10 +313,27 @@ async def _image(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome)
         frames=image.frames,
         unchanged=image.unchanged,
     )
-    part = MediaPart(
+    data = tool.data(target=blob.path, version=blob.version, kind="image", image=info)
+    return data, (_part(image),)
+
+
+async def _prepared(step: Step, data: bytes, media_type: str, path: str) -> PreparedImage:
+    """*data* as it fits the toolset's image limits (Pillow, off the event loop)."""
+    options = step.toolset.options
+    limits = ImageLimits(
+        max_edge=options.max_image_edge,
+        max_bytes=options.max_image_bytes,
+        max_pixels=options.max_image_pixels,
+    )
+    return await anyio.to_thread.run_sync(
+        functools.partial(prepared_image, data, media_type, limits, path=path)
+    )
+
+
+def _part(image: PreparedImage) -> MediaPart:
+    return MediaPart(
         media_type=image.media_type, data=image.data, width=image.width, height=image.height
     )
-    return tool.data(target=blob.path, version=blob.version, kind="image", image=info), (part,)
 
 
 async def _pdf(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -> Shown:
@@ -300,8 +361,55 @@ async def _pdf(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -
     return data, ()
 
 
+async def _notebook(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -> Shown:
+    budget = step.ctx.mount.text_options.max_output_chars
+    render = functools.partial(
+        render_notebook,
+        blob.data,
+        path=blob.path,
+        first_cell=(args.offset or 1) - 1,
+        max_chars=budget,
+        max_cells=args.limit,
+    )
+    try:
+        rendered = await anyio.to_thread.run_sync(render)
+    except NotANotebook:  # named .ipynb, holding something else: it is read as text
+        return await tool._text(step, args), ()
+    except InvalidArgument as refusal:
+        cells = refusal.details.get("cells")
+        told = f"{blob.path} has {cells} cells; there is no cell {args.offset}"
+        raise refusal.retold(told, field="offset") from None
+    parts: list[MediaPart] = []
+    for image in rendered.images:
+        try:
+            prepared = await _prepared(step, image.data, image.media_type, blob.path)
+        except FsError:  # a damaged or huge image output is only named in the text
+            continue
+        parts.append(_part(prepared))
+    info = NotebookInfo(
+        cells=rendered.cells,
+        first_cell=rendered.first_cell + 1,
+        last_cell=rendered.first_cell + rendered.shown_cells,
+        next_cell=None if rendered.next_cell is None else rendered.next_cell + 1,
+        nbformat=rendered.nbformat,
+        language=rendered.language,
+        images=len(parts),
+        left_out_images=rendered.left_out_images + len(rendered.images) - len(parts),
+        cut_outputs=rendered.cut_outputs,
+    )
+    data = tool.data(
+        target=blob.path,
+        version=blob.version,
+        kind="notebook",
+        content=rendered.text,
+        output_capped=rendered.next_cell is not None,
+        notebook=info,
+    )
+    return data, tuple(parts)
+
+
 Reader = Callable[[ReadTool, Step, ReadArgs, BytesOutcome], Awaitable[Shown]]
-_READERS: Final[dict[Kind, Reader]] = {"image": _image, "pdf": _pdf}
+_READERS: Final[dict[Kind, Reader]] = {"image": _image, "pdf": _pdf, "notebook": _notebook}
 """How each kind of file other than text is read, from its whole bytes."""
 
 
@@ -339,6 +447,14 @@ def _pdf_note(target: str | None, pdf: PdfInfo) -> str:
         notes.append("; end of document)")
     else:
         notes.append(f"; continue with pages='{pdf.next_page}-')")
+    return "".join(notes)
+
+
+def _notebook_note(notebook: NotebookInfo) -> str:
+    notes = ["(end of notebook; " if notebook.next_cell is None else "("]
+    notes.append("change a cell with notebook_edit and its id)")
+    if notebook.left_out_images:
+        notes.append(f"\n({count(notebook.left_out_images, 'image output')} not returned)")
     return "".join(notes)
 
 

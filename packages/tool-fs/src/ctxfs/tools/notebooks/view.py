@@ -92,6 +92,7 @@ def render_notebook(
     max_chars: int = DEFAULT_MAX_CHARS,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
     max_images: int = DEFAULT_MAX_IMAGES,
+    max_cells: int | None = None,
 ) -> RenderedNotebook:
     """Render the bytes of a notebook for a model, from cell *first_cell* (0-based).
 
@@ -101,7 +102,8 @@ def render_notebook(
     *max_output_chars* (keeping its beginning and end); an image output shows as
     ``[image N: image/png, attached]`` and comes back in ``images``. Cells are
     shown whole while the text stays within *max_chars* (at least one, cut if it
-    must be); ``next_cell`` then says where to continue.
+    must be), *max_cells* at most; ``next_cell`` then says where to continue. The
+    text numbers cells from 1, as a read's ``offset`` does.
 
     Raises:
         NotANotebook: The bytes are not an nbformat 4 notebook.
@@ -120,7 +122,8 @@ def render_notebook(
     blocks: list[str] = []
     used = 0
     index = first_cell
-    while index < len(cells):
+    last = len(cells) if max_cells is None else min(len(cells), first_cell + max_cells)
+    while index < last:
         block = renderer.cell(cells[index], index)
         if blocks and used + len(block) > max_chars:
             break
@@ -151,7 +154,7 @@ def _header(notebook: Notebook, first: int, end: int) -> str:
     if not count:
         return f"(a Jupyter notebook, nbformat {notebook.version}, with no cells)\n"
     language = f", {notebook.language}" if notebook.language else ""
-    shown = "" if (first, end) == (0, count) else f"; cells {first}-{end - 1} shown"
+    shown = "" if (first, end) == (0, count) else f"; cells {first + 1}-{end} shown"
     return f"(a Jupyter notebook, nbformat {notebook.version}{language}: {count} cells{shown})\n"
 
 
@@ -159,8 +162,8 @@ def _footer(cells: list[dict[str, Any]], next_cell: int | None) -> str:
     if next_cell is None:
         return ""
     return (
-        f"({len(cells) - next_cell} more cells did not fit in this read, from cell "
-        f"{next_cell} ({cell_id_of(cells[next_cell], next_cell)}) on)\n"
+        f"({len(cells) - next_cell} more cells after these: continue with "
+        f"offset={next_cell + 1}, from cell {cell_id_of(cells[next_cell], next_cell)})\n"
     )
 
 

@@ -1,0 +1,183 @@
+"""read of a notebook: its cells with ids and outputs, its image outputs as images, in every shape.
+
+And the read tool's ``encoding``: a file refused as ambiguous is read in a named candidate.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from mcp import Client
+from mcp.types import ImageContent, TextContent
+
+from ctxfs.core import ABSENT, Context, ErrorCode, Fs, MemoryBackend
+from ctxfs.tools import FsToolset, ToolResult
+from ctxfs.tools.builtin.read import ReadData
+from ctxfs.tools.mcpserver import McpTools, create_server
+from ctxfs.tools.replies import anthropic_tool_result, openai_function_call_output
+from tests.tools.conftest import Seed
+from tests.tools.media import dimensions, image
+from tests.tools.test_notebooks import NBFORMAT, code, markdown, notebook
+
+pytestmark = pytest.mark.anyio
+
+NB = "nb.ipynb"
+PLOT = image((64, 48))
+
+
+def plotted() -> bytes:
+    display = {
+        "output_type": "display_data",
+        "data": {"image/png": base64.b64encode(PLOT).decode(), "text/plain": ["<Figure>"]},
+        "metadata": {},
+    }
+    printed = {"output_type": "stream", "name": "stdout", "text": ["x = 3\n"]}
+    return NBFORMAT.dumps(
+        notebook(
+            markdown("intro", "# Sales\n"),
+            code("load", "x = 3\nprint(f'x = {x}')", printed, count=1),
+            code("plot", "plt.plot([1, 2])", display, count=2),
+        )
+    )
+
+
+async def read(tools: FsToolset, ctx: Context, **arguments: object) -> ToolResult:
+    return await tools.execute(ctx, "read", {"file_path": NB, **arguments})
+
+
+async def test_a_notebook_reads_as_cells_with_its_plot_as_an_image(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed(NB, plotted())
+    result = await read(tools, ctx)
+    assert result.error_code is None, result.text
+    data = result.data_as(ReadData)
+    assert data.kind == "notebook"
+    assert data.notebook is not None
+    assert (data.notebook.cells, data.notebook.first_cell, data.notebook.last_cell) == (1 + 2, 1, 3)
+    assert data.notebook.next_cell is None
+    assert data.notebook.images == 1
+    for shown in ('<cell id="intro"', '<cell id="load"', "x = 3\n", "[image 1: image/png"):
+        assert shown in result.text
+    assert result.text.endswith("(end of notebook; change a cell with notebook_edit and its id)")
+    (part,) = result.media
+    assert part.media_type == "image/png"
+    assert part.data == PLOT  # small enough to be sent as it is
+    assert "image" not in json.dumps(result.structured["notebook"]).replace("images", "")
+    assert "data" not in result.structured  # no bytes in the structured form
+
+
+async def test_the_reply_of_each_provider_carries_the_plot(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed(NB, plotted())
+    result = await read(tools, ctx)
+    anthropic = anthropic_tool_result(result, "toolu_1")
+    blocks = [block["type"] for block in anthropic["content"]]
+    assert blocks == ["text", "image"]
+    assert base64.b64decode(anthropic["content"][1]["source"]["data"]) == PLOT
+    openai = openai_function_call_output(result, "call_1")
+    kinds = [item["type"] for item in openai["output"]]
+    assert kinds == ["input_text", "input_image"]
+    assert openai["output"][1]["image_url"].startswith("data:image/png;base64,")
+
+
+async def test_cells_page_by_offset_and_limit_and_a_read_licenses_notebook_edit(
+    fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed(NB, plotted())
+    second = await read(tools, ctx, offset=2, limit=1)
+    assert second.error_code is None, second.text
+    info = second.data_as(ReadData).notebook
+    assert info is not None
+    assert (info.first_cell, info.last_cell, info.next_cell) == (2, 2, 3)
+    assert '<cell id="load"' in second.text
+    assert '<cell id="intro"' not in second.text
+    assert "continue with offset=3, from cell plot" in second.text
+    past = await read(tools, ctx, offset=9)
+    assert past.error_code is ErrorCode.INVALID_ARGUMENT
+    assert past.data.error is not None
+    assert past.data.error.details["field"] == "offset"
+    assert "no cell 9" in past.text
+    edited = await tools.execute(
+        ctx, "notebook_edit", {"file_path": NB, "cell_id": "intro", "new_source": "# Costs\n"}
+    )
+    assert edited.error_code is None, edited.text
+    assert json.loads((await fs.backend.read(NB)).data)["cells"][0]["source"] == "# Costs\n"
+
+
+async def test_a_notebook_changed_after_the_read_is_stale_for_notebook_edit(
+    fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed(NB, plotted())
+    await read(tools, ctx)
+    current = await fs.backend.read(NB)
+    changed = current.data.replace(b"# Sales", b"# Sold!")
+    await fs.backend.write(NB, changed, expect=current.version)
+    refused = await tools.execute(
+        ctx, "notebook_edit", {"file_path": NB, "cell_id": "intro", "new_source": "x"}
+    )
+    assert refused.error_code is ErrorCode.STALE
+    assert (await fs.backend.read(NB)).data == changed
+
+
+async def test_a_file_named_ipynb_that_is_no_notebook_reads_as_text(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed(NB, b'{"not": "a notebook"}\n')
+    result = await read(tools, ctx)
+    assert result.error_code is None, result.text
+    assert result.data_as(ReadData).kind == "text"
+    assert result.text.startswith('1 {"not": "a notebook"}')
+
+
+async def test_pages_and_encoding_do_not_apply_to_a_notebook(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed(NB, plotted())
+    for arguments in ({"pages": "1"}, {"encoding": "cp1251"}):
+        refused = await read(tools, ctx, **arguments)
+        assert refused.error_code is ErrorCode.INVALID_ARGUMENT, arguments
+        assert refused.data.error is not None
+        assert refused.data.error.details["field"] == next(iter(arguments))
+
+
+async def test_mcp_clients_get_the_cells_as_text_and_the_plot_as_image_content() -> None:
+    fs = Fs(MemoryBackend(), load_entrypoints=False)
+    await fs.backend.write(NB, plotted(), expect=ABSENT)
+    async with Client(create_server(McpTools(fs)), raise_exceptions=True) as client:
+        shown = await client.call_tool("read", {"file_path": NB})
+    assert not shown.is_error
+    text, picture = shown.content
+    assert isinstance(text, TextContent)
+    assert '<cell id="plot"' in text.text
+    assert isinstance(picture, ImageContent)
+    assert picture.mime_type == "image/png"
+    assert dimensions(base64.b64decode(picture.data)) == ("PNG", (64, 48))
+    assert shown.structured_content is not None
+    assert shown.structured_content["kind"] == "notebook"
+
+
+async def test_a_file_refused_as_ambiguous_is_read_in_the_encoding_named(
+    fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    raw = "שלום עולם\n".encode("cp1255")
+    await seed("he.txt", raw)
+    refused = await tools.execute(ctx, "read", {"file_path": "he.txt"})
+    assert refused.error_code is ErrorCode.ENCODING_ERROR
+    assert refused.data.error is not None
+    candidates = refused.data.error.details["encodings"]
+    assert "cp1255" in candidates
+    assert all(name in refused.text for name in candidates)
+    shown = await tools.execute(ctx, "read", {"file_path": "he.txt", "encoding": "cp1255"})
+    assert shown.text.startswith("1 שלום עולם\n")
+    assert "(decoded as cp1255; changes keep that encoding)" in shown.text
+    edited = await tools.execute(
+        ctx, "edit", {"file_path": "he.txt", "old_string": "עולם", "new_string": "חבר"}
+    )
+    assert edited.error_code is None, edited.text
+    assert (await fs.backend.read("he.txt")).data == "שלום חבר\n".encode("cp1255")
+    unknown = await tools.execute(ctx, "read", {"file_path": "he.txt", "encoding": "klingon"})
+    assert unknown.error_code is ErrorCode.INVALID_ARGUMENT
