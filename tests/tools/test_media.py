@@ -29,8 +29,7 @@ from ctxfs.core import (
     TextOptions,
 )
 from ctxfs.local import LocalBackend
-from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions
-from ctxfs.tools.builtin import read as read_module
+from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions, readers
 from ctxfs.tools.images import prepared_image
 from ctxfs.tools.pdfs import pdf_text
 from tests.tools.conftest import Seed
@@ -467,8 +466,8 @@ async def test_pillow_and_pypdf_run_off_the_event_loop(
 
         return spy
 
-    monkeypatch.setattr(read_module, "prepared_image", spied(prepared_image))
-    monkeypatch.setattr(read_module, "pdf_text", spied(pdf_text))
+    monkeypatch.setattr(readers, "prepared_image", spied(prepared_image))
+    monkeypatch.setattr(readers, "pdf_text", spied(pdf_text))
     await seed("logo.png", image((20, 20)))
     await seed("report.pdf", REPORT)
     image_of(await read(tools, ctx, "logo.png"))

@@ -30,11 +30,12 @@ from ctxfs.tools.builtin.glob import GlobArgs, GlobData
 from ctxfs.tools.builtin.grep import GrepArgs, GrepData, GrepMatch
 from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
 from ctxfs.tools.builtin.patch_call import answer_patch_call
-from ctxfs.tools.builtin.read import ImageInfo, PdfInfo, ReadArgs, ReadData
+from ctxfs.tools.builtin.read import ReadArgs, ReadData
 from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
 from ctxfs.tools.builtin.text_editor import InsertData
 from ctxfs.tools.builtin.write import WriteArgs, WriteData
 from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
+from ctxfs.tools.readers import ImageInfo, NotebookInfo, PdfInfo
 from ctxfs.tools.replies import (
     anthropic_tool_result,
     openai_chat_messages,
@@ -67,6 +68,7 @@ __all__ = [
     "ListData",
     "ListDirArgs",
     "MediaPart",
+    "NotebookInfo",
     "Offer",
     "Offering",
     "PatchData",

@@ -11,37 +11,35 @@ line starts ``%PDF-`` (a PDF of plain ASCII) is read again as a PDF. An image or
 a PDF is read whole, so its read is a complete observation (``write_bytes`` may
 replace it).
 
-Each kind of file is one reader in ``_READERS``: another kind is one more entry.
+Each kind of file but text is one reader in :mod:`ctxfs.tools.readers`.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
-from typing import Final, Literal
+from typing import Final
 
-import anyio.to_thread
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveInt, field_validator
+from pydantic import AliasChoices, Field, PositiveInt, field_validator
 
-from ctxfs.core import (
-    BinaryFile,
-    BytesOutcome,
-    EncodingError,
-    FsError,
-    InvalidArgument,
-    TooLarge,
-    number_lines,
+from ctxfs.core import BinaryFile, EncodingError, InvalidArgument, TooLarge, number_lines
+from ctxfs.tools.notebooks import NOTEBOOK_SUFFIX, NotANotebook
+from ctxfs.tools.pdfs import page_range
+from ctxfs.tools.readers import (
+    READERS,
+    ImageInfo,
+    Kind,
+    NotebookInfo,
+    Part,
+    PdfInfo,
+    describe_image,
+    kind_of,
+    notebook_note,
+    pdf_note,
 )
-from ctxfs.tools.images import ImageLimits, PreparedImage, image_type, prepared_image
-from ctxfs.tools.notebooks import NOTEBOOK_SUFFIX, NotANotebook, is_notebook_path, render_notebook
-from ctxfs.tools.pdfs import is_pdf, page_range, pdf_text
 from ctxfs.tools.render import count, size
 from ctxfs.tools.results import MediaPart, ResultData, ToolResult
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["READ", "ImageInfo", "NotebookInfo", "PdfInfo", "ReadArgs", "ReadData", "ReadTool"]
-
-Kind = Literal["text", "image", "pdf", "notebook"]
 
 _MEDIA_SUFFIXES: Final = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".pdf", NOTEBOOK_SUFFIX)
 """Names read as bytes first (what they hold still decides how they are read)."""
@@ -79,54 +77,6 @@ class ReadArgs(ToolArgs):
         if pages is not None:
             page_range(pages)  # raises ValueError, which names the forms
         return pages
-
-
-class ImageInfo(BaseModel):
-    """The image a ``read`` returned: as sent, and as the file holds it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    media_type: str = Field(description="The media type of the image as sent.")
-    width: int
-    height: int
-    sent_bytes: int
-    original_media_type: str
-    original_width: int
-    original_height: int
-    original_bytes: int
-    frames: int = Field(description="Frames of the file (an animation: only the first is sent).")
-    unchanged: bool = Field(description="Whether the file's own bytes were sent.")
-
-
-class PdfInfo(BaseModel):
-    """The pages of a PDF a ``read`` returned."""
-
-    model_config = ConfigDict(frozen=True)
-
-    total_pages: int
-    first_page: int
-    last_page: int
-    next_page: int | None = Field(description="The page to continue with; None after the last.")
-    cut_page: int | None = Field(
-        description="A page larger than the output limit, shown only in part."
-    )
-    textless_pages: list[int] = Field(description="Pages shown that hold no text (scans).")
-
-
-class NotebookInfo(BaseModel):
-    """The cells of a notebook a ``read`` returned."""
-
-    model_config = ConfigDict(frozen=True)
-
-    cells: int
-    first_cell: int = Field(description="1-based number of the first cell shown.")
-    last_cell: int
-    next_cell: int | None = Field(description="The offset that continues; None at the end.")
-    nbformat: str
-    language: str | None
-    images: int = Field(description="Image outputs returned as images.")
-    left_out_images: int = Field(description="Image outputs of the cells shown, not returned.")
-    cut_outputs: int = Field(description="Outputs shown in part.")
 
 
 class ReadData(ResultData):
@@ -206,14 +156,14 @@ class ReadTool(Tool[ReadArgs, ReadData]):
                 text = await self._text(step, args)
             except (BinaryFile, EncodingError):  # bytes of an image or a PDF, maybe
                 head = await fs.read_bytes(path, length=_HEAD_BYTES)
-                if _kind_of(head.data, path) == "text":
+                if kind_of(head.data, path) == "text":
                     raise
             else:
                 if text.offset != 1 or not (text.content or "").startswith("%PDF-"):
                     return text, ()  # else a PDF with no binary bytes near its start
         most = step.toolset.options.max_media_bytes
         blob = await fs.read_bytes(path, length=most + 1)
-        kind = _kind_of(blob.data, path)
+        kind = kind_of(blob.data, path)
         if kind == "text":
             if args.pages is not None:
                 raise InvalidArgument(
@@ -232,7 +182,13 @@ class ReadTool(Tool[ReadArgs, ReadData]):
                 hint="It cannot be read whole here.",
                 details={"size": blob.size, "max_media_bytes": most},
             )
-        return await _READERS[kind](self, step, args, blob)
+        part = Part(offset=args.offset, limit=args.limit, pages=args.pages)
+        try:
+            reading = await READERS[kind](step, blob, part)
+        except NotANotebook:  # named .ipynb, holding something else: it is read as text
+            return await self._text(step, args), ()
+        data = self.data(target=blob.path, version=blob.version, **reading.fields)
+        return data, reading.media
 
     async def _text(self, step: Step, args: ReadArgs) -> ReadData:
         most = step.ctx.mount.text_options.default_limit
@@ -245,11 +201,11 @@ class ReadTool(Tool[ReadArgs, ReadData]):
 
     def render(self, data: ReadData, args: ReadArgs) -> str:
         if data.image is not None:
-            return _image_text(data.target, data.image)
+            return describe_image(data.target, data.image)
         if data.pdf is not None:
-            return (data.content or "") + _pdf_note(data.target, data.pdf)
+            return (data.content or "") + pdf_note(data.target, data.pdf)
         if data.notebook is not None:
-            return (data.content or "") + _notebook_note(data.notebook)
+            return (data.content or "") + notebook_note(data.notebook)
         if data.total_lines == 0:
             return f"({data.target} is empty)"
         if data.returned_lines == 0:
@@ -259,15 +215,6 @@ class ReadTool(Tool[ReadArgs, ReadData]):
                 f"{data.total_lines})"
             )
         return number_lines(data.content or "", data.offset or 1) + "\n".join(_notes(data))
-
-
-def _kind_of(head: bytes, path: str) -> Kind:
-    """What a file starting with *head* is read as (a notebook: if it parses as one)."""
-    if image_type(head) is not None:
-        return "image"
-    if is_pdf(head):
-        return "pdf"
-    return "notebook" if is_notebook_path(path) else "text"
 
 
 def _check_arguments(args: ReadArgs, kind: Kind, path: str) -> None:
@@ -296,166 +243,6 @@ _HOW_TO_READ: Final = {
     "pdf": "Pick a PDF's pages with pages ('3', '1-5' or '4-'), without offset or limit.",
     "notebook": "Read a notebook with file_path; offset and limit count cells.",
 }
-
-
-async def _image(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -> Shown:
-    del args
-    image = await _prepared(step, blob.data, image_type(blob.data) or "", blob.path)
-    info = ImageInfo(
-        media_type=image.media_type,
-        width=image.width,
-        height=image.height,
-        sent_bytes=len(image.data),
-        original_media_type=image.original_media_type,
-        original_width=image.original_width,
-        original_height=image.original_height,
-        original_bytes=image.original_bytes,
-        frames=image.frames,
-        unchanged=image.unchanged,
-    )
-    data = tool.data(target=blob.path, version=blob.version, kind="image", image=info)
-    return data, (_part(image),)
-
-
-async def _prepared(step: Step, data: bytes, media_type: str, path: str) -> PreparedImage:
-    """*data* as it fits the toolset's image limits (Pillow, off the event loop)."""
-    options = step.toolset.options
-    limits = ImageLimits(
-        max_edge=options.max_image_edge,
-        max_bytes=options.max_image_bytes,
-        max_pixels=options.max_image_pixels,
-    )
-    return await anyio.to_thread.run_sync(
-        functools.partial(prepared_image, data, media_type, limits, path=path)
-    )
-
-
-def _part(image: PreparedImage) -> MediaPart:
-    return MediaPart(
-        media_type=image.media_type, data=image.data, width=image.width, height=image.height
-    )
-
-
-async def _pdf(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -> Shown:
-    pages = None if args.pages is None else page_range(args.pages)
-    budget = step.ctx.mount.text_options.max_output_chars
-    shown = await anyio.to_thread.run_sync(
-        functools.partial(pdf_text, blob.data, pages, max_chars=budget, path=blob.path)
-    )
-    info = PdfInfo(
-        total_pages=shown.total_pages,
-        first_page=shown.first_page,
-        last_page=shown.last_page,
-        next_page=shown.next_page,
-        cut_page=shown.cut_page,
-        textless_pages=list(shown.textless_pages),
-    )
-    data = tool.data(
-        target=blob.path,
-        version=blob.version,
-        kind="pdf",
-        content=shown.text,
-        output_capped=shown.budget_reached,
-        pdf=info,
-    )
-    return data, ()
-
-
-async def _notebook(tool: ReadTool, step: Step, args: ReadArgs, blob: BytesOutcome) -> Shown:
-    budget = step.ctx.mount.text_options.max_output_chars
-    render = functools.partial(
-        render_notebook,
-        blob.data,
-        path=blob.path,
-        first_cell=(args.offset or 1) - 1,
-        max_chars=budget,
-        max_cells=args.limit,
-    )
-    try:
-        rendered = await anyio.to_thread.run_sync(render)
-    except NotANotebook:  # named .ipynb, holding something else: it is read as text
-        return await tool._text(step, args), ()
-    except InvalidArgument as refusal:
-        cells = refusal.details.get("cells")
-        told = f"{blob.path} has {cells} cells; there is no cell {args.offset}"
-        raise refusal.retold(told, field="offset") from None
-    parts: list[MediaPart] = []
-    for image in rendered.images:
-        try:
-            prepared = await _prepared(step, image.data, image.media_type, blob.path)
-        except FsError:  # a damaged or huge image output is only named in the text
-            continue
-        parts.append(_part(prepared))
-    info = NotebookInfo(
-        cells=rendered.cells,
-        first_cell=rendered.first_cell + 1,
-        last_cell=rendered.first_cell + rendered.shown_cells,
-        next_cell=None if rendered.next_cell is None else rendered.next_cell + 1,
-        nbformat=rendered.nbformat,
-        language=rendered.language,
-        images=len(parts),
-        left_out_images=rendered.left_out_images + len(rendered.images) - len(parts),
-        cut_outputs=rendered.cut_outputs,
-    )
-    data = tool.data(
-        target=blob.path,
-        version=blob.version,
-        kind="notebook",
-        content=rendered.text,
-        output_capped=rendered.next_cell is not None,
-        notebook=info,
-    )
-    return data, tuple(parts)
-
-
-Reader = Callable[[ReadTool, Step, ReadArgs, BytesOutcome], Awaitable[Shown]]
-_READERS: Final[dict[Kind, Reader]] = {"image": _image, "pdf": _pdf, "notebook": _notebook}
-"""How each kind of file other than text is read, from its whole bytes."""
-
-
-def _image_text(target: str | None, image: ImageInfo) -> str:
-    original = (
-        f"{image.original_media_type}, {image.original_width}x{image.original_height} px, "
-        f"{size(image.original_bytes)}"
-    )
-    if image.unchanged:
-        sent = "as it is"
-    else:
-        resized = (image.width, image.height) != (image.original_width, image.original_height)
-        sent = (
-            f"{'downscaled' if resized else 're-encoded'} to {image.width}x{image.height} px "
-            f"as {image.media_type} ({size(image.sent_bytes)})"
-        )
-    text = f"Returned the image {target} ({original}), {sent}."
-    if image.frames > 1:
-        text += f" It is an animation: only its first of {image.frames} frames is sent."
-    return text
-
-
-def _pdf_note(target: str | None, pdf: PdfInfo) -> str:
-    if pdf.last_page < pdf.first_page:
-        return f"({target} is a PDF with no pages)"
-    shown = (
-        f"page {pdf.first_page}"
-        if pdf.first_page == pdf.last_page
-        else f"pages {pdf.first_page}-{pdf.last_page}"
-    )
-    notes = [f"({shown} of {pdf.total_pages} of the PDF {target}"]
-    if pdf.cut_page is not None:
-        notes.append(f"; page {pdf.cut_page} was cut at the output limit")
-    if pdf.next_page is None:
-        notes.append("; end of document)")
-    else:
-        notes.append(f"; continue with pages='{pdf.next_page}-')")
-    return "".join(notes)
-
-
-def _notebook_note(notebook: NotebookInfo) -> str:
-    notes = ["(end of notebook; " if notebook.next_cell is None else "("]
-    notes.append("change a cell with notebook_edit and its id)")
-    if notebook.left_out_images:
-        notes.append(f"\n({count(notebook.left_out_images, 'image output')} not returned)")
-    return "".join(notes)
 
 
 def _notes(data: ReadData) -> list[str]:
