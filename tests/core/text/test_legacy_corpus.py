@@ -201,3 +201,36 @@ def test_options_refuse_an_unknown_override() -> None:
     with pytest.raises(LookupError):
         TextOptions(encoding_overrides={"*.txt": "klingon-8"})
     assert codecs.lookup(TextOptions().pinned("latin1").legacy_encodings[0]).name == "iso8859-1"
+
+
+@pytest.mark.parametrize(
+    ("text", "page"),
+    [
+        (PARAGRAPHS["hebrew"] + " המחיר: 50 ₪.", "cp1255"),
+        ("price = 50  # מחיר בשקלים ₪\n", "cp1255"),
+        ("La función tarda 5 µs en ejecutarse.", "cp1252"),
+        ("// retardo de 10 µs entre lecturas, véase la página 3\n", "latin-1"),
+        ("Praça nº 5\n", "cp1252"),
+        ("# ฟังก์ชันนี้คืนค่าผลรวม\n", "cp874"),
+        ("ยินดีต้อนรับ\n", "cp874"),
+        ("設定\n", "euc_jp"),
+        ("東京都\n", "euc_jp"),
+        ("中文\n", "big5"),
+        ("# 說明\n", "big5"),
+        ("程序\n", "gbk"),
+        ("変数名\n", "shift_jis"),
+        ("# 場合\n", "shift_jis"),
+        ('msg = "るこ"\n', "cp932"),
+        ("Αν\n", "cp1253"),
+        ("أن\n", "cp1256"),
+        ("wartość\n", "iso8859-2"),
+        ("韓國\n", "euc_kr"),
+        ("print('Ошибка')\n", "cp1251"),
+    ],
+)
+def test_short_strings_that_once_read_wrong_are_read_right_or_refused(text: str, page: str) -> None:
+    data = (
+        unicodedata.normalize("NFD", text).encode(page) if page == "cp1258" else text.encode(page)
+    )
+    shown = reading(data)
+    assert isinstance(shown, EncodingError) or shown == data.decode(page), shown

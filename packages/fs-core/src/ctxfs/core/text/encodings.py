@@ -7,18 +7,22 @@ Order of decisions:
    show it and the text decodes clean. Then content decides binary: a NUL
    byte, or too many control characters, in the leading bytes. File names are
    never consulted.
-3. Valid UTF-8 is UTF-8. UTF-8 with a few invalid bytes among valid text stays
+3. Valid UTF-8 is UTF-8. UTF-8 with a few invalid bytes among valid text (two
+   valid characters beyond ASCII to each invalid byte, or one of the common
+   scripts: legacy text pairs up into a few odd characters by accident) stays
    UTF-8, and the invalid bytes are carried through edits untouched.
 4. Otherwise the legacy encodings of :class:`TextOptions` are weighed by
    evidence (:mod:`~ctxfs.core.text.legacy`): one is chosen only if every
    other reading of the bytes is no language, or the same text. Anything else
    is refused with ``EncodingError`` (naming the candidates when several
-   fit): a file is never shown under a guess, nor damaged.
+   fit): a file is never shown under a guess, nor damaged. (A few stray bytes
+   in ASCII text that no code page explains are carried as in 3.)
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -117,12 +121,14 @@ def detect_encoding(
     valid = data.decode("utf-8", "ignore")
     invalid = len(data) - len(valid.encode())  # bytes of no valid sequence
     valid_non_ascii = len(valid) - len(valid.encode("ascii", "ignore"))
-    if valid_non_ascii >= invalid:
+    if _assigned(valid) and (
+        valid_non_ascii >= 2 * invalid or (valid_non_ascii >= max(invalid, 2) and _common(valid))
+    ):  # UTF-8 with damage
         return TextEncoding(codec="utf-8", keeps_invalid_bytes=True)
     legacy = detect_legacy(data, options.legacy_encodings, path=path, complete=complete)
     if legacy is not None:
         return TextEncoding(codec=legacy)
-    if invalid <= _STRAY_BYTES_TOLERATED:
+    if invalid <= _STRAY_BYTES_TOLERATED and not valid_non_ascii:  # stray bytes in ASCII
         return TextEncoding(codec="utf-8", keeps_invalid_bytes=True)
     tried = ", ".join(options.legacy_encodings) or "none configured"
     raise EncodingError(
@@ -174,6 +180,25 @@ def _unmarked_wide(data: bytes, *, complete: bool) -> str | None:
         ):
             return codec
     return None
+
+
+_COMMON_BLOCKS: Final = re.compile(
+    "[\u00a0-\u017f\u0370-\u04ff\u2000-\u20cf\u3000-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff00-\uffef]"
+)
+
+
+def _common(text: str) -> bool:
+    """Whether every character of *text* beyond ASCII is of the blocks most text uses.
+
+    (Accented Latin, Greek, Cyrillic, punctuation, kana, common ideographs, hangul: what
+    pairs of legacy bytes read as UTF-8 by accident rarely are.)
+    """
+    return all(_COMMON_BLOCKS.match(char) for char in set(text) if char > "\x7f")
+
+
+def _assigned(text: str) -> bool:
+    """Whether *text* holds no unassigned or private-use characters (accidental UTF-8 does)."""
+    return not any(unicodedata.category(char) in ("Cn", "Co") for char in set(text))
 
 
 def _one_alphabet(high_bytes: bytes, nul_share: float) -> bool:

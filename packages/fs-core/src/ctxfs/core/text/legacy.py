@@ -191,7 +191,11 @@ def _judge(codec: str, text: str) -> _Fit | None:
         chars = [char for char in sample if char > "\x7f"]
         return None if _inside_latin_words(sample) else family(chars)
     script = _SCRIPT.get(name, "LATIN")
-    distinct_letters = {char for char in set(sample) if char > "\x7f" and char.isalpha()}
+    distinct_letters = {
+        char
+        for char in set(sample)
+        if char > "\x7f" and char.isalpha() and char not in _PUNCTUATION
+    }
     counts = Counter(sample)
     letters = {char: counts[char] for char in distinct_letters}
     if not _used_like_the_language(script, letters) or _odd_words(
@@ -235,7 +239,7 @@ def _possible(name: str, text: str) -> bool:
         return False
     if not beyond_ascii or name in _CJK:
         return True
-    letters = {char for char in beyond_ascii if char.isalpha()}
+    letters = {char for char in beyond_ascii if char.isalpha() and char not in _PUNCTUATION}
     script = _SCRIPT.get(name, "LATIN")
     return not (
         any(
@@ -256,9 +260,10 @@ def _used_like_the_language(script: str, letters: dict[str, int]) -> bool:
     return True
 
 
-_WORD: Final = re.compile(r"[^\W\d_][^\s\d_]*")
-"""A letter and what follows up to a space or digit (``pr№ft`` is one word); trimmed of
-what trails its last letter or mark."""
+_WORD: Final = re.compile(r"[^\W\d_][^\s\d_!-&(-,./:-@\[-^`{-~]*")
+"""A letter and what follows up to a space, a digit or ASCII punctuation but ``'`` and ``-``
+(``pr№ft`` is one word, ``print('Ошибка')`` three); trimmed of what trails its last letter
+or mark."""
 _WITHIN_WORDS: Final = frozenset("'’ʼ·־׳״-–\u00ad\u200c\u200d")  # noqa: RUF001
 """Characters that join the letters of real words: apostrophes, hyphens, the middle dot."""
 
@@ -353,9 +358,10 @@ _SCRIPT: Final = {
 }
 
 _PUNCTUATION: Final = frozenset(
-    "\u00a0«»“”‘’„–—…•€£¥¢°§©®™±×÷¡¿·¶µ½¼¾¹²³‰†‡‹›№،؛؟־׳״΄΅฿"  # noqa: RUF001
+    "\u00a0«»“”‘’„–—…•€£¥¢°§©®™±×÷¡¿·¶µ½¼¾¹²³‰†‡‹›№،؛؟־׳״΄΅฿₪₫₴₽ºª"  # noqa: RUF001
 )
-"""Characters beyond ASCII, not letters, that real text of these languages uses."""
+"""Characters beyond ASCII, not letters of a script, that real text of these languages uses
+(with the micro sign and the ordinal indicators, letters of no script)."""
 
 _LATIN_ALPHABETS: Final = tuple(
     frozenset(letters)
@@ -426,28 +432,29 @@ _RARE_LOG_FREQUENCY: Final = math.log(0.01 / 100)
 
 def _japanese(chars: list[str]) -> _Fit | None:
     kana = sum(1 for char in chars if "\u3041" <= char <= "\u30ff")
-    if not kana or any("\uff61" <= char <= "\uff9f" for char in chars):
+    if any("\uff61" <= char <= "\uff9f" for char in chars):  # half-width katakana: no text
         return None
-    return (
-        _Fit(tier=_TIER_SCRIPT, score=kana / len(chars))
-        if _share(chars, _is_cjk_text) >= 0.95
-        else None
-    )
+    if not kana and len(chars) >= _ENOUGH_CJK:  # Japanese text of any length has kana
+        return None
+    return _script_fit(kana, chars)
 
 
 def _korean(chars: list[str]) -> _Fit | None:
     syllables = [char for char in chars if "\uac00" <= char <= "\ud7a3"]
     hanja = sum(1 for char in chars if "\u4e00" <= char <= "\u9fff")
-    if not syllables or len(syllables) < 4 * hanja:
+    if len(chars) >= _ENOUGH_CJK and len(syllables) < 4 * hanja:
         return None
-    if _share(syllables, _is_common_hangul) < 0.9:  # cp949's extra syllables are rare ones
+    if syllables and _share(syllables, _is_common_hangul) < 0.9:  # cp949's extras are rare
         return None
-    hangul = len(syllables)
-    return (
-        _Fit(tier=_TIER_SCRIPT, score=hangul / len(chars))
-        if _share(chars, _is_cjk_text) >= 0.95
-        else None
-    )
+    return _script_fit(len(syllables), chars)
+
+
+def _script_fit(in_script: int, chars: list[str]) -> _Fit | None:
+    """Kana or hangul: a reading that beats the others, given enough of them; else a rival."""
+    if _share(chars, _is_cjk_text) < 0.95:
+        return None
+    tier = _TIER_SCRIPT if in_script >= _ENOUGH_CJK else _TIER_IDEOGRAPHS
+    return _Fit(tier=tier, score=in_script / len(chars))
 
 
 def _chinese(chars: list[str]) -> _Fit | None:
@@ -455,7 +462,9 @@ def _chinese(chars: list[str]) -> _Fit | None:
     if not ideographs or _share(chars, _is_cjk_text) < 0.95:
         return None
     common = sum(1 for char in ideographs if char in _COMMON_HANZI) / len(ideographs)
-    return _Fit(tier=_TIER_IDEOGRAPHS, score=common) if common >= 0.1 else None
+    if common < 0.1 and len(ideographs) >= _ENOUGH_CJK:  # too few is no evidence either way
+        return None
+    return _Fit(tier=_TIER_IDEOGRAPHS, score=common)
 
 
 def _is_common_hangul(char: str) -> bool:
@@ -495,6 +504,8 @@ _CJK: Final[dict[str, Callable[[list[str]], _Fit | None]]] = {
 
 # The most frequent characters of written Chinese, simplified and traditional forms:
 # the right decoding of real text is rich in them, a wrong one almost never is.
+_ENOUGH_CJK: Final = 8
+"""Kana, hangul or ideographs below which a reading proves nothing: it is only a rival."""
 _COMMON_HANZI: Final = frozenset(
     "的一是不了在人有我他这個个们們中来來上大为為和国國地到以说說时時要就出会會可也你对對"
     "生能而子那得于於着著下自之年过過发發后後作里裡用道行所然家种種事成方多经經么麼去法学學"
