@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 from mcp.types import ImageContent, TextContent
 
-from ctxfs.core import ABSENT, Context, ErrorCode, Fs, MemoryBackend
-from ctxfs.tools import FsToolset, ToolResult
+from ctxfs.core import ABSENT, Context, ErrorCode, Fs, FsError, MemoryBackend
+from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from ctxfs.tools.builtin.read import ReadData
 from ctxfs.tools.mcpserver import McpTools, create_server
 from ctxfs.tools.replies import anthropic_tool_result, openai_function_call_output
@@ -181,3 +181,33 @@ async def test_a_file_refused_as_ambiguous_is_read_in_the_encoding_named(
     assert (await fs.backend.read("he.txt")).data == "שלום חבר\n".encode("cp1255")
     unknown = await tools.execute(ctx, "read", {"file_path": "he.txt", "encoding": "klingon"})
     assert unknown.error_code is ErrorCode.INVALID_ARGUMENT
+
+
+async def test_a_refused_read_licenses_nothing(
+    fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("blob.bin", b"\x00\x01binary\x00" * 10)
+    await seed("big.ipynb", plotted())
+    await seed("big.png", image((300, 300), noise=True))
+    small = FsToolset(options=ToolsetOptions(max_media_bytes=1_000))
+    assert (await tools.execute(ctx, "read", {"file_path": "blob.bin"})).error_code is (
+        ErrorCode.BINARY_FILE
+    )
+    for name in ("big.ipynb", "big.png"):
+        refused = await small.execute(ctx, "read", {"file_path": name})
+        assert refused.error_code is ErrorCode.TOO_LARGE, refused.text
+    for name in ("blob.bin", "big.ipynb", "big.png"):
+        deleted = await tools.execute(ctx, "delete", {"file_path": name})
+        assert deleted.error_code is ErrorCode.NOT_OBSERVED, (name, deleted.text)
+    assert (await fs.backend.read("blob.bin")).data.startswith(b"\x00\x01binary")
+
+
+async def test_a_byte_read_without_observing_licenses_nothing(
+    fs: Fs, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.txt", b"hello\n")
+    peeked = await ctx.fs.read_bytes("a.txt", length=2, observe=False)
+    assert (peeked.data, peeked.size) == (b"he", 6)
+    with pytest.raises(FsError) as refused:
+        await ctx.fs.delete("a.txt")
+    assert refused.value.code is ErrorCode.NOT_OBSERVED

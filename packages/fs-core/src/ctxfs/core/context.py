@@ -185,15 +185,16 @@ class ContextFs:
         )
 
     async def read_bytes(
-        self, path: str, *, offset: int = 0, length: int | None = None
+        self, path: str, *, offset: int = 0, length: int | None = None, observe: bool = True
     ) -> BytesOutcome:
         """Read a file's bytes, text or not: *length* bytes from *offset*, or to its end.
 
         An observation like :meth:`read`'s: the whole file is a complete one
         (it licenses :meth:`write` and :meth:`write_bytes` over the file), a
-        range a partial one (it licenses edits, moves and deletes). Reading to
-        the end holds the rest of the file in memory: above
-        ``TextOptions.max_edit_bytes`` it is refused.
+        range a partial one (it licenses edits, moves and deletes). With
+        ``observe=False`` it is none (a look at a file's first bytes, to tell
+        what it is, licenses nothing). Reading to the end holds the rest of the
+        file in memory: above ``TextOptions.max_edit_bytes`` it is refused.
 
         Raises:
             NotFound, IsADirectory, NotARegularFile, InvalidArgument (a negative
@@ -217,7 +218,8 @@ class ContextFs:
             )
             complete = offset == 0 and len(blob.data) == blob.size
             report.after = blob.version
-            await mount.hooks.observed(ctx, op, blob.version, complete=complete)
+            if observe:
+                await mount.hooks.observed(ctx, op, blob.version, complete=complete)
         return BytesOutcome(
             path=op.path,
             data=blob.data,

@@ -151,37 +151,34 @@ class ReadTool(Tool[ReadArgs, ReadData]):
 
     async def _shown(self, step: Step, args: ReadArgs) -> Shown:
         fs, path = step.ctx.fs, args.file_path
+        head = None  # the first bytes, which tell an image or a PDF (not an observation)
         if args.pages is None and not path.lower().endswith(_MEDIA_SUFFIXES):
             try:
                 text = await self._text(step, args)
             except (BinaryFile, EncodingError):  # bytes of an image or a PDF, maybe
-                head = await fs.read_bytes(path, length=_HEAD_BYTES)
+                head = await fs.read_bytes(path, length=_HEAD_BYTES, observe=False)
                 if kind_of(head.data, path) == "text":
                     raise
             else:
                 if text.offset != 1 or not (text.content or "").startswith("%PDF-"):
                     return text, ()  # else a PDF with no binary bytes near its start
-        most = step.toolset.options.max_media_bytes
-        blob = await fs.read_bytes(path, length=most + 1)
-        kind = kind_of(blob.data, path)
+        if head is None:
+            head = await fs.read_bytes(path, length=_HEAD_BYTES, observe=False)
+        kind = kind_of(head.data, path)
         if kind == "text":
             if args.pages is not None:
                 raise InvalidArgument(
-                    f"pages is for PDFs; {blob.path} is not a PDF",
-                    path=blob.path,
+                    f"pages is for PDFs; {head.path} is not a PDF",
+                    path=head.path,
                     hint="Read a text file by lines, with offset and limit.",
                     details={"field": "pages"},
                 )
             return await self._text(step, args), ()  # named like an image, holding text
-        _check_arguments(args, kind, blob.path)
-        if blob.size > most:
-            raise TooLarge(
-                f"{blob.path} is {size(blob.size)}; read takes images, PDFs and notebooks up to "
-                f"{size(most)}",
-                path=blob.path,
-                hint="It cannot be read whole here.",
-                details={"size": blob.size, "max_media_bytes": most},
-            )
+        _check_arguments(args, kind, head.path)
+        most = step.toolset.options.max_media_bytes
+        _check_size(head.path, head.size, most)  # before the read that observes it
+        blob = await fs.read_bytes(path, length=most + 1)
+        _check_size(blob.path, blob.size, most)  # (it grew meanwhile)
         part = Part(offset=args.offset, limit=args.limit, pages=args.pages)
         try:
             reading = await READERS[kind](step, blob, part)
@@ -215,6 +212,17 @@ class ReadTool(Tool[ReadArgs, ReadData]):
                 f"{data.total_lines})"
             )
         return number_lines(data.content or "", data.offset or 1) + "\n".join(_notes(data))
+
+
+def _check_size(path: str, size_of_file: int, most: int) -> None:
+    if size_of_file > most:
+        raise TooLarge(
+            f"{path} is {size(size_of_file)}; read takes images, PDFs and notebooks up to "
+            f"{size(most)}",
+            path=path,
+            hint="It cannot be read whole here.",
+            details={"size": size_of_file, "max_media_bytes": most},
+        )
 
 
 def _check_arguments(args: ReadArgs, kind: Kind, path: str) -> None:
