@@ -211,3 +211,60 @@ async def test_a_byte_read_without_observing_licenses_nothing(
     with pytest.raises(FsError) as refused:
         await ctx.fs.delete("a.txt")
     assert refused.value.code is ErrorCode.NOT_OBSERVED
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"cells": [], "metadata": ' + "[" * 5000 + "]" * 5000 + ', "nbformat": 4}',
+        '{"cells": [], "metadata": {"n": ' + "9" * 5000 + '}, "nbformat": 4}',
+    ],
+    ids=["nested too deep", "a number too long"],
+)
+async def test_json_no_reader_takes_is_text_to_read_and_refused_to_edit(
+    tools: FsToolset, ctx: Context, seed: Seed, content: str
+) -> None:
+    await seed(NB, content.encode())
+    shown = await read(tools, ctx)
+    assert shown.error_code is None, shown.text
+    assert shown.data_as(ReadData).kind == "text"
+    edited = await tools.execute(
+        ctx, "notebook_edit", {"file_path": NB, "cell_id": "a", "new_source": "x"}
+    )
+    assert edited.error_code is ErrorCode.INVALID_ARGUMENT, edited.text
+
+
+async def test_a_cell_with_outputs_of_another_shape_is_still_replaced(
+    fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    content = notebook(code("odd", "x = 1"))
+    content["cells"][0]["outputs"] = 5
+    await seed(NB, NBFORMAT.dumps(content))
+    await read(tools, ctx)
+    edited = await tools.execute(
+        ctx, "notebook_edit", {"file_path": NB, "cell_id": "odd", "new_source": "x = 2"}
+    )
+    assert edited.error_code is None, edited.text
+    assert json.loads((await fs.backend.read(NB)).data)["cells"][0]["outputs"] == 5
+
+
+async def test_a_number_json_cannot_hold_is_never_written_as_infinity(
+    fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    content = notebook(code("big", "x = 1"))
+    content["cells"][0]["metadata"] = {"huge": 1e400}
+    data = NBFORMAT.dumps(content).replace(b"Infinity", b"1e400")
+    await seed(NB, data)
+    await read(tools, ctx)
+    edited = await tools.execute(
+        ctx,
+        "notebook_edit",
+        {"file_path": NB, "cell_id": "big", "new_source": "# t", "cell_type": "markdown"},
+    )
+    written = (await fs.backend.read(NB)).data
+    assert b"Infinity" not in written
+    if edited.error_code is None:
+        json.loads(written, parse_constant=lambda name: pytest.fail(f"{name} written"))
+    else:
+        assert edited.error_code is ErrorCode.INVALID_ARGUMENT, edited.text
+        assert written == data

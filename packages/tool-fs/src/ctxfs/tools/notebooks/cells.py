@@ -160,7 +160,12 @@ def edit_notebook(
             changed = _replaced(notebook, index, edit)
             text = where.replaced(index, changed)
             new_cells = [*cells[:index], changed, *cells[index + 1 :]]
-            kept = len(changed.get("outputs") or ()) if changed.get("cell_type") == "code" else 0
+            outputs = changed.get("outputs")
+            kept = (
+                len(outputs)
+                if isinstance(outputs, list) and changed.get("cell_type") == "code"
+                else 0
+            )
     intended = {**notebook.content, "cells": new_cells}
     whole = not _reads_back(text, intended)
     if whole:

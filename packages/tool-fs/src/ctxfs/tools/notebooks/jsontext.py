@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ctxfs.core import InvalidArgument
+
 __all__ = [
     "Layout",
     "Member",
@@ -28,7 +30,7 @@ __all__ = [
 
 _SPACE: Final = re.compile(r"[ \t\n\r]*")
 _DECODER: Final = json.JSONDecoder()
-_ESCAPED_NON_ASCII: Final = re.compile(r"(?<!\\)(?:\\\\)*\\u(?!00[0-7])[0-9a-fA-F]{4}")
+_HEX4: Final = re.compile("[0-9a-fA-F]{4}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +141,7 @@ def line_prefix(text: str, at: int) -> str | None:
 def layout_of(text: str, start: int, members: list[Member]) -> Layout:
     """The layout of the object at *start* with *members* (the top of a document)."""
     newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text and "\n" not in text else "\n"
-    ensure_ascii = text.isascii() and _ESCAPED_NON_ASCII.search(text) is not None
+    ensure_ascii = text.isascii() and "\\u" in text and _escapes_beyond_ascii(text)
     if not members:
         return Layout(
             indent=" ",
@@ -168,6 +170,25 @@ def layout_of(text: str, start: int, members: list[Member]) -> Layout:
     )
 
 
+def _escapes_beyond_ascii(text: str) -> bool:
+    r"""Whether *text* escapes a character beyond ASCII (``\u00e9``), in linear time.
+
+    Each ``\u`` is found with ``str.find``: a regular expression over the whole
+    text holds the GIL for the search, which on a large notebook stalls every
+    other thread for seconds.
+    """
+    at = text.find("\\u")
+    while at != -1:
+        before = at
+        while before and text[before - 1] == "\\":
+            before -= 1
+        digits = text[at + 2 : at + 6]
+        if (at - before) % 2 == 0 and _HEX4.fullmatch(digits) and int(digits, 16) > 0x7F:
+            return True
+        at = text.find("\\u", at + 2)
+    return False
+
+
 def dumps_at(value: Any, layout: Layout, prefix: str) -> str:
     """*value* as JSON in *layout*, for a place whose line starts with *prefix*.
 
@@ -175,12 +196,19 @@ def dumps_at(value: Any, layout: Layout, prefix: str) -> str:
     indented by *prefix*, so the value nests where it is put as
     :func:`json.dumps` would have nested it there.
     """
-    written = json.dumps(
-        value,
-        indent=layout.indent,
-        separators=(layout.item_separator, layout.key_separator),
-        ensure_ascii=layout.ensure_ascii,
-    )
+    try:
+        written = json.dumps(
+            value,
+            indent=layout.indent,
+            separators=(layout.item_separator, layout.key_separator),
+            ensure_ascii=layout.ensure_ascii,
+            allow_nan=False,  # Infinity and NaN are no JSON
+        )
+    except ValueError as error:  # a number out of JSON's range (1e400 was read as inf)
+        raise InvalidArgument(
+            f"the notebook holds a value JSON cannot write back exactly ({error})",
+            hint="Change only the cell's source (keep its type), or fix that value first.",
+        ) from None
     if layout.indent is None:
         return written
     return (layout.newline + prefix).join(written.split("\n"))

@@ -163,6 +163,10 @@ def parse_notebook(data: bytes, *, path: str = "") -> Notebook:
             path,
             "json",
         ) from None
+    except (RecursionError, ValueError) as error:  # nested too deep, a number too long
+        raise _not_a_notebook(
+            f"{where} is not a notebook this reader takes: {error}", path, "json"
+        ) from None
     if not isinstance(content, dict) or not isinstance(content.get("cells"), list):
         if isinstance(content, dict) and "worksheets" in content:
             raise _not_a_notebook(
