@@ -268,3 +268,23 @@ async def test_a_number_json_cannot_hold_is_never_written_as_infinity(
     else:
         assert edited.error_code is ErrorCode.INVALID_ARGUMENT, edited.text
         assert written == data
+
+
+async def test_the_plots_one_read_returns_stay_within_a_request(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    plot = image((500, 400), noise=True)
+    display = {
+        "output_type": "display_data",
+        "data": {"image/png": base64.b64encode(plot).decode()},
+        "metadata": {},
+    }
+    cells = [code(f"c{n}", "plot()", display, count=n) for n in range(6)]
+    await seed(NB, NBFORMAT.dumps(notebook(*cells)))
+    small = FsToolset(options=ToolsetOptions(max_image_bytes=len(plot) + 10))
+    result = await small.execute(ctx, "read", {"file_path": NB})
+    info = result.data_as(ReadData).notebook
+    assert info is not None
+    assert len(result.media) == info.images == 2
+    assert info.left_out_images == 4
+    assert "4 image outputs not returned" in result.text

@@ -41,6 +41,9 @@ __all__ = [
 
 Kind = Literal["text", "image", "pdf", "notebook"]
 
+_IMAGES_PER_READ: Final = 2
+"""Image outputs of a notebook sent by one read, in bytes, as many images of the largest size."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Part:
@@ -190,11 +193,15 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
         told = f"{blob.path} has {cells} cells; there is no cell {part.offset}"
         raise refusal.retold(told, field="offset") from None
     parts: list[MediaPart] = []
+    room = _IMAGES_PER_READ * step.toolset.options.max_image_bytes  # one request's worth
     for image in rendered.images:
         try:
             prepared = await _prepared(step, image.data, image.media_type, blob.path)
         except FsError:  # a damaged or huge image output is only named in the text
             continue
+        if len(prepared.data) > room:
+            break
+        room -= len(prepared.data)
         parts.append(_part(prepared))
     info = NotebookInfo(
         cells=rendered.cells,

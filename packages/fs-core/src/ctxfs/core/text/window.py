@@ -10,11 +10,14 @@ and, from the stream, the version of the whole file.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import AnyStr, Final, Generic
+
+import anyio.to_thread
 
 from ctxfs.core.backend import ReadStream
 from ctxfs.core.errors import EncodingError, InvalidArgument
@@ -182,6 +185,10 @@ def _decoder(encoding: TextEncoding, path: str) -> Callable[[bytes, bool], str]:
     return decode
 
 
+_DETECT_INLINE_BYTES: Final = 1 << 16
+"""Leading bytes up to which the encoding is chosen on the event loop (a few milliseconds)."""
+
+
 async def _detect(
     stream: ReadStream, options: TextOptions, path: str
 ) -> tuple[AsyncIterator[bytes], TextEncoding, bytes, bool]:
@@ -194,7 +201,11 @@ async def _detect(
             ended = True
             break
         head += chunk
-    encoding = detect_encoding(head, options, path=path, complete=ended)
+    detect = functools.partial(detect_encoding, head, options, path=path, complete=ended)
+    if len(head) > _DETECT_INLINE_BYTES and not head.isascii():
+        encoding = await anyio.to_thread.run_sync(detect)  # tens of milliseconds: off the loop
+    else:
+        encoding = detect()
     return chunks, encoding, head[len(encoding.bom) :], ended
 
 
