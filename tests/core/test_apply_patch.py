@@ -219,7 +219,7 @@ async def test_hunks_keep_every_byte_outside_the_lines_they_change(
     memory_backend: MemoryBackend, memory_ctx: Context
 ) -> None:
     crlf = b"\xef\xbb\xbfone\r\ntwo  \r\nthree\nfour\r\nfive"  # BOM, mixed endings, no final break
-    sjis = "# 設定\nname = 'テスト'\nvalue = 1\n".encode("shift_jis")
+    sjis = "# 設定ファイルを読み込みます\nname = 'テスト'\nvalue = 1\n".encode("shift_jis")
     await memory_backend.write("crlf.txt", crlf, expect=ABSENT)
     await memory_backend.write("sjis.py", sjis, expect=ABSENT)
     for path in ("crlf.txt", "sjis.py"):
@@ -235,7 +235,7 @@ async def test_hunks_keep_every_byte_outside_the_lines_they_change(
         b"\xef\xbb\xbfone\r\ntwo  \r\nTHREE\n3\nfour\r\nfive"
     )
     assert (await memory_backend.read("sjis.py")).data == (
-        "# 設定\nname = 'テスト'\nvalue = 'ニ'\n".encode("shift_jis")
+        "# 設定ファイルを読み込みます\nname = 'テスト'\nvalue = 'ニ'\n".encode("shift_jis")
     )
     await memory_ctx.fs.apply_patch(
         [update("crlf.txt", hunk(["five"], ["five", "six"]), hunk([], ["seven"]))]

@@ -35,7 +35,9 @@ PATCH = """*** Begin Patch
 
 FILES = {
     "src/app.py": b'import os\r\n\r\ndef main():\r\n    print("hi")\r\n    return 0\r\n',
-    "src/util.py": "# 設定\ndef helper():\n    return 1\n".encode("shift_jis"),
+    "src/util.py": "# 設定ファイルを読み込みます\ndef helper():\n    return 1\n".encode(
+        "shift_jis"
+    ),
     "old.txt": b"obsolete\n",
 }
 
