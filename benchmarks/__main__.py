@@ -60,8 +60,9 @@ async def main() -> None:
         results += [await _measured(case) for case in edits]
         results += [await _measured(case) for case in await batched_edits.cases(workdir)]
         sections += reads
-        async with mcp_servers.cases(workdir) as served:
+        async with mcp_servers.cases(workdir) as (served, floor_section):
             results += [await _measured(case) for case in served]
+            sections += await floor_section()
         results += await anchors.results(workdir)
         results += [await _measured(case) for case in await search.cases(workdir)]
         large, window_memory = await large_files.cases(workdir)
