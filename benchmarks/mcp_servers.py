@@ -110,6 +110,8 @@ async def cases(workdir: Path) -> AsyncIterator[tuple[list[Case], FloorSection]]
             arguments = {"path": theirs_file, "edits": [{"oldText": old, "newText": new}]}
             return await _checked(theirs, "edit_file", arguments)
 
+        ours_toggled, theirs_toggled = toggle(ours_edit), toggle(theirs_edit)  # one state each
+
         def ours_read() -> Awaitable[object]:
             return _checked(ours, "read", {"file_path": "module.py"})
 
@@ -121,7 +123,7 @@ async def cases(workdir: Path) -> AsyncIterator[tuple[list[Case], FloorSection]]
                 ping=(ours.send_ping, theirs.send_ping),
                 operations={
                     "read": (ours_read, theirs_read),
-                    "edit": (toggle(ours_edit), toggle(theirs_edit)),
+                    "edit": (ours_toggled, theirs_toggled),
                 },
                 where="tmpfs" if base != workdir else "disk (no tmpfs here)",
             )
@@ -152,8 +154,8 @@ async def cases(workdir: Path) -> AsyncIterator[tuple[list[Case], FloorSection]]
                 Case(
                     group=GROUP,
                     name="edit (`edit` / `edit_file`)",
-                    ours=toggle(ours_edit),
-                    baseline=toggle(theirs_edit),
+                    ours=ours_toggled,
+                    baseline=theirs_toggled,
                     target=1.0,
                     rounds=25,
                     calls=10,

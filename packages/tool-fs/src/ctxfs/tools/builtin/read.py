@@ -4,12 +4,14 @@ What a file is comes from its bytes, not its name: a PNG, JPEG, GIF or WebP
 image is returned for the model to see (downscaled to the provider-safe limits
 when larger); a PDF (``%PDF-``) is the text of a range of its pages; a
 ``.ipynb`` file that holds a notebook is its cells, with their ids, outputs and
-images; any other file is text, or refused as binary. A file named like an image or a PDF is read
-as bytes first, and any other file as text first; a text read that meets binary
-bytes looks at the file's first bytes before refusing it, and one whose first
-line starts ``%PDF-`` (a PDF of plain ASCII) is read again as a PDF. An image or
-a PDF is read whole, so its read is a complete observation (``write_bytes`` may
-replace it).
+images; any other file is text, or refused as binary.
+
+A file named like an image, a PDF or a notebook is looked at first (its first
+bytes, which is no observation), any other file read as text first; a text
+read refused as binary or ambiguous looks at the first bytes before it fails,
+and one whose first line starts ``%PDF-`` (a PDF of plain ASCII) is read again
+as a PDF. An image, a PDF or a notebook is then read whole: a complete
+observation (``write_bytes`` or ``notebook_edit`` may change it).
 
 Each kind of file but text is one reader in :mod:`ctxfs.tools.readers`.
 """
