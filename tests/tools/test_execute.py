@@ -31,7 +31,7 @@ from ctxfs.core import (
     hookimpl,
 )
 from ctxfs.local import LocalBackend
-from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
+from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions
 from tests.tools.conftest import FILE_TOOLS, Seed
 
 pytestmark = pytest.mark.anyio
@@ -51,16 +51,26 @@ async def test_read_projects_numbered_lines_and_an_exact_footer(
     first = await run(tools, ctx, "read", file_path="notes.md", limit=3)
     assert first.text == "1 line 1\n2 line 2\n3 line 3\n(lines 1-3 of 10; continue with offset=4)"
     assert first.structured == {
-        "status": "ok", "tool": "read", "target": "notes.md", "error": None, "kind": "text",
-        "content": "line 1\nline 2\nline 3\n", "version": first.structured["version"], "offset": 1,
-        "returned_lines": 3, "total_lines": 10, "next_offset": 4, "partial": True,
-        "truncated_lines": [], "output_capped": False, "encoding": "utf-8", "image": None, "pdf": None,
-        "notebook": None,
-    }  # fmt: skip
+        "status": "ok",
+        "tool": "read",
+        "target": "notes.md",
+        "kind": "text",
+        "content": "line 1\nline 2\nline 3\n",
+        "version": first.structured["version"],
+        "offset": 1,
+        "returned_lines": 3,
+        "total_lines": 10,
+        "next_offset": 4,
+        "partial": True,
+        "truncated_lines": [],
+        "output_capped": False,
+        "encoding": "utf-8",
+    }  # fmt: skip  (fields that hold nothing are left out: error, image, pdf, notebook)
     assert first.structured["version"].startswith("xxh3:")
     rest = await run(tools, ctx, "read", file_path="notes.md", offset=9)
     assert rest.text.endswith("10 line 10\n(end of file; lines 9-10 of 10)")
-    assert rest.structured["next_offset"] is None
+    assert rest.data_as(ReadData).next_offset is None
+    assert "next_offset" not in rest.structured
 
 
 async def test_read_of_empty_and_short_files(tools: FsToolset, ctx: Context, seed: Seed) -> None:
@@ -92,7 +102,7 @@ async def test_write_creates_then_updates_after_a_full_read(tools: FsToolset, ct
     created = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 2\n")
     assert created.text == "Created src/new.py (2 lines, 12 bytes)."
     assert created.structured["created"] is True
-    assert created.structured["previous_version"] is None
+    assert "previous_version" not in created.structured  # None: left out
     updated = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 3\n")
     assert (
         updated.text
@@ -183,7 +193,7 @@ async def test_glob_is_sorted_counted_paged_and_skips_ignored_dirs(
 
 
 def whole_line(path: str, line: int, text: str, column: int = 1) -> dict[str, object]:
-    """A grep match of a line shown whole."""
+    """A grep match of a line shown whole (as plain data: no `line_chars`, no `end_line`)."""
     return {
         "path": path,
         "line": line,
@@ -191,8 +201,6 @@ def whole_line(path: str, line: int, text: str, column: int = 1) -> dict[str, ob
         "column": column,
         "cut": False,
         "text_column": 1,
-        "line_chars": None,
-        "end_line": None,
         "before": [],
         "after": [],
     }
@@ -209,7 +217,7 @@ async def test_write_after_reading_every_window_of_a_long_file(
     rest = await run(
         tools, ctx, "read", file_path="long.txt", offset=first.structured["next_offset"]
     )
-    assert rest.structured["next_offset"] is None
+    assert "next_offset" not in rest.structured  # None (the end): left out
     written = await run(tools, ctx, "write", file_path="long.txt", content="short\n")
     assert written.error_code is None, written.text
 

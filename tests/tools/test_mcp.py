@@ -49,7 +49,10 @@ async def test_tools_carry_schemas_and_annotations() -> None:
     assert read.input_schema["additionalProperties"] is False
     assert read.output_schema is not None
     assert read.output_schema["properties"]["kind"]["enum"] == ["text", "image", "pdf", "notebook"]
-    assert set(read.output_schema["properties"]["image"]["type"]) == {"object", "null"}
+    # A field that holds nothing is left out of the structured content: optional, never null.
+    assert read.output_schema["properties"]["image"]["type"] == "object"
+    assert "image" not in read.output_schema.get("required", [])
+    assert "null" not in json.dumps(read.output_schema)
     assert read.annotations is not None
     assert (read.annotations.read_only_hint, read.annotations.destructive_hint) == (True, False)
     assert edit.annotations is not None

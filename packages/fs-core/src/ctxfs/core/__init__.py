@@ -101,6 +101,7 @@ from ctxfs.core.text import (
     Replacement,
     TextOptions,
     format_line_number,
+    has_lone_surrogates,
     number_lines,
 )
 from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version
@@ -187,6 +188,7 @@ __all__ = [
     "error_class",
     "format_line_number",
     "glob_matcher",
+    "has_lone_surrogates",
     "hookimpl",
     "hookspec",
     "join_path",

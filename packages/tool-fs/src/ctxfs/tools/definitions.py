@@ -140,13 +140,17 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def output_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's schema made self-contained: references inlined, ``X | None`` as a type list.
+    """The schema of *model*'s plain form: self-contained, and with no nulls.
 
-    Plain schemas read the same in every client, and they are the cheapest to
-    check: an MCP client validates every structured result against its tool's.
+    References are inlined, so the schema reads the same in every client. A
+    field that holds nothing is left out of the plain form
+    (:attr:`~ctxfs.tools.ToolResult.structured`), so a field that may be None
+    is optional here and never null. Both keep the check cheap: an MCP client
+    validates every structured result against its tool's schema, at a cost
+    that grows with the fields a result carries.
     """
     schema = _json_schema(model)
-    return _inline(schema, schema.pop("$defs", {}))
+    return _without_nulls(_inline(schema, schema.pop("$defs", {})))
 
 
 def _inline(schema: dict[str, Any], defs: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
@@ -173,6 +177,49 @@ def _inline(schema: dict[str, Any], defs: Mapping[str, dict[str, Any]]) -> dict[
         else:
             inlined[key] = value
     return inlined
+
+
+def _without_nulls(schema: dict[str, Any]) -> dict[str, Any]:
+    """*schema* for values whose None fields are left out: each such field is optional."""
+    cleaned: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties":
+            cleaned[key] = {name: _without_nulls(_never_null(prop)) for name, prop in value.items()}
+        elif isinstance(value, dict):
+            cleaned[key] = _without_nulls(value)
+        elif isinstance(value, list):
+            cleaned[key] = [_without_nulls(i) if isinstance(i, dict) else i for i in value]
+        else:
+            cleaned[key] = value
+    nullable = [name for name, prop in schema.get("properties", {}).items() if _nullable_type(prop)]
+    required = [name for name in schema.get("required", []) if name not in nullable]
+    if required:
+        cleaned["required"] = required
+    else:
+        cleaned.pop("required", None)
+    return cleaned
+
+
+def _nullable_type(prop: dict[str, Any]) -> bool:
+    kind = prop.get("type")
+    return (isinstance(kind, list) and "null" in kind) or {"type": "null"} in prop.get("anyOf", [])
+
+
+def _never_null(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property that may be null, as the property left out instead."""
+    if not _nullable_type(prop):
+        return prop
+    prop = {key: value for key, value in prop.items() if key != "default"}
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        rest = [item for item in kind if item != "null"]
+        prop["type"] = rest[0] if len(rest) == 1 else rest
+        if "enum" in prop:
+            prop["enum"] = [item for item in prop["enum"] if item is not None]
+    else:
+        options = [option for option in prop.pop("anyOf") if option != {"type": "null"}]
+        prop = options[0] | prop if len(options) == 1 else {**prop, "anyOf": options}
+    return prop
 
 
 def openai_strict(schema: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,8 @@ import base64
 import re
 from typing import Any, Final
 
+from ctxfs.core import has_lone_surrogates
+
 __all__ = ["ESCAPED_NAMES", "escaped", "escaped_data", "unescaped_path"]
 
 ESCAPED_NAMES: Final = (
@@ -28,7 +30,7 @@ _NAME_FIELDS: Final = frozenset({"path", "name", "target", "paths"})
 
 def escaped(text: str) -> str:
     r"""*text* with each byte that was not UTF-8 (a lone surrogate) shown as ``\xNN``."""
-    if text.isascii() or _SURROGATE.search(text) is None:
+    if not has_lone_surrogates(text):
         return text
     return _SURROGATE.sub(_escape, text)
 

@@ -96,7 +96,9 @@ class PdfInfo(BaseModel):
     total_pages: int
     first_page: int
     last_page: int
-    next_page: int | None = Field(description="The page to continue with; None after the last.")
+    next_page: int | None = Field(
+        description="The page to continue with; none (absent) after the last."
+    )
     cut_page: int | None = Field(
         description="A page larger than the output limit, shown only in part."
     )
@@ -111,7 +113,9 @@ class NotebookInfo(BaseModel):
     cells: int
     first_cell: int = Field(description="1-based number of the first cell shown.")
     last_cell: int
-    next_cell: int | None = Field(description="The offset that continues; None at the end.")
+    next_cell: int | None = Field(
+        description="The offset that continues; none (absent) at the end."
+    )
     nbformat: str
     language: str | None
     images: int = Field(description="Image outputs returned as images.")

@@ -210,10 +210,13 @@ class ToolResult(BaseModel):
     def structured(self) -> dict[str, Any]:
         """:attr:`data` as plain JSON types (what clients check against the output schema).
 
-        Names holding bytes that are not UTF-8 are escaped as in :attr:`text`;
-        ``raw_names`` then maps each escaped name to its bytes in base64.
+        A field that holds nothing (None) is left out, as the MCP SDK leaves out
+        its own: the output schema has such fields optional, never null, and a
+        client checks only what a result carries. Names holding bytes that are
+        not UTF-8 are escaped as in :attr:`text`; ``raw_names`` then maps each
+        escaped name to its bytes in base64.
         """
-        return escaped_data(self.data.model_dump(mode="json"))
+        return escaped_data(self.data.model_dump(mode="json", exclude_none=True))
 
     def data_as(self, model: type[DataT]) -> DataT:
         """:attr:`data`, checked to be a *model* (``result.data_as(ReadData).version``).

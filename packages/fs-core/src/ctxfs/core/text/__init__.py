@@ -10,7 +10,14 @@
 - :mod:`~ctxfs.core.text.mismatch` explains a failed match so a model can fix it.
 """
 
-from ctxfs.core.text.document import AnyDocument, Change, TextDocument, decode_document, display
+from ctxfs.core.text.document import (
+    AnyDocument,
+    Change,
+    TextDocument,
+    decode_document,
+    display,
+    has_lone_surrogates,
+)
 from ctxfs.core.text.edits import (
     Replacement,
     check_edit_strings,
@@ -48,6 +55,7 @@ __all__ = [
     "detect_encoding",
     "display",
     "format_line_number",
+    "has_lone_surrogates",
     "iter_lines",
     "locate_hunks",
     "number_lines",

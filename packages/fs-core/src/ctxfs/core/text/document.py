@@ -9,7 +9,6 @@ final newline, a BOM and even invalid bytes come out exactly as they went in.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, AnyStr, Final, Generic, TypeAlias
@@ -28,9 +27,15 @@ from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings
 from ctxfs.core.text.mismatch import MAX_DIAGNOSED_CHARS, diagnose_no_match, undiagnosed
 from ctxfs.core.text.options import LINE_NUMBER_PREFIX, TextOptions
 
-__all__ = ["AnyDocument", "Change", "TextDocument", "display", "strip_line_numbers"]
+__all__ = [
+    "AnyDocument",
+    "Change",
+    "TextDocument",
+    "display",
+    "has_lone_surrogates",
+    "strip_line_numbers",
+]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_BYTES_AS_FFFD = dict.fromkeys(range(56448, 56576), 65533)
 _FFFD = "\ufffd"
 _BLOCK = 1 << 16
@@ -39,6 +44,21 @@ _BLOCK = 1 << 16
 def display(text: str) -> str:
     """Show invalid bytes (carried as escapes) as U+FFFD, one per byte."""
     return text.translate(_ESCAPED_BYTES_AS_FFFD)
+
+
+def has_lone_surrogates(text: str) -> bool:
+    """Whether *text* holds a lone surrogate (an invalid byte carried as an escape, say).
+
+    No UTF-8 encoder takes one. The check runs in C (the UTF-8 encoder), several
+    times faster than a regular expression on text beyond ASCII.
+    """
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,7 +111,7 @@ class TextDocument(Generic[AnyStr]):
 
         With *fold* false, the text keeps its own line endings.
         """
-        if _SURROGATE.search(text):
+        if has_lone_surrogates(text):
             raise InvalidArgument(f"{what} holds lone surrogate code points", path=self.path)
         folded = TEXT_ENDINGS.fold(text) if fold else text
         if isinstance(self.raw, str):

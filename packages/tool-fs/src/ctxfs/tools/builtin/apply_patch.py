@@ -31,7 +31,9 @@ class PatchedFileData(BaseModel):
     path: str
     action: Literal["add", "update", "delete"]
     moved_to: str | None
-    version: str | None = Field(description="Its version now; null once deleted or in a dry run.")
+    version: str | None = Field(
+        description="Its version now; none (absent) once deleted or in a dry run."
+    )
     previous_version: str | None
     first_line: int
     last_line: int

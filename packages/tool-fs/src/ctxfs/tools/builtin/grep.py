@@ -113,8 +113,8 @@ class GrepFile(BaseModel):
 
     path: str
     count: int | None = Field(
-        description="Its matching lines (multiline: its matches); None in `files_with_matches` "
-        "mode, which stops reading a file at its first match."
+        description="Its matching lines (multiline: its matches); none (absent) in "
+        "`files_with_matches` mode, which stops reading a file at its first match."
     )
 
 

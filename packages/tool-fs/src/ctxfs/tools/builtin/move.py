@@ -28,7 +28,7 @@ class MoveData(ResultData):
 
     destination: str
     version: str | None = Field(
-        description="The file's version at its new path; null when a directory moved."
+        description="The file's version at its new path; none (absent) when a directory moved."
     )
     replaced: str | None
     directory: bool = Field(default=False, description="Whether a whole directory moved.")

@@ -48,7 +48,7 @@ class NotebookEditData(ResultData):
     edit_mode: Literal["replace", "insert", "delete"]
     cell_type: str = Field(description="The cell's type after the edit.")
     previous_cell_type: str | None = Field(
-        description="A replaced cell's type before the edit; null for insert and delete."
+        description="A replaced cell's type before the edit; none (absent) for insert and delete."
     )
     index: int = Field(description="The cell's 0-based position (a deleted cell's former one).")
     cells: int = Field(description="Cells in the notebook after the edit.")

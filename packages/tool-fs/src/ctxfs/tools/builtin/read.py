@@ -89,14 +89,14 @@ class ReadData(ResultData):
         default=None,
         validation_alias=AliasChoices("content", "text"),
         description="The window of lines, without line numbers; a PDF's pages as shown; "
-        "None for an image.",
+        "none (absent) for an image.",
     )
     version: str
     offset: int | None = None
     returned_lines: int | None = None
     total_lines: int | None = None
     next_offset: int | None = Field(
-        default=None, description="The offset that continues a text read; None at the end."
+        default=None, description="The offset that continues a text read; none (absent) at the end."
     )
     partial: bool = Field(
         default=False, description="Whether the read saw only part of the file's text."
