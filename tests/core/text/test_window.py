@@ -13,6 +13,7 @@ from ctxfs.core import ABSENT, BinaryFile, Context, EncodingError, InvalidArgume
 from ctxfs.core.text import (
     TextOptions,
     Window,
+    detect_encoding,
     format_line_number,
     iter_lines,
     number_lines,
@@ -240,6 +241,41 @@ def test_number_lines_uses_the_one_line_number_format(lines: list[str], first: i
     text = "".join(f"{line}\n" for line in lines)
     expected = "".join(format_line_number(n) + line + "\n" for n, line in enumerate(lines, first))
     assert number_lines(text, first) == expected
+
+
+@pytest.mark.parametrize("first", [1, 4090, 4095, 4096, 123_456])
+def test_numbers_made_once_and_numbers_made_per_call_join_seamlessly(first: int) -> None:
+    text = "".join(f"line {n}\n" for n in range(10))
+    expected = "".join(f"{first + n} line {n}\n" for n in range(10))
+    assert number_lines(text, first) == expected
+    assert number_lines("", first) == ""
+
+
+async def test_a_version_told_by_its_bytes_is_detected_once(
+    monkeypatch: pytest.MonkeyPatch, memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    from ctxfs.core.text import window  # noqa: PLC0415
+
+    calls: list[bytes] = []
+
+    def counted(data: bytes, *args: object, **kwargs: object) -> object:
+        calls.append(data)
+        return detect_encoding(data, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(window, "detect_encoding", counted)
+    await memory_backend.write("u.txt", "naïve\n".encode(), expect=ABSENT)
+    for _ in range(3):
+        assert (await memory_ctx.fs.read("u.txt")).text == "naïve\n"
+    assert len(calls) == 1
+    await memory_ctx.fs.write("u.txt", "naïve café\n")  # a new version: detected again
+    assert (await memory_ctx.fs.read("u.txt")).text == "naïve café\n"
+    await memory_ctx.fs.read("u.txt")
+    assert len(calls) <= 2  # the write records its version's encoding, or the read does
+    await memory_backend.write("l.txt", "Café crème, déjà vu\n".encode("cp1252"), expect=ABSENT)
+    for _ in range(2):  # a legacy encoding is never taken from the record: options may differ
+        with pytest.raises(EncodingError):
+            await memory_ctx.fs.read("l.txt")
+    assert calls[-2:] == [calls[-1]] * 2
 
 
 async def test_iter_lines_stopped_early_closes_what_it_decodes_from() -> None:

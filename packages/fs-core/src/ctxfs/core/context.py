@@ -157,7 +157,12 @@ class ContextFs:
                 options = _pinned(options, encoding)
             async with mount.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
                 window = await read_window(
-                    stream, offset=offset, limit=limit, options=options, path=op.path
+                    stream,
+                    offset=offset,
+                    limit=limit,
+                    options=options,
+                    path=op.path,
+                    known=mount.known_encodings if encoding is None else None,
                 )
             report.after = stream.version
             if encoding is not None and window.encoding == options.legacy_encodings[0]:

@@ -67,6 +67,15 @@ class TextEncoding:
         return self.codec == "utf-8" or is_single_byte(self.codec)
 
     @property
+    def told_by_bytes(self) -> bool:
+        """Whether the bytes alone name this encoding, whatever the options say.
+
+        A BOM, valid UTF-8 and unmarked UTF-16/32 come before any legacy
+        encoding is weighed, so no pin or override can change them.
+        """
+        return self.codec.startswith(("utf-8", "utf-16", "utf-32")) and not self.keeps_invalid_bytes
+
+    @property
     def label(self) -> str:
         """How the encoding is reported: ``"utf-8"``, ``"utf-8 with BOM"``, ``"cp1252"``."""
         if self.keeps_invalid_bytes:

@@ -22,7 +22,7 @@ import anyio.to_thread
 from ctxfs.core.backend import ReadStream
 from ctxfs.core.errors import EncodingError, InvalidArgument
 from ctxfs.core.text.document import display
-from ctxfs.core.text.encodings import TextEncoding, detect_encoding
+from ctxfs.core.text.encodings import KnownEncodings, TextEncoding, detect_encoding
 from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings, count_terminators
 from ctxfs.core.text.options import TextOptions, format_line_number
 
@@ -77,9 +77,21 @@ class Window:
 
 
 async def read_window(
-    stream: ReadStream, *, offset: int, limit: int | None, options: TextOptions, path: str
+    stream: ReadStream,
+    *,
+    offset: int,
+    limit: int | None,
+    options: TextOptions,
+    path: str,
+    known: KnownEncodings | None = None,
 ) -> Window:
     """Read lines ``offset .. offset + limit - 1`` (1-based) of the text in *stream*.
+
+    With *known*, a file that fits the detection sample whole and whose bytes
+    alone tell its encoding (:attr:`TextEncoding.told_by_bytes`: UTF-8, UTF-16,
+    UTF-32) is detected once per version: the encoding is recorded there, and
+    used from there. (A legacy encoding recorded for a version may have been
+    pinned by another path or call; it is never taken.)
 
     Raises:
         InvalidArgument: *offset* or *limit* is below 1.
@@ -92,7 +104,7 @@ async def read_window(
         raise InvalidArgument(f"offset must be 1 or more, got {offset}", path=path)
     if limit < 1:
         raise InvalidArgument(f"limit must be 1 or more, got {limit}", path=path)
-    chunks, encoding, head, ended = await _detect(stream, options, path)
+    chunks, encoding, head, ended = await _detect(stream, options, path, known)
     if encoding.ascii_compatible:
         byte_scanner = _Scanner(BYTE_ENDINGS, encoding, offset, limit, options, unit="bytes")
         byte_scanner.feed(head)
@@ -190,9 +202,13 @@ _DETECT_INLINE_BYTES: Final = 1 << 16
 
 
 async def _detect(
-    stream: ReadStream, options: TextOptions, path: str
+    stream: ReadStream, options: TextOptions, path: str, known: KnownEncodings | None = None
 ) -> tuple[AsyncIterator[bytes], TextEncoding, bytes, bool]:
-    """Read enough of *stream* to choose the encoding; return the rest and what was read."""
+    """Read enough of *stream* to choose the encoding; return the rest and what was read.
+
+    A whole file (its version known once read) is looked up in *known* first;
+    only encodings its bytes tell are taken from there or recorded there.
+    """
     chunks = aiter(stream)
     head, ended = b"", False
     while len(head) < options.detect_bytes:
@@ -201,11 +217,16 @@ async def _detect(
             ended = True
             break
         head += chunk
+    recorded = known.get(stream.version) if known is not None and ended else None
+    if recorded is not None and recorded.told_by_bytes:
+        return chunks, recorded, head[len(recorded.bom) :], ended
     detect = functools.partial(detect_encoding, head, options, path=path, complete=ended)
     if len(head) > _DETECT_INLINE_BYTES and not head.isascii():
         encoding = await anyio.to_thread.run_sync(detect)  # tens of milliseconds: off the loop
     else:
         encoding = detect()
+    if known is not None and ended and encoding.told_by_bytes:
+        known.remember(stream.version, encoding)
     return chunks, encoding, head[len(encoding.bom) :], ended
 
 
