@@ -110,13 +110,21 @@ async def test_every_failure_is_an_error_result_with_its_code() -> None:
 # -- a subprocess over stdio -------------------------------------------------------------------
 
 
+@pytest.fixture(params=["auto", "legacy"])
+def era(request: pytest.FixtureRequest) -> str:
+    """The client's mode: the 2026 protocol (the SDK answers every call), or the initialize
+    handshake (``ctxfs serve`` answers ``tools/call`` straight from the wire)."""
+    mode: str = request.param
+    return mode
+
+
 def stdio(root: Path, *options: str) -> StdioServerParameters:
     command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root), *options]
     return StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
 
 
-async def test_serve_over_stdio(workspace: Path) -> None:
-    async with Client(stdio(workspace)) as client:
+async def test_serve_over_stdio(workspace: Path, era: str) -> None:
+    async with Client(stdio(workspace), mode=era) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
         assert names == FILE_TOOLS
         result = await client.call_tool("read", {"file_path": "notes.md"})
@@ -127,16 +135,21 @@ async def test_serve_over_stdio(workspace: Path) -> None:
     assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"
 
 
-async def test_two_stdio_servers_on_one_root_catch_each_others_changes(workspace: Path) -> None:
-    async with Client(stdio(workspace)) as first, Client(stdio(workspace)) as second:
+async def test_two_stdio_servers_on_one_root_catch_each_others_changes(
+    workspace: Path, era: str
+) -> None:
+    async with (
+        Client(stdio(workspace), mode=era) as first,
+        Client(stdio(workspace), mode=era) as second,
+    ):
         await stale_conflict(first, second)
     assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
 
 
-async def test_serve_read_only_and_deny(workspace: Path) -> None:
+async def test_serve_read_only_and_deny(workspace: Path, era: str) -> None:
     (workspace / "secret").mkdir()
     (workspace / "secret" / "key").write_text("k")
-    async with Client(stdio(workspace, "--read-only", "--deny", "secret")) as client:
+    async with Client(stdio(workspace, "--read-only", "--deny", "secret"), mode=era) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
         assert names == ["read", "list_dir", "glob", "grep"]
         denied = await client.call_tool("read", {"file_path": "secret/key"})
@@ -209,9 +222,9 @@ async def names_cross(client: Client) -> None:
     assert read.structured_content["content"] == "needle\n"
 
 
-async def test_names_that_are_not_utf8_cross_stdio(workspace: Path) -> None:
+async def test_names_that_are_not_utf8_cross_stdio(workspace: Path, era: str) -> None:
     not_utf8_names(workspace)
-    async with Client(stdio(workspace)) as client:
+    async with Client(stdio(workspace), mode=era) as client:
         await names_cross(client)
 
 
@@ -399,7 +412,7 @@ async def test_the_workspace_tools_cross_the_mcp_server() -> None:
 # -- progress ------------------------------------------------------------------------------------
 
 
-async def test_a_client_that_asks_hears_how_a_long_search_goes(workspace: Path) -> None:
+async def test_a_client_that_asks_hears_how_a_long_search_goes(workspace: Path, era: str) -> None:
     for n in range(200):
         (workspace / f"f{n:03}.txt").write_text("needle\n" * 20)
     heard: list[tuple[float, float | None, str | None]] = []
@@ -409,7 +422,7 @@ async def test_a_client_that_asks_hears_how_a_long_search_goes(workspace: Path) 
 
     # a multiline search runs ctxfs's own engine, which reports as it goes
     arguments = {"pattern": "needle", "multiline": True, "output_mode": "count"}
-    async with Client(stdio(workspace, "--progress", "0")) as client:
+    async with Client(stdio(workspace, "--progress", "0"), mode=era) as client:
         result = await client.call_tool("grep", arguments, progress_callback=progress)
         assert not result.is_error
         assert heard, "no progress notification arrived"

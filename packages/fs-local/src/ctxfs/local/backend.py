@@ -142,6 +142,7 @@ class LocalBackend(Backend):
         ripgrep: bool = True,
     ) -> None:
         self.root = Path(os.path.realpath(root))
+        self._root_text = str(self.root)
         try:
             self.root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as error:
@@ -485,7 +486,8 @@ class LocalBackend(Backend):
                 os.close(fd)
             rest = "/".join(parts[depth:])
             resolved = join_path(real, rest) if rest else real
-            return Location(resolved=resolved, key=str(self.root / resolved))
+            key = os.path.join(self._root_text, resolved) if resolved else self._root_text
+            return Location(resolved=resolved, key=key)
         raise AssertionError("unreachable: the root always opens")  # pragma: no cover
 
     def _real(self, fd: int) -> str:
@@ -507,7 +509,7 @@ class LocalBackend(Backend):
             # Replaced (a write renames a new file over it) since it was opened: the
             # path it had is where its successor is.
             where = where.removesuffix(_DELETED)
-        root = str(self.root)
+        root = self._root_text
         if where == root:
             return ""
         if not where.startswith(root + "/"):

@@ -297,7 +297,9 @@ async def _serve(args: argparse.Namespace) -> int:
             from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
 
             log.info("serving %r over stdio", fs.backend)
-            await serve_stdio(server, max_message_bytes=args.max_message_bytes)
+            await serve_stdio(
+                server, max_message_bytes=args.max_message_bytes, tool_call=tools.call_direct
+            )
             return 0
         import uvicorn  # noqa: PLC0415
 

@@ -22,6 +22,10 @@ owner, and an agent may change only what its owner has seen. A request's owner:
   ``principal/session-...``, unique to this process and run;
 - over stdio (one client per process) stays the server's owner across restarts,
   so observations kept in a shared store still count.
+
+A stdio server may also take calls straight from the wire
+(:meth:`McpTools.call_direct`, for :mod:`ctxfs.tools.directcalls`); they run
+exactly as the SDK's calls do.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from mcp.server import Server, ServerRequestContext
@@ -46,6 +51,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ctxfs.tools import __version__
 from ctxfs.tools.httpserver import principal_of
+from ctxfs.tools.tool import Progress
 from ctxfs.tools.toolset import FsToolset
 
 if TYPE_CHECKING:
@@ -96,9 +102,9 @@ class McpTools:
         """The owner of *request*'s observations (the rule in the module's docstring)."""
         principal = principal_of(request.request)
         base = self.owner if principal is None else principal
-        named = (request.meta or {}).get(OWNER_META_KEY)
-        if isinstance(named, str) and named:
-            return f"{base}:{named}"  # within the principal: never another principal's owner
+        named = _named_owner(base, request.meta)
+        if named is not None:
+            return named
         if not self.per_session or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return base  # stdio, or stateless: the principal (or the server's owner)
         # A handshake-era session keeps one connection object for its lifetime.
@@ -141,11 +147,34 @@ class McpTools:
         A client that sent a progress token hears how a long search goes.
         """
         asked = (request.meta or {}).get("progress_token") is not None
+        progress = request.session.report_progress if asked else None
+        return await self.answer(self.context(request), params, progress=progress)
+
+    async def call_direct(
+        self, params: CallToolRequestParams, progress: Progress | None
+    ) -> CallToolResult:
+        """Run one call of a stdio server's client, taken straight from the wire.
+
+        The owner is the server's (or the one ``_meta`` names, within it), as
+        for :meth:`call_tool` over stdio.
+
+        Raises:
+            RuntimeError: The tools serve sessions of their own (HTTP), which a
+                call from the wire does not name.
+
+        """
+        if self.per_session:
+            raise RuntimeError("calls from the wire are for stdio, where no session is an owner")
+        owner = _named_owner(self.owner, params.meta) or self.owner
+        ctx = self.fs.context(owner=owner, workspace=self.workspace)
+        return await self.answer(ctx, params, progress=progress)
+
+    async def answer(
+        self, ctx: Context, params: CallToolRequestParams, *, progress: Progress | None = None
+    ) -> CallToolResult:
+        """Run one call as *ctx*'s owner; every failure is an ``is_error`` result with its code."""
         result = await self.toolset.execute(
-            self.context(request),
-            params.name,
-            params.arguments or {},
-            progress=request.session.report_progress if asked else None,
+            ctx, params.name, params.arguments or {}, progress=progress
         )
         images = [
             ImageContent(type="image", data=part.base64_data, mime_type=part.media_type)
@@ -156,6 +185,12 @@ class McpTools:
             structured_content=result.structured,
             is_error=result.is_error,
         )
+
+
+def _named_owner(base: str, meta: Mapping[str, Any] | None) -> str | None:
+    """The owner a request names in ``_meta`` (``base:name``, within *base*), or None."""
+    named = (meta or {}).get(OWNER_META_KEY)
+    return f"{base}:{named}" if isinstance(named, str) and named else None
 
 
 def create_server(tools: McpTools, *, name: str = "ctxfs") -> Server[Any]:

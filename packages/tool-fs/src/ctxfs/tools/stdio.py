@@ -12,6 +12,10 @@ reads see EOF and stray prints miss the wire. On a terminal or a file it hands
 over to the SDK's transport unchanged. :func:`serve_stdio` runs a server on
 them.
 
+On a handshake-era connection, ``serve_stdio`` may answer ``tools/call`` itself
+(:mod:`ctxfs.tools.directcalls`), with the SDK's semantics and without its
+per-request machinery; everything else goes to the SDK.
+
 When the client closes stdin, the requests it sent before are answered first
 (those it cancelled excepted, for 30 seconds at most); only then does the
 server see the end, which would cancel them.
@@ -48,6 +52,8 @@ from mcp.types import (
     RequestId,
     jsonrpc_message_adapter,
 )
+
+from ctxfs.tools.directcalls import DirectCalls, ToolCall
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -116,23 +122,26 @@ class _WireWriter(_Stream):
         super().__init__(fd)
         self.lock = anyio.Lock(fast_acquire=True)
         self.unanswered = unanswered
+        self.direct: DirectCalls | None = None
 
     async def send(self, message: SessionMessage, /) -> None:
         """Write *message* as one JSON line."""
         if self.closed:
             raise anyio.ClosedResourceError
         reply = message.message
-        await self._write(reply.model_dump_json(by_alias=True, exclude_unset=True))
+        await self._write(reply)
         if isinstance(reply, JSONRPCResponse | JSONRPCError):
             self.unanswered.discard(reply.id)
+            if self.direct is not None:
+                self.direct.answered(reply)
 
     async def refuse(self, error: ErrorData) -> None:
         """Answer a line that is no message the JSON-RPC way: *error*, with id null."""
-        reply = JSONRPCError(jsonrpc="2.0", id=None, error=error)
-        await self._write(reply.model_dump_json(by_alias=True, exclude_unset=True))
+        await self._write(JSONRPCError(jsonrpc="2.0", id=None, error=error))
 
-    async def _write(self, text: str) -> None:
-        data = memoryview((text + "\n").encode("utf-8"))
+    async def _write(self, message: JSONRPCMessage) -> None:
+        line = jsonrpc_message_adapter.dump_json(message, by_alias=True, exclude_unset=True)
+        data = memoryview(line + b"\n")
         async with self.lock:
             while data:
                 try:
@@ -164,6 +173,8 @@ class _WireReader(_Stream):
         self.writer = writer
         self.max_line_bytes = max_line_bytes
         self.peeked: SessionMessage | None = None
+        self.direct: DirectCalls | None = None
+        """Takes the calls it answers itself, once set (by ``serve_stdio``)."""
 
     async def opens_handshake(self) -> bool:
         """Whether the client's first message is ``initialize``; it is still received next."""
@@ -184,6 +195,8 @@ class _WireReader(_Stream):
                 line = await self._line()
             except anyio.EndOfStream:
                 await self.unanswered.drain()
+                if self.direct is not None:
+                    await self.direct.stop()
                 raise
             message = (
                 _parse(line)
@@ -202,6 +215,8 @@ class _WireReader(_Stream):
                 self.unanswered.add(message.id)
             elif isinstance(message, JSONRPCNotification) and message.method == _CANCELLED:
                 self.unanswered.discard((message.params or {}).get("requestId"))
+            if self.direct is not None and self.direct.received(message):
+                continue
             return SessionMessage(message)
 
     async def _line(self) -> bytes | None:
@@ -273,7 +288,10 @@ def _is_pipe(fd: int) -> bool:
 
 
 async def serve_stdio(
-    server: Server[Any], *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    server: Server[Any],
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    tool_call: ToolCall | None = None,
 ) -> None:
     """Serve *server* over this process's stdin and stdout until the client closes stdin.
 
@@ -282,13 +300,20 @@ async def serve_stdio(
     dual-era loop would relay each of its messages through one more task to
     learn what the first one already says. (Unlike the dual-era loop, it does
     not refuse a request that also carries the 2026 envelope on such a
-    connection; it serves it as any other.)
+    connection; it serves it as any other.) With *tool_call*, that
+    connection's ``tools/call`` requests are answered by it straight from the
+    wire (:mod:`ctxfs.tools.directcalls`).
     """
     options = server.create_initialization_options()
     async with stdio_pipes(max_message_bytes=max_message_bytes) as (read, write):
         if isinstance(read, _WireReader) and await read.opens_handshake():
-            async with server.lifespan(server) as state:
+            async with server.lifespan(server) as state, anyio.create_task_group() as calls:
+                if tool_call is not None and isinstance(write, _WireWriter):
+                    read.direct = write.direct = DirectCalls(tool_call, write.send, server, calls)
+                    assert read.peeked is not None
+                    read.direct.received(read.peeked.message)  # the initialize request
                 await serve_loop(server, read, write, lifespan_state=state, init_options=options)
+                calls.cancel_scope.cancel()  # the input ended and what it asked was answered
         else:
             await server.run(read, write, options)
 
