@@ -172,14 +172,16 @@ async def above_floor(
     ping: tuple[Timed, Timed],
     operations: dict[str, tuple[Timed, Timed]],
     where: str,
-    rounds: int = 25,
+    rounds: int = 40,
     calls: int = 10,
 ) -> list[str]:
     """Each operation's round trip above its own server's ``ping``, ctxfs against the reference.
 
     Every round times, in turn, both pings and both sides of every operation
-    (*calls* calls each): the medians over the rounds are compared. The ratio
-    is ctxfs's work above its floor over the reference's above its floor.
+    (*calls* calls each). A round's work above the floor is its operation time
+    minus its own ping time, so a drift of the machine between rounds cancels;
+    the medians of those over the rounds are compared. The ratio is ctxfs's
+    work above its floor over the reference's above its floor.
     """
     timed = {"ping": ping, **operations}
     samples: dict[tuple[str, int], list[float]] = {
@@ -193,12 +195,20 @@ async def above_floor(
                     await call()
                 samples[name, side].append((time.perf_counter() - started) / calls)
     median = {key: statistics.median(values) for key, values in samples.items()}
+    above = {
+        (name, side): statistics.median(
+            op - floor for op, floor in zip(samples[name, side], samples["ping", side], strict=True)
+        )
+        for name in operations
+        for side in (0, 1)
+    }
     rows = [
         "## MCP work above the protocol floor (issue 20's measure)",
         "",
         f"Both servers on {where}, the same client, stdio; every round times both pings and "
         f"both sides of each operation in turn ({rounds} rounds of {calls} calls). Above the "
-        "floor: the operation's median round trip minus its own server's median `ping`.",
+        "floor: the median over the rounds of the operation's round trip minus its own "
+        "server's `ping` in the same round.",
         "",
         "| operation | ctxfs: round trip, above floor | reference: round trip, above floor "
         "| ratio above floor | target | met |",
@@ -206,8 +216,7 @@ async def above_floor(
         f"| ping (the floor) | {_us(median['ping', 0])} | {_us(median['ping', 1])} | — | — | — |",
     ]
     for name in operations:
-        ours = median[name, 0] - median["ping", 0]
-        theirs = median[name, 1] - median["ping", 1]
+        ours, theirs = above[name, 0], above[name, 1]
         ratio = ours / theirs
         rows.append(
             f"| {name} | {_us(median[name, 0])}, {_us(ours)} | {_us(median[name, 1])}, "

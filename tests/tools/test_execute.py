@@ -62,10 +62,10 @@ async def test_read_projects_numbered_lines_and_an_exact_footer(
         "total_lines": 10,
         "next_offset": 4,
         "partial": True,
-        "truncated_lines": [],
-        "output_capped": False,
         "encoding": "utf-8",
-    }  # fmt: skip  (fields that hold nothing are left out: error, image, pdf, notebook)
+    }  # what holds nothing is left out: None (error, image, ...) and empty defaults
+    assert first.data_as(ReadData).truncated_lines == []  # (defaults the schema states)
+    assert first.data_as(ReadData).output_capped is False
     assert first.structured["version"].startswith("xxh3:")
     rest = await run(tools, ctx, "read", file_path="notes.md", offset=9)
     assert rest.text.endswith("10 line 10\n(end of file; lines 9-10 of 10)")

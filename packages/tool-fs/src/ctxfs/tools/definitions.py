@@ -142,12 +142,12 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
 def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The schema of *model*'s plain form: self-contained, and with no nulls.
 
-    References are inlined, so the schema reads the same in every client. A
-    field that holds nothing is left out of the plain form
-    (:attr:`~ctxfs.tools.ToolResult.structured`), so a field that may be None
-    is optional here and never null. Both keep the check cheap: an MCP client
-    validates every structured result against its tool's schema, at a cost
-    that grows with the fields a result carries.
+    References are inlined, so the schema reads the same in every client. The
+    plain form (:attr:`~ctxfs.tools.ToolResult.structured`) leaves out a field
+    that holds nothing (None, or an empty default the schema states), so a
+    field that may be None is optional here and never null. Both keep the
+    check cheap: an MCP client validates every structured result against its
+    tool's schema, at a cost that grows with the fields a result carries.
     """
     schema = _json_schema(model)
     return _without_nulls(_inline(schema, schema.pop("$defs", {})))

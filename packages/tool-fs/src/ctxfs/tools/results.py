@@ -18,7 +18,15 @@ import warnings
 from collections.abc import ItemsView, KeysView, Mapping
 from typing import Any, Literal, Self, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_serializer,
+    field_validator,
+)
 
 from ctxfs.core import ErrorCode, FsError
 from ctxfs.tools.names import ESCAPED_NAMES, escaped, escaped_data
@@ -191,6 +199,12 @@ class ToolResult(BaseModel):
         """Plain data (a saved result, read back) keeps every field it has."""
         return RestoredData.model_validate(value) if isinstance(value, Mapping) else value
 
+    @field_serializer("data")
+    def _plain_data(self, data: ResultData) -> dict[str, Any]:
+        """A result in JSON (saved, say) carries its data in the plain form: :attr:`structured`."""
+        del data
+        return self.structured
+
     @classmethod
     def success(cls, text: str, data: ResultData, media: tuple[MediaPart, ...] = ()) -> ToolResult:
         """A successful call's result (with *media* for the model to see, if any)."""
@@ -210,13 +224,20 @@ class ToolResult(BaseModel):
     def structured(self) -> dict[str, Any]:
         """:attr:`data` as plain JSON types (what clients check against the output schema).
 
-        A field that holds nothing (None) is left out, as the MCP SDK leaves out
-        its own: the output schema has such fields optional, never null, and a
-        client checks only what a result carries. Names holding bytes that are
-        not UTF-8 are escaped as in :attr:`text`; ``raw_names`` then maps each
+        A field that holds nothing is left out: None (as the MCP SDK leaves out
+        its own; such fields are optional in the output schema, never null), and
+        a field of the result itself at an empty default (``false``, ``[]``,
+        ``{}``: the schema states it; a default that says something, such as
+        ``written: true``, is always there). An MCP client checks every field a
+        result carries, at a cost per field. Names holding bytes that are not
+        UTF-8 are escaped as in :attr:`text`; ``raw_names`` then maps each
         escaped name to its bytes in base64.
         """
-        return escaped_data(self.data.model_dump(mode="json", exclude_none=True))
+        plain = self.data.model_dump(mode="json", exclude_none=True)
+        for name, empty in _empty_defaults(type(self.data)).items():
+            if name in plain and type(plain[name]) is type(empty) and plain[name] == empty:
+                del plain[name]
+        return escaped_data(plain)
 
     def data_as(self, model: type[DataT]) -> DataT:
         """:attr:`data`, checked to be a *model* (``result.data_as(ReadData).version``).
@@ -228,6 +249,17 @@ class ToolResult(BaseModel):
         if not isinstance(self.data, model):
             raise TypeError(f"the result holds {type(self.data).__name__}, not {model.__name__}")
         return self.data
+
+
+@functools.cache
+def _empty_defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """The fields of *model* whose default says nothing (``False``, ``[]``, ``{}``), and it."""
+    empty: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        if type(default) in (bool, list, dict) and not default:
+            empty[name] = default
+    return empty
 
 
 def _fields_of(outcome: object) -> Mapping[str, Any]:
