@@ -113,9 +113,71 @@ async def test_the_memory_store_forgets_the_least_recently_used() -> None:
     assert len(store) == 2
 
 
+async def test_forgetting_an_owner_forgets_all_it_saw_and_no_other(
+    store: ObservationStore,
+) -> None:
+    for owner in ("alice/session-1", "alice/session-12", "alice", "bob", "a*?[x]\\"):
+        for key in ("/r/a", "/r/b"):
+            await store.update(owner, key, lambda _: SEEN)
+    await store.forget_owner("alice/session-1")
+    await store.forget_owner("a*?[x]\\")  # glob characters are matched literally (Redis)
+    assert await store.get("alice/session-1", "/r/a") is None
+    assert await store.get("alice/session-1", "/r/b") is None
+    assert await store.get("a*?[x]\\", "/r/a") is None
+    for owner in ("alice/session-12", "alice", "bob"):  # a longer owner with the same start too
+        assert await store.get(owner, "/r/a") == SEEN
+        assert await store.get(owner, "/r/b") == SEEN
+    await store.forget_owner("nobody")  # nothing to forget: fine
+
+
+async def test_one_owner_cannot_push_the_others_out_of_the_memory_store() -> None:
+    store = MemoryObservations(max_observations=100, max_per_owner=10)
+    await store.update("live", "kept", lambda _: SEEN)
+    for n in range(1000):  # a flood: only its own ten newest stay
+        await store.update("flood", f"f{n}", lambda _: SEEN)
+    assert await store.get("live", "kept") == SEEN
+    assert [await store.get("flood", f"f{n}") is not None for n in (989, 990, 999)] == [
+        False,
+        True,
+        True,
+    ]
+    assert (len(store), store.owners) == (11, 2)
+
+
+async def test_owners_that_stopped_give_way_before_the_ones_still_working() -> None:
+    # 500 sessions a client dropped, 20 files each, against room for 1,000 in all: the
+    # agent that keeps working keeps every one of its observations.
+    store = MemoryObservations(max_observations=1000, max_per_owner=100)
+    for n in range(500):
+        for key in range(20):
+            await store.update(f"dropped-{n}", f"/r/{key}", lambda _: SEEN)
+        await store.update("live", f"/r/{n % 50}", lambda _: SEEN)  # still at work
+    assert all([await store.get("live", f"/r/{n}") == SEEN for n in range(50)])
+    assert len(store) == 1000
+    assert await store.get("dropped-0", "/r/0") is None  # the longest idle went first
+    assert await store.get("dropped-499", "/r/19") == SEEN
+    await store.forget_owner("live")
+    assert len(store) == 950
+
+
+async def test_fs_forgets_an_owner_that_ended(memory_backend: MemoryBackend) -> None:
+    fs = Fs(memory_backend, load_entrypoints=False)
+    await memory_backend.write("a.txt", b"one\n", expect=ABSENT)
+    session, other = fs.context(owner="s1"), fs.context(owner="s2")
+    for ctx in (session, other):
+        await ctx.fs.read("a.txt")
+    await fs.forget_owner("s1")
+    with pytest.raises(NotObserved):
+        await session.fs.edit("a.txt", "one", "two")
+    await other.fs.edit("a.txt", "one", "two")
+
+
 async def test_open_observations_by_url(tmp_path: Path) -> None:
     assert isinstance(open_observations(None), MemoryObservations)
     assert isinstance(open_observations("memory:"), MemoryObservations)
+    bounded = open_observations("memory:?max_observations=50&max_per_owner=5")
+    assert isinstance(bounded, MemoryObservations)
+    assert (bounded.max_observations, bounded.max_per_owner) == (50, 5)
     opened = open_observations(f"sqlite://{tmp_path}/o.db?max_age=60")
     assert isinstance(opened, SqliteObservations)
     assert (opened.path, opened.max_age) == (tmp_path / "o.db", 60)
@@ -132,6 +194,9 @@ async def test_open_observations_by_url(tmp_path: Path) -> None:
         f"sqlite://{tmp_path}/o.db?max_age=-1",
         f"sqlite://{tmp_path}/o.db?max_age=soon",
         "redis://127.0.0.1:1/0?max_age=nan",
+        "memory:?max_per_owner=0",
+        "memory:?max_observations=lots",
+        "memory:?max_age=5",
     )
     for bad in bad_urls:
         with pytest.raises(InvalidArgument):

@@ -5,8 +5,10 @@ Every server is a real subprocess; every client the real ``mcp`` client or raw H
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -117,6 +119,66 @@ async def test_handshake_era_sessions_stay_owners_of_their_own(
     ):
         await stale_conflict(first, second)
     assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
+
+
+async def test_a_sessions_observations_go_when_it_ends(workspace: Path, tmp_path: Path) -> None:
+    # In a SQLite store, where the test can see them: a session closed by its client, and one
+    # that idles out, leave nothing behind; the principal's own observations stay.
+    database = tmp_path / "observations.db"
+    options = [
+        "--root", str(workspace), "--token-file", str(token_file(tmp_path)),
+        "--observations", f"sqlite://{database}", "--session-idle", "1",
+    ]  # fmt: skip
+
+    def owners() -> list[str]:
+        with sqlite3.connect(database) as db:
+            return sorted(row[0].decode() for row in db.execute("SELECT owner FROM observations"))
+
+    with serve_http(*options) as served:
+        async with client(served.url, TOKENS["alice"], mode="legacy") as closed:
+            assert code_of(await closed.call_tool("read", {"file_path": "notes.md"})) is None
+            assert [owner.split("-")[0] for owner in owners()] == ["alice/session"]
+        for _ in range(50):  # the client's DELETE ends the session
+            if not owners():
+                break
+            await anyio.sleep(0.1)
+        assert owners() == []
+        async with client(served.url, TOKENS["bob"]) as stateless:  # the principal's own
+            assert code_of(await stateless.call_tool("read", {"file_path": "notes.md"})) is None
+        opened = post(served.url, initialize(), token=TOKENS["alice"])
+        session = opened.headers["mcp-session-id"]
+        read = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "read", "arguments": {"file_path": "notes.md"}}}  # fmt: skip
+        answer = post(
+            served.url, read, token=TOKENS["alice"], mcp_session_id=session,
+            mcp_protocol_version=LEGACY,
+        )  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        assert len(owners()) == 2
+        await anyio.sleep(2.5)  # idle past --session-idle 1: ended, and forgotten
+        assert owners() == ["bob"]
+
+
+@pytest.mark.parametrize(("mode", "content_type"), [(None, "application/json"),
+                                                   ("sse", "text/event-stream")])  # fmt: skip
+def test_a_post_is_answered_with_one_json_body_unless_sse_is_asked(
+    workspace: Path, tmp_path: Path, mode: str | None, content_type: str
+) -> None:
+    chosen = [] if mode is None else ["--http-responses", mode]
+    tokens = str(token_file(tmp_path))
+    with serve_http("--root", str(workspace), "--token-file", tokens, *chosen) as served:
+        opened = post(served.url, initialize(), token=TOKENS["alice"])
+        assert opened.headers["content-type"].startswith(content_type)
+        session = opened.headers["mcp-session-id"]
+        read = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "read", "arguments": {"file_path": "notes.md"}}}  # fmt: skip
+        answer = post(
+            served.url, read, token=TOKENS["alice"], mcp_session_id=session,
+            mcp_protocol_version=LEGACY,
+        )  # fmt: skip
+        assert answer.headers["content-type"].startswith(content_type)
+        body = answer.text if mode is None else answer.text.split("data: ", 1)[1]
+        assert json.loads(body)["result"]["structuredContent"]["content"] == "alpha\nbeta\n"
 
 
 def test_a_session_answers_only_the_token_that_opened_it(served: Served, workspace: Path) -> None:

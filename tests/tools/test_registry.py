@@ -359,7 +359,11 @@ async def test_the_data_still_reads_as_the_dict_it_was_with_a_deprecation_warnin
     with pytest.warns(DeprecationWarning, match="typed model now"):
         assert "content" in result.data
     old = result.data.model_dump(mode="json")  # the dict it was: every field, None ones too
-    nothing: tuple[object, ...] = (None, False, [])  # (a.txt is read whole, uncut: partial and the rest say nothing)
+    nothing: tuple[object, ...] = (
+        None,
+        False,
+        [],
+    )  # (a.txt is read whole, uncut: partial and the rest say nothing)
     assert result.structured == {key: value for key, value in old.items() if value not in nothing}
     with pytest.warns(DeprecationWarning, match="typed model now"):
         assert result.data == old

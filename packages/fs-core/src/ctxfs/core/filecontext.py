@@ -82,6 +82,10 @@ class FileContextPlugin:
         )
         self.locks = KeyedLocks()
 
+    async def forget_owner(self, owner: str) -> None:
+        """Forget everything *owner* saw: its next change of any file needs a read first."""
+        await self.observations.forget_owner(owner)
+
     async def observation(self, owner: str, key: str) -> Observation | None:
         """Return what *owner* last saw of the file *key*, if anything.
 

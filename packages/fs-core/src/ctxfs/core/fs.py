@@ -86,6 +86,19 @@ class Fs(AsyncResource):
         """Return an execution context for *owner*; its ``.fs`` is the seam to hand out."""
         return Context(self, owner=owner, workspace=workspace)
 
+    async def forget_owner(self, owner: str) -> None:
+        """Forget what *owner* has seen, for an owner that ended (an MCP session, an agent run).
+
+        Nothing it read licenses a change any more: a context of that owner must
+        read a file again before it changes it. The memory its observations
+        held is free again at once (in a shared store, their entries are gone).
+
+        Raises:
+            Unavailable: The observation store cannot be reached.
+
+        """
+        await self.file_context.forget_owner(owner)
+
     async def aclose(self) -> None:
         """Close the backend, and the observation store if this ``Fs`` opened it."""
         try:

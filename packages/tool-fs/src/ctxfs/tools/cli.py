@@ -155,7 +155,14 @@ def _parser() -> argparse.ArgumentParser:
         "--session-idle",
         type=_positive,
         metavar="SECONDS",
-        help="end a session idle this long (default: 1800)",
+        help="end a session idle this long (default: 1800); its observations go with it",
+    )
+    http.add_argument(
+        "--http-responses",
+        choices=["json", "sse"],
+        default="json",
+        help="answer each POST with one JSON body (json, the default: cheaper; a call's "
+        "progress is not sent) or an event stream (sse: progress reaches clients that ask)",
     )
     serve.set_defaults(run=_serve)
 
@@ -303,7 +310,7 @@ async def _serve(args: argparse.Namespace) -> int:
             return 0
         import uvicorn  # noqa: PLC0415
 
-        app = http_app(server, options)
+        app = http_app(server, options, on_session_end=tools.session_ended)
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
         _announce(args, options, generated, fs)
         await uvicorn.Server(config).serve()
@@ -348,6 +355,7 @@ def _http_options(args: argparse.Namespace) -> tuple[HttpOptions, str | None]:
         allowed_hosts=tuple(args.allowed_host),
         allowed_origins=tuple(args.allowed_origin),
         max_body_bytes=args.max_message_bytes,
+        json_responses=args.http_responses == "json",
         **{name: value for name, value in limits.items() if value is not None},
     )
     return options, generated

@@ -25,11 +25,12 @@ import re
 import secrets
 import stat
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
 from mcp.server import Server
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import (
@@ -65,6 +66,11 @@ PRINCIPAL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 TOKEN: Final = re.compile(r"[\x21-\x7e]{16,}")
 """A token: 16 or more visible ASCII characters."""
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+_SESSION_END_SECONDS: Final = 5.0
+"""How long what a session's end sets off (forgetting its observations) may take."""
+
+SessionEnded = Callable[[str], Awaitable[None]]
+"""Told the ID of each session that ended (:meth:`ctxfs.tools.mcpserver.McpTools.session_ended`)."""
 
 
 class TokenFileError(ValueError):
@@ -237,12 +243,20 @@ class PrincipalSessions(StreamableHTTPSessionManager):
     way. Sessions a principal did not authenticate (``--no-auth``) share one cap.
     """
 
-    def __init__(self, app: Server[Any], *, per_principal: int, **options: Any) -> None:
+    def __init__(
+        self,
+        app: Server[Any],
+        *,
+        per_principal: int,
+        on_session_end: SessionEnded | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(app, **options)
         self.per_principal = per_principal
+        self.on_session_end = on_session_end
         # What this class overrides and reads of the SDK's manager (mcp 2.x): fail loudly,
         # rather than serve uncapped, on a release that renamed them.
-        for name in ("_admit_session", "_server_instances", "_session_owners"):
+        for name in ("_admit_session", "_discard_session", "_server_instances", "_session_owners"):
             if not hasattr(self, name):
                 raise RuntimeError(f"this mcp release has no {name}; ctxfs cannot cap sessions")
 
@@ -259,6 +273,14 @@ class PrincipalSessions(StreamableHTTPSessionManager):
                 if self._end_idle(self._sessions_of(principal)):
                     break
         return super()._admit_session(requestor)
+
+    async def _discard_session(
+        self, session_id: str, transport: StreamableHTTPServerTransport
+    ) -> None:
+        await super()._discard_session(session_id, transport)
+        if self.on_session_end is not None:
+            with anyio.move_on_after(_SESSION_END_SECONDS, shield=True):
+                await self.on_session_end(session_id)
 
     def _principal_of(self, session: str) -> tuple[str, str | None, str | None] | None:
         return _principal_key(self._session_owners.get(session))
@@ -302,13 +324,22 @@ class HttpOptions:
     allowed_origins: tuple[str, ...] = ()
     """Origin header values accepted besides those of the accepted hosts."""
     max_sessions: int = 1000
+    """Handshake-era sessions in all (about 60 KB each while open)."""
     sessions_per_principal: int = 100
     session_idle_seconds: float = 1800.0
+    """A session with no request in flight this long is ended (and its observations go)."""
     max_body_bytes: int = 4 << 20
+    json_responses: bool = True
+    """Answer each POST with one JSON body, the cheaper way; a call's progress then cannot
+    reach the client (False: an event stream per POST, as the SDK does by default)."""
 
 
-def http_app(server: Server[Any], options: HttpOptions) -> Starlette:
+def http_app(
+    server: Server[Any], options: HttpOptions, *, on_session_end: SessionEnded | None = None
+) -> Starlette:
     """The Starlette app serving *server* at ``/mcp`` under *options*.
+
+    *on_session_end* hears the ID of each handshake-era session that ends.
 
     Raises:
         ValueError: *options* bind a non-loopback address without tokens.
@@ -319,6 +350,8 @@ def http_app(server: Server[Any], options: HttpOptions) -> Starlette:
     manager = PrincipalSessions(
         server,
         per_principal=options.sessions_per_principal,
+        on_session_end=on_session_end,
+        json_response=options.json_responses,
         security_settings=allowed_origins_and_hosts(
             options.host, hosts=options.allowed_hosts, origins=options.allowed_origins
         ),

@@ -31,6 +31,7 @@ exactly as the SDK's calls do.
 from __future__ import annotations
 
 import itertools
+import logging
 import secrets
 import weakref
 from collections.abc import Mapping
@@ -49,6 +50,7 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ctxfs.core import FsError
 from ctxfs.tools import __version__
 from ctxfs.tools.httpserver import principal_of
 from ctxfs.tools.tool import Progress
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
     from ctxfs.core import Context, Fs
 
 __all__ = ["OWNER_META_KEY", "McpTools", "create_server"]
+
+log = logging.getLogger(__name__)
 
 OWNER_META_KEY: Final = "io.ctxfs/owner"
 """The ``_meta`` key a client may name its owner with."""
@@ -91,6 +95,8 @@ class McpTools:
         self.workspace = workspace
         self.per_session = per_session
         self._sessions: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+        self._owners_by_session: dict[str, str] = {}
+        """The owners of the HTTP sessions still open, by session ID (:meth:`session_ended`)."""
         self._numbers = itertools.count(1)
         self._instance = secrets.token_hex(6)  # session owners of this process are its own
 
@@ -113,7 +119,24 @@ class McpTools:
         if owner is None:
             number = next(self._numbers)
             owner = self._sessions[connection] = f"{base}/session-{self._instance}-{number}"
+            session_id = getattr(connection, "session_id", None)
+            if isinstance(session_id, str):
+                self._owners_by_session[session_id] = owner
         return owner
+
+    async def session_ended(self, session_id: str) -> None:
+        """Forget what the owner of HTTP session *session_id* saw: no one can call as it again.
+
+        For the session manager to call when a session ends (closed, idle,
+        ended to make room). A store that cannot be reached is logged, not raised.
+        """
+        owner = self._owners_by_session.pop(session_id, None)
+        if owner is None:
+            return
+        try:
+            await self.fs.forget_owner(owner)
+        except FsError as error:
+            log.warning("could not forget the observations of %s: %s", owner, error.message)
 
     async def list_tools(
         self, request: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None

@@ -6,7 +6,8 @@ owner last made of that file. Every change is one atomic read-modify-write
 same file at once both count::
 
     ObservationStore ............ the port (async)
-    ├── MemoryObservations ...... this process; bounded, the least recently used go first
+    ├── MemoryObservations ...... this process; bounded in all and per owner, idle owners
+    │                             give way first
     ├── SqliteObservations ...... a file: survives restarts, shared by the processes of a host
     └── RedisObservations ....... a Redis server: shared by every host; entries expire
 
@@ -30,6 +31,7 @@ from ctxfs.core.errors import InvalidArgument
 from ctxfs.core.observations.base import (
     DEFAULT_MAX_AGE,
     DEFAULT_MAX_OBSERVATIONS,
+    DEFAULT_MAX_PER_OWNER,
     LineRanges,
     Observation,
     ObservationStore,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_AGE",
     "DEFAULT_MAX_OBSERVATIONS",
+    "DEFAULT_MAX_PER_OWNER",
     "LineRanges",
     "MemoryObservations",
     "Observation",
@@ -57,7 +60,8 @@ __all__ = [
 def open_observations(url: str | None) -> ObservationStore:
     """The store *url* names.
 
-    - None or ``memory:``: this process (:class:`MemoryObservations`);
+    - None or ``memory:``: this process (:class:`MemoryObservations`; the query may bound
+      it: ``memory:?max_observations=N&max_per_owner=M``);
     - ``sqlite:///PATH``: a SQLite file (:class:`SqliteObservations`);
     - ``redis://[USER:PASSWORD@]HOST[:PORT][/DB]``, ``rediss://`` (TLS) or
       ``unix:///SOCKET``: a Redis server (:class:`RedisObservations`; needs the
@@ -72,10 +76,22 @@ def open_observations(url: str | None) -> ObservationStore:
         Unavailable: The store cannot be opened.
 
     """
-    if url is None or url in ("memory:", "memory://"):
+    if url is None:
         return MemoryObservations()
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if parts.scheme == "memory" and not parts.netloc and not parts.path:
+        store = MemoryObservations(
+            max_observations=_count(url, query, "max_observations", DEFAULT_MAX_OBSERVATIONS),
+            max_per_owner=_count(url, query, "max_per_owner", DEFAULT_MAX_PER_OWNER),
+        )
+        if query:
+            raise InvalidArgument(
+                f"{shown_url(url)!r}: the memory store takes max_observations and "
+                f"max_per_owner, not {', '.join(sorted(query))}",
+                details={"observations": shown_url(url)},
+            )
+        return store
     if parts.scheme == "sqlite" and not parts.netloc and parts.path:
         return SqliteObservations(unquote(parts.path), max_age=_max_age(url, query))
     if parts.scheme in ("redis", "rediss", "unix"):
@@ -91,6 +107,18 @@ def open_observations(url: str | None) -> ObservationStore:
         "redis://HOST:PORT/DB (every host).",
         details={"observations": shown_url(url)},
     )
+
+
+def _count(url: str, query: dict[str, str], name: str, default: int) -> int:
+    text = query.pop(name, None)
+    if text is None:
+        return default
+    if not text.isdecimal() or int(text) < 1:
+        raise InvalidArgument(
+            f"{name}={text!r} in {shown_url(url)!r} is not a positive whole number",
+            details={"observations": shown_url(url)},
+        )
+    return int(text)
 
 
 def _max_age(url: str, query: dict[str, str]) -> float:

@@ -14,6 +14,7 @@ from ctxfs.core.versions import Version
 __all__ = [
     "DEFAULT_MAX_AGE",
     "DEFAULT_MAX_OBSERVATIONS",
+    "DEFAULT_MAX_PER_OWNER",
     "Change",
     "LineRanges",
     "Observation",
@@ -23,8 +24,11 @@ __all__ = [
 ]
 
 DEFAULT_MAX_OBSERVATIONS: Final = 100_000
-"""Observations the in-process store keeps (about 200 bytes each) before forgetting the
-least recently used."""
+"""Observations the in-process store keeps (about 300 bytes each, 30 MB in all) before
+forgetting those of the owner least recently active."""
+DEFAULT_MAX_PER_OWNER: Final = 10_000
+"""Observations the in-process store keeps for one owner before forgetting that owner's
+least recently used: no one owner fills the store."""
 DEFAULT_MAX_AGE: Final = 7 * 24 * 3600.0
 """Seconds an observation lasts in a shared store without being renewed."""
 
@@ -110,6 +114,17 @@ class ObservationStore(ABC):
         Raises:
             Unavailable: The store cannot be reached or written.
             Busy: Other writers kept the entry busy past the store's timeout.
+
+        """
+
+    async def forget_owner(self, owner: str) -> None:  # noqa: B027 - see the docstring
+        """Forget everything *owner* saw (an owner that ended: an MCP session, an agent run).
+
+        The built-in stores do; a store that cannot find an owner's entries
+        keeps this default, which leaves them to expire (or be evicted) alone.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
 
         """
 

@@ -110,6 +110,22 @@ class RedisObservations(ObservationStore):
         except RedisError as error:
             raise self._unavailable(error) from error
 
+    async def forget_owner(self, owner: str) -> None:
+        """See :meth:`ObservationStore.forget_owner`: the owner's keys, found by ``SCAN``."""
+        _require_asyncio()
+        pattern = _glob_escaped(self._name(owner, "")) + b"*"
+        try:
+            batch: list[bytes] = []
+            async for name in self._client.scan_iter(match=pattern, count=1000):
+                batch.append(name)
+                if len(batch) >= 1000:
+                    await self._client.unlink(*batch)
+                    batch.clear()
+            if batch:
+                await self._client.unlink(*batch)
+        except RedisError as error:
+            raise self._unavailable(error) from error
+
     async def aclose(self) -> None:
         """Close the connections."""
         await self._client.aclose()
@@ -131,6 +147,11 @@ class RedisObservations(ObservationStore):
 
     def __repr__(self) -> str:
         return f"RedisObservations({shown_url(self._url)!r})"
+
+
+def _glob_escaped(name: bytes) -> bytes:
+    """*name* matched literally by a Redis ``MATCH`` pattern."""
+    return bytes(b for byte in name for b in ((92, byte) if byte in b"*?[]\\^-" else (byte,)))
 
 
 def _require_asyncio() -> None:

@@ -85,6 +85,10 @@ class SqliteObservations(ObservationStore):
         """See :meth:`ObservationStore.update`: one ``BEGIN IMMEDIATE`` transaction."""
         await self._run(partial(self._update, (stored_bytes(owner), stored_bytes(key)), change))
 
+    async def forget_owner(self, owner: str) -> None:
+        """See :meth:`ObservationStore.forget_owner`: one ``DELETE``."""
+        await self._run(partial(self._forget, stored_bytes(owner)))
+
     async def aclose(self) -> None:
         """Close the connection."""
         with self._lock:
@@ -117,6 +121,10 @@ class SqliteObservations(ObservationStore):
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def _forget(self, owner: bytes) -> None:
+        with self._using():
+            self._db.execute("DELETE FROM observations WHERE owner = ?", (owner,))
 
     @contextmanager
     def _using(self) -> Iterator[None]:
