@@ -70,6 +70,13 @@ async def measure(case: Case) -> Result:
     return result
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def listening(port: int) -> bool:
     """Whether a server (one of `.ci/servers`) listens on 127.0.0.1:*port*."""
     try:

@@ -34,7 +34,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from benchmarks.harness import listening
+from benchmarks.harness import free_port, listening
 
 REPLICAS: Final = 3
 AGENTS: Final = 8
@@ -111,7 +111,7 @@ def cluster(workdir: Path, *, replicas: int, agents: int, redis: str = REDIS) ->
     token_file.chmod(0o600)
     url = f"s3://{create_bucket()}/shared"
     observations = f"{redis}?prefix=ctxfs-bench-{uuid.uuid4().hex[:8]}:"
-    ports = [_free_port() for _ in range(replicas)]
+    ports = [free_port() for _ in range(replicas)]
     running = Cluster(ports=ports, tokens=tokens, url=url)
     try:
         for port in ports:
@@ -236,12 +236,6 @@ def _structured(result: Any) -> dict[str, Any]:
     structured = result.structured_content
     assert isinstance(structured, dict), result
     return structured
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _wait_for(port: int, process: subprocess.Popen[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -217,8 +218,43 @@ async def test_a_damaged_or_unusable_file_is_unavailable_not_ignored(tmp_path: P
 async def test_a_damaged_entry_is_no_observation(tmp_path: Path) -> None:
     store = SqliteObservations(tmp_path / "o")
     await store.update("a", "f", lambda _: SEEN)
-    store._db.execute("UPDATE observations SET observation = 'garbage'")
+    with sqlite3.connect(tmp_path / "o") as other:  # another writer damaged it
+        other.execute("UPDATE observations SET observation = 'garbage'")
     assert await store.get("a", "f") is None  # the owner must read again
+    await store.aclose()
+
+
+async def test_a_store_another_process_holds_is_waited_for_off_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    store = SqliteObservations(tmp_path / "o")
+    await store.update("a", "f", lambda _: SEEN)  # free: answered on the loop
+    holder = sqlite3.connect(tmp_path / "o", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock, as another process would hold it
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.01)
+            ticks += 1
+
+    async def release() -> None:
+        await anyio.sleep(0.3)
+        holder.execute("COMMIT")
+
+    changed = Observation(version=Version("xxh3:2"), complete=True)
+    async with anyio.create_task_group() as group:
+        group.start_soon(tick)
+        group.start_soon(release)
+        await store.update("a", "f", lambda _: changed)  # waits for the lock, in a thread
+        group.cancel_scope.cancel()
+    assert ticks >= 15  # the loop kept running meanwhile
+    assert await store.get("a", "f") == changed
+    holder.execute("BEGIN IMMEDIATE")
+    assert await store.get("a", "f") == changed  # readers never wait (write-ahead log)
+    holder.execute("ROLLBACK")
+    holder.close()
     await store.aclose()
 
 

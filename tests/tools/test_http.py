@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -179,6 +180,63 @@ def test_a_post_is_answered_with_one_json_body_unless_sse_is_asked(
         assert answer.headers["content-type"].startswith(content_type)
         body = answer.text if mode is None else answer.text.split("data: ", 1)[1]
         assert json.loads(body)["result"]["structuredContent"]["content"] == "alpha\nbeta\n"
+
+
+async def test_workers_behind_one_port_share_observations_and_stop_together(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Two workers, stateless: whichever worker answers, a principal's read licenses its edit
+    # and another's is stale; clients of both eras work. SIGTERM ends every worker.
+    options = ["--root", str(workspace), "--token-file", str(token_file(tmp_path)),
+               "--workers", "2"]  # fmt: skip
+    with serve_http(*options) as served:
+        assert "in 2 workers, observations in sqlite://" in served.banner[0]
+        workers = children_of(served.process.pid)
+        assert len(workers) == 2
+        for era in (None, "legacy"):
+            (workspace / "notes.md").write_bytes(CRLF)
+            for _ in range(3):  # new connections each time: both workers take some
+                async with (
+                    client(served.url, TOKENS["alice"], mode=era) as alice,
+                    client(served.url, TOKENS["bob"], mode=era) as bob,
+                ):
+                    await stale_conflict(alice, bob)
+                (workspace / "notes.md").write_bytes(CRLF)
+        os.kill(workers[0], signal.SIGKILL)  # a worker dies: another takes its place
+        for _ in range(100):
+            replaced = children_of(served.process.pid)
+            if len(replaced) == 2 and workers[0] not in replaced:
+                break
+            await anyio.sleep(0.1)
+        assert len(replaced) == 2
+        assert workers[0] not in replaced
+        workers = replaced
+        async with client(served.url, TOKENS["alice"]) as alice:
+            assert code_of(await alice.call_tool("read", {"file_path": "notes.md"})) is None
+        served.process.terminate()
+        assert served.process.wait(timeout=20) == 0
+        assert not any(map(running, workers))
+
+
+def children_of(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def running(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_are_refused_where_they_cannot_serve(workspace: Path) -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(workspace),
+         "--workers", "2"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "--workers is for --transport http" in refused.stderr
 
 
 def test_a_session_answers_only_the_token_that_opened_it(served: Served, workspace: Path) -> None:

@@ -18,9 +18,13 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import signal
+import socket
 import sys
+import tempfile
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Final, TextIO
 
 import anyio
@@ -59,7 +63,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="ctxfs: %(levelname)s %(name)s: %(message)s",
     )
     try:
-        status: int = anyio.run(args.run, args)
+        status: int = (
+            _serve_in_workers(args)
+            if getattr(args, "workers", 1) > 1
+            else anyio.run(args.run, args)
+        )
     except UsageError as error:
         print(f"ctxfs: {error}", file=sys.stderr)
         return 2
@@ -163,6 +171,16 @@ def _parser() -> argparse.ArgumentParser:
         default="json",
         help="answer each POST with one JSON body (json, the default: cheaper; a call's "
         "progress is not sent) or an event stream (sse: progress reaches clients that ask)",
+    )
+    http.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="worker processes behind the port (default: 1). With more, the server is "
+        "stateless: a request's owner is its principal (or the name it gives in _meta), "
+        "and the workers share observations through --observations (default: a SQLite "
+        "file made for the run)",
     )
     serve.set_defaults(run=_serve)
 
@@ -287,37 +305,124 @@ async def _serve(args: argparse.Namespace) -> int:
     from ctxfs.tools.mcpserver import McpTools, create_server  # noqa: PLC0415
 
     if args.transport == "http":
-        from ctxfs.tools.httpserver import http_app  # noqa: PLC0415
-
         options, generated = _http_options(args)  # refused before anything opens
+        return await _serve_http(args, options, announce=True, generated=generated)
     fs, toolset = _open(args)
     async with fs:
-        tools = McpTools(
-            fs,
-            toolset,
-            owner=args.owner,
-            workspace=args.workspace,
-            per_session=args.transport == "http",
+        tools = McpTools(fs, toolset, owner=args.owner, workspace=args.workspace, per_session=False)
+        from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
+
+        log.info("serving %r over stdio", fs.backend)
+        await serve_stdio(
+            create_server(tools),
+            max_message_bytes=args.max_message_bytes,
+            tool_call=tools.call_direct,
         )
-        server = create_server(tools)
-        if args.transport == "stdio":
-            from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
-
-            log.info("serving %r over stdio", fs.backend)
-            await serve_stdio(
-                server, max_message_bytes=args.max_message_bytes, tool_call=tools.call_direct
-            )
-            return 0
-        import uvicorn  # noqa: PLC0415
-
-        app = http_app(server, options, on_session_end=tools.session_ended)
-        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
-        _announce(args, options, generated, fs)
-        await uvicorn.Server(config).serve()
     return 0
 
 
-def _http_options(args: argparse.Namespace) -> tuple[HttpOptions, str | None]:
+async def _serve_http(
+    args: argparse.Namespace,
+    options: HttpOptions,
+    *,
+    announce: bool = False,
+    generated: str | None = None,
+    sock: socket.socket | None = None,
+) -> int:
+    """Serve HTTP on *sock* (a worker's) or on ``--host``/``--port``; *announce* it on stderr.
+
+    *generated* is the token made for this run, if one was.
+    """
+    import uvicorn  # noqa: PLC0415
+
+    from ctxfs.tools.httpserver import http_app  # noqa: PLC0415
+    from ctxfs.tools.mcpserver import McpTools, create_server  # noqa: PLC0415
+
+    fs, toolset = _open(args)
+    async with fs:
+        per_session = not options.stateless  # stateless: every request is its principal's
+        tools = McpTools(
+            fs, toolset, owner=args.owner, workspace=args.workspace, per_session=per_session
+        )
+        app = http_app(create_server(tools), options, on_session_end=tools.session_ended)
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+        if announce:
+            _announce(args, options, generated, repr(fs.backend))
+        await uvicorn.Server(config).serve(sockets=None if sock is None else [sock])
+    return 0
+
+
+def _serve_in_workers(args: argparse.Namespace) -> int:
+    """``serve --transport http --workers N``: one port, N processes, stateless, shared store.
+
+    Without ``--observations``, the workers share a SQLite file made for the run
+    (on tmpfs where there is one, and removed after it).
+    """
+    from ctxfs.tools.workers import serve_forked  # noqa: PLC0415
+
+    if args.transport != "http":
+        raise UsageError("--workers is for --transport http (stdio has one client)")
+    _check_mcp()
+    options, generated = _http_options(args, stateless=True)
+    made = None
+    if args.observations is None:
+        shm = "/dev/shm"  # the run's store need not outlive it: memory-backed where there is one
+        made = tempfile.mkdtemp(
+            prefix="ctxfs-observations-", dir=shm if os.path.isdir(shm) else None
+        )
+        args.observations = f"sqlite://{made}/observations.db"
+    try:
+        opened = anyio.run(_described, args)  # the store opens (or fails) once, before any fork
+        held = _bound(args.host, args.port, listen=False)  # the port is ours, or we stop here
+        where = f"{opened} in {args.workers} workers, observations in {args.observations}"
+        _announce(args, options, generated, where)
+
+        def work() -> int:
+            listening = _bound(args.host, args.port, listen=True)
+            return int(anyio.run(partial(_serve_http, args, options, sock=listening)))
+
+        with held:
+            return serve_forked(args.workers, work)
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _bound(host: str, port: int, *, listen: bool) -> socket.socket:
+    """A TCP socket bound to *host*:*port* with ``SO_REUSEPORT``, listening if *listen*.
+
+    Each worker listens on a socket of its own, so the kernel spreads new
+    connections evenly over them (one shared socket would let the first worker
+    awake take a burst of them all); the parent holds one that does not listen,
+    so the port stays taken. Made as TCP explicitly: asyncio turns Nagle's
+    algorithm off only on sockets it can tell are TCP, and a reply written in
+    two parts would otherwise wait out the client's delayed acknowledgement.
+    """
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host.strip("[]"), port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+        if listen:
+            sock.listen(2048)
+    except OSError as error:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    return sock
+
+
+async def _described(args: argparse.Namespace) -> str:
+    fs, _ = _open(args)
+    async with fs:
+        return repr(fs.backend)
+
+
+def _http_options(
+    args: argparse.Namespace, *, stateless: bool = False
+) -> tuple[HttpOptions, str | None]:
     """The HTTP options the command line asks for, and the token made for this run if any.
 
     Refuses what would be unsafe: no tokens off loopback, ``--no-auth`` off loopback.
@@ -356,6 +461,7 @@ def _http_options(args: argparse.Namespace) -> tuple[HttpOptions, str | None]:
         allowed_origins=tuple(args.allowed_origin),
         max_body_bytes=args.max_message_bytes,
         json_responses=args.http_responses == "json",
+        stateless=stateless,
         **{name: value for name, value in limits.items() if value is not None},
     )
     return options, generated
@@ -377,13 +483,13 @@ def _configured_tokens(args: argparse.Namespace) -> Tokens | None:
 
 
 def _announce(
-    args: argparse.Namespace, options: HttpOptions, generated: str | None, fs: Fs
+    args: argparse.Namespace, options: HttpOptions, generated: str | None, served: str
 ) -> None:
     """Say on stderr where the server listens and what a client must send (Jupyter's way)."""
     from ctxfs.tools.httpserver import allowed_origins_and_hosts, is_loopback  # noqa: PLC0415
 
     where = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/mcp"
-    lines = [f"serving {fs.backend!r} on {where}"]
+    lines = [f"serving {served} on {where}"]
     if options.tokens is None:
         lines.append(
             "WARNING --no-auth: any process on this machine that can reach the port may read "

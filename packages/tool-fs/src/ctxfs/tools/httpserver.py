@@ -332,6 +332,9 @@ class HttpOptions:
     json_responses: bool = True
     """Answer each POST with one JSON body, the cheaper way; a call's progress then cannot
     reach the client (False: an event stream per POST, as the SDK does by default)."""
+    stateless: bool = False
+    """Keep no session: every request stands alone, whatever its protocol (for several
+    workers behind one port, where a session's requests could reach another worker)."""
 
 
 def http_app(
@@ -352,6 +355,7 @@ def http_app(
         per_principal=options.sessions_per_principal,
         on_session_end=on_session_end,
         json_response=options.json_responses,
+        stateless=options.stateless,
         security_settings=allowed_origins_and_hosts(
             options.host, hosts=options.allowed_hosts, origins=options.allowed_origins
         ),

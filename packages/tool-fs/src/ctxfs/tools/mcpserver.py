@@ -53,7 +53,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ctxfs.core import FsError
 from ctxfs.tools import __version__
 from ctxfs.tools.httpserver import principal_of
-from ctxfs.tools.tool import Progress
+from ctxfs.tools.tool import Limits, Progress
 from ctxfs.tools.toolset import FsToolset
 
 if TYPE_CHECKING:
@@ -96,6 +96,7 @@ class McpTools:
         self.per_session = per_session
         self._sessions: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
         self._owners_by_session: dict[str, str] = {}
+        self._input_schemas: dict[str, dict[str, Any]] = {}
         """The owners of the HTTP sessions still open, by session ID (:meth:`session_ended`)."""
         self._numbers = itertools.count(1)
         self._instance = secrets.token_hex(6)  # session owners of this process are its own
@@ -137,6 +138,22 @@ class McpTools:
             await self.fs.forget_owner(owner)
         except FsError as error:
             log.warning("could not forget the observations of %s: %s", owner, error.message)
+
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The input schema of tool *name*, as listed (None: no such tool).
+
+        What the SDK checks a stateless call's ``Mcp-Param-*`` headers against;
+        without it, the SDK would list every tool for every call to find it.
+        """
+        schema = self._input_schemas.get(name)
+        if schema is None:
+            try:
+                tool = self.toolset.tool(name)
+            except KeyError:
+                return None
+            limits = Limits(text=self.fs.text_options, options=self.toolset.options)
+            schema = self._input_schemas[name] = tool.definition(limits).input_schema
+        return schema
 
     async def list_tools(
         self, request: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
@@ -227,4 +244,5 @@ def create_server(tools: McpTools, *, name: str = "ctxfs") -> Server[Any]:
         ),
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,
+        get_tool_input_schema=tools.input_schema,
     )

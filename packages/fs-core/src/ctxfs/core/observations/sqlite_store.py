@@ -43,10 +43,13 @@ class SqliteObservations(ObservationStore):
 
     Every process of the host that opens the same file shares them, and they
     survive restarts. Each update is one ``BEGIN IMMEDIATE`` transaction
-    (write-ahead log, so readers never wait), run in a worker thread; entries
-    not renewed for *max_age* seconds are removed when the store is opened.
-    Owners and keys are stored as bytes, so names that are not UTF-8 keep
-    their identity. A process killed mid-update leaves the previous entry.
+    (write-ahead log, so readers never wait). A call runs on the event loop
+    when the file is free at once (a few microseconds, where a worker thread's
+    round trip would cost more than the work), and waits for a locked file in
+    a worker thread, never on the loop. Entries not renewed for *max_age*
+    seconds are removed when the store is opened. Owners and keys are stored
+    as bytes, so names that are not UTF-8 keep their identity. A process
+    killed mid-update leaves the previous entry.
 
     Raises:
         Unavailable: The file cannot be opened, or is not a SQLite database.
@@ -58,89 +61,85 @@ class SqliteObservations(ObservationStore):
     ) -> None:
         self.path = Path(path)
         self.max_age = max_age
-        self._lock = threading.Lock()
         self._limiter: anyio.CapacityLimiter | None = None  # made in the loop that uses it
+        self._waiting = _Connection(self._opened(timeout))
+        """Used in a worker thread: waits up to *timeout* for a locked file."""
         try:
-            self._db = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as error:
-            raise self._unavailable(error) from error
-        try:
-            with self._using():
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.execute(_SCHEMA)
+            self._at_once = _Connection(self._opened(0))
+            """Used on the event loop: a locked file is at once a reason to use the other."""
+            with self._using(self._waiting) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute(_SCHEMA)
                 expired = time.time() - self.max_age
-                self._db.execute("DELETE FROM observations WHERE seen < ?", (expired,))
+                db.execute("DELETE FROM observations WHERE seen < ?", (expired,))
         except BaseException:
-            self._db.close()
+            self._waiting.db.close()
+            if hasattr(self, "_at_once"):
+                self._at_once.db.close()
             raise
 
     async def get(self, owner: str, key: str) -> Observation | None:
         """See :meth:`ObservationStore.get`."""
-        return await self._run(partial(self._get, (stored_bytes(owner), stored_bytes(key))))
+        return await self._run(partial(_get, (stored_bytes(owner), stored_bytes(key))))
 
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`: one ``BEGIN IMMEDIATE`` transaction."""
-        await self._run(partial(self._update, (stored_bytes(owner), stored_bytes(key)), change))
+        await self._run(partial(_update, (stored_bytes(owner), stored_bytes(key)), change))
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`ObservationStore.forget_owner`: one ``DELETE``."""
-        await self._run(partial(self._forget, stored_bytes(owner)))
+        await self._run(partial(_forget, stored_bytes(owner)))
 
     async def aclose(self) -> None:
-        """Close the connection."""
-        with self._lock:
-            self._db.close()
+        """Close the connections."""
+        for connection in (self._at_once, self._waiting):
+            with connection.lock:
+                connection.db.close()
 
-    async def _run(self, call: Callable[[], T]) -> T:
+    def _opened(self, timeout: float) -> sqlite3.Connection:
+        try:
+            return sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as error:
+            raise self._unavailable(error) from error
+
+    async def _run(self, call: Callable[[sqlite3.Connection], T]) -> T:
+        if self._at_once.lock.acquire(blocking=False):  # (another thread's loop may hold it)
+            try:
+                with self._using(self._at_once, at_once=True) as db:
+                    return call(db)
+            except _Locked:
+                pass  # another process holds the file: wait for it off the loop
+            finally:
+                self._at_once.lock.release()
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(1)  # one connection: one thread at a time
-        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(self._waited, call, limiter=self._limiter)
 
-    def _get(self, entry: tuple[bytes, bytes]) -> Observation | None:
-        with self._using():
-            row = self._db.execute(_SELECT, entry).fetchone()
-            return None if row is None else Observation.stored(row[0])
-
-    def _update(self, entry: tuple[bytes, bytes], change: Change) -> None:
-        with self._using():
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                row = self._db.execute(_SELECT, entry).fetchone()
-                observation = change(None if row is None else Observation.stored(row[0]))
-                if observation is None:
-                    self._db.execute("DELETE FROM observations WHERE owner = ? AND key = ?", entry)
-                else:
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?)",
-                        (*entry, observation.encode(), time.time()),
-                    )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def _forget(self, owner: bytes) -> None:
-        with self._using():
-            self._db.execute("DELETE FROM observations WHERE owner = ?", (owner,))
+    def _waited(self, call: Callable[[sqlite3.Connection], T]) -> T:
+        with self._waiting.lock, self._using(self._waiting) as db:
+            return call(db)
 
     @contextmanager
-    def _using(self) -> Iterator[None]:
-        """One thread at a time on the connection; SQLite's errors as ctxfs errors."""
-        with self._lock:
-            try:
-                yield
-            except sqlite3.OperationalError as error:
-                if "locked" in str(error) or "busy" in str(error):
-                    raise Busy(
-                        f"the observation store {self.path} stayed locked: {error}",
-                        hint="Try again; another process holds the store.",
-                    ) from error
-                raise self._unavailable(error) from error
-            except sqlite3.Error as error:
-                raise self._unavailable(error) from error
+    def _using(
+        self, connection: _Connection, *, at_once: bool = False
+    ) -> Iterator[sqlite3.Connection]:
+        """*connection*'s database, SQLite's errors as ctxfs errors (``_Locked`` if *at_once*)."""
+        try:
+            yield connection.db
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                if at_once:
+                    raise _Locked from error
+                raise Busy(
+                    f"the observation store {self.path} stayed locked: {error}",
+                    hint="Try again; another process holds the store.",
+                ) from error
+            raise self._unavailable(error) from error
+        except sqlite3.Error as error:
+            raise self._unavailable(error) from error
 
     def _unavailable(self, error: sqlite3.Error) -> Unavailable:
         return Unavailable(
@@ -152,3 +151,43 @@ class SqliteObservations(ObservationStore):
 
     def __repr__(self) -> str:
         return f"SqliteObservations({str(self.path)!r})"
+
+
+class _Connection:
+    """One SQLite connection, used by one thread at a time."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.lock = threading.Lock()
+
+
+class _Locked(Exception):
+    """Another process holds the file: the call waits for it in a worker thread."""
+
+
+def _get(entry: tuple[bytes, bytes], db: sqlite3.Connection) -> Observation | None:
+    row = db.execute(_SELECT, entry).fetchone()
+    return None if row is None else Observation.stored(row[0])
+
+
+def _update(entry: tuple[bytes, bytes], change: Change, db: sqlite3.Connection) -> None:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        row = db.execute(_SELECT, entry).fetchone()
+        observation = change(None if row is None else Observation.stored(row[0]))
+        if observation is None:
+            db.execute("DELETE FROM observations WHERE owner = ? AND key = ?", entry)
+        else:
+            db.execute(
+                "INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?)",
+                (*entry, observation.encode(), time.time()),
+            )
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:  # (a COMMIT refused too: the connection is left clean)
+            db.execute("ROLLBACK")
+        raise
+
+
+def _forget(owner: bytes, db: sqlite3.Connection) -> None:
+    db.execute("DELETE FROM observations WHERE owner = ?", (owner,))
