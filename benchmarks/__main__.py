@@ -19,6 +19,7 @@ from benchmarks import (
     batched_edits,
     contention,
     edit_reads,
+    http_load,
     large_files,
     legacy_encodings,
     local_disk,
@@ -63,6 +64,7 @@ async def main() -> None:
         async with mcp_servers.cases(workdir) as (served, floor_section):
             results += [await _measured(case) for case in served]
             sections += await floor_section()
+        sections += await http_load.section(workdir)
         results += await anchors.results(workdir)
         results += [await _measured(case) for case in await search.cases(workdir)]
         large, window_memory = await large_files.cases(workdir)
