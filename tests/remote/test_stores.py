@@ -320,7 +320,7 @@ async def test_s3_keys_no_path_can_name_are_skipped_by_listings_and_walks(url_fo
             tools, ctx = FsToolset(), fs.context(owner="a")
             found = await tools.execute(ctx, "glob", {"pattern": "**"})
             assert found.structured["paths"] == ["a/c.txt", "ok.txt", "x/z.txt"]
-            assert found.structured["walk_truncated"] is False
+            assert found.structured["walk_truncated"] is False  # (no default: always there)
             assert found.structured["unnamed"] == 3  # listed as there, and unreadable
             assert "3 entries not listed: no path can name them" in found.text
             assert len(counted.requests) < 20  # a few LISTs, not a loop
