@@ -53,6 +53,9 @@ async def test_tools_carry_schemas_and_annotations() -> None:
     assert read.output_schema["properties"]["image"]["type"] == "object"
     assert "image" not in read.output_schema.get("required", [])
     assert "null" not in json.dumps(read.output_schema)
+    # What the MCP result says itself (isError, the name called) is not said again.
+    assert not {"status", "tool"} & set(read.output_schema["properties"])
+    assert "status" not in read.output_schema.get("required", [])
     assert read.annotations is not None
     assert (read.annotations.read_only_hint, read.annotations.destructive_hint) == (True, False)
     assert edit.annotations is not None
@@ -130,6 +133,8 @@ async def test_serve_over_stdio(workspace: Path, era: str) -> None:
         result = await client.call_tool("read", {"file_path": "notes.md"})
         assert result.structured_content is not None
         assert result.structured_content["content"] == "alpha\nbeta\n"
+        assert result.structured_content["target"] == "notes.md"
+        assert not {"status", "tool"} & set(result.structured_content)  # isError says it
         edit = {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
         assert not (await client.call_tool("edit", edit)).is_error
     assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"

@@ -6,7 +6,10 @@ other harness: same checks, same policies, same results. Each result carries the
 model's text, any image it shows (``ImageContent``), the structured data
 (``structured_content``, checked by clients against the tool's output schema)
 and ``is_error``; a failure's structured
-content holds its error code, message, hint and ``retryable``.
+content holds its error code, message, hint and ``retryable``. The structured
+content is :attr:`~ctxfs.tools.ToolResult.structured` less what the MCP result
+says already (:data:`SAID_BY_THE_RESULT`: ``status`` is ``is_error``, ``tool``
+the name called), and so is the output schema: every field costs a client a check.
 
 Owners: observations (which file versions an agent has seen) belong to one
 owner, and an agent may change only what its owner has seen. A request's owner:
@@ -59,12 +62,14 @@ from ctxfs.tools.toolset import FsToolset
 if TYPE_CHECKING:
     from ctxfs.core import Context, Fs
 
-__all__ = ["OWNER_META_KEY", "McpTools", "create_server"]
+__all__ = ["OWNER_META_KEY", "SAID_BY_THE_RESULT", "McpTools", "create_server"]
 
 log = logging.getLogger(__name__)
 
 OWNER_META_KEY: Final = "io.ctxfs/owner"
 """The ``_meta`` key a client may name its owner with."""
+SAID_BY_THE_RESULT: Final = frozenset({"status", "tool"})
+"""Fields of the plain data an MCP result carries itself (``isError``; the call's name)."""
 
 
 class McpTools:
@@ -167,7 +172,7 @@ class McpTools:
                     name=tool.name,
                     description=tool.description,
                     input_schema=tool.input_schema,
-                    output_schema=tool.output_schema,
+                    output_schema=_without_said(tool.output_schema),
                     annotations=ToolAnnotations(
                         read_only_hint=tool.read_only,
                         destructive_hint=tool.destructive,
@@ -222,9 +227,22 @@ class McpTools:
         ]
         return CallToolResult(
             content=[TextContent(type="text", text=result.text), *images],
-            structured_content=result.structured,
+            structured_content={
+                name: value
+                for name, value in result.structured.items()
+                if name not in SAID_BY_THE_RESULT
+            },
             is_error=result.is_error,
         )
+
+
+def _without_said(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema less :data:`SAID_BY_THE_RESULT`."""
+    kept = {key: value for key, value in schema.items() if key not in ("properties", "required")}
+    properties = schema.get("properties", {})
+    kept["properties"] = {k: v for k, v in properties.items() if k not in SAID_BY_THE_RESULT}
+    required = [name for name in schema.get("required", []) if name not in SAID_BY_THE_RESULT]
+    return {**kept, "required": required} if required else kept
 
 
 def _named_owner(base: str, meta: Mapping[str, Any] | None) -> str | None:
