@@ -243,6 +243,48 @@ def test_number_lines_uses_the_one_line_number_format(lines: list[str], first: i
     assert number_lines(text, first) == expected
 
 
+@settings(max_examples=300)
+@given(
+    text=st.text(alphabet="ab é✓\n\r\t", max_size=300),
+    limit=st.integers(1, 12),
+    cap=st.integers(1, 12),
+    room=st.integers(0, 60),
+    encoding=st.sampled_from(["utf-8", "cp1252"]),
+)
+def test_a_whole_file_shown_whole_reads_as_the_scanner_reads_it(
+    text: str, limit: int, cap: int, room: int, encoding: str
+) -> None:
+    # The shortcut for a file shown whole answers exactly as the scanner does, or stands aside.
+    from ctxfs.core.text import window  # noqa: PLC0415
+    from ctxfs.core.text.encodings import TextEncoding  # noqa: PLC0415
+    from ctxfs.core.text.lines import BYTE_ENDINGS  # noqa: PLC0415
+
+    try:
+        data = text.encode(encoding)
+    except UnicodeEncodeError:
+        return
+    options = TextOptions(max_line_chars=cap, max_output_chars=cap + 100 + room)
+    chosen = TextEncoding(codec=encoding)
+    quick = window._whole_window(data, chosen, limit, options)
+    scanner = window._Scanner(BYTE_ENDINGS, chosen, 1, limit, options, unit="bytes")
+    scanner.feed(data)
+    if quick is not None:
+        assert quick == scanner.finish()
+
+
+def test_the_shortcut_is_taken_for_a_plain_whole_file() -> None:
+    from ctxfs.core.text import window  # noqa: PLC0415
+    from ctxfs.core.text.encodings import UTF8  # noqa: PLC0415
+
+    data = "".join(f"line {n} ✓\n" for n in range(50)).encode()
+    quick = window._whole_window(data, UTF8, 2000, OPTIONS)
+    assert quick is not None
+    assert (quick.text, quick.total_lines, quick.next_offset) == (data.decode(), 50, None)
+    for stands_aside in (b"a\r\nb\n", b"x" * 3000 + b"\n", b""):
+        assert window._whole_window(stands_aside, UTF8, 2000, OPTIONS) is None
+    assert window._whole_window(data, UTF8, 49, OPTIONS) is None  # more lines than the limit
+
+
 @pytest.mark.parametrize("first", [1, 4090, 4095, 4096, 123_456])
 def test_numbers_made_once_and_numbers_made_per_call_join_seamlessly(first: int) -> None:
     text = "".join(f"line {n}\n" for n in range(10))

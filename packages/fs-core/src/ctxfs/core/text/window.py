@@ -105,6 +105,9 @@ async def read_window(
     if limit < 1:
         raise InvalidArgument(f"limit must be 1 or more, got {limit}", path=path)
     chunks, encoding, head, ended = await _detect(stream, options, path, known)
+    whole = _whole_window(head, encoding, limit, options) if ended and offset == 1 else None
+    if whole is not None:
+        return whole
     if encoding.ascii_compatible:
         byte_scanner = _Scanner(BYTE_ENDINGS, encoding, offset, limit, options, unit="bytes")
         byte_scanner.feed(head)
@@ -228,6 +231,42 @@ async def _detect(
     if known is not None and ended and encoding.told_by_bytes:
         known.remember(stream.version, encoding)
     return chunks, encoding, head[len(encoding.bom) :], ended
+
+
+def _whole_window(
+    data: bytes, encoding: TextEncoding, limit: int, options: TextOptions
+) -> Window | None:
+    r"""A whole file read from its first line with nothing to cut: the window, cheaply.
+
+    None when anything needs the scanner (a ``\r``, a line that may be too
+    long, more lines than *limit*, past the output budget, invalid bytes):
+    it then gives the same answer the long way. Most reads of source files
+    are this one.
+    """
+    if not data or not encoding.ascii_compatible or encoding.keeps_invalid_bytes:
+        return None
+    if b"\r" in data:
+        return None
+    lines = data.split(b"\n")
+    total = len(lines) - 1 if not lines[-1] else len(lines)
+    if total > limit or max(map(len, lines)) > options.max_line_chars:
+        return None  # (a line's bytes are at least its characters)
+    try:
+        text = data.decode(encoding.codec)
+    except UnicodeDecodeError:
+        return None
+    if len(text) + _prefix_chars(1, total) > options.max_output_chars:
+        return None
+    return Window(
+        text=text,
+        offset=1,
+        returned_lines=total,
+        total_lines=total,
+        next_offset=None,
+        truncated_lines=(),
+        output_capped=False,
+        encoding=encoding.label,
+    )
 
 
 class _Scanner(Generic[AnyStr]):
