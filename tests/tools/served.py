@@ -119,6 +119,13 @@ def post(
     return httpx2.post(url, content=json.dumps(message), headers=sent, timeout=30)
 
 
+def read_in_session(url: str, token: str, session: str, path: str) -> httpx2.Response:
+    """A raw ``read`` of *path* in handshake-era session *session*."""
+    read = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "read", "arguments": {"file_path": path}}}  # fmt: skip
+    return post(url, read, token=token, mcp_session_id=session, mcp_protocol_version=LEGACY)
+
+
 def initialize(number: int = 0) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0", "id": number, "method": "initialize",

@@ -42,7 +42,7 @@ from ctxfs.core import Fs, MemoryBackend
 from ctxfs.tools.directcalls import DirectCalls
 from ctxfs.tools.mcpserver import McpTools, create_server
 from ctxfs.tools.tool import Progress
-from tests.tools.test_stdio import INITIALIZE, INITIALIZED, frame, read_call, reply, send
+from tests.tools.test_stdio import INITIALIZE, INITIALIZED, frame, read_call, reply, send, stop
 
 SLOW_PLUGIN = """
     import anyio
@@ -93,14 +93,6 @@ def _started(command: list[str], root: Path) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
-def _stopped(process: subprocess.Popen[bytes]) -> None:
-    process.kill()
-    process.wait()
-    for stream in (process.stdin, process.stdout, process.stderr):
-        assert stream is not None
-        stream.close()
-
-
 @pytest.fixture
 def served(root: Path) -> Iterator[subprocess.Popen[bytes]]:
     """``ctxfs serve`` (with the slow plugin) after the initialize handshake."""
@@ -111,7 +103,7 @@ def served(root: Path) -> Iterator[subprocess.Popen[bytes]]:
     assert reply(process)["id"] == 0
     send(process, frame(INITIALIZED))
     yield process
-    _stopped(process)
+    stop(process)
 
 
 def cancel(request_id: int) -> dict[str, Any]:
@@ -169,7 +161,7 @@ def test_a_call_sent_before_the_handshake_was_answered_is_served(root: Path) -> 
         assert answer["id"] == 7
         assert answer["result"]["structuredContent"]["content"] == "one\ntwo\n"
     finally:
-        _stopped(process)
+        stop(process)
 
 
 def test_each_answer_is_the_one_the_sdk_gives(root: Path) -> None:
@@ -200,7 +192,7 @@ def test_each_answer_is_the_one_the_sdk_gives(root: Path) -> None:
                 answered.append(reply(process))
             answers.append(answered)
         finally:
-            _stopped(process)
+            stop(process)
     assert answers[0] == answers[1]
     assert answers[0][3]["result"]["isError"] is True
     assert answers[0][4]["result"]["structuredContent"]["error"]["code"] == "not_observed"

@@ -34,6 +34,7 @@ from tests.tools.served import (
     client,
     initialize,
     post,
+    read_in_session,
     serve_http,
     stale_conflict,
     token_file,
@@ -148,12 +149,7 @@ async def test_a_sessions_observations_go_when_it_ends(workspace: Path, tmp_path
             assert code_of(await stateless.call_tool("read", {"file_path": "notes.md"})) is None
         opened = post(served.url, initialize(), token=TOKENS["alice"])
         session = opened.headers["mcp-session-id"]
-        read = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "read", "arguments": {"file_path": "notes.md"}}}  # fmt: skip
-        answer = post(
-            served.url, read, token=TOKENS["alice"], mcp_session_id=session,
-            mcp_protocol_version=LEGACY,
-        )  # fmt: skip
+        answer = read_in_session(served.url, TOKENS["alice"], session, "notes.md")
         assert answer.status_code == 200, answer.text
         assert len(owners()) == 2
         await anyio.sleep(2.5)  # idle past --session-idle 1: ended, and forgotten
@@ -171,12 +167,7 @@ def test_a_post_is_answered_with_one_json_body_unless_sse_is_asked(
         opened = post(served.url, initialize(), token=TOKENS["alice"])
         assert opened.headers["content-type"].startswith(content_type)
         session = opened.headers["mcp-session-id"]
-        read = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "read", "arguments": {"file_path": "notes.md"}}}  # fmt: skip
-        answer = post(
-            served.url, read, token=TOKENS["alice"], mcp_session_id=session,
-            mcp_protocol_version=LEGACY,
-        )  # fmt: skip
+        answer = read_in_session(served.url, TOKENS["alice"], session, "notes.md")
         assert answer.headers["content-type"].startswith(content_type)
         body = answer.text if mode is None else answer.text.split("data: ", 1)[1]
         assert json.loads(body)["result"]["structuredContent"]["content"] == "alpha\nbeta\n"

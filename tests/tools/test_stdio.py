@@ -60,6 +60,11 @@ def started(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         stderr=subprocess.PIPE,
     )
     yield process
+    stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill a server started over pipes and close its pipes."""
     process.kill()
     process.wait()
     for stream in (process.stdin, process.stdout, process.stderr):
