@@ -170,11 +170,6 @@ class DirectCalls:
             note = JSONRPCNotification(jsonrpc="2.0", method="notifications/progress", params=body)
             await self._deliver(note)
 
-        closed = JSONRPCError(
-            jsonrpc="2.0",
-            id=request.id,
-            error=ErrorData(code=CONNECTION_CLOSED, message="Connection closed"),
-        )
         reply: JSONRPCMessage | None = None
         try:
             with running.scope:
@@ -183,11 +178,11 @@ class DirectCalls:
                 body = methods.serialize_server_result(_TOOLS_CALL, version, dumped)
                 reply = JSONRPCResponse(jsonrpc="2.0", id=request.id, result=body)
             if running.scope.cancelled_caught:
-                reply = closed  # cut short by stop() (or by the peer: then never answered)
+                reply = _closed(request.id)  # cut short by stop() (by the peer: never answered)
         except anyio.get_cancelled_exc_class():
             if not running.cancelled_by_peer:
                 with anyio.move_on_after(_CLOSED_WRITE_SECONDS, shield=True):
-                    await self._deliver(closed)
+                    await self._deliver(_closed(request.id))
             raise
         except Exception as bug:
             log.exception("tools/call failed outside the toolset")
@@ -207,6 +202,12 @@ class DirectCalls:
             await self._send(SessionMessage(message))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             log.debug("dropped a message for the client: the output is closed")
+
+
+def _closed(request_id: RequestId) -> JSONRPCError:
+    """The answer to a call the end of the connection cut short, as the SDK gives it."""
+    closed = ErrorData(code=CONNECTION_CLOSED, message="Connection closed")
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=closed)
 
 
 def _valid_call(version: str, params: Mapping[str, Any] | None) -> CallToolRequestParams | None:
