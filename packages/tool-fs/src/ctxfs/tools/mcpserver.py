@@ -101,8 +101,9 @@ class McpTools:
         self.per_session = per_session
         self._sessions: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
         self._owners_by_session: dict[str, str] = {}
-        self._input_schemas: dict[str, dict[str, Any]] = {}
         """The owners of the HTTP sessions still open, by session ID (:meth:`session_ended`)."""
+        self._input_schemas: dict[str, dict[str, Any]] = {}
+        """The input schema of each tool asked for (:meth:`input_schema`), made once."""
         self._numbers = itertools.count(1)
         self._instance = secrets.token_hex(6)  # session owners of this process are its own
 

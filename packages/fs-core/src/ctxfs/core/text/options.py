@@ -38,9 +38,8 @@ when the space after the number of an empty line was trimmed away."""
 def number_lines(text: str, first: int) -> str:
     r"""*text* (lines ending in ``\n``) with :func:`format_line_number` before each line.
 
-    The result ends with a newline; numbering starts at *first*. The prefix is
-    spelled out here too, for speed (the first few thousand are made once); a
-    test holds the two functions to one format.
+    The result ends with a newline; numbering starts at *first*. The prefixes of
+    the first few thousand lines are made once.
     """
     lines = text.split("\n")
     if lines[-1] == "":
@@ -49,14 +48,14 @@ def number_lines(text: str, first: int) -> str:
         return ""
     end = first + len(lines)
     made = _made_prefixes()
-    prefixes = made[first:end] if end <= len(made) else [f"{n} " for n in range(first, end)]
+    prefixes = made[first:end] if end <= len(made) else map(format_line_number, range(first, end))
     return "\n".join(map(operator.add, prefixes, lines)) + "\n"
 
 
 @functools.cache
 def _made_prefixes() -> tuple[str, ...]:
     """The prefixes of lines 0 to 4,095 (about 200 KB), for the windows read most."""
-    return tuple(f"{number} " for number in range(4096))
+    return tuple(map(format_line_number, range(4096)))
 
 
 def format_line_number(number: int) -> str:
