@@ -151,9 +151,11 @@ async def test_integration_switch_through_the_entry_point(install_dist: InstallD
 
 
 CHECKOUT_PLUGIN = """
+    from datetime import UTC, datetime
+
     from ctxfs.core.policies import CheckOuts, LeaseBook
 
-    leases = LeaseBook()
+    leases = LeaseBook(clock=lambda: datetime(2026, 12, 1, 16, 0, tzinfo=UTC))  # never the date
     checkouts = CheckOuts(leases)
 """
 
