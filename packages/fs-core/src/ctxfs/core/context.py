@@ -591,7 +591,7 @@ class ContextFs:
                 kept = await _undone(done)
             order = {update.path: n for n, part in enumerate(parts) for update, _ in part.opened}
             done.sort(key=lambda pair: order[pair[0].path])
-            raise _patch_failure(failure, done, kept) from failure
+            raise _rolled_back(failure, done, kept, what="the patch") from failure
 
     async def _write_part(
         self, part: _PatchPart, done: list[tuple[Update, Version | None]]
@@ -676,9 +676,36 @@ class ContextFs:
                     path=here.path,
                     hint="Retry the move.",
                 )
+            await mount.file_context.observation(ctx.owner, here.key)  # the store answers
             await mount.backend.move_directory(here.path, there.path)
-            await mount.hooks.moved(ctx, pairs)
+            try:
+                await mount.hooks.moved(ctx, pairs)
+            except BaseException as failure:
+                with anyio.CancelScope(shield=True):
+                    await self._move_directory_back(here, there, failure)
+                raise
         return len(pairs) - 1
+
+    async def _move_directory_back(
+        self, here: Operation, there: Operation, failure: BaseException
+    ) -> None:
+        """Undo a directory move whose observers failed with *failure*: raise what to tell."""
+        try:
+            await self._ctx.mount.backend.move_directory(there.path, here.path)
+        except FsError as undo:
+            raise BackendError(
+                f"the move of {here.path} failed part way ({failure}) and could not be "
+                f"undone ({undo.message}): the directory is now at {there.path}",
+                path=here.path,
+                hint="List both paths to see where the directory is before trying again.",
+                details={"destination": there.path},
+            ) from failure
+        if isinstance(failure, FsError):
+            raise failure.retold(
+                f"the move was not applied (nothing changed; {here.path} put back): "
+                f"{failure.message}",
+                restored=[here.path],
+            ) from failure
 
     async def _moved_entries(
         self, here: Operation, there: Operation
@@ -816,9 +843,28 @@ class ContextFs:
             for report in reports:
                 await mount.hooks.check_version(ctx, report.op, report.before)
             yield [opened[id(report)] for report in reports]
-            for report in reports:
-                if not report.op.dry_run:
-                    await mount.hooks.committed(ctx, report.op, report.before, report.after)
+            await self._commit(reports, [opened[id(report)][0] for report in reports])
+
+    async def _commit(self, reports: list[_Report], updates: list[Update]) -> None:
+        """Report each stored operation of *reports* (done through *updates*), or undo them all.
+
+        A change the guard cannot record (its observation store failed, or the
+        call was cancelled meanwhile) is put back, still under the locks, so a
+        mutation is either stored and recorded, or leaves the files as they were.
+        """
+        stored = [(update, report) for update, report in zip(updates, reports, strict=True)]
+        stored = [(update, report) for update, report in stored if not report.op.dry_run]
+        hooks = self._ctx.mount.hooks
+        try:
+            for _, report in stored:
+                await hooks.committed(self._ctx, report.op, report.before, report.after)
+        except BaseException as failure:
+            done = [(update, report.after) for update, report in stored]
+            with anyio.CancelScope(shield=True):
+                kept = await _undone(done)
+            if isinstance(failure, FsError):
+                raise _rolled_back(failure, done, kept, what="the change") from failure
+            raise
 
     async def _store(
         self, report: _Report, update: Update, data: bytes, document: AnyDocument | None = None
@@ -1205,9 +1251,16 @@ def _refuse_missing(parts: list[_PatchPart]) -> Callable[[list[Update]], Awaitab
 
 
 async def _undone(done: list[tuple[Update, Version | None]]) -> list[str]:
-    """Undo *done*, last first; the paths that could not be put back."""
+    """Undo *done*; the paths that could not be put back.
+
+    Deleted files are put back first, then written ones (each group last done
+    first): a failure part way through a move's undo leaves the file twice,
+    never nowhere.
+    """
     kept: list[str] = []
-    for update, left in reversed(done):
+    last_first = done[::-1]
+    deleted = [pair for pair in last_first if pair[1] is None]
+    for update, left in deleted + [pair for pair in last_first if pair[1] is not None]:
         try:
             await update.undo(left)
         except FsError:
@@ -1215,24 +1268,28 @@ async def _undone(done: list[tuple[Update, Version | None]]) -> list[str]:
     return kept
 
 
-def _patch_failure(
-    failure: FsError, done: list[tuple[Update, Version | None]], kept: list[str]
+def _rolled_back(
+    failure: FsError, done: list[tuple[Update, Version | None]], kept: list[str], *, what: str
 ) -> FsError:
-    """The error of a patch whose writing failed: what failed, and what the files hold now."""
+    """The error of a change undone after *failure*: what failed, and what the files hold now.
+
+    *what* names the change (``"the patch"``).
+    """
     touched = list(dict.fromkeys(update.path for update, _ in done))
     if not kept:
-        put_back = f"; {', '.join(touched)} put back as they were" if touched else ""
+        were = "they were" if len(touched) > 1 else "it was"
+        put_back = f"; {', '.join(touched)} put back as {were}" if touched else ""
         return failure.retold(
-            f"the patch was not applied (nothing changed{put_back}): {failure.message}",
+            f"{what} was not applied (nothing changed{put_back}): {failure.message}",
             restored=touched,
         )
     restored = [path for path in touched if path not in kept]
     return BackendError(
-        f"the patch failed part way ({failure.message}) and could not be undone whole: "
-        f"{', '.join(kept)} are as the patch left them"
+        f"{what} failed part way ({failure.message}) and could not be undone whole: "
+        f"{', '.join(kept)} are as {what} left them"
         + (f"; {', '.join(restored)} were put back" if restored else ""),
         path=failure.path,
-        hint="Read the files named to see their state before patching again.",
+        hint="Read the files named to see their state before trying again.",
         details={"changed": kept, "restored": restored},
     )
 

@@ -132,10 +132,16 @@ class FileContextPlugin:
     async def ctxfs_check_version(
         self, ctx: Context, op: Operation, current: Version | None
     ) -> FsError | None:
-        """Apply the observation rules to a mutation of an existing file."""
-        if current is None or op.kind not in _GUARDED:
+        """Apply the observation rules to a mutation of an existing file.
+
+        The store is asked for a created file too: one that cannot answer now
+        refuses the change before anything is written.
+        """
+        if op.kind not in _GUARDED:
             return None
         seen = await self.observation(ctx.owner, op.key)
+        if current is None:
+            return None
         if seen is None:
             return NotObserved(
                 f"{op.path} has not been read in this context; read it before changing it",

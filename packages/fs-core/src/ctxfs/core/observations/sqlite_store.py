@@ -62,10 +62,10 @@ class SqliteObservations(ObservationStore):
         self.path = Path(path)
         self.max_age = max_age
         self._limiter: anyio.CapacityLimiter | None = None  # made in the loop that uses it
-        self._waiting = _Connection(self._opened(timeout))
+        self._waiting = _Connection(partial(self._opened, timeout))
         """Used in a worker thread: waits up to *timeout* for a locked file."""
         try:
-            self._at_once = _Connection(self._opened(0))
+            self._at_once = _Connection(partial(self._opened, 0))
             """Used on the event loop: a locked file is at once a reason to use the other."""
             with self._using(self._waiting) as db:
                 db.execute("PRAGMA journal_mode=WAL")
@@ -126,9 +126,14 @@ class SqliteObservations(ObservationStore):
     def _using(
         self, connection: _Connection, *, at_once: bool = False
     ) -> Iterator[sqlite3.Connection]:
-        """*connection*'s database, SQLite's errors as ctxfs errors (``_Locked`` if *at_once*)."""
+        """*connection*'s database, SQLite's errors as ctxfs errors (``_Locked`` if *at_once*).
+
+        After any other error the connection is opened again at its next use: a
+        file that failed (read-only, a disk error) may be back by then, and a
+        connection that met the failure can keep it.
+        """
         try:
-            yield connection.db
+            yield connection.usable()
         except sqlite3.OperationalError as error:
             if "locked" in str(error) or "busy" in str(error):
                 if at_once:
@@ -137,8 +142,10 @@ class SqliteObservations(ObservationStore):
                     f"the observation store {self.path} stayed locked: {error}",
                     hint="Try again; another process holds the store.",
                 ) from error
+            connection.failed = True
             raise self._unavailable(error) from error
         except sqlite3.Error as error:
+            connection.failed = True
             raise self._unavailable(error) from error
 
     def _unavailable(self, error: sqlite3.Error) -> Unavailable:
@@ -154,11 +161,21 @@ class SqliteObservations(ObservationStore):
 
 
 class _Connection:
-    """One SQLite connection, used by one thread at a time."""
+    """One SQLite connection, used by one thread at a time, opened again after a failure."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self.connect = connect
+        self.db = connect()
         self.lock = threading.Lock()
+        self.failed = False
+        """Whether the connection met a failure: it is opened again at its next use."""
+
+    def usable(self) -> sqlite3.Connection:
+        if self.failed:
+            self.db.close()
+            self.db = self.connect()
+            self.failed = False
+        return self.db
 
 
 class _Locked(Exception):

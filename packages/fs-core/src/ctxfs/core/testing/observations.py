@@ -1,0 +1,62 @@
+"""An observation store that fails when a test says so: the store side of fault injection."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ctxfs.core.errors import Unavailable
+from ctxfs.core.observations import MemoryObservations, Observation, ObservationStore
+from ctxfs.core.observations.base import Change
+
+__all__ = ["FaultyObservations"]
+
+Method = Literal["get", "update", "forget_owner"]
+
+
+class FaultyObservations(ObservationStore):
+    """Another store (in memory by default), with failures to inject.
+
+    While :attr:`down` is set, every call raises ``Unavailable``; a failure
+    queued with :meth:`fail_next` is raised by the next call of its method
+    only. A failed call changes nothing in the store. :attr:`calls` counts the
+    calls made, failed or not.
+    """
+
+    def __init__(self, store: ObservationStore | None = None) -> None:
+        self.store = store if store is not None else MemoryObservations()
+        self.down = False
+        """Whether the store is unreachable: every call fails."""
+        self.calls: dict[Method, int] = {"get": 0, "update": 0, "forget_owner": 0}
+        self._failures: list[tuple[Method, Exception]] = []
+
+    def fail_next(self, method: Method, error: Exception | None = None) -> None:
+        """Make the next call of *method* raise *error* (``Unavailable`` by default)."""
+        self._failures.append((method, error or Unavailable("the observation store failed")))
+
+    async def get(self, owner: str, key: str) -> Observation | None:
+        """See :meth:`ObservationStore.get`."""
+        self._fault("get")
+        return await self.store.get(owner, key)
+
+    async def update(self, owner: str, key: str, change: Change) -> None:
+        """See :meth:`ObservationStore.update`."""
+        self._fault("update")
+        await self.store.update(owner, key, change)
+
+    async def forget_owner(self, owner: str) -> None:
+        """See :meth:`ObservationStore.forget_owner`."""
+        self._fault("forget_owner")
+        await self.store.forget_owner(owner)
+
+    async def aclose(self) -> None:
+        """See :meth:`ObservationStore.aclose`."""
+        await self.store.aclose()
+
+    def _fault(self, method: Method) -> None:
+        self.calls[method] += 1
+        if self.down:
+            raise Unavailable("the observation store cannot be reached")
+        for index, (wanted, error) in enumerate(self._failures):
+            if wanted == method:
+                del self._failures[index]
+                raise error

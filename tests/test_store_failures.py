@@ -1,0 +1,460 @@
+"""A mutation records its observation and commits, or changes nothing, whatever the store does.
+
+Every mutating tool runs on the memory backend, fs-local and S3 (moto) while its
+observation store fails: a store that fails on cue (down from the start; down
+once the checks have passed, while the write runs; failing the commit's
+record), a SQLite file locked by another connection or made read-only, and a
+real Redis server stopped before the call or once the checks have passed. The
+call must fail ``unavailable`` (or ``busy``) with every file as it was; once
+the store is back, the same call, retried as an agent would, succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ctxfs.core import ABSENT, Backend, Context, ErrorCode, Fs, FsError, hookimpl, open_fs
+from ctxfs.core.backend import FileKind
+from ctxfs.core.errors import Unavailable
+from ctxfs.core.memory import MemoryBackend
+from ctxfs.core.observations import ObservationStore, RedisObservations, SqliteObservations
+from ctxfs.core.outcomes import Operation
+from ctxfs.core.testing import FaultyObservations
+from ctxfs.core.versions import Version
+from ctxfs.local import LocalBackend
+from ctxfs.tools import FsToolset
+from tests.remote.servers import S3
+
+pytestmark = pytest.mark.anyio
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "code", "execution_count": None, "id": "c0ffee00", "metadata": {},
+         "outputs": [], "source": ["x = 1\n"]},
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}  # fmt: skip
+FILES = {
+    "a.txt": b"alpha\nbeta\n",
+    "b.txt": b"bravo\n",
+    "dir/c.txt": b"charlie\n",
+    "nb.ipynb": json.dumps(NOTEBOOK, indent=1).encode() + b"\n",
+}
+PATCH = """*** Begin Patch
+*** Add File: new.txt
++fresh
+*** Update File: a.txt
+@@
+-alpha
++ALPHA
+*** Delete File: b.txt
+*** End Patch"""
+MOVING_PATCH = """*** Begin Patch
+*** Update File: a.txt
+*** Move to: moved.txt
+@@
+-beta
++BETA
+*** End Patch"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mutation:
+    tool: str
+    arguments: dict[str, Any]
+    reads: tuple[str, ...] = ()
+    """The files the agent reads before the call."""
+    stored: bool = True
+    """Whether the call records an observation (create_directory records none)."""
+
+
+MUTATIONS = {
+    "write-new": Mutation(tool="write", arguments={"file_path": "new.txt", "content": "new\n"}),
+    "write-over": Mutation(
+        tool="write", arguments={"file_path": "a.txt", "content": "whole\n"}, reads=("a.txt",)
+    ),
+    "edit": Mutation(
+        tool="edit",
+        arguments={"file_path": "a.txt", "old_string": "alpha", "new_string": "ALPHA"},
+        reads=("a.txt",),
+    ),
+    "multi_edit": Mutation(
+        tool="multi_edit",
+        arguments={
+            "file_path": "a.txt",
+            "edits": [
+                {"old_string": "alpha", "new_string": "A"},
+                {"old_string": "beta", "new_string": "B"},
+            ],
+        },
+        reads=("a.txt",),
+    ),
+    "apply_patch": Mutation(
+        tool="apply_patch", arguments={"input": PATCH}, reads=("a.txt", "b.txt")
+    ),
+    "apply_patch-move": Mutation(
+        tool="apply_patch", arguments={"input": MOVING_PATCH}, reads=("a.txt",)
+    ),
+    "move": Mutation(
+        tool="move",
+        arguments={"source_path": "a.txt", "destination_path": "dir/a.txt"},
+        reads=("a.txt",),
+    ),
+    "move-directory": Mutation(
+        tool="move",
+        arguments={"source_path": "dir", "destination_path": "moved"},
+        reads=("dir/c.txt",),  # an observation to carry along
+    ),
+    "delete": Mutation(tool="delete", arguments={"file_path": "b.txt"}, reads=("b.txt",)),
+    "create_directory": Mutation(tool="create_directory", arguments={"path": "made"}, stored=False),
+    "notebook_edit": Mutation(
+        tool="notebook_edit",
+        arguments={"file_path": "nb.ipynb", "cell_id": "c0ffee00", "new_source": "x = 2\n"},
+        reads=("nb.ipynb",),
+    ),
+}
+
+
+class Store:
+    """An observation store under test, and the ways it fails."""
+
+    def __init__(self, store: ObservationStore) -> None:
+        self.store = store
+
+    def fail_before(self) -> None:
+        """Fail from now on."""
+        raise NotImplementedError
+
+    def heal(self) -> None:
+        """Work again."""
+        raise NotImplementedError
+
+
+class Cued(Store):
+    """:class:`FaultyObservations`: down before, down during, or the commit's record refused."""
+
+    def __init__(self, mode: str) -> None:
+        self.faulty = FaultyObservations()
+        super().__init__(self.faulty)
+        self.mode = mode
+
+    def fail_before(self) -> None:
+        if self.mode == "after":
+            self.faulty.fail_next("update")
+        elif self.mode == "before":
+            self.faulty.down = True
+
+    def fail_during(self) -> None:
+        if self.mode == "during":
+            self.faulty.down = True
+
+    def heal(self) -> None:
+        self.faulty.down = False
+
+
+class LockedSqlite(Store):
+    """A SQLite file another connection holds (readers still read: write-ahead log)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(SqliteObservations(path, timeout=0.2))
+        self.holder = sqlite3.connect(path, isolation_level=None)
+
+    def fail_before(self) -> None:
+        self.holder.execute("BEGIN IMMEDIATE")
+
+    def heal(self) -> None:
+        self.holder.execute("ROLLBACK")
+
+
+class ReadOnlySqlite(Store):
+    """A SQLite file (and its log) made immutable: it reads, and refuses every write."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(SqliteObservations(path, timeout=0.2))
+        self.files = [path, path.with_name(f"{path.name}-wal")]
+        self.immutable = False
+
+    def fail_before(self) -> None:
+        self._chattr("+i")
+
+    def heal(self) -> None:
+        if self.immutable:
+            self._chattr("-i")
+
+    def _chattr(self, flag: str) -> None:
+        for path in self.files:
+            subprocess.run(["chattr", flag, str(path)], check=True, capture_output=True)
+        self.immutable = flag == "+i"
+
+
+class StoppedRedis(Store):
+    """A Redis server of this test's own (its data in an append-only file), stopped on cue."""
+
+    def __init__(self, server: RedisServer, *, during: bool) -> None:
+        super().__init__(RedisObservations(server.url, timeout=1.0))
+        self.server = server
+        self.during = during
+
+    def fail_before(self) -> None:
+        if not self.during:
+            self.server.stop()
+
+    def fail_during(self) -> None:
+        if self.during:
+            self.server.stop()
+
+    def heal(self) -> None:
+        self.server.start()
+
+
+@dataclass
+class RedisServer:
+    """``redis-server`` on a free port of 127.0.0.1, its data kept across restarts."""
+
+    home: Path
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        if self.process is not None:
+            return
+        if not self.port:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                self.port = probe.getsockname()[1]
+        self.process = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.home)],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # until it answers (not while it loads its data)
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as probe:
+                    probe.sendall(b"PING\r\n")
+                    if probe.recv(64).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.01)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+            self.process = None
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the Redis client is asyncio's
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        message = "redis-server is missing; install it with `.ci/servers install redis`"
+        if os.environ.get("CTXFS_REQUIRE_SERVERS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    (tmp_path / "redis").mkdir()
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
+
+
+def chattr_works(tmp_path: Path) -> bool:
+    probe = tmp_path / "probe"
+    probe.touch()
+    done = subprocess.run(["chattr", "+i", str(probe)], capture_output=True, check=False)
+    subprocess.run(["chattr", "-i", str(probe)], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+@pytest.fixture(
+    params=["cued-before", "cued-during", "cued-after", "sqlite-locked", "sqlite-read-only",
+            "redis-stopped-before", "redis-stopped-during"],
+)  # fmt: skip
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    kind = str(request.param)
+    made: Store
+    if kind.startswith("cued-"):
+        made = Cued(kind.removeprefix("cued-"))
+    elif kind == "sqlite-locked":
+        made = LockedSqlite(tmp_path / "observations.db")
+    elif kind == "sqlite-read-only":
+        if not chattr_works(tmp_path):
+            pytest.skip("chattr +i is refused here (it needs root and a file system that has it)")
+        made = ReadOnlySqlite(tmp_path / "observations.db")
+    else:
+        server = request.getfixturevalue("redis_server")
+        made = StoppedRedis(server, during=kind.endswith("during"))
+    yield made
+    if isinstance(made, ReadOnlySqlite):
+        made.heal()
+
+
+def opened(where: str, request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """A fresh, empty backend: ``memory``, ``local`` (fs-local) or ``s3`` (moto)."""
+    if where == "memory":
+        return MemoryBackend()
+    if where == "local":
+        (tmp_path / "root").mkdir()
+        return LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    bucket = request.getfixturevalue("s3_bucket")
+    return open_fs(S3.url(bucket, uuid.uuid4().hex[:12]), **S3.options).backend
+
+
+@pytest.fixture(scope="session")
+def s3_bucket() -> str:
+    S3.require()
+    return S3.create_bucket()
+
+
+class Tripwire:
+    """Runs *trip* once, the first time a mutation's checks have passed (a plugin's vote)."""
+
+    def __init__(self, trip: Callable[[], None]) -> None:
+        self.trip: Callable[[], None] | None = trip
+
+    def __call__(self) -> None:
+        trip, self.trip = self.trip, None
+        if trip is not None:
+            trip()
+
+    @hookimpl
+    def ctxfs_check_version(self, ctx: Context, op: Operation, current: Version | None) -> None:
+        del ctx, op, current
+        self()
+
+
+async def snapshot(backend: Backend) -> dict[str, bytes | None]:
+    """Every file's bytes and every directory (None) below the root."""
+    seen: dict[str, bytes | None] = {}
+    pending = [""]
+    while pending:
+        for entry in await backend.list(pending.pop(), details=False):
+            if entry.kind is FileKind.DIRECTORY:
+                seen[entry.path] = None
+                pending.append(entry.path)
+            else:
+                seen[entry.path] = (await backend.read(entry.path)).data
+    return seen
+
+
+@asynccontextmanager
+async def mounted(backend: Backend, store: Store) -> AsyncIterator[Fs]:
+    trip = Tripwire(getattr(store, "fail_during", lambda: None))
+    fs = Fs(backend, observations=store.store, load_entrypoints=False, plugins=[trip])
+    if isinstance(backend, LocalBackend | MemoryBackend):
+        directory_move = backend.move_directory
+
+        async def tripped(source: str, destination: str) -> None:
+            trip()  # a directory move has no version to check: the store goes down here
+            await directory_move(source, destination)
+
+        backend.move_directory = tripped  # type: ignore[method-assign]
+    try:
+        async with fs:
+            yield fs
+    finally:
+        await store.store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("where", "name"),
+    [(where, name) for where in ("memory", "local", "s3") for name in sorted(MUTATIONS)
+     if (where, name) != ("s3", "move-directory")],  # an object store moves no directory
+)  # fmt: skip
+async def test_a_mutation_commits_with_its_observation_or_changes_nothing(
+    where: str, name: str, store: Store, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    mutation, backend = MUTATIONS[name], opened(where, request, tmp_path)
+    for path, data in FILES.items():
+        await backend.write(path, data, expect=ABSENT)
+    tools = FsToolset()
+    async with mounted(backend, store) as fs:
+        ctx = fs.context(owner="agent")
+        for path in mutation.reads:
+            assert not (await tools.execute(ctx, "read", {"file_path": path})).is_error
+        before = await snapshot(backend)
+        store.fail_before()
+        failed = await tools.execute(ctx, mutation.tool, mutation.arguments)
+        after = await snapshot(backend)
+        store.heal()
+        if mutation.stored:
+            assert failed.error_code in (ErrorCode.UNAVAILABLE, ErrorCode.BUSY), failed.text
+            assert after == before, "a failed call changed the files"
+        elif failed.is_error:
+            assert after == before, "a failed call changed the files"
+        else:  # it records nothing: it commits alone
+            assert {path: data for path, data in after.items() if path != "made"} == before
+        retried = await tools.execute(ctx, mutation.tool, mutation.arguments)
+        assert not retried.is_error, retried.text
+        assert await snapshot(backend) != before or not mutation.stored
+
+
+class Committed:
+    """A plugin whose ``ctxfs_committed`` runs *then* (a third party's observer)."""
+
+    def __init__(self, then: Callable[[], Awaitable[None]]) -> None:
+        self.then = then
+
+    @hookimpl
+    async def ctxfs_committed(self, ctx: Context, op: Operation) -> None:
+        del ctx, op
+        await self.then()
+
+
+async def test_a_change_that_cannot_be_undone_says_what_the_files_hold() -> None:
+    backend = MemoryBackend()
+
+    async def fail() -> None:
+        backend.faults.fail_next("write", Unavailable("the disk went away"), path="a.txt")
+        raise Unavailable("the observer failed")
+
+    fs = Fs(backend, load_entrypoints=False, plugins=[Committed(fail)])
+    ctx = fs.context(owner="agent")
+    await backend.write("a.txt", b"one\n", expect=ABSENT)
+    await ctx.fs.read("a.txt")
+    with pytest.raises(FsError) as caught:
+        await ctx.fs.edit("a.txt", "one", "two")
+    assert caught.value.code is ErrorCode.BACKEND_ERROR
+    assert "a.txt are as the change left them" in caught.value.message
+    assert caught.value.details["changed"] == ["a.txt"]
+    assert (await backend.read("a.txt")).data == b"two\n"
+
+
+async def test_a_change_cancelled_before_its_commit_is_reported_is_undone() -> None:
+    backend = MemoryBackend()
+    fs = Fs(backend, load_entrypoints=False, plugins=[Committed(anyio.sleep_forever)])
+    ctx = fs.context(owner="agent")
+    await backend.write("a.txt", b"one\n", expect=ABSENT)
+    await ctx.fs.read("a.txt")
+    with anyio.move_on_after(0.2) as scope:
+        await ctx.fs.edit("a.txt", "one", "two")
+    assert scope.cancelled_caught
+    assert (await backend.read("a.txt")).data == b"one\n"
