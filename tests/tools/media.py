@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import os
+import struct
+import zlib
+from typing import Final
 
 from PIL import Image
 from pypdf import PdfReader, PdfWriter
@@ -37,6 +40,31 @@ def dimensions(data: bytes) -> tuple[str | None, tuple[int, int]]:
         return decoded.format, decoded.size
 
 
+def deep_png(size: tuple[int, int], *, color: bool) -> bytes:
+    """A 16-bit PNG (RGB or gray) of *size* in one tone, written by hand: Pillow writes no
+    16-bit colour, and this writes hundreds of megapixels in a second."""
+    width, height = size
+    row = b"\x00" + b"\x75\x30" * width * (3 if color else 1)  # filter 0, then the pixels
+    compressor = zlib.compressobj(1)
+    at_once = max(1, (1 << 22) // len(row))
+    idat = [
+        compressor.compress(row * min(at_once, height - top)) for top in range(0, height, at_once)
+    ]
+    header = struct.pack(">IIBBBBB", width, height, 16, 2 if color else 0, 0, 0, 0)
+    return b"".join(
+        [
+            b"\x89PNG\r\n\x1a\n",
+            _chunk(b"IHDR", header),
+            _chunk(b"IDAT", b"".join(idat) + compressor.flush()),
+            _chunk(b"IEND", b""),
+        ]
+    )
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
 def _escaped(line: str) -> str:
     return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
@@ -52,12 +80,35 @@ def pdf(*pages: str) -> bytes:
     for n, text in enumerate(pages):
         operations = ["BT", "/F1 12 Tf", "72 720 Td", "14 TL"]
         operations += [f"({_escaped(line)}) Tj T*" for line in text.split("\n")]
-        stream = "\n".join([*operations, "ET"]).encode("latin-1")
-        objects.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * n)
-        )
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+        objects.append(_PAGE % (5 + 2 * n))
+        objects.append(_stream("\n".join([*operations, "ET"]).encode("latin-1")))
+    return _document(objects)
+
+
+def shared_pdf(pages: int, content: bytes) -> bytes:
+    """A PDF of *pages* pages that all draw the one content stream *content* (font F1 set)."""
+    kids = b" ".join(b"%d 0 R" % (5 + n) for n in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        _stream(content),
+    ]
+    return _document(objects + [_PAGE % 4] * pages)
+
+
+_PAGE: Final = (
+    b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+    b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>"
+)
+
+
+def _stream(data: bytes) -> bytes:
+    return b"<< /Length %d >>\nstream\n%s\nendstream" % (len(data), data)
+
+
+def _document(objects: list[bytes]) -> bytes:
+    """The PDF of *objects* (numbered from 1; the first is the catalog), with a correct xref."""
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for number, body in enumerate(objects, 1):

@@ -20,6 +20,7 @@ import pytest
 from ctxfs.core import Context, ErrorCode, Fs
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from tests.tools.conftest import Seed
+from tests.tools.media import shared_pdf
 
 pytestmark = pytest.mark.anyio
 
@@ -161,5 +162,18 @@ async def test_a_pattern_slow_on_every_line_stops_at_the_call_deadline(
     else:
         assert result.structured["timed_out"] is True
         assert "the search stopped at its time limit" in result.text
+    assert reads > 0
+    assert worst < WORST_WAIT, f"a read waited {worst:.3f} s"
+
+
+@pytest.mark.usefixtures("small")
+async def test_a_pdf_extracted_until_its_deadline(fs: Fs, ctx: Context, seed: Seed) -> None:
+    # pypdf holds the GIL between its operations: the loop still gets its turns.
+    await seed("slow.pdf", shared_pdf(3_000, b"BT /F1 12 Tf " + b"() Tj " * 2_000 + b"ET"))
+    tools = FsToolset(ToolsetOptions(pdf_seconds=0.5))
+    worst, reads, result = await worst_read_wait(
+        fs, lambda: call(tools, ctx, "read", file_path="slow.pdf")
+    )
+    assert result.structured["pdf"]["time_limit_reached"] is True
     assert reads > 0
     assert worst < WORST_WAIT, f"a read waited {worst:.3f} s"

@@ -133,6 +133,32 @@ async def test_a_file_named_ipynb_that_is_no_notebook_reads_as_text(
     assert result.text.startswith('1 {"not": "a notebook"}')
 
 
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ('{"cells": [1, 2', "invalid JSON at line 1 column 16 (Expecting ',' delimiter)"),
+        ('{"cells": {}, "nbformat": 4}\n', "its JSON has no list of cells"),
+        ("[" * 200_000 + "]" * 200_000, "its JSON is nested too deep"),
+    ],
+    ids=["broken JSON", "cells not a list", "nested 200,000 deep"],
+)
+async def test_a_malformed_notebook_reads_as_text_saying_why_it_is_none(
+    tools: FsToolset, ctx: Context, seed: Seed, content: str, why: str
+) -> None:
+    await seed(NB, content.encode())
+    shown = await read(tools, ctx)
+    assert shown.error_code is None, shown.text
+    data = shown.data_as(ReadData)
+    assert data.kind == "text"
+    assert data.not_a_notebook is not None
+    assert why in data.not_a_notebook
+    assert shown.text.endswith(f"\n({data.not_a_notebook}; it is shown as text)")
+    edited = await tools.execute(
+        ctx, "notebook_edit", {"file_path": NB, "cell_id": "a", "new_source": "x"}
+    )
+    assert edited.structured["error"]["message"] == data.not_a_notebook  # the one reason
+
+
 async def test_pages_and_encoding_do_not_apply_to_a_notebook(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

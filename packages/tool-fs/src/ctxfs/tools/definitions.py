@@ -80,6 +80,16 @@ class ToolsetOptions:
     max_image_pixels: int = 64_000_000
     """Pixels an image may have (width times height); more is ``too_large`` before any
     decoding (a small file can unpack to a huge image)."""
+    max_image_decoded_bytes: int = 192 << 20
+    """Memory an image may take decoded, reckoned from its header before decoding (Pillow
+    holds 4 bytes a pixel of colour, 2 of 16-bit gray, 1 of 8-bit gray or a palette; a big
+    JPEG is reckoned at the reduced scale it decodes at); more is ``too_large``."""
+    pdf_seconds: float = 10.0
+    """Time one PDF ``read`` may spend extracting text; then it returns the pages done and
+    says where to go on. A page is stopped at its next operation past the deadline."""
+    max_media_reads: int = 2
+    """Images, PDFs and notebooks decoded at once in the process (in worker threads); more
+    reads wait their turn. Toolsets with the same value share the limit."""
     editor_root: str | None = None
     """An absolute path the model may prefix paths with in Anthropic text-editor calls
     (as ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""

@@ -4,8 +4,9 @@ Providers take PNG, JPEG, GIF and WebP up to a size. An image within the limits
 (:class:`ImageLimits`) is sent byte for byte; a larger one, or an animation
 (whose first frame is sent), is decoded with Pillow, downscaled and re-encoded:
 as PNG where the original is lossless and PNG fits, else as JPEG. A big JPEG is
-decoded at a reduced scale to begin with (Pillow's ``draft``). The pixel count
-is checked from the header before anything is decoded.
+decoded at a reduced scale to begin with (Pillow's ``draft``). The pixel count,
+and the memory the decoded image takes, are checked from the header before
+anything is decoded; past decoding, no copy of the image is made at full size.
 
 Pillow's work is CPU-bound: callers run :func:`prepared_image` in a worker thread.
 """
@@ -17,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageMode, ImageOps, UnidentifiedImageError
 
 from ctxfs.core import BinaryFile, FsError, TooLarge
+from ctxfs.tools.render import size
 
 __all__ = ["IMAGE_TYPES", "ImageLimits", "PreparedImage", "image_type", "prepared_image"]
 
@@ -33,6 +35,11 @@ IMAGE_TYPES: Final = {
 
 _SMALLEST_EDGE: Final = 16
 """Below this long edge, an image that still does not fit is refused rather than shrunk."""
+_REDUCING_GAP: Final = 3
+"""A big image is first reduced by a whole factor to no less than this many times the size
+it is sent at, then resampled (Pillow's ``reducing_gap``: as good as resampling it whole)."""
+_STRIP_PIXELS: Final = 1 << 20
+"""Pixels of one strip of a big image converted and reduced at a time."""
 
 
 def image_type(head: bytes) -> str | None:
@@ -58,6 +65,9 @@ class ImageLimits:
     """Encoded size."""
     max_pixels: int
     """Width times height of the original; more is refused before decoding."""
+    max_decoded_bytes: int
+    """Memory the decoded image takes (at the scale it decodes at); more is refused
+    before decoding."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,7 +101,8 @@ def prepared_image(
     """The image *data* (of *media_type*, from file *path*) as it fits *limits*.
 
     Raises:
-        TooLarge: The image has more pixels than the limit (or than Pillow decodes).
+        TooLarge: The image has more pixels, or would take more memory decoded, than the
+            limits (or more pixels than Pillow decodes).
         BinaryFile: The bytes are not a whole image of their type (damaged or cut short).
 
     """
@@ -122,17 +133,33 @@ def _prepared(
         raise _too_many_pixels(path, width, height, limits.max_pixels)
     frames = getattr(image, "n_frames", 1)
     fits = max(width, height) <= limits.max_edge and len(data) <= limits.max_bytes
+    lossless = image.format != "JPEG"
+    if not lossless and not fits:  # decode at 1/2, 1/4 or 1/8 scale when that is still big enough
+        image.draft("RGB", _fit(image.size, limits.max_edge))
+    decoded = _decoded_bytes(image)
+    if decoded > limits.max_decoded_bytes:
+        raise TooLarge(
+            f"{path} is an image of {width}x{height} pixels that takes {size(decoded)} decoded; "
+            f"the limit is {size(limits.max_decoded_bytes)}",
+            path=path,
+            hint=_SMALLER_COPY,
+            details={
+                "width": width,
+                "height": height,
+                "decoded_bytes": decoded,
+                "max_decoded_bytes": limits.max_decoded_bytes,
+            },
+        )
     if fits and frames == 1:
         image.load()  # a damaged file is refused here, not by the provider's API
-        sent, sent_type, size = data, media_type, (width, height)
+        sent, sent_type, sent_size = data, media_type, (width, height)
     else:
-        lossless = image.format != "JPEG"
-        sent, sent_type, size = _fitted(image, limits, lossless=lossless, path=path)
+        sent, sent_type, sent_size = _fitted(image, limits, lossless=lossless, path=path)
     return PreparedImage(
         data=sent,
         media_type=sent_type,
-        width=size[0],
-        height=size[1],
+        width=sent_size[0],
+        height=sent_size[1],
         original_media_type=media_type,
         original_width=width,
         original_height=height,
@@ -141,12 +168,22 @@ def _prepared(
     )
 
 
+def _decoded_bytes(image: Image.Image) -> int:
+    """The memory Pillow takes for *image* decoded (a pixel of several bands takes 4 bytes)."""
+    mode = ImageMode.getmode(image.mode)
+    per_pixel = 4 if len(mode.bands) > 1 else int(mode.typestr[-1])
+    return image.width * image.height * per_pixel
+
+
+_SMALLER_COPY: Final = "It cannot be shown. A smaller copy of it (made with another tool) can be."
+
+
 def _too_many_pixels(path: str, width: int | None, height: int | None, most: int) -> TooLarge:
     measured = f" ({width}x{height})" if width is not None else ""
     return TooLarge(
         f"{path} is an image of too many pixels{measured} to decode; the limit is {most:,}",
         path=path,
-        hint="It cannot be shown. A smaller copy of it (made with another tool) can be.",
+        hint=_SMALLER_COPY,
         details={"width": width, "height": height, "max_pixels": most},
     )
 
@@ -158,14 +195,9 @@ def _fitted(
     image: Image.Image, limits: ImageLimits, *, lossless: bool, path: str
 ) -> tuple[bytes, str, tuple[int, int]]:
     """The first frame of *image*, within the limits: encoded bytes, media type and size."""
-    if image.format == "JPEG":  # decode at 1/2, 1/4 or 1/8 scale when that is still big enough
-        image.draft("RGB", _fit(image.size, limits.max_edge))
-    picture = ImageOps.exif_transpose(image)  # a photo's stored orientation, applied
-    if picture.mode.startswith("I"):  # 16-bit gray: scaled to 8 bits, not clipped to white
-        picture = picture.convert("I").point(lambda value: value / 256).convert("L")
-    alpha = picture.has_transparency_data
-    gray = picture.mode in {"1", "L", "LA", "I", "I;16", "F"}
-    picture = picture.convert(("LA" if gray else "RGBA") if alpha else ("L" if gray else "RGB"))
+    picture = _reduced(image, limits.max_edge)
+    ImageOps.exif_transpose(picture, in_place=True)  # a photo's stored orientation, applied
+    alpha = picture.mode.endswith("A")
     encoders: list[tuple[str, Encoder]] = [("image/png", _png)] if lossless or alpha else []
     encoders += [("image/jpeg", _jpeg(85)), ("image/jpeg", _jpeg(70))]
     edge = min(limits.max_edge, max(picture.size))
@@ -188,6 +220,35 @@ def _fitted(
                 details={"max_bytes": limits.max_bytes},
             )
         edge = max(_SMALLEST_EDGE, edge * 3 // 4)
+
+
+def _reduced(image: Image.Image, edge: int) -> Image.Image:
+    """The first frame of *image* in the mode it is sent in, reduced to fit *edge* roughly.
+
+    The mode is L, LA, RGB or RGBA (16-bit gray scaled to 8 bits). The reduction is by a
+    whole factor that keeps the long edge at least :data:`_REDUCING_GAP` times *edge*.
+    Strip by strip, so that no copy of the image is made at full size.
+    """
+    gray = image.mode in {"1", "L", "LA", "I", "I;16", "F"}
+    alpha = image.has_transparency_data
+    mode = ("LA" if gray else "RGBA") if alpha else ("L" if gray else "RGB")
+    factor = max(1, max(image.size) // (_REDUCING_GAP * edge))
+    if factor == 1 and image.mode == mode:
+        return image
+    width, height = image.size
+    rows = factor * max(1, _STRIP_PIXELS // (width * factor))
+    reduced = Image.new(mode, (-(-width // factor), -(-height // factor)))
+    for top in range(0, height, rows):
+        strip = _converted(image.crop((0, top, width, min(height, top + rows))), mode)
+        reduced.paste(strip.reduce(factor) if factor > 1 else strip, (0, top // factor))
+    reduced.info = dict(image.info)  # its EXIF orientation, among the rest
+    return reduced
+
+
+def _converted(picture: Image.Image, mode: str) -> Image.Image:
+    if picture.mode.startswith("I"):  # 16-bit gray: scaled to 8 bits, not clipped to white
+        picture = picture.convert("I").point(lambda value: value / 256)
+    return picture.convert(mode)
 
 
 def _fit(size: tuple[int, int], edge: int) -> tuple[int, int]:

@@ -2,27 +2,38 @@
 
 A PDF is known by its first bytes (``%PDF-``). Its pages' text comes from
 pypdf, page by page from the first asked for, until the next page would pass
-the budget: the result says which pages it shows, of how many, and the page to
-continue with. A single page larger than the budget is cut, and says so. A PDF
-that needs a password, or that pypdf cannot parse, is refused.
+the budget or the time is up: the result says which pages it shows, of how
+many, and the page to continue with. A single page larger than the budget is
+cut, and says so; one whose content is larger than :data:`MAX_CONTENT_TOKENS` is
+shown without its text, and says so (a form larger than that is left out of
+its page's text). A PDF that needs a password, or that pypdf cannot parse, is
+refused.
 
-pypdf's work is CPU-bound: callers run :func:`pdf_text` in a worker thread.
+pypdf's work is CPU-bound: callers run :func:`pdf_text` in a worker thread. A
+thread cannot be stopped, so the extraction watches its deadline itself: before
+each page, and at each operation pypdf visits.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import time
 from dataclasses import dataclass
 from typing import Final
 
-from pypdf import PdfReader
-from pypdf.errors import DependencyError
+from pypdf import PdfReader, apply_configuration
+from pypdf.errors import DependencyError, LimitReachedError
 
 from ctxfs.core import BinaryFile, InvalidArgument
 
-__all__ = ["PageRange", "PdfText", "is_pdf", "page_range", "pdf_text"]
+__all__ = ["MAX_CONTENT_TOKENS", "PageRange", "PdfText", "is_pdf", "page_range", "pdf_text"]
 
+MAX_CONTENT_TOKENS: Final = 200_000
+"""Operators and operands of one content stream (a page's, a form's) that pypdf parses, in
+about half a second and 30 MiB (its own bound, 2,000,000, takes ten times that)."""
+_TEXT_OPERATOR: Final = re.compile(rb"T[jJ]|Do|['\"]")
+"""What can show text in a content stream, or call a form that does (pypdf's own test)."""
 _RANGE: Final = re.compile(r"\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?")
 
 
@@ -70,14 +81,26 @@ class PdfText:
     """The page that continues the read; None after the last page."""
     budget_reached: bool
     """Whether the read stopped at the budget before the last page asked for."""
+    time_limit_reached: bool
+    """Whether the read stopped at its deadline before the last page asked for."""
     cut_page: int | None
     """A page too large for the budget, shown only in part (its rest is not reachable)."""
     textless_pages: tuple[int, ...]
     """Pages shown with no text at all (a scan, a drawing)."""
+    skipped_pages: tuple[int, ...]
+    """Pages shown without their text: content larger than :data:`MAX_CONTENT_TOKENS`, or
+    (the first page of a read only) more work than the whole deadline."""
 
 
-def pdf_text(data: bytes, pages: PageRange | None, *, max_chars: int, path: str) -> PdfText:
-    """The text of *pages* (default: all) of the PDF *data*, up to *max_chars* characters.
+def pdf_text(
+    data: bytes, pages: PageRange | None, *, max_chars: int, seconds: float, path: str
+) -> PdfText:
+    """The text of *pages* (default: all) of the PDF *data*, in *max_chars* and *seconds*.
+
+    Pages are shown whole while they fit *max_chars* characters and extraction stays
+    within *seconds* (from when the PDF is open). A page the deadline interrupts is
+    left for the next read, unless it is the first page of this one: that is shown
+    without its text, so that every read moves on.
 
     Raises:
         BinaryFile: The PDF needs a password, or cannot be parsed.
@@ -89,6 +112,7 @@ def pdf_text(data: bytes, pages: PageRange | None, *, max_chars: int, path: str)
         total = len(reader.pages)
     except Exception as bad:
         raise _unreadable(path, bad) from None
+    deadline = time.monotonic() + seconds
     first = pages.first if pages is not None else 1
     if first > max(total, 1):
         raise InvalidArgument(
@@ -101,9 +125,18 @@ def pdf_text(data: bytes, pages: PageRange | None, *, max_chars: int, path: str)
     shown: list[str] = []
     used = 0
     textless: list[int] = []
+    skipped: list[int] = []
     cut_page = None
+    out_of_time = False
     for number in range(first, last + 1):
-        text = _page_text(reader, number).rstrip()
+        if shown and time.monotonic() > deadline:
+            out_of_time = True
+            break
+        text, stopped = _page_text(reader, number, deadline)
+        if stopped == "time" and shown:
+            out_of_time = True
+            break  # the page is the next read's
+        text = _STOPPED[stopped] if stopped is not None else text.rstrip()
         blank = not text.strip()
         if blank:
             text = "(no text on this page: it may be a scanned image or a drawing)"
@@ -115,7 +148,9 @@ def pdf_text(data: bytes, pages: PageRange | None, *, max_chars: int, path: str)
             break
         shown.append(block)
         used += len(block)
-        if blank:
+        if stopped is not None:
+            skipped.append(number)
+        elif blank:
             textless.append(number)
     last_shown = first + len(shown) - 1
     return PdfText(
@@ -124,10 +159,18 @@ def pdf_text(data: bytes, pages: PageRange | None, *, max_chars: int, path: str)
         first_page=first,
         last_page=last_shown,
         next_page=last_shown + 1 if last_shown < total else None,
-        budget_reached=last_shown < last,
+        budget_reached=last_shown < last and not out_of_time,
+        time_limit_reached=out_of_time,
         cut_page=cut_page,
         textless_pages=tuple(textless),
+        skipped_pages=tuple(skipped),
     )
+
+
+_STOPPED: Final = {
+    "size": "(its text is not extracted: its content is too large to parse here)",
+    "time": "(its text is not extracted: the page alone takes longer than a read may)",
+}
 
 
 def _opened(data: bytes, path: str) -> PdfReader:
@@ -162,11 +205,41 @@ def _unreadable(path: str, bad: Exception) -> BinaryFile:
     )
 
 
-def _page_text(reader: PdfReader, number: int) -> str:
+def _page_text(reader: PdfReader, number: int, deadline: float) -> tuple[str, str | None]:
+    """The text of page *number*; or none, and why (``"size"`` or ``"time"``)."""
+    meter = _Meter(deadline)
     try:
-        return reader.pages[number - 1].extract_text()
+        with apply_configuration(stream_parsing_work_maximum_count=MAX_CONTENT_TOKENS):
+            page = reader.pages[number - 1]
+            contents = page.get_contents()
+            if contents is None or _TEXT_OPERATOR.search(contents.get_data()) is None:
+                return "", None  # a drawing or a scan: nothing to parse
+            text = page.extract_text(visitor_operand_before=meter)
+    except _Stopped:
+        return "", "time"
+    except LimitReachedError:  # (in a form, pypdf leaves the form out and goes on)
+        return "", "size"
     except Exception as bad:  # one damaged page does not hide the others
-        return f"(the text of this page could not be extracted: {bad})"
+        return f"(the text of this page could not be extracted: {bad})", None
+    return ("", "time") if meter.stopped else (text, None)
+
+
+class _Stopped(Exception):
+    """A page's extraction ran past the deadline."""
+
+
+class _Meter:
+    """pypdf's visitor of a page's operations: stops the page once past the deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.stopped = False
+
+    def __call__(self, operator: object, operands: object, cm: object, tm: object) -> None:
+        # A form's extraction swallows the exception; the page's next operation raises it again.
+        self.stopped = self.stopped or time.monotonic() > self.deadline
+        if self.stopped:
+            raise _Stopped
 
 
 def _cut(block: str, max_chars: int) -> str:

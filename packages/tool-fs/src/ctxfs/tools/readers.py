@@ -3,8 +3,10 @@
 Each reader takes the file's whole bytes (a complete observation of it) and the
 part of the file the call asks for, and returns its fields of the read data and
 the images the model is to see. Pillow and pypdf work, and a notebook's JSON is
-parsed, off the event loop. Another kind of file is one more entry in
-:data:`READERS`.
+parsed, off the event loop, in worker threads: at most
+:attr:`~ctxfs.tools.ToolsetOptions.max_media_reads` at once in the process (its
+event loop), the others waiting their turn. Another kind of file is one more
+entry in :data:`READERS`.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxfs.core import BytesOutcome, FsError, InvalidArgument
@@ -24,6 +27,9 @@ from ctxfs.tools.pdfs import is_pdf, page_range, pdf_text
 from ctxfs.tools.render import count, size
 from ctxfs.tools.results import MediaPart
 from ctxfs.tools.tool import Step
+
+if TYPE_CHECKING:
+    from anyio import CapacityLimiter
 
 __all__ = [
     "READERS",
@@ -43,6 +49,10 @@ Kind = Literal["text", "image", "pdf", "notebook"]
 
 _IMAGES_PER_READ: Final = 2
 """Image outputs of a notebook sent by one read, in bytes, as many images of the largest size."""
+_LIMITERS: Final[RunVar[dict[int, CapacityLimiter]]] = RunVar("ctxfs_media_reads")
+"""The event loop's limiters of media work in worker threads, by their number of tokens."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +113,8 @@ class PdfInfo(BaseModel):
         description="A page larger than the output limit, shown only in part."
     )
     textless_pages: list[int] = Field(description="Pages shown that hold no text (scans).")
+    skipped_pages: list[int] = Field(description="Pages shown without their text (too costly).")
+    time_limit_reached: bool = Field(description="Whether the read stopped at its time limit.")
 
 
 class NotebookInfo(BaseModel):
@@ -148,10 +160,24 @@ async def _prepared(step: Step, data: bytes, media_type: str, path: str) -> Prep
         max_edge=options.max_image_edge,
         max_bytes=options.max_image_bytes,
         max_pixels=options.max_image_pixels,
+        max_decoded_bytes=options.max_image_decoded_bytes,
     )
-    return await anyio.to_thread.run_sync(
-        functools.partial(prepared_image, data, media_type, limits, path=path)
+    return await _media_work(
+        step, functools.partial(prepared_image, data, media_type, limits, path=path)
     )
+
+
+async def _media_work(step: Step, work: Callable[[], T]) -> T:
+    """The result of *work* (CPU-bound), run in a worker thread when the process has room."""
+    most = step.toolset.options.max_media_reads
+    limiters = _LIMITERS.get(None)
+    if limiters is None:
+        limiters = {}
+        _LIMITERS.set(limiters)
+    limiter = limiters.get(most)
+    if limiter is None:
+        limiter = limiters[most] = anyio.CapacityLimiter(most)  # (anyio imports it lazily)
+    return await anyio.to_thread.run_sync(work, limiter=limiter)
 
 
 def _part(image: PreparedImage) -> MediaPart:
@@ -163,8 +189,12 @@ def _part(image: PreparedImage) -> MediaPart:
 async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     pages = None if part.pages is None else page_range(part.pages)
     budget = step.ctx.mount.text_options.max_output_chars
-    shown = await anyio.to_thread.run_sync(
-        functools.partial(pdf_text, blob.data, pages, max_chars=budget, path=blob.path)
+    seconds = step.toolset.options.pdf_seconds
+    shown = await _media_work(
+        step,
+        functools.partial(
+            pdf_text, blob.data, pages, max_chars=budget, seconds=seconds, path=blob.path
+        ),
     )
     info = PdfInfo(
         total_pages=shown.total_pages,
@@ -173,6 +203,8 @@ async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
         next_page=shown.next_page,
         cut_page=shown.cut_page,
         textless_pages=list(shown.textless_pages),
+        skipped_pages=list(shown.skipped_pages),
+        time_limit_reached=shown.time_limit_reached,
     )
     fields = {"kind": "pdf", "content": shown.text, "output_capped": shown.budget_reached}
     return Reading(fields={**fields, "pdf": info})
@@ -189,7 +221,7 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
         max_cells=part.limit,
     )
     try:
-        rendered = await anyio.to_thread.run_sync(render)
+        rendered = await _media_work(step, render)
     except InvalidArgument as refusal:
         if isinstance(refusal, NotANotebook):
             raise
@@ -263,6 +295,8 @@ def pdf_note(target: str | None, pdf: PdfInfo) -> str:
         notes.append(f"; page {pdf.cut_page} was cut at the output limit")
     if pdf.next_page is None:
         notes.append("; end of document)")
+    elif pdf.time_limit_reached:
+        notes.append(f"; stopped at the time limit: continue with pages='{pdf.next_page}-')")
     else:
         notes.append(f"; continue with pages='{pdf.next_page}-')")
     return "".join(notes)

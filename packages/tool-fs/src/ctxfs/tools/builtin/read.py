@@ -4,7 +4,8 @@ What a file is comes from its bytes, not its name: a PNG, JPEG, GIF or WebP
 image is returned for the model to see (downscaled to the provider-safe limits
 when larger); a PDF (``%PDF-``) is the text of a range of its pages; a
 ``.ipynb`` file that holds a notebook is its cells, with their ids, outputs and
-images; any other file is text, or refused as binary.
+images (one that does not is text, with a line saying why it is no notebook);
+any other file is text, or refused as binary.
 
 A file named like an image, a PDF or a notebook is looked at first (its first
 bytes, which is no observation), any other file read as text first; a text
@@ -18,7 +19,7 @@ Each kind of file but text is one reader in :mod:`ctxfs.tools.readers`.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from pydantic import AliasChoices, Field, PositiveInt, field_validator
 
@@ -104,6 +105,11 @@ class ReadData(ResultData):
     truncated_lines: list[int] = Field(default_factory=list)
     output_capped: bool = False
     encoding: str | None = None
+    not_a_notebook: str | None = Field(
+        default=None,
+        description="Why a .ipynb file, read as text, is not a notebook notebook_edit can "
+        "change; none (absent) otherwise.",
+    )
     image: ImageInfo | None = None
     pdf: PdfInfo | None = None
     notebook: NotebookInfo | None = None
@@ -184,18 +190,19 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         part = Part(offset=args.offset, limit=args.limit, pages=args.pages)
         try:
             reading = await READERS[kind](step, blob, part)
-        except NotANotebook:  # named .ipynb, holding something else: it is read as text
-            return await self._text(step, args), ()
+        except NotANotebook as refusal:  # named .ipynb, holding something else: read as text
+            return await self._text(step, args, not_a_notebook=refusal.message), ()
         data = self.data(target=blob.path, version=blob.version, **reading.fields)
         return data, reading.media
 
-    async def _text(self, step: Step, args: ReadArgs) -> ReadData:
+    async def _text(self, step: Step, args: ReadArgs, **fields: Any) -> ReadData:
         most = step.ctx.mount.text_options.default_limit
         limit = min(args.limit or most, most)
         return self.data(
             await step.ctx.fs.read(
                 args.file_path, offset=args.offset or 1, limit=limit, encoding=args.encoding
-            )
+            ),
+            **fields,
         )
 
     def render(self, data: ReadData, args: ReadArgs) -> str:
@@ -206,14 +213,18 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         if data.notebook is not None:
             return (data.content or "") + notebook_note(data.notebook)
         if data.total_lines == 0:
-            return f"({data.target} is empty)"
-        if data.returned_lines == 0:
-            return (
+            text = f"({data.target} is empty)"
+        elif data.returned_lines == 0:
+            text = (
                 f"(no lines at offset {data.offset}: {data.target} has "
                 f"{count(data.total_lines or 0, 'line')}; use an offset from 1 to "
                 f"{data.total_lines})"
             )
-        return number_lines(data.content or "", data.offset or 1) + "\n".join(_notes(data))
+        else:
+            text = number_lines(data.content or "", data.offset or 1) + "\n".join(_notes(data))
+        if data.not_a_notebook is not None:
+            text += f"\n({data.not_a_notebook}; it is shown as text)"
+        return text
 
 
 def _check_size(path: str, size_of_file: int, most: int) -> None:

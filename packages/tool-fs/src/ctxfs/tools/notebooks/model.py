@@ -163,7 +163,13 @@ def parse_notebook(data: bytes, *, path: str = "") -> Notebook:
             path,
             "json",
         ) from None
-    except (RecursionError, ValueError) as error:  # nested too deep, a number too long
+    except RecursionError:
+        raise _not_a_notebook(
+            f"{where} is not a notebook this reader takes: its JSON is nested too deep",
+            path,
+            "json",
+        ) from None
+    except ValueError as error:  # a number too long
         raise _not_a_notebook(
             f"{where} is not a notebook this reader takes: {error}", path, "json"
         ) from None
