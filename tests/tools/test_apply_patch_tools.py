@@ -136,6 +136,27 @@ async def test_a_patch_that_does_not_parse_says_how_to_write_one(
 # -- the Responses API's built-in apply_patch ------------------------------------------------
 
 
+SEPARATORS = ["\f", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+"""What ``str.splitlines`` ends a line at, and a patch must not."""
+
+
+@pytest.mark.parametrize("separator", SEPARATORS, ids=[f"U+{ord(s):04X}" for s in SEPARATORS])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["lf", "crlf"])
+async def test_only_newlines_end_a_patch_line(
+    tools: FsToolset, ctx: Context, seed: Seed, separator: str, newline: str
+) -> None:
+    source = f"def a():\n    return 1\n{separator}\ndef b():\n    return {separator}2\n"
+    await seed("src.py", source.encode())
+    assert not (await tools.execute(ctx, "read", {"file_path": "src.py"})).is_error
+    patch = newline.join(["*** Begin Patch", "*** Update File: src.py", "@@",
+                          f" {separator}", " def b():", f"-    return {separator}2",
+                          "+    return 3", "*** End Patch", ""])  # fmt: skip
+    result = await tools.execute(ctx, "apply_patch", {"input": patch})
+    assert not result.is_error, result.text
+    expected = source.replace(f"return {separator}2", "return 3")
+    assert await stored(ctx, "src.py") == expected.encode()
+
+
 def patch_call_turn(*operations: dict[str, Any]) -> dict[str, Any]:
     """A Responses API answer whose output is one ``apply_patch_call`` per operation."""
     turn = responses_turn()

@@ -45,7 +45,7 @@ def parse_patch(text: str) -> list[FilePatch]:
         InvalidArgument: The text is not such a patch; the message says which line.
 
     """
-    lines = text.strip().splitlines()
+    lines = _lines(text.strip())
     if not lines or lines[0].strip() != _BEGIN:
         raise _bad(1, f"a patch starts with {_BEGIN!r}")
     if lines[-1].strip() != _END:
@@ -81,7 +81,7 @@ def parse_diff(action: PatchAction, path: str, diff: str) -> FilePatch:
         InvalidArgument: The diff does not parse; the message says which line.
 
     """
-    lines = diff.splitlines()
+    lines = _lines(diff)
     if action is PatchAction.ADD:
         return _added(path, lines, first=1)
     if action is PatchAction.UPDATE:
@@ -146,6 +146,14 @@ def _updated(path: str, body: Sequence[str], *, first: int) -> FilePatch:
     if not hunks and move_to is None:
         raise _bad(first, f"the update of {path} changes nothing")
     return FilePatch(action=PatchAction.UPDATE, path=path, move_to=move_to, hunks=tuple(hunks))
+
+
+def _lines(text: str) -> list[str]:
+    r"""*text*'s lines: only ``\n`` and ``\r\n`` end one (a form feed or U+2028 is text)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _path(head: str, prefix: str) -> str:
