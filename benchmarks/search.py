@@ -1,9 +1,10 @@
 """Search at repository scale: grep and glob on fs-local against ripgrep and a plain Python walk.
 
 Trees of generated Python-like files: 10,000 files of 100 lines, then 50,000 and 100,000
-of 10 lines for how time grows; the project's own installed ``.venv`` (hard-linked
-files, read with ``read_hard_links``; ignored by the ``.gitignore`` uv puts there, so
-both sides include ignored files); and one 1 GB file. ctxfs runs the tools through
+of 10 lines for how time grows; 20,000 files in 100 packages of 10 modules, for searches a
+glob narrows (a glob filter, a directory prefix); the project's own installed ``.venv``
+(hard-linked files, read with ``read_hard_links``; ignored by the ``.gitignore`` uv puts
+there, so both sides include ignored files); and one 1 GB file. ctxfs runs the tools through
 ``FsToolset.execute`` (fs-local, ripgrep confined by Landlock); the baselines are the same
 ripgrep binary on the command line (``rg --count``, what ctxfs needs for exact totals;
 ``rg --files -g`` for glob; ``rg -n`` for the 1 GB file's lines) and the simplest Python
@@ -49,6 +50,20 @@ def tree(root: Path, *, files: int, lines: int) -> None:
         (directory / f"f{index % 100:03d}.py").write_text(body)
 
 
+def packages(root: Path) -> None:
+    """20,000 files of 10 lines: ``pkg{0..99}/mod{0..9}/f{0..19}.py``, one holding the needle."""
+    pick = random.Random(20_000).choice
+    for package in range(100):
+        for module in range(10):
+            directory = root / f"pkg{package}" / f"mod{module}"
+            directory.mkdir(parents=True)
+            for index in range(20):
+                body = "".join(" ".join(pick(WORDS) for _ in range(8)) + "\n" for _ in range(10))
+                if (package, module, index) == (3, 4, 7):
+                    body += "UNIQUE_NEEDLE here\n"
+                (directory / f"f{index:02d}.py").write_text(body)
+
+
 def gigabyte(root: Path) -> None:
     """One file of 1 GiB of short lines holding ``UNIQUE_NEEDLE`` on ten of them."""
     root.mkdir(parents=True)
@@ -82,27 +97,7 @@ async def cases(workdir: Path) -> list[Case]:
     await anyio.to_thread.run_sync(partial(tree, huge, files=100_000, lines=10))
     one_file = workdir / "search-1gb"
     await anyio.to_thread.run_sync(partial(gigabyte, one_file))
-    tools = FsToolset()
-
-    def ours(
-        root: Path, tool: str, *, next_page: bool = False, **arguments: object
-    ) -> Callable[[], Awaitable[object]]:
-        backend = LocalBackend(root, state_dir=f"{root}.state", read_hard_links=True)
-        fs = Fs(backend, load_entrypoints=False)
-        ctx = fs.context(owner="bench")
-
-        async def call() -> object:
-            if not next_page:  # each call a new search: not the answer kept for a next page
-                backend.answers.clear()
-            result = await tools.execute(ctx, tool, arguments)
-            assert result.error_code is None, result.text
-            return result
-
-        return call
-
-    def ripgrep(root: Path, *args: str) -> Callable[[], Awaitable[object]]:
-        command = [rg.binary, "--no-config", *args]
-        return partial(anyio.to_thread.run_sync, partial(_run, command, root))
+    ours, ripgrep = partial(_ours, FsToolset()), partial(_ripgrep, rg.binary)
 
     def plain(root: Path, pattern: str, flags: int = 0) -> Callable[[], Awaitable[object]]:
         return partial(anyio.to_thread.run_sync, partial(plain_grep, root, pattern, flags))
@@ -152,7 +147,56 @@ async def cases(workdir: Path) -> list[Case]:
              ours=ours(small, "grep", pattern="unique_needle", ignore_case=True),
              baseline=plain(small, "unique_needle", re.IGNORECASE), target=1.0, rounds=5),
     ]  # fmt: skip
+    return [*cases, *await filtered_cases(workdir)]
+
+
+async def filtered_cases(workdir: Path) -> list[Case]:
+    """Searches a glob narrows, against ripgrep with the same ``-g`` (none without ripgrep).
+
+    A glob filter (``**/mod4/*.py``: every directory, a tenth of the files) and a
+    directory prefix (``pkg3/**/*.py``: one package of 100) on 20,000 files.
+    """
+    rg = find_ripgrep()
+    if rg is None:
+        return []
+    root = workdir / "search-packages"
+    await anyio.to_thread.run_sync(packages, root)
+    ours, ripgrep = partial(_ours, FsToolset()), partial(_ripgrep, rg.binary)
+    cases = []
+    for glob, label in (("**/mod4/*.py", "a glob filter"), ("pkg3/**/*.py", "a directory prefix")):
+        cases += [
+            Case(group=GROUP, name=f"grep with {label} `{glob}`, 20k files",
+                 ours=ours(root, "grep", pattern="UNIQUE_NEEDLE", glob=glob),
+                 baseline=ripgrep(root, "--count", "-g", glob, "UNIQUE_NEEDLE"),
+                 target=2.0, rounds=7),
+            Case(group=GROUP, name=f"glob `{glob}` ({label}), 20k files",
+                 ours=ours(root, "glob", pattern=glob),
+                 baseline=ripgrep(root, "--files", "-g", glob), target=2.0, rounds=7),
+        ]  # fmt: skip
     return cases
+
+
+def _ours(
+    tools: FsToolset, root: Path, tool: str, *, next_page: bool = False, **arguments: object
+) -> Callable[[], Awaitable[object]]:
+    """A call of *tool* on fs-local at *root*, a new search each time unless *next_page*."""
+    backend = LocalBackend(root, state_dir=f"{root}.state", read_hard_links=True)
+    ctx = Fs(backend, load_entrypoints=False).context(owner="bench")
+
+    async def call() -> object:
+        if not next_page:  # each call a new search: not the answer kept for a next page
+            backend.answers.clear()
+        result = await tools.execute(ctx, tool, arguments)
+        assert result.error_code is None, result.text
+        return result
+
+    return call
+
+
+def _ripgrep(binary: str, root: Path, *args: str) -> Callable[[], Awaitable[object]]:
+    """The same ripgrep alone, run in *root* with *args*."""
+    command = [binary, "--no-config", *args]
+    return partial(anyio.to_thread.run_sync, partial(_run, command, root))
 
 
 def _run(command: list[str], cwd: Path) -> bytes:

@@ -118,7 +118,48 @@ def test_braces_that_expand_too_far_or_to_nothing_are_refused() -> None:
 
 def test_names_narrow_what_a_search_engine_lists_first() -> None:
     assert glob_matcher("**/*.{py,pyi}").names() == ("*.py", "*.pyi")
-    assert glob_matcher("src/f?o*.py").names() == ("f?o*.py",)
+    assert glob_matcher("src/f?o*.py").names() == ("f*o*.py",)  # an engine's "?" may be a byte
     assert glob_matcher("*.md").names() == ("*.md",)
     for broad in ("src/**", "**", "*.[ch]", "{a/**,*.py}"):
         assert glob_matcher(broad).names() is None, broad
+
+
+def test_the_outline_widens_what_engines_read_differently() -> None:
+    assert glob_matcher("src/**/f?o.{py,[ch]}").outline() == (
+        ("src", "**", "f*o.py"),
+        ("src", "**", "*"),
+    )
+    assert glob_matcher("*.py").outline() == (("**", "*.py"),)  # a name at any depth
+    assert glob_matcher("/a b/!x/ c/d\\e").outline() == (("a b", "*", "*", "*"),)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "entered", "not_entered"),
+    [
+        ("pkg3/**/*.py", ["pkg3", "pkg3/a", "pkg3/a/b"], ["pkg1", "pkg30", "a/pkg3"]),
+        ("src/*/lib/*.py", ["src", "src/x", "src/x/lib"], ["src/x/y", "src/x/lib/z", "lib"]),
+        ("**/mod4/*.py", ["a", "a/mod4", "a/b/c"], []),
+        ("*.py", ["a", "a/b"], []),
+        ("{a,b/c}/*.py", ["a", "b", "b/c"], ["a/x", "c", "b/d"]),
+        ("a/**", ["a", "a/b/c"], ["b"]),
+    ],
+)
+def test_a_walk_enters_only_the_directories_that_may_hold_a_match(
+    pattern: str, entered: list[str], not_entered: list[str]
+) -> None:
+    matcher = glob_matcher(pattern)
+    assert [directory for directory in entered if not matcher.may_hold(directory)] == []
+    assert [directory for directory in not_entered if matcher.may_hold(directory)] == []
+
+
+@settings(max_examples=1000)
+@given(PATTERNS, PATHS)
+def test_outline_and_directories_keep_every_match(pattern: str, path: str) -> None:
+    matcher = glob_matcher(pattern)
+    if not matcher.fullmatch(path):
+        return
+    outlines = [glob_matcher("/".join(segments)) for segments in matcher.outline()]
+    assert any(outline.fullmatch(path) for outline in outlines)
+    parents = path.split("/")[:-1]
+    for depth in range(1, len(parents) + 1):
+        assert matcher.may_hold("/".join(parents[:depth]))

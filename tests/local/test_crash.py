@@ -1,6 +1,6 @@
 """kill -9 during writes, edits and moves: files are old or new, never torn, never lost.
 
-Temps are hidden and reaped.
+Temps are hidden from listings and searches, and reaped by listings.
 
 A zygote process imports ctxfs once and forks a writer per trial, so each of the
 seeded trials costs milliseconds, not an interpreter start. The test kills the
@@ -24,6 +24,9 @@ import pytest
 
 from ctxfs.core import Fs
 from ctxfs.local import TEMP_PREFIX, LocalBackend
+from ctxfs.local.ripgrep import find_ripgrep
+from ctxfs.tools import FsToolset
+from tests.tools.conftest import skip_without_ripgrep
 
 pytestmark = pytest.mark.slow
 
@@ -204,3 +207,61 @@ def test_temps_of_live_writers_are_kept_and_old_ones_reaped(tmp_path: Path) -> N
     assert anyio.run(listing) == []
     assert live.exists()
     assert not old.exists()
+
+
+def test_list_dir_reaps_temps_and_keeps_no_listing_that_holds_one(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.txt").write_bytes(b"alpha\n")
+    dead = root / "sub" / f"{TEMP_PREFIX}99999999.dead"  # beyond any process id
+    live = root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.cafe"
+
+    def settled() -> None:  # a listing of the directory may be kept while it is unchanged
+        os.utime(root / "sub", (time.time() - 3600, time.time() - 3600))
+
+    async def listings() -> list[list[str]]:
+        backend = LocalBackend(root, state_dir=tmp_path / "state")
+        async with Fs(backend, load_entrypoints=False) as fs:
+            ctx, tools, shown = fs.context(owner="a"), FsToolset(), []
+
+            async def names() -> None:
+                listed = await tools.execute(ctx, "list_dir", {"path": "sub"})
+                shown.append([entry["name"] for entry in listed.structured["entries"]])
+
+            dead.write_bytes(b"half a write")
+            settled()
+            await names()
+            assert not dead.exists()
+            live.write_bytes(b"in progress")
+            settled()
+            await names()
+            assert live.exists()
+            backend.temp_max_age = 0.0  # the live writer's temp now counts as too old
+            await names()  # the directory has not changed since
+            assert not live.exists()
+            return shown
+
+    assert anyio.run(listings) == [["a.txt"]] * 3
+
+
+@pytest.mark.parametrize("engine", ["walk", "ripgrep"])
+def test_searches_of_hidden_names_never_show_a_temp(tmp_path: Path, engine: str) -> None:
+    if engine == "ripgrep" and find_ripgrep() is None:
+        skip_without_ripgrep()
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.txt").write_bytes(b"needle\n")
+    (root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.cafe").write_bytes(b"needle\n")
+
+    async def search() -> tuple[object, ...]:
+        backend = LocalBackend(root, state_dir=tmp_path / "state", ripgrep=engine == "ripgrep")
+        async with Fs(backend, load_entrypoints=False) as fs:
+            ctx, tools = fs.context(owner="a"), FsToolset()
+            globbed = await tools.execute(ctx, "glob", {"pattern": "**", "hidden": True})
+            grepped = await tools.execute(ctx, "grep", {"pattern": "needle", "hidden": True})
+            return globbed.text, grepped.text
+
+    assert anyio.run(search) == (
+        "sub/a.txt\n(1 file matches)",
+        "sub/a.txt:1: needle\n(1 match in 1 file searched)",
+    )

@@ -32,8 +32,8 @@ def stuck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Po
     started: list[subprocess.Popen[bytes]] = []
     arguments, start = Ripgrep.arguments, Ripgrep._start
 
-    def reading_the_fifo(self: Ripgrep, search: FileSearch) -> list[str]:
-        return [*arguments(self, search), "pipe"]
+    def reading_the_fifo(self: Ripgrep, search: FileSearch, **options: Any) -> list[str]:
+        return [*arguments(self, search, **options), "pipe"]
 
     def recorded(self: Ripgrep, *args: Any) -> subprocess.Popen[bytes]:
         started.append(start(self, *args))

@@ -180,6 +180,148 @@ async def test_type_and_brace_globs_filter_files(
     assert globbed.structured["paths"] == ["c.ts", "d.tsx", "e.md"]
 
 
+FILTERED_TREE = (
+    "pkg1/d.py", "pkg1/mod4/a.py", "pkg1/mod4/b.txt", "pkg1/mod4/i.log", "pkg1/mod4/keep.log",
+    "pkg1/mod7/c.py", "pkg3/e.py", "pkg3/.k.py", "pkg3/sub/g.pyi", "pkg3/sub/mod4/f.py",
+    "build/mod4/h.py", ".hidden/mod4/j.py", "node_modules/mod4/l.py", "mod4/m.py", "é.py",
+    "!x.py", "a b/n.py",
+)  # fmt: skip
+ONE_CHAR = [
+    "a b/n.py", "mod4/m.py", "pkg1/d.py", "pkg1/mod4/a.py", "pkg1/mod7/c.py", "pkg3/e.py",
+    "pkg3/sub/mod4/f.py", "é.py",
+]  # fmt: skip
+FILTER_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("**/mod4/*.py", {}, ["mod4/m.py", "pkg1/mod4/a.py", "pkg3/sub/mod4/f.py"]),
+    ("pkg3/**/*.py", {}, ["pkg3/e.py", "pkg3/sub/mod4/f.py"]),
+    ("pkg3/**/*.py", {"hidden": True}, ["pkg3/.k.py", "pkg3/e.py", "pkg3/sub/mod4/f.py"]),
+    ("pkg3/**", {}, ["pkg3/e.py", "pkg3/sub/g.pyi", "pkg3/sub/mod4/f.py"]),
+    ("/pkg3/e.py", {}, ["pkg3/e.py"]),
+    ("**/pkg3/*.py", {}, ["pkg3/e.py"]),
+    ("pkg1/*/*.{py,txt}", {}, ["pkg1/mod4/a.py", "pkg1/mod4/b.txt", "pkg1/mod7/c.py"]),
+    ("{pkg1,pkg3/sub}/*.py*", {}, ["pkg1/d.py", "pkg3/sub/g.pyi"]),
+    ("pkg[13]/mod[!7]/*.py", {}, ["pkg1/mod4/a.py"]),
+    ("?.py", {}, ONE_CHAR),  # "?" is one character: é is two bytes
+    ("!*.py", {}, ["!x.py"]),  # no negation: "!" is a character like another
+    ("a b/*.py", {}, ["a b/n.py"]),
+    ("*.log", {}, ["pkg1/mod4/keep.log"]),  # *.log ignored, !keep.log not
+    ("*.log", {"include_ignored": True}, ["pkg1/mod4/i.log", "pkg1/mod4/keep.log"]),
+    ("build/**", {}, []),
+    ("build/**", {"include_ignored": True}, ["build/mod4/h.py"]),
+    (".hidden/**", {}, []),
+    (".hidden/**/*.py", {"hidden": True}, [".hidden/mod4/j.py"]),
+    ("node_modules/**", {"hidden": True, "include_ignored": True}, []),
+    ("pkg3/sub", {}, []),  # a directory: no file
+    ("sub/**/*.py", {"path": "pkg3"}, ["pkg3/sub/mod4/f.py"]),
+    ("*.py", {"path": "pkg1"}, ["pkg1/d.py", "pkg1/mod4/a.py", "pkg1/mod7/c.py"]),
+    ("mod4/*.{py,txt}", {"path": "pkg1"}, ["pkg1/mod4/a.py", "pkg1/mod4/b.txt"]),
+]
+
+
+async def test_glob_filters_and_prefixes_find_the_same_files_on_every_engine(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    # glob, and grep's glob filter, on ripgrep (its walk narrowed by the glob) and on
+    # ctxfs's own walk (which enters only the directories a match may lie in)
+    await seed(".gitignore", b"build/\n*.log\n!keep.log\n")
+    for path in FILTERED_TREE:
+        await seed(path, b"needle\n")
+    wrong = {}
+    for pattern, options, expected in FILTER_CASES:
+        globbed = await run(tools, ctx, "glob", pattern=pattern, **options)
+        grepped = await run(
+            tools, ctx, "grep", pattern="needle", glob=pattern, output_mode="files_with_matches",
+            **options,
+        )  # fmt: skip
+        files = [item["path"] for item in grepped.structured.get("files", [])]
+        found = (globbed.structured["paths"], files)
+        if found != (expected, expected):
+            wrong[pattern, str(options)] = found
+    assert wrong == {}
+
+
+async def test_a_filtered_grep_counts_only_the_files_it_searched(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    for package in range(3):
+        for module in range(3):
+            for name in ("a.py", "b.py", "c.txt"):
+                path = f"pkg{package}/mod{module}/{name}"
+                await seed(path, b"needle\n" if path == "pkg2/mod1/a.py" else b"hay\n")
+    for glob, searched in (("**/mod1/*.py", 6), ("pkg2/**/*.py", 6), ("pkg2/mod1/*", 3)):
+        found = await run(tools, ctx, "grep", pattern="needle", glob=glob)
+        assert [match["path"] for match in found.structured["matches"]] == ["pkg2/mod1/a.py"]
+        assert found.structured["files_searched"] == searched, glob
+        assert f"(1 match in {searched} files searched)" in found.text
+
+
+async def test_a_walk_enters_only_the_directories_a_glob_may_match(
+    ctx: Context, seed: Seed
+) -> None:
+    for n in range(20):
+        await seed(f"big/f{n}.py", b"needle\n")
+    await seed("pkg/sub/a.py", b"needle\n")
+    tools = FsToolset(ToolsetOptions(max_walk_entries=10))  # big alone is more
+    for name, arguments in (
+        ("glob", {"pattern": "pkg/**/*.py"}),
+        ("glob", {"pattern": "pkg/**/*.py", "sort": "modified"}),
+        ("grep", {"pattern": "needle", "glob": "pkg/**/*.py"}),
+    ):
+        found = await run(tools, ctx, name, **arguments)
+        assert found.structured["walk_truncated"] is False, arguments
+        assert found.structured["total"] == 1, arguments
+
+
+async def test_globs_match_names_that_are_not_utf8_and_never_follow_a_linked_directory(
+    tools: FsToolset, fs: Fs, ctx: Context, seed: Seed
+) -> None:
+    if isinstance(fs.backend, MemoryBackend):
+        pytest.skip("names that are not UTF-8, and links: fs-local's")
+    root = os.fsencode(fs.backend.root)  # type: ignore[attr-defined]
+    os.makedirs(os.path.join(root, b"d\xff/sub"))
+    for name in (b"q\xff.py", b"d\xff/sub/r.py", b"d\xff/s.txt"):
+        with open(os.path.join(root, name), "wb") as out:
+            out.write(b"needle\n")
+    os.symlink(b"d\xff", os.path.join(root, b"link"))
+    cases = [  # a pattern may hold the byte as JSON's "\udcff" gives it; a path as \xff too
+        ({"pattern": "*.py"}, ["d\\xff/sub/r.py", "q\\xff.py"]),
+        ({"pattern": "q?.py"}, ["q\\xff.py"]),
+        ({"pattern": "q\udcff*"}, ["q\\xff.py"]),
+        ({"pattern": "d\udcff/*/*.py"}, ["d\\xff/sub/r.py"]),
+        ({"pattern": "sub/*", "path": "d\\xff"}, ["d\\xff/sub/r.py"]),
+        ({"pattern": "link/**"}, []),  # a link to a directory is not followed
+    ]
+    for arguments, expected in cases:
+        globbed = await run(tools, ctx, "glob", **arguments)
+        assert globbed.structured["paths"] == expected, arguments
+        grep_arguments = {**arguments, "glob": arguments["pattern"], "pattern": "needle"}
+        grepped = await run(tools, ctx, "grep", output_mode="count", **grep_arguments)
+        assert [item["path"] for item in grepped.structured.get("files", [])] == expected
+
+
+@pytest.mark.timeout(30)  # a search stuck on a FIFO would wait for a writer for ever
+async def test_a_fifo_is_skipped_at_once_by_every_search(
+    tools: FsToolset, fs: Fs, ctx: Context, seed: Seed
+) -> None:
+    if isinstance(fs.backend, MemoryBackend):
+        pytest.skip("FIFOs: fs-local's")
+    await seed("a.txt", b"needle\n")
+    await seed("dir/b.txt", b"needle\n")
+    root = fs.backend.root  # type: ignore[attr-defined]
+    os.mkfifo(root / "fifo")
+    os.mkfifo(root / "dir" / "fifo.txt")
+    for mode in ("content", "files_with_matches", "count"):
+        alone = await run(tools, ctx, "grep", pattern="needle", path="fifo", output_mode=mode)
+        assert alone.structured["total"] == 0
+        assert alone.structured["skipped"] == {"not_a_regular_file": 1}
+        assert "(1 file skipped: 1 not regular (FIFOs, sockets, devices))" in alone.text
+    for path, expected in (("", ["a.txt", "dir/b.txt"]), ("dir", ["dir/b.txt"])):
+        for options in ({}, {"glob": "**/*.txt"}, {"hidden": True, "include_ignored": True}):
+            found = await run(tools, ctx, "grep", pattern="needle", path=path, **options)
+            assert [m["path"] for m in found.structured["matches"]] == expected
+        globbed = await run(tools, ctx, "glob", pattern="**", path=path)
+        assert globbed.structured["paths"] == expected
+
+
 @pytest.mark.parametrize(
     ("arguments", "field"),
     [

@@ -198,8 +198,12 @@ class FileSearch:
     skip_dirs: frozenset[str] = frozenset()
     """Directory names never entered."""
     names: tuple[str, ...] | None = None
-    """Only files whose name matches one of these globs (``*`` and ``?``); None: any.
-    A first filter: the caller matches the paths it gets again."""
+    """Only files whose name matches one of these globs (:meth:`GlobMatcher.names`); None:
+    any. A first filter: the caller matches the paths it gets again."""
+    glob: str | None = None
+    """Only files whose path below :attr:`path` matches this glob (:func:`glob_matcher`);
+    None: any. A first filter too: an engine may keep more (:meth:`GlobMatcher.outline`),
+    never fewer."""
     seconds: float | None = None
     """Stop after this long; the answer then covers what was searched (``complete`` False)."""
     found_so_far: Callable[[int], None] | None = field(default=None, compare=False)

@@ -48,6 +48,10 @@ _MOST_STARS_FOR_REGEX: Final = 2
 """Up to this many ``*`` a segment is matched by a regular expression (fast, and at most
 quadratic in the name's length); with more, by the greedy scan (linear times the stars)."""
 
+_SPECIAL: Final = re.compile(r"[\[\]\\{},:!]")
+"""Characters some search engine reads specially: a segment holding one is widened to ``*``."""
+_WILDCARDS: Final = re.compile(r"[*?]+")
+
 _Token = str | _Wildcard | re.Pattern[str]  # a literal character, a wildcard, a class
 
 
@@ -83,19 +87,34 @@ class GlobMatcher:
             return self.alternatives[0].fullmatch(path)
         return any(alternative.fullmatch(path) for alternative in self.alternatives)
 
+    def may_hold(self, directory: str) -> bool:
+        """Whether a path below *directory* (root-relative, not the root) may match.
+
+        False only when none can: a walk need not enter it.
+        """
+        names = directory.split("/")
+        return any(alternative.may_hold(names) for alternative in self.alternatives)
+
+    def outline(self) -> tuple[tuple[str, ...], ...]:
+        r"""The pattern widened to a form every search engine reads alike: a first filter.
+
+        One tuple of segments per alternative, each ``**`` or a name glob of
+        ``*`` and plain characters; an unanchored alternative starts with
+        ``**``. ``?`` becomes ``*`` (an engine may take it for one byte), and a
+        segment holding a class, a character some engine treats specially
+        (``[]\{},:!``), an unprintable one or a space at either end becomes
+        ``*``. Every path the pattern matches matches one of the alternatives.
+        """
+        return tuple(alternative.outline() for alternative in self.alternatives)
+
     def names(self) -> tuple[str, ...] | None:
-        """Globs of file *names* (``*`` and ``?`` only) that every matching path's name matches.
+        """Globs of file *names* (as :meth:`outline`'s) that every matching path's name matches.
 
         A filter a search engine can apply first (the path is matched again after);
-        None when the pattern does not narrow names that simply (``src/**``, a class).
+        None when the pattern does not narrow names (``src/**``, ``*.[ch]``).
         """
-        names = []
-        for alternative in self.alternatives:
-            last = alternative.pattern.strip("/").rsplit("/", 1)[-1]
-            if last == "**" or any(char in last for char in "[]\\:,{}!"):
-                return None
-            names.append(last)
-        return tuple(dict.fromkeys(names))
+        names = tuple(dict.fromkeys(segments[-1] for segments in self.outline()))
+        return None if "**" in names or "*" in names else names
 
 
 class _Alternative:
@@ -126,6 +145,21 @@ class _Alternative:
         return len(names) == len(fixed) and all(
             segment.matches(name) for segment, name in zip(fixed, names, strict=True)
         )
+
+    def may_hold(self, names: list[str]) -> bool:
+        """Whether a path below the directory *names* may match this alternative."""
+        for segment, name in zip(self.segments, names, strict=False):
+            if segment is None:
+                return True
+            if not segment.matches(name):
+                return False
+        return len(names) < len(self.segments)
+
+    def outline(self) -> tuple[str, ...]:
+        """The alternative's segments, as :meth:`GlobMatcher.outline` gives them."""
+        anchored = "/" in self.pattern.strip("/")
+        segments = self.pattern.strip("/").split("/")
+        return tuple(("**",) if not anchored else ()) + tuple(map(_widened, segments))
 
     def _from(
         self, at: int, first: int, names: list[str], seen: dict[tuple[int, int], bool]
@@ -223,6 +257,15 @@ def _compile_segment(segment: str, pattern: str) -> _Segment:
             tokens.append(char)
         index += 1
     return _Segment(tuple(tokens))
+
+
+def _widened(segment: str) -> str:
+    """*segment* as :meth:`GlobMatcher.outline` gives it."""
+    if segment == "**":
+        return segment
+    if _SPECIAL.search(segment) or not segment.isprintable() or segment.strip() != segment:
+        return "*"
+    return _WILDCARDS.sub("*", segment)
 
 
 def _regex_of(token: _Token) -> str:

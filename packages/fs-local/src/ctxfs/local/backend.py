@@ -275,7 +275,10 @@ class LocalBackend(Backend):
         return await self._run(self._list_sync, path)
 
     async def _list_names(self, path: str) -> Listing:
-        """A directory's names and kinds, no ``stat``; kept while it is unchanged."""
+        """A directory's names and kinds, no ``stat``; kept while it is unchanged.
+
+        Temporary files are reaped, as :meth:`_list` does.
+        """
         return await self._run(self._list_names_sync, path)
 
     async def _details(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
@@ -327,6 +330,8 @@ class LocalBackend(Backend):
         if engine is None:
             return None
         opened = await anyio.to_thread.run_sync(self._open_searchable, search.paths)
+        if not opened:  # none is a regular file that may be read: none to give
+            return FileLines(lines={})
         try:
             return await engine.lines(self.root, self.root_fd, search, opened=opened)
         finally:
@@ -334,19 +339,14 @@ class LocalBackend(Backend):
                 os.close(fd)
 
     def _open_searchable(self, paths: tuple[str, ...]) -> dict[str, int]:
-        """Each path a search may read, opened as a read would open it (others left out)."""
+        """Each path a search may read, opened as a read opens it (others left out).
+
+        A FIFO, socket or device is left out at once: the open does not wait for a writer.
+        """
         opened: dict[str, int] = {}
         for path in paths:
-            try:
-                fd = self._open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except FsError:
-                continue
-            try:
-                self._check_regular(path, os.fstat(fd))  # a read's own check
-            except FsError:
-                os.close(fd)
-                continue
-            opened[path] = fd
+            with contextlib.suppress(FsError):
+                opened[path] = self._open_file(path)[0]
         return opened
 
     def _single_named(self, counts: dict[str, int]) -> tuple[dict[str, int], int]:
@@ -867,9 +867,18 @@ class LocalBackend(Backend):
     def _list_names_sync(self, path: str) -> Listing:
         self._check_root()
         dir_fd = self._open(path, _DIR_FLAGS)
+
+        def finish(path: str, entries: builtins.list[Stat]) -> Listing:
+            for entry in entries:
+                if entry.name.startswith(TEMP_PREFIX):
+                    with contextlib.suppress(FileNotFoundError):
+                        info = os.stat(entry.name, dir_fd=dir_fd, follow_symlinks=False)
+                        self._reap(dir_fd, entry.name, info)
+            return self.listing(path, entries)
+
         try:
             with translated(path):
-                return self._names.entries(dir_fd, path, finish=self.listing)
+                return self._names.entries(dir_fd, path, finish=finish)
         finally:
             os.close(dir_fd)
 

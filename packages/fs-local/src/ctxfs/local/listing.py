@@ -9,7 +9,8 @@ the directory nor sorts it again.
 
 A directory changed within the same clock tick as a listing could keep its
 times, so, as Git does with its index, a listing of a directory modified in
-the last :data:`SETTLE_SECONDS` is not remembered.
+the last :data:`SETTLE_SECONDS` is not remembered; nor is one that left out a
+reserved name (a write under way, or a crash's leftover to reap the next time).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class DirectoryNames:
     ) -> Listing:
         """The listing of directory *path* (open as *dir_fd*), made by *finish* from its entries.
 
-        Call from a worker thread.
+        A listing that leaves some out (reserved names) is not kept. Call from a
+        worker thread.
         """
         info = os.fstat(dir_fd)
         stamp = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
@@ -71,11 +73,10 @@ class DirectoryNames:
                 self._listed.move_to_end(path)
                 return listed.entries
         with os.scandir(dir_fd) as scan:
-            entries = finish(
-                path,
-                [Stat(path=join_path(path, entry.name), kind=kind_of(entry)) for entry in scan],
-            )
-        if time.time_ns() - info.st_mtime_ns > SETTLE_SECONDS * 10**9:
+            found = [Stat(path=join_path(path, entry.name), kind=kind_of(entry)) for entry in scan]
+        entries = finish(path, found)
+        settled = time.time_ns() - info.st_mtime_ns > SETTLE_SECONDS * 10**9
+        if settled and len(entries) == len(found):  # and no reserved name left out
             self._remember(path, _Listed(stamp=stamp, entries=entries))
         return entries
 

@@ -10,7 +10,10 @@ swapped for a link mid-walk, cannot make it open anything outside.
 
 Used only when all of this holds: the binary is found, the kernel has Landlock,
 and ripgrep understands the pattern (else the caller's own walk runs). Files are
-searched as ripgrep reads them: UTF-8, or UTF-16 with a byte-order mark.
+searched as ripgrep reads them: UTF-8, or UTF-16 with a byte-order mark. A glob
+filter becomes ignore rules in a file held in memory, which ripgrep reads through
+``/dev/fd``: it enters only the directories that may hold a match, and searches
+only the files that may match (the caller matches them exactly).
 
 A matching or context line longer than the search's cap is omitted by ripgrep;
 a second run says where each such line's first match is, and
@@ -34,7 +37,8 @@ from typing import Final
 
 import anyio.to_thread
 
-from ctxfs.core import FileLines, FileMatches, FileSearch, LineSearch
+from ctxfs.core import FileLines, FileMatches, FileSearch, LineSearch, glob_matcher
+from ctxfs.core.kit import RESERVED_PREFIX
 from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
 from ctxfs.local.longlines import cut_lines
 
@@ -45,6 +49,7 @@ _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
 _NUMBERED: Final = re.compile(rb"(\d+)[:-]")
 _OFFSET: Final = re.compile(rb"(\d+):(\d+):")
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
+_GLOB_SPECIAL: Final = re.compile(r"[*?\[\]{}\\!]")
 
 
 @functools.cache
@@ -83,8 +88,11 @@ class Ripgrep:
         cache = ["/etc/ld.so.cache"] if os.path.exists("/etc/ld.so.cache") else []
         self.startup_files = (self.binary, *libraries, *cache)
 
-    def arguments(self, search: FileSearch) -> list[str]:
-        """The command line for *search* (run with the root as working directory)."""
+    def arguments(self, search: FileSearch, *, ignore_file: str | None = None) -> list[str]:
+        """The command line for *search* (run with the root as working directory).
+
+        *ignore_file* holds the rules of :func:`_glob_rules` for ``search.glob``.
+        """
         args = [self.binary, "--no-config", "--no-messages", "--null", "--no-ignore-global"]
         args += ["--no-require-git", "--stats" if search.pattern is not None else "--files"]
         if search.pattern is not None:
@@ -101,11 +109,15 @@ class Ripgrep:
         skipped = sorted(name for name in search.skip_dirs if search.hidden or name[:1] != ".")
         if skipped:
             args += ["--glob", "!{" + ",".join(map(_escaped, skipped)) + "}/"]
+        if search.hidden:  # temporary files (else skipped as hidden)
+            args += ["--glob", f"!{_escaped(RESERVED_PREFIX)}*"]
         if search.names is not None:  # a file type: unlike --glob, it keeps the ignore rules
             args += [f"--type-add=ctxfsnames:{name}" for name in search.names]
             args.append("--type=ctxfsnames")
-            if not search.hidden:  # ... but not the hidden one: a type admits hidden names
-                args += ["--glob", "!.*"]
+        if ignore_file is not None:  # ignore rules, weaker than the tree's own
+            args.append(f"--ignore-file={ignore_file}")
+        if not search.hidden and (search.names is not None or ignore_file is not None):
+            args += ["--glob", "!.*"]  # a type, or a rule keeping a name, admits hidden names
         args += ["--", search.path or "."]
         return args
 
@@ -178,9 +190,20 @@ class Ripgrep:
         ripgrep is killed at ``search.seconds`` (the answer then covers the files
         it finished) or when the caller is cancelled.
         """
-        ran = await self._run(
-            root, root_fd, self.arguments(search), search.seconds, found_so_far=search.found_so_far
-        )
+        rules = None if search.glob is None else _in_memory(_glob_rules(search.path, search.glob))
+        try:
+            ignore_file = None if rules is None else f"/dev/fd/{rules}"
+            ran = await self._run(
+                root,
+                root_fd,
+                self.arguments(search, ignore_file=ignore_file),
+                search.seconds,
+                pass_fds=() if rules is None else (rules,),
+                found_so_far=search.found_so_far,
+            )
+        finally:
+            if rules is not None:
+                os.close(rules)
         if ran is None:
             return None
         output, timed_out = ran
@@ -339,6 +362,43 @@ def _first_matches(output: bytes, paths: tuple[str, ...]) -> dict[str, dict[int,
         if nul and path in found and numbered is not None:
             found[path].setdefault(int(numbered.group(1)), int(numbered.group(2)))
     return found
+
+
+def _glob_rules(directory: str, glob: str) -> bytes:
+    """Ignore-file rules that leave only what *glob* may match below *directory*.
+
+    Everything is ignored but the files the glob's outline
+    (:meth:`GlobMatcher.outline`) matches and the directories that may lead to
+    one, so ripgrep neither enters nor reads the rest. The tree's own ignore
+    files rank higher: the rules only narrow its walk, to a superset of the matches.
+    """
+    base = "".join(f"/{_literal(name)}" for name in directory.split("/")) if directory else ""
+    rules = ["*"]
+    for segments in glob_matcher(glob).outline():
+        # the directories on the way: up to the first "**", which takes every one below
+        deep = segments.index("**") + 1 if "**" in segments else len(segments) - 1
+        rules += [f"!{base}/{'/'.join(segments[:end])}/" for end in range(1, deep + 1)]
+        rules.append(f"!{base}/{'/'.join(segments)}")
+    return ("\n".join(dict.fromkeys(rules)) + "\n").encode()
+
+
+def _in_memory(data: bytes) -> int:
+    """A file in memory holding *data* (a descriptor, closed on exec unless passed)."""
+    fd = os.memfd_create("ctxfs-rules")
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _literal(name: str) -> str:
+    """*name* as a literal in a ripgrep glob, or ``*`` if it holds anything special."""
+    plain = name.isprintable() and name.strip() == name and not _GLOB_SPECIAL.search(name)
+    return name if plain else "*"
 
 
 def _path(raw: bytes, prefix: str) -> str:

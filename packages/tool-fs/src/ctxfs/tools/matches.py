@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ctxfs.core import GlobMatcher
 from ctxfs.tools.ignore import WalkFilter
 from ctxfs.tools.memo import ScanMemo
 from ctxfs.tools.paging import Page
@@ -108,6 +109,9 @@ class GrepQuery:
     names: tuple[str, ...] | None = None
     """Globs every searched file's name matches (see :meth:`GlobMatcher.names`), for an
     engine to filter with first; None: any name."""
+    glob: GlobMatcher | None = None
+    """A glob every searched file's path below *root* matches, for an engine to filter
+    with first and a walk to enter only the directories that may hold one; None: any."""
     only: WalkFilter
     max_entries: int
     page: Page

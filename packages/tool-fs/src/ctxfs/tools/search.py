@@ -100,7 +100,9 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
     ):
         return await _from_counts(ctx, query, root, accelerated)
     else:
-        found.walk = await walk(ctx, root, only=query.only, max_entries=query.max_entries)
+        found.walk = await walk(
+            ctx, root, only=query.only, max_entries=query.max_entries, glob=query.glob
+        )
         keep = query.file_filter
         files = [
             entry
@@ -191,6 +193,7 @@ def _file_search(query: GrepQuery, root: str) -> FileSearch:
         ignored=query.only.ignored,
         skip_dirs=query.only.skip_dirs,
         names=query.names,
+        glob=None if query.glob is None else query.glob.pattern,
         seconds=query.seconds,
     )
 

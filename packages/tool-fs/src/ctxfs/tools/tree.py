@@ -2,11 +2,12 @@
 
 A walk visits directories breadth first, in sorted order, and leaves out what
 its :class:`~ctxfs.tools.ignore.WalkFilter` says (hidden names, configured
-directories, what ignore files exclude), counting each kind. On a store that
-lists a whole tree at once (an object store: one flat listing of the prefix),
-it walks that listing instead of listing each directory. Symlinked
-directories are not followed, what a policy hides is never listed (nor
-counted), and a walk stops, saying so, after a bounded number of entries.
+directories, what ignore files exclude), counting each kind; given a glob, it
+enters only the directories a match may lie in. On a store that lists a whole
+tree at once (an object store: one flat listing of the prefix), it walks that
+listing instead of listing each directory. Symlinked directories are not
+followed, what a policy hides is never listed (nor counted), and a walk stops,
+saying so, after a bounded number of entries.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from ctxfs.core import (
     FileKind,
     FileSearch,
     FsError,
+    GlobMatcher,
     Listing,
     Stat,
     TooLarge,
     normalize_path,
+    relative_to,
 )
 from ctxfs.tools.ignore import EXCLUDE, IGNORE_FILES, IgnoreRules, WalkFilter
 
@@ -54,8 +57,19 @@ class Walk:
     """Entries an ignore file excludes, left out (a directory counts once)."""
 
 
-async def walk(ctx: Context, root: str, *, only: WalkFilter, max_entries: int) -> Walk:
-    """Collect the files below *root* that *only* keeps, up to *max_entries* entries."""
+async def walk(
+    ctx: Context,
+    root: str,
+    *,
+    only: WalkFilter,
+    max_entries: int,
+    glob: GlobMatcher | None = None,
+) -> Walk:
+    """Collect the files below *root* that *only* keeps, up to *max_entries* entries.
+
+    With *glob*, only the directories where a path it matches may lie are entered
+    (it is matched against paths below *root*; the caller matches the files).
+    """
     root = normalize_path(root)
     result = Walk()
     flat = await ctx.fs.list_tree(root)
@@ -91,7 +105,8 @@ async def walk(ctx: Context, root: str, *, only: WalkFilter, max_entries: int) -
             elif rules.excludes(entry.path, directory=is_directory):
                 result.ignored += 1
             elif is_directory:
-                pending.append((entry.path, rules))
+                if glob is None or glob.may_hold(relative_to(entry.path, root)):
+                    pending.append((entry.path, rules))
             elif entry.kind in (FileKind.FILE, FileKind.SYMLINK):
                 result.files.append(entry)
     result.files.sort(key=lambda entry: entry.path)
@@ -122,14 +137,14 @@ async def files_below(
     only: WalkFilter,
     max_entries: int,
     seconds: float,
-    names: tuple[str, ...] | None = None,
+    glob: GlobMatcher | None = None,
 ) -> Walk:
     """The files below *root* that *only* keeps, by the backend's own engine where it has one.
 
     Such an engine (fs-local: ripgrep) lists them at its own speed, without their
     metadata, and does not say what it left out; else this is :func:`walk`. A
-    listing stopped at *seconds* is marked truncated. *names* may narrow it first
-    (an engine's filter; the walk ignores it: the caller matches paths anyway).
+    listing stopped at *seconds* is marked truncated. *glob* narrows it first to
+    the files it may match (the caller matches them exactly).
     """
     root = normalize_path(root)
     search = FileSearch(
@@ -138,12 +153,12 @@ async def files_below(
         hidden=only.hidden,
         ignored=only.ignored,
         skip_dirs=only.skip_dirs,
-        names=names,
+        glob=None if glob is None else glob.pattern,
         seconds=seconds,
     )
     listed = await ctx.fs.search_files(search)
     if listed is None:
-        return await walk(ctx, root, only=only, max_entries=max_entries)
+        return await walk(ctx, root, only=only, max_entries=max_entries, glob=glob)
     files = [Stat(path=path, kind=FileKind.FILE) for path in sorted(listed.counts)]
     return Walk(files=files, truncated=not listed.complete)
 

@@ -93,7 +93,7 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         )
         if args.sort == "modified":  # the walk brings each file's time
             walked = await tree.walk(
-                step.ctx, root, only=only, max_entries=options.max_walk_entries
+                step.ctx, root, only=only, max_entries=options.max_walk_entries, glob=matcher
             )
         else:
             walked = await tree.files_below(
@@ -102,7 +102,7 @@ class GlobTool(Tool[GlobArgs, GlobData]):
                 only=only,
                 max_entries=options.max_walk_entries,
                 seconds=options.grep_seconds,
-                names=matcher.names(),
+                glob=matcher,
             )
         matches = matcher.fullmatch
         if root:

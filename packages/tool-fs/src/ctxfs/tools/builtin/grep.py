@@ -199,11 +199,9 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             line_seconds=options.grep_line_seconds,
             multiline=args.multiline,
         )
-        matchers = [glob_matcher(args.glob)] if args.glob is not None else []
-        if args.type is not None:
-            matchers.append(type_matcher(args.type))
-        filters = [matcher.fullmatch for matcher in matchers]
-        names = next((n for m in matchers if (n := m.names()) is not None), None)
+        glob = None if args.glob is None else glob_matcher(args.glob)
+        kind = None if args.type is None else type_matcher(args.type)
+        filters = [matcher.fullmatch for matcher in (glob, kind) if matcher is not None]
         context = args.context or 0
         key = _search_key(args)
         memo = step.toolset.scan_memos.memo(step.ctx, key)
@@ -217,7 +215,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 after=context if args.after is None else args.after,
                 multiline=args.multiline,
                 file_filter=(lambda path: all(keep(path) for keep in filters)) if filters else None,
-                names=names,
+                names=None if kind is None else kind.names(),
+                glob=glob,
                 only=WalkFilter(
                     skip_dirs=options.ignore, hidden=args.hidden, ignored=args.include_ignored
                 ),
@@ -343,6 +342,7 @@ def _search_key(args: GrepArgs) -> tuple[object, ...]:
 _REASONS = {
     "hard_linked": "hard-linked (the harness may allow reading them)",
     "binary_file": "binary",
+    "not_a_regular_file": "not regular (FIFOs, sockets, devices)",
     "encoding_error": "undecodable",
     "too_large": "too large",
     "line_too_long": f"holding a line over {search.LINE_MAX_CHARS:,} characters",
