@@ -306,7 +306,7 @@ class ContextFs:
             and any refusal of a policy.
 
         """
-        size = len(content.encode("utf-8", "replace"))
+        size = _utf8_size(content)
         async with (
             self._reported(OpKind.WRITE, path, file=True, size=size) as report,
             self._updating(report) as (update, _),
@@ -537,7 +537,7 @@ class ContextFs:
             return
         size = None
         if patch.action is PatchAction.ADD:
-            size = len((patch.content or "").encode("utf-8", "replace"))
+            size = _utf8_size(patch.content or "")
         async with self._reported(
             _PATCH_KINDS[patch.action], patch.path, file=True, size=size, dry_run=dry_run
         ) as report:
@@ -1162,6 +1162,16 @@ async def _text_work(size: int, work: Callable[[], T], *, costly: bool = False) 
     if size <= TEXT_WORK_INLINE_BYTES and not costly:
         return work()
     return await anyio.to_thread.run_sync(work)
+
+
+def _utf8_size(text: str) -> int:
+    """The size of *text* in UTF-8 (a lone surrogate as one byte), never encoded whole."""
+    if text.isascii():
+        return len(text)
+    step = 1 << 20
+    return sum(
+        len(text[at : at + step].encode("utf-8", "replace")) for at in range(0, len(text), step)
+    )
 
 
 def _check_directory_move(here: Operation, there: Operation, *, overwrite: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, AnyStr, Final, Generic, TypeAlias
 
 from ctxfs.core.errors import (
@@ -136,11 +136,11 @@ class TextDocument(Generic[AnyStr]):
         except UnicodeEncodeError as exc:
             raise _unencodable(self.path, self.encoding, raw, exc) from None
 
-    def _replacement_chars(self, units: AnyStr) -> int:
-        """Real U+FFFD characters in *units* (escaped invalid bytes are not counted)."""
+    def _replacement_chars(self, units: AnyStr, start: int = 0, end: int | None = None) -> int:
+        """Real U+FFFD characters in *units* ``[start:end]`` (escaped invalid bytes are not)."""
         if isinstance(units, str):
-            return units.count(_FFFD)
-        return units.count(_FFFD.encode()) if self.encoding.codec == "utf-8" else 0
+            return units.count(_FFFD, start, end)
+        return units.count(_FFFD.encode(), start, end) if self.encoding.codec == "utf-8" else 0
 
     def _refuse_added_replacement_chars(self, added: int) -> None:
         """Nothing ever writes U+FFFD: it marks data already lost, not text."""
@@ -371,16 +371,31 @@ class TextDocument(Generic[AnyStr]):
         a file with invalid bytes, whose lines compare as shown).
         """
         if not self.raw:  # no ending to follow
-            change = self._rewrite_folded(content)
-            own = self.units(content, what="content", fold=False)
-            return replace(change, data=self.encode(own))
+            return self._written_whole(content)
         if self.encoding.keeps_invalid_bytes:
             return self._rewrite_by_lines(content)
         return self._rewrite_folded(content)
 
+    def _written_whole(self, content: str) -> Change:
+        """:meth:`rewrite` of an empty file: *content* as it is, converted once."""
+        own, endings = self.units(content, what="content", fold=False), self.endings
+        self._refuse_added_replacement_chars(self._replacement_chars(own))
+        lines = endings.count_lines(own)
+        diff = None
+        if lines <= MAX_DIFF_LINES:
+            diff = short_diff("", _whole_lines(self.text_of(endings.fold(own))), first_line=1)
+        return Change(data=self.encode(own), replacements=0, first_line=1,
+                      last_line=max(1, lines), diff=diff)  # fmt: skip
+
     def _rewrite_folded(self, content: str) -> Change:
-        """:meth:`rewrite`, the new lines taking the file's dominant ending."""
-        old, new, lf = self.logical, self.units(content, what="content"), self.endings.lf
+        """:meth:`rewrite`, the new lines taking the file's dominant ending.
+
+        Each large intermediate (the folded file, the new text, its changed
+        part) is let go once the next is made, and the kept parts are joined
+        from views of the file, the byte-order mark with them.
+        """
+        lf, new = self.endings.lf, self.units(content, what="content")
+        old = self.endings.fold(self.raw)  # not kept: a write needs it only here
         common = _common_prefix(old, new)
         head = len(old) if common == len(old) == len(new) else old.rfind(lf, 0, common) + 1
         tail = _common_suffix(old, new, most=min(len(old), len(new)) - head)
@@ -396,27 +411,39 @@ class TextDocument(Generic[AnyStr]):
         raw_head = self.endings.to_raw(raw, head)
         raw_tail = self.endings.to_raw(raw, old_end, (head, raw_head))
         added = new[head:new_end]
+        del new
         self._refuse_added_replacement_chars(
-            self._replacement_chars(added) - self._replacement_chars(raw[raw_head:raw_tail])
+            self._replacement_chars(added) - self._replacement_chars(raw, raw_head, raw_tail)
         )
         head_lines = old.count(lf, 0, head) + (1 if head and old[head - 1 : head] != lf else 0)
         added_lines = _lines_in(added, lf)
-        middle = added.replace(lf, ending) if ending != lf else added
-        data = self.encode(self.endings.empty.join([raw[:raw_head], middle, raw[raw_tail:]]))
         diff = None
-        if _lines_in(old[head:old_end], lf) + added_lines <= MAX_DIFF_LINES:
+        if _lines_in(old, lf, head, old_end) + added_lines <= MAX_DIFF_LINES:
             diff = short_diff(
                 _whole_lines(self.text_of(old[head:old_end])),
                 _whole_lines(self.text_of(added)),
                 first_line=head_lines + 1,
             )
+        del old
+        middle = added.replace(lf, ending) if ending != lf else added
+        del added
         return Change(
-            data=data,
+            data=self._spliced_whole(raw_head, middle, raw_tail),
             replacements=0,
             first_line=head_lines + 1,
             last_line=head_lines + max(1, added_lines),
             diff=diff,
         )
+
+    def _spliced_whole(self, head: int, middle: Any, tail: int) -> bytes:
+        """The file's bytes: its raw units up to *head*, *middle*, and its units from *tail*."""
+        source: Any = _slicer(self.raw)  # a view of bytes: the kept parts are copied once
+        if isinstance(source, str):
+            return self.encode(source[:head] + middle + source[tail:])
+        bom = self.encoding.bom
+        if head == 0 and tail == len(source) and not bom:
+            return bytes(middle)  # nothing kept: the new units are the file (no copy)
+        return b"".join([bom, source[:head], middle, source[tail:]])
 
     def _rewrite_by_lines(self, content: str) -> Change:
         """:meth:`rewrite` line by line, for a file whose invalid bytes show as U+FFFD."""
@@ -758,9 +785,12 @@ def _common_suffix(a: AnyStr, b: AnyStr, *, most: int) -> int:
     return most
 
 
-def _lines_in(units: AnyStr, lf: AnyStr) -> int:
-    """How many lines *units* holds (a last one without an ending counts)."""
-    return units.count(lf) + (1 if units and not units.endswith(lf) else 0)
+def _lines_in(units: AnyStr, lf: AnyStr, start: int = 0, end: int | None = None) -> int:
+    """How many lines *units* ``[start:end]`` holds (a last one without an ending counts)."""
+    end = len(units) if end is None else end
+    return units.count(lf, start, end) + (
+        1 if end > start and not units.endswith(lf, start, end) else 0
+    )
 
 
 def _whole_lines(text: str) -> str:

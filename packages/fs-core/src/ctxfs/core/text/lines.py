@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import AnyStr, Generic
 
-__all__ = ["BYTE_ENDINGS", "TEXT_ENDINGS", "Endings", "count_terminators"]
+__all__ = ["BYTE_ENDINGS", "TEXT_ENDINGS", "Endings", "count_lines", "count_terminators"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,11 @@ class Endings(Generic[AnyStr]):
         """Return every ending in *units*, in order."""
         return self.splitter.findall(units)
 
+    def count_lines(self, units: AnyStr) -> int:
+        """How many lines *units* holds: one per ending, and a last one without an ending."""
+        last = 1 if units and not units.endswith((self.lf, self.cr)) else 0
+        return count_terminators(units, self, after_cr=False) + last
+
     def split_lines(self, units: AnyStr) -> list[tuple[AnyStr, AnyStr]]:
         """Split *units* into ``(content, ending)`` pairs; the last ending may be empty."""
         parts = self.splitter.split(units)
@@ -107,3 +112,8 @@ def count_terminators(units: AnyStr, endings: Endings[AnyStr], *, after_cr: bool
     if after_cr and units.startswith(endings.lf):
         count -= 1
     return count
+
+
+def count_lines(text: str) -> int:
+    r"""How many lines *text* holds: one per ``\r\n``, ``\r`` or ``\n``, one more if it goes on."""
+    return TEXT_ENDINGS.count_lines(text)

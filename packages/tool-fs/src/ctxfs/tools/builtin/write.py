@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from ctxfs.core import count_lines
 from ctxfs.tools.render import count, span, with_diff
 from ctxfs.tools.results import ResultData
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
@@ -54,7 +55,7 @@ class WriteTool(Tool[WriteArgs, WriteData]):
         return self.data(await step.ctx.fs.write(args.file_path, args.content))
 
     def render(self, data: WriteData, args: WriteArgs) -> str:
-        lines = count(len(args.content.splitlines()), "line")
+        lines = count(count_lines(args.content), "line")
         if data.created:
             return f"Created {data.target} ({lines}, {count(data.size, 'byte')})."
         if data.previous_version == data.version:
