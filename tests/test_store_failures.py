@@ -34,6 +34,7 @@ from ctxfs.core.errors import Unavailable
 from ctxfs.core.memory import MemoryBackend
 from ctxfs.core.observations import ObservationStore, RedisObservations, SqliteObservations
 from ctxfs.core.outcomes import Operation
+from ctxfs.core.policies import AuditLedger
 from ctxfs.core.testing import FaultyObservations
 from ctxfs.core.versions import Version
 from ctxfs.local import LocalBackend
@@ -458,3 +459,18 @@ async def test_a_change_cancelled_before_its_commit_is_reported_is_undone() -> N
         await ctx.fs.edit("a.txt", "one", "two")
     assert scope.cancelled_caught
     assert (await backend.read("a.txt")).data == b"one\n"
+
+
+async def test_the_ledger_of_an_undone_change_records_nothing_stored(tmp_path: Path) -> None:
+    backend, store = MemoryBackend(), FaultyObservations()
+    ledger = AuditLedger(tmp_path / "audit.jsonl", durable=False)
+    fs = Fs(backend, observations=store, load_entrypoints=False, plugins=[ledger])
+    ctx = fs.context(owner="agent")
+    await backend.write("a.txt", b"one\n", expect=ABSENT)
+    seen = await ctx.fs.read("a.txt")
+    store.fail_next("update")
+    with pytest.raises(FsError):
+        await ctx.fs.edit("a.txt", "one", "two")
+    last = ledger.records()[-1]
+    assert (last["op"], last["outcome"], last["error_code"]) == ("edit", "error", "unavailable")
+    assert (last["before"], last["after"]) == (seen.version, None)

@@ -852,8 +852,11 @@ class ContextFs:
         call was cancelled meanwhile) is put back, still under the locks, so a
         mutation is either stored and recorded, or leaves the files as they were.
         """
-        stored = [(update, report) for update, report in zip(updates, reports, strict=True)]
-        stored = [(update, report) for update, report in stored if not report.op.dry_run]
+        stored = [
+            (update, report)
+            for update, report in zip(updates, reports, strict=True)
+            if not report.op.dry_run
+        ]
         hooks = self._ctx.mount.hooks
         try:
             for _, report in stored:
@@ -862,6 +865,9 @@ class ContextFs:
             done = [(update, report.after) for update, report in stored]
             with anyio.CancelScope(shield=True):
                 kept = await _undone(done)
+            for update, report in stored:
+                if update.path not in kept:
+                    report.after = None  # put back: the operation stored nothing
             if isinstance(failure, FsError):
                 raise _rolled_back(failure, done, kept, what="the change") from failure
             raise

@@ -148,6 +148,12 @@ def ctxfs_committed(
 ) -> Awaitable[None] | None:
     """Learn that a mutation has been stored; called under the mutation locks.
 
+    The file-context plugin records the owner's new observation first. A
+    mutation is either committed with its observation or not at all: if any
+    implementation raises (the observation store failed, say) or the call is
+    cancelled meanwhile, the mutation is undone, still under the locks, and the
+    call fails with what was raised (the files as they were).
+
     A directory move reports a ``MOVE`` pair (leaving and arriving) for the
     directory and for every entry below it, with *before* and *after* both
     None: the files were not read, and their content did not change.
