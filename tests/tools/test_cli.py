@@ -8,13 +8,14 @@ import os
 import socket
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from ctxfs.tools import __version__
-from ctxfs.tools.cli import MCP_BEFORE, MCP_NEEDED, main
+from ctxfs.tools.cli import MCP_BEFORE, MCP_NEEDED, STORE_PACKAGES, main
 from tests.tools.media import image
 
 CTXFS = str(Path(sys.executable).with_name("ctxfs"))  # the installed console script
@@ -70,6 +71,9 @@ def test_call_grep_with_a_catastrophic_pattern_fails_instead_of_hanging(tmp_path
     ("argv", "said"),
     [
         (["call", "--root", "{root}", "read", "{{not json"], "the arguments are not JSON"),
+        (["call", "--root", "{root}", "read", '"a.txt"'], "the arguments must be a JSON object"),
+        (["call", "--root", "{root}", "read", "[]"], "the arguments must be a JSON object"),
+        (["call", "--root", "{root}", "read", "null"], "the arguments must be a JSON object"),
         (["call", "--root", "{root}/missing", "read", "{{}}"], "ctxfs: error ["),
         (
             ["call", "--url", "nosuch://x", "read", "{{}}"],
@@ -85,6 +89,67 @@ def test_usage_errors_are_one_line_and_status_2(
     err = capsys.readouterr().err
     assert said in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        (["--root", ""], "ctxfs: --root '' is empty"),
+        (["--root", "$CTXFS_TEST_EMPTY"], "ctxfs: --root '$CTXFS_TEST_EMPTY' is empty"),
+        (["--url", ""], "ctxfs: --url '' is empty"),
+        (["--url", "${CTXFS_TEST_EMPTY}"], "ctxfs: --url '${CTXFS_TEST_EMPTY}' is empty"),
+        (["--url", "file://"], "ctxfs: --url 'file://' is empty"),
+        (["--url", "file://localhost"], "ctxfs: --url 'file://localhost' is empty"),
+        (["--root", ".", "--observations", ""], "ctxfs: --observations '' is empty"),
+    ],
+)
+@pytest.mark.parametrize("command", [["serve"], ["call", "list_dir", "{}"]])
+def test_an_empty_root_or_store_is_refused_never_taken_for_a_default(
+    where: list[str], said: str, command: list[str], tmp_path: Path
+) -> None:
+    # A client's configuration with an empty or unset variable must not serve whatever
+    # directory the client was started in (nor split --workers' observations).
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "cwd" / "secret.txt").write_text("x\n")
+    done = subprocess.run(
+        [CTXFS, command[0], *where, *command[1:]],
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path / "cwd",
+        stdin=subprocess.DEVNULL, env={**os.environ, "CTXFS_TEST_EMPTY": ""},
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(said), done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--port", "99999"], "cannot listen on 127.0.0.1:99999: a port is 0 to 65535"),
+        (["--port", "-1"], "cannot listen on 127.0.0.1:-1: a port is 0 to 65535"),
+        (["--port", "99999", "--workers", "2"], "cannot listen on 127.0.0.1:99999: a port is"),
+        (["--port", "{taken}"], "cannot listen on 127.0.0.1:{taken}: Address already in use"),
+        (["--port", "{taken}", "--workers", "2"], "cannot listen on 127.0.0.1:{taken}: Address"),
+        (["--host", "no-such-host.invalid"], "cannot listen on no-such-host.invalid:8000: "),
+    ],
+)
+def test_a_port_that_cannot_be_bound_is_one_line_before_anything_is_announced(
+    options: list[str], said: str, tmp_path: Path
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = subprocess.run(
+            [CTXFS, "serve", "--transport", "http", "--root", str(tmp_path),
+             *(option.format(taken=port) for option in options)],
+            capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, "CTXFS_TOKEN": "a-token-of-the-configuration"},
+        )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith(f"ctxfs: {said.format(taken=port)}")
+    assert done.stderr.count("\n") == 1  # no "serving" line, no token, no traceback
 
 
 def test_call_read_only_hides_and_refuses(
@@ -181,6 +246,72 @@ def test_a_missing_local_backend_names_what_to_install(
         "ctxfs: opening a directory needs ctxfs-local, which is not installed: "
         "pip install ctxfs-local\n"
     )
+
+
+REMOTE_EXTRAS = {
+    "s3": ["s3fs", "aiobotocore", "botocore", "aiohttp"],
+    "gcs": ["gcsfs", "google", "aiohttp"],
+    "azure": ["adlfs", "azure", "aiohttp"],
+    "sftp": ["asyncssh"],
+}
+"""Each extra of ctxfs-remote, and the modules it installs (what is missing without it)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("url", "extra"),
+    [("s3://b/p", "s3"), ("gs://b/p", "gcs"), ("gcs://b/p", "gcs"), ("az://c/p", "azure"),
+     ("abfs://c/p", "azure"), ("sftp://u@h/root", "sftp")],
+)  # fmt: skip
+def test_a_store_without_its_extra_names_the_extra(url: str, extra: str) -> None:
+    # Run where the extra's modules cannot be imported, as after `pip install ctxfs-remote`.
+    missing = "".join(f"sys.modules[{module!r}] = None; " for module in REMOTE_EXTRAS[extra])
+    done = subprocess.run(
+        [sys.executable, "-c", f"import sys; {missing}from ctxfs.tools.cli import main; "
+         "sys.exit(main(sys.argv[1:]))", "call", "--url", url, "read", '{"file_path": "a"}'],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"pip install 'ctxfs-remote[{extra}]'" in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("url", "install"),
+    [("s3://b/p", "'ctxfs-remote[s3]'"), ("gs://b/p", "'ctxfs-remote[gcs]'"),
+     ("az://c/p", "'ctxfs-remote[azure]'"), ("sftp://h/root", "'ctxfs-remote[sftp]'"),
+     ("fsspec+memory://x", "ctxfs-remote")],
+)  # fmt: skip
+def test_a_store_without_ctxfs_remote_names_what_to_install(
+    url: str, install: str, tmp_path: Path
+) -> None:
+    # An environment like this one without ctxfs-remote: its packages, linked, but that one.
+    site = Path(sysconfig.get_paths()["purelib"])
+    for entry in site.iterdir():
+        if "ctxfs_remote" not in entry.name:
+            (tmp_path / entry.name).symlink_to(entry)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", f"import site, sys; site.addsitedir({str(tmp_path)!r}); "
+         "from ctxfs.tools.cli import main; sys.exit(main(sys.argv[1:]))",
+         "call", "--url", url, "read", '{"file_path": "a"}'],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"ctxfs: opening {url.partition('://')[0]}:// needs ctxfs-remote, which is not "
+        f"installed: pip install {install}\n",
+    )
+
+
+def test_the_named_extras_are_those_ctxfs_remote_declares() -> None:
+    remote = tomllib.loads((ROOT / "packages/fs-remote/pyproject.toml").read_text())["project"]
+    assert set(REMOTE_EXTRAS) == set(remote["optional-dependencies"])
+    assert set(STORE_PACKAGES) == {"file", *remote["entry-points"]["ctxfs.backends"]}
+    for scheme, install in STORE_PACKAGES.items():
+        dist, _, extra = install.partition("[")
+        assert dist == ("ctxfs-local" if scheme == "file" else "ctxfs-remote"), scheme
+        assert extra.rstrip("]") in ("", *REMOTE_EXTRAS), scheme
 
 
 def test_counts_of_one_are_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

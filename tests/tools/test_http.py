@@ -5,15 +5,19 @@ Every server is a real subprocess; every client the real ``mcp`` client or raw H
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -177,11 +181,12 @@ async def test_workers_behind_one_port_share_observations_and_stop_together(
     workspace: Path, tmp_path: Path
 ) -> None:
     # Two workers, stateless: whichever worker answers, a principal's read licenses its edit
-    # and another's is stale; clients of both eras work. SIGTERM ends every worker.
+    # and another's is stale; clients of both eras work. SIGTERM ends every worker, and the
+    # run's store goes with them.
     options = ["--root", str(workspace), "--token-file", str(token_file(tmp_path)),
                "--workers", "2"]  # fmt: skip
     with serve_http(*options) as served:
-        assert "in 2 workers, observations in sqlite://" in served.banner[0]
+        store = run_store_of(served.banner[0])
         workers = children_of(served.process.pid)
         assert len(workers) == 2
         for era in (None, "legacy"):
@@ -207,6 +212,7 @@ async def test_workers_behind_one_port_share_observations_and_stop_together(
         served.process.terminate()
         assert served.process.wait(timeout=20) == 0
         assert not any(map(running, workers))
+        assert not store.exists()
 
 
 def children_of(pid: int) -> list[int]:
@@ -228,6 +234,108 @@ def test_workers_are_refused_where_they_cannot_serve(workspace: Path) -> None:
     )  # fmt: skip
     assert refused.returncode == 2
     assert "--workers is for --transport http" in refused.stderr
+
+
+def test_workers_die_with_a_killed_supervisor_and_remove_the_run_store(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # kill -9 of the supervisor: its workers end, the port is free, the run's store is gone.
+    options = ["--root", str(workspace), "--token-file", str(token_file(tmp_path)),
+               "--workers", "2"]  # fmt: skip
+    with serve_http(*options) as served:
+        store = run_store_of(served.banner[0])
+        assert store.is_dir()
+        workers = children_of(served.process.pid)
+        assert len(workers) == 2
+        try:
+            served.process.kill()
+            served.process.wait(timeout=10)
+            assert eventually(lambda: not any(map(running, workers))), "orphaned workers"
+            assert eventually(lambda: port_is_free(served.url)), "the port is still held"
+            assert eventually(lambda: not store.exists()), f"{store} is left behind"
+        finally:
+            for pid in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_still_held_by_other_workers_is_refused(workers: str, workspace: Path) -> None:
+    # Orphaned workers of a killed server hold the port with SO_REUSEPORT, which would let a
+    # new server share it (and split the connections between two stores).
+    with socket.socket() as orphan:
+        orphan.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        orphan.bind(("127.0.0.1", 0))
+        orphan.listen()
+        port = orphan.getsockname()[1]
+        said = refused("--root", str(workspace), "--port", str(port), "--workers", workers)
+    assert said == f"ctxfs: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_the_run_store_of_a_run_killed_whole_is_reclaimed_at_the_next_start(
+    workspace: Path, tmp_path: Path
+) -> None:
+    options = ["--root", str(workspace), "--token-file", str(token_file(tmp_path)),
+               "--workers", "2"]  # fmt: skip
+    with serve_http(*options) as served:
+        left = run_store_of(served.banner[0])
+        workers = children_of(served.process.pid)
+        served.process.send_signal(signal.SIGSTOP)  # it starts no worker in their place
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        served.process.kill()
+        served.process.wait(timeout=10)
+    assert left.is_dir()  # every process of the run was killed: none could remove it
+    with serve_http(*options) as restarted:
+        assert run_store_of(restarted.banner[0]) != left
+        assert not left.exists()
+
+
+def test_port_0_serves_on_a_free_port_and_says_which(workspace: Path) -> None:
+    command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--transport", "http",
+               "--root", str(workspace), "--port", "0"]  # fmt: skip
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as server:
+        try:
+            assert server.stderr is not None
+            said = re.fullmatch(
+                r"ctxfs: serving .* on http://127\.0\.0\.1:(\d+)/mcp\n", server.stderr.readline()
+            )
+            assert said is not None
+            assert int(said.group(1)) != 0
+            assert not port_is_free(f"http://127.0.0.1:{said.group(1)}/mcp")
+        finally:
+            server.terminate()
+
+
+def run_store_of(banner: str) -> Path:
+    """The directory of the SQLite store a ``--workers`` banner names."""
+    said = re.search(r"observations in sqlite://(\S+)/observations\.db", banner)
+    assert said is not None, banner
+    return Path(said.group(1))
+
+
+def port_is_free(url: str) -> bool:
+    """Whether a server could bind the port of *url* now (it could not share it)."""
+    address = urlsplit(url)
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((address.hostname, address.port))
+        except OSError:
+            return False
+    return True
+
+
+def eventually(check: Callable[[], bool], seconds: float = 20) -> bool:
+    """Whether *check* comes true within *seconds* (polled)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_a_session_answers_only_the_token_that_opened_it(served: Served, workspace: Path) -> None:

@@ -21,8 +21,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-import aiohttp
-
 from ctxfs.core import (
     ABSENT,
     AlreadyExists,
@@ -39,6 +37,8 @@ from ctxfs.remote.retry import DEFAULT_DEADLINE
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from ctxfs.remote.backend import ObjectStoreBackend
 
 __all__ = ["GcsStore", "open_gcs"]
@@ -75,6 +75,8 @@ class GcsStore(ObjectStore):
         headers: Mapping[str, str] | None = None,
         data: io.BytesIO | None = None,
     ) -> AsyncIterator[aiohttp.ClientResponse]:
+        from aiohttp import ClientTimeout  # noqa: PLC0415 - the gcs extra's (open_gcs checks it)
+
         with translated():
             await self.fs._set_session()
             async with self.fs.session.request(
@@ -83,7 +85,7 @@ class GcsStore(ObjectStore):
                 params=dict(params or {}),
                 headers=self.fs._get_headers(dict(headers or {})),
                 data=data,
-                timeout=aiohttp.ClientTimeout(
+                timeout=ClientTimeout(
                     total=self.fs.requests_timeout, sock_connect=self.connect_timeout
                 ),
             ) as response:

@@ -6,7 +6,9 @@ Logs go to stderr; on ``serve --transport stdio`` stdout carries MCP only. A
 reader that stops early (``ctxfs demo | head -1``) ends the command quietly,
 with status 141 as for a program SIGPIPE ends. ``--root`` expands ``~`` and
 ``$VARIABLES`` (an MCP client's JSON configuration has no shell to do it),
-``--url`` expands ``$VARIABLES``.
+``--url`` and ``--observations`` expand ``$VARIABLES``; each is refused if it
+comes out empty (an unset variable must not mean the working directory).
+``serve --transport http`` binds its port before it says where it serves.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ import itertools
 import json
 import logging
 import os
-import shutil
+import shlex
 import signal
 import socket
 import sys
-import tempfile
+import urllib.parse
 from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Final, TextIO
@@ -38,13 +40,24 @@ from ctxfs.tools.toolset import FsToolset
 if TYPE_CHECKING:
     from ctxfs.tools.httpserver import HttpOptions, Tokens
 
-__all__ = ["MCP_BEFORE", "MCP_NEEDED", "main"]
+__all__ = ["MCP_BEFORE", "MCP_NEEDED", "STORE_PACKAGES", "main"]
 
 MCP_NEEDED: Final = (2, 3)
 """The oldest ``mcp`` release ``serve`` runs on (as the ``cli`` and ``mcp`` extras require)."""
 MCP_BEFORE: Final = (3,)
 """The first ``mcp`` release ``serve`` does not run on (its HTTP session caps use 2.x's manager)."""
 _INSTALL: Final = "pip install 'ctxfs-tools[cli]'"
+STORE_PACKAGES: Final = {
+    "file": "ctxfs-local",
+    "s3": "ctxfs-remote[s3]",
+    "gs": "ctxfs-remote[gcs]",
+    "gcs": "ctxfs-remote[gcs]",
+    "az": "ctxfs-remote[azure]",
+    "abfs": "ctxfs-remote[azure]",
+    "sftp": "ctxfs-remote[sftp]",
+    "fsspec": "ctxfs-remote",
+}
+"""What to install for each scheme of the ctxfs dists (named when none provides the scheme)."""
 
 log = logging.getLogger("ctxfs")
 
@@ -107,7 +120,9 @@ def _parser() -> argparse.ArgumentParser:
         "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
     )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000)")
+    serve.add_argument(
+        "--port", type=int, default=8000, help="HTTP port (default: 8000; 0: any free port)"
+    )
     serve.add_argument(
         "--max-message-bytes",
         type=_positive,
@@ -237,26 +252,49 @@ def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
         plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
-    backend_options: dict[str, object] = {}
-    if args.root is not None:
-        where = os.path.expanduser(os.path.expandvars(args.root))
-        backend_options = {"read_hard_links": True} if args.read_hard_links else {}
-    elif args.read_hard_links:
+    if args.read_hard_links and args.root is None:
         raise UsageError("--read-hard-links is for a local --root")
-    else:
-        where = os.path.expandvars(args.url)
+    backend_options = {"read_hard_links": True} if args.read_hard_links else {}
+    where = _location(args)
+    observations = args.observations and os.path.expandvars(args.observations)
+    if observations == "":  # not this process alone: --workers would split stale protection
+        raise UsageError(f"--observations {args.observations!r} is empty (an unset variable?)")
     try:
-        observations = args.observations and os.path.expandvars(args.observations)
         fs = open_fs(where, plugins=plugins, observations=observations, **backend_options)
     except InvalidArgument as error:
-        if error.details.get("scheme") == "file":
+        scheme = error.details.get("scheme")
+        if "installed" in error.details and scheme in STORE_PACKAGES:  # no dist provides it
+            what = "a directory" if scheme == "file" else f"{where.partition('://')[0]}://"
+            package = STORE_PACKAGES[scheme]
             raise UsageError(
-                "opening a directory needs ctxfs-local, which is not installed: "
-                "pip install ctxfs-local"
+                f"opening {what} needs {package.partition('[')[0]}, which is not installed: "
+                f"pip install {shlex.quote(package)}"
             ) from error
         raise
     options = ToolsetOptions(read_only=args.read_only, progress_seconds=args.progress)
     return fs, FsToolset(options)
+
+
+def _location(args: argparse.Namespace) -> str:
+    """``--root`` or ``--url``, expanded.
+
+    Raises:
+        UsageError: It names nothing, which would open the working directory (as a
+            client's configuration whose variable is empty or unset would).
+
+    """
+    local = args.root is not None
+    given: str = args.root if local else args.url
+    where = os.path.expandvars(given)
+    if local:
+        where = os.path.expanduser(where)
+    parts = urllib.parse.urlsplit(where)
+    if not where or (parts.scheme.lower() == "file" and not parts.path):
+        raise UsageError(
+            f"{'--root' if local else '--url'} {given!r} is empty (an unset variable?): "
+            "give the directory or store to open"
+        )
+    return where
 
 
 def _load_plugin(spec: str) -> object:
@@ -306,7 +344,8 @@ async def _serve(args: argparse.Namespace) -> int:
 
     if args.transport == "http":
         options, generated = _http_options(args)  # refused before anything opens
-        return await _serve_http(args, options, announce=True, generated=generated)
+        with _bound(args.host, args.port, listen=True, shared=False) as listening:
+            return await _serve_http(args, options, listening, announce=True, generated=generated)
     fs, toolset = _open(args)
     async with fs:
         tools = McpTools(fs, toolset, owner=args.owner, workspace=args.workspace, per_session=False)
@@ -324,12 +363,12 @@ async def _serve(args: argparse.Namespace) -> int:
 async def _serve_http(
     args: argparse.Namespace,
     options: HttpOptions,
+    listening: socket.socket,
     *,
     announce: bool = False,
     generated: str | None = None,
-    sock: socket.socket | None = None,
 ) -> int:
-    """Serve HTTP on *sock* (a worker's) or on ``--host``/``--port``; *announce* it on stderr.
+    """Serve HTTP on the *listening* socket; *announce* it on stderr once the store is open.
 
     *generated* is the token made for this run, if one was.
     """
@@ -345,51 +384,52 @@ async def _serve_http(
             fs, toolset, owner=args.owner, workspace=args.workspace, per_session=per_session
         )
         app = http_app(create_server(tools), options, on_session_end=tools.session_ended)
-        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+        config = uvicorn.Config(app, log_level="warning")
         if announce:
-            _announce(args, options, generated, repr(fs.backend))
-        await uvicorn.Server(config).serve(sockets=None if sock is None else [sock])
+            _announce(args, options, generated, repr(fs.backend), _port_of(listening))
+        await uvicorn.Server(config).serve(sockets=[listening])
     return 0
 
 
 def _serve_in_workers(args: argparse.Namespace) -> int:
     """``serve --transport http --workers N``: one port, N processes, stateless, shared store.
 
-    Without ``--observations``, the workers share a SQLite file made for the run
-    (on tmpfs where there is one, and removed after it).
+    A port anything holds is refused, workers of a killed server too (binding with
+    ``SO_REUSEPORT`` would share it with them). Without ``--observations``, the
+    workers share a SQLite file in a :class:`~ctxfs.tools.workers.RunDirectory`
+    (on tmpfs where there is one).
     """
-    from ctxfs.tools.workers import serve_forked  # noqa: PLC0415
+    from ctxfs.tools.workers import RunDirectory, serve_forked  # noqa: PLC0415
 
     if args.transport != "http":
         raise UsageError("--workers is for --transport http (stdio has one client)")
     _check_mcp()
     options, generated = _http_options(args, stateless=True)
-    made = None
-    if args.observations is None:
-        shm = "/dev/shm"  # the run's store need not outlive it: memory-backed where there is one
-        made = tempfile.mkdtemp(
-            prefix="ctxfs-observations-", dir=shm if os.path.isdir(shm) else None
-        )
-        args.observations = f"sqlite://{made}/observations.db"
-    try:
-        opened = anyio.run(_described, args)  # the store opens (or fails) once, before any fork
-        held = _bound(args.host, args.port, listen=False)  # the port is ours, or we stop here
-        where = f"{opened} in {args.workers} workers, observations in {args.observations}"
-        _announce(args, options, generated, where)
+    with _bound(args.host, args.port, listen=False, shared=False) as alone:  # no one holds it
+        port = _port_of(alone)
+    with _bound(args.host, port, listen=False, shared=True):  # ours while workers come and go
+        run = None
+        if args.observations is None:
+            shm = "/dev/shm"  # the run's store need not outlive it: in memory where it can be
+            run = RunDirectory.make(shm if os.path.isdir(shm) else None)
+            args.observations = f"sqlite://{run.path}/observations.db"
+        try:
+            opened = anyio.run(_described, args)  # the store opens (or fails) once, before forks
+            where = f"{opened} in {args.workers} workers, observations in {args.observations}"
+            _announce(args, options, generated, where, port)
 
-        def work() -> int:
-            listening = _bound(args.host, args.port, listen=True)
-            return int(anyio.run(partial(_serve_http, args, options, sock=listening)))
+            def work() -> int:
+                listening = _bound(args.host, port, listen=True, shared=True)
+                return int(anyio.run(partial(_serve_http, args, options, listening)))
 
-        with held:
-            return serve_forked(args.workers, work)
-    finally:
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
+            return serve_forked(args.workers, work, shared=run)
+        finally:
+            if run is not None:
+                run.leave()
 
 
-def _bound(host: str, port: int, *, listen: bool) -> socket.socket:
-    """A TCP socket bound to *host*:*port* with ``SO_REUSEPORT``, listening if *listen*.
+def _bound(host: str, port: int, *, listen: bool, shared: bool) -> socket.socket:
+    """A TCP socket bound to *host*:*port*, listening if *listen*; ``SO_REUSEPORT`` if *shared*.
 
     Each worker listens on a socket of its own, so the kernel spreads new
     connections evenly over them (one shared socket would let the first worker
@@ -397,21 +437,41 @@ def _bound(host: str, port: int, *, listen: bool) -> socket.socket:
     so the port stays taken. Made as TCP explicitly: asyncio turns Nagle's
     algorithm off only on sockets it can tell are TCP, and a reply written in
     two parts would otherwise wait out the client's delayed acknowledgement.
+
+    Raises:
+        UsageError: The port is not one, the host is unknown, or the address is taken.
+
     """
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host.strip("[]"), port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
-    )[0]
-    sock = socket.socket(family, kind, proto)
+    where = f"{_bracketed(host)}:{port}"
+    if not 0 <= port <= 65535:  # getaddrinfo would take it modulo 65536
+        raise UsageError(f"cannot listen on {where}: a port is 0 to 65535")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        raise UsageError(f"cannot listen on {where}: {error.strerror}") from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
         if listen:
             sock.listen(2048)
     except OSError as error:
         sock.close()
-        raise UsageError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+        raise UsageError(f"cannot listen on {where}: {error.strerror}") from None
     return sock
+
+
+def _port_of(sock: socket.socket) -> int:
+    return int(sock.getsockname()[1])
+
+
+def _bracketed(host: str) -> str:
+    """*host* as a URL names it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 async def _described(args: argparse.Namespace) -> str:
@@ -483,12 +543,12 @@ def _configured_tokens(args: argparse.Namespace) -> Tokens | None:
 
 
 def _announce(
-    args: argparse.Namespace, options: HttpOptions, generated: str | None, served: str
+    args: argparse.Namespace, options: HttpOptions, generated: str | None, served: str, port: int
 ) -> None:
     """Say on stderr where the server listens and what a client must send (Jupyter's way)."""
     from ctxfs.tools.httpserver import allowed_origins_and_hosts, is_loopback  # noqa: PLC0415
 
-    where = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/mcp"
+    where = f"http://{_bracketed(args.host)}:{port}/mcp"
     lines = [f"serving {served} on {where}"]
     if options.tokens is None:
         lines.append(
@@ -518,6 +578,11 @@ async def _call(args: argparse.Namespace) -> int:
         arguments = json.loads(args.arguments)
     except json.JSONDecodeError as error:
         raise UsageError(f"the arguments are not JSON: {error}") from error
+    if not isinstance(arguments, dict):
+        raise UsageError(
+            f'the arguments must be a JSON object such as \'{{"file_path": "a.txt"}}\', '
+            f"not {args.arguments.strip()[:40]}"
+        )
     fs, toolset = _open(args)
     async with fs:
         ctx = fs.context(owner=args.owner, workspace=args.workspace)
