@@ -306,7 +306,7 @@ class ContextFs:
             and any refusal of a policy.
 
         """
-        size = _utf8_size(content)
+        size = await _utf8_size(content)
         async with (
             self._reported(OpKind.WRITE, path, file=True, size=size) as report,
             self._updating(report) as (update, _),
@@ -322,6 +322,7 @@ class ContextFs:
             first_line=change.first_line,
             last_line=change.last_line,
             diff=None if report.before is None else change.diff,
+            total_lines=change.total_lines,
         )
 
     async def edit(
@@ -537,7 +538,7 @@ class ContextFs:
             return
         size = None
         if patch.action is PatchAction.ADD:
-            size = _utf8_size(patch.content or "")
+            size = await _utf8_size(patch.content or "")
         async with self._reported(
             _PATCH_KINDS[patch.action], patch.path, file=True, size=size, dry_run=dry_run
         ) as report:
@@ -1170,14 +1171,18 @@ async def _text_work(size: int, work: Callable[[], T], *, costly: bool = False) 
     return await anyio.to_thread.run_sync(work)
 
 
-def _utf8_size(text: str) -> int:
+async def _utf8_size(text: str) -> int:
     """The size of *text* in UTF-8 (a lone surrogate as one byte), never encoded whole."""
-    if text.isascii():
-        return len(text)
-    step = 1 << 20
-    return sum(
-        len(text[at : at + step].encode("utf-8", "replace")) for at in range(0, len(text), step)
-    )
+
+    def measure() -> int:
+        if text.isascii():
+            return len(text)
+        step = 1 << 20
+        return sum(
+            len(text[at : at + step].encode("utf-8", "replace")) for at in range(0, len(text), step)
+        )
+
+    return await _text_work(len(text), measure)
 
 
 def _check_directory_move(here: Operation, there: Operation, *, overwrite: bool) -> None:

@@ -141,6 +141,8 @@ class WriteOutcome:
     """1-based last line of the differing region, in the new content."""
     diff: str | None = None
     """A unified diff of the change when it is small; None for a new file or a large change."""
+    total_lines: int | None = None
+    """Lines the new text holds; None for bytes written as they are."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,7 +25,6 @@ from ctxfs.core.text.edits import (
     replace_in_turn,
 )
 from ctxfs.core.text.encodings import KnownEncodings, TextEncoding, detect_encoding
-from ctxfs.core.text.lines import count_lines
 from ctxfs.core.text.options import (
     DEFAULT_LEGACY_ENCODINGS,
     LINE_NUMBER_PREFIX,
@@ -52,7 +51,6 @@ __all__ = [
     "Window",
     "check_edit_strings",
     "check_replacements",
-    "count_lines",
     "decode_document",
     "detect_encoding",
     "display",

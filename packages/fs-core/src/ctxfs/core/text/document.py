@@ -75,6 +75,8 @@ class Change:
     """Whether read-output line numbers were removed from old_string (and new_string)."""
     diff: str | None = None
     """A unified diff of the change when it is small (see :mod:`~ctxfs.core.text.diffs`)."""
+    total_lines: int | None = None
+    """Lines of the new text, where the change counts them (a whole rewrite)."""
 
 
 class TextDocument(Generic[AnyStr]):
@@ -111,15 +113,19 @@ class TextDocument(Generic[AnyStr]):
 
         With *fold* false, the text keeps its own line endings.
         """
-        if has_lone_surrogates(text):
-            raise InvalidArgument(f"{what} holds lone surrogate code points", path=self.path)
         folded = TEXT_ENDINGS.fold(text) if fold else text
         if isinstance(self.raw, str):
+            self._refuse_lone_surrogates(folded, what)
             return folded
-        try:
+        try:  # every encoder refuses a lone surrogate: the text is encoded once
             return folded.encode(self.encoding.codec)
         except UnicodeEncodeError as exc:
+            self._refuse_lone_surrogates(folded, what)
             raise _unencodable(self.path, self.encoding, folded, exc) from None
+
+    def _refuse_lone_surrogates(self, text: str, what: str) -> None:
+        if has_lone_surrogates(text):
+            raise InvalidArgument(f"{what} holds lone surrogate code points", path=self.path)
 
     def text_of(self, units: AnyStr) -> str:
         """Decode units of this document to text."""
@@ -385,7 +391,7 @@ class TextDocument(Generic[AnyStr]):
         if lines <= MAX_DIFF_LINES:
             diff = short_diff("", _whole_lines(self.text_of(endings.fold(own))), first_line=1)
         return Change(data=self.encode(own), replacements=0, first_line=1,
-                      last_line=max(1, lines), diff=diff)  # fmt: skip
+                      last_line=max(1, lines), diff=diff, total_lines=lines)  # fmt: skip
 
     def _rewrite_folded(self, content: str) -> Change:
         """:meth:`rewrite`, the new lines taking the file's dominant ending.
@@ -410,7 +416,7 @@ class TextDocument(Generic[AnyStr]):
         raw, ending = self.raw, self.endings.dominant(self.raw)
         raw_head = self.endings.to_raw(raw, head)
         raw_tail = self.endings.to_raw(raw, old_end, (head, raw_head))
-        added = new[head:new_end]
+        added, total_lines = new[head:new_end], _lines_in(new, lf)
         del new
         self._refuse_added_replacement_chars(
             self._replacement_chars(added) - self._replacement_chars(raw, raw_head, raw_tail)
@@ -429,6 +435,7 @@ class TextDocument(Generic[AnyStr]):
         del added
         return Change(
             data=self._spliced_whole(raw_head, middle, raw_tail),
+            total_lines=total_lines,
             replacements=0,
             first_line=head_lines + 1,
             last_line=head_lines + max(1, added_lines),
@@ -473,6 +480,7 @@ class TextDocument(Generic[AnyStr]):
             first_line=head + 1,
             last_line=head + max(1, len(added)),
             diff=self._lines_diff(replaced, added, first_line=head + 1),
+            total_lines=len(new_lines),
         )
 
     def _lines_diff(

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import AnyStr, Generic
 
-__all__ = ["BYTE_ENDINGS", "TEXT_ENDINGS", "Endings", "count_lines", "count_terminators"]
+__all__ = ["BYTE_ENDINGS", "TEXT_ENDINGS", "Endings", "count_terminators"]
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,3 @@ def count_terminators(units: AnyStr, endings: Endings[AnyStr], *, after_cr: bool
     if after_cr and units.startswith(endings.lf):
         count -= 1
     return count
-
-
-def count_lines(text: str) -> int:
-    r"""How many lines *text* holds: one per ``\r\n``, ``\r`` or ``\n``, one more if it goes on."""
-    return TEXT_ENDINGS.count_lines(text)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ctxfs.core import count_lines
 from ctxfs.tools.render import count, span, with_diff
 from ctxfs.tools.results import ResultData
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
@@ -29,6 +28,7 @@ class WriteData(ResultData):
     first_line: int
     last_line: int
     diff: str | None
+    total_lines: int = Field(description="Lines the file holds now.")
 
 
 class WriteTool(Tool[WriteArgs, WriteData]):
@@ -55,7 +55,7 @@ class WriteTool(Tool[WriteArgs, WriteData]):
         return self.data(await step.ctx.fs.write(args.file_path, args.content))
 
     def render(self, data: WriteData, args: WriteArgs) -> str:
-        lines = count(count_lines(args.content), "line")
+        lines = count(data.total_lines, "line")
         if data.created:
             return f"Created {data.target} ({lines}, {count(data.size, 'byte')})."
         if data.previous_version == data.version:
