@@ -44,6 +44,15 @@ def test_a_missing_root_is_refused_not_created(tmp_path: Path) -> None:
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.parametrize("empty", ["", "file://", "file://localhost"])
+def test_an_empty_root_is_refused_never_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgument, match="the workspace root is empty"):
+        open_fs(empty, state_dir=tmp_path.parent / "state-empty")
+
+
 def test_remote_file_urls_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="unsupported file URL"):
         open_fs("file://otherhost/srv", state_dir=tmp_path / "state")

@@ -141,6 +141,10 @@ class LocalBackend(Backend):
         inline_reads: bool = True,
         ripgrep: bool = True,
     ) -> None:
+        if not os.fspath(root):  # "" would be the working directory, whatever it is
+            raise InvalidArgument(
+                "the workspace root is empty", hint="Name the directory to open (. for here)."
+            )
         self.root = Path(os.path.realpath(root))
         self._root_text = str(self.root)
         try:
