@@ -271,11 +271,10 @@ async def test_a_walk_enters_only_the_directories_a_glob_may_match(
         assert found.structured["total"] == 1, arguments
 
 
+@pytest.mark.parametrize("fs", ["local", "ripgrep"], indirect=True)  # names as bytes, links
 async def test_globs_match_names_that_are_not_utf8_and_never_follow_a_linked_directory(
     tools: FsToolset, fs: Fs, ctx: Context, seed: Seed
 ) -> None:
-    if isinstance(fs.backend, MemoryBackend):
-        pytest.skip("names that are not UTF-8, and links: fs-local's")
     root = os.fsencode(fs.backend.root)  # type: ignore[attr-defined]
     os.makedirs(os.path.join(root, b"d\xff/sub"))
     for name in (b"q\xff.py", b"d\xff/sub/r.py", b"d\xff/s.txt"):
@@ -299,11 +298,10 @@ async def test_globs_match_names_that_are_not_utf8_and_never_follow_a_linked_dir
 
 
 @pytest.mark.timeout(30)  # a search stuck on a FIFO would wait for a writer for ever
+@pytest.mark.parametrize("fs", ["local", "ripgrep"], indirect=True)  # FIFOs
 async def test_a_fifo_is_skipped_at_once_by_every_search(
     tools: FsToolset, fs: Fs, ctx: Context, seed: Seed
 ) -> None:
-    if isinstance(fs.backend, MemoryBackend):
-        pytest.skip("FIFOs: fs-local's")
     await seed("a.txt", b"needle\n")
     await seed("dir/b.txt", b"needle\n")
     root = fs.backend.root  # type: ignore[attr-defined]
