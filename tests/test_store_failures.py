@@ -474,3 +474,158 @@ async def test_the_ledger_of_an_undone_change_records_nothing_stored(tmp_path: P
     last = ledger.records()[-1]
     assert (last["op"], last["outcome"], last["error_code"]) == ("edit", "error", "unavailable")
     assert (last["before"], last["after"]) == (seen.version, None)
+
+
+# -- a commit that fails part way --------------------------------------------------------------
+
+
+async def local_or_memory(where: str, tmp_path: Path) -> Backend:
+    if where == "memory":
+        return MemoryBackend()
+    (tmp_path / "root").mkdir()
+    return LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+
+
+@pytest.mark.parametrize("where", ["memory", "local"])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "reads", "recorded"),
+    [
+        ("move", {"source_path": "a.txt", "destination_path": "b.txt"}, ["a.txt"], 1),
+        ("move", {"source_path": "dir", "destination_path": "moved"}, ["dir/c.txt", "dir/d.txt"],
+         2),
+        ("apply_patch", {"input": PATCH}, ["a.txt", "b.txt"], 2),
+    ],
+    ids=["move", "move-directory", "apply_patch"],
+)  # fmt: skip
+async def test_a_commit_the_store_fails_part_way_leaves_what_the_owner_saw(
+    where: str,
+    tool: str,
+    arguments: dict[str, Any],
+    reads: list[str],
+    recorded: int,
+    tmp_path: Path,
+) -> None:
+    # The store records *recorded* changes of what the owner saw, then fails: the files and
+    # the owner's observations are put back, so the same call succeeds once the store works.
+    backend, store = await local_or_memory(where, tmp_path), FaultyObservations()
+    for path, data in {"a.txt": b"alpha\nbeta\n", "b.txt": b"bravo\n", "dir/c.txt": b"c\n",
+                       "dir/d.txt": b"d\n"}.items():  # fmt: skip
+        await backend.write(path, data, expect=ABSENT)
+    if tool == "move" and arguments["destination_path"] == "b.txt":
+        await backend.delete("b.txt")
+    tools = FsToolset()
+    async with Fs(backend, observations=store, load_entrypoints=False) as fs:
+        ctx = fs.context(owner="agent")
+        for path in reads:
+            assert not (await tools.execute(ctx, "read", {"file_path": path})).is_error
+        keys = [(await backend.locate(path)).key for path in reads]
+        before, seen = await snapshot(backend), [await store.get("agent", key) for key in keys]
+        store.fail_next("update", after=recorded)
+        failed = await tools.execute(ctx, tool, arguments)
+        assert failed.error_code is ErrorCode.UNAVAILABLE, failed.text
+        assert await snapshot(backend) == before
+        assert [await store.get("agent", key) for key in keys] == seen
+        retried = await tools.execute(ctx, tool, arguments)
+        assert not retried.is_error, retried.text
+
+
+@pytest.mark.parametrize("where", ["memory", "local"])
+async def test_an_observer_that_fails_leaves_the_owner_what_it_saw(
+    where: str, tmp_path: Path
+) -> None:
+    failures = [Unavailable("the observer's own store is down")]
+
+    async def observe() -> None:
+        if failures:
+            raise failures.pop()
+
+    backend = await local_or_memory(where, tmp_path)
+    await backend.write("a.txt", b"one\n", expect=ABSENT)
+    async with Fs(backend, load_entrypoints=False, plugins=[Committed(observe)]) as fs:
+        ctx = fs.context(owner="agent")
+        await ctx.fs.read("a.txt")
+        with pytest.raises(Unavailable, match="nothing changed"):
+            await ctx.fs.edit("a.txt", "one", "two")
+        assert (await backend.read("a.txt")).data == b"one\n"
+        await ctx.fs.edit("a.txt", "one", "two")  # not stale: the owner's observation is back
+        assert (await backend.read("a.txt")).data == b"two\n"
+
+
+async def test_a_move_that_cannot_be_undone_leaves_the_file_at_one_path_at_least() -> None:
+    backend = MemoryBackend()
+
+    async def fail() -> None:  # the observer fails, and so does putting a.txt back
+        backend.faults.fail_next("write", Unavailable("the disk went away"), path="a.txt")
+        raise Unavailable("the observer failed")
+
+    fs = Fs(backend, load_entrypoints=False, plugins=[Committed(fail)])
+    ctx = fs.context(owner="agent")
+    await backend.write("a.txt", b"one\n", expect=ABSENT)
+    await ctx.fs.read("a.txt")
+    with pytest.raises(FsError) as caught:
+        await ctx.fs.move("a.txt", "b.txt")
+    assert caught.value.code is ErrorCode.BACKEND_ERROR
+    assert sorted(caught.value.details["changed"]) == ["a.txt", "b.txt"]
+    assert (await backend.read("b.txt")).data == b"one\n"  # not deleted: a.txt did not come back
+
+
+async def test_a_patch_moving_a_file_with_new_text_keeps_it_if_its_old_path_cannot_come_back() -> (
+    None
+):
+    backend = MemoryBackend()
+
+    async def fail() -> None:
+        backend.faults.fail_next("write", Unavailable("the disk went away"), path="a.txt")
+        raise Unavailable("the observer failed")
+
+    fs = Fs(backend, load_entrypoints=False, plugins=[Committed(fail)])
+    ctx = fs.context(owner="agent")
+    await backend.write("a.txt", b"alpha\nbeta\n", expect=ABSENT)
+    await ctx.fs.read("a.txt")
+    tools = FsToolset()
+    failed = await tools.execute(ctx, "apply_patch", {"input": MOVING_PATCH})
+    assert failed.error_code is ErrorCode.BACKEND_ERROR
+    assert (await backend.read("moved.txt")).data == b"alpha\nBETA\n"
+
+
+async def test_fs_local_puts_a_file_back_with_its_mode_and_a_moved_one_by_its_inode(
+    tmp_path: Path,
+) -> None:
+    failures: list[FsError] = []
+
+    async def observe() -> None:
+        if failures:
+            raise failures.pop()
+
+    (tmp_path / "root").mkdir()
+    secret, notes = tmp_path / "root" / "secret.env", tmp_path / "root" / "notes.txt"
+    secret.write_bytes(b"KEY=1\n")
+    secret.chmod(0o600)
+    notes.write_bytes(b"notes\n")
+    inode = notes.stat().st_ino
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    async with Fs(backend, load_entrypoints=False, plugins=[Committed(observe)]) as fs:
+        ctx = fs.context(owner="agent")
+        for path in ("secret.env", "notes.txt"):
+            await ctx.fs.read(path)
+        failures.append(Unavailable("the observer failed"))
+        with pytest.raises(Unavailable):
+            await ctx.fs.delete("secret.env")
+        failures.append(Unavailable("the observer failed"))
+        with pytest.raises(Unavailable):
+            await ctx.fs.move("notes.txt", "sub/notes.txt")
+    assert secret.read_bytes() == b"KEY=1\n"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert notes.stat().st_ino == inode
+
+
+async def test_the_ledger_of_a_patch_undone_records_nothing_stored(tmp_path: Path) -> None:
+    backend = MemoryBackend()
+    ledger = AuditLedger(tmp_path / "audit.jsonl", durable=False)
+    fs = Fs(backend, load_entrypoints=False, plugins=[ledger])
+    backend.faults.fail_next("write", Unavailable("the disk went away"), path="z.txt")
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+a\n*** Add File: z.txt\n+z\n*** End Patch"
+    failed = await FsToolset().execute(fs.context(owner="agent"), "apply_patch", {"input": patch})
+    assert failed.error_code is ErrorCode.UNAVAILABLE
+    records = {record["path"]: record for record in ledger.records()}
+    assert (records["a.txt"]["outcome"], records["a.txt"]["after"]) == ("error", None)

@@ -32,8 +32,8 @@ _WRITE = textwrap.dedent(
         line = "строка, a line of text not only in ASCII\\n" if kind == "utf8" else "x" * 43 + "\\n"
         async with open_fs(root, load_entrypoints=False) as fs:
             ctx, tools = fs.context(owner="rss"), FsToolset()
-            content = line * (size // len(line.encode()))
-            if kind == "over":
+            content = "x" * size if "one-line" in kind else line * (size // len(line.encode()))
+            if kind.startswith("over"):
                 old = content.replace("x", "y")
                 await ctx.fs.write("a.txt", old)
                 del old
@@ -52,8 +52,14 @@ _WRITE = textwrap.dedent(
 
 @pytest.mark.parametrize(
     ("kind", "most"),
-    [("ascii", 1.25), ("utf8", 1.25), ("over", 2.25)],
-    ids=["a new file", "a new file beyond ASCII", "over a file read whole"],
+    [("ascii", 1.25), ("utf8", 1.25), ("one-line", 1.25), ("over", 2.25), ("over-one-line", 2.25)],
+    ids=[
+        "a new file",
+        "a new file beyond ASCII",
+        "a new file of one line",
+        "over a file read whole",
+        "over a file of one line",
+    ],
 )
 def test_a_write_holds_its_content_once_and_the_file_it_replaces(
     tmp_path: Path, kind: str, most: float

@@ -391,6 +391,8 @@ class Update:
     not exist). :meth:`write` and :meth:`delete` then succeed only if the file
     is still in that state, as far as :attr:`Capabilities.cas_scope` reaches, so
     the one read serves both the caller's check and the store's condition.
+    Each change runs to its end once begun, a cancellation notwithstanding (it
+    is delivered after), so the caller always knows what the store holds.
     Backends subclass it where they can do better than :class:`ConditionalUpdate`.
     """
 
@@ -401,6 +403,8 @@ class Update:
         """The canonical path being updated."""
         self.current = current
         """The whole file as it was read, or None when it did not exist."""
+        self.moved_to: Update | None = None
+        """The update of the destination :meth:`move` moved the file to, once it has."""
 
     async def write(self, data: bytes) -> Version:
         """Replace the file read (or create it, if it did not exist) with *data*.
@@ -412,7 +416,9 @@ class Update:
 
         """
         self.backend._check_size(self.path, data)
-        return await self._write(data)
+        with anyio.CancelScope(shield=True):
+            version = await self._write(data)
+        return version  # noqa: RET504 - (a return inside the shield reads as fall-through to mypy)
 
     async def delete(self) -> None:
         """Delete the file read.
@@ -424,7 +430,8 @@ class Update:
         """
         if self.current is None:
             raise await self.missing()
-        await self._delete(self.current.version)
+        with anyio.CancelScope(shield=True):
+            await self._delete(self.current.version)
 
     async def move(self, destination: Update) -> Version:
         """Move the file read to the path of *destination*, an update open there too.
@@ -443,21 +450,40 @@ class Update:
         """
         if self.current is None:
             raise await self.missing()
-        return await self._move(destination)
+        with anyio.CancelScope(shield=True):
+            version = await self._move(destination)
+        self.moved_to = destination
+        return version
 
     async def undo(self, written: Version | None) -> None:
         """Put back what the file held when read, over what this update did since.
 
         *written* is the version this update stored, or None if it deleted the
         file. Succeeds only if the file is still as this update left it, as far
-        as :attr:`Capabilities.cas_scope` reaches; a caller undoing several
-        updates (a patch that failed part way) undoes them in reverse order.
+        as :attr:`Capabilities.cas_scope` reaches. A file this update moved is
+        put back with :meth:`undo_move` instead.
 
         Raises:
             Stale: The file changed since this update wrote it.
 
         """
-        await self._undo(written)
+        with anyio.CancelScope(shield=True):
+            await self._undo(written)
+
+    async def undo_move(self, written: Version) -> None:
+        """Put back the file :meth:`move` moved: here, and the destination as it was read.
+
+        *written* is the version the move left at the destination. The file is
+        back here before the destination is undone: a failure in between leaves
+        it at both paths, never at neither.
+
+        Raises:
+            Stale: Either path changed since the move.
+
+        """
+        assert self.moved_to is not None, "undo_move() of an update that moved nothing"
+        with anyio.CancelScope(shield=True):
+            await self._undo_move(self.moved_to, written)
 
     async def missing(self) -> FsError:
         """The error for a file that was not there when read.
@@ -498,6 +524,11 @@ class Update:
 
     async def _undo(self, written: Version | None) -> None:
         raise NotImplementedError  # pragma: no cover
+
+    async def _undo_move(self, destination: Update, written: Version) -> None:
+        """Put the file back here (create-only), then undo the destination."""
+        await self._undo(None)
+        await destination._undo(written)
 
 
 class ConditionalUpdate(Update):

@@ -10,7 +10,7 @@ see :mod:`ctxfs.core.hookspecs` for the order.
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, suppress
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -77,6 +77,7 @@ from ctxfs.core.versions import ABSENT, Absent, Version
 if TYPE_CHECKING:
     from ctxfs.core.backend import Blob, Stat, Update
     from ctxfs.core.fs import Fs
+    from ctxfs.core.observations import Observation
 
 __all__ = ["MAX_MOVED_ENTRIES", "TEXT_WORK_INLINE_BYTES", "Context", "ContextFs"]
 
@@ -571,6 +572,7 @@ class ContextFs:
         """
         done: list[tuple[Update, Version | None]] = []  # each update, and the version it left
         failures: list[tuple[int, FsError]] = []
+        stored = _stored_by(parts)
 
         async def write(index: int, part: _PatchPart) -> None:
             try:
@@ -584,12 +586,13 @@ class ContextFs:
                     group.start_soon(write, index, part)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await _undone(done)
+                _put_back(stored, await _undone(done, _move_sources(stored)))
             raise
         if failures:
             failure = min(failures, key=lambda pair: pair[0])[1]  # the first in the patch
             with anyio.CancelScope(shield=True):
-                kept = await _undone(done)
+                kept = await _undone(done, _move_sources(stored))
+            _put_back(stored, kept)
             order = {update.path: n for n, part in enumerate(parts) for update, _ in part.opened}
             done.sort(key=lambda pair: order[pair[0].path])
             raise _rolled_back(failure, done, kept, what="the patch") from failure
@@ -683,17 +686,24 @@ class ContextFs:
                 await mount.hooks.moved(ctx, pairs)
             except BaseException as failure:
                 with anyio.CancelScope(shield=True):
-                    await self._move_directory_back(here, there, failure)
+                    await self._move_directory_back(pairs, failure)
                 raise
         return len(pairs) - 1
 
     async def _move_directory_back(
-        self, here: Operation, there: Operation, failure: BaseException
+        self, pairs: builtins.list[tuple[Operation, Operation]], failure: BaseException
     ) -> None:
-        """Undo a directory move whose observers failed with *failure*: raise what to tell."""
+        """Undo a directory move (its *pairs*) whose observers failed: raise what to tell.
+
+        The owner's observations go back to the old keys (best effort: the store
+        may be down still). A cancellation propagates as it is.
+        """
+        mount, (here, there) = self._ctx.mount, pairs[0]
         try:
-            await self._ctx.mount.backend.move_directory(there.path, here.path)
+            await mount.backend.move_directory(there.path, here.path)
         except FsError as undo:
+            if not isinstance(failure, Exception):
+                return
             raise BackendError(
                 f"the move of {here.path} failed part way ({failure}) and could not be "
                 f"undone ({undo.message}): the directory is now at {there.path}",
@@ -701,6 +711,10 @@ class ContextFs:
                 hint="List both paths to see where the directory is before trying again.",
                 details={"destination": there.path},
             ) from failure
+        with suppress(FsError):
+            await mount.file_context.follow(
+                self._ctx.owner, [(new.key, old.key) for old, new in pairs]
+            )
         if isinstance(failure, FsError):
             raise failure.retold(
                 f"the move was not applied (nothing changed; {here.path} put back): "
@@ -842,35 +856,41 @@ class ContextFs:
             if refuse is not None:
                 await refuse([opened[id(report)][0] for report in reports])
             for report in reports:
-                await mount.hooks.check_version(ctx, report.op, report.before)
+                report.seen = await mount.hooks.check_version(ctx, report.op, report.before)
             yield [opened[id(report)] for report in reports]
             await self._commit(reports, [opened[id(report)][0] for report in reports])
 
     async def _commit(self, reports: list[_Report], updates: list[Update]) -> None:
         """Report each stored operation of *reports* (done through *updates*), or undo them all.
 
-        A change the guard cannot record (its observation store failed, or the
-        call was cancelled meanwhile) is put back, still under the locks, so a
-        mutation is either stored and recorded, or leaves the files as they were.
+        A change the guard cannot record (its observation store failed), one an
+        observer fails, and one cancelled meanwhile are put back, still under
+        the locks, with what the owner had seen of each file: a mutation is
+        stored and recorded, or leaves the files and the observations as they were.
         """
         stored = [
             (update, report)
             for update, report in zip(updates, reports, strict=True)
             if not report.op.dry_run
         ]
-        hooks = self._ctx.mount.hooks
+        ctx, mount = self._ctx, self._ctx.mount
         try:
             for _, report in stored:
-                await hooks.committed(self._ctx, report.op, report.before, report.after)
+                await mount.hooks.committed(ctx, report.op, report.before, report.after)
         except BaseException as failure:
             done = [(update, report.after) for update, report in stored]
             with anyio.CancelScope(shield=True):
-                kept = await _undone(done)
-            for update, report in stored:
-                if update.path not in kept:
-                    report.after = None  # put back: the operation stored nothing
+                kept = await _undone(done, _move_sources(stored))
+                _put_back(stored, kept)
+                for update, report in stored:
+                    if update.path not in kept:  # (best effort: the store may be down still)
+                        with suppress(FsError):
+                            await mount.file_context.restore(ctx.owner, report.op.key, report.seen)
             if isinstance(failure, FsError):
                 raise _rolled_back(failure, done, kept, what="the change") from failure
+            if kept and isinstance(failure, Exception):  # an observer's bug: say what is left
+                bug = BackendError(f"an observer failed: {failure!r}", path=stored[0][0].path)
+                raise _rolled_back(bug, done, kept, what="the change") from failure
             raise
 
     async def _store(
@@ -1125,6 +1145,8 @@ class _Report:
     op: Operation
     before: Version | None = None
     after: Version | None = None
+    seen: Observation | None = None
+    """What the owner had seen of the file before the change (put back if it is undone)."""
 
     @property
     def found(self) -> Version:
@@ -1271,22 +1293,76 @@ def _refuse_missing(parts: list[_PatchPart]) -> Callable[[list[Update]], Awaitab
     return refuse
 
 
-async def _undone(done: list[tuple[Update, Version | None]]) -> list[str]:
-    """Undo *done*; the paths that could not be put back.
+async def _undone(
+    done: list[tuple[Update, Version | None]], sources: Mapping[int, Update] | None = None
+) -> list[str]:
+    """Undo *done* (each update, and the version it left; None: it deleted or moved the file).
 
-    Deleted files are put back first, then written ones (each group last done
-    first): a failure part way through a move's undo leaves the file twice,
-    never nowhere.
+    *sources* maps each destination a patch moved a file to with new text (by
+    its update's id) to the update of the file's old path. Return the paths
+    that could not be put back. Files moved or deleted come back first, last
+    done first; then the files written are put back, but for the destination
+    of a file that could not come back, which stays as the change left it: a
+    file may end up at two paths, never at none.
     """
+    left = {id(update): version for update, version in done}
+    carried = {id(update.moved_to) for update, _ in done if update.moved_to is not None}
+    steps = [(update, version) for update, version in reversed(done) if id(update) not in carried]
     kept: list[str] = []
-    last_first = done[::-1]
-    deleted = [pair for pair in last_first if pair[1] is None]
-    for update, left in deleted + [pair for pair in last_first if pair[1] is not None]:
+    lost: set[int] = set()
+    for update, version in steps:
+        if version is not None:
+            continue
         try:
-            await update.undo(left)
+            if update.moved_to is None:
+                await update.undo(None)
+            else:
+                there = left[id(update.moved_to)]
+                assert there is not None  # a move stores a version at its destination
+                await update.undo_move(there)
+        except FsError:
+            kept += (
+                [update.path] if update.moved_to is None else [update.path, update.moved_to.path]
+            )
+            lost.add(id(update))
+    for update, version in steps:
+        source = (sources or {}).get(id(update))
+        if version is None:
+            continue
+        if source is not None and id(source) in lost:
+            kept.append(update.path)  # its source did not come back: it keeps the file
+            continue
+        try:
+            await update.undo(version)
         except FsError:
             kept.append(update.path)
     return kept
+
+
+def _move_sources(stored: list[tuple[Update, _Report]]) -> dict[int, Update]:
+    """For :func:`_undone`: each move's destination update (by id), and its source's update."""
+    by_path = {report.op.path: update for update, report in stored}
+    return {
+        id(update): by_path[report.op.moved_from]
+        for update, report in stored
+        if report.op.moved_from is not None and report.op.moved_from in by_path
+    }
+
+
+def _stored_by(parts: list[_PatchPart]) -> list[tuple[Update, _Report]]:
+    """Each update of a patch's *parts*, with the operation it stores for."""
+    return [
+        (update, report)
+        for part in parts
+        for (update, _), report in zip(part.opened, part.reports, strict=True)
+    ]
+
+
+def _put_back(stored: list[tuple[Update, _Report]], kept: list[str]) -> None:
+    """After an undo: the operations whose files were put back stored nothing."""
+    for update, report in stored:
+        if update.path not in kept:
+            report.after = None
 
 
 def _rolled_back(

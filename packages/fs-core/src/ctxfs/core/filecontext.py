@@ -132,27 +132,34 @@ class FileContextPlugin:
     async def ctxfs_check_version(
         self, ctx: Context, op: Operation, current: Version | None
     ) -> FsError | None:
-        """Apply the observation rules to a mutation of an existing file.
+        """Apply the observation rules to a mutation of an existing file."""
+        refusal, _ = await self.check(ctx.owner, op, current)
+        return refusal
+
+    async def check(
+        self, owner: str, op: Operation, current: Version | None
+    ) -> tuple[FsError | None, Observation | None]:
+        """The rules' vote on *op* of the file at *current*, and what *owner* had seen of it.
 
         The store is asked for a created file too: one that cannot answer now
         refuses the change before anything is written.
         """
         if op.kind not in _GUARDED:
-            return None
-        seen = await self.observation(ctx.owner, op.key)
+            return None, None
+        seen = await self.observation(owner, op.key)
         if current is None:
-            return None
+            return None, seen
         if seen is None:
             return NotObserved(
                 f"{op.path} has not been read in this context; read it before changing it",
                 path=op.path,
-            )
+            ), seen
         if seen.version != current:
             return Stale(
                 f"{op.path} has changed since it was last read",
                 path=op.path,
                 details={"observed_version": seen.version, "current_version": current},
-            )
+            ), seen
         if op.kind is OpKind.WRITE and not seen.complete:
             return NotObserved(
                 f"only part of {op.path} has been read; read the whole file before replacing it",
@@ -160,8 +167,15 @@ class FileContextPlugin:
                 hint="Read the whole file (every window up to the end), then write it; "
                 "or change part of it with edit.",
                 details={"partial_observation": True},
-            )
-        return None
+            ), seen
+        return None, seen
+
+    async def restore(self, owner: str, key: str, seen: Observation | None) -> None:
+        """Make *seen* (None: nothing) what *owner* has seen of the file *key* again.
+
+        For a change undone: its file is back as it was, and so is what the owner knew of it.
+        """
+        await self.observations.update(owner, key, partial(_kept, seen))
 
     @hookimpl
     async def ctxfs_committed(
@@ -184,8 +198,8 @@ class FileContextPlugin:
             seen = await self.observations.get(owner, old)
             if seen is None:
                 continue
-            await self.observations.update(owner, new, partial(_kept, seen))
-            await self.observations.update(owner, old, partial(_kept, None))
+            await self.restore(owner, new, seen)
+            await self.restore(owner, old, None)
 
     @hookimpl
     def ctxfs_mutation_lock(

@@ -27,7 +27,7 @@ from ctxfs.core.errors import FsError, InvalidArgument
 
 if TYPE_CHECKING:
     from ctxfs.core.context import Context
-    from ctxfs.core.filecontext import FileContextPlugin, LineRanges
+    from ctxfs.core.filecontext import FileContextPlugin, LineRanges, Observation
     from ctxfs.core.outcomes import Operation
     from ctxfs.core.versions import Version
 
@@ -217,14 +217,18 @@ class PluginHost:
         locks = self._mutation_lock(ctx=ctx, op=op)
         return [self.guard.ctxfs_mutation_lock(ctx, op), *(lock for lock in locks if lock)]
 
-    async def check_version(self, ctx: Context, op: Operation, current: Version | None) -> None:
+    async def check_version(
+        self, ctx: Context, op: Operation, current: Version | None
+    ) -> Observation | None:
         """Raise the first refusal any ``ctxfs_check_version`` implementation gives.
 
-        The guard votes first.
+        The guard votes first. Returns what the owner had seen of the file (the
+        guard's observation), for an undone change to put back.
         """
-        guard = await self.guard.ctxfs_check_version(ctx, op, current)
+        guard, seen = await self.guard.check(ctx.owner, op, current)
         votes = self._check_version(ctx=ctx, op=op, current=current)
         _raise_first_refusal([guard, *await resolve(votes)])
+        return seen
 
     async def observed(
         self,

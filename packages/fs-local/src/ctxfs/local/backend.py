@@ -23,7 +23,7 @@ import stat
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Final, Self, TypeVar
@@ -603,9 +603,8 @@ class LocalBackend(Backend):
             os.close(fd)
         if _identity(after) != _identity(info) or len(data) != after.st_size:
             raise Stale(f"{path} changed while it was read; read it again", path=path)
-        return Blob(data=data, version=content_version(data), size=len(data)), _Seen(
-            _identity(after)
-        )
+        blob = Blob(data=data, version=content_version(data), size=len(data))
+        return blob, _Seen(_identity(after), info=after)
 
     @contextlib.contextmanager
     def _made_dir(self, path: str) -> Iterator[int]:
@@ -709,22 +708,27 @@ class LocalBackend(Backend):
             details={"symlink_target": target},
         )
 
-    def _write_sync(self, path: str, data: bytes, expect: Expect | _Seen) -> Version:
+    def _write_sync(
+        self, path: str, data: bytes, expect: Expect | _Seen, like: os.stat_result | None = None
+    ) -> Version:
+        """Write *data* at *path* under *expect*; a new file takes *like*'s mode and owner."""
         for _ in range(_DIRECTORY_RACES):
             try:
-                return self._write_once(path, data, expect)
+                return self._write_once(path, data, expect, like)
             except _DirectoryGone:
                 continue  # a failed create removed the directory it had made: make it again
         raise Busy(f"the directory of {path} keeps being removed", path=path)
 
-    def _write_once(self, path: str, data: bytes, expect: Expect | _Seen) -> Version:
+    def _write_once(
+        self, path: str, data: bytes, expect: Expect | _Seen, like: os.stat_result | None
+    ) -> Version:
         parent, _, name = path.rpartition("/")
         with self._made_dir(parent) as dir_fd:
             current = self._entry(dir_fd, name, path)
             self._check_precondition(dir_fd, name, path, current, expect)
             with translated(path, on_missing=self._root_gone):
                 try:
-                    temp = _write_temp(dir_fd, data, current)
+                    temp = _write_temp(dir_fd, data, current if current is not None else like)
                 except FileNotFoundError:
                     if os.fstat(dir_fd).st_nlink == 0:
                         raise _DirectoryGone from None
@@ -790,6 +794,27 @@ class LocalBackend(Backend):
                     else:
                         os.replace(name, target_name, src_dir_fd=dir_fd, dst_dir_fd=target_dir_fd)
                     os.fsync(target_dir_fd)
+                    os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def _move_back_sync(self, moved: str, seen: _Seen, source: str) -> None:
+        """Rename *moved* back to *source*, where it was *seen*; *source* must be free.
+
+        The entry must still be the file moved (its inode, size and modification
+        time: a rename changes only its change time).
+        """
+        parent, _, name = moved.rpartition("/")
+        source_parent, _, source_name = source.rpartition("/")
+        dir_fd = self._open_dir(parent, create=False)
+        try:
+            with self._made_dir(source_parent) as source_dir_fd:
+                there = _identity(self._entry(dir_fd, name, moved))
+                if there is None or seen.identity is None or there[:4] != seen.identity[:4]:
+                    raise Stale(f"{moved} changed since it was moved there", path=moved)
+                with translated(source, on_missing=self._root_gone):
+                    _rename_noreplace(dir_fd, name, source_name, target_dir_fd=source_dir_fd)
+                    os.fsync(source_dir_fd)
                     os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
@@ -932,6 +957,8 @@ class _Seen:
     """The entry an update read, by identity (None: there was none)."""
 
     identity: tuple[int, ...] | None
+    info: os.stat_result | None = field(default=None, compare=False)
+    """Its metadata as read (mode and owner, for a file put back)."""
 
 
 def _identity(info: os.stat_result | None) -> tuple[int, ...] | None:
@@ -976,7 +1003,16 @@ class _LockedUpdate(Update):
                 await self.local._run(self.local._delete_sync, self.path, written)
         else:
             expect = ABSENT if written is None else written
-            await self.local._run(self.local._write_sync, self.path, self.current.data, expect)
+            await self.local._run(
+                self.local._write_sync, self.path, self.current.data, expect, self.seen.info
+            )
+
+    async def _undo_move(self, destination: Update, written: Version) -> None:
+        assert isinstance(destination, _LockedUpdate)
+        del written  # the file moved is known by its inode
+        await self.local._run(self.local._move_back_sync, destination.path, self.seen, self.path)
+        if destination.current is not None:  # the file the move replaced
+            await destination._undo(None)
 
 
 _CAPABILITIES = Capabilities(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -69,7 +70,6 @@ class SqliteObservations(ObservationStore):
             """Used on the event loop: a locked file is at once a reason to use the other."""
             with self._using(self._waiting) as db:
                 db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
                 db.execute(_SCHEMA)
                 expired = time.time() - self.max_age
                 db.execute("DELETE FROM observations WHERE seen < ?", (expired,))
@@ -95,15 +95,27 @@ class SqliteObservations(ObservationStore):
         """Close the connections."""
         for connection in (self._at_once, self._waiting):
             with connection.lock:
+                connection.closed = True
                 connection.db.close()
 
     def _opened(self, timeout: float) -> sqlite3.Connection:
+        # read-write or nothing: SQLite would fall back to a read-only connection, which
+        # keeps refusing writes once the file is writable again
+        for name in (self.path, self.path.with_name(f"{self.path.name}-wal")):
+            try:
+                os.close(os.open(name, os.O_RDWR | os.O_CLOEXEC))
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                raise self._unavailable(error) from error
         try:
-            return sqlite3.connect(
+            db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
+            db.execute("PRAGMA synchronous=NORMAL")  # (the write-ahead log keeps it safe)
         except sqlite3.Error as error:
             raise self._unavailable(error) from error
+        return db
 
     async def _run(self, call: Callable[[sqlite3.Connection], T]) -> T:
         if self._at_once.lock.acquire(blocking=False):  # (another thread's loop may hold it)
@@ -148,7 +160,7 @@ class SqliteObservations(ObservationStore):
             connection.failed = True
             raise self._unavailable(error) from error
 
-    def _unavailable(self, error: sqlite3.Error) -> Unavailable:
+    def _unavailable(self, error: sqlite3.Error | OSError) -> Unavailable:
         return Unavailable(
             f"the observation store {self.path} cannot be used: {error}",
             retryable=False,
@@ -169,11 +181,21 @@ class _Connection:
         self.lock = threading.Lock()
         self.failed = False
         """Whether the connection met a failure: it is opened again at its next use."""
+        self.closed = False
 
     def usable(self) -> sqlite3.Connection:
+        """The connection, opened again if it failed (the file set up anew if it was replaced).
+
+        Raises:
+            sqlite3.ProgrammingError: The store was closed.
+
+        """
+        if self.closed:
+            raise sqlite3.ProgrammingError("the observation store is closed")
         if self.failed:
             self.db.close()
             self.db = self.connect()
+            self.db.execute(_SCHEMA)
             self.failed = False
         return self.db
 

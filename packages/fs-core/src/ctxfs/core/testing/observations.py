@@ -17,9 +17,9 @@ class FaultyObservations(ObservationStore):
     """Another store (in memory by default), with failures to inject.
 
     While :attr:`down` is set, every call raises ``Unavailable``; a failure
-    queued with :meth:`fail_next` is raised by the next call of its method
-    only. A failed call changes nothing in the store. :attr:`calls` counts the
-    calls made, failed or not.
+    queued with :meth:`fail_next` is raised by one call of its method only. A
+    failed call changes nothing in the store. :attr:`calls` counts the calls
+    made, failed or not.
     """
 
     def __init__(self, store: ObservationStore | None = None) -> None:
@@ -27,11 +27,15 @@ class FaultyObservations(ObservationStore):
         self.down = False
         """Whether the store is unreachable: every call fails."""
         self.calls: dict[Method, int] = {"get": 0, "update": 0, "forget_owner": 0}
-        self._failures: list[tuple[Method, Exception]] = []
+        self._failures: list[tuple[Method, int, Exception]] = []
 
-    def fail_next(self, method: Method, error: Exception | None = None) -> None:
-        """Make the next call of *method* raise *error* (``Unavailable`` by default)."""
-        self._failures.append((method, error or Unavailable("the observation store failed")))
+    def fail_next(self, method: Method, error: Exception | None = None, *, after: int = 0) -> None:
+        """Make a call of *method* raise *error* (``Unavailable`` by default).
+
+        The next call, or the one after *after* calls that succeed.
+        """
+        failure = error or Unavailable("the observation store failed")
+        self._failures.append((method, after, failure))
 
     async def get(self, owner: str, key: str) -> Observation | None:
         """See :meth:`ObservationStore.get`."""
@@ -56,7 +60,11 @@ class FaultyObservations(ObservationStore):
         self.calls[method] += 1
         if self.down:
             raise Unavailable("the observation store cannot be reached")
-        for index, (wanted, error) in enumerate(self._failures):
-            if wanted == method:
-                del self._failures[index]
-                raise error
+        for index, (wanted, after, error) in enumerate(self._failures):
+            if wanted != method:
+                continue
+            if after:
+                self._failures[index] = (wanted, after - 1, error)
+                return
+            del self._failures[index]
+            raise error

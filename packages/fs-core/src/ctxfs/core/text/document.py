@@ -388,10 +388,16 @@ class TextDocument(Generic[AnyStr]):
         self._refuse_added_replacement_chars(self._replacement_chars(own))
         lines = endings.count_lines(own)
         diff = None
-        if lines <= MAX_DIFF_LINES:
+        if lines <= MAX_DIFF_LINES and len(own) <= _MAX_DIFF_UNITS:
             diff = short_diff("", _whole_lines(self.text_of(endings.fold(own))), first_line=1)
-        return Change(data=self.encode(own), replacements=0, first_line=1,
-                      last_line=max(1, lines), diff=diff, total_lines=lines)  # fmt: skip
+        return Change(
+            data=self.encode(own),
+            replacements=0,
+            first_line=1,
+            last_line=max(1, lines),
+            diff=diff,
+            total_lines=lines,
+        )
 
     def _rewrite_folded(self, content: str) -> Change:
         """:meth:`rewrite`, the new lines taking the file's dominant ending.
@@ -401,7 +407,7 @@ class TextDocument(Generic[AnyStr]):
         from views of the file, the byte-order mark with them.
         """
         lf, new = self.endings.lf, self.units(content, what="content")
-        old = self.endings.fold(self.raw)  # not kept: a write needs it only here
+        old = self.__dict__.get("logical") or self.endings.fold(self.raw)  # (not cached here)
         common = _common_prefix(old, new)
         head = len(old) if common == len(old) == len(new) else old.rfind(lf, 0, common) + 1
         tail = _common_suffix(old, new, most=min(len(old), len(new)) - head)
@@ -424,7 +430,8 @@ class TextDocument(Generic[AnyStr]):
         head_lines = old.count(lf, 0, head) + (1 if head and old[head - 1 : head] != lf else 0)
         added_lines = _lines_in(added, lf)
         diff = None
-        if _lines_in(old, lf, head, old_end) + added_lines <= MAX_DIFF_LINES:
+        small = (old_end - head) + len(added) <= _MAX_DIFF_UNITS
+        if small and _lines_in(old, lf, head, old_end) + added_lines <= MAX_DIFF_LINES:
             diff = short_diff(
                 _whole_lines(self.text_of(old[head:old_end])),
                 _whole_lines(self.text_of(added)),
@@ -791,6 +798,11 @@ def _common_suffix(a: AnyStr, b: AnyStr, *, most: int) -> int:
         else:
             return at
     return most
+
+
+_MAX_DIFF_UNITS: Final = 4 * MAX_DIFF_CHARS + 2
+"""Units (bytes of up to four a character, or characters) beyond which a region's diff
+is surely too long to show: it is not decoded for one."""
 
 
 def _lines_in(units: AnyStr, lf: AnyStr, start: int = 0, end: int | None = None) -> int:
