@@ -95,7 +95,7 @@ class GlobMatcher:
         names = directory.split("/")
         return any(alternative.may_hold(names) for alternative in self.alternatives)
 
-    def outline(self) -> tuple[tuple[str, ...], ...]:
+    def outline(self, below: str = "") -> tuple[tuple[str, ...], ...]:
         r"""The pattern widened to a form every search engine reads alike: a first filter.
 
         One tuple of segments per alternative, each ``**`` or a name glob of
@@ -104,8 +104,11 @@ class GlobMatcher:
         segment holding a class, a character some engine treats specially
         (``[]\{},:!``), an unprintable one or a space at either end becomes
         ``*``. Every path the pattern matches matches one of the alternatives.
+        With *below* (a directory the pattern is relative to), each starts with
+        its names, widened alike.
         """
-        return tuple(alternative.outline() for alternative in self.alternatives)
+        base = tuple(map(_widened, below.split("/"))) if below else ()
+        return tuple(base + alternative.outline() for alternative in self.alternatives)
 
     def names(self) -> tuple[str, ...] | None:
         """Globs of file *names* (as :meth:`outline`'s) that every matching path's name matches.

@@ -900,9 +900,7 @@ class LocalBackend(Backend):
         def finish(path: str, entries: builtins.list[Stat]) -> Listing:
             for entry in entries:
                 if entry.name.startswith(TEMP_PREFIX):
-                    with contextlib.suppress(FileNotFoundError):
-                        info = os.stat(entry.name, dir_fd=dir_fd, follow_symlinks=False)
-                        self._reap(dir_fd, entry.name, info)
+                    self._reap(dir_fd, entry.name)
             return self.listing(path, entries)
 
         try:
@@ -929,8 +927,16 @@ class LocalBackend(Backend):
                 os.close(fd)
         return detailed
 
-    def _reap(self, dir_fd: int, name: str, info: os.stat_result) -> None:
-        """Remove a temporary file whose writer is gone, or which is simply too old."""
+    def _reap(self, dir_fd: int, name: str, info: os.stat_result | None = None) -> None:
+        """Remove a temporary file whose writer is gone, or which is simply too old.
+
+        *info* is its ``lstat``, if the caller has it.
+        """
+        if info is None:
+            try:
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return
         writer = name[len(TEMP_PREFIX) :].partition(".")[0]
         age = time.time() - info.st_mtime
         if age > self.temp_max_age or not (writer.isdigit() and _alive(int(writer))):

@@ -49,9 +49,6 @@ _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
 _NUMBERED: Final = re.compile(rb"(\d+)[:-]")
 _OFFSET: Final = re.compile(rb"(\d+):(\d+):")
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
-_GLOB_SPECIAL: Final = re.compile(r"[*?\[\]{}\\!]")
-
-
 @functools.cache
 def find_ripgrep() -> Ripgrep | None:
     """The ripgrep this process can run confined, or None (no binary, or no Landlock)."""
@@ -372,13 +369,12 @@ def _glob_rules(directory: str, glob: str) -> bytes:
     one, so ripgrep neither enters nor reads the rest. The tree's own ignore
     files rank higher: the rules only narrow its walk, to a superset of the matches.
     """
-    base = "".join(f"/{_literal(name)}" for name in directory.split("/")) if directory else ""
     rules = ["*"]
-    for segments in glob_matcher(glob).outline():
+    for segments in glob_matcher(glob).outline(below=directory):
         # the directories on the way: up to the first "**", which takes every one below
         deep = segments.index("**") + 1 if "**" in segments else len(segments) - 1
-        rules += [f"!{base}/{'/'.join(segments[:end])}/" for end in range(1, deep + 1)]
-        rules.append(f"!{base}/{'/'.join(segments)}")
+        rules += [f"!/{'/'.join(segments[:end])}/" for end in range(1, deep + 1)]
+        rules.append(f"!/{'/'.join(segments)}")
     return ("\n".join(dict.fromkeys(rules)) + "\n").encode()
 
 
@@ -393,12 +389,6 @@ def _in_memory(data: bytes) -> int:
         os.close(fd)
         raise
     return fd
-
-
-def _literal(name: str) -> str:
-    """*name* as a literal in a ripgrep glob, or ``*`` if it holds anything special."""
-    plain = name.isprintable() and name.strip() == name and not _GLOB_SPECIAL.search(name)
-    return name if plain else "*"
 
 
 def _path(raw: bytes, prefix: str) -> str:

@@ -142,7 +142,8 @@ def _end(status: int, shared: RunDirectory | None) -> NoReturn:
 def _die_with(supervisor: int) -> None:
     """Have SIGTERM sent to this process when *supervisor*, its parent, ends; or now if it has."""
     if sys.platform == "linux":
-        if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM):
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        if prctl(ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGTERM)):
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     else:
         threading.Thread(target=_watch, args=(supervisor,), daemon=True).start()
