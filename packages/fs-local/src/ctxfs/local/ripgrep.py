@@ -49,6 +49,8 @@ _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
 _NUMBERED: Final = re.compile(rb"(\d+)[:-]")
 _OFFSET: Final = re.compile(rb"(\d+):(\d+):")
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
+
+
 @functools.cache
 def find_ripgrep() -> Ripgrep | None:
     """The ripgrep this process can run confined, or None (no binary, or no Landlock)."""
