@@ -1374,8 +1374,7 @@ def _rolled_back(
     """
     touched = list(dict.fromkeys(update.path for update, _ in done))
     if not kept:
-        were = "they were" if len(touched) > 1 else "it was"
-        put_back = f"; {', '.join(touched)} put back as {were}" if touched else ""
+        put_back = f"; what it did to {', '.join(touched)} was undone" if touched else ""
         return failure.retold(
             f"{what} was not applied (nothing changed{put_back}): {failure.message}",
             restored=touched,
