@@ -430,17 +430,36 @@ class Committed:
         await self.then()
 
 
-async def test_a_change_that_cannot_be_undone_says_what_the_files_hold() -> None:
+class Failures:
+    """What an observer raises: the failure queued last, once per commit, while any are."""
+
+    def __init__(self) -> None:
+        self.queued: list[FsError] = []
+
+    async def __call__(self) -> None:
+        if self.queued:
+            raise self.queued.pop()
+
+
+async def undone_but_for(path: str, data: bytes) -> tuple[MemoryBackend, Context]:
+    """A context whose changes an observer fails, on a store that fails to put *path* back.
+
+    *path* holds *data*, read by the context's owner.
+    """
     backend = MemoryBackend()
 
     async def fail() -> None:
-        backend.faults.fail_next("write", Unavailable("the disk went away"), path="a.txt")
+        backend.faults.fail_next("write", Unavailable("the disk went away"), path=path)
         raise Unavailable("the observer failed")
 
-    fs = Fs(backend, load_entrypoints=False, plugins=[Committed(fail)])
-    ctx = fs.context(owner="agent")
-    await backend.write("a.txt", b"one\n", expect=ABSENT)
-    await ctx.fs.read("a.txt")
+    ctx = Fs(backend, load_entrypoints=False, plugins=[Committed(fail)]).context(owner="agent")
+    await backend.write(path, data, expect=ABSENT)
+    await ctx.fs.read(path)
+    return backend, ctx
+
+
+async def test_a_change_that_cannot_be_undone_says_what_the_files_hold() -> None:
+    backend, ctx = await undone_but_for("a.txt", b"one\n")
     with pytest.raises(FsError) as caught:
         await ctx.fs.edit("a.txt", "one", "two")
     assert caught.value.code is ErrorCode.BACKEND_ERROR
@@ -533,15 +552,11 @@ async def test_a_commit_the_store_fails_part_way_leaves_what_the_owner_saw(
 async def test_an_observer_that_fails_leaves_the_owner_what_it_saw(
     where: str, tmp_path: Path
 ) -> None:
-    failures = [Unavailable("the observer's own store is down")]
-
-    async def observe() -> None:
-        if failures:
-            raise failures.pop()
-
+    failures = Failures()
+    failures.queued.append(Unavailable("the observer's own store is down"))
     backend = await local_or_memory(where, tmp_path)
     await backend.write("a.txt", b"one\n", expect=ABSENT)
-    async with Fs(backend, load_entrypoints=False, plugins=[Committed(observe)]) as fs:
+    async with Fs(backend, load_entrypoints=False, plugins=[Committed(failures)]) as fs:
         ctx = fs.context(owner="agent")
         await ctx.fs.read("a.txt")
         with pytest.raises(Unavailable, match="nothing changed"):
@@ -552,16 +567,7 @@ async def test_an_observer_that_fails_leaves_the_owner_what_it_saw(
 
 
 async def test_a_move_that_cannot_be_undone_leaves_the_file_at_one_path_at_least() -> None:
-    backend = MemoryBackend()
-
-    async def fail() -> None:  # the observer fails, and so does putting a.txt back
-        backend.faults.fail_next("write", Unavailable("the disk went away"), path="a.txt")
-        raise Unavailable("the observer failed")
-
-    fs = Fs(backend, load_entrypoints=False, plugins=[Committed(fail)])
-    ctx = fs.context(owner="agent")
-    await backend.write("a.txt", b"one\n", expect=ABSENT)
-    await ctx.fs.read("a.txt")
+    backend, ctx = await undone_but_for("a.txt", b"one\n")
     with pytest.raises(FsError) as caught:
         await ctx.fs.move("a.txt", "b.txt")
     assert caught.value.code is ErrorCode.BACKEND_ERROR
@@ -572,16 +578,7 @@ async def test_a_move_that_cannot_be_undone_leaves_the_file_at_one_path_at_least
 async def test_a_patch_moving_a_file_with_new_text_keeps_it_if_its_old_path_cannot_come_back() -> (
     None
 ):
-    backend = MemoryBackend()
-
-    async def fail() -> None:
-        backend.faults.fail_next("write", Unavailable("the disk went away"), path="a.txt")
-        raise Unavailable("the observer failed")
-
-    fs = Fs(backend, load_entrypoints=False, plugins=[Committed(fail)])
-    ctx = fs.context(owner="agent")
-    await backend.write("a.txt", b"alpha\nbeta\n", expect=ABSENT)
-    await ctx.fs.read("a.txt")
+    backend, ctx = await undone_but_for("a.txt", b"alpha\nbeta\n")
     tools = FsToolset()
     failed = await tools.execute(ctx, "apply_patch", {"input": MOVING_PATCH})
     assert failed.error_code is ErrorCode.BACKEND_ERROR
@@ -591,12 +588,7 @@ async def test_a_patch_moving_a_file_with_new_text_keeps_it_if_its_old_path_cann
 async def test_fs_local_puts_a_file_back_with_its_mode_and_a_moved_one_by_its_inode(
     tmp_path: Path,
 ) -> None:
-    failures: list[FsError] = []
-
-    async def observe() -> None:
-        if failures:
-            raise failures.pop()
-
+    failures = Failures()
     (tmp_path / "root").mkdir()
     secret, notes = tmp_path / "root" / "secret.env", tmp_path / "root" / "notes.txt"
     secret.write_bytes(b"KEY=1\n")
@@ -604,14 +596,14 @@ async def test_fs_local_puts_a_file_back_with_its_mode_and_a_moved_one_by_its_in
     notes.write_bytes(b"notes\n")
     inode = notes.stat().st_ino
     backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
-    async with Fs(backend, load_entrypoints=False, plugins=[Committed(observe)]) as fs:
+    async with Fs(backend, load_entrypoints=False, plugins=[Committed(failures)]) as fs:
         ctx = fs.context(owner="agent")
         for path in ("secret.env", "notes.txt"):
             await ctx.fs.read(path)
-        failures.append(Unavailable("the observer failed"))
+        failures.queued.append(Unavailable("the observer failed"))
         with pytest.raises(Unavailable):
             await ctx.fs.delete("secret.env")
-        failures.append(Unavailable("the observer failed"))
+        failures.queued.append(Unavailable("the observer failed"))
         with pytest.raises(Unavailable):
             await ctx.fs.move("notes.txt", "sub/notes.txt")
     assert secret.read_bytes() == b"KEY=1\n"

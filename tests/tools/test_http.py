@@ -49,6 +49,11 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 EDIT = {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
 
 
+def two_workers(workspace: Path, tmp_path: Path) -> list[str]:
+    """``serve`` options: *workspace*, a token file in *tmp_path*, and two workers."""
+    return ["--root", str(workspace), "--token-file", str(token_file(tmp_path)), "--workers", "2"]
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # the MCP SDK's client runs its transports on asyncio
@@ -183,8 +188,7 @@ async def test_workers_behind_one_port_share_observations_and_stop_together(
     # Two workers, stateless: whichever worker answers, a principal's read licenses its edit
     # and another's is stale; clients of both eras work. SIGTERM ends every worker, and the
     # run's store goes with them.
-    options = ["--root", str(workspace), "--token-file", str(token_file(tmp_path)),
-               "--workers", "2"]  # fmt: skip
+    options = two_workers(workspace, tmp_path)
     with serve_http(*options) as served:
         store = run_store_of(served.banner[0])
         workers = children_of(served.process.pid)
@@ -240,8 +244,7 @@ def test_workers_die_with_a_killed_supervisor_and_remove_the_run_store(
     workspace: Path, tmp_path: Path
 ) -> None:
     # kill -9 of the supervisor: its workers end, the port is free, the run's store is gone.
-    options = ["--root", str(workspace), "--token-file", str(token_file(tmp_path)),
-               "--workers", "2"]  # fmt: skip
+    options = two_workers(workspace, tmp_path)
     with serve_http(*options) as served:
         store = run_store_of(served.banner[0])
         assert store.is_dir()
@@ -275,8 +278,7 @@ def test_a_port_still_held_by_other_workers_is_refused(workers: str, workspace: 
 def test_the_run_store_of_a_run_killed_whole_is_reclaimed_at_the_next_start(
     workspace: Path, tmp_path: Path
 ) -> None:
-    options = ["--root", str(workspace), "--token-file", str(token_file(tmp_path)),
-               "--workers", "2"]  # fmt: skip
+    options = two_workers(workspace, tmp_path)
     with serve_http(*options) as served:
         left = run_store_of(served.banner[0])
         workers = children_of(served.process.pid)
