@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -99,15 +98,6 @@ class SqliteObservations(ObservationStore):
                 connection.db.close()
 
     def _opened(self, timeout: float) -> sqlite3.Connection:
-        # read-write or nothing: SQLite would fall back to a read-only connection, which
-        # keeps refusing writes once the file is writable again
-        for name in (self.path, self.path.with_name(f"{self.path.name}-wal")):
-            try:
-                os.close(os.open(name, os.O_RDWR | os.O_CLOEXEC))
-            except FileNotFoundError:
-                pass
-            except OSError as error:
-                raise self._unavailable(error) from error
         try:
             db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -118,9 +108,15 @@ class SqliteObservations(ObservationStore):
         return db
 
     async def _run(self, call: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return await self._attempt(call, last=False)
+        except _ReadOnly:  # a connection SQLite opened read-only, the file being so then
+            return await self._attempt(call, last=True)  # (opened again, as it failed)
+
+    async def _attempt(self, call: Callable[[sqlite3.Connection], T], *, last: bool) -> T:
         if self._at_once.lock.acquire(blocking=False):  # (another thread's loop may hold it)
             try:
-                with self._using(self._at_once, at_once=True) as db:
+                with self._using(self._at_once, at_once=True, last=last) as db:
                     return call(db)
             except _Locked:
                 pass  # another process holds the file: wait for it off the loop
@@ -128,21 +124,24 @@ class SqliteObservations(ObservationStore):
                 self._at_once.lock.release()
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(1)  # one connection: one thread at a time
-        return await anyio.to_thread.run_sync(self._waited, call, limiter=self._limiter)
+        waited = partial(self._waited, call, last=last)
+        return await anyio.to_thread.run_sync(waited, limiter=self._limiter)
 
-    def _waited(self, call: Callable[[sqlite3.Connection], T]) -> T:
-        with self._waiting.lock, self._using(self._waiting) as db:
+    def _waited(self, call: Callable[[sqlite3.Connection], T], *, last: bool) -> T:
+        with self._waiting.lock, self._using(self._waiting, last=last) as db:
             return call(db)
 
     @contextmanager
     def _using(
-        self, connection: _Connection, *, at_once: bool = False
+        self, connection: _Connection, *, at_once: bool = False, last: bool = True
     ) -> Iterator[sqlite3.Connection]:
         """*connection*'s database, SQLite's errors as ctxfs errors (``_Locked`` if *at_once*).
 
         After any other error the connection is opened again at its next use: a
         file that failed (read-only, a disk error) may be back by then, and a
-        connection that met the failure can keep it.
+        connection that met the failure can keep it (SQLite opens a file it may
+        not write read-only, for good). A write such a connection refuses is
+        ``_ReadOnly`` unless this is the *last* attempt.
         """
         try:
             yield connection.usable()
@@ -155,12 +154,14 @@ class SqliteObservations(ObservationStore):
                     hint="Try again; another process holds the store.",
                 ) from error
             connection.failed = True
+            if "readonly" in str(error) and not last:
+                raise _ReadOnly from error
             raise self._unavailable(error) from error
         except sqlite3.Error as error:
             connection.failed = True
             raise self._unavailable(error) from error
 
-    def _unavailable(self, error: sqlite3.Error | OSError) -> Unavailable:
+    def _unavailable(self, error: sqlite3.Error) -> Unavailable:
         return Unavailable(
             f"the observation store {self.path} cannot be used: {error}",
             retryable=False,
@@ -198,6 +199,10 @@ class _Connection:
             self.db.execute(_SCHEMA)
             self.failed = False
         return self.db
+
+
+class _ReadOnly(Exception):
+    """A connection refused a write as read-only: the call is tried once more, on a new one."""
 
 
 class _Locked(Exception):
