@@ -17,10 +17,12 @@ The rules follow ripgrep's defaults. A walk skips:
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from ctxfs.core import relative_to
+
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["IGNORE_FILES", "IgnoreRules", "WalkFilter"]
 
@@ -51,6 +53,8 @@ class IgnoreRules:
 
     def adding(self, directory: str, texts: list[str]) -> IgnoreRules:
         """These rules, then those of *texts* (ignore files of *directory*, weakest first)."""
+        import pathspec  # noqa: PLC0415 - loaded by the first ignore file read
+
         added = [
             (directory, pathspec.GitIgnoreSpec.from_lines(text.splitlines())) for text in texts
         ]

@@ -9,6 +9,7 @@ and the memory the decoded image takes, are checked from the header before
 anything is decoded; past decoding, no copy of the image is made at full size.
 
 Pillow's work is CPU-bound: callers run :func:`prepared_image` in a worker thread.
+Pillow is imported by the first image that needs it, not with this module.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
-
-from PIL import Image, ImageMode, ImageOps, UnidentifiedImageError
+from typing import TYPE_CHECKING, Final
 
 from ctxfs.core import BinaryFile, FsError, TooLarge
 from ctxfs.tools.render import size
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    Encoder = Callable[[Image.Image], bytes]
 
 __all__ = ["IMAGE_TYPES", "ImageLimits", "PreparedImage", "image_type", "prepared_image"]
 
@@ -106,6 +110,8 @@ def prepared_image(
         BinaryFile: The bytes are not a whole image of their type (damaged or cut short).
 
     """
+    from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - loaded by the first image
+
     name = IMAGE_TYPES[media_type]
     try:
         with Image.open(io.BytesIO(data), formats=[name]) as image:
@@ -170,6 +176,8 @@ def _prepared(
 
 def _decoded_bytes(image: Image.Image) -> int:
     """The memory Pillow takes for *image* decoded (a pixel of several bands takes 4 bytes)."""
+    from PIL import ImageMode  # noqa: PLC0415
+
     mode = ImageMode.getmode(image.mode)
     per_pixel = 4 if len(mode.bands) > 1 else int(mode.typestr[-1])
     return image.width * image.height * per_pixel
@@ -188,13 +196,12 @@ def _too_many_pixels(path: str, width: int | None, height: int | None, most: int
     )
 
 
-Encoder = Callable[[Image.Image], bytes]
-
-
 def _fitted(
     image: Image.Image, limits: ImageLimits, *, lossless: bool, path: str
 ) -> tuple[bytes, str, tuple[int, int]]:
     """The first frame of *image*, within the limits: encoded bytes, media type and size."""
+    from PIL import Image, ImageOps  # noqa: PLC0415
+
     picture = _reduced(image, limits.max_edge)
     ImageOps.exif_transpose(picture, in_place=True)  # a photo's stored orientation, applied
     alpha = picture.mode.endswith("A")
@@ -229,6 +236,8 @@ def _reduced(image: Image.Image, edge: int) -> Image.Image:
     whole factor that keeps the long edge at least :data:`_REDUCING_GAP` times *edge*.
     Strip by strip, so that no copy of the image is made at full size.
     """
+    from PIL import Image  # noqa: PLC0415
+
     gray = image.mode in {"1", "L", "LA", "I", "I;16", "F"}
     alpha = image.has_transparency_data
     mode = ("LA" if gray else "RGBA") if alpha else ("L" if gray else "RGB")
@@ -265,6 +274,8 @@ def _png(picture: Image.Image) -> bytes:
 
 
 def _jpeg(quality: int) -> Encoder:
+    from PIL import Image  # noqa: PLC0415
+
     def encode(picture: Image.Image) -> bytes:
         if picture.mode in {"RGBA", "LA"}:  # JPEG has no alpha: flatten onto white
             background = Image.new("RGB", picture.size, "white")

@@ -7,27 +7,29 @@ deadline. A pattern that could backtrack without bound (a repeated group
 holding a quantifier or alternatives, a backreference, more than one unbounded
 repeat, many stacked optional parts) also has a time limit per line, so a
 catastrophic one fails the call at its first bad line instead of using up the
-deadline line after line.
+deadline line after line. ``regex`` is imported by the first pattern compiled.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass
-from typing import Final
-
-import regex
+from typing import TYPE_CHECKING, Final
 
 from ctxfs.core import CutLine, InvalidArgument
 
+if TYPE_CHECKING:
+    import regex
+
 __all__ = ["LinePattern", "OutOfTime", "Searched"]
 
-_QUANTIFIER: Final = regex.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
-_CHARACTER_CLASS: Final = regex.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]", regex.DOTALL)
+_QUANTIFIER: Final = re.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
+_CHARACTER_CLASS: Final = re.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]", re.DOTALL)
 _MOST_UNBOUNDED_REPEATS: Final = 1
 _MOST_CHOICES: Final = 32
-_BACKTRACKING: Final = regex.compile(r"[*+?{|]")
+_BACKTRACKING: Final = re.compile(r"[*+?{|]")
 """A pattern without these (nor a backreference) matches in linear time: no timeout."""
 
 _REPEATS: Final[dict[str, tuple[int, float]]] = {
@@ -71,6 +73,8 @@ class LinePattern:
     @property
     def ignore_case(self) -> bool:
         """Whether letters match either case."""
+        import regex  # noqa: PLC0415 - loaded by the first pattern compiled
+
         return bool(self.compiled.flags & regex.IGNORECASE)
 
     @classmethod
@@ -82,6 +86,8 @@ class LinePattern:
         *multiline*: the pattern is searched in whole files, ``.`` matches a line
         break too, and ``^``/``$`` match at every line's start and end.
         """
+        import regex  # noqa: PLC0415 - loaded by the first grep, not with the tools
+
         flags = regex.IGNORECASE if ignore_case else 0
         if multiline:
             flags |= regex.MULTILINE | regex.DOTALL

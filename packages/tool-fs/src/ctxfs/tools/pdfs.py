@@ -11,7 +11,8 @@ refused.
 
 pypdf's work is CPU-bound: callers run :func:`pdf_text` in a worker thread. A
 thread cannot be stopped, so the extraction watches its deadline itself: before
-each page, and at each operation pypdf visits.
+each page, and at each operation pypdf visits. pypdf (with the cryptography it
+may load) is imported by the first PDF read, not with this module.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ import io
 import re
 import time
 from dataclasses import dataclass
-from typing import Final
-
-from pypdf import PdfReader, apply_configuration
-from pypdf.errors import DependencyError, LimitReachedError
+from typing import TYPE_CHECKING, Final
 
 from ctxfs.core import BinaryFile, InvalidArgument
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 __all__ = ["MAX_CONTENT_TOKENS", "PageRange", "PdfText", "is_pdf", "page_range", "pdf_text"]
 
@@ -174,6 +175,9 @@ _STOPPED: Final = {
 
 
 def _opened(data: bytes, path: str) -> PdfReader:
+    from pypdf import PdfReader  # noqa: PLC0415 - loaded by the first PDF read
+    from pypdf.errors import DependencyError  # noqa: PLC0415
+
     try:
         reader = PdfReader(io.BytesIO(data))
         locked = reader.is_encrypted and not reader.decrypt("")  # many lock only permissions
@@ -207,6 +211,9 @@ def _unreadable(path: str, bad: Exception) -> BinaryFile:
 
 def _page_text(reader: PdfReader, number: int, deadline: float) -> tuple[str, str | None]:
     """The text of page *number*; or none, and why (``"size"`` or ``"time"``)."""
+    from pypdf import apply_configuration  # noqa: PLC0415 - loaded by the first PDF read
+    from pypdf.errors import LimitReachedError  # noqa: PLC0415
+
     meter = _Meter(deadline)
     try:
         with apply_configuration(stream_parsing_work_maximum_count=MAX_CONTENT_TOKENS):

@@ -41,8 +41,6 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Final, NamedTuple
 
-import charset_normalizer
-
 from ctxfs.core.errors import EncodingError
 
 __all__ = ["detect_legacy", "is_single_byte"]
@@ -136,6 +134,8 @@ def _vote(head: bytes, names: list[str]) -> str | None:
     """The one of *names* ``charset-normalizer`` clearly prefers, given enough text."""
     if sum(1 for byte in head if byte > 0x7F) < _VOTER_MIN_BYTES:
         return None
+    import charset_normalizer  # noqa: PLC0415 - loaded by the first file that needs a vote
+
     matches = {
         codecs.lookup(match.encoding).name: match
         for match in charset_normalizer.from_bytes(head, cp_isolation=names)
