@@ -112,11 +112,24 @@ class ToolDefinition:
 
 
 def input_schema(model: type[BaseModel], *, page_limit: int | None = None) -> dict[str, Any]:
-    """The JSON schema of arguments *model*; *page_limit* is stated on its ``limit`` field."""
+    """The JSON schema of arguments *model*, as plain as :func:`output_schema`'s.
+
+    References are inlined (no ``$defs``: strict clients refuse them), and an
+    argument that may be null is optional instead (null takes its default, see
+    :class:`~ctxfs.tools.ToolArgs`). The models' docstrings stay out: the tool's
+    description says what a model needs. *page_limit* is stated on the ``limit`` field.
+    """
     schema = _json_schema(model)
+    schema.pop("description", None)
+    defs = {
+        name: {key: value for key, value in sub.items() if key != "description"}
+        for name, sub in schema.pop("$defs", {}).items()
+    }
+    schema = _without_nulls(_inline(schema, defs))
     limit = schema.get("properties", {}).get("limit")
     if page_limit is not None and limit is not None:
-        limit["description"] += f" Default and most: {page_limit:,}."
+        own, stated = limit.get("description"), f"Default and most: {page_limit:,}."
+        limit["description"] = f"{own} {stated}" if own else stated
     return schema
 
 
@@ -235,22 +248,32 @@ def _never_null(prop: dict[str, Any]) -> dict[str, Any]:
 def openai_strict(schema: dict[str, Any]) -> dict[str, Any]:
     """The same schema, valid in OpenAI strict mode.
 
-    Every property becomes required (optional ones accept null instead),
-    defaults go, and objects refuse additional properties.
+    In every object, every property becomes required (optional ones accept null
+    instead), defaults go, and additional properties are refused.
     """
-    strict = copy.deepcopy(schema)
-    properties: dict[str, Any] = strict.get("properties", {})
-    required = set(strict.get("required", []))
+    return _strict(copy.deepcopy(schema))
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    for option in schema.get("anyOf", []):
+        _strict(option)
+    if isinstance(schema.get("items"), dict):
+        _strict(schema["items"])
+    properties: dict[str, Any] | None = schema.get("properties")
+    if properties is None:
+        return schema
+    required = set(schema.get("required", []))
     for name, prop in properties.items():
         prop.pop("default", None)
+        _strict(prop)
         if name not in required and not _nullable(prop):
             description = prop.pop("description", None)
             properties[name] = {"anyOf": [prop, {"type": "null"}]}
             if description:
                 properties[name]["description"] = description
-    strict["required"] = list(properties)
-    strict["additionalProperties"] = False
-    return strict
+    schema["required"] = list(properties)
+    schema["additionalProperties"] = False
+    return schema
 
 
 def _nullable(prop: dict[str, Any]) -> bool:

@@ -17,10 +17,8 @@ __all__ = ["APPLY_PATCH", "ApplyPatchArgs", "ApplyPatchTool", "PatchData", "Patc
 class ApplyPatchArgs(ToolArgs):
     """Arguments of ``apply_patch`` (``input``, as Codex names it)."""
 
-    input: str = Field(description="The whole patch, from '*** Begin Patch' to '*** End Patch'.")
-    dry_run: bool = Field(
-        default=False, description="Only check the patch and show its changes; write nothing."
-    )
+    input: str
+    dry_run: bool = Field(default=False, description="Show the diff; write nothing.")
 
 
 class PatchedFileData(BaseModel):
@@ -59,19 +57,14 @@ class ApplyPatchTool(Tool[ApplyPatchArgs, PatchData]):
     def description(self, limits: Limits) -> str:
         del limits
         return (
-            "Change several files at once with a patch, all or nothing. Format:\n"
+            "Add, update, move and delete files with one patch, all or nothing; files it "
+            "changes must have been read since they last changed. `input`:\n"
             "*** Begin Patch\n"
-            "*** Add File: path/new.py\n+each line of the new file\n"
-            "*** Update File: path/app.py\n*** Move to: path/main.py   (optional)\n"
-            "@@ def greet():   (optional: a line the change is below)\n"
-            " context line\n-removed line\n+added line\n"
-            "*** Delete File: path/old.py\n"
-            "*** End Patch\n"
-            "Give about 3 lines of context around each change; paths are relative to the "
-            "workspace root. Files you update, delete, move onto or add over must have been "
-            "read (any part; an added file's whole) since they last changed. Everything is "
-            "checked before anything is written: if a hunk does not apply, nothing changes "
-            "and the error names the file and hunk. With `dry_run`, nothing is written."
+            "*** Add File: new.py\n+line\n"
+            "*** Update File: app.py\n*** Move to: main.py\n@@ def greet():\n"
+            " context\n-old\n+new\n"
+            "*** Delete File: old.py\n"
+            "*** End Patch"
         )
 
     async def run(self, step: Step, args: ApplyPatchArgs) -> PatchData:

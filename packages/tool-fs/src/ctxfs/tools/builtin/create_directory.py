@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from ctxfs.tools.results import ResultData
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
 
@@ -13,7 +11,7 @@ __all__ = ["CREATE_DIRECTORY", "CreateDirectoryArgs", "CreateDirectoryData", "Cr
 class CreateDirectoryArgs(ToolArgs):
     """Arguments of ``create_directory``."""
 
-    path: str = Field(description="Path of the directory, relative to the workspace root.")
+    path: str
 
 
 class CreateDirectoryData(ResultData):
@@ -31,11 +29,7 @@ class CreateDirectoryTool(Tool[CreateDirectoryArgs, CreateDirectoryData]):
 
     def description(self, limits: Limits) -> str:
         del limits
-        return (
-            "Create a directory, with any missing parent directories. A directory that "
-            "already exists is not an error. On object stores a directory exists through "
-            "the files in it."
-        )
+        return "Create a directory and any missing parents (one that exists is no error)."
 
     async def run(self, step: Step, args: CreateDirectoryArgs) -> CreateDirectoryData:
         await step.ctx.fs.mkdir(args.path)

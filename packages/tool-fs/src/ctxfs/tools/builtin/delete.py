@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from ctxfs.tools.results import ResultData
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
 
@@ -13,7 +11,7 @@ __all__ = ["DELETE", "DeleteArgs", "DeleteData", "DeleteTool"]
 class DeleteArgs(ToolArgs):
     """Arguments of ``delete``."""
 
-    file_path: str = Field(description="Path of the file, relative to the workspace root.")
+    file_path: str
 
 
 class DeleteData(ResultData):
@@ -31,10 +29,7 @@ class DeleteTool(Tool[DeleteArgs, DeleteData]):
 
     def description(self, limits: Limits) -> str:
         del limits
-        return (
-            "Delete a file you have read (any part of it) since it last changed; a file "
-            "changed since, or never read, is left alone. Directories are not deleted."
-        )
+        return "Delete a file (not a directory) you have read since it last changed."
 
     async def run(self, step: Step, args: DeleteArgs) -> DeleteData:
         await step.ctx.fs.delete(args.file_path)

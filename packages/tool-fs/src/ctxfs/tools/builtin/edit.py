@@ -14,18 +14,11 @@ __all__ = ["EDIT", "EditArgs", "EditTool"]
 class EditArgs(ToolArgs):
     """Arguments of ``edit``."""
 
-    file_path: str = Field(description="Path of the file, relative to the workspace root.")
-    old_string: str = Field(
-        description="The exact text to replace, copied from the file (never empty)."
-    )
-    new_string: str = Field(description="The text to put in its place (empty deletes it).")
-    replace_all: bool = Field(
-        default=False,
-        description="Replace every occurrence; otherwise old_string must occur exactly once.",
-    )
-    dry_run: bool = Field(
-        default=False, description="Only show the change (its diff); write nothing."
-    )
+    file_path: str
+    old_string: str
+    new_string: str
+    replace_all: bool = False
+    dry_run: bool = Field(default=False, description="Show the diff; write nothing.")
 
 
 class EditTool(Tool[EditArgs, EditData]):
@@ -40,12 +33,9 @@ class EditTool(Tool[EditArgs, EditData]):
     def description(self, limits: Limits) -> str:
         del limits
         return (
-            "Replace exact text in a file you have read (any part of it) since it last "
-            "changed. `old_string` must match the file exactly, whitespace included, without "
-            "the line numbers read shows; \\n matches any line ending. It must occur exactly "
-            "once unless `replace_all` is true. Only the matched text changes; the new text "
-            "takes the line endings of the text it replaces. With `dry_run`, nothing is "
-            "written: the result shows the diff."
+            "Replace exact text in a file you have read since it last changed. `old_string` "
+            "must match the file exactly, whitespace included, without line numbers, and "
+            "occur once unless `replace_all`."
         )
 
     async def run(self, step: Step, args: EditArgs) -> EditData:

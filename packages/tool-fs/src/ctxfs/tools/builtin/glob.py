@@ -19,26 +19,13 @@ __all__ = ["GLOB", "GlobArgs", "GlobData", "GlobTool"]
 class GlobArgs(ToolArgs):
     """Arguments of ``glob``."""
 
-    pattern: str = Field(
-        description="Glob pattern matched against paths relative to `path`: `*` and `?` stay "
-        "within one directory, `**` spans any number of them, braces give alternatives, "
-        "e.g. `src/**/*.{ts,tsx}`."
-    )
-    path: str = Field(default="", description="Directory to search (default: the workspace root).")
-    sort: Literal["path", "modified"] = Field(
-        default="path",
-        description="`path` (alphabetical) or `modified` (most recently modified first).",
-    )
-    hidden: bool = Field(
-        default=False, description="Also find hidden files and directories (names starting with .)."
-    )
-    include_ignored: bool = Field(
-        default=False, description="Also find what .gitignore and .ignore files exclude."
-    )
-    offset: PositiveInt | None = Field(
-        default=None, description="1-based number of the first path to return (default 1)."
-    )
-    limit: PositiveInt | None = Field(default=None, description="How many paths at most.")
+    pattern: str
+    path: str = ""
+    sort: Literal["path", "modified"] = Field(default="path", description="modified: newest first.")
+    hidden: bool = Field(default=False, description="Include hidden files.")
+    include_ignored: bool = Field(default=False, description="Include what .gitignore excludes.")
+    offset: PositiveInt | None = Field(default=None, description="First path, 1-based.")
+    limit: PositiveInt | None = None
 
 
 class GlobData(PageData):
@@ -69,16 +56,10 @@ class GlobTool(Tool[GlobArgs, GlobData]):
     result = GlobData
 
     def description(self, limits: Limits) -> str:
-        options = limits.options
+        del limits
         return (
-            "Find files by path pattern: `*` and `?` match within one directory, `**` "
-            "across any number, `{a,b}` either; a pattern without / matches file names at "
-            "any depth (`*.py`). Paths come sorted by path (or `sort: modified`, newest "
-            f"first), at most {options.glob_limit:,} per call, with exact totals and the "
-            "`offset` to continue. It leaves out hidden files (`hidden` "
-            "includes them), what .gitignore and .ignore exclude (`include_ignored` "
-            f"includes it) and these directories: {', '.join(sorted(options.ignore))}; what "
-            "a policy denies is not listed."
+            "Find files by path pattern under `path` (default: the workspace root), e.g. "
+            "`src/**/*.{ts,tsx}`; a pattern without / matches names at any depth (`*.py`)."
         )
 
     def page_limit(self, limits: Limits) -> int:

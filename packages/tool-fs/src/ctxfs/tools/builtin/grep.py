@@ -33,53 +33,25 @@ MOST_CONTEXT = 50
 class GrepArgs(ToolArgs):
     """Arguments of ``grep``."""
 
-    pattern: str = Field(description="Regular expression (Python syntax) to search for.")
-    path: str = Field(
-        default="", description="File or directory to search (default: the workspace root)."
-    )
-    glob: str | None = Field(
-        default=None,
-        description="Only search files whose path matches this glob, e.g. `*.py` or "
-        "`**/*.{ts,tsx}`.",
-    )
-    type: str | None = Field(
-        default=None,
-        description="Only search files of this type (ripgrep's names: `py`, `js`, ...).",
-    )
+    pattern: str
+    path: str = ""
+    glob: str | None = Field(default=None, description="Files to search, e.g. `*.py`.")
+    type: str | None = Field(default=None, description="File type, e.g. `py`, `js`.")
     output_mode: OutputMode = Field(
         default=OutputMode.CONTENT,
-        description="`content`: the matching lines; `files_with_matches`: the files that hold "
-        "a match; `count`: each such file with its number of matching lines.",
+        description="content: matching lines; files_with_matches: paths; count: matches per file.",
     )
-    ignore_case: bool = Field(default=False, description="Match letters of either case.")
-    multiline: bool = Field(
-        default=False,
-        description="Let a match span lines: `.` matches a line break too; each file is "
-        "searched whole.",
-    )
+    ignore_case: bool = False
+    multiline: bool = Field(default=False, description="Let matches span lines.")
     context: NonNegativeInt | None = Field(
-        default=None,
-        le=MOST_CONTEXT,
-        description="Lines to show before and after each matching line (content mode).",
+        default=None, le=MOST_CONTEXT, description="Lines shown around each match."
     )
-    before: NonNegativeInt | None = Field(
-        default=None, le=MOST_CONTEXT, description="Lines to show before each matching line."
-    )
-    after: NonNegativeInt | None = Field(
-        default=None, le=MOST_CONTEXT, description="Lines to show after each matching line."
-    )
-    hidden: bool = Field(
-        default=False,
-        description="Also search hidden files and directories (names starting with .).",
-    )
-    include_ignored: bool = Field(
-        default=False, description="Also search what .gitignore and .ignore files exclude."
-    )
-    offset: PositiveInt | None = Field(
-        default=None,
-        description="1-based number of the first match (file, in the other modes) to return.",
-    )
-    limit: PositiveInt | None = Field(default=None, description="How many matches (files) at most.")
+    before: NonNegativeInt | None = Field(default=None, le=MOST_CONTEXT)
+    after: NonNegativeInt | None = Field(default=None, le=MOST_CONTEXT)
+    hidden: bool = Field(default=False, description="Include hidden files.")
+    include_ignored: bool = Field(default=False, description="Include what .gitignore excludes.")
+    offset: PositiveInt | None = Field(default=None, description="First match (or file), 1-based.")
+    limit: PositiveInt | None = None
 
 
 class GrepLine(BaseModel):
@@ -170,22 +142,10 @@ class GrepTool(Tool[GrepArgs, GrepData]):
     result = GrepData
 
     def description(self, limits: Limits) -> str:
-        options = limits.options
+        del limits
         return (
-            "Search text files for a regular expression (Python syntax), line by line "
-            "(`multiline` lets a match span lines). `output_mode` picks what comes back: "
-            "`content` (`path:line: text`, with `context`/`before`/`after` lines), "
-            "`files_with_matches` or `count`. Results are sorted by path and line, at most "
-            f"{options.grep_limit:,} matches (or files) per call, with the `offset` to "
-            "continue; a search stops once it has its page, so its totals may be lower "
-            "bounds (`total_exact`), and the next page does not search again what is "
-            "unchanged. `glob` (braces allowed) and `type` filter files. As "
-            "ripgrep does, it skips hidden files (`hidden` includes them), what .gitignore "
-            "and .ignore exclude (`include_ignored` includes it), binary files, these directories: "
-            f"{', '.join(sorted(options.ignore))}, and what a policy denies. Long lines are "
-            f"shown cut around their match. A search stops after {options.grep_seconds:g} s "
-            "and says what it covered. Searching does not count as reading a file before "
-            "editing it."
+            "Search the files under `path` (a file or directory; default: the workspace root) "
+            "for a regular expression (Python syntax), as ripgrep does."
         )
 
     def page_limit(self, limits: Limits) -> int:

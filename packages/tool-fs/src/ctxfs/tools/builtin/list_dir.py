@@ -15,11 +15,9 @@ __all__ = ["LIST_DIR", "EntryData", "ListData", "ListDirArgs", "ListDirTool"]
 class ListDirArgs(ToolArgs):
     """Arguments of ``list_dir``."""
 
-    path: str = Field(default="", description="Directory to list (default: the workspace root).")
-    offset: PositiveInt | None = Field(
-        default=None, description="1-based number of the first entry to return (default 1)."
-    )
-    limit: PositiveInt | None = Field(default=None, description="How many entries at most.")
+    path: str = ""
+    offset: PositiveInt | None = Field(default=None, description="First entry, 1-based.")
+    limit: PositiveInt | None = None
 
 
 class EntryData(BaseModel):
@@ -48,11 +46,8 @@ class ListDirTool(Tool[ListDirArgs, ListData]):
     result = ListData
 
     def description(self, limits: Limits) -> str:
-        return (
-            f"List a directory: names sorted, directories ending with /, files with their "
-            f"size; at most {limits.options.list_limit:,} entries per call, with the `offset` "
-            "to continue. What a policy denies is not listed."
-        )
+        del limits
+        return "List a directory (default: the workspace root): names sorted, with sizes."
 
     def page_limit(self, limits: Limits) -> int:
         return limits.options.list_limit

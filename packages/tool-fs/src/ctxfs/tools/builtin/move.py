@@ -13,14 +13,9 @@ __all__ = ["MOVE", "MoveArgs", "MoveData", "MoveTool"]
 class MoveArgs(ToolArgs):
     """Arguments of ``move``."""
 
-    source_path: str = Field(
-        description="Path of the file (or directory) to move, relative to the root."
-    )
-    destination_path: str = Field(description="Its new path, relative to the workspace root.")
-    overwrite: bool = Field(
-        default=False,
-        description="Replace a file already at destination_path (it must have been read).",
-    )
+    source_path: str
+    destination_path: str
+    overwrite: bool = False
 
 
 class MoveData(ResultData):
@@ -49,12 +44,8 @@ class MoveTool(Tool[MoveArgs, MoveData]):
     def description(self, limits: Limits) -> str:
         del limits
         return (
-            "Move or rename a file you have read (any part of it) since it last changed. "
-            "The destination must not exist, unless `overwrite` is true and you have read "
-            "the file there too. Missing directories are created; afterwards the file counts "
-            "as read at its new path. A directory moves too, whole, with everything in it "
-            "(no read needed; its destination must not exist), where the store has real "
-            "directories; on an object store, move its files one by one."
+            "Move or rename a file you have read since it last changed, or a whole "
+            "directory. The destination must not exist unless `overwrite`."
         )
 
     async def run(self, step: Step, args: MoveArgs) -> MoveData:

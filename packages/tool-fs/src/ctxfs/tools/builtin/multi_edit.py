@@ -17,24 +17,17 @@ class EditItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    old_string: str = Field(description="The exact text to replace (never empty).")
-    new_string: str = Field(description="The text to put in its place.")
-    replace_all: bool = Field(
-        default=False,
-        description="Replace every occurrence; otherwise old_string must occur exactly once.",
-    )
+    old_string: str
+    new_string: str
+    replace_all: bool = False
 
 
 class MultiEditArgs(ToolArgs):
     """Arguments of ``multi_edit``."""
 
-    file_path: str = Field(description="Path of the file, relative to the workspace root.")
-    edits: list[EditItem] = Field(
-        min_length=1, description="The edits, applied in order, each to the result of the last."
-    )
-    dry_run: bool = Field(
-        default=False, description="Only show the change (its diff); write nothing."
-    )
+    file_path: str
+    edits: list[EditItem] = Field(min_length=1)
+    dry_run: bool = Field(default=False, description="Show the diff; write nothing.")
 
 
 class MultiEditTool(Tool[MultiEditArgs, EditData]):
@@ -49,12 +42,9 @@ class MultiEditTool(Tool[MultiEditArgs, EditData]):
     def description(self, limits: Limits) -> str:
         del limits
         return (
-            "Make several exact replacements in one file you have read (any part of it) "
-            "since it last changed. The edits apply in order, each to the text the one "
-            "before left, and the file is written once: if any edit fails (no match, "
-            "several matches, nothing to change), nothing is written and the error names "
-            "that edit. Each edit follows edit's rules. With `dry_run`, nothing is written: "
-            "the result shows the diff."
+            "Make several exact replacements in one file you have read since it last "
+            "changed, in order, all or nothing. Each `old_string` must match exactly and "
+            "occur once unless `replace_all`."
         )
 
     async def run(self, step: Step, args: MultiEditArgs) -> EditData:

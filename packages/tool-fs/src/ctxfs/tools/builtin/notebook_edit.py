@@ -17,28 +17,15 @@ __all__ = ["NOTEBOOK_EDIT", "NotebookEditArgs", "NotebookEditData", "NotebookEdi
 class NotebookEditArgs(ToolArgs):
     """Arguments of ``notebook_edit``."""
 
-    file_path: str = Field(
-        description="Path of the notebook (.ipynb), relative to the workspace root."
-    )
+    file_path: str
     cell_id: str | None = Field(
-        default=None,
-        description=(
-            "The id of the cell, as read shows it (cell-N, the N-th cell from 0, in a "
-            "notebook without ids). For insert, the new cell goes after it; omitted or "
-            "empty, it goes first."
-        ),
+        default=None, description="As read shows it; insert goes after it (none: first)."
     )
-    new_source: str = Field(
-        description="The cell's new source, whole (ignored by delete: pass an empty string)."
-    )
+    new_source: str = Field(description="'' for delete.")
     cell_type: Literal["code", "markdown", "raw"] | None = Field(
-        default=None,
-        description="The cell's type: required for insert; for replace, changes the type.",
+        default=None, description="Needed to insert."
     )
-    edit_mode: Literal["replace", "insert", "delete"] = Field(
-        default="replace",
-        description="replace the cell's source (default), insert a new cell, or delete the cell.",
-    )
+    edit_mode: Literal["replace", "insert", "delete"] = "replace"
 
 
 class NotebookEditData(ResultData):
@@ -79,14 +66,8 @@ class NotebookEditTool(Tool[NotebookEditArgs, NotebookEditData]):
     def description(self, limits: Limits) -> str:
         del limits
         return (
-            "Edit one cell of a Jupyter notebook (.ipynb) you have read since it last "
-            "changed. `edit_mode` replace (the default) sets the source of cell `cell_id`, "
-            "and its type if `cell_type` is given; insert adds a new cell of `cell_type` "
-            "after `cell_id` (first when `cell_id` is empty); delete removes the cell. Use "
-            "the cell ids read shows (cell-N counts from 0 where the notebook has no ids; "
-            "after an insert or a delete the numbers after it shift). A code cell keeps its "
-            "outputs when its source is replaced; a change to markdown or raw drops them. "
-            "Every other byte of the file stays as it was."
+            "Replace, insert or delete one cell of a Jupyter notebook (.ipynb) you have read "
+            "since it last changed."
         )
 
     async def run(self, step: Step, args: NotebookEditArgs) -> NotebookEditData:

@@ -53,26 +53,11 @@ _HEAD_BYTES: Final = 16
 class ReadArgs(ToolArgs):
     """Arguments of ``read``."""
 
-    file_path: str = Field(description="Path of the file, relative to the workspace root.")
-    offset: PositiveInt | None = Field(
-        default=None,
-        description="1-based number of the first line to return (default 1); "
-        "of a notebook, the first cell.",
-    )
-    limit: PositiveInt | None = Field(
-        default=None, description="How many lines (of a notebook: cells) to return at most."
-    )
-    pages: str | None = Field(
-        default=None,
-        description="PDF only: the pages to read, as '3', '1-5' or '4-' (from 4 to the end); "
-        "default: from page 1, as many as fit.",
-    )
-    encoding: str | None = Field(
-        default=None,
-        description="Text only: the encoding to read a file in that is not UTF-8, when the "
-        "read was refused as ambiguous (one of the candidates it named, e.g. 'cp1251'); "
-        "edits of what was read keep it.",
-    )
+    file_path: str
+    offset: PositiveInt | None = Field(default=None, description="First line (notebook: cell).")
+    limit: PositiveInt | None = None
+    pages: str | None = Field(default=None, description="PDF pages: '3', '1-5' or '4-'.")
+    encoding: str | None = Field(default=None, description="Text encoding, e.g. 'cp1251'.")
 
     @field_validator("pages")
     @classmethod
@@ -127,24 +112,10 @@ class ReadTool(Tool[ReadArgs, ReadData]):
     result = ReadData
 
     def description(self, limits: Limits) -> str:
-        text, options = limits.text, limits.options
         return (
-            f"Read a file. A text file returns up to {text.default_limit:,} lines from `offset` "
-            f"(1-based, default 1), each prefixed with its line number and one space; at most "
-            f"{text.max_output_chars:,} characters per call; lines longer than "
-            f"{text.max_line_chars:,} characters are cut where marked. A last line in "
-            "parentheses says the file ended or gives the exact `offset` to continue with. "
-            "The file's encoding is detected; a file refused as ambiguous names the candidate "
-            "encodings: read it again with one of them as `encoding`. "
-            "PNG, JPEG, GIF and WebP images are returned as images (larger than "
-            f"{options.max_image_edge:,} pixels on the long edge: downscaled; animations: the "
-            "first frame), with a line giving their type and sizes. PDFs are returned as the "
-            "text of their pages: `pages` ('3', '1-5', '4-') picks them, as many as fit the "
-            "same character limit; the last line gives the page to continue with. Jupyter "
-            "notebooks (.ipynb) are returned as their cells (id, type, source, outputs; image "
-            "outputs as images) from cell `offset`; change a cell with notebook_edit. Images, "
-            f"PDFs and notebooks up to {size(options.max_media_bytes)}. Other binary files "
-            "are refused."
+            "Read a file; paths are relative to the workspace root. Text comes as numbered "
+            f"lines, up to {limits.text.default_limit:,} from `offset` (1-based); a last line "
+            "says how to go on. Images are shown; PDFs come as text, notebooks as cells."
         )
 
     def page_limit(self, limits: Limits) -> int:

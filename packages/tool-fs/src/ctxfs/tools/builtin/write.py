@@ -14,8 +14,8 @@ __all__ = ["WRITE", "WriteArgs", "WriteData", "WriteTool"]
 class WriteArgs(ToolArgs):
     """Arguments of ``write``."""
 
-    file_path: str = Field(description="Path of the file, relative to the workspace root.")
-    content: str = Field(description="The whole new content of the file.")
+    file_path: str
+    content: str
 
 
 class WriteData(ResultData):
@@ -43,12 +43,8 @@ class WriteTool(Tool[WriteArgs, WriteData]):
     def description(self, limits: Limits) -> str:
         del limits
         return (
-            "Create a file, or replace a whole file with `content`. Replacing an existing "
-            "file needs a read of all of it (windows that together cover every line, "
-            "nothing cut) since it last changed; creating one needs no read. Missing "
-            "directories are created. A new file is UTF-8 with the line endings you give; a "
-            "replaced file keeps its encoding, byte-order mark and line endings. Prefer edit "
-            "for small changes."
+            "Create a file (and missing directories), or replace all of one you have read "
+            "whole since it last changed. For small changes, edit it instead."
         )
 
     async def run(self, step: Step, args: WriteArgs) -> WriteData:
