@@ -22,6 +22,18 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _state_dir_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The user's state directory (locks, kept observations) of this run, not the user's own."""
+    saved = os.environ.get("CTXFS_STATE_DIR")
+    os.environ["CTXFS_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if saved is None:
+        del os.environ["CTXFS_STATE_DIR"]
+    else:
+        os.environ["CTXFS_STATE_DIR"] = saved
+
+
 @pytest.fixture(autouse=True)
 def _no_blocked_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's own CTXFS_DISABLE_PLUGINS must not change test outcomes."""

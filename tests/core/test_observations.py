@@ -27,6 +27,7 @@ from ctxfs.core import (
     Unavailable,
     Version,
     open_observations,
+    sqlite_url,
 )
 from ctxfs.core.observations import RedisObservations
 
@@ -179,7 +180,7 @@ async def test_open_observations_by_url(tmp_path: Path) -> None:
     bounded = open_observations("memory:?max_observations=50&max_per_owner=5")
     assert isinstance(bounded, MemoryObservations)
     assert (bounded.max_observations, bounded.max_per_owner) == (50, 5)
-    opened = open_observations(f"sqlite://{tmp_path}/o.db?max_age=60")
+    opened = open_observations(f"sqlite:///{tmp_path}/o.db?max_age=60")
     assert isinstance(opened, SqliteObservations)
     assert (opened.path, opened.max_age) == (tmp_path / "o.db", 60)
     await opened.aclose()
@@ -190,10 +191,11 @@ async def test_open_observations_by_url(tmp_path: Path) -> None:
     await remote.aclose()
     bad_urls = (
         "sqlite://host/o.db",
+        "sqlite:///",
         "postgres://x",
         "o.db",
-        f"sqlite://{tmp_path}/o.db?max_age=-1",
-        f"sqlite://{tmp_path}/o.db?max_age=soon",
+        f"sqlite:///{tmp_path}/o.db?max_age=-1",
+        f"sqlite:///{tmp_path}/o.db?max_age=soon",
         "redis://127.0.0.1:1/0?max_age=nan",
         "memory:?max_per_owner=0",
         "memory:?max_observations=lots",
@@ -320,13 +322,31 @@ RECORDER = textwrap.dedent(
 )
 
 
+async def test_sqlite_urls_read_as_sqlalchemy_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sqlite:///relative.db is relative to the working directory; sqlite:////abs.db absolute.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub dir?").mkdir()
+    for url, made in [
+        ("sqlite:///relative.db", tmp_path / "relative.db"),
+        (f"sqlite:///{tmp_path}/absolute.db", tmp_path / "absolute.db"),
+        (sqlite_url(tmp_path / "sub dir?" / "o.db"), tmp_path / "sub dir?" / "o.db"),
+        (sqlite_url("sub dir?/p.db"), tmp_path / "sub dir?" / "p.db"),
+    ]:
+        store = open_observations(url)
+        await store.update("a", "f", lambda _: SEEN)
+        await store.aclose()
+        assert made.is_file(), url
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_windows_recorded_by_four_processes_at_once_add_up(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     # Each update is a transaction: windows recorded by four processes at the same time all
     # count, so the owner's observation ends complete (a lost update would leave a gap).
-    url = f"sqlite://{tmp_path}/o" if kind == "sqlite" else request.getfixturevalue("redis_url")
+    url = f"sqlite:///{tmp_path}/o" if kind == "sqlite" else request.getfixturevalue("redis_url")
     await open_observations(url).aclose()
     recorders = [
         subprocess.Popen([sys.executable, "-c", RECORDER, url, str(first)]) for first in range(4)
@@ -343,7 +363,7 @@ async def test_two_fs_on_one_shared_store_share_an_owners_observations(
 ) -> None:
     backend = MemoryBackend()
     await backend.write("a.txt", b"one\n", expect=ABSENT)
-    url = f"sqlite://{tmp_path}/o.db" if kind == "sqlite" else request.getfixturevalue("redis_url")
+    url = f"sqlite:///{tmp_path}/o.db" if kind == "sqlite" else request.getfixturevalue("redis_url")
     async with (
         Fs(backend, load_entrypoints=False, observations=url) as first,
         Fs(backend, load_entrypoints=False, observations=url) as second,

@@ -332,7 +332,7 @@ def test_call_read_then_edit_through_a_shared_observation_store(tmp_path: Path) 
     root = tmp_path / "ws"
     root.mkdir()
     (root / "a.txt").write_text("one\ntwo\n")
-    shared = ["--root", str(root), "--observations", f"sqlite://{tmp_path}/observations.db"]
+    shared = ["--root", str(root), "--observations", f"sqlite:///{tmp_path}/observations.db"]
 
     def call(owner: str, tool: str, **arguments: str) -> subprocess.CompletedProcess[str]:
         return run("call", *shared, "--owner", owner, tool, json.dumps(arguments))
@@ -350,10 +350,39 @@ def test_call_read_then_edit_through_a_shared_observation_store(tmp_path: Path) 
     assert (root / "a.txt").read_text() == "1\n2\n"
 
 
+def test_each_call_finds_what_the_one_before_saw_in_its_roots_own_store(tmp_path: Path) -> None:
+    # Nothing configured, each call a process of its own (a client that spawns one per call):
+    # a read licenses the next call's edit, through any spelling of the root; another root
+    # keeps a store of its own, memory:// keeps observations in the process alone, and a call
+    # another process starts (another client) works for another owner.
+    root, other = tmp_path / "ws", tmp_path / "other"
+    for where in (root, other):
+        where.mkdir()
+        (where / "a.txt").write_text("one\n")
+    (tmp_path / "link").symlink_to(root)
+    edit = json.dumps({"file_path": "a.txt", "old_string": "one", "new_string": "two"})
+    assert run("call", "--root", str(root), "read", '{"file_path": "a.txt"}').returncode == 0
+    another_client = subprocess.run(
+        ["sh", "-c", '"$@"; exit $?', "sh", CTXFS, "call", "--root", str(root), "edit", edit],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    for refused in (
+        run("call", "--root", str(other), "edit", edit),
+        run("call", "--root", str(root), "--observations", "memory://", "edit", edit),
+        another_client,
+    ):
+        assert refused.stderr.startswith("ctxfs: error [not_observed]"), refused.stderr
+    edited = run("call", "--root", str(tmp_path / "link" / "."), "edit", edit)
+    assert edited.returncode == 0, edited.stderr
+    assert (root / "a.txt").read_text() == "two\n"
+    stores = Path(os.environ["CTXFS_STATE_DIR"]) / "observations"
+    assert stores.stat().st_mode & 0o777 == 0o700
+
+
 def test_call_with_a_damaged_observation_store_fails_clearly(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("one\n")
     (tmp_path / "damaged.db").write_bytes(b"not a database" * 64)
-    store = f"sqlite://{tmp_path}/damaged.db"
+    store = f"sqlite:///{tmp_path}/damaged.db"
     result = run("call", "--root", str(tmp_path), "--observations", store, "read",
                  '{"file_path": "a.txt"}')  # fmt: skip
     assert result.returncode == 2

@@ -138,7 +138,7 @@ async def test_a_sessions_observations_go_when_it_ends(workspace: Path, tmp_path
     database = tmp_path / "observations.db"
     options = [
         "--root", str(workspace), "--token-file", str(token_file(tmp_path)),
-        "--observations", f"sqlite://{database}", "--session-idle", "1",
+        "--observations", f"sqlite:///{database}", "--session-idle", "1",
     ]  # fmt: skip
 
     def owners() -> list[str]:
@@ -313,7 +313,7 @@ def test_port_0_serves_on_a_free_port_and_says_which(workspace: Path) -> None:
 
 def run_store_of(banner: str) -> Path:
     """The directory of the SQLite store a ``--workers`` banner names."""
-    said = re.search(r"observations in sqlite://(\S+)/observations\.db", banner)
+    said = re.search(r"observations in sqlite:///(\S+)/observations\.db", banner)
     assert said is not None, banner
     return Path(said.group(1))
 
@@ -544,7 +544,7 @@ async def test_a_killed_and_restarted_http_server_keeps_what_a_principal_read(
     # observations in SQLite, a read before kill -9 licenses the edit after it.
     options = [
         "--root", str(workspace), "--token-file", str(token_file(tmp_path)),
-        "--observations", f"sqlite://{tmp_path}/observations.db",
+        "--observations", f"sqlite:///{tmp_path}/observations.db",
     ]  # fmt: skip
     with serve_http(*options) as served:
         async with client(served.url, TOKENS["alice"]) as alice:

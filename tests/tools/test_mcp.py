@@ -121,8 +121,15 @@ def era(request: pytest.FixtureRequest) -> str:
     return mode
 
 
-def stdio(root: Path, *options: str) -> StdioServerParameters:
+def stdio(root: Path, *options: str, own_parent: bool = False) -> StdioServerParameters:
+    """``ctxfs serve --root *root* *options*``; with *own_parent*, started by a shell of its own.
+
+    The server's default owner is the process that started it: two servers of one parent
+    (successive calls of one client) are one owner, of two parents (two clients) two.
+    """
     command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root), *options]
+    if own_parent:  # (two commands: the shell stays, as the server's parent)
+        command = ["sh", "-c", '"$@"; exit $?', "sh", *command]
     return StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
 
 
@@ -144,8 +151,8 @@ async def test_two_stdio_servers_on_one_root_catch_each_others_changes(
     workspace: Path, era: str
 ) -> None:
     async with (
-        Client(stdio(workspace), mode=era) as first,
-        Client(stdio(workspace), mode=era) as second,
+        Client(stdio(workspace, own_parent=True), mode=era) as first,
+        Client(stdio(workspace, own_parent=True), mode=era) as second,
     ):
         await stale_conflict(first, second)
     assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
@@ -314,11 +321,11 @@ def call(number: int, tool: str, **arguments: object) -> bytes:
 
 
 def test_a_killed_and_restarted_stdio_server_keeps_what_its_client_read(
-    workspace: Path, tmp_path: Path
+    workspace: Path,
 ) -> None:
-    # Observations in SQLite outlive the process: the read before kill -9 licenses the
-    # edit after the restart. Without the store, the restarted server has forgotten it.
-    store = ["--observations", f"sqlite://{tmp_path}/observations.db"]
+    # By default a stdio server keeps observations in its root's SQLite file in the user's
+    # state directory: the read before kill -9 licenses the edit after the restart (a client
+    # that spawns a server per call works). With memory://, the restart has forgotten it.
     command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(workspace)]
     hello = json.dumps({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -327,7 +334,7 @@ def test_a_killed_and_restarted_stdio_server_keeps_what_its_client_read(
     }).encode()  # fmt: skip
     started = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
     with subprocess.Popen(
-        [*command, *store], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     ) as server:
         assert server.stdin is not None
         assert server.stdout is not None
@@ -338,17 +345,22 @@ def test_a_killed_and_restarted_stdio_server_keeps_what_its_client_read(
         assert replies[1]["result"]["isError"] is False
         server.kill()
     edit = call(2, "edit", file_path="notes.md", old_string="beta", new_string="gamma")
-    forgotten = wire(edit, root=workspace)  # no store: the restart forgot the read
-    assert forgotten[0]["result"]["structuredContent"]["error"]["code"] == "not_observed"
-    kept = subprocess.run(
-        [*command, *store],
-        input=b"\n".join([hello, started, edit]) + b"\n",
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    answer = json.loads(kept.stdout.splitlines()[1])
-    assert answer["result"]["isError"] is False, answer
+
+    def restarted(*options: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [*command, *options],
+            input=b"\n".join([hello, started, edit]) + b"\n",
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        answer: dict[str, Any] = json.loads(done.stdout.splitlines()[1])
+        return answer
+
+    forgotten = restarted("--observations", "memory://")
+    assert forgotten["result"]["structuredContent"]["error"]["code"] == "not_observed"
+    kept = restarted()
+    assert kept["result"]["isError"] is False, kept
     assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"
 
 

@@ -79,6 +79,7 @@ from ctxfs.core.observations import (
     ObservationStore,
     SqliteObservations,
     open_observations,
+    sqlite_url,
 )
 from ctxfs.core.outcomes import (
     BytesOutcome,
@@ -198,6 +199,7 @@ __all__ = [
     "open_fs",
     "open_observations",
     "relative_to",
+    "sqlite_url",
 ]
 
 __version__ = version("ctxfs-core")

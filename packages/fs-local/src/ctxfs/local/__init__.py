@@ -15,6 +15,14 @@ exclude writers across processes. See ``docs/security.md``.
 """
 
 from ctxfs.local.backend import TEMP_PREFIX, LocalBackend
+from ctxfs.local.flocks import default_state_dir
 from ctxfs.local.resolve import Openat2Resolver, Resolver, WalkResolver
 
-__all__ = ["TEMP_PREFIX", "LocalBackend", "Openat2Resolver", "Resolver", "WalkResolver"]
+__all__ = [
+    "TEMP_PREFIX",
+    "LocalBackend",
+    "Openat2Resolver",
+    "Resolver",
+    "WalkResolver",
+    "default_state_dir",
+]

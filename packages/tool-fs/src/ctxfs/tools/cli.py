@@ -14,6 +14,7 @@ comes out empty (an unset variable must not mean the working directory).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import importlib.metadata
 import itertools
@@ -31,8 +32,9 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 import anyio
 
-from ctxfs.core import Fs, FsError, InvalidArgument, open_fs
+from ctxfs.core import Backend, Fs, FsError, InvalidArgument, open_backend, sqlite_url
 from ctxfs.core.policies import PathRules
+from ctxfs.local import LocalBackend, default_state_dir
 from ctxfs.tools import __version__
 from ctxfs.tools.definitions import ToolsetOptions
 from ctxfs.tools.toolset import FsToolset
@@ -70,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ctxfs`` command; return its exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if getattr(args, "transport", None) == "http" and args.owner is None:
+        args.owner = "mcp"  # over HTTP each token's principal, or this owner with --no-auth
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -229,12 +233,21 @@ def _store_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--plugin", action="append", default=[], metavar="MODULE:NAME", help="add a plugin"
     )
-    command.add_argument("--owner", default="mcp", help="the owner of the session's observations")
+    command.add_argument(
+        "--owner",
+        help="the owner of the observations (what counts as read); default: for call and "
+        "stdio serve, the process that started ctxfs (successive processes of one client "
+        "share what they saw, two clients do not; name one where a wrapper such as uvx or "
+        "npx starts each), for HTTP serve 'mcp' (then each token's principal)",
+    )
     command.add_argument(
         "--observations",
         metavar="URL",
-        help="where observations live: sqlite:///PATH (this host's processes), "
-        "redis://HOST:PORT/DB (every host); default: this process only",
+        help="where observations live: sqlite:///PATH (this host's processes; a relative "
+        "PATH, or sqlite:////PATH for an absolute one), redis://HOST:PORT/DB (every host), "
+        "memory:// (this process only); default: for call and stdio serve, a SQLite file "
+        "per root in the user's state directory ($XDG_STATE_HOME/ctxfs), so that a read "
+        "licenses the next process's edit; for HTTP serve, this process only",
     )
     command.add_argument("--workspace", help="the workspace name policies see")
     command.add_argument(
@@ -247,8 +260,13 @@ def _store_options(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
-    """The store and the toolset the options describe."""
+def _open(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolset]:
+    """The store and the toolset the options describe.
+
+    With *kept* (``call``, stdio ``serve``) and no ``--observations``, observations
+    live in the root's own SQLite file in the user's state directory: each such
+    process is one client's, and its successor must find what it saw.
+    """
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
         plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
@@ -260,7 +278,7 @@ def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
     if observations == "":  # not this process alone: --workers would split stale protection
         raise UsageError(f"--observations {args.observations!r} is empty (an unset variable?)")
     try:
-        fs = open_fs(where, plugins=plugins, observations=observations, **backend_options)
+        backend = open_backend(where, **backend_options)
     except InvalidArgument as error:
         scheme = error.details.get("scheme")
         if "installed" in error.details and scheme in STORE_PACKAGES:  # no dist provides it
@@ -271,8 +289,40 @@ def _open(args: argparse.Namespace) -> tuple[Fs, FsToolset]:
                 f"pip install {shlex.quote(package)}"
             ) from error
         raise
+    if observations is None and kept:
+        observations = _kept_observations(backend, where)
+    fs = Fs(backend, plugins=plugins, observations=observations)
     options = ToolsetOptions(read_only=args.read_only, progress_seconds=args.progress)
     return fs, FsToolset(options)
+
+
+def _client_owner() -> str:
+    """The owner ``call`` and stdio ``serve`` work for by default: the process that started them.
+
+    A client that starts a process per call is one owner across them; two
+    clients are two. The parent is named by its pid and start time, so a pid
+    used again is another owner.
+    """
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/stat", "rb") as stat:  # its 22nd field: the start time
+            started = stat.read().rpartition(b")")[2].split()[19].decode()
+    except (OSError, IndexError):
+        started = "0"
+    return f"client-{parent}-{started}"
+
+
+def _kept_observations(backend: Backend, where: str) -> str:
+    """The URL of the SQLite store kept for the root of *backend* (opened from *where*).
+
+    One file per root (the directory the kernel resolves, or the store's URL),
+    in ``observations/`` of the user's state directory, made private.
+    """
+    directory = default_state_dir() / "observations"
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    root = str(backend.root) if isinstance(backend, LocalBackend) else where
+    name = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]
+    return sqlite_url(directory / f"{name}.db")
 
 
 def _location(args: argparse.Namespace) -> str:
@@ -346,9 +396,10 @@ async def _serve(args: argparse.Namespace) -> int:
         options, generated = _http_options(args)  # refused before anything opens
         with _bound(args.host, args.port, listen=True, shared=False) as listening:
             return await _serve_http(args, options, listening, announce=True, generated=generated)
-    fs, toolset = _open(args)
+    fs, toolset = _open(args, kept=True)
     async with fs:
-        tools = McpTools(fs, toolset, owner=args.owner, workspace=args.workspace, per_session=False)
+        owner = args.owner or _client_owner()
+        tools = McpTools(fs, toolset, owner=owner, workspace=args.workspace, per_session=False)
         from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
 
         log.info("serving %r over stdio", fs.backend)
@@ -381,7 +432,11 @@ async def _serve_http(
     async with fs:
         per_session = not options.stateless  # stateless: every request is its principal's
         tools = McpTools(
-            fs, toolset, owner=args.owner, workspace=args.workspace, per_session=per_session
+            fs,
+            toolset,
+            owner=args.owner,
+            workspace=args.workspace,
+            per_session=per_session,
         )
         app = http_app(create_server(tools), options, on_session_end=tools.session_ended)
         config = uvicorn.Config(app, log_level="warning")
@@ -412,7 +467,7 @@ def _serve_in_workers(args: argparse.Namespace) -> int:
         if args.observations is None:
             shm = "/dev/shm"  # the run's store need not outlive it: in memory where it can be
             run = RunDirectory.make(shm if os.path.isdir(shm) else None)
-            args.observations = f"sqlite://{run.path}/observations.db"
+            args.observations = sqlite_url(run.path / "observations.db")
         try:
             opened = anyio.run(_described, args)  # the store opens (or fails) once, before forks
             where = f"{opened} in {args.workers} workers, observations in {args.observations}"
@@ -583,9 +638,9 @@ async def _call(args: argparse.Namespace) -> int:
             f'the arguments must be a JSON object such as \'{{"file_path": "a.txt"}}\', '
             f"not {args.arguments.strip()[:40]}"
         )
-    fs, toolset = _open(args)
+    fs, toolset = _open(args, kept=True)
     async with fs:
-        ctx = fs.context(owner=args.owner, workspace=args.workspace)
+        ctx = fs.context(owner=args.owner or _client_owner(), workspace=args.workspace)
         shown = _ProgressLine(sys.stderr)
         result = await toolset.execute(ctx, args.tool, arguments, progress=shown.update)
         shown.close()

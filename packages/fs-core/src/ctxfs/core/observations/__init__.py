@@ -12,7 +12,8 @@ same file at once both count::
     └── RedisObservations ....... a Redis server: shared by every host; entries expire
 
 :func:`open_observations` opens one by URL: ``memory:`` (the default),
-``sqlite:///PATH``, ``redis://HOST:PORT/DB`` (or ``rediss://``, ``unix://``).
+``sqlite:///RELATIVE/PATH`` or ``sqlite:////ABSOLUTE/PATH`` (as SQLAlchemy reads
+them), ``redis://HOST:PORT/DB`` (or ``rediss://``, ``unix://``).
 
 Consistency: each store applies one owner's updates of one file atomically and
 in order, and a reader sees the latest committed update (SQLite: on this host;
@@ -24,8 +25,9 @@ unguarded.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from ctxfs.core.errors import InvalidArgument
 from ctxfs.core.observations.base import (
@@ -54,6 +56,7 @@ __all__ = [
     "RedisObservations",
     "SqliteObservations",
     "open_observations",
+    "sqlite_url",
 ]
 
 
@@ -62,7 +65,8 @@ def open_observations(url: str | None) -> ObservationStore:
 
     - None or ``memory:``: this process (:class:`MemoryObservations`; the query may bound
       it: ``memory:?max_observations=N&max_per_owner=M``);
-    - ``sqlite:///PATH``: a SQLite file (:class:`SqliteObservations`);
+    - ``sqlite:///PATH``: a SQLite file (:class:`SqliteObservations`), *PATH* relative to
+      the working directory; ``sqlite:////PATH`` for an absolute one (:func:`sqlite_url`);
     - ``redis://[USER:PASSWORD@]HOST[:PORT][/DB]``, ``rediss://`` (TLS) or
       ``unix:///SOCKET``: a Redis server (:class:`RedisObservations`; needs the
       ``redis`` package, ``ctxfs-core[redis]``).
@@ -92,8 +96,9 @@ def open_observations(url: str | None) -> ObservationStore:
                 details={"observations": shown_url(url)},
             )
         return store
-    if parts.scheme == "sqlite" and not parts.netloc and parts.path:
-        return SqliteObservations(unquote(parts.path), max_age=_max_age(url, query))
+    if parts.scheme == "sqlite" and not parts.netloc and parts.path.removeprefix("/"):
+        path = unquote(parts.path.removeprefix("/"))  # the slash that ends the empty host
+        return SqliteObservations(path, max_age=_max_age(url, query))
     if parts.scheme in ("redis", "rediss", "unix"):
         from ctxfs.core.observations.redis_store import RedisObservations  # noqa: PLC0415
 
@@ -103,10 +108,16 @@ def open_observations(url: str | None) -> ObservationStore:
         return RedisObservations(client_url, max_age=max_age, prefix=prefix)
     raise InvalidArgument(
         f"{shown_url(url)!r} names no observation store",
-        hint="Use memory: (this process), sqlite:///PATH (the processes of this host) or "
+        hint="Use memory: (this process), sqlite:///PATH (the processes of this host; "
+        "sqlite:////PATH for an absolute path) or "
         "redis://HOST:PORT/DB (every host).",
         details={"observations": shown_url(url)},
     )
+
+
+def sqlite_url(path: str | os.PathLike[str]) -> str:
+    """The URL of a SQLite store at *path* (absolute, or relative to the working directory)."""
+    return f"sqlite:///{quote(os.fspath(path))}"
 
 
 def _count(url: str, query: dict[str, str], name: str, default: int) -> int:
