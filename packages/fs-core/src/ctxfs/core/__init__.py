@@ -14,6 +14,7 @@ observed; policies plug in through pluggy hooks (:mod:`ctxfs.core.hookspecs`).
 """
 
 from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 from ctxfs.core.backend import (
     DEFAULT_CHUNK_SIZE,
@@ -77,7 +78,6 @@ from ctxfs.core.observations import (
     MemoryObservations,
     Observation,
     ObservationStore,
-    SqliteObservations,
     open_observations,
     sqlite_url,
 )
@@ -106,6 +106,9 @@ from ctxfs.core.text import (
     number_lines,
 )
 from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version
+
+if TYPE_CHECKING:
+    from ctxfs.core.observations import SqliteObservations
 
 __all__ = [
     "ABSENT",
@@ -203,3 +206,11 @@ __all__ = [
 ]
 
 __version__ = version("ctxfs-core")
+
+
+def __getattr__(name: str) -> object:
+    if name == "SqliteObservations":  # sqlite3 loads with the first SQLite store
+        from ctxfs.core.observations import SqliteObservations  # noqa: PLC0415
+
+        return SqliteObservations
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

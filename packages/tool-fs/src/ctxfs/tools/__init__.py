@@ -17,33 +17,41 @@ Tools: ``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``noteboo
 deferred, ``search_tools`` and ``call_tool``). Each is one module of
 :mod:`ctxfs.tools.builtin`; a tool of your own is a :class:`Tool` subclass and
 one :meth:`FsToolset.register` call.
+
+Each name loads its module on first use, so that a program that needs a few
+(``ctxfs --version``, a harness of its own tools) does not pay for them all.
 """
 
-from importlib.metadata import version
-from typing import Any
+from __future__ import annotations
 
-from ctxfs.tools.builtin import BUILTIN_TOOLS
-from ctxfs.tools.builtin.apply_patch import ApplyPatchArgs, PatchData, PatchedFileData
-from ctxfs.tools.builtin.call_tool import CallToolArgs
-from ctxfs.tools.builtin.edit import EditArgs
-from ctxfs.tools.builtin.glob import GlobArgs, GlobData
-from ctxfs.tools.builtin.grep import GrepArgs, GrepData, GrepMatch
-from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
-from ctxfs.tools.builtin.patch_call import answer_patch_call
-from ctxfs.tools.builtin.read import ReadArgs, ReadData
-from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
-from ctxfs.tools.builtin.text_editor import InsertData
-from ctxfs.tools.builtin.write import WriteArgs, WriteData
-from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
-from ctxfs.tools.readers import ImageInfo, NotebookInfo, PdfInfo
-from ctxfs.tools.replies import (
-    anthropic_tool_result,
-    openai_chat_messages,
-    openai_function_call_output,
-)
-from ctxfs.tools.results import EditData, ErrorInfo, MediaPart, ResultData, ToolResult
-from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
-from ctxfs.tools.toolset import FsToolset, Offer, Provider
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from ctxfs.tools.builtin import BUILTIN_TOOLS
+    from ctxfs.tools.builtin.apply_patch import ApplyPatchArgs, PatchData, PatchedFileData
+    from ctxfs.tools.builtin.call_tool import CallToolArgs
+    from ctxfs.tools.builtin.edit import EditArgs
+    from ctxfs.tools.builtin.glob import GlobArgs, GlobData
+    from ctxfs.tools.builtin.grep import GrepArgs, GrepData, GrepMatch
+    from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
+    from ctxfs.tools.builtin.patch_call import answer_patch_call
+    from ctxfs.tools.builtin.read import ReadArgs, ReadData
+    from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
+    from ctxfs.tools.builtin.text_editor import InsertData
+    from ctxfs.tools.builtin.write import WriteArgs, WriteData
+    from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
+    from ctxfs.tools.readers import ImageInfo, NotebookInfo, PdfInfo
+    from ctxfs.tools.replies import (
+        anthropic_tool_result,
+        openai_chat_messages,
+        openai_function_call_output,
+    )
+    from ctxfs.tools.results import EditData, ErrorInfo, MediaPart, ResultData, ToolResult
+    from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
+    from ctxfs.tools.toolset import FsToolset, Offer, Provider
+
+    __version__: str
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -97,12 +105,64 @@ __all__ = [
     "openai_function_call_output",
 ]
 
-__version__ = version("ctxfs-tools")
+_HOMES: Final = {
+    "BUILTIN_TOOLS": "builtin",
+    "ApplyPatchArgs": "builtin.apply_patch",
+    "PatchData": "builtin.apply_patch",
+    "PatchedFileData": "builtin.apply_patch",
+    "CallToolArgs": "builtin.call_tool",
+    "EditArgs": "builtin.edit",
+    "GlobArgs": "builtin.glob",
+    "GlobData": "builtin.glob",
+    "GrepArgs": "builtin.grep",
+    "GrepData": "builtin.grep",
+    "GrepMatch": "builtin.grep",
+    "EntryData": "builtin.list_dir",
+    "ListData": "builtin.list_dir",
+    "ListDirArgs": "builtin.list_dir",
+    "answer_patch_call": "builtin.patch_call",
+    "ReadArgs": "builtin.read",
+    "ReadData": "builtin.read",
+    "SearchToolsArgs": "builtin.search_tools",
+    "SearchToolsData": "builtin.search_tools",
+    "ToolSummary": "builtin.search_tools",
+    "InsertData": "builtin.text_editor",
+    "WriteArgs": "builtin.write",
+    "WriteData": "builtin.write",
+    "DEFAULT_IGNORE": "definitions",
+    "Exposure": "definitions",
+    "ToolDefinition": "definitions",
+    "ToolsetOptions": "definitions",
+    "ImageInfo": "readers",
+    "NotebookInfo": "readers",
+    "PdfInfo": "readers",
+    "anthropic_tool_result": "replies",
+    "openai_chat_messages": "replies",
+    "openai_function_call_output": "replies",
+    "EditData": "results",
+    "ErrorInfo": "results",
+    "MediaPart": "results",
+    "ResultData": "results",
+    "ToolResult": "results",
+    "Annotations": "tool",
+    "Limits": "tool",
+    "Offering": "tool",
+    "Progress": "tool",
+    "Step": "tool",
+    "Tool": "tool",
+    "ToolArgs": "tool",
+    "FsToolset": "toolset",
+    "Offer": "toolset",
+    "Provider": "toolset",
+}
+"""The module (under ``ctxfs.tools``) each public name comes from."""
 
 
 def __getattr__(name: str) -> Any:
     if name == "ARGUMENTS":  # the table of argument models this module used to export
         import warnings  # noqa: PLC0415
+
+        from ctxfs.tools.builtin import BUILTIN_TOOLS  # noqa: PLC0415
 
         warnings.warn(
             "ctxfs.tools.ARGUMENTS is deprecated: each tool holds its arguments model "
@@ -111,4 +171,17 @@ def __getattr__(name: str) -> Any:
             stacklevel=2,
         )
         return {tool.name: tool.arguments for tool in BUILTIN_TOOLS[:6]}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name == "__version__":
+        from importlib.metadata import version  # noqa: PLC0415
+
+        value: Any = version("ctxfs-tools")
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(f"ctxfs.tools.{_HOMES[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -40,10 +40,10 @@ from ctxfs.core.observations.base import (
     shown_url,
 )
 from ctxfs.core.observations.memory import MemoryObservations
-from ctxfs.core.observations.sqlite_store import SqliteObservations
 
 if TYPE_CHECKING:
     from ctxfs.core.observations.redis_store import RedisObservations
+    from ctxfs.core.observations.sqlite_store import SqliteObservations
 
 __all__ = [
     "DEFAULT_MAX_AGE",
@@ -97,6 +97,8 @@ def open_observations(url: str | None) -> ObservationStore:
             )
         return store
     if parts.scheme == "sqlite" and not parts.netloc and parts.path.removeprefix("/"):
+        from ctxfs.core.observations.sqlite_store import SqliteObservations  # noqa: PLC0415
+
         path = unquote(parts.path.removeprefix("/"))  # the slash that ends the empty host
         return SqliteObservations(path, max_age=_max_age(url, query))
     if parts.scheme in ("redis", "rediss", "unix"):
@@ -149,9 +151,14 @@ def _max_age(url: str, query: dict[str, str]) -> float:
 
 
 def __getattr__(name: str) -> object:
-    # The Redis client (an optional dependency) loads on first use.
+    # The shared stores load on first use: the Redis client is an optional dependency, and
+    # a process keeping observations in memory needs no sqlite3.
     if name == "RedisObservations":
         from ctxfs.core.observations.redis_store import RedisObservations  # noqa: PLC0415
 
         return RedisObservations
+    if name == "SqliteObservations":
+        from ctxfs.core.observations.sqlite_store import SqliteObservations  # noqa: PLC0415
+
+        return SqliteObservations
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

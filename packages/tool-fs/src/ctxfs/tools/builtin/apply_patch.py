@@ -6,7 +6,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxfs.tools.patches import parse_patch
 from ctxfs.tools.render import span, with_diff
 from ctxfs.tools.results import ResultData
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
@@ -68,6 +67,8 @@ class ApplyPatchTool(Tool[ApplyPatchArgs, PatchData]):
         )
 
     async def run(self, step: Step, args: ApplyPatchArgs) -> PatchData:
+        from ctxfs.tools.patches import parse_patch  # noqa: PLC0415 - loaded by the first patch
+
         outcome = await step.ctx.fs.apply_patch(parse_patch(args.input), dry_run=args.dry_run)
         return self.data(outcome, target=outcome.files[0].path)
 

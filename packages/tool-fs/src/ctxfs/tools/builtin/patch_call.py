@@ -18,7 +18,6 @@ from pydantic import Field, RootModel
 
 from ctxfs.core import PatchAction
 from ctxfs.tools.builtin.apply_patch import APPLY_PATCH, PatchData, patched
-from ctxfs.tools.patches import parse_diff
 from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
 
 if TYPE_CHECKING:
@@ -86,6 +85,8 @@ class PatchCallTool(Tool[PatchOperation, PatchData]):
         return {"type": "apply_patch"}
 
     async def run(self, step: Step, args: PatchOperation) -> PatchData:
+        from ctxfs.tools.patches import parse_diff  # noqa: PLC0415 - loaded by the first patch
+
         operation = args.root
         patch = parse_diff(
             _ACTIONS[operation.type],

@@ -1,0 +1,124 @@
+"""Starting ctxfs imports nothing that only some calls need, until a call needs it.
+
+Each case runs a fresh interpreter with ``-X importtime``, which names on
+stderr every module the process imports, whenever it does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from benchmarks.cold_start import BARE_SERVER
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import ctxfs.tools
+from tests.tools.media import pdf
+
+pytestmark = pytest.mark.anyio
+
+ONLY_SOME_CALLS = (
+    "pypdf",  # PDF pages
+    "cryptography",  # encrypted PDFs
+    "PIL",  # images
+    "ctxfs.tools.patches",  # patch formats
+    "charset_normalizer",  # legacy encodings
+    "regex",  # grep patterns
+    "pathspec",  # ignore files
+    "redis",  # observations in Redis
+    "sqlite3",  # observations in SQLite
+    "uvicorn",  # HTTP
+    "starlette",
+    "httpx",
+    "httpx2",
+)
+"""What a text read needs none of (with ``--observations memory://``: no SQLite)."""
+CLI = (sys.executable, "-X", "importtime", "-m", "ctxfs.tools.cli")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "notes.txt").write_text("text\n")
+    (tmp_path / "paper.pdf").write_bytes(pdf("a page"))
+    return tmp_path
+
+
+def imported(stderr: str) -> set[str]:
+    """The modules a process run with ``-X importtime`` imported, read from its *stderr*."""
+    return {
+        line.rpartition("|")[2].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and not line.endswith("imported package")
+    }
+
+
+def loaded(modules: set[str], *names: str) -> list[str]:
+    """Which of *names* (packages or modules) are among *modules*."""
+    return [
+        name
+        for name in names
+        if any(module == name or module.startswith(f"{name}.") for module in modules)
+    ]
+
+
+def run(*argv: str) -> set[str]:
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return imported(done.stderr)
+
+
+def test_importing_the_cli_imports_neither_the_sdk_nor_what_some_calls_need() -> None:
+    modules = run(sys.executable, "-X", "importtime", "-c", "import ctxfs.tools.cli")
+    assert loaded(modules, "mcp", *ONLY_SOME_CALLS) == []
+
+
+def test_a_call_reading_text_imports_neither(root: Path) -> None:
+    read = ("read", '{"file_path": "notes.txt"}')
+    modules = run(*CLI, "call", "--root", str(root), "--observations", "memory://", *read)
+    assert loaded(modules, "mcp", *ONLY_SOME_CALLS) == []
+
+
+def test_a_call_reading_a_pdf_imports_pypdf_then(root: Path) -> None:
+    read = ("read", '{"file_path": "paper.pdf"}')
+    modules = run(*CLI, "call", "--root", str(root), "--observations", "memory://", *read)
+    assert loaded(modules, "pypdf", "mcp") == ["pypdf"]
+
+
+async def test_serving_a_text_read_over_stdio_imports_only_what_the_sdk_does(
+    root: Path, tmp_path: Path
+) -> None:
+    bare = tmp_path / "bare_server.py"
+    bare.write_text(BARE_SERVER)
+    serve = ("serve", "--root", str(root), "--observations", "memory://")
+    ours = await served([*CLI, *serve], tmp_path / "ours.err")
+    theirs = await served(
+        [sys.executable, "-X", "importtime", str(bare), str(root)], tmp_path / "theirs.err"
+    )
+    assert "ctxfs.tools.builtin.read" in ours
+    assert loaded(ours - theirs, *ONLY_SOME_CALLS) == []
+
+
+async def served(argv: list[str], stderr: Path) -> set[str]:
+    """What server *argv* imports to list its tools and read ``notes.txt`` for a client."""
+    server = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+    with stderr.open("w") as errlog:
+        async with Client(stdio_client(server, errlog=errlog), mode="legacy") as client:
+            await client.list_tools()
+            result = await client.call_tool("read", {"file_path": "notes.txt"})
+    assert not result.is_error
+    return imported(await anyio.Path(stderr).read_text())
+
+
+def test_every_name_of_ctxfs_tools_is_there() -> None:
+    assert set(dir(ctxfs.tools)) >= set(ctxfs.tools.__all__)
+    for name in ctxfs.tools.__all__:
+        assert getattr(ctxfs.tools, name) is not None
