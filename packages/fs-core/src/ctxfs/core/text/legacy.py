@@ -345,8 +345,9 @@ def _fold(char: str) -> str:
     return "i" if char == "İ" else char.lower()
 
 
+# Keyed by the codecs' canonical names, written out: looking them up would load every codec.
 _SCRIPT: Final = {
-    codecs.lookup(codec).name: script
+    codec: script
     for script, names in {
         "CYRILLIC": ("cp1251", "koi8-r", "koi8-u", "cp866", "iso8859-5", "mac-cyrillic"),
         "GREEK": ("cp1253", "iso8859-7"),
@@ -493,7 +494,7 @@ def _is_cjk_text(char: str) -> bool:
 
 
 _CJK: Final[dict[str, Callable[[list[str]], _Fit | None]]] = {
-    codecs.lookup(codec).name: judge
+    codec: judge
     for judge, names in {
         _japanese: ("shift_jis", "cp932", "euc_jp", "iso2022_jp"),
         _korean: ("euc_kr", "cp949"),

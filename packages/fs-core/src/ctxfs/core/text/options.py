@@ -129,7 +129,8 @@ class TextOptions:
             raise ValueError("TextOptions.max_output_chars must leave room for one whole line")
         if self.detect_bytes < self.sniff_bytes:
             raise ValueError("TextOptions.detect_bytes must be at least sniff_bytes")
-        for encoding in (*self.legacy_encodings, *self.encoding_overrides.values()):
+        named = {*self.legacy_encodings, *self.encoding_overrides.values()}
+        for encoding in named.difference(DEFAULT_LEGACY_ENCODINGS):  # (no codec loaded for those)
             codecs.lookup(encoding)  # raises LookupError for a name Python does not know
         for pattern in self.encoding_overrides:
             glob_matcher(pattern)  # raises InvalidArgument for a broken pattern
