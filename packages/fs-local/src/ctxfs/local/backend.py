@@ -28,7 +28,6 @@ from functools import partial
 from pathlib import Path
 from typing import Final, Self, TypeVar
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 import anyio
 
@@ -177,6 +176,8 @@ class LocalBackend(Backend):
         if parts.scheme.lower() == "file":
             if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
                 raise InvalidArgument(f"unsupported file URL {url!r}")
+            from urllib.request import url2pathname  # noqa: PLC0415 - HTTP's modules with it
+
             url = url2pathname(parts.path)
         return cls(url, **options)  # type: ignore[arg-type]
 
