@@ -18,6 +18,7 @@ from benchmarks import (
     anchors,
     batched_edits,
     contention,
+    definitions,
     edit_reads,
     http_load,
     large_files,
@@ -64,6 +65,7 @@ async def main() -> None:
         async with mcp_servers.cases(workdir) as (served, floor_section):
             results += [await _measured(case) for case in served]
             sections += await floor_section()
+        sections += await definitions.section(workdir)
         sections += await http_load.section(workdir)
         results += await anchors.results(workdir)
         results += [await _measured(case) for case in await search.cases(workdir)]

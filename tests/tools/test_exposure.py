@@ -71,6 +71,11 @@ async def test_call_tool_runs_a_deferred_tool_through_the_normal_path(ctx: Conte
     missing = await tools.execute(ctx, "call_tool", {"name": "grep", "arguments": {}})
     assert missing.error_code is ErrorCode.INVALID_ARGUMENT
     assert "pattern: Field required" in missing.text
+    as_text = {"name": "grep", "arguments": '{"pattern": "needle"}'}  # what strict mode sends
+    assert (await tools.execute(ctx, "call_tool", as_text)).text == ok.text
+    broken = await tools.execute(ctx, "call_tool", {"name": "grep", "arguments": '{"pattern'})
+    assert broken.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "not valid JSON" in broken.text
 
 
 @pytest.mark.parametrize("name", ["read", "nonexistent", "call_tool", "search_tools", "secret"])
@@ -134,3 +139,66 @@ async def test_plugins_decide_per_step_and_the_strictest_vote_wins() -> None:
     assert (
         await tools.execute(author, "write", {"file_path": "a", "content": "x"})
     ).is_error is False
+
+
+# -- a selection of the tools, and a prefix on their names ------------------------------------
+
+
+async def test_only_the_selected_tools_are_offered_and_callable(ctx: Context) -> None:
+    tools = FsToolset(ToolsetOptions(tools=frozenset({"read", "write", "grep"})))
+    assert await names(tools, ctx) == ["read", "write", "grep"]
+    assert not (await tools.execute(ctx, "write", {"file_path": "a.md", "content": "a\n"})).is_error
+    glob = await tools.execute(ctx, "glob", {"pattern": "*"})
+    assert glob.error_code is ErrorCode.INVALID_ARGUMENT
+    assert glob.structured["error"]["details"]["offered"] == ["read", "write", "grep"]
+
+
+def test_a_selection_naming_no_tool_is_refused() -> None:
+    with pytest.raises(ValueError, match="no tool is named 'reed'"):
+        FsToolset(ToolsetOptions(tools=frozenset({"read", "reed"})))
+    with pytest.raises(ValueError, match="'search_tools'"):  # offered only with deferred tools
+        FsToolset(ToolsetOptions(tools=frozenset({"search_tools"})))
+
+
+async def test_prefixed_names_are_offered_and_called_to_every_provider(ctx: Context) -> None:
+    tools = FsToolset(ToolsetOptions(tool_prefix="fs_", tools=frozenset(FILE_TOOLS[:4])))
+    assert await names(tools, ctx) == [f"fs_{name}" for name in FILE_TOOLS[:4]]
+    chat = await tools.definitions(ctx, provider="openai")
+    assert [tool["function"]["name"] for tool in chat] == await names(tools, ctx)
+    anthropic = [tool["name"] for tool in await tools.definitions(ctx, provider="anthropic")]
+    assert anthropic == await names(tools, ctx)  # list_dir is not offered: no text editor
+    write = {"file_path": "a.md", "content": "a\n"}
+    assert not (await tools.execute(ctx, "fs_write", write)).is_error
+    unprefixed = await tools.execute(ctx, "read", {"file_path": "a.md"})
+    assert unprefixed.error_code is ErrorCode.INVALID_ARGUMENT
+    assert "fs_read" in unprefixed.text
+    read = await tools.execute(ctx, "fs_read", {"file_path": "a.md"})
+    assert read.structured["content"] == "a\n"
+
+
+async def test_a_providers_own_tool_keeps_its_name_under_a_prefix(ctx: Context) -> None:
+    tools = FsToolset(ToolsetOptions(tool_prefix="fs_"))
+    anthropic = [tool["name"] for tool in await tools.definitions(ctx, provider="anthropic")]
+    assert anthropic[0] == "str_replace_based_edit_tool"
+    assert not {"fs_read", "fs_write", "fs_edit", "fs_list_dir"} & set(anthropic)
+    view = {"command": "create", "path": "a.md", "file_text": "a\n"}
+    created = await tools.execute(ctx, "str_replace_based_edit_tool", view, provider="anthropic")
+    assert not created.is_error, created.text
+
+
+async def test_deferred_tools_under_a_prefix_run_through_the_prefixed_call_tool(
+    ctx: Context,
+) -> None:
+    tools = FsToolset(ToolsetOptions(tool_prefix="fs_", exposure={"grep": Exposure.DEFERRED}))
+    assert (await names(tools, ctx))[-2:] == ["fs_search_tools", "fs_call_tool"]
+    direct = await tools.execute(ctx, "fs_grep", {"pattern": "a"})
+    assert "fs_call_tool" in direct.text
+    called = await tools.execute(
+        ctx, "fs_call_tool", {"name": "grep", "arguments": {"pattern": "a"}}
+    )
+    assert not called.is_error, called.text
+
+
+def test_a_prefix_no_provider_takes_is_refused() -> None:
+    with pytest.raises(ValueError, match="tool prefix"):
+        ToolsetOptions(tool_prefix="fs.")

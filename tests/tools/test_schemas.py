@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -138,6 +139,44 @@ async def test_openai_tools_are_valid_in_strict_mode(
     read = next(t for t in offered if (t["function"] if api == "chat" else t)["name"] == "read")
     offset = (read["function"] if api == "chat" else read)["parameters"]["properties"]["offset"]
     assert {"type": "null"} in offset["anyOf"]
+
+
+EVERY_TOOL = [
+    ToolsetOptions(),
+    ToolsetOptions(exposure={"grep": Exposure.DEFERRED}),  # with search_tools and call_tool
+]
+
+
+@pytest.mark.parametrize("options", EVERY_TOOL)
+@pytest.mark.parametrize(
+    ("provider", "api"),
+    [("generic", "chat"), ("anthropic", "chat"), ("openai", "chat"), ("openai", "responses")],
+)
+async def test_no_schema_refers_to_definitions(
+    ctx: Context, options: ToolsetOptions, provider: str, api: str
+) -> None:
+    offered = await FsToolset(options).definitions(ctx, provider=provider, openai_api=api)  # type: ignore[arg-type]
+    assert len(offered) >= len(FILE_TOOLS) - 3  # (the text editor stands for four)
+    assert not {"$ref", "$defs"} & set(_keys(offered))
+
+
+@pytest.mark.parametrize("options", EVERY_TOOL)
+async def test_the_agents_sdk_finds_every_schema_strict_already(
+    ctx: Context, options: ToolsetOptions
+) -> None:
+    """Its strict conversion succeeds on the plain schema and leaves the strict one as it is."""
+    from agents.strict_schema import ensure_strict_json_schema  # noqa: PLC0415
+
+    tools = FsToolset(options)
+    plain = {tool["name"]: tool["parameters"] for tool in await tools.definitions(ctx)}
+    for tool in await tools.definitions(ctx, provider="openai"):
+        function = tool["function"]
+        assert function["strict"] is True, function["name"]
+        assert (
+            ensure_strict_json_schema(copy.deepcopy(function["parameters"]))
+            == function["parameters"]
+        )
+        ensure_strict_json_schema(copy.deepcopy(plain[function["name"]]))
 
 
 # -- output schemas ---------------------------------------------------------------------------

@@ -123,6 +123,19 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
     )
+    serve.add_argument(
+        "--tools",
+        type=_names,
+        metavar="NAMES",
+        help="offer only these tools, comma-separated (e.g. read,edit,grep); default: all",
+    )
+    serve.add_argument(
+        "--tool-prefix",
+        default="",
+        metavar="PREFIX",
+        help="put PREFIX before every tool's name (fs_: fs_read), so that a client's other "
+        "servers cannot offer the same names",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address (default: 127.0.0.1)")
     serve.add_argument(
         "--port", type=int, default=8000, help="HTTP port (default: 8000; 0: any free port)"
@@ -208,7 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("tool", help="read, write, edit, list_dir, glob or grep")
     call.add_argument("arguments", help='the arguments as JSON, e.g. \'{"file_path": "a.txt"}\'')
     call.add_argument("--json", action="store_true", help="print the structured result instead")
-    call.set_defaults(run=_call)
+    call.set_defaults(run=_call, tools=None, tool_prefix="")
 
     demo = commands.add_parser("demo", help="two scripted agents on a throw-away workspace")
     demo.add_argument("--keep", action="store_true", help="keep the workspace afterwards")
@@ -267,6 +280,16 @@ def _open(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolse
     live in the root's own SQLite file in the user's state directory: each such
     process is one client's, and its successor must find what it saw.
     """
+    try:
+        options = ToolsetOptions(
+            read_only=args.read_only,
+            progress_seconds=args.progress,
+            tools=args.tools,
+            tool_prefix=args.tool_prefix,
+        )
+        toolset = FsToolset(options)
+    except ValueError as error:  # an unknown tool, a prefix no provider takes
+        raise UsageError(str(error)) from None
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
         plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
@@ -292,8 +315,7 @@ def _open(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolse
     if observations is None and kept:
         observations = _kept_observations(backend, where)
     fs = Fs(backend, plugins=plugins, observations=observations)
-    options = ToolsetOptions(read_only=args.read_only, progress_seconds=args.progress)
-    return fs, FsToolset(options)
+    return fs, toolset
 
 
 def _client_owner() -> str:
@@ -379,6 +401,13 @@ def _release(version: str) -> tuple[int, ...]:
             break
         numbers.append(int(digits))
     return tuple(numbers)
+
+
+def _names(text: str) -> frozenset[str]:
+    names = frozenset(name.strip() for name in text.split(",")) - {""}
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one tool")
+    return names
 
 
 def _positive(text: str) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import enum
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -55,6 +56,13 @@ class ToolsetOptions:
     """Exposure per tool name; tools not named are direct."""
     read_only: bool = False
     """Offer no tool that writes (every tool declares whether it does)."""
+    tools: frozenset[str] | None = None
+    """The tools offered, by name (``serve --tools``); None offers every one. Any other is
+    hidden, as by :attr:`exposure`."""
+    tool_prefix: str = ""
+    """Put before the name of every tool offered, where models list and call them
+    (``fs_``: ``fs_read``), so that the tools of several servers in one client do not
+    collide. A provider's own tools keep the names their APIs give them."""
     ignore: frozenset[str] = DEFAULT_IGNORE
     list_limit: int = 500
     glob_limit: int = 200
@@ -93,6 +101,13 @@ class ToolsetOptions:
     editor_root: str | None = None
     """An absolute path the model may prefix paths with in Anthropic text-editor calls
     (as ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_-]*", self.tool_prefix):
+            raise ValueError(
+                f"a tool prefix may hold only letters, digits, '_' and '-', "
+                f"not {self.tool_prefix!r}"
+            )  # what every provider takes in a tool's name
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -136,11 +136,11 @@ class Step:
         """The toolset's tool *name* (another tool a tool runs on the model's behalf)."""
         return self.toolset.tool(name)
 
-    async def run_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+    async def run_tool(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
         """Run tool *name* with the model's *arguments*, as its own call (errors are results).
 
-        For a tool that runs another on the model's behalf: whether the other may
-        run is the caller's to check against :attr:`offer`.
+        *arguments* is a mapping or its JSON text. For a tool that runs another on the
+        model's behalf: whether the other may run is the caller's to check against :attr:`offer`.
         """
         return await self.toolset.run(self, name, arguments)
 

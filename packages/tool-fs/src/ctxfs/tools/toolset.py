@@ -10,6 +10,7 @@ as error results with a stable code. Only cancellation propagates.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -71,6 +72,9 @@ class FsToolset:
         tools: The tools to start with (default: :data:`~ctxfs.tools.builtin.BUILTIN_TOOLS`);
             :meth:`register` adds more.
 
+    Raises:
+        ValueError: :attr:`ToolsetOptions.tools` names a tool that is not :attr:`selectable`.
+
     """
 
     def __init__(
@@ -88,6 +92,12 @@ class FsToolset:
         with the configuration it was worked out from."""
         for tool in tools:
             self.register(tool)
+        unknown = sorted(set(self.options.tools or ()) - set(self.selectable))
+        if unknown:
+            raise ValueError(
+                f"no tool is named {', '.join(map(repr, unknown))} "
+                f"(the tools: {', '.join(self.selectable)})"
+            )
 
     # -- the registry ----------------------------------------------------------------------
 
@@ -112,6 +122,13 @@ class FsToolset:
         """Every registered tool, in registration order."""
         return tuple(self._tools.values())
 
+    @property
+    def selectable(self) -> tuple[str, ...]:
+        """The names :attr:`ToolsetOptions.tools` may give: the tools offered by exposure."""
+        return tuple(
+            tool.name for tool in self._tools.values() if tool.offering is Offering.EXPOSED
+        )
+
     # -- what a step offers -----------------------------------------------------------------
 
     async def offer(self, ctx: Context) -> Offer:
@@ -129,13 +146,16 @@ class FsToolset:
         return self._configured[1]
 
     async def _offer(self, ctx: Context, *, plugins: bool) -> Offer:
+        chosen = self.options.tools
         exposure: dict[str, Exposure] = {}
         failures: dict[str, FsError] = {}
         for tool in self._tools.values():
             if tool.offering is not Offering.EXPOSED:
                 continue
             level = self.options.exposure.get(tool.name, Exposure.DIRECT)
-            if self.options.read_only and tool.writes:
+            if (self.options.read_only and tool.writes) or (
+                chosen is not None and tool.name not in chosen
+            ):
                 level = Exposure.HIDDEN
             if not plugins:
                 exposure[tool.name] = level
@@ -173,10 +193,17 @@ class FsToolset:
         return dict((await self.offer(ctx)).exposure)
 
     async def tools(self, ctx: Context, *, offer: Offer | None = None) -> list[ToolDefinition]:
-        """The definitions offered in this step (with the discovery pair while any is deferred)."""
+        """The definitions offered in this step (with the discovery pair while any is deferred).
+
+        Each is named as models call it: with :attr:`ToolsetOptions.tool_prefix`.
+        """
         offer = offer if offer is not None else await self.offer(ctx)
         step = Step(ctx=ctx, toolset=self, offer=offer, provider="generic")
-        return [self._tools[name].definition(step.limits) for name in offer.offered]
+        prefix = self.options.tool_prefix
+        return [
+            dataclasses.replace(self._tools[name].definition(step.limits), name=prefix + name)
+            for name in offer.offered
+        ]
 
     async def definitions(
         self,
@@ -200,6 +227,7 @@ class FsToolset:
         """
         offer = offer if offer is not None else await self.offer(ctx)
         offered = await self.tools(ctx, offer=offer)
+        prefix = self.options.tool_prefix
         if provider == "generic":
             return [
                 {"name": t.name, "description": t.description, "parameters": t.input_schema}
@@ -208,7 +236,7 @@ class FsToolset:
         if provider == "anthropic":
             step = Step(ctx=ctx, toolset=self, offer=offer, provider=provider)
             aliases = self._aliases(step) if anthropic_text_editor else []
-            covered = {name for alias in aliases for name in alias.stands_for}
+            covered = {prefix + name for alias in aliases for name in alias.stands_for}
             return [alias.provider_definition(step.limits) for alias in aliases] + [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in offered
@@ -220,7 +248,7 @@ class FsToolset:
         if openai_api == "responses":  # its built-in tools (Chat Completions has none)
             step = Step(ctx=ctx, toolset=self, offer=offer, provider=provider)
             aliases = self._aliases(step)
-            covered = {name for alias in aliases for name in alias.stands_for}
+            covered = {prefix + name for alias in aliases for name in alias.stands_for}
             shaped = [alias.provider_definition(step.limits) for alias in aliases]
             offered = [tool for tool in offered if tool.name not in covered]
         for tool in offered:
@@ -279,26 +307,37 @@ class FsToolset:
             log.exception("working out the offer failed")
             return _failure(name, _contained(bug, "could not work out which tools are offered"))
         step = Step(ctx=ctx, toolset=self, offer=offer, provider=provider, progress=progress)
-        refusal = self._refusal(step, name)
-        if refusal is not None:
-            return _failure(name, refusal)
-        return await self.run(step, name, arguments)
+        resolved = self._resolve(step, name)
+        if isinstance(resolved, FsError):
+            return _failure(name, resolved)
+        return await self.run(step, resolved, arguments)
 
-    def _refusal(self, step: Step, name: str) -> FsError | None:
-        """Why *name* may not be called in *step*, or None if it may."""
-        offer = step.offer
-        if name in offer.offered or any(alias.name == name for alias in self._aliases(step)):
-            return None
-        if name in offer.failures:
-            return offer.failures[name]
-        if offer.exposure.get(name) is Exposure.DEFERRED:
-            return InvalidArgument(
-                f"tool {name!r} is not offered directly; run it through call_tool",
-                hint=f'Call call_tool with {{"name": "{name}", "arguments": {{...}}}}.',
-            )
-        offered = list(offer.offered)
+    def _resolve(self, step: Step, called: str) -> str | FsError:
+        """The registered name of the tool a model calls *called* in *step*, or why it may not.
+
+        A provider's own tool is called by its name, any other with the tool prefix.
+        """
+        if any(alias.name == called for alias in self._aliases(step)):
+            return called
+        offer, prefix = step.offer, self.options.tool_prefix
+        name = called.removeprefix(prefix)
+        if called.startswith(prefix):
+            if name in offer.offered:
+                return name
+            if name in offer.failures:
+                return offer.failures[name]
+            if offer.exposure.get(name) is Exposure.DEFERRED:
+                runner = f"{prefix}call_tool"
+                return InvalidArgument(
+                    f"tool {called!r} is not offered directly; run it through {runner}",
+                    hint=f'Call {runner} with {{"name": "{name}", "arguments": "{{...}}"}}.',
+                )
+        return self._unknown(step, called)
+
+    def _unknown(self, step: Step, called: str) -> InvalidArgument:
+        offered = [self.options.tool_prefix + name for name in step.offer.offered]
         return InvalidArgument(
-            f"unknown tool {name!r}; the tools offered are: {', '.join(offered)}",
+            f"unknown tool {called!r}; the tools offered are: {', '.join(offered)}",
             hint="Call one of the offered tools.",
             details={"offered": offered},
         )
@@ -312,7 +351,7 @@ class FsToolset:
         """
         tool = self._tools.get(name)
         if tool is None:  # named by the offer of another toolset
-            return _failure(name, self._refusal(step, name) or InvalidArgument(f"no tool {name!r}"))
+            return _failure(name, self._unknown(step, name))
         target = None
         try:
             parsed = _parse(arguments)

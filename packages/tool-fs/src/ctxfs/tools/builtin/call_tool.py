@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import Field, WithJsonSchema
 
 from ctxfs.core import InvalidArgument
 from ctxfs.tools.results import ResultData, ToolResult
@@ -15,9 +17,11 @@ class CallToolArgs(ToolArgs):
     """Arguments of ``call_tool``."""
 
     name: str = Field(description="Exact name of a tool returned by search_tools.")
-    arguments: dict[str, object] = Field(
-        default_factory=dict, description="The tool's arguments, as its schema describes them."
-    )
+    arguments: Annotated[
+        dict[str, object] | str,
+        WithJsonSchema({"type": "string", "description": "Its arguments, a JSON object."}),
+    ] = "{}"
+    """The tool's arguments: a JSON object, or its text (what strict mode can describe)."""
 
 
 class CallToolTool(Tool[CallToolArgs, ResultData]):
@@ -27,7 +31,6 @@ class CallToolTool(Tool[CallToolArgs, ResultData]):
     arguments = CallToolArgs
     result = ResultData
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
-    strict = False  # its arguments are whatever the tool it runs takes
     offering = Offering.DISCOVERY
 
     def description(self, limits: Limits) -> str:
