@@ -62,7 +62,7 @@ class ErrorInfo(BaseModel):
 class ResultData(BaseModel):
     """Fields every result has."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built by its tool's first use
 
     status: Literal["ok", "error"]
     tool: str
