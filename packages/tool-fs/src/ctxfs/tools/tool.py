@@ -68,7 +68,7 @@ class ToolArgs(BaseModel):
     may spell bytes of a name that are not UTF-8 as results show them (``\xNN``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # (as ResultData)
 
     @model_validator(mode="before")
     @classmethod
