@@ -18,7 +18,6 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 TOKENS = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef"}
 """What :func:`token_file` writes: principal -> token."""
@@ -100,7 +99,7 @@ async def client(
 ) -> AsyncIterator[Client]:
     """An ``mcp`` client of *url* sending *token* (current protocol unless *mode*), connected."""
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    async with create_mcp_http_client(headers=headers) as http:
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport) if mode is None else Client(transport, mode=mode) as connected:
             yield connected

@@ -115,8 +115,7 @@ async def test_every_failure_is_an_error_result_with_its_code() -> None:
 
 @pytest.fixture(params=["auto", "legacy"])
 def era(request: pytest.FixtureRequest) -> str:
-    """The client's mode: the 2026 protocol (the SDK answers every call), or the initialize
-    handshake (``ctxfs serve`` answers ``tools/call`` straight from the wire)."""
+    """The client's mode: the 2026 protocol, or the initialize handshake."""
     mode: str = request.param
     return mode
 

@@ -432,11 +432,7 @@ async def _serve(args: argparse.Namespace) -> int:
         from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
 
         log.info("serving %r over stdio", fs.backend)
-        await serve_stdio(
-            create_server(tools),
-            max_message_bytes=args.max_message_bytes,
-            tool_call=tools.call_direct,
-        )
+        await serve_stdio(create_server(tools), max_message_bytes=args.max_message_bytes)
     return 0
 
 

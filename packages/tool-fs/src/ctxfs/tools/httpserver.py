@@ -6,8 +6,9 @@
     ├── Tokens .................. bearer tokens, each naming its principal (the SDK's
     │                             TokenVerifier; compared in constant time)
     ├── allowed Host / Origin ... checked on every bind address (DNS rebinding)
-    └── PrincipalSessions ....... the SDK's session manager, capped per principal; when
-                                  room runs out, the longest-idle session is ended first
+    └── SessionLimits ........... around the SDK's session manager: sessions capped per
+                                  principal; when room runs out, the longest-idle session
+                                  is ended first; idle sessions end
 
 A request's principal is the one its token names; :class:`ctxfs.tools.mcpserver.McpTools`
 makes it the owner of the request's observations. Tokens never reach a log.
@@ -25,32 +26,40 @@ import re
 import secrets
 import stat
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
+import anyio.abc
 from mcp.server import Server
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import (
     AuthenticatedUser,
-    AuthorizationContext,
     BearerAuthBackend,
     RequireAuthMiddleware,
+    authorization_context,
 )
 from mcp.server.auth.provider import AccessToken
-from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.types import INTERNAL_ERROR, ErrorData, JSONRPCError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "HttpOptions",
-    "PrincipalSessions",
+    "SessionLimits",
     "TokenFileError",
     "Tokens",
     "allowed_origins_and_hosts",
@@ -66,11 +75,10 @@ PRINCIPAL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 TOKEN: Final = re.compile(r"[\x21-\x7e]{16,}")
 """A token: 16 or more visible ASCII characters."""
 LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
-_SESSION_END_SECONDS: Final = 5.0
-"""How long what a session's end sets off (forgetting its observations) may take."""
 
 SessionEnded = Callable[[str], Awaitable[None]]
-"""Told the ID of each session that ended (:meth:`ctxfs.tools.mcpserver.McpTools.session_ended`)."""
+"""Told the ID of each session that ended (:meth:`ctxfs.tools.mcpserver.McpTools.session_ended`);
+it runs in the background, and the server's shutdown waits for it."""
 
 
 class TokenFileError(ValueError):
@@ -232,81 +240,238 @@ def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 # -- sessions --------------------------------------------------------------------------------------
 
 
-class PrincipalSessions(StreamableHTTPSessionManager):
-    """The SDK's session manager, with a cap per principal and idle sessions that make room.
+class SessionLimits:
+    """ASGI middleware around the SDK's streamable HTTP app: sessions per principal, idle sessions.
 
-    A new handshake-era session of a principal holding *per_principal*
-    sessions ends that principal's longest-idle session first (or is refused
-    with 503 if none is idle); when the server holds *max_sessions*, the
-    longest-idle session of the principal holding the most is ended. A
-    session with a request in flight (or an open stream) is never ended this
-    way. Sessions a principal did not authenticate (``--no-auth``) share one cap.
+    A request without a session ID (of the handshake era) may open a session.
+    When its principal holds *per_principal* sessions already, that
+    principal's longest-idle session is ended first (or the request is
+    refused with 503 if none is idle); when the server holds *max_sessions*,
+    the longest-idle session of the principal holding the most is ended. A
+    session with no request in flight (an open GET stream counts) for
+    *idle_seconds* is ended. A session with a request in flight is never ended
+    this way. Sessions a principal did not authenticate (``--no-auth``) share
+    one cap.
+
+    A session is ended as its client would end it: a ``DELETE`` through the
+    SDK's app. *on_session_end* hears the ID of every session that ends, however
+    it ends (that ``DELETE``, the client's own, a session the SDK lost, the
+    server's shutdown). Enter :meth:`run` while the app serves.
     """
 
     def __init__(
         self,
-        app: Server[Any],
+        app: ASGIApp,
         *,
         per_principal: int,
+        max_sessions: int,
+        idle_seconds: float,
         on_session_end: SessionEnded | None = None,
-        **options: Any,
     ) -> None:
-        super().__init__(app, **options)
+        self.app = app
         self.per_principal = per_principal
+        self.max_sessions = max_sessions
+        self.idle_seconds = idle_seconds
         self.on_session_end = on_session_end
-        # What this class overrides and reads of the SDK's manager (mcp 2.x): fail loudly,
-        # rather than serve uncapped, on a release that renamed them.
-        for name in ("_admit_session", "_discard_session", "_server_instances", "_session_owners"):
-            if not hasattr(self, name):
-                raise RuntimeError(f"this mcp release has no {name}; ctxfs cannot cap sessions")
+        self._sessions: dict[str, _Session] = {}
+        self._opening: Counter[_Principal] = Counter()
+        """Requests that may open a session, by principal: they count against the caps."""
+        self._admission = anyio.Lock()
+        self._tasks: anyio.abc.TaskGroup | None = None
 
-    def _admit_session(
-        self, requestor: AuthorizationContext | None
-    ) -> StreamableHTTPServerTransport | None:
-        mine = self._sessions_of(_principal_key(requestor))
-        if len(mine) >= self.per_principal and not self._end_idle(mine):
-            log.warning("refusing a session: its principal holds %d already", len(mine))
-            return None
-        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
-            held = Counter(map(self._principal_of, self._server_instances))
-            for principal, _ in held.most_common():
-                if self._end_idle(self._sessions_of(principal)):
-                    break
-        return super()._admit_session(requestor)
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """End idle sessions while the block runs; at its end, every session still open ends."""
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            tasks.start_soon(self._end_when_idle)
+            try:
+                yield
+            finally:
+                tasks.cancel_scope.cancel()
+                self._tasks = None
+                with anyio.CancelScope(shield=True):
+                    async with anyio.create_task_group() as ending:
+                        for session_id in list(self._sessions):
+                            del self._sessions[session_id]
+                            ending.start_soon(self._ended, session_id)
 
-    async def _discard_session(
-        self, session_id: str, transport: StreamableHTTPServerTransport
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request: within its session, opening one, or (2026 protocol) alone."""
+        headers = Headers(scope=scope)
+        session_id = headers.get(MCP_SESSION_ID_HEADER)
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        principal = _principal(scope)
+        if session_id is not None:
+            await self._in_session(session_id, principal, scope, receive, send)
+        elif version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self._opening_session(principal, scope, receive, send)
+        else:  # the 2026 protocol: every request stands alone
+            await self.app(scope, receive, send)
+
+    async def _in_session(
+        self, session_id: str, principal: _Principal, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        await super()._discard_session(session_id, transport)
-        if self.on_session_end is not None:
-            with anyio.move_on_after(_SESSION_END_SECONDS, shield=True):
-                await self.on_session_end(session_id)
+        session = self._sessions.get(session_id)
+        if session is None or session.principal != principal:  # the SDK answers 404
+            await self.app(scope, receive, send)
+            return
+        session.in_flight += 1
+        try:
+            status = await _answered(self.app, scope, receive, send)
+        finally:
+            session.in_flight -= 1
+            session.idle_since = anyio.current_time()
+        closed = scope["method"] == "DELETE" and status is not None and status < 400
+        if (closed or status == 404) and self._sessions.pop(session_id, None) is not None:
+            self._forget(session_id)  # closed by its client, or lost by the SDK
 
-    def _principal_of(self, session: str) -> tuple[str, str | None, str | None] | None:
-        return _principal_key(self._session_owners.get(session))
+    async def _opening_session(
+        self, principal: _Principal, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        async with self._admission:
+            admitted = await self._make_room(principal)
+            if admitted:
+                self._opening[principal] += 1
+        if not admitted:
+            log.warning("refusing a session: no room, and no idle session to end")
+            await _too_many(scope, receive, send)
+            return
+        opened: _Session | None = None
 
-    def _sessions_of(self, principal: tuple[str, str | None, str | None] | None) -> list[str]:
-        return [sid for sid in self._server_instances if self._principal_of(sid) == principal]
+        async def watched(message: Message) -> None:
+            nonlocal opened
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                session_id = Headers(raw=message["headers"]).get(MCP_SESSION_ID_HEADER)
+                if session_id is not None:  # known before its client learns of it
+                    opened = self._sessions[session_id] = _Session(principal, scope)
+                    self._opening[principal] -= 1
+            await send(message)
 
-    def _end_idle(self, candidates: list[str]) -> bool:
-        """End the longest-idle session among *candidates*; False if none is idle."""
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            if opened is None:
+                self._opening[principal] -= 1
+            else:
+                opened.in_flight -= 1
+                opened.idle_since = anyio.current_time()
+
+    async def _make_room(self, principal: _Principal) -> bool:
+        """Make room for a session of *principal*, ending an idle one; False if none is idle."""
+        held = Counter(session.principal for session in self._sessions.values())
+        held.update(self._opening)
+        if held[principal] >= self.per_principal:
+            return await self._end_idle(principal)  # the total shrinks with it
+        if held.total() < self.max_sessions:
+            return True
+        for busiest, _ in held.most_common():
+            if await self._end_idle(busiest):
+                return True
+        return False
+
+    async def _end_idle(self, principal: _Principal) -> bool:
+        """End the longest-idle session of *principal*; False if none is idle."""
         idle = [
-            (transport.idle_scope.deadline, sid)
-            for sid in candidates
-            if (transport := self._server_instances.get(sid)) is not None
-            and transport.idle_scope is not None
-            and math.isfinite(transport.idle_scope.deadline)
-            and not transport.idle_scope.cancel_called
+            (session.idle_since, session_id)
+            for session_id, session in self._sessions.items()
+            if session.principal == principal and not session.in_flight
         ]
         if not idle:
             return False
-        _, sid = min(idle)
-        transport = self._server_instances.pop(sid)
-        self._session_owners.pop(sid, None)
-        log.info("ending idle session %s to make room", sid[:8])
-        assert transport.idle_scope is not None
-        transport.idle_scope.cancel()  # its serve loop ends and terminates the transport
+        _, session_id = min(idle)
+        log.info("ending idle session %s to make room", session_id[:8])
+        await self._end(session_id)
         return True
+
+    async def _end_when_idle(self) -> None:
+        while True:
+            now = anyio.current_time()
+            wake = now + self.idle_seconds
+            for session_id, session in list(self._sessions.items()):
+                if session.in_flight:
+                    continue
+                expires = session.idle_since + self.idle_seconds
+                if expires <= now:
+                    log.info("session %s idle timeout", session_id[:8])
+                    await self._end(session_id)
+                else:
+                    wake = min(wake, expires)
+            await anyio.sleep_until(wake)
+
+    async def _end(self, session_id: str) -> None:
+        """End session *session_id* as its client would (a ``DELETE``), then forget it."""
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return
+        headers = [(name, value) for name, value in session.scope["headers"] if name == b"host"]
+        scope = {
+            **session.scope,
+            "method": "DELETE",
+            "headers": [*headers, (MCP_SESSION_ID_HEADER.encode(), session_id.encode())],
+            "query_string": b"",
+        }
+        await _answered(self.app, scope, _no_body, _discard)
+        self._forget(session_id)
+
+    def _forget(self, session_id: str) -> None:
+        """Have :meth:`_ended` run for *session_id*, in the background."""
+        if self._tasks is not None:
+            self._tasks.start_soon(self._ended, session_id)
+
+    async def _ended(self, session_id: str) -> None:
+        if self.on_session_end is not None:
+            await self.on_session_end(session_id)
+
+
+_Principal = tuple[str, str | None, str | None] | None
+"""Who opened a session (the SDK's authorization context), None without authentication."""
+
+
+@dataclass(eq=False)
+class _Session:
+    principal: _Principal
+    scope: Scope
+    """The request that opened it: what its ``DELETE`` is made from."""
+    in_flight: int = 1
+    idle_since: float = math.inf
+
+
+def _principal(scope: Scope) -> _Principal:
+    user = scope.get("user")
+    if not isinstance(user, AuthenticatedUser):
+        return None
+    context = authorization_context(user)
+    return context["client_id"], context["issuer"], context["subject"]
+
+
+async def _answered(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> int | None:
+    """Run *app* for one request; the HTTP status it answered with (None if it sent none)."""
+    status: int | None = None
+
+    async def watched(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        await send(message)
+
+    await app(scope, receive, watched)
+    return status
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+async def _discard(message: Message) -> None:
+    del message
+
+
+async def _too_many(scope: Scope, receive: Receive, send: Send) -> None:
+    error = ErrorData(code=INTERNAL_ERROR, message="Too many open sessions")
+    body = JSONRPCError(jsonrpc="2.0", id=None, error=error)
+    json = body.model_dump_json(by_alias=True, exclude_unset=True)
+    await Response(json, status_code=503, media_type="application/json")(scope, receive, send)
 
 
 # -- the app ---------------------------------------------------------------------------------------
@@ -350,20 +515,27 @@ def http_app(
     """
     if options.tokens is None and not is_loopback(options.host):
         raise ValueError(f"serving {options.host} (not loopback) needs tokens")
-    manager = PrincipalSessions(
+    manager = StreamableHTTPSessionManager(
         server,
-        per_principal=options.sessions_per_principal,
-        on_session_end=on_session_end,
         json_response=options.json_responses,
         stateless=options.stateless,
         security_settings=allowed_origins_and_hosts(
             options.host, hosts=options.allowed_hosts, origins=options.allowed_origins
         ),
         max_request_body_size=options.max_body_bytes,
-        session_idle_timeout=options.session_idle_seconds,
-        max_sessions=options.max_sessions,
+        session_idle_timeout=None,  # SessionLimits ends idle sessions, and knows it did
+        max_sessions=None,
     )
-    endpoint: Any = StreamableHTTPASGIApp(manager)
+    endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
+    sessions = None
+    if not options.stateless:
+        endpoint = sessions = SessionLimits(
+            endpoint,
+            per_principal=options.sessions_per_principal,
+            max_sessions=options.max_sessions,
+            idle_seconds=options.session_idle_seconds,
+            on_session_end=on_session_end,
+        )
     middleware: list[Middleware] = []
     if options.tokens is not None:
         endpoint = RequireAuthMiddleware(endpoint, required_scopes=[])
@@ -371,16 +543,15 @@ def http_app(
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(options.tokens)),
             Middleware(AuthContextMiddleware),
         ]
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as running:
+            await running.enter_async_context(manager.run())
+            if sessions is not None:
+                await running.enter_async_context(sessions.run())
+            yield
+
     return Starlette(
-        routes=[Route("/mcp", endpoint=endpoint)],
-        middleware=middleware,
-        lifespan=lambda _: manager.run(),
+        routes=[Route("/mcp", endpoint=endpoint)], middleware=middleware, lifespan=lifespan
     )
-
-
-def _principal_key(
-    requestor: AuthorizationContext | None,
-) -> tuple[str, str | None, str | None] | None:
-    if requestor is None:
-        return None
-    return requestor["client_id"], requestor["issuer"], requestor["subject"]

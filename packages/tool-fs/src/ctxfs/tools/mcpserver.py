@@ -22,13 +22,12 @@ owner, and an agent may change only what its owner has seen. A request's owner:
 - ...unless the client names itself in ``_meta`` as ``io.ctxfs/owner``: the
   owner is then ``principal:name``, within the principal, never another's;
 - is a session of its own for a handshake-era (``initialize``) client over HTTP,
-  ``principal/session-...``, unique to this process and run;
+  ``principal/session-...``, unique to this process and run (the session its
+  ``Mcp-Session-Id`` names; and, in process, the connection);
 - over stdio (one client per process) stays the server's owner across restarts,
   so observations kept in a shared store still count.
 
-A stdio server may also take calls straight from the wire
-(:meth:`McpTools.call_direct`, for :mod:`ctxfs.tools.directcalls`); they run
-exactly as the SDK's calls do.
+What a session's owner saw is forgotten when the session ends.
 """
 
 from __future__ import annotations
@@ -36,11 +35,13 @@ from __future__ import annotations
 import itertools
 import logging
 import secrets
-import weakref
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
+import anyio
 from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
@@ -62,7 +63,7 @@ from ctxfs.tools.toolset import FsToolset
 if TYPE_CHECKING:
     from ctxfs.core import Context, Fs
 
-__all__ = ["OWNER_META_KEY", "SAID_BY_THE_RESULT", "McpTools", "create_server"]
+__all__ = ["FORGET_SECONDS", "OWNER_META_KEY", "SAID_BY_THE_RESULT", "McpTools", "create_server"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,8 @@ OWNER_META_KEY: Final = "io.ctxfs/owner"
 """The ``_meta`` key a client may name its owner with."""
 SAID_BY_THE_RESULT: Final = frozenset({"status", "tool"})
 """Fields of the plain data an MCP result carries itself (``isError``; the call's name)."""
+FORGET_SECONDS: Final = 5.0
+"""How long forgetting what an ended session's owner saw may take."""
 
 
 class McpTools:
@@ -99,9 +102,8 @@ class McpTools:
         self.owner = owner
         self.workspace = workspace
         self.per_session = per_session
-        self._sessions: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
-        self._owners_by_session: dict[str, str] = {}
-        """The owners of the HTTP sessions still open, by session ID (:meth:`session_ended`)."""
+        self._session_owners: dict[object, str] = {}
+        """The owners of the sessions still open: by ID over HTTP, else by connection."""
         self._input_schemas: dict[str, dict[str, Any]] = {}
         """The input schema of each tool asked for (:meth:`input_schema`), made once."""
         self._numbers = itertools.count(1)
@@ -120,30 +122,47 @@ class McpTools:
             return named
         if not self.per_session or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return base  # stdio, or stateless: the principal (or the server's owner)
-        # A handshake-era session keeps one connection object for its lifetime.
-        connection = getattr(request.session, "_connection", None) or request.session
-        owner = self._sessions.get(connection)
+        headers = getattr(request.request, "headers", None)  # over HTTP
+        session = request.lifespan_context if headers is None else headers[MCP_SESSION_ID_HEADER]
+        owner = self._session_owners.get(session)
         if owner is None:
             number = next(self._numbers)
-            owner = self._sessions[connection] = f"{base}/session-{self._instance}-{number}"
-            session_id = getattr(connection, "session_id", None)
-            if isinstance(session_id, str):
-                self._owners_by_session[session_id] = owner
+            owner = self._session_owners[session] = f"{base}/session-{self._instance}-{number}"
         return owner
 
-    async def session_ended(self, session_id: str) -> None:
-        """Forget what the owner of HTTP session *session_id* saw: no one can call as it again.
+    async def session_ended(self, session: object) -> None:
+        """Forget what the owner of *session* saw: no one can call as it again.
 
-        For the session manager to call when a session ends (closed, idle,
-        ended to make room). A store that cannot be reached is logged, not raised.
+        *session* is an HTTP session's ID, for the session manager to call
+        when a session ends (closed, idle, ended to make room), or a
+        connection's lifespan state (:meth:`connection`). It runs to its end
+        under cancellation, for :data:`FORGET_SECONDS` at most; a store that
+        cannot be reached is logged, not raised.
         """
-        owner = self._owners_by_session.pop(session_id, None)
+        owner = self._session_owners.pop(session, None)
         if owner is None:
             return
+        with anyio.move_on_after(FORGET_SECONDS, shield=True):
+            try:
+                await self.fs.forget_owner(owner)
+            except FsError as error:
+                log.warning("could not forget the observations of %s: %s", owner, error.message)
+
+    @asynccontextmanager
+    async def connection(self, server: Server[object]) -> AsyncIterator[object]:
+        """The lifespan of *server*: the state of a connection the SDK serves alone.
+
+        The SDK enters it for each connection it serves by itself (stdio, in
+        process), whose requests then name it; its owner's observations go
+        when it ends. (The HTTP session manager enters it once for all its
+        sessions, which their IDs tell apart.)
+        """
+        del server
+        state = object()
         try:
-            await self.fs.forget_owner(owner)
-        except FsError as error:
-            log.warning("could not forget the observations of %s: %s", owner, error.message)
+            yield state
+        finally:
+            await self.session_ended(state)
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         """The input schema of tool *name*, as listed (None: no such tool).
@@ -196,25 +215,6 @@ class McpTools:
         progress = request.session.report_progress if asked else None
         return await self.answer(self.context(request), params, progress=progress)
 
-    async def call_direct(
-        self, params: CallToolRequestParams, progress: Progress | None
-    ) -> CallToolResult:
-        """Run one call of a stdio server's client, taken straight from the wire.
-
-        The owner is the server's (or the one ``_meta`` names, within it), as
-        for :meth:`call_tool` over stdio.
-
-        Raises:
-            RuntimeError: The tools serve sessions of their own (HTTP), which a
-                call from the wire does not name.
-
-        """
-        if self.per_session:
-            raise RuntimeError("calls from the wire are for stdio, where no session is an owner")
-        owner = _named_owner(self.owner, params.meta) or self.owner
-        ctx = self.fs.context(owner=owner, workspace=self.workspace)
-        return await self.answer(ctx, params, progress=progress)
-
     async def answer(
         self, ctx: Context, params: CallToolRequestParams, *, progress: Progress | None = None
     ) -> CallToolResult:
@@ -261,6 +261,7 @@ def create_server(tools: McpTools, *, name: str = "ctxfs") -> Server[Any]:
             "File tools over one workspace. Read a file before editing it; an edit or write "
             "of a file changed since you read it fails `stale`: read it again, then redo it."
         ),
+        lifespan=tools.connection,
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,
         get_tool_input_schema=tools.input_schema,
