@@ -17,6 +17,7 @@ import anyio
 from benchmarks import (
     anchors,
     batched_edits,
+    cold_start,
     contention,
     definitions,
     edit_reads,
@@ -65,6 +66,7 @@ async def main() -> None:
         async with mcp_servers.cases(workdir) as (served, floor_section):
             results += [await _measured(case) for case in served]
             sections += await floor_section()
+        sections += await cold_start.section(workdir)
         sections += await definitions.section(workdir)
         sections += await http_load.section(workdir)
         results += await anchors.results(workdir)

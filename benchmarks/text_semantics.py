@@ -10,6 +10,7 @@ text layer cost (hooks, locks, encoding detection, line-ending care).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 import anyio
 import xxhash
@@ -115,8 +116,8 @@ async def cases() -> list[Case]:
             Case(group=GROUP, name=f"read 2,000-line window, {label}", ours=ours_read,
                  baseline=base_read, target=target, calls=calls),
             Case(group=GROUP, name=f"edit one line, {label}",
-                 ours=toggle(lambda old, new, p=path: ctx.fs.edit(p, old, new)),
-                 baseline=toggle(lambda old, new, p=path: baseline.edit(p, old, new)),
+                 ours=toggle(partial(ctx.fs.edit, path)),
+                 baseline=toggle(partial(baseline.edit, path)),
                  target=target, calls=calls),
         ]  # fmt: skip
     return built

@@ -14,9 +14,10 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from pydantic import BaseModel  # annotations only: the CLI reads ToolsetOptions without it
 
 __all__ = [
     "DEFAULT_IGNORE",
