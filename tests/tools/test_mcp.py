@@ -14,7 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import ImageContent, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ImageContent, TextContent
 
 from ctxfs.core import ABSENT, Fs, MemoryBackend
 from ctxfs.tools.mcpserver import OWNER_META_KEY, McpTools, create_server
@@ -105,8 +106,6 @@ async def test_every_failure_is_an_error_result_with_its_code() -> None:
             assert result.structured_content is not None
             assert result.structured_content["error"]["code"] == code
             assert result.structured_content["error"]["hint"]
-        unknown = await client.call_tool("delete_everything", {})
-        assert unknown.is_error
     assert (await fs.backend.read("notes.md")).data == CRLF
 
 
@@ -155,6 +154,19 @@ async def test_two_stdio_servers_on_one_root_catch_each_others_changes(
     ):
         await stale_conflict(first, second)
     assert (workspace / "notes.md").read_bytes() == b"gamma\r\ngamma\r\n"
+
+
+async def test_a_tool_not_offered_is_the_json_rpc_error_the_specification_names(
+    workspace: Path, era: str
+) -> None:
+    async with Client(stdio(workspace, "--read-only"), mode=era) as client:
+        for name in ("delete_everything", "write"):  # no such tool; one read-only hides
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(name, {"file_path": "notes.md", "content": "x"})
+            assert refused.value.code == INVALID_PARAMS
+            assert refused.value.message == f"Unknown tool: {name}"
+        assert not (await client.call_tool("read", {"file_path": "notes.md"})).is_error
+    assert (workspace / "notes.md").read_bytes() == CRLF
 
 
 async def test_serve_read_only_and_deny(workspace: Path, era: str) -> None:

@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
     ImageContent,
@@ -57,7 +59,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ctxfs.core import FsError
 from ctxfs.tools import __version__
 from ctxfs.tools.httpserver import principal_of
-from ctxfs.tools.tool import Limits, Progress
+from ctxfs.tools.tool import Limits
 from ctxfs.tools.toolset import FsToolset
 
 if TYPE_CHECKING:
@@ -173,7 +175,7 @@ class McpTools:
         schema = self._input_schemas.get(name)
         if schema is None:
             try:
-                tool = self.toolset.tool(name)
+                tool = self.toolset.tool(self._registered(name))
             except KeyError:
                 return None
             limits = Limits(text=self.fs.text_options, options=self.toolset.options)
@@ -210,17 +212,23 @@ class McpTools:
         """Run one tool call; every failure is an ``is_error`` result with its code.
 
         A client that sent a progress token hears how a long search goes.
-        """
-        asked = (request.meta or {}).get("progress_token") is not None
-        progress = request.session.report_progress if asked else None
-        return await self.answer(self.context(request), params, progress=progress)
 
-    async def answer(
-        self, ctx: Context, params: CallToolRequestParams, *, progress: Progress | None = None
-    ) -> CallToolResult:
-        """Run one call as *ctx*'s owner; every failure is an ``is_error`` result with its code."""
+        Raises:
+            MCPError: ``-32602`` (invalid params), for a tool this client is not
+                offered, as the MCP specification has it for an unknown tool.
+
+        """
+        ctx = self.context(request)
+        offer = await self.toolset.offer(ctx)
+        if self._registered(params.name) not in offer.offered:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        asked = (request.meta or {}).get("progress_token") is not None
         result = await self.toolset.execute(
-            ctx, params.name, params.arguments or {}, progress=progress
+            ctx,
+            params.name,
+            params.arguments or {},
+            offer=offer,
+            progress=request.session.report_progress if asked else None,
         )
         images = [
             ImageContent(type="image", data=part.base64_data, mime_type=part.media_type)
@@ -235,6 +243,11 @@ class McpTools:
             },
             is_error=result.is_error,
         )
+
+    def _registered(self, name: str) -> str:
+        """The registered name of the tool a client calls *name* (``""``: none can be)."""
+        prefix = self.toolset.options.tool_prefix
+        return name.removeprefix(prefix) if name.startswith(prefix) else ""
 
 
 def _without_said(schema: dict[str, Any]) -> dict[str, Any]:
