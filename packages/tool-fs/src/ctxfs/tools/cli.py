@@ -9,6 +9,8 @@ with status 141 as for a program SIGPIPE ends. ``--root`` expands ``~`` and
 ``--url`` and ``--observations`` expand ``$VARIABLES``; each is refused if it
 comes out empty (an unset variable must not mean the working directory).
 ``serve --transport http`` binds its port before it says where it serves.
+Each command imports what it needs as it runs: ``--help`` and ``--version`` load
+no store, no tool and no MCP SDK, and ``call`` no MCP SDK either.
 """
 
 from __future__ import annotations
@@ -32,15 +34,13 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 import anyio
 
-from ctxfs.core import Backend, Fs, FsError, InvalidArgument, open_backend, sqlite_url
-from ctxfs.core.policies import PathRules
-from ctxfs.local import LocalBackend, default_state_dir
 from ctxfs.tools import __version__
 from ctxfs.tools.definitions import ToolsetOptions
-from ctxfs.tools.toolset import FsToolset
 
 if TYPE_CHECKING:
+    from ctxfs.core import Backend, Fs
     from ctxfs.tools.httpserver import HttpOptions, Tokens
+    from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["MCP_BEFORE", "MCP_NEEDED", "STORE_PACKAGES", "main"]
 
@@ -79,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="ctxfs: %(levelname)s %(name)s: %(message)s",
     )
+    from ctxfs.core import FsError  # noqa: PLC0415 - past --help and --version, which need none
+
     try:
         status: int = (
             _serve_in_workers(args)
@@ -280,6 +282,10 @@ def _open(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolse
     live in the root's own SQLite file in the user's state directory: each such
     process is one client's, and its successor must find what it saw.
     """
+    from ctxfs.core import Fs, InvalidArgument, open_backend  # noqa: PLC0415
+    from ctxfs.core.policies import PathRules  # noqa: PLC0415
+    from ctxfs.tools.toolset import FsToolset  # noqa: PLC0415
+
     try:
         options = ToolsetOptions(
             read_only=args.read_only,
@@ -340,6 +346,9 @@ def _kept_observations(backend: Backend, where: str) -> str:
     One file per root (the directory the kernel resolves, or the store's URL),
     in ``observations/`` of the user's state directory, made private.
     """
+    from ctxfs.core import sqlite_url  # noqa: PLC0415
+    from ctxfs.local import LocalBackend, default_state_dir  # noqa: PLC0415
+
     directory = default_state_dir() / "observations"
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     root = str(backend.root) if isinstance(backend, LocalBackend) else where
@@ -479,6 +488,7 @@ def _serve_in_workers(args: argparse.Namespace) -> int:
     workers share a SQLite file in a :class:`~ctxfs.tools.workers.RunDirectory`
     (on tmpfs where there is one).
     """
+    from ctxfs.core import sqlite_url  # noqa: PLC0415
     from ctxfs.tools.workers import RunDirectory, serve_forked  # noqa: PLC0415
 
     if args.transport != "http":
