@@ -447,6 +447,13 @@ def test_unsafe_bindings_are_refused(workspace: Path, tmp_path: Path) -> None:
     assert "cannot read the token file" in refused(*root, "--token-file", str(tmp_path / "none"))
 
 
+def test_a_server_with_no_store_named_is_refused() -> None:
+    assert refused() == (
+        "ctxfs: serve --transport http needs --root DIR or --url URL "
+        "(a client's MCP roots name the workspace over stdio only)"
+    )
+
+
 async def test_no_auth_is_loud_and_takes_requests_without_a_token(workspace: Path) -> None:
     with serve_http("--root", str(workspace), "--no-auth") as served:
         assert "WARNING --no-auth" in served.banner[1]

@@ -8,17 +8,27 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import jsonschema
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPDeprecationWarning, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, ImageContent, TextContent
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    ImageContent,
+    ListRootsResult,
+    Root,
+    TextContent,
+)
+from pydantic import FileUrl
 
 from ctxfs.core import ABSENT, Fs, MemoryBackend
-from ctxfs.tools.mcpserver import OWNER_META_KEY, McpTools, create_server
+from ctxfs.tools.mcpserver import NO_ROOTS, OWNER_META_KEY, McpTools, create_server
 from tests.tools.conftest import FILE_TOOLS
 from tests.tools.media import dimensions, image, pdf
 from tests.tools.served import CRLF, TOKENS, client, serve_http, stale_conflict, token_file
@@ -119,13 +129,15 @@ def era(request: pytest.FixtureRequest) -> str:
     return mode
 
 
-def stdio(root: Path, *options: str, own_parent: bool = False) -> StdioServerParameters:
+def stdio(root: Path | None, *options: str, own_parent: bool = False) -> StdioServerParameters:
     """``ctxfs serve --root *root* *options*``; with *own_parent*, started by a shell of its own.
 
     The server's default owner is the process that started it: two servers of one parent
     (successive calls of one client) are one owner, of two parents (two clients) two.
+    Without *root*, the client's roots name the workspace.
     """
-    command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root), *options]
+    where = [] if root is None else ["--root", str(root)]
+    command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", *where, *options]
     if own_parent:  # (two commands: the shell stays, as the server's parent)
         command = ["sh", "-c", '"$@"; exit $?', "sh", *command]
     return StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
@@ -178,6 +190,69 @@ async def test_serve_read_only_and_deny(workspace: Path, era: str) -> None:
         denied = await client.call_tool("read", {"file_path": "secret/key"})
         assert denied.structured_content is not None
         assert denied.structured_content["error"]["code"] == "denied"
+
+
+# -- no --root: the client's roots ---------------------------------------------------------------
+
+
+async def test_without_root_the_clients_first_root_is_the_workspace_as_it_changes(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second dir"
+    for root in (first, second):
+        root.mkdir()
+        (root / "notes.md").write_text(f"{root.name}\n")
+    roots = [first, second]
+
+    async def listed(context: object) -> ListRootsResult:
+        del context
+        return ListRootsResult(roots=[Root(uri=FileUrl(root.as_uri())) for root in roots])
+
+    async def content(client: Client) -> str:
+        result = await client.call_tool("read", {"file_path": "notes.md"})
+        assert result.structured_content is not None, result.content
+        return str(result.structured_content["content"])
+
+    async with Client(stdio(None), mode="legacy", list_roots_callback=listed) as client:
+        assert await content(client) == "first\n"  # the first of several
+        roots = [second]
+        with pytest.warns(MCPDeprecationWarning):  # roots are gone from the 2026 protocol
+            await client.send_roots_list_changed()
+        for _ in range(100):
+            if await content(client) == "second dir\n":
+                break
+            await anyio.sleep(0.05)
+        edit = {"file_path": "notes.md", "old_string": "second dir", "new_string": "edited"}
+        assert not (await client.call_tool("edit", edit)).is_error
+    assert (second / "notes.md").read_text() == "edited\n"
+    assert (first / "notes.md").read_text() == "first\n"
+
+
+async def test_without_root_or_client_roots_every_request_is_refused_saying_so(era: str) -> None:
+    # A handshake-era client that declares no roots; a client of the 2026 protocol, which has none.
+    async with Client(stdio(None), mode=era) as client:
+        for request in (client.list_tools, partial(client.call_tool, "read", {"file_path": "a"})):
+            with pytest.raises(MCPError) as refused:
+                await request()
+            assert refused.value.code == INVALID_REQUEST
+            assert refused.value.message == NO_ROOTS
+
+
+def test_without_root_or_client_roots_the_server_says_why_once_on_stderr(tmp_path: Path) -> None:
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
+    started = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    served = subprocess.run(
+        [sys.executable, "-m", "ctxfs.tools.cli", "serve"],
+        input=b"".join(json.dumps(line).encode() + b"\n" for line in (hello, started, listing)),
+        capture_output=True, timeout=60, check=True, cwd=tmp_path,
+    )  # fmt: skip
+    replies = [json.loads(line) for line in served.stdout.splitlines()]
+    assert replies[1]["error"]["message"] == NO_ROOTS
+    assert served.stderr.decode().splitlines() == [f"ctxfs: ERROR ctxfs.tools.roots: {NO_ROOTS}"]
+    assert not list(tmp_path.iterdir())  # nothing was served, the working directory least
 
 
 # -- a subprocess over streamable HTTP -----------------------------------------------------------

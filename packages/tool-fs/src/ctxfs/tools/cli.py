@@ -16,6 +16,7 @@ no store, no tool and no MCP SDK, and ``call`` no MCP SDK either.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import importlib
 import importlib.metadata
@@ -29,8 +30,9 @@ import socket
 import sys
 import urllib.parse
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from functools import partial
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Final, NoReturn, TextIO
 
 import anyio
 
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
     from ctxfs.tools.httpserver import HttpOptions, Tokens
     from ctxfs.tools.toolset import FsToolset
 
-__all__ = ["MCP_BEFORE", "MCP_NEEDED", "STORE_PACKAGES", "main"]
+__all__ = ["MCP_BEFORE", "MCP_NEEDED", "STORE_PACKAGES", "main", "run"]
 
 MCP_NEEDED: Final = (2, 3)
 """The oldest ``mcp`` release ``serve`` runs on (as the ``cli`` and ``mcp`` extras require)."""
@@ -104,6 +106,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def run() -> NoReturn:
+    """The ``ctxfs`` program: :func:`main` on its command line, then exit with its status."""
+    status = main()
+    gc.freeze()  # the exit's last garbage collection need not walk every object of the run
+    sys.exit(status)
+
+
 def _reader_gone() -> int:
     """End quietly once whoever read stdout has stopped (``| head``): status 141."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -121,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="serve the tools as an MCP server")
-    _store_options(serve)
+    _store_options(serve, roots=True)
     serve.add_argument(
         "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
     )
@@ -231,9 +240,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _store_options(command: argparse.ArgumentParser) -> None:
-    where = command.add_mutually_exclusive_group(required=True)
-    where.add_argument("--root", metavar="DIR", help="a local directory (the workspace root)")
+def _store_options(command: argparse.ArgumentParser, *, roots: bool = False) -> None:
+    """The options naming the store and its policies; with *roots*, the store may go unnamed."""
+    where = command.add_mutually_exclusive_group(required=not roots)
+    root = "a local directory (the workspace root)"
+    if roots:
+        root += "; with neither this nor --url, stdio serve takes the client's first MCP root"
+    where.add_argument("--root", metavar="DIR", help=root)
     where.add_argument("--url", metavar="URL", help="any ctxfs store: s3://bucket/prefix, ...")
     command.add_argument(
         "--read-hard-links",
@@ -276,14 +289,13 @@ def _store_options(command: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolset]:
-    """The store and the toolset the options describe.
+    """The store and the toolset the options describe (:func:`_store`, :func:`_toolset`)."""
+    toolset = _toolset(args)
+    return _store(args, _location(args), kept=kept), toolset
 
-    With *kept* (``call``, stdio ``serve``) and no ``--observations``, observations
-    live in the root's own SQLite file in the user's state directory: each such
-    process is one client's, and its successor must find what it saw.
-    """
-    from ctxfs.core import Fs, InvalidArgument, open_backend  # noqa: PLC0415
-    from ctxfs.core.policies import PathRules  # noqa: PLC0415
+
+def _toolset(args: argparse.Namespace) -> FsToolset:
+    """The toolset the options describe."""
     from ctxfs.tools.toolset import FsToolset  # noqa: PLC0415
 
     try:
@@ -293,16 +305,27 @@ def _open(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolse
             tools=args.tools,
             tool_prefix=args.tool_prefix,
         )
-        toolset = FsToolset(options)
+        return FsToolset(options)
     except ValueError as error:  # an unknown tool, a prefix no provider takes
         raise UsageError(str(error)) from None
+
+
+def _store(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
+    """The store at *where* (a directory, or a store's URL) under the options' policies.
+
+    With *kept* (``call``, stdio ``serve``) and no ``--observations``, observations
+    live in the root's own SQLite file in the user's state directory: each such
+    process is one client's, and its successor must find what it saw.
+    """
+    from ctxfs.core import Fs, InvalidArgument, open_backend  # noqa: PLC0415
+    from ctxfs.core.policies import PathRules  # noqa: PLC0415
+
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
         plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
-    if args.read_hard_links and args.root is None:
+    if args.read_hard_links and args.url is not None:
         raise UsageError("--read-hard-links is for a local --root")
     backend_options = {"read_hard_links": True} if args.read_hard_links else {}
-    where = _location(args)
     observations = args.observations and os.path.expandvars(args.observations)
     if observations == "":  # not this process alone: --workers would split stale protection
         raise UsageError(f"--observations {args.observations!r} is empty (an unset variable?)")
@@ -320,8 +343,7 @@ def _open(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolse
         raise
     if observations is None and kept:
         observations = _kept_observations(backend, where)
-    fs = Fs(backend, plugins=plugins, observations=observations)
-    return fs, toolset
+    return Fs(backend, plugins=plugins, observations=observations)
 
 
 def _client_owner() -> str:
@@ -434,14 +456,25 @@ async def _serve(args: argparse.Namespace) -> int:
         options, generated = _http_options(args)  # refused before anything opens
         with _bound(args.host, args.port, listen=True, shared=False) as listening:
             return await _serve_http(args, options, listening, announce=True, generated=generated)
-    fs, toolset = _open(args, kept=True)
-    async with fs:
-        owner = args.owner or _client_owner()
-        tools = McpTools(fs, toolset, owner=owner, workspace=args.workspace, per_session=False)
-        from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
+    from ctxfs.tools.stdio import serve_stdio  # noqa: PLC0415
 
-        log.info("serving %r over stdio", fs.backend)
-        await serve_stdio(create_server(tools), max_message_bytes=args.max_message_bytes)
+    toolset = _toolset(args)
+    named = args.root is not None or args.url is not None
+    fs = _store(args, _location(args), kept=True) if named else None
+    owner = args.owner or _client_owner()
+    tools = McpTools(fs, toolset, owner=owner, workspace=args.workspace, per_session=False)
+    server = create_server(tools)
+    async with AsyncExitStack() as serving:
+        if fs is None:  # the client's roots name it
+            from ctxfs.tools.roots import ClientRoots  # noqa: PLC0415
+
+            opener = partial(_store, args, kept=True)
+            await serving.enter_async_context(ClientRoots(server, tools, opener))
+            log.info("serving the client's first MCP root over stdio")
+        else:
+            await serving.enter_async_context(fs)
+            log.info("serving %r over stdio", fs.backend)
+        await serve_stdio(server, max_message_bytes=args.max_message_bytes)
     return 0
 
 
@@ -575,10 +608,16 @@ def _http_options(
 ) -> tuple[HttpOptions, str | None]:
     """The HTTP options the command line asks for, and the token made for this run if any.
 
-    Refuses what would be unsafe: no tokens off loopback, ``--no-auth`` off loopback.
+    Refuses what would be unsafe: no tokens off loopback, ``--no-auth`` off loopback; and
+    no store named (the client's MCP roots name one over stdio only).
     """
     from ctxfs.tools.httpserver import HttpOptions, TokenFileError, Tokens, is_loopback  # noqa: PLC0415
 
+    if args.root is None and args.url is None:
+        raise UsageError(
+            "serve --transport http needs --root DIR or --url URL "
+            "(a client's MCP roots name the workspace over stdio only)"
+        )
     loopback = is_loopback(args.host)
     if args.no_auth:
         if not loopback:
@@ -718,4 +757,4 @@ async def _demo(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

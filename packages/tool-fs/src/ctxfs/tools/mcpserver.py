@@ -45,6 +45,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
+    INVALID_REQUEST,
     CallToolRequestParams,
     CallToolResult,
     ImageContent,
@@ -65,7 +66,15 @@ from ctxfs.tools.toolset import FsToolset
 if TYPE_CHECKING:
     from ctxfs.core import Context, Fs
 
-__all__ = ["FORGET_SECONDS", "OWNER_META_KEY", "SAID_BY_THE_RESULT", "McpTools", "create_server"]
+__all__ = [
+    "FORGET_SECONDS",
+    "NO_ROOTS",
+    "OWNER_META_KEY",
+    "ROOTS_WAIT",
+    "SAID_BY_THE_RESULT",
+    "McpTools",
+    "create_server",
+]
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +84,20 @@ SAID_BY_THE_RESULT: Final = frozenset({"status", "tool"})
 """Fields of the plain data an MCP result carries itself (``isError``; the call's name)."""
 FORGET_SECONDS: Final = 5.0
 """How long forgetting what an ended session's owner saw may take."""
+ROOTS_WAIT: Final = 10.0
+"""How long a request waits for the store to be named (by the client's roots), at most."""
+NO_ROOTS: Final = (
+    "no workspace: ctxfs serve was started without --root or --url, and the client offers no "
+    "MCP roots to take one from (the 2026 protocol has none): give serve --root DIR"
+)
 
 
 class McpTools:
     """The MCP handlers of one ``Fs``: tool listing and tool calls, one owner per session.
 
     Args:
-        fs: The store the tools work on.
+        fs: The store the tools work on; None until :meth:`use` names one (``ctxfs serve``
+            without ``--root``: the client's MCP roots, :mod:`ctxfs.tools.roots`).
         toolset: The tools (default: ``FsToolset()``).
         owner: The owner of requests that name no session (stateless era, stdio).
         workspace: The workspace of every context (for policies such as switches).
@@ -92,7 +108,7 @@ class McpTools:
 
     def __init__(
         self,
-        fs: Fs,
+        fs: Fs | None,
         toolset: FsToolset | None = None,
         *,
         owner: str = "mcp",
@@ -110,10 +126,41 @@ class McpTools:
         """The input schema of each tool asked for (:meth:`input_schema`), made once."""
         self._numbers = itertools.count(1)
         self._instance = secrets.token_hex(6)  # session owners of this process are its own
+        self._no_store = ""
+        """Why no store is served (:meth:`use`); empty while one may still be named."""
+        self._named: anyio.Event | None = None
+        """Set when :meth:`use` names a store, or says why there is none."""
 
-    def context(self, request: ServerRequestContext[Any, Any]) -> Context:
-        """The ctx.fs context of the client behind *request*."""
-        return self.fs.context(owner=self.owner_of(request), workspace=self.workspace)
+    def use(self, fs: Fs | None, *, why: str = "") -> None:
+        """Serve *fs* from now on; None: no store, and requests are refused saying *why*."""
+        self.fs, self._no_store = fs, why if fs is None else ""
+        if self._named is not None:
+            self._named.set()
+            self._named = None
+
+    async def store(self, request: ServerRequestContext[Any, Any]) -> Fs:
+        """The store *request* works on; one yet to be named is waited for (:data:`ROOTS_WAIT`).
+
+        Raises:
+            MCPError: None is served (or named in time), saying why; at once for a
+                request of the 2026 protocol, whose clients offer no roots.
+
+        """
+        if self.fs is None and not self._no_store:
+            if request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise MCPError(code=INVALID_REQUEST, message=NO_ROOTS)
+            self._named = self._named or anyio.Event()
+            with anyio.move_on_after(ROOTS_WAIT):
+                await self._named.wait()
+        if self.fs is None:
+            why = self._no_store or "no workspace yet: the client has not listed its MCP roots"
+            raise MCPError(code=INVALID_REQUEST, message=why)
+        return self.fs
+
+    async def context(self, request: ServerRequestContext[Any, Any]) -> Context:
+        """The ctx.fs context of the client behind *request* (:meth:`store` says where)."""
+        fs = await self.store(request)
+        return fs.context(owner=self.owner_of(request), workspace=self.workspace)
 
     def owner_of(self, request: ServerRequestContext[Any, Any]) -> str:
         """The owner of *request*'s observations (the rule in the module's docstring)."""
@@ -142,7 +189,7 @@ class McpTools:
         cannot be reached is logged, not raised.
         """
         owner = self._session_owners.pop(session, None)
-        if owner is None:
+        if owner is None or self.fs is None:
             return
         with anyio.move_on_after(FORGET_SECONDS, shield=True):
             try:
@@ -167,7 +214,7 @@ class McpTools:
             await self.session_ended(state)
 
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
-        """The input schema of tool *name*, as listed (None: no such tool).
+        """The input schema of tool *name*, as listed (None: no such tool, or no store yet).
 
         What the SDK checks a stateless call's ``Mcp-Param-*`` headers against;
         without it, the SDK would list every tool for every call to find it.
@@ -178,6 +225,8 @@ class McpTools:
                 tool = self.toolset.tool(self._registered(name))
             except KeyError:
                 return None
+            if self.fs is None:
+                return None
             limits = Limits(text=self.fs.text_options, options=self.toolset.options)
             schema = self._input_schemas[name] = tool.definition(limits).input_schema
         return schema
@@ -187,7 +236,7 @@ class McpTools:
     ) -> ListToolsResult:
         """The tools offered to this client now (exposure plugins may hide some)."""
         del params
-        offered = await self.toolset.tools(self.context(request))
+        offered = await self.toolset.tools(await self.context(request))
         return ListToolsResult(
             tools=[
                 Tool(
@@ -218,7 +267,7 @@ class McpTools:
                 offered, as the MCP specification has it for an unknown tool.
 
         """
-        ctx = self.context(request)
+        ctx = await self.context(request)
         offer = await self.toolset.offer(ctx)
         if self._registered(params.name) not in offer.offered:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")

@@ -1,0 +1,128 @@
+"""The workspace of ``ctxfs serve`` started without ``--root``: its client's MCP roots.
+
+:class:`ClientRoots` asks the client for its roots (``roots/list``) once its
+``notifications/initialized`` arrives, and again at each
+``notifications/roots/list_changed``. The first root is the workspace (a
+client that lists several has its first served; the others are not): its
+store is opened, and served in place of the one before, which is closed. A
+request that arrives before the roots are known waits for them
+(:data:`~ctxfs.tools.mcpserver.ROOTS_WAIT`). A client that offers no roots gets
+every request refused saying so (:data:`~ctxfs.tools.mcpserver.NO_ROOTS`), and
+the server says it once on stderr; so does a first root that cannot be opened.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, Self
+from urllib.request import url2pathname
+
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.types import ListRootsRequest, ListRootsResult, NotificationParams
+
+from ctxfs.core import Fs
+from ctxfs.tools.mcpserver import NO_ROOTS, McpTools
+
+__all__ = ["ClientRoots"]
+
+log = logging.getLogger(__name__)
+
+Opener = Callable[[str], Fs]
+"""Makes the store of a local directory (not yet entered)."""
+
+
+class ClientRoots:
+    """The client's first MCP root, served by *tools* as the store *open_root* makes of it.
+
+    Use as an async context manager around serving: it closes the store it opened.
+    """
+
+    def __init__(self, server: Server[Any], tools: McpTools, open_root: Opener) -> None:
+        self.tools = tools
+        self.open_root = open_root
+        self.root: str | None = None
+        """The directory served now."""
+        self._opened: AsyncExitStack | None = None
+        server.add_notification_handler(
+            "notifications/initialized", NotificationParams, self._initialized
+        )
+        server.add_notification_handler(
+            "notifications/roots/list_changed", NotificationParams, self._changed
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self._close()
+
+    async def _initialized(
+        self, request: ServerRequestContext[Any, Any], params: NotificationParams
+    ) -> None:
+        del params
+        capabilities = request.session.client_capabilities
+        if capabilities is None or capabilities.roots is None:
+            await self._refuse(NO_ROOTS)
+        else:
+            await self._follow(request)
+
+    async def _changed(
+        self, request: ServerRequestContext[Any, Any], params: NotificationParams
+    ) -> None:
+        del params
+        await self._follow(request)
+
+    async def _follow(self, request: ServerRequestContext[Any, Any]) -> None:
+        """Ask the client for its roots; serve the first, unless it is served already."""
+        try:
+            listed = await request.session.send_request(ListRootsRequest(), ListRootsResult)
+        except MCPError as error:
+            await self._refuse(f"no workspace: the client did not list its roots ({error.message})")
+            return
+        if not listed.roots:
+            await self._refuse("no workspace: the client lists no MCP roots")
+            return
+        uri = listed.roots[0].uri
+        if uri.host not in (None, "", "localhost"):
+            await self._refuse(
+                f"no workspace: the client's first MCP root is on another host: {uri}"
+            )
+            return
+        root = url2pathname(uri.path or "/")
+        if root != self.root:
+            await self._open(root, of=len(listed.roots))
+
+    async def _open(self, root: str, *, of: int) -> None:
+        """Serve the store of *root*, the first of the client's *of* roots, in place of any."""
+        opened = AsyncExitStack()
+        try:
+            fs = await opened.enter_async_context(self.open_root(root))
+        except Exception as error:  # the opener's to say why: the path, a policy, the store
+            await self._refuse(
+                f"no workspace: the client's first root {root} cannot be opened: {error}"
+            )
+            return
+        await self._close()
+        self._opened, self.root = opened, root
+        self.tools.use(fs)
+        log.info("serving %r, the first of the client's %d MCP roots", fs.backend, of)
+
+    async def _refuse(self, why: str) -> None:
+        """Serve no store from now on: requests are refused saying *why*, as is stderr, once."""
+        log.error("%s", why)
+        self.tools.use(None, why=why)
+        await self._close()
+
+    async def _close(self) -> None:
+        opened, self._opened, self.root = self._opened, None, None
+        if opened is not None:
+            await opened.aclose()
