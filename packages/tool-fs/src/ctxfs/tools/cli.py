@@ -49,7 +49,8 @@ __all__ = ["MCP_BEFORE", "MCP_NEEDED", "STORE_PACKAGES", "main", "run"]
 MCP_NEEDED: Final = (2, 3)
 """The oldest ``mcp`` release ``serve`` runs on (as the ``cli`` and ``mcp`` extras require)."""
 MCP_BEFORE: Final = (3,)
-"""The first ``mcp`` release ``serve`` does not run on (its HTTP session caps use 2.x's manager)."""
+"""The first ``mcp`` release ``serve`` may not run on: it uses the SDK's public API alone,
+which the SDK keeps within a major release (SemVer; ``tests/tools/test_sdk_public_api.py``)."""
 _INSTALL: Final = "pip install 'ctxfs-tools[cli]'"
 STORE_PACKAGES: Final = {
     "file": "ctxfs-local",
