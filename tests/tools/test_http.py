@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 
@@ -347,6 +348,7 @@ def test_a_session_answers_only_the_token_that_opened_it(served: Served, workspa
     headers = {"mcp_session_id": session, "mcp_protocol_version": LEGACY}
     assert post(served.url, ping, token=TOKENS["alice"], **headers).status_code == 200
     assert post(served.url, ping, token=TOKENS["bob"], **headers).status_code == 404
+    assert post(served.url, ping, token=TOKENS["alice"], **headers).status_code == 200
 
 
 # -- tokens ----------------------------------------------------------------------------------------
@@ -542,6 +544,33 @@ def test_one_principal_cannot_lock_others_out(workspace: Path, tmp_path: Path) -
         assert post(served.url, initialize(), token=bob).status_code == 200
         assert sum(alive(served.url, alice, session) for session in sessions[-3:]) == 2
         assert all(alive(served.url, bob, answer.headers["mcp-session-id"]) for answer in his)
+
+
+def test_a_session_with_a_request_in_flight_is_never_ended_to_make_room(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # alice's two sessions each hold an event stream open (a GET in flight): her third session
+    # is refused (503), not made room for; bob still gets in, and hers live on.
+    options = ["--sessions-per-principal", "2", "--max-sessions", "3"]
+    tokens = str(token_file(tmp_path))
+    with serve_http("--root", str(workspace), "--token-file", tokens, *options) as served:
+        alice, bob = TOKENS["alice"], TOKENS["bob"]
+        opened = [post(served.url, initialize(), token=alice) for _ in range(2)]
+        sessions = [answer.headers["mcp-session-id"] for answer in opened]
+        listen = {"Authorization": f"Bearer {alice}", "Accept": "text/event-stream",
+                  "Mcp-Protocol-Version": LEGACY}  # fmt: skip
+        with contextlib.ExitStack() as streams:
+            for session in sessions:
+                headers = {**listen, "Mcp-Session-Id": session}
+                stream = streams.enter_context(
+                    httpx2.stream("GET", served.url, headers=headers, timeout=30)
+                )
+                assert stream.status_code == 200
+            refused = post(served.url, initialize(), token=alice)
+            assert refused.status_code == 503
+            assert refused.json()["error"]["message"] == "Too many open sessions"
+            assert post(served.url, initialize(), token=bob).status_code == 200
+            assert all(alive(served.url, alice, session) for session in sessions)
 
 
 async def test_a_killed_and_restarted_http_server_keeps_what_a_principal_read(

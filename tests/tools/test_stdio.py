@@ -3,20 +3,24 @@
 The MCP client always writes one whole line at a time and reads eagerly; these
 tests do what it does not: several frames in one write, a frame split across
 writes, a reply larger than the pipe's buffer that the client is slow to read,
-a line that is not JSON, and a last frame without its newline.
+a line that is not JSON, and a last frame without its newline. Calls overlap, a
+cancelled call is never answered, and a malformed call gets the SDK's error.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.types import INVALID_PARAMS
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -44,21 +48,44 @@ def read_call(request_id: int, path: str) -> dict[str, Any]:
     }
 
 
+SLOW_PLUGIN = '''
+    import anyio
+    from ctxfs.core import hookimpl
+
+    class Slow:
+        """Holds a read of ``slow-N.txt`` for N tenths of a second before it is authorized."""
+
+        @hookimpl
+        async def ctxfs_authorize(self, ctx, op):
+            name = op.path.rsplit("/", 1)[-1]
+            if name.startswith("slow-"):
+                await anyio.sleep(int(name[5:].split(".")[0]) / 10)
+
+    SLOW = Slow()
+'''
+
+
 @pytest.fixture
 def started(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``ctxfs serve`` on a small workspace, before the client's first message."""
+    """``ctxfs serve`` on a small workspace, before the client's first message.
+
+    A plugin holds a read of ``slow-10.txt`` for 1 s, of ``slow-30.txt`` for 3 s.
+    """
     root = tmp_path / "ws"
     root.mkdir()
     (root / "small.txt").write_text("one\ntwo\n")
     (root / "big.txt").write_text("".join(f"line {n:06d} {'x' * 90}\n" for n in range(900)))
     # Past what fs-local reads on the event loop: its read waits on a worker thread.
     (root / "large.txt").write_text("".join(f"{n:07d}\n" for n in range(40_000)))
+    for tenths in (10, 30):
+        (root / f"slow-{tenths}.txt").write_text("slow\n")
+    (tmp_path / "slowplugin.py").write_text(textwrap.dedent(SLOW_PLUGIN))
     process = subprocess.Popen(
-        [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+        [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root),
+         "--plugin", "slowplugin:SLOW"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])},
+    )  # fmt: skip
     yield process
     stop(process)
 
@@ -189,3 +216,55 @@ def test_a_request_the_client_cancelled_does_not_hold_up_the_exit(
     server.stdin.close()
     # A cancelled request may never be answered; the server must not wait for it (30 s).
     assert server.wait(timeout=10) == 0
+
+
+def cancel(request_id: int) -> dict[str, Any]:
+    params = {"requestId": request_id, "reason": "not needed"}
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+
+
+def test_a_slow_call_does_not_hold_up_the_next(server: subprocess.Popen[bytes]) -> None:
+    send(server, frame(read_call(11, "slow-10.txt")) + frame(read_call(12, "small.txt")))
+    first, second = reply(server), reply(server)
+    assert (first["id"], second["id"]) == (12, 11)
+    assert first["result"]["structuredContent"]["content"] == "one\ntwo\n"
+    assert second["result"]["structuredContent"]["content"] == "slow\n"
+
+
+def test_a_cancelled_call_is_never_answered_and_the_server_serves_on(
+    server: subprocess.Popen[bytes],
+) -> None:
+    send(server, frame(read_call(13, "slow-30.txt")) + frame(cancel(13)))
+    send(server, frame(read_call(14, "small.txt")))
+    assert reply(server)["id"] == 14
+    started = time.monotonic()
+    assert server.stdin is not None
+    server.stdin.close()  # the cancelled call is not waited for, and never answered
+    assert server.wait(timeout=10) == 0
+    assert time.monotonic() - started < 2.5  # it would have run 3 s
+    assert server.stdout is not None
+    assert server.stdout.read() == b""
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"arguments": {}}, {"name": 7}, {"name": "read", "arguments": []}],
+    ids=["no name", "a number for a name", "a list for arguments"],
+)
+def test_a_malformed_call_gets_the_sdks_error_and_the_server_reads_on(
+    server: subprocess.Popen[bytes], params: dict[str, Any]
+) -> None:
+    send(server, frame({"jsonrpc": "2.0", "id": 15, "method": "tools/call", "params": params}))
+    answer = reply(server)
+    assert answer["id"] == 15
+    assert answer["error"]["code"] == INVALID_PARAMS
+    send(server, frame(read_call(16, "small.txt")))
+    assert reply(server)["result"]["structuredContent"]["content"] == "one\ntwo\n"
+
+
+def test_a_call_sent_with_the_handshake_is_served(started: subprocess.Popen[bytes]) -> None:
+    send(started, frame(INITIALIZE) + frame(INITIALIZED) + frame(read_call(17, "small.txt")))
+    assert reply(started)["id"] == 0
+    answer = reply(started)
+    assert answer["id"] == 17
+    assert answer["result"]["structuredContent"]["content"] == "one\ntwo\n"
