@@ -76,6 +76,17 @@ def run(*argv: str) -> set[str]:
     return imported(done.stderr)
 
 
+async def served(argv: list[str], stderr: Path) -> set[str]:
+    """What server *argv* imports to list its tools and read ``notes.txt`` for a client."""
+    server = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+    with stderr.open("w") as errlog:
+        async with Client(stdio_client(server, errlog=errlog), mode="legacy") as client:
+            await client.list_tools()
+            result = await client.call_tool("read", {"file_path": "notes.txt"})
+    assert not result.is_error
+    return imported(await anyio.Path(stderr).read_text())
+
+
 def test_importing_the_cli_imports_no_store_no_tool_and_no_sdk() -> None:
     modules = run(sys.executable, "-X", "importtime", "-c", "import ctxfs.tools.cli")
     assert loaded(modules, "mcp", "ctxfs.core", "ctxfs.tools.builtin", *ONLY_SOME_CALLS) == []
@@ -107,18 +118,6 @@ async def test_serving_a_text_read_over_stdio_imports_only_what_the_sdk_does(
     assert loaded(ours - theirs, *ONLY_SOME_CALLS) == []
 
 
-async def served(argv: list[str], stderr: Path) -> set[str]:
-    """What server *argv* imports to list its tools and read ``notes.txt`` for a client."""
-    server = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
-    with stderr.open("w") as errlog:
-        async with Client(stdio_client(server, errlog=errlog), mode="legacy") as client:
-            await client.list_tools()
-            result = await client.call_tool("read", {"file_path": "notes.txt"})
-    assert not result.is_error
-    return imported(await anyio.Path(stderr).read_text())
-
-
-def test_every_name_of_ctxfs_tools_is_there() -> None:
+def test_every_name_ctxfs_tools_exports_is_there() -> None:
+    assert [name for name in ctxfs.tools.__all__ if not hasattr(ctxfs.tools, name)] == []
     assert set(dir(ctxfs.tools)) >= set(ctxfs.tools.__all__)
-    for name in ctxfs.tools.__all__:
-        assert getattr(ctxfs.tools, name) is not None
