@@ -27,7 +27,7 @@ from mcp.types import (
 )
 from pydantic import FileUrl
 
-from ctxfs.core import ABSENT, Fs, MemoryBackend
+from ctxfs.core import ABSENT, Fs, MemoryBackend, MemoryObservations
 from ctxfs.tools.mcpserver import NO_ROOTS, OWNER_META_KEY, McpTools, create_server
 from tests.tools.conftest import FILE_TOOLS
 from tests.tools.media import dimensions, image, pdf
@@ -81,6 +81,16 @@ async def test_two_client_sessions_are_two_owners() -> None:
     ):
         await stale_conflict(first, second)
     assert (await fs.backend.read("notes.md")).data == b"gamma\r\ngamma\r\n"
+
+
+async def test_an_in_process_connection_forgets_what_its_owner_saw_when_it_ends() -> None:
+    store = MemoryObservations()
+    fs = Fs(MemoryBackend(), load_entrypoints=False, observations=store)
+    await fs.backend.write("notes.md", CRLF, expect=ABSENT)
+    async with Client(create_server(McpTools(fs)), mode="legacy", raise_exceptions=True) as client:
+        assert not (await client.call_tool("read", {"file_path": "notes.md"})).is_error
+        assert store.owners == 1
+    assert store.owners == 0
 
 
 async def test_a_stateless_client_may_name_its_owner() -> None:
