@@ -10,6 +10,11 @@ content holds its error code, message, hint and ``retryable``. The structured
 content is :attr:`~ctxfs.tools.ToolResult.structured` less what the MCP result
 says already (:data:`SAID_BY_THE_RESULT`: ``status`` is ``is_error``, ``tool``
 the name called), and so is the output schema: every field costs a client a check.
+A call of a tool the client is not offered is the JSON-RPC error ``-32602``, as the
+MCP specification has it for an unknown tool.
+
+The store is the one given, or one the client's MCP roots name later
+(:mod:`ctxfs.tools.roots`, for ``ctxfs serve`` without ``--root``).
 
 Owners: observations (which file versions an agent has seen) belong to one
 owner, and an agent may change only what its owner has seen. A request's owner:
