@@ -26,6 +26,8 @@ ONLY_SOME_CALLS = (
     "pypdf",  # PDF pages
     "cryptography",  # encrypted PDFs
     "PIL",  # images
+    "ctxfs.tools.notebooks.cells",  # notebooks: edited
+    "ctxfs.tools.notebooks.view",  # notebooks: read
     "ctxfs.tools.patches",  # patch formats
     "charset_normalizer",  # legacy encodings
     "regex",  # grep patterns

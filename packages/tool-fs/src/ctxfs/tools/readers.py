@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxfs.core import BytesOutcome, FsError, InvalidArgument
 from ctxfs.tools.images import ImageLimits, PreparedImage, image_type, prepared_image
-from ctxfs.tools.notebooks import NotANotebook, is_notebook_path, render_notebook
+from ctxfs.tools.notebooks import NotANotebook, is_notebook_path
 from ctxfs.tools.pdfs import is_pdf, page_range, pdf_text
 from ctxfs.tools.render import count, size
 from ctxfs.tools.results import MediaPart
@@ -211,6 +211,8 @@ async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
 
 
 async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
+    from ctxfs.tools.notebooks import render_notebook  # noqa: PLC0415 - with the first notebook
+
     budget = step.ctx.mount.text_options.max_output_chars
     render = functools.partial(
         render_notebook,

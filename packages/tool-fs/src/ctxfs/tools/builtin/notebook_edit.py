@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from ctxfs.tools.notebooks import CellChange, CellEdit, CellType, EditMode, edit_notebook
 from ctxfs.tools.render import count
 from ctxfs.tools.results import ResultData
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+
+if TYPE_CHECKING:
+    from ctxfs.tools.notebooks import CellChange
 
 __all__ = ["NOTEBOOK_EDIT", "NotebookEditArgs", "NotebookEditData", "NotebookEditTool"]
 
@@ -71,6 +73,8 @@ class NotebookEditTool(Tool[NotebookEditArgs, NotebookEditData]):
         )
 
     async def run(self, step: Step, args: NotebookEditArgs) -> NotebookEditData:
+        from ctxfs.tools.notebooks import CellEdit, CellType, EditMode, edit_notebook  # noqa: PLC0415
+
         edit = CellEdit(
             mode=EditMode(args.edit_mode),
             cell_id=args.cell_id or None,
