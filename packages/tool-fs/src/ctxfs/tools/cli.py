@@ -319,10 +319,11 @@ def _store(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
     process is one client's, and its successor must find what it saw.
     """
     from ctxfs.core import Fs, InvalidArgument, open_backend  # noqa: PLC0415
-    from ctxfs.core.policies import PathRules  # noqa: PLC0415
 
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
+        from ctxfs.core.policies import PathRules  # noqa: PLC0415
+
         plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
     if args.read_hard_links and args.url is not None:
         raise UsageError("--read-hard-links is for a local --root")
