@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.request import url2pathname
 
+from anyio.abc import AsyncResource
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import ListRootsRequest, ListRootsResult, NotificationParams
@@ -35,7 +35,7 @@ Opener = Callable[[str], Fs]
 """Makes the store of a local directory (not yet entered)."""
 
 
-class ClientRoots:
+class ClientRoots(AsyncResource):
     """The client's first MCP root, served by *tools* as the store *open_root* makes of it.
 
     Use as an async context manager around serving: it closes the store it opened.
@@ -53,17 +53,6 @@ class ClientRoots:
         server.add_notification_handler(
             "notifications/roots/list_changed", NotificationParams, self._changed
         )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self._close()
 
     async def _initialized(
         self, request: ServerRequestContext[Any, Any], params: NotificationParams
@@ -111,7 +100,7 @@ class ClientRoots:
                 f"no workspace: the client's first root {root} cannot be opened: {error}"
             )
             return
-        await self._close()
+        await self.aclose()
         self._opened, self.root = opened, root
         self.tools.use(fs)
         log.info("serving %r, the first of the client's %d MCP roots", fs.backend, of)
@@ -120,9 +109,10 @@ class ClientRoots:
         """Serve no store from now on: requests are refused saying *why*, as is stderr, once."""
         log.error("%s", why)
         self.tools.use(None, why=why)
-        await self._close()
+        await self.aclose()
 
-    async def _close(self) -> None:
+    async def aclose(self) -> None:
+        """Close the store served, if any."""
         opened, self._opened, self.root = self._opened, None, None
         if opened is not None:
             await opened.aclose()

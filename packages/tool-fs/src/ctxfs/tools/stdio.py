@@ -22,10 +22,10 @@ import io
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
+from anyio.abc import AsyncResource
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
@@ -131,7 +131,7 @@ class _Unanswered:
                 await self._answered.wait()
 
 
-class _Stream:
+class _Stream(AsyncResource):
     """Closing, and use as an async context manager, of a wrapped stream."""
 
     def __init__(self, stream: Any) -> None:
@@ -140,17 +140,6 @@ class _Stream:
 
     async def aclose(self) -> None:
         await self.stream.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class _Replies(_Stream):
