@@ -255,7 +255,9 @@ async def test_azure_reads_the_standard_environment(
     url = url_for(AZURE)
     monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", AZURITE)
     async with open_fs(url, load_entrypoints=False) as fs:
-        await fs.context(owner="agent").fs.write("env.txt", "x\n")
+        ctx = fs.context(owner="agent")
+        await ctx.fs.write("env.txt", "from the environment\n")
+        assert (await ctx.fs.read("env.txt")).text == "from the environment\n"
 
 
 def test_a_missing_extra_names_itself(monkeypatch: pytest.MonkeyPatch) -> None:

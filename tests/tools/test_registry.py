@@ -347,36 +347,12 @@ def _edit(old: str, new: str) -> dict[str, str]:
     return {"file_path": "a.txt", "old_string": old, "new_string": new}
 
 
-async def test_the_data_still_reads_as_the_dict_it_was_with_a_deprecation_warning(
-    fs: Fs, toolset: FsToolset
-) -> None:
+async def test_the_data_is_the_tools_own_model(fs: Fs, toolset: FsToolset) -> None:
     result = await toolset.execute(fs.context(owner="a"), "read", {"file_path": "a.txt"})
     assert isinstance(result.data, ReadData)
-    with pytest.warns(DeprecationWarning, match=r"result\.data\.version"):
-        assert result.data["version"] == result.data.version
-    with pytest.warns(DeprecationWarning, match="typed model now"):
-        assert result.data.get("nothing", "default") == "default"
-    with pytest.warns(DeprecationWarning, match="typed model now"):
-        assert "content" in result.data
-    old = result.data.model_dump(mode="json")  # the dict it was: every field, None ones too
-    nothing: tuple[object, ...] = (
-        None,
-        False,
-        [],
-    )  # (a.txt is read whole, uncut: partial and the rest say nothing)
-    assert result.structured == {key: value for key, value in old.items() if value not in nothing}
-    with pytest.warns(DeprecationWarning, match="typed model now"):
-        assert result.data == old
-    with pytest.warns(DeprecationWarning, match="typed model now"):
-        assert dict(result.data.items()) == old
-    with pytest.warns(DeprecationWarning, match="typed model now"):
-        assert list(result.data.keys()) == list(old)
     assert result.data == result.data_as(ReadData)
     with pytest.raises(TypeError, match="holds ReadData, not CountData"):
         result.data_as(CountData)
-    with pytest.warns(DeprecationWarning, match="each tool holds its arguments model"):
-        from ctxfs.tools import ARGUMENTS  # noqa: PLC0415
-    assert ARGUMENTS["read"] is toolset.tool("read").arguments
 
 
 async def test_without_exposure_plugins_the_configured_offer_is_worked_out_once(fs: Fs) -> None:
@@ -392,15 +368,3 @@ async def test_without_exposure_plugins_the_configured_offer_is_worked_out_once(
     fs.plugin_manager.register(counting)  # a plugin that has a say: asked from now on
     assert (await toolset.offer(ctx)).direct == registered.direct
     assert counting.asked == [*FILE_TOOLS, "word_count"]
-
-
-@pytest.mark.parametrize("module", ["arguments", "editor", "hookspecs"])
-def test_the_modules_that_moved_still_import_with_a_deprecation_warning(module: str) -> None:
-    import importlib  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
-    sys.modules.pop(f"ctxfs.tools.{module}", None)
-    with pytest.warns(DeprecationWarning, match=f"ctxfs.tools.{module} is deprecated"):
-        moved = importlib.import_module(f"ctxfs.tools.{module}")
-    assert moved.__all__
-    assert all(hasattr(moved, name) for name in moved.__all__)

@@ -17,7 +17,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import anyio
 
@@ -51,11 +51,6 @@ class Retries:
             raise InvalidArgument(f"retries must not be negative, got {self.retries}")
         if self.deadline <= 0:
             raise InvalidArgument(f"deadline must be positive, got {self.deadline}")
-
-    @classmethod
-    def from_options(cls, options: dict[str, Any]) -> Retries:
-        """The policy the :data:`RETRY_OPTIONS` in *options* describe, taking them out."""
-        return cls(**{name: options.pop(name) for name in RETRY_OPTIONS if name in options})
 
     async def run(
         self,

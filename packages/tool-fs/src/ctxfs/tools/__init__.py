@@ -159,18 +159,6 @@ _HOMES: Final = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ARGUMENTS":  # the table of argument models this module used to export
-        import warnings  # noqa: PLC0415
-
-        from ctxfs.tools.builtin import BUILTIN_TOOLS  # noqa: PLC0415
-
-        warnings.warn(
-            "ctxfs.tools.ARGUMENTS is deprecated: each tool holds its arguments model "
-            "(FsToolset().tool(name).arguments)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return {tool.name: tool.arguments for tool in BUILTIN_TOOLS[:6]}
     if name == "__version__":
         from importlib.metadata import version  # noqa: PLC0415
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
-import warnings
-from collections.abc import ItemsView, KeysView, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal, Self, TypeVar
 
 from pydantic import (
@@ -88,40 +87,6 @@ class ResultData(BaseModel):
         return ResultData(
             status="error", tool=tool, target=error.path or target, error=ErrorInfo.of(error)
         )
-
-    def __getitem__(self, key: str) -> Any:
-        """Deprecated: the data was a dict; read its attributes, or ``ToolResult.structured``."""
-        _dict_access_warning()
-        return self.model_dump(mode="json")[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """Deprecated: as :meth:`dict.get` on the data's old dict form."""
-        _dict_access_warning()
-        return self.model_dump(mode="json").get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        """Deprecated: whether the data's old dict form has *key*."""
-        _dict_access_warning()
-        return key in self.model_dump(mode="json")
-
-    def keys(self) -> KeysView[str]:
-        """Deprecated: the keys of the data's old dict form."""
-        _dict_access_warning()
-        return self.model_dump(mode="json").keys()
-
-    def items(self) -> ItemsView[str, Any]:
-        """Deprecated: the items of the data's old dict form."""
-        _dict_access_warning()
-        return self.model_dump(mode="json").items()
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to the same data; comparing with a dict (its old form) is deprecated."""
-        if isinstance(other, Mapping):
-            _dict_access_warning()
-            return bool(self.model_dump(mode="json") == dict(other))
-        return super().__eq__(other)
-
-    __hash__ = BaseModel.__hash__
 
 
 class EditData(ResultData):
@@ -270,12 +235,3 @@ def _fields_of(outcome: object) -> Mapping[str, Any]:
     if isinstance(outcome, BaseModel):
         return {name: getattr(outcome, name) for name in type(outcome).model_fields}
     raise TypeError(f"cannot take result fields from {type(outcome).__name__}")
-
-
-def _dict_access_warning() -> None:
-    warnings.warn(
-        "ToolResult.data is a typed model now: read its attributes (result.data.version), "
-        "or use ToolResult.structured for the plain dict",
-        DeprecationWarning,
-        stacklevel=3,
-    )

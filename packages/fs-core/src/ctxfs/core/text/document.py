@@ -160,10 +160,6 @@ class TextDocument(Generic[AnyStr]):
 
     # -- positions ------------------------------------------------------------------
 
-    def line_at(self, logical_position: int) -> int:
-        """Return the 1-based line number of a position in the logical view."""
-        return self.logical.count(self.endings.lf, 0, logical_position) + 1
-
     def occurrences(self, text: str) -> int:
         """How many times *text* occurs, without overlaps (0 if it cannot be in the file)."""
         try:
