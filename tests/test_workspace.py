@@ -14,6 +14,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 DISTS = {
@@ -157,3 +159,40 @@ def test_every_dist_states_its_license_urls_and_bounds_on_its_siblings(dist: str
         if requirement.startswith("ctxfs-")
     ]
     assert all("~=" in requirement for requirement in siblings), siblings
+
+
+OPTIONAL_LIBRARIES = {
+    "charset-normalizer": ("ctxfs-core", "legacy"),
+    "redis": ("ctxfs-core", "redis"),
+    "pillow": ("ctxfs-tools", "images"),
+    "pypdf": ("ctxfs-tools", "pdf"),
+    "mcp": ("ctxfs-tools", "mcp"),
+    "pydantic-ai-slim": ("ctxfs-tools", "pydantic-ai"),
+}
+"""Each library only some features need, and the extra (of the dist using it) that brings it."""
+
+
+def installed_with(dist: str, *extras: str) -> set[str]:
+    """The distributions ``pip install 'DIST[EXTRAS]'`` brings, DIST's siblings followed."""
+    brought: set[str] = set()
+    for line in importlib.metadata.requires(dist) or []:
+        requirement = Requirement(line)
+        marker = requirement.marker
+        if marker is None or any(marker.evaluate({"extra": extra}) for extra in extras):
+            name = canonicalize_name(requirement.name)
+            brought.add(name)
+            if name in DISTS:
+                brought |= installed_with(name, *requirement.extras)
+    return brought
+
+
+@pytest.mark.parametrize("dists", [["ctxfs-core"], ["ctxfs-core", "ctxfs-local"], list(DISTS)])
+def test_no_optional_library_comes_without_its_extra(dists: list[str]) -> None:
+    brought = set().union(*(installed_with(dist) for dist in dists))
+    assert brought.isdisjoint(OPTIONAL_LIBRARIES), brought & set(OPTIONAL_LIBRARIES)
+
+
+def test_each_optional_library_comes_with_its_extra_and_the_cli_brings_every_file_kind() -> None:
+    for library, (dist, extra) in OPTIONAL_LIBRARIES.items():
+        assert library in installed_with(dist, extra), (library, dist, extra)
+    assert {"mcp", "pillow", "pypdf", "charset-normalizer"} <= installed_with("ctxfs-tools", "cli")

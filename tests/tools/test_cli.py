@@ -13,6 +13,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 from ctxfs.tools import __version__
 from ctxfs.tools.cli import MCP_BEFORE, MCP_NEEDED, STORE_PACKAGES, main
@@ -223,12 +225,17 @@ def test_serve_says_which_mcp_it_needs_and_which_it_found(
 
 
 def test_the_needed_mcp_is_the_one_the_extras_require() -> None:
-    extras = tomllib.loads((ROOT / "packages/tool-fs/pyproject.toml").read_text())
     needed, before = (".".join(map(str, release)) for release in (MCP_NEEDED, MCP_BEFORE))
-    required = {f"mcp>={needed},<{before}"}
-    optional = extras["project"]["optional-dependencies"]
-    assert set(optional["cli"]) & {r for r in optional["cli"] if r.startswith("mcp")} == required
-    assert set(optional["mcp"]) == required
+    required = {SpecifierSet(f">={needed},<{before}")}
+    requirements = [Requirement(line) for line in importlib.metadata.requires("ctxfs-tools") or []]
+    for extra in ("cli", "mcp"):
+        assert {
+            requirement.specifier
+            for requirement in requirements
+            if requirement.name == "mcp"
+            and requirement.marker is not None
+            and requirement.marker.evaluate({"extra": extra})
+        } == required, extra
 
 
 def test_a_missing_local_backend_names_what_to_install(

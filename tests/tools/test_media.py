@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -486,3 +487,18 @@ async def test_a_16_bit_gray_png_keeps_its_tones_when_downscaled(ctx: Context, s
     assert (data.image.width, data.image.height) == (200, 50)
     with Image.open(io.BytesIO(result.media[0].data)) as sent:
         assert sent.convert("L").getpixel((10, 10)) == 117
+
+
+@pytest.mark.parametrize(
+    ("module", "extra", "name", "data"),
+    [("PIL", "images", "chart.png", image((16, 8))), ("pypdf", "pdf", "paper.pdf", pdf("text"))],
+)
+async def test_without_its_extra_a_media_read_is_not_enabled_naming_the_extra(
+    fs: Fs, monkeypatch: pytest.MonkeyPatch, module: str, extra: str, name: str, data: bytes
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # as after pip install ctxfs-tools
+    await fs.backend.write(name, data, expect=ABSENT)
+    result = await read(FsToolset(), fs.context(owner="agent"), name)
+    assert result.error_code is ErrorCode.NOT_ENABLED, result.text
+    assert f"pip install 'ctxfs-tools[{extra}]'" in result.text
+    assert result.structured["error"]["details"]["install"] == f"ctxfs-tools[{extra}]"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 
 import pytest
 from mcp import Client
@@ -82,6 +83,20 @@ async def test_the_reply_of_each_provider_carries_the_plot(
     kinds = [item["type"] for item in openai["output"]]
     assert kinds == ["input_text", "input_image"]
     assert openai["output"][1]["image_url"].startswith("data:image/png;base64,")
+
+
+async def test_without_pillow_a_notebook_reads_with_its_plot_left_out(
+    tools: FsToolset, ctx: Context, seed: Seed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "PIL", None)  # as without ctxfs-tools[images]
+    await seed(NB, plotted())
+    result = await read(tools, ctx)
+    assert result.error_code is None, result.text
+    notebook = result.data_as(ReadData).notebook
+    assert notebook is not None
+    assert (notebook.images, notebook.left_out_images) == (0, 1)
+    assert "[image 1: image/png" in result.text
+    assert result.media == ()
 
 
 async def test_cells_page_by_offset_and_limit_and_a_read_licenses_notebook_edit(

@@ -11,6 +11,7 @@ call or per path) reads what the detection refused.
 from __future__ import annotations
 
 import codecs
+import sys
 from collections import Counter
 
 import pytest
@@ -37,6 +38,21 @@ def reading(data: bytes) -> str | EncodingError:
 
 
 def test_the_corpus_is_read_right_or_refused_never_misread() -> None:
+    outcomes = read_right_or_refused()
+    assert outcomes["right"] >= 0.9 * len(CASES), outcomes
+
+
+def test_without_the_legacy_extra_more_is_refused_and_nothing_misread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    voted = read_right_or_refused()
+    monkeypatch.setitem(sys.modules, "charset_normalizer", None)  # as without ctxfs-core[legacy]
+    unvoted = read_right_or_refused()
+    assert 0 < unvoted["right"] < voted["right"], (voted, unvoted)
+
+
+def read_right_or_refused() -> Counter[str]:
+    """How many corpus cases read right, and how many are refused; it asserts none is misread."""
     outcomes: Counter[str] = Counter()
     for language, page in CASES:
         text = PARAGRAPHS[language]
@@ -50,7 +66,7 @@ def test_the_corpus_is_read_right_or_refused_never_misread() -> None:
         else:
             assert shown == text, (language, page)
             outcomes["right"] += 1
-    assert outcomes["right"] >= 0.9 * len(CASES), outcomes
+    return outcomes
 
 
 @pytest.mark.parametrize("page", WIDE_ENCODINGS)

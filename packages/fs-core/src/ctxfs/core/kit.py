@@ -38,6 +38,7 @@ from ctxfs.core.backend import (
     Update,
     check_expect,
 )
+from ctxfs.core.extras import require
 from ctxfs.core.locks import KeyedLocks, acquire_with_backoff
 from ctxfs.core.paths import RESERVED_PREFIX, check_path, is_reserved, join_path
 from ctxfs.core.versions import (
@@ -80,4 +81,5 @@ __all__ = [
     "content_version",
     "is_reserved",
     "join_path",
+    "require",
 ]

@@ -208,10 +208,10 @@ def open_azure(url: str, **options: Any) -> ObjectStoreBackend:
     ``adlfs.AzureBlobFileSystem`` (``account_name``, ``credential``,
     ``connection_string``, ...), which also reads ``AZURE_STORAGE_*`` variables.
     """
+    from ctxfs.core.kit import require  # noqa: PLC0415
     from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-    from ctxfs.remote.extras import require  # noqa: PLC0415
 
-    adlfs = require("adlfs", extra="azure")
+    adlfs = require("adlfs", install="ctxfs-remote[azure]", needed_by="the azure backend")
     container, prefix = split_url(url)
     if "@" in container:
         container, _, host = container.partition("@")

@@ -237,10 +237,10 @@ def open_gcs(url: str, **options: Any) -> ObjectStoreBackend:
     ``gcsfs.GCSFileSystem`` (``project``, ``token``, ``endpoint_url``, ...).
     ``STORAGE_EMULATOR_HOST`` points it at an emulator.
     """
+    from ctxfs.core.kit import require  # noqa: PLC0415
     from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-    from ctxfs.remote.extras import require  # noqa: PLC0415
 
-    gcsfs_core = require("gcsfs.core", extra="gcs")
+    gcsfs_core = require("gcsfs.core", install="ctxfs-remote[gcs]", needed_by="the gcs backend")
     bucket, prefix = split_url(url)
     settings = pop_backend_options(options)
     fs = gcsfs_core.GCSFileSystem(skip_instance_cache=True, **options)

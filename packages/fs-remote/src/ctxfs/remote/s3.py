@@ -232,10 +232,10 @@ def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
     ``AWS_ACCESS_KEY_ID``, profiles, ...). botocore's own retries are off, and its
     connect timeout is the deadline, unless ``config_kwargs`` says otherwise.
     """
+    from ctxfs.core.kit import require  # noqa: PLC0415
     from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-    from ctxfs.remote.extras import require  # noqa: PLC0415
 
-    s3fs = require("s3fs", extra="s3")
+    s3fs = require("s3fs", install="ctxfs-remote[s3]", needed_by="the s3 backend")
     bucket, prefix = split_url(url)
     settings = pop_backend_options(options)
     config = dict(options.pop("config_kwargs", None) or {})

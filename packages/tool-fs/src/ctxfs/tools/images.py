@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ctxfs.core import BinaryFile, FsError, TooLarge
+from ctxfs.core import BinaryFile, FsError, NotEnabled, TooLarge
+from ctxfs.core.kit import require
 from ctxfs.tools.render import size
 
 if TYPE_CHECKING:
@@ -108,8 +109,10 @@ def prepared_image(
         TooLarge: The image has more pixels, or would take more memory decoded, than the
             limits (or more pixels than Pillow decodes).
         BinaryFile: The bytes are not a whole image of their type (damaged or cut short).
+        NotEnabled: Pillow is not installed (the ``images`` extra).
 
     """
+    require("PIL", install="ctxfs-tools[images]", needed_by="reading an image", error=NotEnabled)
     from PIL import Image, UnidentifiedImageError  # noqa: PLC0415 - loaded by the first image
 
     name = IMAGE_TYPES[media_type]

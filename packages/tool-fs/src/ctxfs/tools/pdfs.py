@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ctxfs.core import BinaryFile, InvalidArgument
+from ctxfs.core import BinaryFile, InvalidArgument, NotEnabled
+from ctxfs.core.kit import require
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
@@ -106,6 +107,7 @@ def pdf_text(
     Raises:
         BinaryFile: The PDF needs a password, or cannot be parsed.
         InvalidArgument: The first page asked for is past the last page.
+        NotEnabled: pypdf is not installed (the ``pdf`` extra).
 
     """
     reader = _opened(data, path)
@@ -175,6 +177,7 @@ _STOPPED: Final = {
 
 
 def _opened(data: bytes, path: str) -> PdfReader:
+    require("pypdf", install="ctxfs-tools[pdf]", needed_by="reading a PDF", error=NotEnabled)
     from pypdf import PdfReader  # noqa: PLC0415 - loaded by the first PDF read
     from pypdf.errors import DependencyError  # noqa: PLC0415
 

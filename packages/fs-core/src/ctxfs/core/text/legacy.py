@@ -131,10 +131,16 @@ def _by_letter_frequency(fits: list[_Fit]) -> str | None:
 
 
 def _vote(head: bytes, names: list[str]) -> str | None:
-    """The one of *names* ``charset-normalizer`` clearly prefers, given enough text."""
+    """The one of *names* ``charset-normalizer`` clearly prefers, given enough text.
+
+    None when it prefers none, or is not installed (``ctxfs-core[legacy]``).
+    """
     if sum(1 for byte in head if byte > 0x7F) < _VOTER_MIN_BYTES:
         return None
-    import charset_normalizer  # noqa: PLC0415 - loaded by the first file that needs a vote
+    try:
+        import charset_normalizer  # noqa: PLC0415 - loaded by the first file that needs a vote
+    except ImportError:  # the legacy extra is not installed: no vote
+        return None
 
     matches = {
         codecs.lookup(match.encoding).name: match

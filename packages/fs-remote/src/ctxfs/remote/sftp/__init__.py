@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ctxfs.remote.extras import require
+from ctxfs.core.kit import require
 from ctxfs.remote.retry import RETRY_OPTIONS
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def open_sftp(url: str, **options: Any) -> SftpBackend:
     (``client_keys``, ``known_hosts``, ``password``, ...), which otherwise uses
     the SSH agent, the default keys and ``~/.ssh/known_hosts``.
     """
-    require("asyncssh", extra="sftp")
+    require("asyncssh", install="ctxfs-remote[sftp]", needed_by="the sftp backend")
     from ctxfs.remote.sftp.backend import SftpBackend  # noqa: PLC0415 - after the check
 
     parts = urlsplit(url)
@@ -72,7 +72,7 @@ def open_sftp(url: str, **options: Any) -> SftpBackend:
 
 def __getattr__(name: str) -> Any:
     if name == "SftpBackend":
-        require("asyncssh", extra="sftp")
+        require("asyncssh", install="ctxfs-remote[sftp]", needed_by="the sftp backend")
         from ctxfs.remote.sftp.backend import SftpBackend  # noqa: PLC0415
 
         return SftpBackend
