@@ -297,7 +297,8 @@ def chattr_works(tmp_path: Path) -> bool:
 
 @pytest.fixture(
     params=["cued-before", "cued-during", "cued-after", "sqlite-locked", "sqlite-read-only",
-            "redis-stopped-before", "redis-stopped-during"],
+            *(pytest.param(kind, marks=pytest.mark.slow)  # a Redis server of its own, each
+              for kind in ("redis-stopped-before", "redis-stopped-during"))],
 )  # fmt: skip
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     kind = str(request.param)
@@ -387,8 +388,9 @@ async def mounted(backend: Backend, store: Store) -> AsyncIterator[Fs]:
 
 @pytest.mark.parametrize(
     ("where", "name"),
-    [(where, name) for where in ("memory", "local", "s3") for name in sorted(MUTATIONS)
-     if (where, name) != ("s3", "move-directory")],  # an object store moves no directory
+    [*((where, name) for where in ("memory", "local") for name in sorted(MUTATIONS)),
+     *(pytest.param("s3", name, marks=pytest.mark.slow) for name in sorted(MUTATIONS)
+       if name != "move-directory")],  # an object store moves no directory
 )  # fmt: skip
 async def test_a_mutation_commits_with_its_observation_or_changes_nothing(
     where: str, name: str, store: Store, request: pytest.FixtureRequest, tmp_path: Path

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 SIZE = 96 << 20
 
 _WRITE = textwrap.dedent(

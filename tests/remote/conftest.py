@@ -30,7 +30,12 @@ def url_for(buckets: dict[str, str]) -> UrlFor:
     return make
 
 
-@pytest.fixture(params=sorted(SERVERS))
+@pytest.fixture(
+    params=[
+        name if name == "s3" else pytest.param(name, marks=pytest.mark.slow)
+        for name in sorted(SERVERS)
+    ]
+)
 def server(request: pytest.FixtureRequest) -> Server:
-    """Each real server in turn."""
+    """Each real server in turn (but S3 only in the quick loop: the others are marked slow)."""
     return SERVERS[str(request.param)]

@@ -35,14 +35,17 @@ class TestS3(RemoteConformance):
     server = S3
 
 
+@pytest.mark.slow  # the quick loop proves the kit on S3; .ci/run on every store
 class TestGcs(RemoteConformance):
     server = GCS
 
 
+@pytest.mark.slow  # the quick loop proves the kit on S3; .ci/run on every store
 class TestAzure(RemoteConformance):
     server = AZURE
 
 
+@pytest.mark.slow  # the quick loop proves the kit on S3; .ci/run on every store
 class TestSftp(RemoteConformance):
     server = SFTP
 

@@ -25,7 +25,7 @@ from ctxfs.tools.pdfs import pdf_text
 from tests.tools.conftest import Seed
 from tests.tools.media import deep_png, image, pdf, shared_pdf
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 _MEASURE = """
 import asyncio, json, resource, sys, time

@@ -22,7 +22,7 @@ from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from tests.tools.conftest import Seed
 from tests.tools.media import shared_pdf
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 DUE_EVERY = 0.005
 WORST_WAIT = 0.1

@@ -1,0 +1,33 @@
+"""No test depends on the date: the in-process suites pass on a clock far in the future."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.far_future import FAR_FUTURE
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ON_THE_CLOCK = [
+    "tests/core",
+    "tests/conformance/test_memory_backend.py",
+    "tests/tools/test_execute.py",
+]
+"""Suites that run in this process (leases, observations, audit records, tool results), where
+the clock under test is the one the plugin moves."""
+
+
+@pytest.mark.slow
+def test_the_in_process_suites_pass_far_in_the_future() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.far_future", "-n", "0",
+         "-m", "", *ON_THE_CLOCK],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    report = done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0, report
+    assert f"clock: {FAR_FUTURE:%Y-%m-%d}" in done.stdout, report
