@@ -10,17 +10,12 @@ for the order of the hooks.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import aclosing, suppress
-from dataclasses import replace
+from contextlib import aclosing
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
-import anyio
-import anyio.lowlevel
-
 from ctxfs.core.backend import (
     Backend,
-    FileKind,
     FileLines,
     FileMatches,
     FileSearch,
@@ -28,8 +23,7 @@ from ctxfs.core.backend import (
     Listing,
     ListingPage,
 )
-from ctxfs.core.errors import FsError, InvalidArgument
-from ctxfs.core.globs import relative_to
+from ctxfs.core.listings import listed, listed_tree, searched_files, searched_lines
 from ctxfs.core.moves import move
 from ctxfs.core.mutations import Mutations
 from ctxfs.core.outcomes import (
@@ -43,22 +37,17 @@ from ctxfs.core.outcomes import (
     WriteOutcome,
 )
 from ctxfs.core.patching import apply_patch
-from ctxfs.core.paths import join_path
+from ctxfs.core.reads import numbered_lines, read_bytes, read_text
 from ctxfs.core.reports import Report, reported
 from ctxfs.core.text import (
-    AnyDocument,
     Change,
     FilePatch,
     Replacement,
-    TextEncoding,
-    TextOptions,
     check_edit_strings,
     check_replacements,
-    iter_lines,
-    read_window,
     replace_in_turn,
 )
-from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, rewritten, text_work, utf8_size
+from ctxfs.core.textwork import rewritten, text_work, utf8_size
 from ctxfs.core.versions import ABSENT, Absent
 
 if TYPE_CHECKING:
@@ -126,46 +115,7 @@ class ContextFs:
             (also for an *encoding* Python does not know), and any refusal of a policy.
 
         """
-        ctx, fs = self._ctx, self._ctx.opened_fs
-        async with reported(self._ctx, OpKind.READ, path, file=True) as report:
-            op = report.op
-            await fs.hooks.authorize(ctx, op)
-            options = fs.text_options.for_path(op.path)
-            if encoding is not None:
-                options = _pinned(options, encoding)
-            async with fs.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
-                window = await read_window(
-                    stream,
-                    offset=offset,
-                    limit=limit,
-                    options=options,
-                    path=op.path,
-                    known=fs.known_encodings if encoding is None else None,
-                )
-            report.after = stream.version
-            if encoding is not None and window.encoding == options.legacy_encodings[0]:
-                fs.known_encodings.remember(stream.version, TextEncoding(codec=window.encoding))
-            await fs.hooks.observed(
-                ctx,
-                op,
-                stream.version,
-                complete=window.complete,
-                lines=window.seen_lines,
-                total_lines=window.total_lines,
-            )
-        return ReadOutcome(
-            path=op.path,
-            text=window.text,
-            version=stream.version,
-            offset=window.offset,
-            returned_lines=window.returned_lines,
-            total_lines=window.total_lines,
-            next_offset=window.next_offset,
-            partial=not window.complete,
-            truncated_lines=window.truncated_lines,
-            output_capped=window.output_capped,
-            encoding=window.encoding,
-        )
+        return await read_text(self._ctx, path, offset=offset, limit=limit, encoding=encoding)
 
     async def read_bytes(
         self, path: str, *, offset: int = 0, length: int | None = None, observe: bool = True
@@ -184,33 +134,7 @@ class ContextFs:
             offset or length), TooLarge, and any refusal of a policy.
 
         """
-        ctx, fs = self._ctx, self._ctx.opened_fs
-        if offset < 0 or (length is not None and length < 0):
-            raise InvalidArgument(
-                f"offset and length must not be negative ({offset}, {length})",
-                details={"field": "offset" if offset < 0 else "length"},
-            )
-        async with reported(self._ctx, OpKind.READ, path, file=True) as report:
-            op = report.op
-            await fs.hooks.authorize(ctx, op)
-            blob = await fs.backend.read(
-                op.path,
-                start=offset,
-                end=None if length is None else offset + length,
-                max_size=fs.text_options.max_edit_bytes if length is None else None,
-            )
-            complete = offset == 0 and len(blob.data) == blob.size
-            report.after = blob.version
-            if observe:
-                await fs.hooks.observed(ctx, op, blob.version, complete=complete)
-        return BytesOutcome(
-            path=op.path,
-            data=blob.data,
-            version=blob.version,
-            offset=offset,
-            size=blob.size,
-            complete=complete,
-        )
+        return await read_bytes(self._ctx, path, offset=offset, length=length, observe=observe)
 
     async def write_bytes(self, path: str, data: bytes) -> WriteOutcome:
         """Create a file, or replace one the owner has read whole, with *data* as it is.
@@ -329,7 +253,7 @@ class ContextFs:
         """
         async with reported(self._ctx, OpKind.EDIT, path, file=True, dry_run=dry_run) as report:
             check_edit_strings(old_string, new_string)
-            change = await self._change(
+            change = await self._mutations.change(
                 report,
                 lambda document: document.replace(old_string, new_string, replace_all=replace_all),
                 costly=lambda document: (
@@ -355,7 +279,7 @@ class ContextFs:
         async with reported(self._ctx, OpKind.EDIT, path, file=True, dry_run=dry_run) as report:
             check_replacements(edits)
             options = self._ctx.opened_fs.text_options
-            change = await self._change(
+            change = await self._mutations.change(
                 report,
                 lambda document: replace_in_turn(document, edits, options),
                 costly=lambda document: (
@@ -378,7 +302,9 @@ class ContextFs:
 
         """
         async with reported(self._ctx, OpKind.INSERT, path, file=True) as report:
-            change = await self._change(report, lambda document: document.insert(after_line, text))
+            change = await self._mutations.change(
+                report, lambda document: document.insert(after_line, text)
+            )
         return InsertOutcome(
             path=report.op.path,
             version=report.stored,
@@ -455,31 +381,6 @@ class ContextFs:
         """
         return await apply_patch(self._ctx, self._mutations, patches, dry_run=dry_run)
 
-    async def _change(
-        self,
-        report: Report,
-        apply: Callable[[AnyDocument], Change],
-        *,
-        costly: Callable[[AnyDocument], bool] | None = None,
-    ) -> Change:
-        """Change the text of an existing file under the mutation protocol.
-
-        *costly* says, cheaply, whether *apply* may take long whatever the size.
-        """
-        async with self._mutations.updating(report, decode=True) as (update, document):
-            if update.current is None or document is None:
-                raise await update.missing()
-            size = update.current.size
-            change = await text_work(
-                size,
-                lambda: apply(document),
-                # a large file is changed off the loop anyway: no need to ask
-                costly=costly is not None and size <= TEXT_WORK_INLINE_BYTES and costly(document),
-            )
-            if not report.op.dry_run:
-                await self._mutations.store(report, update, change.data, document)
-        return change
-
     async def lines(
         self, path: str, *, max_line_chars: int | Absent | None = ABSENT
     ) -> AsyncGenerator[tuple[int, str]]:
@@ -495,19 +396,9 @@ class ContextFs:
             NotFound, IsADirectory, BinaryFile, EncodingError, and any refusal of a policy.
 
         """
-        ctx, fs = self._ctx, self._ctx.opened_fs
-        async with reported(self._ctx, OpKind.READ, path, file=True) as report:
-            await fs.hooks.authorize(ctx, report.op)
-            options = fs.text_options.for_path(report.op.path)
-            cap = options.max_line_chars if isinstance(max_line_chars, Absent) else max_line_chars
-            async with (
-                fs.backend.open_read(report.op.path, chunk_size=options.chunk_size) as stream,
-                aclosing(
-                    iter_lines(stream, options=options, path=report.op.path, max_line_chars=cap)
-                ) as numbered,
-            ):
-                async for item in numbered:
-                    yield item
+        async with aclosing(numbered_lines(self._ctx, path, max_line_chars)) as numbered:
+            async for item in numbered:
+                yield item
 
     async def list(self, path: str = "") -> Listing:
         """List a directory (the root by default), sorted by name.
@@ -516,61 +407,27 @@ class ContextFs:
         one) are left out; so are those no path can name (counted in
         :attr:`Listing.unnamed`).
         """
-        return await self._visible(path, details=True)
+        return await listed(self._ctx, path, details=True)
 
     async def list_page(self, path: str = "", *, first: int, count: int) -> ListingPage:
         """Entries *first* (1-based) to ``first + count - 1`` of :meth:`list`'s, and its total.
 
-        Only the page's entries are looked at in detail (fs-local: ``stat``
-        only those, and the names of an unchanged directory are not read again).
+        Only the page's entries are looked at in detail.
         """
-        fs = self._ctx.opened_fs
-        entries = await self._visible(path, details=False)
-        page = await fs.backend.details(entries[first - 1 : first - 1 + count])
+        entries = await listed(self._ctx, path, details=False)
+        page = await self._ctx.opened_fs.backend.details(entries[first - 1 : first - 1 + count])
         return ListingPage(entries=page, total=len(entries), unnamed=entries.unnamed)
 
     async def list_tree(self, path: str = "") -> Listing | None:
         """Every file below a directory, sorted by path, where the store lists a tree at once.
 
-        None where it does not (walk it with :meth:`list`). What a policy hides
-        is left out: a file, or one below a hidden directory.
+        None where it does not (walk it with :meth:`list`): nothing is then
+        authorized or reported. What a policy hides is left out: a file, or one
+        below a hidden directory.
         """
-        ctx, fs = self._ctx, self._ctx.opened_fs
-        if not _offers(fs.backend, "_list_tree"):
-            return None  # nothing to authorize, nor to report: the caller lists instead
-        async with reported(self._ctx, OpKind.LIST, path, file=False) as report:
-            await fs.hooks.authorize(ctx, report.op)
-            entries = await fs.backend.list_tree(report.op.path)
-            if entries is None or not fs.hooks.hides:
-                return entries
-            leads = {entry.path: _with_parents(entry.path, report.op.path) for entry in entries}
-            hidden = await fs.hooks.hidden(ctx, sorted({p for ps in leads.values() for p in ps}))
-            return Listing(
-                (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
-                unnamed=entries.unnamed,
-            )
-
-    async def _visible(self, path: str, *, details: bool) -> Listing:
-        ctx, fs = self._ctx, self._ctx.opened_fs
-        async with reported(self._ctx, OpKind.LIST, path, file=False) as report:
-            await fs.hooks.authorize(ctx, report.op)
-            entries = await fs.backend.list(report.op.path, details=details)
-            if not fs.hooks.hides:
-                return entries
-            directory = report.op.resolved  # where the entries are, through links
-            leads: dict[str, list[str]] = {}
-            for entry in entries:
-                leads[entry.path] = [entry.path, join_path(directory, entry.name)]
-                if entry.kind is FileKind.SYMLINK:
-                    with suppress(FsError):  # a link that leads nowhere it could be read
-                        leads[entry.path].append((await fs.backend.locate(entry.path)).resolved)
-            hidden = await fs.hooks.hidden(
-                ctx, [path for paths in leads.values() for path in paths]
-            )
-            return Listing(
-                (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
-                unnamed=entries.unnamed,
-            )
+        if not _offers(self._ctx.opened_fs.backend, "_list_tree"):
+            return None
+        return await listed_tree(self._ctx, path)
 
     async def search_files(self, search: FileSearch) -> FileMatches | None:
         """The files below ``search.path`` holding a match, by the backend's own engine.
@@ -579,35 +436,12 @@ class ContextFs:
         directory, recording no observation. None when the backend has no engine
         for it (see :meth:`Backend.search_files`): search through :meth:`list`
         and :meth:`lines` then. Paths come spelled below ``search.path`` as
-        given; files a policy hides (``ctxfs_hidden``, judged on the spelling and
-        on the resolved path) are left out.
+        given; files a policy hides (judged on the spelling and on the resolved
+        path) are left out.
         """
-        ctx, fs = self._ctx, self._ctx.opened_fs
-        if not _offers(fs.backend, "search_files"):
-            return None  # nothing to authorize, nor to report: the caller walks instead
-        async with reported(self._ctx, OpKind.LIST, search.path, file=False) as report:
-            await fs.hooks.authorize(ctx, report.op)
-            resolved = report.op.resolved
-            found = await fs.backend.search_files(replace(search, path=resolved))
-            if found is None or (report.op.path == resolved and not fs.hooks.hides):
-                return found  # every path spelled as found, and nothing to hide
-            if report.op.path == resolved:  # no link on the way: every path is spelled as found
-                spelled = {path: (path, count) for path, count in found.counts.items()}
-            else:
-                spelled = {
-                    join_path(report.op.path, relative_to(path, resolved)): (path, count)
-                    for path, count in found.counts.items()
-                }
-            hidden: set[str] = set()
-            if fs.hooks.hides and spelled:
-                every = [p for pair in spelled.items() for p in (pair[0], pair[1][0])]
-                hidden = await fs.hooks.hidden(ctx, every)
-            counts = {
-                path: count
-                for path, (real, count) in spelled.items()
-                if path not in hidden and real not in hidden
-            }
-            return replace(found, counts=counts)
+        if not _offers(self._ctx.opened_fs.backend, "search_files"):
+            return None
+        return await searched_files(self._ctx, search)
 
     async def search_lines(self, search: LineSearch) -> FileLines | None:
         """The matching lines of ``search.paths``, by the backend's own engine.
@@ -618,20 +452,9 @@ class ContextFs:
         leaves out is to be read with :meth:`lines`. Paths come back spelled as
         given.
         """
-        ctx, fs = self._ctx, self._ctx.opened_fs
-        if not _offers(fs.backend, "search_lines"):
-            return None  # nothing to authorize, nor to report: the caller reads instead
-        spelled: dict[str, str] = {}
-        for path in search.paths:
-            await anyio.lowlevel.checkpoint()  # many files: let a cancel land between them
-            with suppress(FsError):  # refused, gone: left out, for reading to say why
-                async with reported(self._ctx, OpKind.READ, path, file=True) as report:
-                    await fs.hooks.authorize(ctx, report.op)
-                    spelled[report.op.resolved or report.op.path] = path
-        found = await fs.backend.search_lines(replace(search, paths=tuple(spelled)))
-        if found is None:
+        if not _offers(self._ctx.opened_fs.backend, "search_lines"):
             return None
-        return replace(found, lines={spelled[p]: lines for p, lines in found.lines.items()})
+        return await searched_lines(self._ctx, search)
 
     async def stat(self, path: str) -> Stat:
         """Return the metadata of a file or directory."""
@@ -666,23 +489,3 @@ def _edited(report: Report, change: Change, *, edits: int = 1) -> EditOutcome:
 def _offers(backend: Backend, method: str) -> bool:
     """Whether *backend* implements the optional *method* itself (the default answers None)."""
     return getattr(type(backend), method) is not getattr(Backend, method)
-
-
-def _with_parents(path: str, top: str) -> list[str]:
-    """*path* and each directory between it and *top* (a directory above it)."""
-    paths, parent = [path], path.rpartition("/")[0]
-    while parent and parent != top:
-        paths.append(parent)
-        parent = parent.rpartition("/")[0]
-    return paths
-
-
-def _pinned(options: TextOptions, encoding: str) -> TextOptions:
-    try:
-        return options.pinned(encoding)
-    except LookupError:
-        raise InvalidArgument(
-            f"{encoding!r} is no encoding Python knows",
-            hint="Name a codec such as cp1251, koi8-r, cp1255 or shift_jis.",
-            details={"field": "encoding"},
-        ) from None

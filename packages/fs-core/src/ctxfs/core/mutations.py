@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, TypeAlias
 import anyio
 
 from ctxfs.core.errors import AlreadyExists, BackendError, FsError, InvalidArgument, Stale
-from ctxfs.core.textwork import decoded, text_work
+from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, decoded, text_work
 from ctxfs.core.versions import ABSENT, Absent, Version
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
     from ctxfs.core.context import Context
     from ctxfs.core.reports import Report
-    from ctxfs.core.text import AnyDocument
+    from ctxfs.core.text import AnyDocument, Change
 
 __all__ = ["Mutations", "Opened", "Refusal", "move_sources", "put_back", "rolled_back", "undone"]
 
@@ -112,6 +112,32 @@ class Mutations:
                 report.seen = await opened_fs.hooks.check_version(ctx, report.op, report.before)
             yield [opened[id(report)] for report in reports]
             await self._commit(reports, updates)
+
+    async def change(
+        self,
+        report: Report,
+        apply: Callable[[AnyDocument], Change],
+        *,
+        costly: Callable[[AnyDocument], bool] | None = None,
+    ) -> Change:
+        """Change the text of *report*'s existing file by *apply*; store it unless a dry run.
+
+        *costly* says, cheaply, whether *apply* may take long whatever the size
+        (it then runs in a worker thread).
+        """
+        async with self.updating(report, decode=True) as (update, document):
+            if update.current is None or document is None:
+                raise await update.missing()
+            size = update.current.size
+            change = await text_work(
+                size,
+                lambda: apply(document),
+                # a large file is changed off the loop anyway: no need to ask
+                costly=costly is not None and size <= TEXT_WORK_INLINE_BYTES and costly(document),
+            )
+            if not report.op.dry_run:
+                await self.store(report, update, change.data, document)
+        return change
 
     async def store(
         self, report: Report, update: Update, data: bytes, document: AnyDocument | None = None
