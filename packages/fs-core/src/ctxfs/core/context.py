@@ -106,9 +106,8 @@ class ContextFs:
     ) -> ReadOutcome:
         """Read up to *limit* lines of a text file from 1-based line *offset*.
 
-        The file streams through the backend: memory stays bounded by the window.
-        *encoding* pins the legacy encoding of a file that is not UTF-8 (one the
-        detection refused as ambiguous, say); edits of the version read keep it.
+        Memory stays bounded by the window. *encoding* pins the legacy encoding
+        of a file that is not UTF-8; edits of the version read keep it.
 
         Raises:
             NotFound, IsADirectory, BinaryFile, EncodingError, InvalidArgument
@@ -122,12 +121,9 @@ class ContextFs:
     ) -> BytesOutcome:
         """Read a file's bytes, text or not: *length* bytes from *offset*, or to its end.
 
-        An observation like :meth:`read`'s: the whole file is a complete one
-        (it licenses :meth:`write` and :meth:`write_bytes` over the file), a
-        range a partial one (it licenses edits, moves and deletes). With
-        ``observe=False`` it is none (a look at a file's first bytes, to tell
-        what it is, licenses nothing). Reading to the end holds the rest of the
-        file in memory: above ``TextOptions.max_edit_bytes`` it is refused.
+        Records an observation as :meth:`read` does: complete for the whole file,
+        partial for a range; none with ``observe=False``. Reading to the end of a
+        file larger than ``TextOptions.max_edit_bytes`` is refused.
 
         Raises:
             NotFound, IsADirectory, NotARegularFile, InvalidArgument (a negative
@@ -163,16 +159,11 @@ class ContextFs:
     async def rewrite_bytes(self, path: str, change: Callable[[bytes], bytes]) -> WriteOutcome:
         """Replace a file the owner has read with *change* of its bytes, as one edit.
 
-        For a change computed from the whole file (a notebook's cell spliced
-        into its JSON) without reading it again, which would observe a change
-        made since the owner's read instead of refusing it. The guards are
-        :meth:`edit`'s, and policies judge it as an ``EDIT``: the file must
-        exist and have been read (any part of it) at its current version.
-        Under the mutation locks, *change* gets the bytes of that version and
-        its result is stored whole, with the store's compare-and-swap. *change*
-        must be pure: it may run in a worker thread for a large file, and is
-        not called when a guard refuses. What it raises propagates, with
-        nothing written.
+        Guarded and judged as an ``EDIT``: the file must exist and have been read
+        (any part of it) at its current version. Under the mutation locks,
+        *change* gets the bytes of that version; its result is stored whole.
+        *change* must be pure (it may run in a worker thread, and is not called
+        when a guard refuses); what it raises propagates, with nothing written.
 
         Raises:
             NotFound, NotObserved, Stale, Busy, IsADirectory, TooLarge, what
@@ -333,14 +324,13 @@ class ContextFs:
         A file must be observed at its current version, as for :meth:`delete`;
         the destination must not exist, or, with *overwrite*, be observed at its
         current version too. Policies judge both paths (two ``MOVE`` operations);
-        both files are locked, in an order every move shares, so two opposite
-        moves cannot deadlock. Missing directories of the destination are made.
-        Afterwards the owner has observed the file at the destination, and no
-        longer at the source.
+        both files are locked in key order. Missing directories of the
+        destination are made. Afterwards the owner's observation is at the
+        destination, not the source.
 
         A directory moves whole where the backend can (``directory_moves``): no
         observation is needed, but policies judge every entry below it, and every
-        one is locked, while it moves.
+        one is locked while it moves.
 
         Raises:
             NotFound, NotObserved, Stale, Busy, IsADirectory (a directory, where
@@ -359,17 +349,14 @@ class ContextFs:
         """Apply a patch over several files: all of it, or nothing.
 
         Each file's part runs under the rules of the operation it is: an added
-        file is a :meth:`write` (an existing one must have been read whole), an
-        updated one an edit by hunks (:func:`~ctxfs.core.text.patch_document`),
-        a deleted one a :meth:`delete`; an update with ``move_to`` is a
-        :meth:`move` whose destination takes the new text (an existing
-        destination must have been read at its current version). Every file is
-        authorized, then all are locked (in key order) and read once, and every
-        check passes (each file as it must be, observed, each hunk applying)
-        before anything is written. The files are then written side by side;
-        if the store fails for any, what was written is put back, under the
-        same locks, and the error says what the files hold now. With
-        *dry_run*, the checks run and nothing is written.
+        file is a :meth:`write`, an updated one an edit by hunks
+        (:func:`~ctxfs.core.text.patch_document`), a deleted one a :meth:`delete`;
+        an update with ``move_to`` is a :meth:`move` whose destination takes the
+        new text. Every file is authorized, then all are locked (in key order)
+        and read once, and every check passes before anything is written. If the
+        store fails for any file, what was written is put back under the same
+        locks, and the error says what the files hold. With *dry_run*, the
+        checks run and nothing is written.
 
         Raises:
             InvalidArgument (no files, or two parts naming one file), NotFound,
@@ -386,11 +373,10 @@ class ContextFs:
     ) -> AsyncGenerator[tuple[int, str]]:
         """Yield ``(number, line)`` for each line of a text file, streaming it.
 
-        A search primitive, not a read: policies authorize it like a read, but
-        it records no observation, so it never licenses a write or an edit.
+        A search primitive: authorized like a read, it records no observation.
         Lines longer than *max_line_chars* (default: the read cap) are cut; with
-        None, whole lines are yielded, however long.
-        Close the iterator (``contextlib.aclosing``) if you stop early.
+        None, whole lines are yielded. Close the iterator
+        (``contextlib.aclosing``) if you stop early.
 
         Raises:
             NotFound, IsADirectory, BinaryFile, EncodingError, and any refusal of a policy.
@@ -432,12 +418,10 @@ class ContextFs:
     async def search_files(self, search: FileSearch) -> FileMatches | None:
         """The files below ``search.path`` holding a match, by the backend's own engine.
 
-        A search primitive, as :meth:`lines` is: authorized as a listing of the
-        directory, recording no observation. None when the backend has no engine
-        for it (see :meth:`Backend.search_files`): search through :meth:`list`
-        and :meth:`lines` then. Paths come spelled below ``search.path`` as
-        given; files a policy hides (judged on the spelling and on the resolved
-        path) are left out.
+        A search primitive, authorized as a listing of the directory. None when
+        the backend has no engine for it (search through :meth:`list` and
+        :meth:`lines` then). Paths come spelled below ``search.path`` as given;
+        files a policy hides are left out.
         """
         if not _offers(self._ctx.opened_fs.backend, "search_files"):
             return None
@@ -446,11 +430,10 @@ class ContextFs:
     async def search_lines(self, search: LineSearch) -> FileLines | None:
         """The matching lines of ``search.paths``, by the backend's own engine.
 
-        A search primitive, as :meth:`lines` is: each file is authorized like a
-        read (a file refused or gone is left out), and no observation is
-        recorded. None when the backend has no engine for it; a file the answer
-        leaves out is to be read with :meth:`lines`. Paths come back spelled as
-        given.
+        A search primitive: each file is authorized like a read (a file refused
+        or gone is left out). None when the backend has no engine for it; a file
+        the answer leaves out is to be read with :meth:`lines`. Paths come back
+        spelled as given.
         """
         if not _offers(self._ctx.opened_fs.backend, "search_lines"):
             return None

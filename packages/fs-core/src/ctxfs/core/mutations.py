@@ -1,11 +1,8 @@
 """The mutation protocol: every change of a file is locked, checked, stored and recorded, or undone.
 
-For each file: authorize, take the mutation locks (in key order across files),
-read it once (:meth:`Backend.open_update`), let the checkers vote on the version
-read, store the change with the store's compare-and-swap, then report the
-commit (``ctxfs_committed``) under the same locks. A commit that fails, and one
-cancelled meanwhile, is undone: the files and the owner's observations are put
-back as they were.
+A commit that fails (the guard cannot record it, an observer fails) or is
+cancelled is undone under the same locks: the files and the owner's
+observations are put back as they were.
 """
 
 from __future__ import annotations
@@ -47,10 +44,7 @@ class Mutations:
     async def updating(
         self, report: Report, *, decode: bool = False, max_size: int | Absent | None = ABSENT
     ) -> AsyncIterator[Opened]:
-        """Open *report*'s file for a change; see :meth:`updating_all`.
-
-        The block stores the change (:meth:`store`, which sets ``report.after``).
-        """
+        """:meth:`updating_all` for one file."""
         async with self.updating_all([report], decode=decode, max_size=max_size) as [opened]:
             yield opened
 
@@ -67,14 +61,15 @@ class Mutations:
         """Open the files of *reports* for a change, all or none; yielded in *reports*' order.
 
         Every operation is authorized (unless *authorized*: the caller did)
-        before any lock is taken; the locks, then the updates, are taken in the
-        order of the files' keys, so that two operations on the same files
-        cannot deadlock. Two paths naming one file are refused, once authorized.
-        With *decode*, each existing file is decoded (a file no text operation
-        can change says so before anything else). *refuse* may raise on what
-        the files hold, before the checkers vote. *max_size* bounds what is read
-        (default: ``TextOptions.max_edit_bytes``; None: no bound). When the
-        block ends, each stored change is committed, or every one is undone.
+        before any lock is taken; the locks, then the updates
+        (:meth:`Backend.open_update`, one read each), are taken in the order of
+        the files' keys, so that two operations on the same files cannot
+        deadlock. Two paths naming one file are refused, once authorized. With
+        *decode*, each existing file is decoded. *refuse* may raise on what the
+        files hold, before the checkers vote (``ctxfs_check_version``). *max_size*
+        bounds what is read (default: ``TextOptions.max_edit_bytes``; None: no
+        bound). The block stores the changes (:meth:`store`); when it ends, each
+        is committed (``ctxfs_committed``), or every one is undone.
         """
         ctx, opened_fs = self._ctx, self._ctx.opened_fs
         for report in [] if authorized else reports:

@@ -56,9 +56,9 @@ async def reported(
 ) -> AsyncIterator[Report]:
     """Normalize *path*, locate it, run the block, then report the operation however it ended.
 
-    The operation carries the canonical path, what it resolves to and the file's
-    key (:meth:`Backend.locate`); nothing below checks or resolves the path again.
-    A path that cannot be located is authorized first: what a denied area holds
+    The block gets the operation with the canonical path, what it resolves to
+    and the file's key (:meth:`Backend.locate`), and works on those only. A
+    path that cannot be located is authorized first: what a denied area holds
     (a file in the way, a link out) is not told.
     """
     report = Report(op=Operation(kind=kind, path=path, size=size, dry_run=dry_run))
