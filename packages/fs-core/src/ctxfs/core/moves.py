@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import anyio
 
@@ -37,7 +36,8 @@ MAX_MOVED_ENTRIES: Final = 1000
 """Most entries (files, directories, links, at any depth) one directory move carries:
 each is judged by the policies and locked while it moves."""
 
-Pairs = builtins.list[tuple[Operation, Operation]]
+Pairs: TypeAlias = list[tuple[Operation, Operation]]
+"""Each entry's ``MOVE`` operations: (leaving, arriving)."""
 
 
 @asynccontextmanager
