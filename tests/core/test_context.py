@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from ctxfs.core import ABSENT, Context, MemoryBackend, OpKind
-from ctxfs.core.context import TEXT_WORK_INLINE_BYTES
 from ctxfs.core.text import decode_document
+from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ async def test_a_large_file_is_decoded_and_changed_off_the_event_loop(
         threads.append(threading.get_ident())
         return decode_document(*args, **kwargs)
 
-    monkeypatch.setattr("ctxfs.core.context.decode_document", spy)
+    monkeypatch.setattr("ctxfs.core.textwork.decode_document", spy)
     data = b"".join(b"line %010d\n" % n for n in range(lines))  # 16 bytes a line
     await memory_backend.write("big.txt", data, expect=ABSENT)
     await memory_ctx.fs.read("big.txt")

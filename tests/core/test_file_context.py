@@ -103,7 +103,7 @@ async def test_windows_of_different_versions_do_not_add_up(seeded: Fs, memory_ct
 
 
 async def test_a_line_cut_by_the_cap_is_not_seen(memory_ctx: Context, seeded: Fs) -> None:
-    cap = memory_ctx.mount.text_options.max_line_chars
+    cap = memory_ctx.opened_fs.text_options.max_line_chars
     await seeded.backend.write("long.txt", b"a\n" + b"x" * (cap + 1) + b"\nb\n", expect=None)
     await memory_ctx.fs.read("long.txt", limit=1)
     await memory_ctx.fs.read("long.txt", offset=2)

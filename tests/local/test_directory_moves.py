@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from ctxfs.core import Busy, Fs, NotObserved, Operation, OpKind
-from ctxfs.core import context as core_context
+from ctxfs.core import moves as core_moves
 from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
 from ctxfs.local.flocks import LockDirectory
@@ -149,7 +149,7 @@ async def test_a_lock_held_too_long_fails_the_move_busy_unchanged(root: Path) ->
 async def test_too_many_entries_are_refused_with_a_hint(
     fs: Fs, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(core_context, "MAX_MOVED_ENTRIES", 3)
+    monkeypatch.setattr(core_moves, "MAX_MOVED_ENTRIES", 3)
     moved = await call(fs, "move", source_path="pkg", destination_path="lib/pkg")
     assert moved.error_code == "too_large"
     assert "smaller parts" in (moved.structured["error"]["hint"] or "")

@@ -44,7 +44,7 @@ FILES = {
 
 async def stored(ctx: Context, path: str) -> bytes | None:
     try:
-        return (await ctx.mount.backend.read(path)).data
+        return (await ctx.opened_fs.backend.read(path)).data
     except NotFound:
         return None
 
@@ -104,7 +104,7 @@ async def test_a_stale_file_fails_the_patch_before_anything_is_written(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:
     await seeded(tools, ctx, seed)
-    await ctx.mount.backend.write("old.txt", b"changed by someone else\n", expect=None)
+    await ctx.opened_fs.backend.write("old.txt", b"changed by someone else\n", expect=None)
     result = await tools.execute(ctx, "apply_patch", {"input": PATCH})
     assert result.error_code == "stale"
     assert result.structured["error"]["details"].get("restored") is None  # nothing was written

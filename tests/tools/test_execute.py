@@ -257,7 +257,7 @@ async def test_grep_finds_counts_pages_and_skips_binaries(
 async def test_grep_finds_a_match_past_the_line_cap_and_shows_the_line_cut_around_it(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:
-    cap = ctx.mount.text_options.max_line_chars
+    cap = ctx.opened_fs.text_options.max_line_chars
     line = "x" * (3 * cap) + "NEEDLE" + "y" * (3 * cap)
     await seed("long.txt", f"{line}\r\nshort NEEDLE\r\n".encode())
     found = await run(tools, ctx, "grep", pattern="NEEDLE")
@@ -394,7 +394,7 @@ async def files_read(tools: FsToolset, ctx: Context, seed: Seed) -> None:
 
 async def changed_after_read(tools: FsToolset, ctx: Context, seed: Seed) -> None:
     await files_read(tools, ctx, seed)
-    other = ctx.mount.context(owner="someone-else")
+    other = ctx.opened_fs.context(owner="someone-else")
     await other.fs.read("a.txt")
     await other.fs.edit("a.txt", "beta", "gamma")
 
@@ -504,7 +504,7 @@ async def test_every_error_has_its_code_message_and_next_action(
 
 async def snapshot(ctx: Context) -> dict[str, bytes]:
     """Every file of the store, with its bytes."""
-    backend, found, pending = ctx.mount.backend, {}, [""]
+    backend, found, pending = ctx.opened_fs.backend, {}, [""]
     while pending:
         for entry in await backend.list(pending.pop()):
             if entry.kind.value == "directory":
@@ -519,8 +519,8 @@ async def test_a_held_lock_is_busy_and_retryable(
 ) -> None:
     await seed("a.txt", b"alpha\n")
     await tools.execute(ctx, "read", {"file_path": "a.txt"})
-    key = (await ctx.mount.backend.locate("a.txt")).key
-    async with ctx.mount.file_context.locks.hold(key, timeout=5):
+    key = (await ctx.opened_fs.backend.locate("a.txt")).key
+    async with ctx.opened_fs.file_context.locks.hold(key, timeout=5):
         result = await tools.execute(
             ctx, "edit", {"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"}
         )
@@ -594,7 +594,7 @@ async def test_too_large_files_are_refused_before_reading(
 
     await seed("big.txt", b"x\n" * 100)
     await tools.execute(ctx, "read", {"file_path": "big.txt"})
-    ctx.mount.text_options = TextOptions(max_edit_bytes=50)
+    ctx.opened_fs.text_options = TextOptions(max_edit_bytes=50)
     for name, arguments in (
         (
             "edit",

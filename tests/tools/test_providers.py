@@ -339,7 +339,7 @@ async def test_a_scripted_text_editor_conversation_leaves_the_right_bytes(
     assert definitions[0] == {
         "type": "text_editor_20250728",
         "name": EDITOR,
-        "max_characters": ctx.mount.text_options.max_output_chars,
+        "max_characters": ctx.opened_fs.text_options.max_output_chars,
     }
 
 

@@ -91,7 +91,7 @@ async def test_names_are_snake_case_and_extra_fields_refused(
 
 async def test_descriptions_state_the_read_rule_and_the_live_limits(ctx: Context) -> None:
     tools = FsToolset(ToolsetOptions(grep_limit=7))
-    ctx.mount.text_options = TextOptions(default_limit=123)
+    ctx.opened_fs.text_options = TextOptions(default_limit=123)
     offered = await generic(tools, ctx)
     changing = [tool.name for tool in tools.registered if tool.writes and tool.name in offered]
     for name in set(changing) - {"create_directory"}:  # what it changes must have been read

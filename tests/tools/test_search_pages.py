@@ -134,7 +134,7 @@ async def test_another_owner_learns_nothing_from_a_search_it_did_not_run(
 ) -> None:
     tools = FsToolset()
     await grep(tools, ctx, limit=50)
-    other = ctx.mount.context(owner="someone-else")
+    other = ctx.opened_fs.context(owner="someone-else")
     backend.take_reads()
     await grep(tools, other, offset=51, limit=50)
     assert "d0/f001.txt" in backend.take_reads()

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
     "RESERVED_PREFIX",
+    "check_file_spelling",
     "check_path",
     "is_reserved",
     "join_path",
@@ -87,9 +88,22 @@ def _normalize(path: str, file: bool) -> str:
                 hint=f"Choose a name that does not start with {RESERVED_PREFIX}.",
             )
     canonical = "/".join(segments)
-    if file and (not canonical or path.endswith("/")):
-        raise InvalidPath(f"{path!r} does not name a file", path=path)
+    if file:
+        check_file_spelling(path, canonical)
     return canonical
+
+
+def check_file_spelling(path: str, canonical: str) -> None:
+    """Refuse *path*, spelling *canonical*, where a file is meant: the root, a trailing slash.
+
+    Raises:
+        InvalidPath: *path* does not name a file.
+
+    """
+    if not canonical or path.endswith("/"):
+        if not path.isascii():
+            path = path.encode(errors="surrogateescape").decode(errors="surrogateescape")
+        raise InvalidPath(f"{path!r} does not name a file", path=path)
 
 
 def check_path(path: str) -> str:

@@ -95,7 +95,7 @@ class ScanMemo:
 
 @dataclass(frozen=True, kw_only=True)
 class _Held:
-    mount: weakref.ref[object]
+    opened_fs: weakref.ref[object]
     memo: ScanMemo
 
 
@@ -110,8 +110,10 @@ class ScanMemos:
         """The memo of *search* (everything that decides its items, not its page) for *ctx*."""
         key = _key(ctx, search)
         held = self._held.get(key)
-        if held is None or held.mount() is not ctx.mount:  # a new search, or a recycled id
-            held = _Held(mount=weakref.ref(ctx.mount), memo=ScanMemo(max_files=self.max_files))
+        if held is None or held.opened_fs() is not ctx.opened_fs:  # a new search, or a recycled id
+            held = _Held(
+                opened_fs=weakref.ref(ctx.opened_fs), memo=ScanMemo(max_files=self.max_files)
+            )
         self._held[key] = held
         self._held.move_to_end(key)
         self._trim()
@@ -130,4 +132,4 @@ class ScanMemos:
 
 def _key(ctx: Context, search: tuple[object, ...]) -> tuple[object, ...]:
     """Whose memo of *search* this is: one workspace's, one owner's (policies may differ)."""
-    return (id(ctx.mount), ctx.workspace, ctx.owner, *search)
+    return (id(ctx.opened_fs), ctx.workspace, ctx.owner, *search)

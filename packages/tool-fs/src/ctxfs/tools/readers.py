@@ -188,7 +188,7 @@ def _part(image: PreparedImage) -> MediaPart:
 
 async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     pages = None if part.pages is None else page_range(part.pages)
-    budget = step.ctx.mount.text_options.max_output_chars
+    budget = step.ctx.opened_fs.text_options.max_output_chars
     seconds = step.toolset.options.pdf_seconds
     shown = await _media_work(
         step,
@@ -213,7 +213,7 @@ async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
 async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     from ctxfs.tools.notebooks import render_notebook  # noqa: PLC0415 - with the first notebook
 
-    budget = step.ctx.mount.text_options.max_output_chars
+    budget = step.ctx.opened_fs.text_options.max_output_chars
     render = functools.partial(
         render_notebook,
         blob.data,

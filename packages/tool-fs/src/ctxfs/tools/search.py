@@ -250,7 +250,7 @@ async def _search_lines(
     ctx: Context, files: list[Stat], search: Scan, given: dict[str, list[tuple[int, str]]]
 ) -> None:
     """Feed the lines of each file to *search*, until the end, its page, or its deadline."""
-    width = ctx.mount.backend.capabilities.concurrent_reads
+    width = ctx.opened_fs.backend.capabilities.concurrent_reads
 
     def wanted(entry: Stat) -> bool:  # to be read here, not given by the engine nor known
         return entry.path not in given and search.unknown(entry)

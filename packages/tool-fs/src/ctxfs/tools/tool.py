@@ -130,7 +130,7 @@ class Step:
     @property
     def limits(self) -> Limits:
         """The limits the call runs under."""
-        return Limits(text=self.ctx.mount.text_options, options=self.toolset.options)
+        return Limits(text=self.ctx.opened_fs.text_options, options=self.toolset.options)
 
     def tool(self, name: str) -> Tool[Any, Any]:
         """The toolset's tool *name* (another tool a tool runs on the model's behalf)."""

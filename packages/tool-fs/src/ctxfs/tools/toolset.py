@@ -138,7 +138,7 @@ class FsToolset:
         that raises, or answers what is no exposure, hides the tool for the step:
         it is logged, and a call of the tool fails with the error.
         """
-        if ctx.mount.hooks.asks_tool_exposure:
+        if ctx.opened_fs.hooks.asks_tool_exposure:
             return await self._offer(ctx, plugins=True)
         configuration = (self.options, tuple(self.options.exposure.items()))
         if self._configured is None or self._configured[0] != configuration:
@@ -161,7 +161,7 @@ class FsToolset:
                 exposure[tool.name] = level
                 continue
             try:
-                votes = await ctx.mount.hooks.tool_exposure(ctx, tool.name, writes=tool.writes)
+                votes = await ctx.opened_fs.hooks.tool_exposure(ctx, tool.name, writes=tool.writes)
             except Exception as failure:
                 log.exception("a ctxfs_tool_exposure plugin failed for tool %r", tool.name)
                 failures[tool.name] = _contained(

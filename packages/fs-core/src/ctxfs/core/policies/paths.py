@@ -60,13 +60,16 @@ class PathRules:
     def ctxfs_authorize(self, ctx: Context, op: Operation) -> FsError | None:
         """Deny rules refuse everything; read-only rules refuse changes."""
         del ctx
-        rule = _covering(self.deny, op.path, op.resolved)
+        if not self.deny and not self.read_only:
+            return None
+        prefixes = _prefixes(op.path, op.resolved)
+        rule = _covering(self.deny, prefixes)
         if rule is not None:
             return Denied(
                 f"{op.path} is off limits (rule {rule!r})", path=op.path, details={"rule": rule}
             )
         if op.kind.mutates:
-            rule = _covering(self.read_only, op.path, op.resolved)
+            rule = _covering(self.read_only, prefixes)
             if rule is not None:
                 return Denied(
                     f"{op.path} is read-only (rule {rule!r})",
@@ -82,7 +85,7 @@ class PathRules:
         del ctx
         if not self.deny:
             return set()
-        return {path for path in paths if _covering(self.deny, path)}
+        return {path for path in paths if _covering(self.deny, _prefixes(path))}
 
 
 def _rule(pattern: str) -> tuple[str, GlobMatcher]:
@@ -104,14 +107,18 @@ def _rule(pattern: str) -> tuple[str, GlobMatcher]:
     return normal, glob_matcher(fold_name(normal))
 
 
-def _covering(rules: list[tuple[str, GlobMatcher]], *paths: str) -> str | None:
-    """The first of *rules* that covers any of *paths* (or an ancestor of one)."""
-    for path in dict.fromkeys(paths):
-        if not rules or not path:
-            continue
-        segments = fold_name(path).split("/")
-        prefixes = ["/".join(segments[: depth + 1]) for depth in range(len(segments))]
+def _prefixes(*paths: str) -> list[list[str]]:
+    """For each of *paths* (but the root), itself and its ancestors, folded (:func:`fold_name`)."""
+    folded = [fold_name(path).split("/") for path in dict.fromkeys(paths) if path]
+    return [
+        ["/".join(segments[: depth + 1]) for depth in range(len(segments))] for segments in folded
+    ]
+
+
+def _covering(rules: list[tuple[str, GlobMatcher]], prefixes: list[list[str]]) -> str | None:
+    """The first of *rules* that covers a path, the paths taken in turn (:func:`_prefixes`)."""
+    for path_prefixes in prefixes:
         for pattern, matcher in rules:
-            if any(matcher.fullmatch(prefix) for prefix in prefixes):
+            if any(matcher.fullmatch(prefix) for prefix in path_prefixes):
                 return pattern
     return None

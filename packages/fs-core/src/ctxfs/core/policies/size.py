@@ -28,7 +28,7 @@ class MaxFileSize:
             size = op.size or 0
         elif op.kind in (OpKind.EDIT, OpKind.INSERT):
             try:
-                size = (await ctx.mount.backend.stat(op.path)).size or 0
+                size = (await ctx.opened_fs.backend.stat(op.path)).size or 0
             except NotFound:
                 return None  # the operation itself will say so
         else:

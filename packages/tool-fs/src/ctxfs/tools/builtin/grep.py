@@ -182,7 +182,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 ),
                 max_entries=options.max_walk_entries,
                 page=(page := Page.of(args.offset, args.limit, options.grep_limit)),
-                max_line_chars=step.ctx.mount.text_options.max_line_chars,
+                max_line_chars=step.ctx.opened_fs.text_options.max_line_chars,
                 seconds=options.grep_seconds,
                 memo=memo,
                 progress=_reporter(step),

@@ -167,7 +167,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         return data, reading.media
 
     async def _text(self, step: Step, args: ReadArgs, **fields: Any) -> ReadData:
-        most = step.ctx.mount.text_options.default_limit
+        most = step.ctx.opened_fs.text_options.default_limit
         limit = min(args.limit or most, most)
         return self.data(
             await step.ctx.fs.read(

@@ -1,0 +1,119 @@
+"""Listings and the backend's searches, authorized and reported, with what policies hide left out.
+
+A policy hides a path through ``ctxfs_hidden``; an entry is judged on its path
+as spelled and on what it resolves to, so a link into a hidden area is hidden
+too. None of these records an observation.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import anyio.lowlevel
+
+from ctxfs.core.backend import FileKind, FileLines, FileMatches, Listing
+from ctxfs.core.errors import FsError
+from ctxfs.core.globs import relative_to
+from ctxfs.core.outcomes import OpKind
+from ctxfs.core.paths import join_path
+from ctxfs.core.reports import reported
+
+if TYPE_CHECKING:
+    from ctxfs.core.backend import FileSearch, LineSearch
+    from ctxfs.core.context import Context
+
+__all__ = ["listed", "listed_tree", "searched_files", "searched_lines"]
+
+
+async def listed(ctx: Context, path: str, *, details: bool) -> Listing:
+    """The entries of directory *path* no policy hides."""
+    opened_fs = ctx.opened_fs
+    async with reported(ctx, OpKind.LIST, path, file=False) as report:
+        await opened_fs.hooks.authorize(ctx, report.op)
+        entries = await opened_fs.backend.list(report.op.path, details=details)
+        if not opened_fs.hooks.hides:
+            return entries
+        directory = report.op.resolved  # where the entries are, through links
+        leads: dict[str, list[str]] = {}
+        for entry in entries:
+            leads[entry.path] = [entry.path, join_path(directory, entry.name)]
+            if entry.kind is FileKind.SYMLINK:
+                with suppress(FsError):  # a link that leads nowhere it could be read
+                    leads[entry.path].append((await opened_fs.backend.locate(entry.path)).resolved)
+        hidden = await opened_fs.hooks.hidden(ctx, [p for paths in leads.values() for p in paths])
+        return Listing(
+            (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
+            unnamed=entries.unnamed,
+        )
+
+
+async def listed_tree(ctx: Context, path: str) -> Listing | None:
+    """Every file below directory *path* no policy hides, itself or through a parent."""
+    opened_fs = ctx.opened_fs
+    async with reported(ctx, OpKind.LIST, path, file=False) as report:
+        await opened_fs.hooks.authorize(ctx, report.op)
+        entries = await opened_fs.backend.list_tree(report.op.path)
+        if entries is None or not opened_fs.hooks.hides:
+            return entries
+        leads = {entry.path: _with_parents(entry.path, report.op.path) for entry in entries}
+        every = sorted({p for paths in leads.values() for p in paths})
+        hidden = await opened_fs.hooks.hidden(ctx, every)
+        return Listing(
+            (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
+            unnamed=entries.unnamed,
+        )
+
+
+async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None:
+    """The backend's answer to *search*, spelled below ``search.path`` as given, hidden left out."""
+    opened_fs = ctx.opened_fs
+    async with reported(ctx, OpKind.LIST, search.path, file=False) as report:
+        await opened_fs.hooks.authorize(ctx, report.op)
+        resolved = report.op.resolved
+        found = await opened_fs.backend.search_files(replace(search, path=resolved))
+        if found is None or (report.op.path == resolved and not opened_fs.hooks.hides):
+            return found
+        if report.op.path == resolved:  # no link on the way: every path is spelled as found
+            spelled = {path: (path, count) for path, count in found.counts.items()}
+        else:
+            spelled = {
+                join_path(report.op.path, relative_to(path, resolved)): (path, count)
+                for path, count in found.counts.items()
+            }
+        hidden: set[str] = set()
+        if opened_fs.hooks.hides and spelled:
+            every = [p for pair in spelled.items() for p in (pair[0], pair[1][0])]
+            hidden = await opened_fs.hooks.hidden(ctx, every)
+        counts = {
+            path: count
+            for path, (real, count) in spelled.items()
+            if path not in hidden and real not in hidden
+        }
+        return replace(found, counts=counts)
+
+
+async def searched_lines(ctx: Context, search: LineSearch) -> FileLines | None:
+    """The backend's answer to *search* over the files a policy lets be read, spelled as given."""
+    opened_fs = ctx.opened_fs
+    spelled: dict[str, str] = {}
+    for path in search.paths:
+        await anyio.lowlevel.checkpoint()  # many files: let a cancel land between them
+        with suppress(FsError):  # refused, gone: left out, for reading to say why
+            async with reported(ctx, OpKind.READ, path, file=True) as report:
+                await opened_fs.hooks.authorize(ctx, report.op)
+                spelled[report.op.resolved or report.op.path] = path
+    found = await opened_fs.backend.search_lines(replace(search, paths=tuple(spelled)))
+    if found is None:
+        return None
+    return replace(found, lines={spelled[p]: lines for p, lines in found.lines.items()})
+
+
+def _with_parents(path: str, top: str) -> list[str]:
+    """*path* and each directory between it and *top* (a directory above it)."""
+    paths, parent = [path], path.rpartition("/")[0]
+    while parent and parent != top:
+        paths.append(parent)
+        parent = parent.rpartition("/")[0]
+    return paths

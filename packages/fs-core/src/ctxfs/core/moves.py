@@ -1,0 +1,257 @@
+"""Moves: a file under the mutation protocol; a directory whole, every entry judged and locked."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import replace
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+import anyio
+
+from ctxfs.core.backend import FileKind, Location
+from ctxfs.core.errors import (
+    AlreadyExists,
+    BackendError,
+    Busy,
+    FsError,
+    InvalidArgument,
+    NotADirectory,
+    NotFound,
+    TooLarge,
+)
+from ctxfs.core.globs import relative_to
+from ctxfs.core.outcomes import MoveOutcome, Operation, OpKind
+from ctxfs.core.paths import check_file_spelling, join_path
+from ctxfs.core.reports import Report, reported
+
+if TYPE_CHECKING:
+    from ctxfs.core.backend import Update
+    from ctxfs.core.context import Context
+    from ctxfs.core.mutations import Mutations
+
+__all__ = ["MAX_MOVED_ENTRIES", "move", "moving"]
+
+MAX_MOVED_ENTRIES: Final = 1000
+"""Most entries (files, directories, links, at any depth) one directory move carries:
+each is judged by the policies and locked while it moves."""
+
+Pairs: TypeAlias = list[tuple[Operation, Operation]]
+"""Each entry's ``MOVE`` operations: (leaving, arriving)."""
+
+
+@asynccontextmanager
+async def moving(
+    ctx: Context, source: str, destination: str, *, file: bool, dry_run: bool = False
+) -> AsyncIterator[tuple[Report, Report]]:
+    """The two ``MOVE`` operations of a move, each naming the other, reported as it ends."""
+    async with (
+        reported(ctx, OpKind.MOVE, source, file=file, dry_run=dry_run) as leaving,
+        reported(ctx, OpKind.MOVE, destination, file=file, dry_run=dry_run) as arriving,
+    ):
+        leaving.op = replace(leaving.op, moved_to=arriving.op.path)
+        arriving.op = replace(arriving.op, moved_from=leaving.op.path)
+        yield leaving, arriving
+
+
+async def move(
+    ctx: Context, mutations: Mutations, source: str, destination: str, *, overwrite: bool
+) -> MoveOutcome:
+    """:meth:`ContextFs.move <ctxfs.core.ContextFs.move>`."""
+    async with moving(ctx, source, destination, file=False) as (leaving, arriving):
+        if not leaving.op.path or not arriving.op.path:
+            raise InvalidArgument(
+                "the root cannot be moved, nor be a destination", path=leaving.op.path
+            )
+        for report in (leaving, arriving):
+            await ctx.opened_fs.hooks.authorize(ctx, report.op)
+        if (await _kind(ctx, leaving.op.path)) is FileKind.DIRECTORY:
+            moved = await _move_directory(ctx, leaving.op, arriving.op, overwrite=overwrite)
+            return MoveOutcome(
+                path=leaving.op.path,
+                destination=arriving.op.path,
+                version=None,
+                directory=True,
+                moved=moved,
+            )
+        check_file_spelling(source, leaving.op.path)
+        check_file_spelling(destination, arriving.op.path)
+        await _move_file(mutations, leaving, arriving, overwrite=overwrite)
+    return MoveOutcome(
+        path=leaving.op.path,
+        destination=arriving.op.path,
+        version=arriving.stored,
+        replaced=arriving.before,
+    )
+
+
+async def _kind(ctx: Context, path: str) -> FileKind | None:
+    """What *path* names (links followed), or None where nothing does."""
+    try:
+        return (await ctx.opened_fs.backend.stat(path)).kind
+    except (NotFound, NotADirectory):
+        return None
+
+
+async def _move_file(
+    mutations: Mutations, leaving: Report, arriving: Report, *, overwrite: bool
+) -> None:
+    """Move one file (both operations authorized already) under the mutation protocol."""
+
+    async def refuse(updates: list[Update]) -> None:
+        here, there = updates
+        if here.current is None:
+            raise await here.missing()
+        if there.current is not None and not overwrite:
+            raise AlreadyExists(
+                f"{arriving.op.path} already exists",
+                path=arriving.op.path,
+                hint="Choose another destination, or pass overwrite=true after "
+                "reading the file there.",
+            )
+
+    async with mutations.updating_all(
+        [leaving, arriving], max_size=None, refuse=refuse, authorized=True
+    ) as opened:
+        (here, _), (there, _) = opened
+        arriving.after = await here.move(there)
+
+
+async def _move_directory(
+    ctx: Context, here: Operation, there: Operation, *, overwrite: bool
+) -> int:
+    """Move directory *here* whole to *there* (both authorized); return the entries moved.
+
+    Every entry below it (links not followed) is judged as a ``MOVE`` from its
+    path and to its new one before anything is locked; then every one is locked,
+    in key order, while the backend renames the directory at once; then the
+    owner's observations follow the files (:meth:`PluginHost.moved`).
+    """
+    opened_fs = ctx.opened_fs
+    _check_directory_move(here, there, overwrite=overwrite)
+    if not opened_fs.backend.capabilities.directory_moves:
+        await opened_fs.backend.move_directory(here.path, there.path)  # refuses, touching nothing
+    if await _kind(ctx, there.path) is not None:
+        raise AlreadyExists(
+            f"{there.path} already exists",
+            path=there.path,
+            hint="Choose a destination that does not exist yet.",
+        )
+    pairs = [(here, there), *await _moved_entries(ctx, here, there)]
+    for pair in pairs[1:]:
+        for op in pair:
+            await opened_fs.hooks.authorize(ctx, op)
+    by_key = {op.key: op for pair in pairs for op in pair}
+    async with AsyncExitStack() as stack:
+        for key in sorted(by_key):
+            for lock in opened_fs.hooks.mutation_locks(ctx, by_key[key]):
+                await stack.enter_async_context(lock)
+        if [pair[0].path for pair in await _moved_entries(ctx, here, there)] != [
+            pair[0].path for pair in pairs[1:]
+        ]:  # an entry came or went since the policies judged them
+            raise Busy(
+                f"{here.path} changed while it was being moved; nothing moved",
+                path=here.path,
+                hint="Retry the move.",
+            )
+        await opened_fs.file_context.observation(ctx.owner, here.key)  # the store answers
+        await opened_fs.backend.move_directory(here.path, there.path)
+        try:
+            await opened_fs.hooks.moved(ctx, pairs)
+        except BaseException as failure:
+            with anyio.CancelScope(shield=True):
+                await _move_directory_back(ctx, pairs, failure)
+            raise
+    return len(pairs) - 1
+
+
+async def _move_directory_back(ctx: Context, pairs: Pairs, failure: BaseException) -> None:
+    """Undo a directory move (its *pairs*) whose observers failed: raise what to tell.
+
+    The owner's observations go back to the old keys (best effort: the store
+    may be down still). A cancellation propagates as it is.
+    """
+    opened_fs, (here, there) = ctx.opened_fs, pairs[0]
+    try:
+        await opened_fs.backend.move_directory(there.path, here.path)
+    except FsError as undo:
+        if not isinstance(failure, Exception):
+            return
+        raise BackendError(
+            f"the move of {here.path} failed part way ({failure}) and could not be "
+            f"undone ({undo.message}): the directory is now at {there.path}",
+            path=here.path,
+            hint="List both paths to see where the directory is before trying again.",
+            details={"destination": there.path},
+        ) from failure
+    with suppress(FsError):
+        await opened_fs.file_context.follow(ctx.owner, [(new.key, old.key) for old, new in pairs])
+    if isinstance(failure, FsError):
+        raise failure.retold(
+            f"the move was not applied (nothing changed; {here.path} put back): {failure.message}",
+            restored=[here.path],
+        ) from failure
+
+
+async def _moved_entries(ctx: Context, here: Operation, there: Operation) -> Pairs:
+    """A ``MOVE`` pair for every entry below directory *here*, bound to *there*.
+
+    Links are not followed: a link's operations name the link itself (its
+    path, resolved through the directory), never what it points to.
+    """
+    backend = ctx.opened_fs.backend
+    pairs: Pairs = []
+    pending = [here.path]
+    while pending:
+        directory = pending.pop()
+        for entry in await backend.list(directory, details=False):
+            relative = relative_to(entry.path, here.path)
+            if len(pairs) == MAX_MOVED_ENTRIES:
+                raise _too_many(here.path)
+            pairs.append(await _entry_pair(ctx, here, there, relative, entry.kind))
+            if entry.kind is FileKind.DIRECTORY:
+                pending.append(entry.path)
+    return pairs
+
+
+async def _entry_pair(
+    ctx: Context, here: Operation, there: Operation, relative: str, kind: FileKind
+) -> tuple[Operation, Operation]:
+    """The ``MOVE`` operations of entry *relative* of directory *here*, moving to *there*."""
+    backend = ctx.opened_fs.backend
+    old, new = join_path(here.path, relative), join_path(there.path, relative)
+    if kind is FileKind.SYMLINK:  # the link itself moves: what it leads to does not
+        gone = Location(resolved=join_path(here.resolved, relative), key="")
+    else:
+        gone = await backend.locate(old)
+    come = await backend.locate(new)
+    return (
+        Operation(kind=OpKind.MOVE, path=old, moved_to=new, resolved=gone.resolved, key=gone.key),
+        Operation(kind=OpKind.MOVE, path=new, moved_from=old, resolved=come.resolved, key=come.key),
+    )
+
+
+def _check_directory_move(here: Operation, there: Operation, *, overwrite: bool) -> None:
+    """Refuse a directory move that cannot be: over something, or into itself."""
+    if overwrite:
+        raise InvalidArgument(
+            f"{here.path} is a directory; a directory never replaces anything",
+            path=here.path,
+            hint="Move it with overwrite=false to a path that does not exist yet.",
+        )
+    for source, destination in ((here.path, there.path), (here.resolved, there.resolved)):
+        if destination == source or destination.startswith(f"{source}/"):
+            raise InvalidArgument(
+                f"{there.path} is inside {here.path}: a directory cannot move into itself",
+                path=here.path,
+                hint="Choose a destination outside the directory being moved.",
+            )
+
+
+def _too_many(path: str) -> TooLarge:
+    return TooLarge(
+        f"{path} holds more than {MAX_MOVED_ENTRIES} entries, more than one move may carry",
+        path=path,
+        hint="Move smaller parts of it (its subdirectories one by one), then the rest.",
+        details={"max_entries": MAX_MOVED_ENTRIES},
+    )

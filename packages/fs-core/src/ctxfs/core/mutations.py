@@ -1,0 +1,272 @@
+"""The mutation protocol: every change of a file is locked, checked, stored and recorded, or undone.
+
+A commit that fails (the guard cannot record it, an observer fails) or is
+cancelled is undone under the same locks: the files and the owner's
+observations are put back as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from functools import partial
+from typing import TYPE_CHECKING, TypeAlias
+
+import anyio
+
+from ctxfs.core.errors import AlreadyExists, BackendError, FsError, InvalidArgument, Stale
+from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, decoded, text_work
+from ctxfs.core.versions import ABSENT, Absent, Version
+
+if TYPE_CHECKING:
+    from ctxfs.core.backend import Update
+    from ctxfs.core.context import Context
+    from ctxfs.core.reports import Report
+    from ctxfs.core.text import AnyDocument, Change
+
+__all__ = ["Mutations", "Opened", "Refusal", "move_sources", "put_back", "rolled_back", "undone"]
+
+Opened: TypeAlias = tuple["Update", "AnyDocument | None"]
+"""A file open for a change: its update, and its text where it was decoded."""
+Refusal: TypeAlias = Callable[[list["Update"]], Awaitable[None]]
+"""A check of what the files hold (the updates, in the operations' order) that may raise."""
+
+
+class Mutations:
+    """The mutation protocol of one context."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    @asynccontextmanager
+    async def updating(
+        self, report: Report, *, decode: bool = False, max_size: int | Absent | None = ABSENT
+    ) -> AsyncIterator[Opened]:
+        """:meth:`updating_all` for one file."""
+        async with self.updating_all([report], decode=decode, max_size=max_size) as [opened]:
+            yield opened
+
+    @asynccontextmanager
+    async def updating_all(
+        self,
+        reports: list[Report],
+        *,
+        decode: bool = False,
+        max_size: int | Absent | None = ABSENT,
+        refuse: Refusal | None = None,
+        authorized: bool = False,
+    ) -> AsyncIterator[list[Opened]]:
+        """Open the files of *reports* for a change, all or none; yielded in *reports*' order.
+
+        Every operation is authorized (unless *authorized*: the caller did)
+        before any lock is taken; the locks, then the updates
+        (:meth:`Backend.open_update`, one read each), are taken in the order of
+        the files' keys, so that two operations on the same files cannot
+        deadlock. Two paths naming one file are refused, once authorized. With
+        *decode*, each existing file is decoded. *refuse* may raise on what the
+        files hold, before the checkers vote (``ctxfs_check_version``). *max_size*
+        bounds what is read (default: ``TextOptions.max_edit_bytes``; None: no
+        bound). The block stores the changes (:meth:`store`); when it ends, each
+        is committed (``ctxfs_committed``), or every one is undone.
+        """
+        ctx, opened_fs = self._ctx, self._ctx.opened_fs
+        for report in [] if authorized else reports:
+            await opened_fs.hooks.authorize(ctx, report.op)
+        named: dict[str, Report] = {}
+        for report in reports:
+            if (first := named.setdefault(report.op.key, report)) is not report:
+                raise InvalidArgument(
+                    f"{first.op.path} and {report.op.path} are the same file",
+                    path=first.op.path,
+                )
+        if max_size is ABSENT:
+            max_size = opened_fs.text_options.max_edit_bytes
+        ordered = sorted(reports, key=lambda report: report.op.key)
+        opened: dict[int, Opened] = {}
+        async with AsyncExitStack() as stack:
+            for report in ordered:
+                for lock in opened_fs.hooks.mutation_locks(ctx, report.op):
+                    await stack.enter_async_context(lock)
+            for report in ordered:
+                update = await stack.enter_async_context(
+                    opened_fs.backend.open_update(report.op.path, max_size=max_size)
+                )
+                current, document = update.current, None
+                report.before = current.version if current is not None else None
+                if decode and current is not None:
+                    document = await text_work(
+                        current.size, partial(decoded, opened_fs, report.op.path, current)
+                    )
+                opened[id(report)] = (update, document)
+            updates = [opened[id(report)][0] for report in reports]
+            if refuse is not None:
+                await refuse(updates)
+            for report in reports:
+                report.seen = await opened_fs.hooks.check_version(ctx, report.op, report.before)
+            yield [opened[id(report)] for report in reports]
+            await self._commit(reports, updates)
+
+    async def change(
+        self,
+        report: Report,
+        apply: Callable[[AnyDocument], Change],
+        *,
+        costly: Callable[[AnyDocument], bool] | None = None,
+    ) -> Change:
+        """Change the text of *report*'s existing file by *apply*; store it unless a dry run.
+
+        *costly* says, cheaply, whether *apply* may take long whatever the size
+        (it then runs in a worker thread).
+        """
+        async with self.updating(report, decode=True) as (update, document):
+            if update.current is None or document is None:
+                raise await update.missing()
+            size = update.current.size
+            change = await text_work(
+                size,
+                lambda: apply(document),
+                # a large file is changed off the loop anyway: no need to ask
+                costly=costly is not None and size <= TEXT_WORK_INLINE_BYTES and costly(document),
+            )
+            if not report.op.dry_run:
+                await self.store(report, update, change.data, document)
+        return change
+
+    async def store(
+        self, report: Report, update: Update, data: bytes, document: AnyDocument | None = None
+    ) -> None:
+        """Write *data* through *update*; for a changed text, remember its encoding by version.
+
+        Raises:
+            Stale: The file was created by someone else since it was read as missing.
+
+        """
+        try:
+            report.after = await update.write(data)
+        except AlreadyExists:
+            raise Stale(
+                f"{report.op.path} was created by someone else meanwhile", path=report.op.path
+            ) from None
+        if document is not None:
+            self._ctx.opened_fs.known_encodings.remember(report.after, document.encoding)
+
+    async def _commit(self, reports: list[Report], updates: list[Update]) -> None:
+        """Report each stored operation of *reports*, or undo them all.
+
+        A change the guard cannot record, one an observer fails, and one
+        cancelled meanwhile are put back under the locks, with what the owner had
+        seen of each file.
+        """
+        stored = [
+            (update, report)
+            for update, report in zip(updates, reports, strict=True)
+            if not report.op.dry_run
+        ]
+        ctx, opened_fs = self._ctx, self._ctx.opened_fs
+        try:
+            for _, report in stored:
+                await opened_fs.hooks.committed(ctx, report.op, report.before, report.after)
+        except BaseException as failure:
+            done = [(update, report.after) for update, report in stored]
+            with anyio.CancelScope(shield=True):
+                kept = await undone(done, move_sources(stored))
+                put_back(stored, kept)
+                for update, report in stored:
+                    if update.path not in kept:  # best effort: the store may be down still
+                        with suppress(FsError):
+                            await opened_fs.file_context.restore(
+                                ctx.owner, report.op.key, report.seen
+                            )
+            if isinstance(failure, FsError):
+                raise rolled_back(failure, done, kept, what="the change") from failure
+            if kept and isinstance(failure, Exception):  # an observer's bug: say what is left
+                bug = BackendError(f"an observer failed: {failure!r}", path=stored[0][0].path)
+                raise rolled_back(bug, done, kept, what="the change") from failure
+            raise
+
+
+async def undone(
+    done: list[tuple[Update, Version | None]], sources: Mapping[int, Update] | None = None
+) -> list[str]:
+    """Undo *done* (each update, and the version it left; None: it deleted or moved the file).
+
+    *sources* maps each destination a patch moved a file to with new text (by
+    its update's id) to the update of the file's old path. Return the paths
+    that could not be put back. Files moved or deleted come back first, last
+    done first; then the files written are put back, but for the destination
+    of a file that could not come back, which stays as the change left it: a
+    file may end up at two paths, never at none.
+    """
+    left = {id(update): version for update, version in done}
+    carried = {id(update.moved_to) for update, _ in done if update.moved_to is not None}
+    steps = [(update, version) for update, version in reversed(done) if id(update) not in carried]
+    kept: list[str] = []
+    lost: set[int] = set()
+    for update, version in steps:
+        if version is not None:
+            continue
+        try:
+            if update.moved_to is None:
+                await update.undo(None)
+            else:
+                there = left[id(update.moved_to)]
+                assert there is not None  # a move stores a version at its destination
+                await update.undo_move(there)
+        except FsError:
+            kept += (
+                [update.path] if update.moved_to is None else [update.path, update.moved_to.path]
+            )
+            lost.add(id(update))
+    for update, version in steps:
+        source = (sources or {}).get(id(update))
+        if version is None:
+            continue
+        if source is not None and id(source) in lost:
+            kept.append(update.path)  # its source did not come back: it keeps the file
+            continue
+        try:
+            await update.undo(version)
+        except FsError:
+            kept.append(update.path)
+    return kept
+
+
+def move_sources(stored: list[tuple[Update, Report]]) -> dict[int, Update]:
+    """For :func:`undone`: each move's destination update (by id), and its source's update."""
+    by_path = {report.op.path: update for update, report in stored}
+    return {
+        id(update): by_path[report.op.moved_from]
+        for update, report in stored
+        if report.op.moved_from is not None and report.op.moved_from in by_path
+    }
+
+
+def put_back(stored: list[tuple[Update, Report]], kept: list[str]) -> None:
+    """After an undo: the operations whose files were put back stored nothing."""
+    for update, report in stored:
+        if update.path not in kept:
+            report.after = None
+
+
+def rolled_back(
+    failure: FsError, done: list[tuple[Update, Version | None]], kept: list[str], *, what: str
+) -> FsError:
+    """The error of a change (*what*: ``"the patch"``) undone after *failure*, and what is left."""
+    touched = list(dict.fromkeys(update.path for update, _ in done))
+    if not kept:
+        note = f"; what it did to {', '.join(touched)} was undone" if touched else ""
+        return failure.retold(
+            f"{what} was not applied (nothing changed{note}): {failure.message}",
+            restored=touched,
+        )
+    restored = [path for path in touched if path not in kept]
+    return BackendError(
+        f"{what} failed part way ({failure.message}) and could not be undone whole: "
+        f"{', '.join(kept)} are as {what} left them"
+        + (f"; {', '.join(restored)} were put back" if restored else ""),
+        path=failure.path,
+        hint="Read the files named to see their state before trying again.",
+        details={"changed": kept, "restored": restored},
+    )

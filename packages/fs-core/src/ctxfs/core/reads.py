@@ -1,0 +1,127 @@
+"""Reads: a text window or bytes, recording the observation; lines, recording none."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import TYPE_CHECKING
+
+from ctxfs.core.errors import InvalidArgument
+from ctxfs.core.outcomes import BytesOutcome, OpKind, ReadOutcome
+from ctxfs.core.reports import reported
+from ctxfs.core.text import TextEncoding, TextOptions, iter_lines, read_window
+from ctxfs.core.versions import Absent
+
+if TYPE_CHECKING:
+    from ctxfs.core.context import Context
+
+__all__ = ["numbered_lines", "read_bytes", "read_text"]
+
+
+async def read_text(
+    ctx: Context, path: str, *, offset: int, limit: int | None, encoding: str | None
+) -> ReadOutcome:
+    """:meth:`ContextFs.read <ctxfs.core.ContextFs.read>`."""
+    opened_fs = ctx.opened_fs
+    async with reported(ctx, OpKind.READ, path, file=True) as report:
+        op = report.op
+        await opened_fs.hooks.authorize(ctx, op)
+        options = opened_fs.text_options.for_path(op.path)
+        if encoding is not None:
+            options = _pinned(options, encoding)
+        async with opened_fs.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
+            window = await read_window(
+                stream,
+                offset=offset,
+                limit=limit,
+                options=options,
+                path=op.path,
+                known=opened_fs.known_encodings if encoding is None else None,
+            )
+        report.after = stream.version
+        if encoding is not None and window.encoding == options.legacy_encodings[0]:
+            opened_fs.known_encodings.remember(stream.version, TextEncoding(codec=window.encoding))
+        await opened_fs.hooks.observed(
+            ctx,
+            op,
+            stream.version,
+            complete=window.complete,
+            lines=window.seen_lines,
+            total_lines=window.total_lines,
+        )
+    return ReadOutcome(
+        path=op.path,
+        text=window.text,
+        version=stream.version,
+        offset=window.offset,
+        returned_lines=window.returned_lines,
+        total_lines=window.total_lines,
+        next_offset=window.next_offset,
+        partial=not window.complete,
+        truncated_lines=window.truncated_lines,
+        output_capped=window.output_capped,
+        encoding=window.encoding,
+    )
+
+
+async def read_bytes(
+    ctx: Context, path: str, *, offset: int, length: int | None, observe: bool
+) -> BytesOutcome:
+    """:meth:`ContextFs.read_bytes <ctxfs.core.ContextFs.read_bytes>`."""
+    opened_fs = ctx.opened_fs
+    if offset < 0 or (length is not None and length < 0):
+        raise InvalidArgument(
+            f"offset and length must not be negative ({offset}, {length})",
+            details={"field": "offset" if offset < 0 else "length"},
+        )
+    async with reported(ctx, OpKind.READ, path, file=True) as report:
+        op = report.op
+        await opened_fs.hooks.authorize(ctx, op)
+        blob = await opened_fs.backend.read(
+            op.path,
+            start=offset,
+            end=None if length is None else offset + length,
+            max_size=opened_fs.text_options.max_edit_bytes if length is None else None,
+        )
+        complete = offset == 0 and len(blob.data) == blob.size
+        report.after = blob.version
+        if observe:
+            await opened_fs.hooks.observed(ctx, op, blob.version, complete=complete)
+    return BytesOutcome(
+        path=op.path,
+        data=blob.data,
+        version=blob.version,
+        offset=offset,
+        size=blob.size,
+        complete=complete,
+    )
+
+
+async def numbered_lines(
+    ctx: Context, path: str, max_line_chars: int | Absent | None
+) -> AsyncGenerator[tuple[int, str]]:
+    """:meth:`ContextFs.lines <ctxfs.core.ContextFs.lines>`."""
+    opened_fs = ctx.opened_fs
+    async with reported(ctx, OpKind.READ, path, file=True) as report:
+        await opened_fs.hooks.authorize(ctx, report.op)
+        options = opened_fs.text_options.for_path(report.op.path)
+        cap = options.max_line_chars if isinstance(max_line_chars, Absent) else max_line_chars
+        async with (
+            opened_fs.backend.open_read(report.op.path, chunk_size=options.chunk_size) as stream,
+            aclosing(
+                iter_lines(stream, options=options, path=report.op.path, max_line_chars=cap)
+            ) as numbered,
+        ):
+            async for item in numbered:
+                yield item
+
+
+def _pinned(options: TextOptions, encoding: str) -> TextOptions:
+    try:
+        return options.pinned(encoding)
+    except LookupError:
+        raise InvalidArgument(
+            f"{encoding!r} is no encoding Python knows",
+            hint="Name a codec such as cp1251, koi8-r, cp1255 or shift_jis.",
+            details={"field": "encoding"},
+        ) from None
