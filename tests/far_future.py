@@ -4,6 +4,7 @@ The wall clocks (``time.time``, ``datetime.now`` and the like) of the test proce
 and of every Python process it starts, read :data:`FAR_FUTURE` at the session's start
 and tick on from there. The monotonic clock and the kernel's file times keep the real
 time, as do processes that ignore ``PYTHONPATH`` (``python -I``) and other programs.
+Run it without workers (``-n 0``): an xdist worker would find time_machine imported.
 """
 
 from __future__ import annotations
