@@ -40,8 +40,8 @@ class Fs(AsyncResource):
 
     An anyio ``AsyncResource``: leaving ``async with fs:`` closes the backend.
     Each ``Fs`` has its own plugin manager; nothing is global. The file-context
-    plugin (:attr:`file_context`) is registered first and is essential: it cannot
-    be blocked or unregistered.
+    plugin (:attr:`file_context`), the guard, is registered first, and the host
+    asks it itself: no other plugin, block or unregistration can take it away.
 
     Args:
         backend: The store.
@@ -67,7 +67,7 @@ class Fs(AsyncResource):
             observations=store,
         )
         self.plugin_manager = create_plugin_manager(
-            essential=[(self.file_context, FILE_CONTEXT_PLUGIN)],
+            builtin=[(self.file_context, FILE_CONTEXT_PLUGIN)],
             plugins=options.get("plugins", ()),
             load_entrypoints=options.get("load_entrypoints", True),
         )

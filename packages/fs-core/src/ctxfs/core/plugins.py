@@ -1,14 +1,12 @@
-"""Plugin managers: one per ``Fs``, essential plugins first, then entry points, then yours.
+"""Plugin managers: one per ``Fs``, built-in plugins first, then entry points, then yours.
 
 Set ``CTXFS_DISABLE_PLUGINS`` to a comma-separated list of plugin names (entry
 point names, or the names given at registration) to keep them from loading:
 a blocked entry point is never imported.
 
-An *essential* plugin (the file-context plugin, :data:`FILE_CONTEXT_PLUGIN`, is
-one: it is the guard that refuses unobserved and stale changes) is registered
-first and cannot be removed, as pytest's core plugins cannot: naming it in
-``CTXFS_DISABLE_PLUGINS`` (in any spelling), ``set_blocked`` or ``unregister``
-raises :class:`~ctxfs.core.errors.InvalidArgument` instead.
+The guard (the file-context plugin, registered as :data:`FILE_CONTEXT_PLUGIN`)
+is asked by :class:`PluginHost` itself, never through pluggy: blocking or
+unregistering it, or wrapping its hooks, takes nothing away from it.
 """
 
 from __future__ import annotations
@@ -18,12 +16,12 @@ import os
 from collections.abc import Awaitable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import pluggy
 
 from ctxfs.core import hookspecs
-from ctxfs.core.errors import FsError, InvalidArgument
+from ctxfs.core.errors import FsError
 
 if TYPE_CHECKING:
     from ctxfs.core.context import Context
@@ -36,82 +34,43 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "FILE_CONTEXT_PLUGIN",
     "PluginHost",
-    "PluginManager",
     "create_plugin_manager",
 ]
 
 ENTRY_POINT_GROUP: Final = "ctxfs.plugins"
 DISABLE_ENV: Final = "CTXFS_DISABLE_PLUGINS"
 FILE_CONTEXT_PLUGIN: Final = "ctxfs.file_context"
-"""The registration name of the built-in file-context plugin, an essential one."""
-_ESSENTIAL_SPELLINGS: Final = {
-    FILE_CONTEXT_PLUGIN: frozenset(
-        {"ctxfsfilecontext", "filecontext", "filecontextplugin", "ctxfscorefilecontext"}
-    )
-}
-"""Every way of naming an essential plugin, letters and digits only, case-folded."""
-
-
-class PluginManager(pluggy.PluginManager):
-    """pluggy's manager, with essential plugins that nothing can block or unregister."""
-
-    def __init__(self) -> None:
-        super().__init__(hookspecs.PROJECT)
-        self._essential: dict[str, object] = {}
-
-    def register_essential(self, plugin: object, name: str) -> None:
-        """Register *plugin* as *name*, for good."""
-        self.register(plugin, name=name)
-        self._essential[name] = plugin
-
-    def set_blocked(self, name: str) -> None:
-        """Block *name*, as pluggy does; an essential plugin's name is refused."""
-        _refuse_essential(name, source="set_blocked", essential=self._essential)
-        super().set_blocked(name)
-
-    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
-        """Unregister a plugin, as pluggy does; an essential plugin is refused."""
-        if name is not None:
-            _refuse_essential(name, source="unregister", essential=self._essential)
-        for essential_name, essential in self._essential.items():
-            if plugin is essential:
-                _refuse_essential(essential_name, source="unregister", essential=self._essential)
-        return super().unregister(plugin, name)
-
+"""The registration name of the built-in file-context plugin, the guard."""
 
 T = TypeVar("T")
 
 
 def create_plugin_manager(
     *,
-    essential: Iterable[tuple[object, str]] = (),
+    builtin: Iterable[tuple[object, str]] = (),
     plugins: Iterable[object] = (),
     load_entrypoints: bool = True,
-) -> PluginManager:
+) -> pluggy.PluginManager:
     """Return a new plugin manager with every plugin registered and validated.
 
     Order: the hook specifications (and, through ``ctxfs_addhooks``, those other
-    packages add as their plugins register); the *essential* plugins as
+    packages add as their plugins register); the *builtin* plugins as
     ``(plugin, name)`` pairs; the names listed in ``CTXFS_DISABLE_PLUGINS`` are
     blocked; entry points of group ``ctxfs.plugins`` are loaded (unless
     *load_entrypoints* is false); then *plugins*. Finally every implementation
     is checked against a specification.
 
     Raises:
-        InvalidArgument: ``CTXFS_DISABLE_PLUGINS`` names an essential plugin.
         pluggy.PluginValidationError: A plugin implements a hook no specification
             declares, or with arguments its specification does not have.
 
     """
-    blocked = blocked_plugin_names()
-    for name in blocked:
-        _refuse_essential(name, source=DISABLE_ENV)
-    manager = PluginManager()
+    manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     manager.hook.ctxfs_addhooks.call_historic(kwargs={"pluginmanager": manager})
-    for plugin, name in essential:
-        manager.register_essential(plugin, name)
-    for name in blocked:
+    for plugin, name in builtin:
+        manager.register(plugin, name=name)
+    for name in blocked_plugin_names():
         manager.set_blocked(name)
     if load_entrypoints:
         manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
@@ -124,28 +83,6 @@ def create_plugin_manager(
 def blocked_plugin_names() -> list[str]:
     """Return the plugin names listed in ``CTXFS_DISABLE_PLUGINS``."""
     return [name.strip() for name in os.environ.get(DISABLE_ENV, "").split(",") if name.strip()]
-
-
-def _refuse_essential(name: str, *, source: str, essential: Iterable[str] = ()) -> None:
-    """Raise ``InvalidArgument`` if *name* names an essential plugin.
-
-    Any spelling of a built-in essential plugin counts (``FileContext``,
-    ``file_context``); the *essential* plugins of a manager count by their names.
-    """
-    spelling = "".join(char for char in name.casefold() if char.isalnum())
-    found = next(
-        (p for p, spellings in _ESSENTIAL_SPELLINGS.items() if spelling in spellings), None
-    )
-    if found is None and name in essential:
-        found = name
-    if found is not None:
-        raise InvalidArgument(
-            f"the plugin {found!r} is essential and cannot be disabled ({source} named "
-            f"{name!r}): it is the guard that refuses changes to files an owner has not read, "
-            "or has read at another version",
-            hint=f"Remove {name!r} from {source}; to refuse more, add a policy plugin.",
-            details={"plugin": found, "source": source, "name": name},
-        )
 
 
 async def resolve(results: Sequence[T | Awaitable[T]]) -> list[T]:
