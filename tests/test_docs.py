@@ -59,8 +59,10 @@ def test_readme_tools_example_runs_and_prints_what_it_promises(tmp_path: Path) -
 def test_readme_test_command_is_the_one_ci_runs() -> None:
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
-    (command,) = re.findall(r"^(uv run --locked pytest)\b", readme, flags=re.MULTILINE)
-    assert re.search(rf"^\s*(exec )?{re.escape(command)}", ci, flags=re.MULTILINE)
+    commands = re.findall(r"^(uv run --locked pytest[^#\n]*?)\s*#", readme, flags=re.MULTILINE)
+    assert commands == ["uv run --locked pytest", "uv run --locked pytest -m slow"]
+    for command in commands:
+        assert re.search(rf"^\s*(exec )?{re.escape(command)}\s*(#|$)", ci, flags=re.MULTILINE)
 
 
 # -- docs/plugins.md: the change budget --------------------------------------------------------
