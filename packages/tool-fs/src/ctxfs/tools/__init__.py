@@ -37,17 +37,21 @@ if TYPE_CHECKING:
     from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
     from ctxfs.tools.builtin.patch_call import answer_patch_call
     from ctxfs.tools.builtin.read import ReadArgs, ReadData
+    from ctxfs.tools.builtin.read.media import ImageInfo, NotebookInfo, PdfInfo
     from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
     from ctxfs.tools.builtin.text_editor import InsertData
     from ctxfs.tools.builtin.write import WriteArgs, WriteData
     from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
-    from ctxfs.tools.readers import ImageInfo, NotebookInfo, PdfInfo
-    from ctxfs.tools.replies import (
+    from ctxfs.tools.results import (
+        EditData,
+        ErrorInfo,
+        MediaPart,
+        ResultData,
+        ToolResult,
         anthropic_tool_result,
         openai_chat_messages,
         openai_function_call_output,
     )
-    from ctxfs.tools.results import EditData, ErrorInfo, MediaPart, ResultData, ToolResult
     from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
     from ctxfs.tools.toolset import FsToolset, Offer, Provider
 
@@ -133,12 +137,12 @@ _HOMES: Final = {
     "Exposure": "definitions",
     "ToolDefinition": "definitions",
     "ToolsetOptions": "definitions",
-    "ImageInfo": "readers",
-    "NotebookInfo": "readers",
-    "PdfInfo": "readers",
-    "anthropic_tool_result": "replies",
-    "openai_chat_messages": "replies",
-    "openai_function_call_output": "replies",
+    "ImageInfo": "builtin.read.media",
+    "NotebookInfo": "builtin.read.media",
+    "PdfInfo": "builtin.read.media",
+    "anthropic_tool_result": "results",
+    "openai_chat_messages": "results",
+    "openai_function_call_output": "results",
     "EditData": "results",
     "ErrorInfo": "results",
     "MediaPart": "results",

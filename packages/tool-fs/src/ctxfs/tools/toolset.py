@@ -23,10 +23,9 @@ from pydantic import ValidationError
 
 from ctxfs.core import BackendError, Context, FsError, InvalidArgument
 from ctxfs.tools.builtin import BUILTIN_TOOLS
+from ctxfs.tools.builtin.grep.memo import ScanMemos
 from ctxfs.tools.definitions import Exposure, ToolDefinition, ToolsetOptions, openai_strict
-from ctxfs.tools.memo import ScanMemos
-from ctxfs.tools.render import error_text
-from ctxfs.tools.results import ToolResult
+from ctxfs.tools.results import ToolResult, error_text
 from ctxfs.tools.tool import Offering, Progress, Step, Tool
 
 __all__ = ["FsToolset", "Offer", "Provider"]
@@ -85,7 +84,7 @@ class FsToolset:
     ) -> None:
         self.options = options if options is not None else ToolsetOptions()
         self.scan_memos = ScanMemos()
-        """What the pages of recent searches learned (see :mod:`ctxfs.tools.memo`)."""
+        """What the pages of recent searches learned (see :mod:`ctxfs.tools.builtin.grep.memo`)."""
         self._tools: dict[str, Tool[Any, Any]] = {}
         self._configured: tuple[object, Offer] | None = None
         """The offer when no plugin has a say (the configuration's alone, worked out once),

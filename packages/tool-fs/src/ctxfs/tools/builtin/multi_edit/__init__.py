@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxfs.core import Replacement
-from ctxfs.tools.render import count, edited
-from ctxfs.tools.results import EditData
+from ctxfs.tools.results import EditData, count, edited
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
 
 __all__ = ["MULTI_EDIT", "EditItem", "MultiEditArgs", "MultiEditTool"]

@@ -85,7 +85,7 @@ class PatchCallTool(Tool[PatchOperation, PatchData]):
         return {"type": "apply_patch"}
 
     async def run(self, step: Step, args: PatchOperation) -> PatchData:
-        from ctxfs.tools.patches import parse_diff  # noqa: PLC0415 - loaded by the first patch
+        from ctxfs.tools.builtin.apply_patch.patches import parse_diff  # noqa: PLC0415 - loaded by the first patch
 
         operation = args.root
         patch = parse_diff(

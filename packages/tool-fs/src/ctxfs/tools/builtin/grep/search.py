@@ -1,15 +1,15 @@
 """Grep through ``ctx.fs``: the matching lines, the files holding them, or counts per file.
 
-Files are searched in sorted path order (by :class:`~ctxfs.tools.scan.Scan`),
+Files are searched in sorted path order (by :class:`~ctxfs.tools.builtin.grep.scan.Scan`),
 and a search stops once it has its page (and knows whether another follows):
 totals are then "at least", and exact when every file was searched. What it
-learned of each file goes into the search's memo (:mod:`ctxfs.tools.memo`), so
+learned of each file goes into the search's memo (:mod:`ctxfs.tools.builtin.grep.memo`), so
 the next page counts unchanged files without reading them again (and goes on
 past its page through files it knows). A call stops at its deadline and says
 so. A multiline search reads each file whole (up to
 :data:`MULTILINE_MAX_CHARS`) and searches it at once. Asking only for the
 files that match stops reading a file at its first match. On a store with
-latency, files are read ahead (:mod:`ctxfs.tools.readahead`).
+latency, files are read ahead (:mod:`ctxfs.tools.builtin.grep.background`).
 
 Where the backend has a search engine of its own (fs-local: ripgrep, confined by
 Landlock), it finds the files that match and counts their matching lines, then
@@ -42,8 +42,8 @@ from ctxfs.core import (
     normalize_path,
     relative_to,
 )
-from ctxfs.tools.background import Background
-from ctxfs.tools.matches import (
+from ctxfs.tools.builtin.grep.background import Background, ReadAhead
+from ctxfs.tools.builtin.grep.query import (
     FileCount,
     Grep,
     GrepQuery,
@@ -53,10 +53,9 @@ from ctxfs.tools.matches import (
     SearchProgress,
     SearchStatus,
 )
-from ctxfs.tools.paging import Page
-from ctxfs.tools.readahead import ReadAhead
-from ctxfs.tools.scan import Scan, TooSlow
-from ctxfs.tools.tree import all_lines, walk
+from ctxfs.tools.builtin.grep.scan import Scan, TooSlow
+from ctxfs.tools.results import Page
+from ctxfs.tools.walk import all_lines, walk
 
 __all__ = [
     "LINE_MAX_CHARS",

@@ -1,31 +1,61 @@
-"""Reading the next files of a search while it searches this one, on a store with latency.
+"""Tasks beside a search: its progress reports, and reading its next files ahead.
 
-An object store answers each read after a round trip; read one after another,
-a search would spend its time waiting. :class:`ReadAhead` keeps up to the
-store's :attr:`~ctxfs.core.Capabilities.concurrent_reads` small files being
-read (whole, through ``ctx.fs``), in the order the search takes them, and no
-further ahead than that: memory stays bounded by that many files of at most
-:data:`READ_AHEAD_MAX_BYTES`. Larger files, and files of unknown size, are
-left to be streamed when their turn comes. Leaving the ``async with`` block
-cancels what is still being read (the search stopped at its page).
+:class:`Background` runs tasks beside an ``async with`` block and cancels them
+when the block ends, letting the block's own exception go on unchanged (an anyio
+task group would wrap it in an ``ExceptionGroup``). Its tasks must not fail.
+
+:class:`ReadAhead` keeps up to the store's
+:attr:`~ctxfs.core.Capabilities.concurrent_reads` small files being read whole,
+in the order the search takes them and no further ahead: memory stays bounded
+by that many files of at most :data:`READ_AHEAD_MAX_BYTES`. Larger files, and
+files of unknown size, are streamed in their turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import Final
+from types import TracebackType
+from typing import Any, Final, Self
 
 import anyio
+from anyio.abc import TaskGroup
 
 from ctxfs.core import Context, FsError, Stat, TooLarge
-from ctxfs.tools.background import Background
-from ctxfs.tools.tree import all_lines
+from ctxfs.tools.walk import all_lines
 
-__all__ = ["READ_AHEAD_MAX_BYTES", "ReadAhead"]
+__all__ = ["READ_AHEAD_MAX_BYTES", "Background", "ReadAhead"]
 
 READ_AHEAD_MAX_BYTES: Final = 1 << 20
 """The largest file read ahead; a larger one is streamed in its turn."""
+
+
+class Background:
+    """Tasks run beside an ``async with`` block, cancelled when it ends."""
+
+    def __init__(self) -> None:
+        self._group: TaskGroup | None = None
+
+    async def __aenter__(self) -> Self:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        del kind, error, traceback  # the block's own exception, if any, goes on as it is
+        assert self._group is not None
+        self._group.cancel_scope.cancel()
+        await self._group.__aexit__(None, None, None)
+
+    def start_soon(self, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run *task* beside the block."""
+        assert self._group is not None, "use Background in async with"
+        self._group.start_soon(task)
 
 
 class _Pending:

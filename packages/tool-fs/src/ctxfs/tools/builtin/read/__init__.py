@@ -14,7 +14,7 @@ and one whose first line starts ``%PDF-`` (a PDF of plain ASCII) is read again
 as a PDF. An image, a PDF or a notebook is then read whole: a complete
 observation (``write_bytes`` or ``notebook_edit`` may change it).
 
-Each kind of file but text is one reader in :mod:`ctxfs.tools.readers`.
+Each kind of file but text is one reader in :mod:`ctxfs.tools.builtin.read.media`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ from typing import Any, Final
 from pydantic import AliasChoices, Field, PositiveInt, field_validator
 
 from ctxfs.core import BinaryFile, EncodingError, InvalidArgument, TooLarge, number_lines
-from ctxfs.tools.notebooks import NOTEBOOK_SUFFIX, NotANotebook
-from ctxfs.tools.pdfs import page_range
-from ctxfs.tools.readers import (
+from ctxfs.tools.builtin.read.media import (
     READERS,
     ImageInfo,
     Kind,
@@ -38,8 +36,9 @@ from ctxfs.tools.readers import (
     notebook_note,
     pdf_note,
 )
-from ctxfs.tools.render import count, size
-from ctxfs.tools.results import MediaPart, ResultData, ToolResult
+from ctxfs.tools.builtin.read.pdfs import page_range
+from ctxfs.tools.notebooks import NOTEBOOK_SUFFIX, NotANotebook
+from ctxfs.tools.results import MediaPart, ResultData, ToolResult, count, size
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["READ", "ImageInfo", "NotebookInfo", "PdfInfo", "ReadArgs", "ReadData", "ReadTool"]

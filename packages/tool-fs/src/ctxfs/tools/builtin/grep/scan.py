@@ -2,7 +2,7 @@
 
 :class:`Scan` gathers the lines a search is fed (file after file, in path
 order) into batches, searches each in a worker thread (see
-:mod:`ctxfs.tools.patterns`), counts the matches against the requested page
+:mod:`ctxfs.tools.builtin.grep.patterns`), counts the matches against the requested page
 and gives the page's hits their context lines. The first batches are small, so
 a page found early stops the search early; each batch doubles until the full
 size. It learns each file searched to its end into the search's memo, and
@@ -19,10 +19,18 @@ from typing import Final
 import anyio.to_thread
 
 from ctxfs.core import CutLine, Stat
-from ctxfs.tools.matches import FileCount, Grep, GrepQuery, Hit, Line, OutputMode, SearchStatus
-from ctxfs.tools.memo import Known
-from ctxfs.tools.patterns import OutOfTime
-from ctxfs.tools.render import around
+from ctxfs.tools.builtin.grep.memo import Known
+from ctxfs.tools.builtin.grep.patterns import OutOfTime
+from ctxfs.tools.builtin.grep.query import (
+    FileCount,
+    Grep,
+    GrepQuery,
+    Hit,
+    Line,
+    OutputMode,
+    SearchStatus,
+)
+from ctxfs.tools.results import around
 
 __all__ = ["Scan", "TooSlow"]
 

@@ -1,4 +1,4 @@
-"""What a search is asked and what it finds: the values :mod:`ctxfs.tools.search` deals in."""
+"""What a search is asked and what it finds: the values :mod:`.search` deals in."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ctxfs.core import GlobMatcher
-from ctxfs.tools.ignore import WalkFilter
-from ctxfs.tools.memo import ScanMemo
-from ctxfs.tools.paging import Page
-from ctxfs.tools.patterns import LinePattern
-from ctxfs.tools.tree import Walk
+from ctxfs.tools.builtin.grep.memo import ScanMemo
+from ctxfs.tools.builtin.grep.patterns import LinePattern
+from ctxfs.tools.results import Page
+from ctxfs.tools.walk import Walk, WalkFilter
 
 __all__ = [
     "FileCount",

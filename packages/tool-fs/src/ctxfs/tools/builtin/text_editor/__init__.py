@@ -20,8 +20,7 @@ from ctxfs.tools.builtin.edit import EDIT, EditArgs
 from ctxfs.tools.builtin.list_dir import LIST_DIR, ListDirArgs
 from ctxfs.tools.builtin.read import READ, ReadArgs
 from ctxfs.tools.builtin.write import WRITE, WriteArgs
-from ctxfs.tools.render import count, span, with_diff
-from ctxfs.tools.results import ResultData, ToolResult
+from ctxfs.tools.results import ResultData, ToolResult, count, span, with_diff
 from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
 
 __all__ = [

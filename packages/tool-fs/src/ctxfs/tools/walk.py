@@ -1,13 +1,24 @@
-"""Walking the workspace through ``ctx.fs``: the files below a directory, sorted.
+"""Walking the workspace through ``ctx.fs`` (glob, grep): the files below a directory, sorted.
 
 A walk visits directories breadth first, in sorted order, and leaves out what
-its :class:`~ctxfs.tools.ignore.WalkFilter` says (hidden names, configured
-directories, what ignore files exclude), counting each kind; given a glob, it
+its :class:`WalkFilter` says, counting each kind; given a glob, it
 enters only the directories a match may lie in. On a store that lists a whole
 tree at once (an object store: one flat listing of the prefix), it walks that
 listing instead of listing each directory. Symlinked directories are not
 followed, what a policy hides is never listed (nor counted), and a walk stops,
 saying so, after a bounded number of entries.
+
+What a walk leaves out follows ripgrep's defaults:
+
+- names starting with ``.`` (hidden), unless asked for them;
+- directories named in ``ToolsetOptions.ignore`` (``.git``, ``node_modules``, ...);
+- what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude, unless asked
+  to include ignored files. Each ignore file applies to the directory it sits in
+  and below, in git's syntax (pathspec's ``GitIgnoreSpec``); a deeper file
+  overrides a shallower one, and in one directory ``.ignore`` overrides
+  ``.gitignore``, which overrides ``.git/info/exclude``. As with ripgrep's
+  ``--no-require-git``, ``.gitignore`` counts outside a git repository too. A
+  directory left out is not entered, so nothing below it can be included again.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ctxfs.core import (
     Context,
@@ -29,12 +41,67 @@ from ctxfs.core import (
     normalize_path,
     relative_to,
 )
-from ctxfs.tools.ignore import EXCLUDE, IGNORE_FILES, IgnoreRules, WalkFilter
 
-__all__ = ["IGNORE_FILE_MAX_CHARS", "Walk", "all_lines", "files_below", "walk"]
+if TYPE_CHECKING:
+    import pathspec
+
+__all__ = [
+    "IGNORE_FILES",
+    "IGNORE_FILE_MAX_CHARS",
+    "IgnoreRules",
+    "Walk",
+    "WalkFilter",
+    "all_lines",
+    "files_below",
+    "walk",
+]
 
 IGNORE_FILE_MAX_CHARS = 1 << 20
 """The largest ignore file read (in characters); a larger one gives no rules."""
+
+
+IGNORE_FILES: tuple[str, ...] = (".gitignore", ".ignore")
+"""The ignore files read in each directory, weakest first."""
+EXCLUDE: str = ".git/info/exclude"
+"""The repository's own ignore file, read at the top of a walk."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WalkFilter:
+    """What a walk leaves out."""
+
+    skip_dirs: frozenset[str]
+    """Directory names never entered (``ToolsetOptions.ignore``)."""
+    hidden: bool = False
+    """Include names starting with ``.``."""
+    ignored: bool = False
+    """Include what ignore files exclude (they are then not read at all)."""
+
+
+@dataclass(frozen=True)
+class IgnoreRules:
+    """The ignore files that apply in one directory, each with the directory it sits in."""
+
+    specs: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()
+    """(directory, rules), weakest first."""
+
+    def adding(self, directory: str, texts: list[str]) -> IgnoreRules:
+        """These rules, then those of *texts* (ignore files of *directory*, weakest first)."""
+        import pathspec  # noqa: PLC0415 - loaded by the first ignore file read
+
+        added = [
+            (directory, pathspec.GitIgnoreSpec.from_lines(text.splitlines())) for text in texts
+        ]
+        return IgnoreRules(self.specs + tuple(added)) if added else self
+
+    def excludes(self, path: str, *, directory: bool) -> bool:
+        """Whether the strongest rule that matches *path* excludes it (a negation includes)."""
+        for base, spec in reversed(self.specs):
+            relative = relative_to(path, base)
+            verdict = spec.check_file(relative + "/" if directory else relative).include
+            if verdict is not None:
+                return verdict
+        return False
 
 
 @dataclass

@@ -6,8 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxfs.tools.render import span, with_diff
-from ctxfs.tools.results import ResultData
+from ctxfs.tools.results import ResultData, span, with_diff
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
 
 __all__ = ["APPLY_PATCH", "ApplyPatchArgs", "ApplyPatchTool", "PatchData", "PatchedFileData"]
@@ -67,7 +66,7 @@ class ApplyPatchTool(Tool[ApplyPatchArgs, PatchData]):
         )
 
     async def run(self, step: Step, args: ApplyPatchArgs) -> PatchData:
-        from ctxfs.tools.patches import parse_patch  # noqa: PLC0415 - loaded by the first patch
+        from ctxfs.tools.builtin.apply_patch.patches import parse_patch  # noqa: PLC0415 - loaded by the first patch
 
         outcome = await step.ctx.fs.apply_patch(parse_patch(args.input), dry_run=args.dry_run)
         return self.data(outcome, target=outcome.files[0].path)

@@ -1,4 +1,4 @@
-"""Grep patterns: which can run away, and searching lines under a deadline.
+"""What grep matches: line patterns searched under a deadline, and file types.
 
 Patterns are Python regular expressions, run by the ``regex`` engine (``re``'s
 syntax and meaning) because it can stop a search and let go of the GIL. Every
@@ -8,6 +8,8 @@ holding a quantifier or alternatives, a backreference, more than one unbounded
 repeat, many stacked optional parts) also has a time limit per line, so a
 catastrophic one fails the call at its first bad line instead of using up the
 deadline line after line. ``regex`` is imported by the first pattern compiled.
+
+A file type (``type="py"``) is one of ripgrep's type names, as file-name globs.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ctxfs.core import CutLine, InvalidArgument
+from ctxfs.core import CutLine, GlobMatcher, InvalidArgument, glob_matcher
 
 if TYPE_CHECKING:
     import regex
 
-__all__ = ["LinePattern", "OutOfTime", "Searched"]
+__all__ = ["FILE_TYPES", "LinePattern", "OutOfTime", "Searched", "type_matcher"]
 
 _QUANTIFIER: Final = re.compile(r"[*+?]|\{(\d*)(,?)(\d*)\}")
 _CHARACTER_CLASS: Final = re.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]", re.DOTALL)
@@ -252,3 +254,73 @@ def _can_backtrack(pattern: str) -> bool:
             groups[-1] = True
         at += 1
     return unbounded > _MOST_UNBOUNDED_REPEATS or choices > _MOST_CHOICES
+
+
+FILE_TYPES: Final[dict[str, tuple[str, ...]]] = {
+    "c": ("*.c", "*.h"),
+    "clojure": ("*.clj", "*.cljc", "*.cljs", "*.edn"),
+    "cmake": ("CMakeLists.txt", "*.cmake"),
+    "cpp": ("*.cpp", "*.cc", "*.cxx", "*.c++", "*.hpp", "*.hh", "*.hxx", "*.h++", "*.inl"),
+    "cs": ("*.cs",),
+    "css": ("*.css", "*.scss", "*.sass", "*.less"),
+    "csv": ("*.csv",),
+    "dart": ("*.dart",),
+    "docker": ("Dockerfile", "Dockerfile.*", "*.dockerfile"),
+    "elixir": ("*.ex", "*.exs", "*.eex", "*.heex"),
+    "elm": ("*.elm",),
+    "erlang": ("*.erl", "*.hrl"),
+    "go": ("*.go",),
+    "graphql": ("*.graphql", "*.graphqls", "*.gql"),
+    "haskell": ("*.hs", "*.lhs"),
+    "html": ("*.html", "*.htm", "*.xhtml"),
+    "java": ("*.java", "*.jsp"),
+    "js": ("*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"),
+    "json": ("*.json", "*.jsonc", "*.jsonl", "*.geojson"),
+    "jupyter": ("*.ipynb",),
+    "kotlin": ("*.kt", "*.kts"),
+    "lua": ("*.lua",),
+    "make": ("Makefile", "makefile", "GNUmakefile", "*.mk", "*.mak"),
+    "markdown": ("*.md", "*.markdown", "*.mdx", "*.mkd"),
+    "md": ("*.md", "*.markdown", "*.mdx", "*.mkd"),
+    "nix": ("*.nix",),
+    "ocaml": ("*.ml", "*.mli", "*.mll", "*.mly"),
+    "perl": ("*.pl", "*.pm", "*.t"),
+    "php": ("*.php", "*.php3", "*.php4", "*.php5", "*.phtml"),
+    "proto": ("*.proto",),
+    "py": ("*.py", "*.pyi", "*.pyw"),
+    "r": ("*.R", "*.r", "*.Rmd", "*.Rnw"),
+    "rst": ("*.rst",),
+    "ruby": ("*.rb", "*.gemspec", "Gemfile", "Rakefile", "*.rake"),
+    "rust": ("*.rs",),
+    "scala": ("*.scala", "*.sbt"),
+    "sh": ("*.sh", "*.bash", "*.zsh", "*.ksh", ".bashrc", ".zshrc", ".profile"),
+    "sql": ("*.sql", "*.psql"),
+    "svelte": ("*.svelte",),
+    "swift": ("*.swift",),
+    "tex": ("*.tex", "*.ltx", "*.sty", "*.cls", "*.bib"),
+    "tf": ("*.tf", "*.tfvars", "*.tf.json"),
+    "toml": ("*.toml", "Cargo.lock"),
+    "ts": ("*.ts", "*.tsx", "*.mts", "*.cts"),
+    "txt": ("*.txt",),
+    "xml": ("*.xml", "*.xsd", "*.xsl", "*.xslt", "*.svg"),
+    "yaml": ("*.yaml", "*.yml"),
+    "zig": ("*.zig",),
+}
+"""Type name -> file-name patterns (matched against the name, at any depth)."""
+
+
+def type_matcher(name: str) -> GlobMatcher:
+    """The matcher of the files of type *name*.
+
+    Raises:
+        InvalidArgument: *name* is no known type (the message lists them).
+
+    """
+    patterns = FILE_TYPES.get(name)
+    if patterns is None:
+        raise InvalidArgument(
+            f"{name!r} is not a file type ctxfs knows",
+            hint=f"Use one of: {', '.join(FILE_TYPES)}; or filter with `glob`.",
+            details={"field": "type"},
+        )
+    return glob_matcher("{" + ",".join(patterns) + "}" if len(patterns) > 1 else patterns[0])

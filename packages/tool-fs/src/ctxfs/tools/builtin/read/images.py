@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from ctxfs.core import BinaryFile, FsError, TooLarge
-from ctxfs.tools.render import size
+from ctxfs.tools.results import size
 
 if TYPE_CHECKING:
     from PIL import Image

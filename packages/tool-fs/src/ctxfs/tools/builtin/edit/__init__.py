@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ctxfs.tools.render import STRIPPED_NOTE, count, edited
-from ctxfs.tools.results import EditData
+from ctxfs.tools.results import STRIPPED_NOTE, EditData, count, edited
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
 
 __all__ = ["EDIT", "EditArgs", "EditTool"]

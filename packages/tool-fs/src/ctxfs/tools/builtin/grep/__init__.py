@@ -5,13 +5,13 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt
 
 from ctxfs.core import glob_matcher, normalize_path
-from ctxfs.tools import search
-from ctxfs.tools.filetypes import type_matcher
-from ctxfs.tools.ignore import WalkFilter
-from ctxfs.tools.paging import Page, PageData
-from ctxfs.tools.patterns import LinePattern
-from ctxfs.tools.render import (
+from ctxfs.tools.builtin.grep import search
+from ctxfs.tools.builtin.grep.patterns import LinePattern, type_matcher
+from ctxfs.tools.builtin.grep.search import OutputMode
+from ctxfs.tools.results import (
     SHOWN_CHARS,
+    Page,
+    PageData,
     around,
     count,
     escape,
@@ -20,8 +20,8 @@ from ctxfs.tools.render import (
     unnamed,
     walk_stopped,
 )
-from ctxfs.tools.search import OutputMode
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+from ctxfs.tools.walk import WalkFilter
 
 __all__ = ["GREP", "GrepArgs", "GrepData", "GrepFile", "GrepLine", "GrepMatch", "GrepTool"]
 

@@ -21,11 +21,10 @@ from anyio.lowlevel import RunVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxfs.core import BytesOutcome, FsError, InvalidArgument
-from ctxfs.tools.images import ImageLimits, PreparedImage, image_type, prepared_image
+from ctxfs.tools.builtin.read.images import ImageLimits, PreparedImage, image_type, prepared_image
+from ctxfs.tools.builtin.read.pdfs import is_pdf, page_range, pdf_text
 from ctxfs.tools.notebooks import NotANotebook, is_notebook_path
-from ctxfs.tools.pdfs import is_pdf, page_range, pdf_text
-from ctxfs.tools.render import count, size
-from ctxfs.tools.results import MediaPart
+from ctxfs.tools.results import MediaPart, count, size
 from ctxfs.tools.tool import Step
 
 if TYPE_CHECKING:

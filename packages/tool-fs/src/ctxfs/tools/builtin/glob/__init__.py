@@ -7,11 +7,19 @@ from typing import Literal
 from pydantic import Field, PositiveInt
 
 from ctxfs.core import glob_matcher, normalize_path, relative_to
-from ctxfs.tools import tree
-from ctxfs.tools.ignore import WalkFilter
-from ctxfs.tools.paging import Page, PageData
-from ctxfs.tools.render import count, escape, left_out, page_footer, unnamed, walk_stopped
+from ctxfs.tools import walk
+from ctxfs.tools.results import (
+    Page,
+    PageData,
+    count,
+    escape,
+    left_out,
+    page_footer,
+    unnamed,
+    walk_stopped,
+)
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+from ctxfs.tools.walk import WalkFilter
 
 __all__ = ["GLOB", "GlobArgs", "GlobData", "GlobTool"]
 
@@ -73,11 +81,11 @@ class GlobTool(Tool[GlobArgs, GlobData]):
             skip_dirs=options.ignore, hidden=args.hidden, ignored=args.include_ignored
         )
         if args.sort == "modified":  # the walk brings each file's time
-            walked = await tree.walk(
+            walked = await walk.walk(
                 step.ctx, root, only=only, max_entries=options.max_walk_entries, glob=matcher
             )
         else:
-            walked = await tree.files_below(
+            walked = await walk.files_below(
                 step.ctx,
                 root,
                 only=only,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ctxfs.tools.render import count, span, with_diff
-from ctxfs.tools.results import ResultData
+from ctxfs.tools.results import ResultData, count, span, with_diff
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
 
 __all__ = ["WRITE", "WriteArgs", "WriteData", "WriteTool"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, PositiveInt
 
 from ctxfs.core import FileKind, normalize_path
-from ctxfs.tools.paging import Page, PageData
-from ctxfs.tools.render import count, escape, page_footer, size, unnamed
+from ctxfs.tools.results import Page, PageData, count, escape, page_footer, size, unnamed
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
 __all__ = ["LIST_DIR", "EntryData", "ListData", "ListDirArgs", "ListDirTool"]

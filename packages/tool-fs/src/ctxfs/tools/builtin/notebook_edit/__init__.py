@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from ctxfs.tools.render import count
-from ctxfs.tools.results import ResultData
+from ctxfs.tools.results import ResultData, count
 from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
 
 if TYPE_CHECKING:
