@@ -28,7 +28,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from ctxfs.tools.builtin import BUILTIN_TOOLS
+    from ctxfs.tools.builtin import BUILTIN_TOOLS, ToolsetOptions
     from ctxfs.tools.builtin.apply_patch import ApplyPatchArgs, PatchData, PatchedFileData
     from ctxfs.tools.builtin.call_tool import CallToolArgs
     from ctxfs.tools.builtin.edit import EditArgs
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
     from ctxfs.tools.builtin.text_editor import InsertData
     from ctxfs.tools.builtin.write import WriteArgs, WriteData
-    from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
+    from ctxfs.tools.definitions import Exposure, ToolDefinition
     from ctxfs.tools.results import (
         EditData,
         ErrorInfo,
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     )
     from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
     from ctxfs.tools.toolset import FsToolset, Offer, Provider
+    from ctxfs.tools.walk import DEFAULT_IGNORE
 
     __version__: str
 
@@ -133,10 +134,10 @@ _HOMES: Final = {
     "InsertData": "builtin.text_editor",
     "WriteArgs": "builtin.write",
     "WriteData": "builtin.write",
-    "DEFAULT_IGNORE": "definitions",
+    "DEFAULT_IGNORE": "walk",
     "Exposure": "definitions",
     "ToolDefinition": "definitions",
-    "ToolsetOptions": "definitions",
+    "ToolsetOptions": "builtin",
     "ImageInfo": "builtin.read.media",
     "NotebookInfo": "builtin.read.media",
     "PdfInfo": "builtin.read.media",

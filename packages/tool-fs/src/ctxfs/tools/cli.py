@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Final, NoReturn, TextIO
 import anyio
 
 from ctxfs.tools import __version__
-from ctxfs.tools.definitions import ToolsetOptions
+from ctxfs.tools.definitions import CommonOptions
 
 if TYPE_CHECKING:
     from ctxfs.core import Backend, Fs
@@ -282,7 +282,7 @@ def _store_options(command: argparse.ArgumentParser, *, roots: bool = False) -> 
     command.add_argument(
         "--progress",
         type=float,
-        default=ToolsetOptions.progress_seconds,
+        default=CommonOptions.progress_seconds,
         metavar="SECONDS",
         help="report a search's progress once it runs this long (call: on stderr; serve: to "
         "clients that send a progress token); default: 1",
@@ -297,7 +297,7 @@ def _open(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolse
 
 def _toolset(args: argparse.Namespace) -> FsToolset:
     """The toolset the options describe."""
-    from ctxfs.tools.toolset import FsToolset  # noqa: PLC0415
+    from ctxfs.tools import FsToolset, ToolsetOptions  # noqa: PLC0415
 
     try:
         options = ToolsetOptions(

@@ -41,11 +41,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ctxfs.core import Context, TextOptions
-from ctxfs.tools.definitions import ToolDefinition, ToolsetOptions, input_schema, output_schema
+from ctxfs.tools.definitions import ToolDefinition, input_schema, output_schema
 from ctxfs.tools.names import unescaped_path
 from ctxfs.tools.results import ResultData, ToolResult
 
 if TYPE_CHECKING:
+    from ctxfs.tools.builtin import ToolsetOptions
     from ctxfs.tools.toolset import FsToolset, Offer, Provider
 
 __all__ = ["READS", "Annotations", "Limits", "Offering", "Progress", "Step", "Tool", "ToolArgs"]
@@ -55,6 +56,7 @@ Progress = Callable[[float, float | None, str], Awaitable[None]]
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=ResultData)
+OptionsT = TypeVar("OptionsT")
 
 
 _PATH_FIELDS: Final = frozenset({"path", "file_path"})
@@ -114,6 +116,13 @@ class Limits:
 
     text: TextOptions
     options: ToolsetOptions
+
+    def of(self, model: type[OptionsT]) -> OptionsT:
+        """A tool's own options *model*: the toolset's, which hold every built-in tool's.
+
+        Options the toolset's do not hold (another package's tool's) are *model*'s defaults.
+        """
+        return self.options if isinstance(self.options, model) else model()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,6 +191,10 @@ class Tool(Generic[ArgsT, DataT]):
     def page_limit(self, limits: Limits) -> int | None:
         """The default and largest ``limit`` of a paged tool, stated in its schema."""
         del limits
+        return None
+
+    def new_state(self) -> Any:
+        """What the tool keeps between calls, one per toolset (``step.toolset.state(name)``)."""
         return None
 
     def parse(self, arguments: Mapping[str, Any]) -> ArgsT:

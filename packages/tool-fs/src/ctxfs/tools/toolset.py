@@ -22,9 +22,8 @@ from typing import Any, Final, Literal
 from pydantic import ValidationError
 
 from ctxfs.core import BackendError, Context, FsError, InvalidArgument
-from ctxfs.tools.builtin import BUILTIN_TOOLS
-from ctxfs.tools.builtin.grep.memo import ScanMemos
-from ctxfs.tools.definitions import Exposure, ToolDefinition, ToolsetOptions, openai_strict
+from ctxfs.tools.builtin import BUILTIN_TOOLS, ToolsetOptions
+from ctxfs.tools.definitions import Exposure, ToolDefinition, openai_strict
 from ctxfs.tools.results import ToolResult, error_text
 from ctxfs.tools.tool import Offering, Progress, Step, Tool
 
@@ -83,9 +82,8 @@ class FsToolset:
         tools: Iterable[Tool[Any, Any]] = BUILTIN_TOOLS,
     ) -> None:
         self.options = options if options is not None else ToolsetOptions()
-        self.scan_memos = ScanMemos()
-        """What the pages of recent searches learned (see :mod:`ctxfs.tools.builtin.grep.memo`)."""
         self._tools: dict[str, Tool[Any, Any]] = {}
+        self._states: dict[str, Any] = {}
         self._configured: tuple[object, Offer] | None = None
         """The offer when no plugin has a say (the configuration's alone, worked out once),
         with the configuration it was worked out from."""
@@ -110,11 +108,16 @@ class FsToolset:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is registered already")
         self._tools[tool.name] = tool
+        self._states[tool.name] = tool.new_state()
         self._configured = None
 
     def tool(self, name: str) -> Tool[Any, Any]:
         """The registered tool *name* (``KeyError`` if there is none)."""
         return self._tools[name]
+
+    def state(self, name: str) -> Any:
+        """What tool *name* keeps between its calls in this toolset (:meth:`Tool.new_state`)."""
+        return self._states[name]
 
     @property
     def registered(self) -> tuple[Tool[Any, Any], ...]:

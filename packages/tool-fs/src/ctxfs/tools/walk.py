@@ -27,7 +27,7 @@ from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ctxfs.core import (
     Context,
@@ -46,16 +46,25 @@ if TYPE_CHECKING:
     import pathspec
 
 __all__ = [
+    "DEFAULT_IGNORE",
     "IGNORE_FILES",
     "IGNORE_FILE_MAX_CHARS",
     "IgnoreRules",
     "Walk",
     "WalkFilter",
+    "WalkOptions",
     "all_lines",
     "files_below",
     "walk",
 ]
 
+DEFAULT_IGNORE: Final = frozenset(
+    {
+        ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
+        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".idea",
+    }
+)  # fmt: skip
+"""Directories glob and grep do not descend into (list_dir still shows them)."""
 IGNORE_FILE_MAX_CHARS = 1 << 20
 """The largest ignore file read (in characters); a larger one gives no rules."""
 
@@ -64,6 +73,19 @@ IGNORE_FILES: tuple[str, ...] = (".gitignore", ".ignore")
 """The ignore files read in each directory, weakest first."""
 EXCLUDE: str = ".git/info/exclude"
 """The repository's own ignore file, read at the top of a walk."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WalkOptions:
+    """The options of the walks of glob and grep."""
+
+    ignore: frozenset[str] = DEFAULT_IGNORE
+    max_walk_entries: int = 200_000
+    """Entries a glob or grep walk visits before it stops and says which directories it
+    did not finish. A walk holds about 210 bytes per file it keeps (200,000: about 45 MB)."""
+    grep_seconds: float = 10.0
+    """Time one grep call may search (and a glob may list, through the store's engine);
+    then it stops and says so, with what it found."""
 
 
 @dataclass(frozen=True, kw_only=True)

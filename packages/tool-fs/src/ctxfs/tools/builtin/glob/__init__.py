@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field, PositiveInt
@@ -19,9 +20,16 @@ from ctxfs.tools.results import (
     walk_stopped,
 )
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
-from ctxfs.tools.walk import WalkFilter
+from ctxfs.tools.walk import WalkFilter, WalkOptions
 
-__all__ = ["GLOB", "GlobArgs", "GlobData", "GlobTool"]
+__all__ = ["GLOB", "GlobArgs", "GlobData", "GlobOptions", "GlobTool"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GlobOptions:
+    """The options of ``glob`` (its walk's: :class:`~ctxfs.tools.walk.WalkOptions`)."""
+
+    glob_limit: int = 200
 
 
 class GlobArgs(ToolArgs):
@@ -71,10 +79,10 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         )
 
     def page_limit(self, limits: Limits) -> int:
-        return limits.options.glob_limit
+        return limits.of(GlobOptions).glob_limit
 
     async def run(self, step: Step, args: GlobArgs) -> GlobData:
-        options = step.toolset.options
+        options = step.limits.of(WalkOptions)
         root = normalize_path(args.path)
         matcher = glob_matcher(args.pattern)
         only = WalkFilter(
@@ -101,7 +109,7 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         if args.sort == "modified":  # newest first; the path breaks ties
             found.sort(key=lambda entry: (-(entry.mtime or 0.0), entry.path))
         paths = [entry.path for entry in found]
-        page = Page.of(args.offset, args.limit, options.glob_limit)
+        page = Page.of(args.offset, args.limit, step.limits.of(GlobOptions).glob_limit)
         shown = page.cut(paths)
         next_offset = page.next_offset(len(shown), len(paths))
         return self.data(

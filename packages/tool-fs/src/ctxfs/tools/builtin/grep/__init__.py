@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt
 
 from ctxfs.core import glob_matcher, normalize_path
 from ctxfs.tools.builtin.grep import search
+from ctxfs.tools.builtin.grep.memo import ScanMemos
 from ctxfs.tools.builtin.grep.patterns import LinePattern, type_matcher
 from ctxfs.tools.builtin.grep.search import OutputMode
 from ctxfs.tools.results import (
@@ -21,9 +24,28 @@ from ctxfs.tools.results import (
     walk_stopped,
 )
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
-from ctxfs.tools.walk import WalkFilter
+from ctxfs.tools.walk import WalkFilter, WalkOptions
 
-__all__ = ["GREP", "GrepArgs", "GrepData", "GrepFile", "GrepLine", "GrepMatch", "GrepTool"]
+__all__ = [
+    "GREP",
+    "GrepArgs",
+    "GrepData",
+    "GrepFile",
+    "GrepLine",
+    "GrepMatch",
+    "GrepOptions",
+    "GrepTool",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrepOptions:
+    """The options of ``grep`` (its walk's: :class:`~ctxfs.tools.walk.WalkOptions`)."""
+
+    grep_limit: int = 100
+    grep_line_seconds: float = 1.0
+    """Time a grep pattern that can backtrack may spend on one line before the call
+    fails ``invalid_argument``."""
 
 
 MOST_CONTEXT = 50
@@ -149,10 +171,14 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         )
 
     def page_limit(self, limits: Limits) -> int:
-        return limits.options.grep_limit
+        return limits.of(GrepOptions).grep_limit
+
+    def new_state(self) -> ScanMemos:
+        """What the pages of recent searches learned (:mod:`.memo`)."""
+        return ScanMemos()
 
     async def run(self, step: Step, args: GrepArgs) -> GrepData:
-        options = step.toolset.options
+        options, walking = step.limits.of(GrepOptions), step.limits.of(WalkOptions)
         pattern = LinePattern.compile(
             args.pattern,
             ignore_case=args.ignore_case,
@@ -164,7 +190,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         filters = [matcher.fullmatch for matcher in (glob, kind) if matcher is not None]
         context = args.context or 0
         key = _search_key(args)
-        memo = step.toolset.scan_memos.memo(step.ctx, key)
+        memos: ScanMemos = step.toolset.state(self.name)
+        memo = memos.memo(step.ctx, key)
         found = await search.grep(
             step.ctx,
             search.GrepQuery(
@@ -178,22 +205,22 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 names=None if kind is None else kind.names(),
                 glob=glob,
                 only=WalkFilter(
-                    skip_dirs=options.ignore, hidden=args.hidden, ignored=args.include_ignored
+                    skip_dirs=walking.ignore, hidden=args.hidden, ignored=args.include_ignored
                 ),
-                max_entries=options.max_walk_entries,
+                max_entries=walking.max_walk_entries,
                 page=(page := Page.of(args.offset, args.limit, options.grep_limit)),
                 max_line_chars=step.ctx.mount.text_options.max_line_chars,
-                seconds=options.grep_seconds,
+                seconds=walking.grep_seconds,
                 memo=memo,
                 progress=_reporter(step),
-                progress_seconds=options.progress_seconds,
+                progress_seconds=step.toolset.options.progress_seconds,
             ),
         )
         shown = len(found.hits) + len(found.files)
         counted = args.output_mode is OutputMode.COUNT
         next_offset = page.next_offset(shown, found.total)
         if next_offset is None and found.complete:  # answered whole: no page will follow
-            step.toolset.scan_memos.forget(step.ctx, key)
+            memos.forget(step.ctx, key)
         return self.data(
             target=normalize_path(args.path),
             pattern=args.pattern,

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, Field, PositiveInt
 
 from ctxfs.core import FileKind, normalize_path
 from ctxfs.tools.results import Page, PageData, count, escape, page_footer, size, unnamed
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
-__all__ = ["LIST_DIR", "EntryData", "ListData", "ListDirArgs", "ListDirTool"]
+__all__ = ["LIST_DIR", "EntryData", "ListData", "ListDirArgs", "ListDirOptions", "ListDirTool"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListDirOptions:
+    """The options of ``list_dir``."""
+
+    list_limit: int = 500
 
 
 class ListDirArgs(ToolArgs):
@@ -49,11 +58,11 @@ class ListDirTool(Tool[ListDirArgs, ListData]):
         return "List a directory (default: the workspace root): names sorted, with sizes."
 
     def page_limit(self, limits: Limits) -> int:
-        return limits.options.list_limit
+        return limits.of(ListDirOptions).list_limit
 
     async def run(self, step: Step, args: ListDirArgs) -> ListData:
         path = normalize_path(args.path)
-        page = Page.of(args.offset, args.limit, step.toolset.options.list_limit)
+        page = Page.of(args.offset, args.limit, step.limits.of(ListDirOptions).list_limit)
         listed = await step.ctx.fs.list_page(path, first=page.first, count=page.count)
         shown = listed.entries  # fewer than the page covers if some went since the listing
         covered = max(0, min(page.count, listed.total - page.first + 1))

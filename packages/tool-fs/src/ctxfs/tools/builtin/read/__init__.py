@@ -31,6 +31,7 @@ from ctxfs.tools.builtin.read.media import (
     NotebookInfo,
     Part,
     PdfInfo,
+    ReadOptions,
     describe_image,
     kind_of,
     notebook_note,
@@ -41,7 +42,16 @@ from ctxfs.tools.notebooks import NOTEBOOK_SUFFIX, NotANotebook
 from ctxfs.tools.results import MediaPart, ResultData, ToolResult, count, size
 from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
 
-__all__ = ["READ", "ImageInfo", "NotebookInfo", "PdfInfo", "ReadArgs", "ReadData", "ReadTool"]
+__all__ = [
+    "READ",
+    "ImageInfo",
+    "NotebookInfo",
+    "PdfInfo",
+    "ReadArgs",
+    "ReadData",
+    "ReadOptions",
+    "ReadTool",
+]
 
 _MEDIA_SUFFIXES: Final = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".pdf", NOTEBOOK_SUFFIX)
 """Names read as bytes first (what they hold still decides how they are read)."""
@@ -153,7 +163,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
                 )
             return await self._text(step, args), ()  # named like an image, holding text
         _check_arguments(args, kind, head.path)
-        most = step.toolset.options.max_media_bytes
+        most = step.limits.of(ReadOptions).max_media_bytes
         _check_size(head.path, head.size, most)  # before the read that observes it
         blob = await fs.read_bytes(path, length=most + 1)
         _check_size(blob.path, blob.size, most)  # (it grew meanwhile)

@@ -37,6 +37,7 @@ __all__ = [
     "NotebookInfo",
     "Part",
     "PdfInfo",
+    "ReadOptions",
     "Reading",
     "describe_image",
     "kind_of",
@@ -52,6 +53,32 @@ _LIMITERS: Final[RunVar[dict[int, CapacityLimiter]]] = RunVar("ctxfs_media_reads
 """The event loop's limiters of media work in worker threads, by their number of tokens."""
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadOptions:
+    """The options of ``read`` for images, PDFs and notebooks."""
+
+    max_media_bytes: int = 64 << 20
+    """Largest image or PDF ``read`` takes (it reads them whole); larger ones are ``too_large``."""
+    max_image_edge: int = 1568
+    """Longest edge, in pixels, of an image sent to the model; larger images are downscaled."""
+    max_image_bytes: int = 3_750_000
+    """Largest encoded image sent to the model (5 MB in base64, what providers take);
+    larger ones are re-encoded, then downscaled further."""
+    max_image_pixels: int = 64_000_000
+    """Pixels an image may have (width times height); more is ``too_large`` before any
+    decoding (a small file can unpack to a huge image)."""
+    max_image_decoded_bytes: int = 192 << 20
+    """Memory an image may take decoded, reckoned from its header before decoding (Pillow
+    holds 4 bytes a pixel of colour, 2 of 16-bit gray, 1 of 8-bit gray or a palette; a big
+    JPEG is reckoned at the reduced scale it decodes at); more is ``too_large``."""
+    pdf_seconds: float = 10.0
+    """Time one PDF ``read`` may spend extracting text; then it returns the pages done and
+    says where to go on. A page is stopped at its next operation past the deadline."""
+    max_media_reads: int = 2
+    """Images, PDFs and notebooks decoded at once in the process (in worker threads); more
+    reads wait their turn. Toolsets with the same value share the limit."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,7 +181,7 @@ async def _image(step: Step, blob: BytesOutcome, part: Part) -> Reading:
 
 async def _prepared(step: Step, data: bytes, media_type: str, path: str) -> PreparedImage:
     """*data* as it fits the toolset's image limits (Pillow, off the event loop)."""
-    options = step.toolset.options
+    options = step.limits.of(ReadOptions)
     limits = ImageLimits(
         max_edge=options.max_image_edge,
         max_bytes=options.max_image_bytes,
@@ -168,7 +195,7 @@ async def _prepared(step: Step, data: bytes, media_type: str, path: str) -> Prep
 
 async def _media_work(step: Step, work: Callable[[], T]) -> T:
     """The result of *work* (CPU-bound), run in a worker thread when the process has room."""
-    most = step.toolset.options.max_media_reads
+    most = step.limits.of(ReadOptions).max_media_reads
     limiters = _LIMITERS.get(None)
     if limiters is None:
         limiters = {}
@@ -188,7 +215,7 @@ def _part(image: PreparedImage) -> MediaPart:
 async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     pages = None if part.pages is None else page_range(part.pages)
     budget = step.ctx.mount.text_options.max_output_chars
-    seconds = step.toolset.options.pdf_seconds
+    seconds = step.limits.of(ReadOptions).pdf_seconds
     shown = await _media_work(
         step,
         functools.partial(
@@ -230,7 +257,7 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
         told = f"{blob.path} has {cells} cells; there is no cell {part.offset}"
         raise refusal.retold(told, field="offset") from None
     parts: list[MediaPart] = []
-    room = _IMAGES_PER_READ * step.toolset.options.max_image_bytes  # one request's worth
+    room = _IMAGES_PER_READ * step.limits.of(ReadOptions).max_image_bytes  # one request's worth
     for image in rendered.images:
         try:
             prepared = await _prepared(step, image.data, image.media_type, blob.path)

@@ -11,6 +11,7 @@ listing, for a directory), ``create`` a write, ``str_replace`` an edit,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, NonNegativeInt, RootModel
@@ -32,12 +33,22 @@ __all__ = [
     "Insert",
     "InsertData",
     "StrReplace",
+    "TextEditorOptions",
     "TextEditorTool",
     "View",
 ]
 
 EDITOR_NAME: Final = "str_replace_based_edit_tool"
 EDITOR_TYPE: Final = "text_editor_20250728"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextEditorOptions:
+    """The options of Anthropic's text editor."""
+
+    editor_root: str | None = None
+    """An absolute path the model may prefix paths with in text-editor calls (as
+    ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""
 
 
 class View(ToolArgs):
@@ -136,7 +147,7 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
 
     async def answer(self, step: Step, args: EditorCommand) -> ToolResult:
         command = args.root
-        path = _relative(command.path, step.toolset.options.editor_root)
+        path = _relative(command.path, step.limits.of(TextEditorOptions).editor_root)
         if isinstance(command, View):
             if (await step.ctx.fs.stat(path)).kind is FileKind.DIRECTORY:
                 return await step.tool(LIST_DIR.name).answer(step, ListDirArgs(path=path))
