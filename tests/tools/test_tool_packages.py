@@ -28,6 +28,7 @@ def anyio_backend() -> str:
 def _independence() -> dict[str, Any]:
     contracts = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
     (contract,) = [c for c in contracts if c["name"] == "ctxfs.tools: each tool stands alone"]
+    assert isinstance(contract, dict)
     return contract
 
 
