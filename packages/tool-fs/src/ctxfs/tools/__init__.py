@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from ctxfs.tools.builtin.text_editor import InsertData
     from ctxfs.tools.builtin.write import WriteArgs, WriteData
     from ctxfs.tools.definitions import Exposure, ToolDefinition
+    from ctxfs.tools.offers import Offer
+    from ctxfs.tools.providers import Provider
     from ctxfs.tools.results import (
         EditData,
         ErrorInfo,
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
         openai_function_call_output,
     )
     from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
-    from ctxfs.tools.toolset import FsToolset, Offer, Provider
+    from ctxfs.tools.toolset import FsToolset
     from ctxfs.tools.walk import DEFAULT_IGNORE
 
     __version__: str
@@ -157,8 +159,8 @@ _HOMES: Final = {
     "Tool": "tool",
     "ToolArgs": "tool",
     "FsToolset": "toolset",
-    "Offer": "toolset",
-    "Provider": "toolset",
+    "Offer": "offers",
+    "Provider": "providers",
 }
 """The module (under ``ctxfs.tools``) each public name comes from."""
 

@@ -45,7 +45,8 @@ except ModuleNotFoundError as missing:
     ) from missing
 
 from ctxfs.core import Context
-from ctxfs.tools.toolset import FsToolset, Offer
+from ctxfs.tools.offers import Offer
+from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["CtxfsToolset"]
 

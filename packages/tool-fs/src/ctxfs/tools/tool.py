@@ -47,7 +47,9 @@ from ctxfs.tools.results import ResultData, ToolResult
 
 if TYPE_CHECKING:
     from ctxfs.tools.builtin import ToolsetOptions
-    from ctxfs.tools.toolset import FsToolset, Offer, Provider
+    from ctxfs.tools.offers import Offer
+    from ctxfs.tools.providers import Provider
+    from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["READS", "Annotations", "Limits", "Offering", "Progress", "Step", "Tool", "ToolArgs"]
 

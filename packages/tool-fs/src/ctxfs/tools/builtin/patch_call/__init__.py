@@ -22,8 +22,9 @@ from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
 
 if TYPE_CHECKING:
     from ctxfs.core import Context
+    from ctxfs.tools.offers import Offer
     from ctxfs.tools.results import ToolResult
-    from ctxfs.tools.toolset import FsToolset, Offer
+    from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["PATCH_CALL", "PatchCallTool", "PatchOperation", "answer_patch_call"]
 
