@@ -22,7 +22,6 @@ __all__ = [
     "Exposure",
     "ToolDefinition",
     "input_schema",
-    "openai_strict",
     "output_schema",
 ]
 
@@ -216,38 +215,3 @@ def _never_null(prop: dict[str, Any]) -> dict[str, Any]:
         options = [option for option in prop.pop("anyOf") if option != {"type": "null"}]
         prop = options[0] | prop if len(options) == 1 else {**prop, "anyOf": options}
     return prop
-
-
-def openai_strict(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same schema, valid in OpenAI strict mode.
-
-    In every object, every property becomes required (optional ones accept null
-    instead), defaults go, and additional properties are refused.
-    """
-    return _strict(copy.deepcopy(schema))
-
-
-def _strict(schema: dict[str, Any]) -> dict[str, Any]:
-    for option in schema.get("anyOf", []):
-        _strict(option)
-    if isinstance(schema.get("items"), dict):
-        _strict(schema["items"])
-    properties: dict[str, Any] | None = schema.get("properties")
-    if properties is None:
-        return schema
-    required = set(schema.get("required", []))
-    for name, prop in properties.items():
-        prop.pop("default", None)
-        _strict(prop)
-        if name not in required and not _nullable(prop):
-            description = prop.pop("description", None)
-            properties[name] = {"anyOf": [prop, {"type": "null"}]}
-            if description:
-                properties[name]["description"] = description
-    schema["required"] = list(properties)
-    schema["additionalProperties"] = False
-    return schema
-
-
-def _nullable(prop: dict[str, Any]) -> bool:
-    return any(option.get("type") == "null" for option in prop.get("anyOf", []))

@@ -10,15 +10,16 @@ advertised as Anthropic's text editor while all four are offered directly.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ctxfs.tools.definitions import ToolDefinition, openai_strict
+from ctxfs.tools.definitions import ToolDefinition
 from ctxfs.tools.offers import Offer
 from ctxfs.tools.tool import Limits, Offering, Tool
 
-__all__ = ["OpenAiApi", "Provider", "ProviderTools", "shaped"]
+__all__ = ["OpenAiApi", "Provider", "ProviderTools", "openai_strict", "shaped"]
 
 Provider = Literal["generic", "openai", "anthropic"]
 OpenAiApi = Literal["chat", "responses"]
@@ -92,3 +93,38 @@ def _function(tool: ToolDefinition, *, responses: bool) -> dict[str, Any]:
         if responses
         else {"type": "function", "function": function}
     )
+
+
+def openai_strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same schema, valid in OpenAI strict mode.
+
+    In every object, every property becomes required (optional ones accept null
+    instead), defaults go, and additional properties are refused.
+    """
+    return _strict(copy.deepcopy(schema))
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    for option in schema.get("anyOf", []):
+        _strict(option)
+    if isinstance(schema.get("items"), dict):
+        _strict(schema["items"])
+    properties: dict[str, Any] | None = schema.get("properties")
+    if properties is None:
+        return schema
+    required = set(schema.get("required", []))
+    for name, prop in properties.items():
+        prop.pop("default", None)
+        _strict(prop)
+        if name not in required and not _nullable(prop):
+            description = prop.pop("description", None)
+            properties[name] = {"anyOf": [prop, {"type": "null"}]}
+            if description:
+                properties[name]["description"] = description
+    schema["required"] = list(properties)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _nullable(prop: dict[str, Any]) -> bool:
+    return any(option.get("type") == "null" for option in prop.get("anyOf", []))

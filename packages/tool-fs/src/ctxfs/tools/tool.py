@@ -1,11 +1,10 @@
 """What a tool is: one object that declares everything about itself.
 
-A tool holds its arguments model, its result data model, whether it writes,
-its annotations, its description (written from the live limits), how it runs
-on ``ctx.fs`` and how its result reads for a model. A toolset is a registry of
-tools (:class:`~ctxfs.tools.FsToolset`); adding one is one module and one
-registration, and every provider's definitions, the MCP server and the
-pydantic-ai toolset offer it from there::
+A tool holds its arguments, its result data, whether it writes, its
+description (from the live limits), how it runs on ``ctx.fs`` and how its
+result reads. A built-in tool is a package of :mod:`ctxfs.tools.builtin`; any
+tool registered in an :class:`~ctxfs.tools.FsToolset` is offered to every
+provider, the MCP server and pydantic-ai::
 
     class CountArgs(ToolArgs):
         file_path: str = Field(description="Path of the file.")
@@ -28,7 +27,7 @@ pydantic-ai toolset offer it from there::
         def render(self, data: CountData, args: CountArgs) -> str:
             return f"{data.target}: {data.words} words"
 
-    toolset.register(WordCount())
+    toolset = FsToolset(tools=(*BUILTIN_TOOLS, WordCount()))  # or toolset.register(...)
 """
 
 from __future__ import annotations

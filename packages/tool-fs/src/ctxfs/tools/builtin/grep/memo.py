@@ -1,16 +1,11 @@
 """What the pages of a search learned of each file, so the next page reads only what it needs.
 
-A search stops once it has its page. The next page asks the same search again
-from a later offset: :class:`ScanMemos` keeps, per search, each file searched
-to its end with its number of matches (or why it was skipped) and its *stamp*
-(size, modification time, version) as the walk listed it. A file whose stamp
-is unchanged is counted from the memo, not read; any other is read again. A
-file known by its modification time alone is not remembered while that time
-is within :data:`SETTLE_SECONDS` (a change in the same clock tick could keep
-it).
-
-Memos belong to one workspace and one owner (policies may differ by owner),
-and are bounded in searches and in files.
+:class:`ScanMemos` keeps, per search (workspace, owner and arguments but the
+page), each file searched to its end with its number of matches (or why it was
+skipped) and its *stamp* (size, modification time, version) as listed. A file
+whose stamp is unchanged is counted from the memo, any other read again; one
+known by its modification time alone is not remembered while that time is
+within :data:`SETTLE_SECONDS`. Memos are bounded in searches and in files.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Lines searched in batches off the event loop, counted against the page, with context.
 
-:class:`Scan` gathers the lines a search is fed (file after file, in path
-order) into batches, searches each in a worker thread (see
-:mod:`ctxfs.tools.builtin.grep.patterns`), counts the matches against the requested page
-and gives the page's hits their context lines. The first batches are small, so
-a page found early stops the search early; each batch doubles until the full
-size. It learns each file searched to its end into the search's memo, and
-counts a file the memo knows without reading it.
+:class:`Scan` batches the lines of the files it is fed (in path order),
+searches each batch in a worker thread, counts the matches against the page and
+gives the page's hits their context lines. Batches start small and double, so a
+page found early stops the search early. Each file searched to its end goes
+into the search's memo; a file the memo knows is counted without being read.
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """Grep through ``ctx.fs``: the matching lines, the files holding them, or counts per file.
 
-Files are searched in sorted path order (by :class:`~ctxfs.tools.builtin.grep.scan.Scan`),
-and a search stops once it has its page (and knows whether another follows):
-totals are then "at least", and exact when every file was searched. What it
-learned of each file goes into the search's memo (:mod:`ctxfs.tools.builtin.grep.memo`), so
-the next page counts unchanged files without reading them again (and goes on
-past its page through files it knows). A call stops at its deadline and says
-so. A multiline search reads each file whole (up to
-:data:`MULTILINE_MAX_CHARS`) and searches it at once. Asking only for the
-files that match stops reading a file at its first match. On a store with
-latency, files are read ahead (:mod:`ctxfs.tools.builtin.grep.background`).
+Files are searched in sorted path order (:class:`.scan.Scan`), and a search
+stops once it has its page: totals are then "at least", exact when every file
+was searched. The search's memo (:mod:`.memo`) lets the next page count
+unchanged files without reading them. A call stops at its deadline and says so.
+A multiline search reads each file whole (up to :data:`MULTILINE_MAX_CHARS`);
+asking only for the files that match stops reading a file at its first match.
+On a store with latency, files are read ahead (:mod:`.background`).
 
-Where the backend has a search engine of its own (fs-local: ripgrep, confined by
-Landlock), it finds the files that match and counts their matching lines, then
-gives the matching and context lines of the files the requested page falls in
-(those it cannot give are read here); a multiline search always runs here.
+Where the backend has a search engine of its own (fs-local: ripgrep), it finds
+the files that match and counts their lines, then gives the lines of the files
+the page falls in (those it cannot give are read here); a multiline search
+always runs here.
 """
 
 from __future__ import annotations

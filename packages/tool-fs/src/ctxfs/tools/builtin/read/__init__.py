@@ -1,20 +1,16 @@
 """``read``: a window of a text file, numbered; an image, shown; a PDF's pages; a notebook's cells.
 
 What a file is comes from its bytes, not its name: a PNG, JPEG, GIF or WebP
-image is returned for the model to see (downscaled to the provider-safe limits
-when larger); a PDF (``%PDF-``) is the text of a range of its pages; a
-``.ipynb`` file that holds a notebook is its cells, with their ids, outputs and
-images (one that does not is text, with a line saying why it is no notebook);
-any other file is text, or refused as binary.
+image is shown to the model (downscaled to the provider-safe limits); a PDF
+(``%PDF-``) is the text of a range of its pages; a ``.ipynb`` file holding a
+notebook is its cells (one that does not is text, with a line saying why); any
+other file is text, or refused as binary.
 
 A file named like an image, a PDF or a notebook is looked at first (its first
-bytes, which is no observation), any other file read as text first; a text
-read refused as binary or ambiguous looks at the first bytes before it fails,
-and one whose first line starts ``%PDF-`` (a PDF of plain ASCII) is read again
-as a PDF. An image, a PDF or a notebook is then read whole: a complete
-observation (``write_bytes`` or ``notebook_edit`` may change it).
-
-Each kind of file but text is one reader in :mod:`ctxfs.tools.builtin.read.media`.
+bytes, no observation), any other read as text first; a text read refused as
+binary or ambiguous looks at the first bytes before it fails. An image, a PDF or
+a notebook is read whole: a complete observation. Each kind but text is one
+reader in :mod:`.media`.
 """
 
 from __future__ import annotations

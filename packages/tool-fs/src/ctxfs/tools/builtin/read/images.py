@@ -1,15 +1,12 @@
 """Images for a model: known by their first bytes, sent as they are or made to fit.
 
-Providers take PNG, JPEG, GIF and WebP up to a size. An image within the limits
-(:class:`ImageLimits`) is sent byte for byte; a larger one, or an animation
-(whose first frame is sent), is decoded with Pillow, downscaled and re-encoded:
-as PNG where the original is lossless and PNG fits, else as JPEG. A big JPEG is
-decoded at a reduced scale to begin with (Pillow's ``draft``). The pixel count,
-and the memory the decoded image takes, are checked from the header before
-anything is decoded; past decoding, no copy of the image is made at full size.
-
-Pillow's work is CPU-bound: callers run :func:`prepared_image` in a worker thread.
-Pillow is imported by the first image that needs it, not with this module.
+An image within the limits (:class:`ImageLimits`) is sent byte for byte; a
+larger one, or an animation (its first frame), is decoded with Pillow,
+downscaled and re-encoded: PNG where the original is lossless and PNG fits, else
+JPEG (a big JPEG decoded at a reduced scale, Pillow's ``draft``). Pixels and
+decoded memory are checked from the header before decoding. Callers run
+:func:`prepared_image` in a worker thread; Pillow loads with the first image
+that needs it.
 """
 
 from __future__ import annotations

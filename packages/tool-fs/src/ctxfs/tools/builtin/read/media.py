@@ -1,12 +1,9 @@
 """What ``read`` shows of a file that is not plain text: an image, a PDF's pages, a notebook.
 
-Each reader takes the file's whole bytes (a complete observation of it) and the
-part of the file the call asks for, and returns its fields of the read data and
-the images the model is to see. Pillow and pypdf work, and a notebook's JSON is
-parsed, off the event loop, in worker threads: at most
-:attr:`~ctxfs.tools.ToolsetOptions.max_media_reads` at once in the process (its
-event loop), the others waiting their turn. Another kind of file is one more
-entry in :data:`READERS`.
+Each reader takes the file's whole bytes and the part the call asks for, and
+returns its fields of the read data and the images the model is to see. The
+decoding runs in worker threads, at most :attr:`ReadOptions.max_media_reads` at
+once per event loop. Another kind of file is one more entry in :data:`READERS`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """PDFs for a model: the text of a range of pages, within an output budget.
 
-A PDF is known by its first bytes (``%PDF-``). Its pages' text comes from
-pypdf, page by page from the first asked for, until the next page would pass
-the budget or the time is up: the result says which pages it shows, of how
-many, and the page to continue with. A single page larger than the budget is
-cut, and says so; one whose content is larger than :data:`MAX_CONTENT_TOKENS` is
-shown without its text, and says so (a form larger than that is left out of
-its page's text). A PDF that needs a password, or that pypdf cannot parse, is
-refused.
-
-pypdf's work is CPU-bound: callers run :func:`pdf_text` in a worker thread. A
-thread cannot be stopped, so the extraction watches its deadline itself: before
-each page, and at each operation pypdf visits. pypdf (with the cryptography it
-may load) is imported by the first PDF read, not with this module.
+A PDF is known by its first bytes (``%PDF-``). pypdf extracts page after page
+until the next would pass the budget or the time is up; the result says which
+pages it shows, of how many, and where to go on. A page larger than the budget
+is cut; one whose content passes :data:`MAX_CONTENT_TOKENS` is shown without
+text; both say so. A PDF that needs a password, or that pypdf cannot parse, is
+refused. Callers run :func:`pdf_text` in a worker thread; it watches its
+deadline before each page and at each operation. pypdf loads with the first PDF.
 """
 
 from __future__ import annotations
