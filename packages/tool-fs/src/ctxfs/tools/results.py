@@ -8,16 +8,10 @@ schemas are the tools' output schemas. A result may also carry
 :attr:`ToolResult.media` (an image ``read`` returns); the structured data holds
 only what describes it, never its bytes.
 
-Below the models: the pieces every tool's text is made of (escapes, counts,
-sizes, spans, diffs, page footers, the text of an error), and a result in each
-provider's own shape, what a harness sends back to the model:
-
-- Anthropic Messages: a ``tool_result`` block whose content is the text, then one
-  ``image`` block per image (:func:`anthropic_tool_result`);
-- OpenAI Responses: a ``function_call_output`` item whose output is the text, or,
-  with images, ``input_text`` and ``input_image`` parts (:func:`openai_function_call_output`);
-- OpenAI Chat Completions: a ``tool`` message carries text only, so the images
-  follow in a ``user`` message (:func:`openai_chat_messages`).
+Below the models: the pieces every tool's text is made of, and a result in
+each provider's own shape, what a harness sends back to the model
+(:func:`anthropic_tool_result`, :func:`openai_function_call_output`,
+:func:`openai_chat_messages`).
 """
 
 from __future__ import annotations
@@ -263,16 +257,11 @@ class ToolResult(BaseModel):
 
     @functools.cached_property
     def structured(self) -> dict[str, Any]:
-        """:attr:`data` as plain JSON types (what clients check against the output schema).
+        """:attr:`data` as plain JSON types, what clients check against the output schema.
 
-        A field that holds nothing is left out: None (as the MCP SDK leaves out
-        its own; such fields are optional in the output schema, never null), and
-        a field of the result itself at an empty default (``false``, ``[]``,
-        ``{}``: the schema states it; a default that says something, such as
-        ``written: true``, is always there). An MCP client checks every field a
-        result carries, at a cost per field. Names holding bytes that are not
-        UTF-8 are escaped as in :attr:`text`; ``raw_names`` then maps each
-        escaped name to its bytes in base64.
+        Fields holding nothing are left out: None, and the result's own fields at an
+        empty default (``false``, ``[]``, ``{}``). Names that are not UTF-8 are escaped
+        as in :attr:`text`, ``raw_names`` mapping each to its bytes in base64.
         """
         plain = self.data.model_dump(mode="json", exclude_none=True)
         for name, empty in _empty_defaults(type(self.data)).items():
