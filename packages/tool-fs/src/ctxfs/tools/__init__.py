@@ -14,9 +14,9 @@
 
 Tools: ``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``notebook_edit``,
 ``delete``, ``move``, ``create_directory``, ``list_dir``, ``glob``, ``grep`` (and, when some are
-deferred, ``search_tools`` and ``call_tool``). Each is one module of
+deferred, ``search_tools`` and ``call_tool``). Each is one package of
 :mod:`ctxfs.tools.builtin`; a tool of your own is a :class:`Tool` subclass and
-one :meth:`FsToolset.register` call.
+one line: ``FsToolset(tools=(*BUILTIN_TOOLS, MyTool()))``.
 
 Each name loads its module on first use, so that a program that needs a few
 (``ctxfs --version``, a harness of its own tools) does not pay for them all.
