@@ -26,7 +26,7 @@ from ctxfs.tools.providers import OpenAiApi, Provider, ProviderTools, shaped
 from ctxfs.tools.results import ToolResult, error_text
 from ctxfs.tools.tool import Offering, Progress, Step, Tool
 
-__all__ = ["FsToolset", "Offer", "Provider"]
+__all__ = ["FsToolset"]
 
 log = logging.getLogger(__name__)
 
