@@ -34,7 +34,7 @@ __all__ = [
     "layers",
 ]
 
-log = logging.getLogger("ctxfs.tools.toolset")
+log = logging.getLogger("ctxfs.tools.toolset")  # a step's offer is the toolset's to log
 
 _RANK: Final = {Exposure.DIRECT: 0, Exposure.DEFERRED: 1, Exposure.HIDDEN: 2}
 
