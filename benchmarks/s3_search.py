@@ -1,7 +1,7 @@
 """grep and glob over 5,000 objects on S3 (moto on loopback), against a hand-written search.
 
 Each round runs a new toolset, so no round is helped by the memo of the one
-before (:mod:`ctxfs.tools.memo`). The baseline does what a careful programmer
+before (:mod:`ctxfs.tools.builtin.grep.memo`). The baseline does what a careful programmer
 would write by hand with the same client: one flat ``ListObjectsV2`` (paged)
 under the prefix, then ``GetObject`` of every candidate, 16 at once (ctxfs's
 default ``concurrent_reads``), and one compiled regex over each body. Requests

@@ -17,7 +17,8 @@ import pytest
 from ctxfs.core import ContextFs, Fs
 from ctxfs.local import LocalBackend
 from ctxfs.local.ripgrep import find_ripgrep
-from ctxfs.tools import FsToolset, search
+from ctxfs.tools import FsToolset
+from ctxfs.tools.builtin.grep import search
 from tests.tools.conftest import skip_without_ripgrep
 
 pytestmark = pytest.mark.anyio

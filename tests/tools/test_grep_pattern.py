@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxfs.tools.patterns import LinePattern, OutOfTime
+from ctxfs.tools.builtin.grep.patterns import LinePattern, OutOfTime
 
 
 def limited(pattern: str) -> bool:

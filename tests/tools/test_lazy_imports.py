@@ -28,7 +28,7 @@ ONLY_SOME_CALLS = (
     "PIL",  # images
     "ctxfs.tools.notebooks.cells",  # notebooks: edited
     "ctxfs.tools.notebooks.view",  # notebooks: read
-    "ctxfs.tools.patches",  # patch formats
+    "ctxfs.tools.builtin.apply_patch.patches",  # patch formats
     "charset_normalizer",  # legacy encodings
     "regex",  # grep patterns
     "pathspec",  # ignore files

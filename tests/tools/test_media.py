@@ -30,9 +30,10 @@ from ctxfs.core import (
     TextOptions,
 )
 from ctxfs.local import LocalBackend
-from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions, readers
-from ctxfs.tools.images import prepared_image
-from ctxfs.tools.pdfs import pdf_text
+from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions
+from ctxfs.tools.builtin.read import media
+from ctxfs.tools.builtin.read.images import prepared_image
+from ctxfs.tools.builtin.read.pdfs import pdf_text
 from tests.tools.conftest import Seed
 from tests.tools.media import animation, dimensions, encrypted, image, pdf
 
@@ -466,8 +467,8 @@ async def test_pillow_and_pypdf_run_off_the_event_loop(
 
         return spy
 
-    monkeypatch.setattr(readers, "prepared_image", spied(prepared_image))
-    monkeypatch.setattr(readers, "pdf_text", spied(pdf_text))
+    monkeypatch.setattr(media, "prepared_image", spied(prepared_image))
+    monkeypatch.setattr(media, "pdf_text", spied(pdf_text))
     await seed("logo.png", image((20, 20)))
     await seed("report.pdf", REPORT)
     image_of(await read(tools, ctx, "logo.png"))

@@ -20,8 +20,9 @@ import anyio.from_thread
 import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend
-from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions, readers
-from ctxfs.tools.pdfs import pdf_text
+from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions
+from ctxfs.tools.builtin.read import media
+from ctxfs.tools.builtin.read.pdfs import pdf_text
 from tests.tools.conftest import Seed
 from tests.tools.media import deep_png, image, pdf, shared_pdf
 
@@ -192,7 +193,7 @@ async def test_media_reads_beyond_the_limit_wait_their_turn_across_toolsets(
             with lock:
                 running.discard(threading.get_ident())
 
-    monkeypatch.setattr(readers, "pdf_text", held)
+    monkeypatch.setattr(media, "pdf_text", held)
     await seed("report.pdf", pdf("one"))
     results: list[ToolResult] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ctxfs.core import FileKind, Stat, Version
-from ctxfs.tools.memo import SETTLE_SECONDS, Known, ScanMemo, stamp_of
+from ctxfs.tools.builtin.grep.memo import SETTLE_SECONDS, Known, ScanMemo, stamp_of
 
 
 def _file(*, size: int = 3, mtime: float | None = None, version: str | None = "xxh3:1") -> Stat:

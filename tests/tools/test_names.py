@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from ctxfs.tools.names import escaped, escaped_data, unescaped_path
-from ctxfs.tools.render import escape
+from ctxfs.tools.results import escape
 
 
 @pytest.mark.parametrize(

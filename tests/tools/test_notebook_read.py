@@ -17,7 +17,7 @@ from ctxfs.core import ABSENT, Context, ErrorCode, Fs, FsError, MemoryBackend
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from ctxfs.tools.builtin.read import ReadData
 from ctxfs.tools.mcpserver import McpTools, create_server
-from ctxfs.tools.replies import anthropic_tool_result, openai_function_call_output
+from ctxfs.tools.results import anthropic_tool_result, openai_function_call_output
 from tests.tools.conftest import Seed
 from tests.tools.media import dimensions, image
 from tests.tools.test_notebooks import NBFORMAT, code, markdown, notebook

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxfs.core import FilePatch, Hunk, InvalidArgument, PatchAction
-from ctxfs.tools.patches import parse_diff, parse_patch
+from ctxfs.tools.builtin.apply_patch.patches import parse_diff, parse_patch
 
 PATCH = """*** Begin Patch
 *** Add File: docs/new.md

@@ -21,7 +21,7 @@ import pytest
 
 from ctxfs.core import Context, Fs, NotFound
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
-from ctxfs.tools.replies import (
+from ctxfs.tools.results import (
     anthropic_tool_result,
     openai_chat_messages,
     openai_function_call_output,

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ctxfs.core import FilePatch, Hunk, NoMatch, PatchAction
 from ctxfs.core.text import locate_hunks
-from ctxfs.tools.patches import parse_diff, parse_patch
+from ctxfs.tools.builtin.apply_patch.patches import parse_diff, parse_patch
 
 
 def test_hunks_apply_in_order_below_their_anchors() -> None:

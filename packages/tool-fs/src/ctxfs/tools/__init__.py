@@ -14,9 +14,9 @@
 
 Tools: ``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``notebook_edit``,
 ``delete``, ``move``, ``create_directory``, ``list_dir``, ``glob``, ``grep`` (and, when some are
-deferred, ``search_tools`` and ``call_tool``). Each is one module of
+deferred, ``search_tools`` and ``call_tool``). Each is one package of
 :mod:`ctxfs.tools.builtin`; a tool of your own is a :class:`Tool` subclass and
-one :meth:`FsToolset.register` call.
+one line: ``FsToolset(tools=(*BUILTIN_TOOLS, MyTool()))``.
 
 Each name loads its module on first use, so that a program that needs a few
 (``ctxfs --version``, a harness of its own tools) does not pay for them all.
@@ -28,7 +28,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from ctxfs.tools.builtin import BUILTIN_TOOLS
+    from ctxfs.tools.builtin import BUILTIN_TOOLS, ToolsetOptions
     from ctxfs.tools.builtin.apply_patch import ApplyPatchArgs, PatchData, PatchedFileData
     from ctxfs.tools.builtin.call_tool import CallToolArgs
     from ctxfs.tools.builtin.edit import EditArgs
@@ -37,19 +37,26 @@ if TYPE_CHECKING:
     from ctxfs.tools.builtin.list_dir import EntryData, ListData, ListDirArgs
     from ctxfs.tools.builtin.patch_call import answer_patch_call
     from ctxfs.tools.builtin.read import ReadArgs, ReadData
+    from ctxfs.tools.builtin.read.media import ImageInfo, NotebookInfo, PdfInfo
     from ctxfs.tools.builtin.search_tools import SearchToolsArgs, SearchToolsData, ToolSummary
     from ctxfs.tools.builtin.text_editor import InsertData
     from ctxfs.tools.builtin.write import WriteArgs, WriteData
-    from ctxfs.tools.definitions import DEFAULT_IGNORE, Exposure, ToolDefinition, ToolsetOptions
-    from ctxfs.tools.readers import ImageInfo, NotebookInfo, PdfInfo
-    from ctxfs.tools.replies import (
+    from ctxfs.tools.definitions import Exposure, ToolDefinition
+    from ctxfs.tools.offers import Offer
+    from ctxfs.tools.providers import Provider
+    from ctxfs.tools.results import (
+        EditData,
+        ErrorInfo,
+        MediaPart,
+        ResultData,
+        ToolResult,
         anthropic_tool_result,
         openai_chat_messages,
         openai_function_call_output,
     )
-    from ctxfs.tools.results import EditData, ErrorInfo, MediaPart, ResultData, ToolResult
     from ctxfs.tools.tool import Annotations, Limits, Offering, Progress, Step, Tool, ToolArgs
-    from ctxfs.tools.toolset import FsToolset, Offer, Provider
+    from ctxfs.tools.toolset import FsToolset
+    from ctxfs.tools.walk import DEFAULT_IGNORE
 
     __version__: str
 
@@ -105,57 +112,39 @@ __all__ = [
     "openai_function_call_output",
 ]
 
-_HOMES: Final = {
-    "BUILTIN_TOOLS": "builtin",
-    "ApplyPatchArgs": "builtin.apply_patch",
-    "PatchData": "builtin.apply_patch",
-    "PatchedFileData": "builtin.apply_patch",
-    "CallToolArgs": "builtin.call_tool",
-    "EditArgs": "builtin.edit",
-    "GlobArgs": "builtin.glob",
-    "GlobData": "builtin.glob",
-    "GrepArgs": "builtin.grep",
-    "GrepData": "builtin.grep",
-    "GrepMatch": "builtin.grep",
-    "EntryData": "builtin.list_dir",
-    "ListData": "builtin.list_dir",
-    "ListDirArgs": "builtin.list_dir",
-    "answer_patch_call": "builtin.patch_call",
-    "ReadArgs": "builtin.read",
-    "ReadData": "builtin.read",
-    "SearchToolsArgs": "builtin.search_tools",
-    "SearchToolsData": "builtin.search_tools",
-    "ToolSummary": "builtin.search_tools",
-    "InsertData": "builtin.text_editor",
-    "WriteArgs": "builtin.write",
-    "WriteData": "builtin.write",
-    "DEFAULT_IGNORE": "definitions",
-    "Exposure": "definitions",
-    "ToolDefinition": "definitions",
-    "ToolsetOptions": "definitions",
-    "ImageInfo": "readers",
-    "NotebookInfo": "readers",
-    "PdfInfo": "readers",
-    "anthropic_tool_result": "replies",
-    "openai_chat_messages": "replies",
-    "openai_function_call_output": "replies",
-    "EditData": "results",
-    "ErrorInfo": "results",
-    "MediaPart": "results",
-    "ResultData": "results",
-    "ToolResult": "results",
-    "Annotations": "tool",
-    "Limits": "tool",
-    "Offering": "tool",
-    "Progress": "tool",
-    "Step": "tool",
-    "Tool": "tool",
-    "ToolArgs": "tool",
-    "FsToolset": "toolset",
-    "Offer": "toolset",
-    "Provider": "toolset",
+_EXPORTS: Final = {
+    "builtin": ("BUILTIN_TOOLS", "ToolsetOptions"),
+    "builtin.apply_patch": ("ApplyPatchArgs", "PatchData", "PatchedFileData"),
+    "builtin.call_tool": ("CallToolArgs",),
+    "builtin.edit": ("EditArgs",),
+    "builtin.glob": ("GlobArgs", "GlobData"),
+    "builtin.grep": ("GrepArgs", "GrepData", "GrepMatch"),
+    "builtin.list_dir": ("EntryData", "ListData", "ListDirArgs"),
+    "builtin.patch_call": ("answer_patch_call",),
+    "builtin.read": ("ReadArgs", "ReadData"),
+    "builtin.search_tools": ("SearchToolsArgs", "SearchToolsData", "ToolSummary"),
+    "builtin.text_editor": ("InsertData",),
+    "builtin.write": ("WriteArgs", "WriteData"),
+    "walk": ("DEFAULT_IGNORE",),
+    "definitions": ("Exposure", "ToolDefinition"),
+    "builtin.read.media": ("ImageInfo", "NotebookInfo", "PdfInfo"),
+    "results": (
+        "anthropic_tool_result",
+        "openai_chat_messages",
+        "openai_function_call_output",
+        "EditData",
+        "ErrorInfo",
+        "MediaPart",
+        "ResultData",
+        "ToolResult",
+    ),
+    "tool": ("Annotations", "Limits", "Offering", "Progress", "Step", "Tool", "ToolArgs"),
+    "toolset": ("FsToolset",),
+    "offers": ("Offer",),
+    "providers": ("Provider",),
 }
-"""The module (under ``ctxfs.tools``) each public name comes from."""
+"""The public names, by the module (under ``ctxfs.tools``) each comes from."""
+_HOMES: Final = {name: home for home, names in _EXPORTS.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,9 +1,7 @@
-"""What the model is offered: exposure, options, definitions and their JSON schemas.
+"""What the model is offered: exposure, the toolset's options, definitions and their schemas.
 
-Each tool writes its own description from the live limits (the same
-:class:`~ctxfs.core.TextOptions` and :class:`ToolsetOptions` it runs with), so
-descriptions never promise what the code does not do; this module holds what
-every tool shares.
+Each tool writes its own description from the live limits it runs with, so
+descriptions never promise what the code does not do.
 """
 
 from __future__ import annotations
@@ -14,28 +12,18 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import BaseModel  # annotations only: the CLI reads ToolsetOptions without it
 
 __all__ = [
-    "DEFAULT_IGNORE",
+    "CommonOptions",
     "Exposure",
     "ToolDefinition",
-    "ToolsetOptions",
     "input_schema",
-    "openai_strict",
     "output_schema",
 ]
-
-DEFAULT_IGNORE: Final = frozenset(
-    {
-        ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
-        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".idea",
-    }
-)  # fmt: skip
-"""Directories glob and grep do not descend into (list_dir still shows them)."""
 
 
 class Exposure(enum.StrEnum):
@@ -50,8 +38,11 @@ class Exposure(enum.StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolsetOptions:
-    """Limits and exposure of the tools of one :class:`~ctxfs.tools.FsToolset`."""
+class CommonOptions:
+    """The options of the toolset itself: which tools it offers, how, and under which names.
+
+    :class:`~ctxfs.tools.ToolsetOptions` adds each built-in tool's own options.
+    """
 
     exposure: Mapping[str, Exposure] = field(default_factory=dict)
     """Exposure per tool name; tools not named are direct."""
@@ -64,44 +55,9 @@ class ToolsetOptions:
     """Put before the name of every tool offered, where models list and call them
     (``fs_``: ``fs_read``), so that the tools of several servers in one client do not
     collide. A provider's own tools keep the names their APIs give them."""
-    ignore: frozenset[str] = DEFAULT_IGNORE
-    list_limit: int = 500
-    glob_limit: int = 200
-    grep_limit: int = 100
-    max_walk_entries: int = 200_000
-    """Entries a glob or grep walk visits before it stops and says which directories it
-    did not finish. A walk holds about 210 bytes per file it keeps (200,000: about 45 MB)."""
-    grep_seconds: float = 10.0
-    """Time one grep call may search; then it stops and says so, with what it found."""
-    grep_line_seconds: float = 1.0
-    """Time a grep pattern that can backtrack may spend on one line before the call
-    fails ``invalid_argument``."""
     progress_seconds: float = 1.0
     """A search still running after this long reports its progress (to a caller that
     asked: the CLI, an MCP client with a progress token), and as often after that."""
-    max_media_bytes: int = 64 << 20
-    """Largest image or PDF ``read`` takes (it reads them whole); larger ones are ``too_large``."""
-    max_image_edge: int = 1568
-    """Longest edge, in pixels, of an image sent to the model; larger images are downscaled."""
-    max_image_bytes: int = 3_750_000
-    """Largest encoded image sent to the model (5 MB in base64, what providers take);
-    larger ones are re-encoded, then downscaled further."""
-    max_image_pixels: int = 64_000_000
-    """Pixels an image may have (width times height); more is ``too_large`` before any
-    decoding (a small file can unpack to a huge image)."""
-    max_image_decoded_bytes: int = 192 << 20
-    """Memory an image may take decoded, reckoned from its header before decoding (Pillow
-    holds 4 bytes a pixel of colour, 2 of 16-bit gray, 1 of 8-bit gray or a palette; a big
-    JPEG is reckoned at the reduced scale it decodes at); more is ``too_large``."""
-    pdf_seconds: float = 10.0
-    """Time one PDF ``read`` may spend extracting text; then it returns the pages done and
-    says where to go on. A page is stopped at its next operation past the deadline."""
-    max_media_reads: int = 2
-    """Images, PDFs and notebooks decoded at once in the process (in worker threads); more
-    reads wait their turn. Toolsets with the same value share the limit."""
-    editor_root: str | None = None
-    """An absolute path the model may prefix paths with in Anthropic text-editor calls
-    (as ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_-]*", self.tool_prefix):
@@ -259,38 +215,3 @@ def _never_null(prop: dict[str, Any]) -> dict[str, Any]:
         options = [option for option in prop.pop("anyOf") if option != {"type": "null"}]
         prop = options[0] | prop if len(options) == 1 else {**prop, "anyOf": options}
     return prop
-
-
-def openai_strict(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same schema, valid in OpenAI strict mode.
-
-    In every object, every property becomes required (optional ones accept null
-    instead), defaults go, and additional properties are refused.
-    """
-    return _strict(copy.deepcopy(schema))
-
-
-def _strict(schema: dict[str, Any]) -> dict[str, Any]:
-    for option in schema.get("anyOf", []):
-        _strict(option)
-    if isinstance(schema.get("items"), dict):
-        _strict(schema["items"])
-    properties: dict[str, Any] | None = schema.get("properties")
-    if properties is None:
-        return schema
-    required = set(schema.get("required", []))
-    for name, prop in properties.items():
-        prop.pop("default", None)
-        _strict(prop)
-        if name not in required and not _nullable(prop):
-            description = prop.pop("description", None)
-            properties[name] = {"anyOf": [prop, {"type": "null"}]}
-            if description:
-                properties[name]["description"] = description
-    schema["required"] = list(properties)
-    schema["additionalProperties"] = False
-    return schema
-
-
-def _nullable(prop: dict[str, Any]) -> bool:
-    return any(option.get("type") == "null" for option in prop.get("anyOf", []))

@@ -1,38 +1,20 @@
 """The tools as an MCP server, on the ``mcp`` SDK's low-level ``Server``.
 
-Our pydantic models stay the validators (the low-level server validates
-nothing), so a call runs exactly as :meth:`FsToolset.execute` runs it for any
-other harness: same checks, same policies, same results. Each result carries the
-model's text, any image it shows (``ImageContent``), the structured data
-(``structured_content``, checked by clients against the tool's output schema)
-and ``is_error``; a failure's structured
-content holds its error code, message, hint and ``retryable``. The structured
-content is :attr:`~ctxfs.tools.ToolResult.structured` less what the MCP result
-says already (:data:`SAID_BY_THE_RESULT`: ``status`` is ``is_error``, ``tool``
-the name called), and so is the output schema: every field costs a client a check.
-A call of a tool the client is not offered is the JSON-RPC error ``-32602``, as the
-MCP specification has it for an unknown tool.
+A call runs as :meth:`FsToolset.execute` runs it (our models validate; the
+low-level server validates nothing). A result carries the model's text, any
+image (``ImageContent``), the structured data less what the MCP result says
+already (:data:`SAID_BY_THE_RESULT`), and ``is_error``. A call of a tool the
+client is not offered is the JSON-RPC error ``-32602``. The store is the one
+given, or the one the client's MCP roots name (:mod:`ctxfs.tools.roots`).
 
-The store is the one given, or one the client's MCP roots name later
-(:mod:`ctxfs.tools.roots`, for ``ctxfs serve`` without ``--root``).
+A request's owner (whose observations count):
 
-Owners: observations (which file versions an agent has seen) belong to one
-owner, and an agent may change only what its owner has seen. A request's owner:
-
-- over HTTP with tokens, starts from the principal its bearer token names
-  (:mod:`ctxfs.tools.httpserver`); without (``--no-auth``) and over stdio, from
-  the server's ``--owner``;
-- is that principal, for requests of the stateless era (no session): two tokens
-  are two owners; one token shared by two agents is one owner...
-- ...unless the client names itself in ``_meta`` as ``io.ctxfs/owner``: the
-  owner is then ``principal:name``, within the principal, never another's;
-- is a session of its own for a handshake-era (``initialize``) client over HTTP,
-  ``principal/session-...``, unique to this process and run (the session its
-  ``Mcp-Session-Id`` names; and, in process, the connection);
-- over stdio (one client per process) stays the server's owner across restarts,
-  so observations kept in a shared store still count.
-
-What a session's owner saw is forgotten when the session ends.
+- over HTTP, the principal its bearer token names (:mod:`ctxfs.tools.httpserver`);
+  without tokens and over stdio, the server's ``--owner``;
+- ``principal:name`` when the client names itself in ``_meta`` as ``io.ctxfs/owner``;
+- for a handshake-era (``initialize``) client over HTTP, a session of its own,
+  ``principal/session-...``, forgotten when the session ends;
+- over stdio, the server's owner across restarts.
 """
 
 from __future__ import annotations

@@ -8,18 +8,13 @@
     agent = Agent("openai:gpt-5", deps_type=Context, toolsets=[CtxfsToolset()])
     await agent.run("Fix the typo in README.md", deps=fs.context(owner="agent-1"))
 
-The run's ``deps`` is the agent's ctxfs :class:`~ctxfs.core.Context` (or pass
-``context=`` to find it elsewhere in the deps). The tools are listed afresh
-at every step from the step's offer (:meth:`FsToolset.offer`), so exposure
-plugins decide per step: while an integration switch is off, the tools that
-would write what it governs are not offered at all. The step's calls run under
-the same offer: plugins are asked once per step. Calls run through :meth:`FsToolset.execute`,
-whose pydantic models validate the arguments (pydantic-ai's own validation is
-bypassed); the model reads the result's text, and the structured data is the
-tool return's ``metadata``. An image (``read`` of one) is ``BinaryContent`` in
-the tool return, after the text: pydantic-ai sends it inside the tool result to
-providers whose tool results hold images, and in a user message right after it
-to the others. Failures are results the model reads, not exceptions.
+The run's ``deps`` is the agent's :class:`~ctxfs.core.Context` (or pass
+``context=`` to find it in the deps). Each step lists the tools of its offer
+(:meth:`FsToolset.offer`: plugins are asked once per step) and its calls run
+under that offer through :meth:`FsToolset.execute`, whose models validate the
+arguments. The model reads the result's text; the structured data is the tool
+return's ``metadata``, an image is ``BinaryContent`` after the text. Failures
+are results the model reads, not exceptions.
 """
 
 from __future__ import annotations
@@ -45,7 +40,8 @@ except ModuleNotFoundError as missing:
     ) from missing
 
 from ctxfs.core import Context
-from ctxfs.tools.toolset import FsToolset, Offer
+from ctxfs.tools.offers import Offer
+from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["CtxfsToolset"]
 

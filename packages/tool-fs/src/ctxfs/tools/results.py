@@ -1,12 +1,17 @@
 """One result, two projections: text for the model and structured data for programs.
 
 :class:`ToolResult` is what :meth:`FsToolset.execute` returns. Its ``data`` is
-a :class:`ResultData` model (each tool's own subclass, declared in the tool's
-module), typed for Python callers; :attr:`ToolResult.structured` is the same as
-plain JSON types, what MCP's structured content and ``ctxfs call --json`` carry.
-The data models' JSON schemas are the tools' output schemas. A result may also
-carry :attr:`ToolResult.media` (an image ``read`` returns) for models that see;
-the structured data holds only what describes it, never its bytes.
+a :class:`ResultData` model (each tool's own subclass), typed for Python
+callers; :attr:`ToolResult.structured` is the same as plain JSON types, what
+MCP's structured content and ``ctxfs call --json`` carry. The data models' JSON
+schemas are the tools' output schemas. A result may also carry
+:attr:`ToolResult.media` (an image ``read`` returns); the structured data holds
+only what describes it, never its bytes.
+
+Below the models: the pieces every tool's text is made of, and a result in
+each provider's own shape, what a harness sends back to the model
+(:func:`anthropic_tool_result`, :func:`openai_function_call_output`,
+:func:`openai_chat_messages`).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
-from collections.abc import Mapping
-from typing import Any, Literal, Self, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Self, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -27,12 +33,41 @@ from pydantic import (
     field_validator,
 )
 
-from ctxfs.core import ErrorCode, FsError
+from ctxfs.core import CutLine, ErrorCode, FsError, format_line_number
 from ctxfs.tools.names import ESCAPED_NAMES, escaped, escaped_data
 
-__all__ = ["EditData", "ErrorInfo", "MediaPart", "RestoredData", "ResultData", "ToolResult"]
+__all__ = [
+    "SHOWN_CHARS",
+    "STRIPPED_NOTE",
+    "WALK_TRUNCATED",
+    "EditData",
+    "ErrorInfo",
+    "MediaPart",
+    "Page",
+    "PageData",
+    "RestoredData",
+    "ResultData",
+    "ToolResult",
+    "anthropic_tool_result",
+    "around",
+    "count",
+    "cut",
+    "edited",
+    "error_text",
+    "escape",
+    "left_out",
+    "openai_chat_messages",
+    "openai_function_call_output",
+    "page_footer",
+    "size",
+    "span",
+    "unnamed",
+    "walk_stopped",
+    "with_diff",
+]
 
 DataT = TypeVar("DataT", bound="ResultData")
+T = TypeVar("T")
 
 
 class ErrorInfo(BaseModel):
@@ -104,6 +139,41 @@ class EditData(ResultData):
     written: bool = Field(default=True, description="False for a dry run: nothing changed.")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Page:
+    """Which items of a list a call returns: ``count`` of them from the 1-based ``first``."""
+
+    first: int
+    count: int
+
+    @classmethod
+    def of(cls, offset: int | None, limit: int | None, most: int) -> Page:
+        """The page a model asked for with *offset* and *limit*, at most *most* items."""
+        return cls(first=offset or 1, count=min(limit or most, most))
+
+    def cut(self, items: Sequence[T]) -> list[T]:
+        """The items of this page."""
+        return list(items[self.first - 1 : self.first - 1 + self.count])
+
+    def holds(self, number: int) -> bool:
+        """Whether the item *number* (1-based) is on this page."""
+        return self.first <= number < self.first + self.count
+
+    def next_offset(self, shown: int, total: int) -> int | None:
+        """The offset that continues after *shown* items of *total*, or None at the end."""
+        following = self.first + shown
+        return following if following <= total else None
+
+
+class PageData(ResultData):
+    """Fields every paged result has."""
+
+    total: int = Field(description="Items in the whole list, not just this page.")
+    offset: int = Field(description="1-based number of the first item of this page.")
+    next_offset: int | None = Field(description="The offset that continues; None at the end.")
+    truncated: bool = Field(description="Whether items follow this page.")
+
+
 class RestoredData(ResultData):
     """Result data read back from its plain form (``ToolResult.model_validate_json``).
 
@@ -149,7 +219,7 @@ class ToolResult(BaseModel):
     """The stable code of a failure, None on success."""
     media: tuple[MediaPart, ...] = ()
     """What the model sees besides the text (an image ``read`` returns); the providers'
-    shapes of a result carry it (:mod:`ctxfs.tools.replies`)."""
+    shapes of a result carry it (:mod:`ctxfs.tools.results`)."""
 
     @field_validator("text")
     @classmethod
@@ -187,16 +257,11 @@ class ToolResult(BaseModel):
 
     @functools.cached_property
     def structured(self) -> dict[str, Any]:
-        """:attr:`data` as plain JSON types (what clients check against the output schema).
+        """:attr:`data` as plain JSON types, what clients check against the output schema.
 
-        A field that holds nothing is left out: None (as the MCP SDK leaves out
-        its own; such fields are optional in the output schema, never null), and
-        a field of the result itself at an empty default (``false``, ``[]``,
-        ``{}``: the schema states it; a default that says something, such as
-        ``written: true``, is always there). An MCP client checks every field a
-        result carries, at a cost per field. Names holding bytes that are not
-        UTF-8 are escaped as in :attr:`text`; ``raw_names`` then maps each
-        escaped name to its bytes in base64.
+        Fields holding nothing are left out: None, and the result's own fields at an
+        empty default (``false``, ``[]``, ``{}``). Names that are not UTF-8 are escaped
+        as in :attr:`text`, ``raw_names`` mapping each to its bytes in base64.
         """
         plain = self.data.model_dump(mode="json", exclude_none=True)
         for name, empty in _empty_defaults(type(self.data)).items():
@@ -235,3 +300,206 @@ def _fields_of(outcome: object) -> Mapping[str, Any]:
     if isinstance(outcome, BaseModel):
         return {name: getattr(outcome, name) for name in type(outcome).model_fields}
     raise TypeError(f"cannot take result fields from {type(outcome).__name__}")
+
+
+# -- the text pieces --------------------------------------------------------------------
+
+WALK_TRUNCATED: Final = "(the walk stopped at its size limit: give a narrower path)"
+
+
+def walk_stopped(not_listed: list[str]) -> str:
+    """The line saying where a walk stopped at its size limit and how to search the rest."""
+    if not not_listed:
+        return WALK_TRUNCATED
+    shown = ", ".join(escape(path or ".") for path in not_listed[:5])
+    more = f" and {len(not_listed) - 5:,} more" if len(not_listed) > 5 else ""
+    return (
+        "(the walk stopped at its size limit; these directories were not searched, or "
+        f"only in part: {shown}{more}; search them with `path`)"
+    )
+
+
+def left_out(hidden: int, ignored: int) -> str | None:
+    """The line saying which entries a walk left out and how to include them, if any."""
+    parts = []
+    if hidden:
+        parts.append(
+            f"{count(hidden, 'hidden entry', 'hidden entries')} (hidden=true includes them)"
+        )
+    if ignored:
+        parts.append(
+            f"{count(ignored, 'ignored entry', 'ignored entries')} "
+            "(include_ignored=true includes them)"
+        )
+    return f"(left out: {'; '.join(parts)})" if parts else None
+
+
+def unnamed(number: int) -> str:
+    """The line saying that *number* entries of the store could not be listed."""
+    return (
+        f"({count(number, 'entry', 'entries')} not listed: no path can name "
+        f"{'it' if number == 1 else 'them'} (a key with an empty, '.' or '..' segment))"
+    )
+
+
+_BIDI: Final = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_ESCAPES: Final = {
+    **{code: f"\\x{code:02x}" for code in (*range(0x09), *range(0x0A, 0x20), 0x7F)},
+    **{code: f"\\u{code:04x}" for code in range(0x80, 0xA0)},  # \xNN is a raw byte
+    **{code: f"\\u{code:04x}" for code in _BIDI},
+}
+SHOWN_CHARS: Final = 300
+"""How much of a long line a listing shows."""
+
+
+def escape(text: str) -> str:
+    """Show control characters and bidirectional overrides as escapes (tabs stay)."""
+    return text.translate(_ESCAPES)
+
+
+def count(number: int, noun: str, plural: str | None = None) -> str:
+    """``1 line``, ``2 lines``; ``1 entry``, ``2 entries`` with *plural*."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def cut(text: str) -> str:
+    """*text*, cut to a few hundred characters for a one-line listing."""
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + " …"
+
+
+def around(text: str, start: int, width: int) -> tuple[str, int]:
+    """The part of a line, at most *width* long, that shows position *start*.
+
+    Returns the part, with some of what leads up to *start*, and where it begins.
+    *text* is the line, or a :class:`~ctxfs.core.CutLine` of it holding the part.
+    """
+    given, length = (text.start, text.length) if isinstance(text, CutLine) else (0, len(text))
+    if length <= width:
+        return text, 0
+    begin = max(0, min(start - width // 4, length - width))
+    offset = max(0, begin - given)  # a cut line holds at least width around start
+    return text[offset : offset + width], begin
+
+
+def span(first: int, last: int) -> str:
+    """``line 3`` or ``lines 3-5``."""
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+STRIPPED_NOTE: Final = "(The line numbers pasted into old_string were ignored.)"
+
+
+def edited(
+    target: str | None,
+    *,
+    written: bool,
+    changes: str,
+    first_line: int,
+    last_line: int,
+    diff: str | None,
+    note: str = "",
+) -> str:
+    """What an edit changed (or, not *written*, would change): *changes*, the lines, the diff."""
+    what = f"{target}: {changes}, {span(first_line, last_line)}"
+    head = f"Edited {what}." if written else f"Dry run, nothing written: would edit {what}."
+    return with_diff(f"{head} {note}" if note else head, diff)
+
+
+def with_diff(head: str, diff: str | None) -> str:
+    """*head*, then the diff of the change when there is one."""
+    return head if diff is None else f"{head}\n{diff}"
+
+
+def size(number: int) -> str:
+    """A size in bytes, as people read it (``1 B``, ``2.5 KB``)."""
+    if number < 1024:
+        return f"{number} B"
+    value = number / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def page_footer(noun: str, first: int, shown: int, of: str, next_offset: int | None) -> str:
+    """The footer of one page of a longer list: which items, of how many, how to go on."""
+    more = f"; continue with offset={next_offset}" if next_offset else ""
+    return f"({noun} {first}-{first + shown - 1} of {of}{more})"
+
+
+def error_text(error: FsError) -> str:
+    """The code, the message, the next action, and whatever helps take it."""
+    parts = [f"Error [{error.code.value}]: {error.message}"]
+    if error.hint:
+        parts.append(f"Next: {error.hint}")
+    candidates = error.details.get("candidates")
+    if candidates:
+        parts.append("Closest text in the file:")
+        parts += [
+            format_line_number(candidate["line"]) + line
+            for candidate in candidates
+            for line in candidate["text"].split("\n")[:1]
+        ]
+    holder = error.details.get("holder")
+    if holder:
+        until = error.details.get("until")
+        parts.append(f"Checked out by {holder}" + (f" until {until}." if until else "."))
+    return "\n".join(parts)
+
+
+# -- a result in each provider's shape ---------------------------------------------------
+
+
+def anthropic_tool_result(result: ToolResult, tool_use_id: str) -> dict[str, Any]:
+    """The ``tool_result`` block answering Anthropic's ``tool_use`` block *tool_use_id*."""
+    images = [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": part.media_type, "data": part.base64_data},
+        }
+        for part in result.media
+    ]
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": [{"type": "text", "text": result.text}, *images],
+        "is_error": result.is_error,
+    }
+
+
+def openai_function_call_output(result: ToolResult, call_id: str) -> dict[str, Any]:
+    """The Responses API's ``function_call_output`` item answering function call *call_id*.
+
+    The output is the text alone when there is no image, as the API takes it most often.
+    """
+    output: str | list[dict[str, Any]] = result.text
+    if result.media:
+        output = [
+            {"type": "input_text", "text": result.text},
+            *({"type": "input_image", "image_url": part.data_url} for part in result.media),
+        ]
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def openai_chat_messages(answers: Iterable[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
+    """The Chat Completions messages answering one assistant turn's tool calls.
+
+    *answers* pairs each ``tool_call_id`` with its result. A ``tool`` message can
+    carry only text, and the API wants the tool messages of a turn right after
+    the assistant's message: so one ``tool`` message per call comes first, then,
+    if any result holds images, one ``user`` message with them, each after a
+    line naming the call it belongs to.
+    """
+    messages: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for call_id, result in answers:
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": result.text})
+        if result.media:
+            images.append({"type": "text", "text": f"The image(s) of tool call {call_id}:"})
+            images += (
+                {"type": "image_url", "image_url": {"url": part.data_url}} for part in result.media
+            )
+    if images:
+        messages.append({"role": "user", "content": images})
+    return messages

@@ -1,11 +1,10 @@
 """What a tool is: one object that declares everything about itself.
 
-A tool holds its arguments model, its result data model, whether it writes,
-its annotations, its description (written from the live limits), how it runs
-on ``ctx.fs`` and how its result reads for a model. A toolset is a registry of
-tools (:class:`~ctxfs.tools.FsToolset`); adding one is one module and one
-registration, and every provider's definitions, the MCP server and the
-pydantic-ai toolset offer it from there::
+A tool holds its arguments, its result data, whether it writes, its
+description (from the live limits), how it runs on ``ctx.fs`` and how its
+result reads. A built-in tool is a package of :mod:`ctxfs.tools.builtin`; any
+tool registered in an :class:`~ctxfs.tools.FsToolset` is offered to every
+provider, the MCP server and pydantic-ai::
 
     class CountArgs(ToolArgs):
         file_path: str = Field(description="Path of the file.")
@@ -28,7 +27,7 @@ pydantic-ai toolset offer it from there::
         def render(self, data: CountData, args: CountArgs) -> str:
             return f"{data.target}: {data.words} words"
 
-    toolset.register(WordCount())
+    toolset = FsToolset(tools=(*BUILTIN_TOOLS, WordCount()))  # or toolset.register(...)
 """
 
 from __future__ import annotations
@@ -41,12 +40,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ctxfs.core import Context, TextOptions
-from ctxfs.tools.definitions import ToolDefinition, ToolsetOptions, input_schema, output_schema
+from ctxfs.tools.definitions import ToolDefinition, input_schema, output_schema
 from ctxfs.tools.names import unescaped_path
 from ctxfs.tools.results import ResultData, ToolResult
 
 if TYPE_CHECKING:
-    from ctxfs.tools.toolset import FsToolset, Offer, Provider
+    from ctxfs.tools.builtin import ToolsetOptions
+    from ctxfs.tools.offers import Offer
+    from ctxfs.tools.providers import Provider
+    from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["READS", "Annotations", "Limits", "Offering", "Progress", "Step", "Tool", "ToolArgs"]
 
@@ -55,6 +57,7 @@ Progress = Callable[[float, float | None, str], Awaitable[None]]
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 DataT = TypeVar("DataT", bound=ResultData)
+OptionsT = TypeVar("OptionsT")
 
 
 _PATH_FIELDS: Final = frozenset({"path", "file_path"})
@@ -114,6 +117,13 @@ class Limits:
 
     text: TextOptions
     options: ToolsetOptions
+
+    def of(self, model: type[OptionsT]) -> OptionsT:
+        """A tool's own options *model*: the toolset's, which hold every built-in tool's.
+
+        Options the toolset's do not hold (another package's tool's) are *model*'s defaults.
+        """
+        return self.options if isinstance(self.options, model) else model()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,6 +192,10 @@ class Tool(Generic[ArgsT, DataT]):
     def page_limit(self, limits: Limits) -> int | None:
         """The default and largest ``limit`` of a paged tool, stated in its schema."""
         del limits
+        return None
+
+    def new_state(self) -> Any:
+        """What the tool keeps between calls, one per toolset (``step.toolset.state(name)``)."""
         return None
 
     def parse(self, arguments: Mapping[str, Any]) -> ArgsT:

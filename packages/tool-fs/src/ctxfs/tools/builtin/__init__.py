@@ -1,13 +1,11 @@
-"""The tools ctxfs offers, one module each, in the order they are offered.
+"""The built-in tools, in the order they are offered, and the options of them all.
 
-``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``notebook_edit``,
-``delete``, ``move``, ``create_directory``, ``list_dir``, ``glob`` and ``grep`` work on files;
-``search_tools`` and ``call_tool`` appear while some tool is deferred; the
-Anthropic text editor stands for read, write, edit and list_dir for that
-provider, and the Responses API's ``apply_patch`` for the ``apply_patch``
-function on OpenAI's Responses API.
+A tool is a package of :mod:`ctxfs.tools.builtin` and one entry of
+:data:`BUILTIN_TOOLS`; a tool with options of its own adds its options model to
+the bases of :class:`ToolsetOptions`.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 from ctxfs.tools.builtin.apply_patch import APPLY_PATCH
@@ -15,20 +13,22 @@ from ctxfs.tools.builtin.call_tool import CALL_TOOL
 from ctxfs.tools.builtin.create_directory import CREATE_DIRECTORY
 from ctxfs.tools.builtin.delete import DELETE
 from ctxfs.tools.builtin.edit import EDIT
-from ctxfs.tools.builtin.glob import GLOB
-from ctxfs.tools.builtin.grep import GREP
-from ctxfs.tools.builtin.list_dir import LIST_DIR
+from ctxfs.tools.builtin.glob import GLOB, GlobOptions
+from ctxfs.tools.builtin.grep import GREP, GrepOptions
+from ctxfs.tools.builtin.list_dir import LIST_DIR, ListDirOptions
 from ctxfs.tools.builtin.move import MOVE
 from ctxfs.tools.builtin.multi_edit import MULTI_EDIT
 from ctxfs.tools.builtin.notebook_edit import NOTEBOOK_EDIT
 from ctxfs.tools.builtin.patch_call import PATCH_CALL
-from ctxfs.tools.builtin.read import READ
+from ctxfs.tools.builtin.read import READ, ReadOptions
 from ctxfs.tools.builtin.search_tools import SEARCH_TOOLS
-from ctxfs.tools.builtin.text_editor import TEXT_EDITOR
+from ctxfs.tools.builtin.text_editor import TEXT_EDITOR, TextEditorOptions
 from ctxfs.tools.builtin.write import WRITE
+from ctxfs.tools.definitions import CommonOptions
 from ctxfs.tools.tool import Tool
+from ctxfs.tools.walk import WalkOptions
 
-__all__ = ["BUILTIN_TOOLS"]
+__all__ = ["BUILTIN_TOOLS", "ToolsetOptions"]
 
 BUILTIN_TOOLS: tuple[Tool[Any, Any], ...] = (
     READ,
@@ -49,3 +49,19 @@ BUILTIN_TOOLS: tuple[Tool[Any, Any], ...] = (
     PATCH_CALL,
 )
 """The tools every :class:`~ctxfs.tools.FsToolset` starts with."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolsetOptions(
+    TextEditorOptions,
+    ReadOptions,
+    GrepOptions,
+    GlobOptions,
+    WalkOptions,
+    ListDirOptions,
+    CommonOptions,
+):
+    """Limits and exposure of the tools of one :class:`~ctxfs.tools.FsToolset`.
+
+    The toolset's own (:class:`~ctxfs.tools.definitions.CommonOptions`), and each tool's.
+    """

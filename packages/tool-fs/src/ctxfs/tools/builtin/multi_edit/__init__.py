@@ -1,0 +1,73 @@
+"""``multi_edit``: several replacements in one file, in order, all or nothing."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ctxfs.core import Replacement
+from ctxfs.tools.results import EditData, count, edited
+from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+
+__all__ = ["MULTI_EDIT", "EditItem", "MultiEditArgs", "MultiEditTool"]
+
+
+class EditItem(BaseModel):
+    """One edit of ``multi_edit``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    old_string: str
+    new_string: str
+    replace_all: bool = False
+
+
+class MultiEditArgs(ToolArgs):
+    """Arguments of ``multi_edit``."""
+
+    file_path: str
+    edits: list[EditItem] = Field(min_length=1)
+    dry_run: bool = Field(default=False, description="Show the diff; write nothing.")
+
+
+class MultiEditTool(Tool[MultiEditArgs, EditData]):
+    """Several exact replacements in one file."""
+
+    name = "multi_edit"
+    arguments = MultiEditArgs
+    result = EditData
+    writes = True
+    annotations = Annotations(read_only=False, destructive=True, idempotent=False)
+
+    def description(self, limits: Limits) -> str:
+        del limits
+        return (
+            "Make several exact replacements in one file you have read since it last "
+            "changed, in order, all or nothing. Each `old_string` must match exactly and "
+            "occur once unless `replace_all`."
+        )
+
+    async def run(self, step: Step, args: MultiEditArgs) -> EditData:
+        edits = [
+            Replacement(
+                old_string=item.old_string,
+                new_string=item.new_string,
+                replace_all=item.replace_all,
+            )
+            for item in args.edits
+        ]
+        outcome = await step.ctx.fs.multi_edit(args.file_path, edits, dry_run=args.dry_run)
+        return self.data(outcome)
+
+    def render(self, data: EditData, args: MultiEditArgs) -> str:
+        del args
+        return edited(
+            data.target,
+            written=data.written,
+            changes=f"{count(data.edits, 'edit')}, {count(data.replacements, 'replacement')}",
+            first_line=data.first_line,
+            last_line=data.last_line,
+            diff=data.diff,
+        )
+
+
+MULTI_EDIT = MultiEditTool()

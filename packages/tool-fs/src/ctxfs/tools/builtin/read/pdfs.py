@@ -1,0 +1,257 @@
+"""PDFs for a model: the text of a range of pages, within an output budget.
+
+A PDF is known by its first bytes (``%PDF-``). pypdf extracts page after page
+until the next would pass the budget or the time is up; the result says which
+pages it shows, of how many, and where to go on. A page larger than the budget
+is cut; one whose content passes :data:`MAX_CONTENT_TOKENS` is shown without
+text; both say so. A PDF that needs a password, or that pypdf cannot parse, is
+refused. Callers run :func:`pdf_text` in a worker thread; it watches its
+deadline before each page and at each operation. pypdf loads with the first PDF.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from ctxfs.core import BinaryFile, InvalidArgument, NotEnabled
+from ctxfs.core.kit import require
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
+
+__all__ = ["MAX_CONTENT_TOKENS", "PageRange", "PdfText", "is_pdf", "page_range", "pdf_text"]
+
+MAX_CONTENT_TOKENS: Final = 200_000
+"""Operators and operands of one content stream (a page's, a form's) that pypdf parses, in
+about half a second and 30 MiB (its own bound, 2,000,000, takes ten times that)."""
+_TEXT_OPERATOR: Final = re.compile(rb"T[jJ]|Do|['\"]")
+"""What can show text in a content stream, or call a form that does (pypdf's own test)."""
+_RANGE: Final = re.compile(r"\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?")
+
+
+def is_pdf(head: bytes) -> bool:
+    """Whether a file starting with *head* is a PDF."""
+    return head.startswith(b"%PDF-")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PageRange:
+    """Pages ``first`` to ``last`` (None: to the end), numbered from 1."""
+
+    first: int
+    last: int | None
+
+
+def page_range(spec: str) -> PageRange:
+    """The pages *spec* names: ``"3"``, ``"1-5"`` or ``"4-"`` (from 4 to the end).
+
+    Raises:
+        ValueError: *spec* is none of those, or a page number is below 1.
+
+    """
+    match = _RANGE.fullmatch(spec)
+    if match is None:
+        raise ValueError(f"{spec!r} is not a page range: write '3', '1-5' or '4-'")
+    first = int(match[1])
+    last = first if match[2] is None else int(match[3]) if match[3] else None
+    if first < 1 or (last is not None and last < first):
+        raise ValueError(f"{spec!r} is not a page range: pages count from 1, first to last")
+    return PageRange(first=first, last=last)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PdfText:
+    """The text of the pages of a PDF that fit one read."""
+
+    text: str
+    """Each page shown, under a line naming it (``--- page 3 of 12 ---``)."""
+    total_pages: int
+    first_page: int
+    last_page: int
+    """The last page shown (less than ``first_page`` when the PDF has no pages)."""
+    next_page: int | None
+    """The page that continues the read; None after the last page."""
+    budget_reached: bool
+    """Whether the read stopped at the budget before the last page asked for."""
+    time_limit_reached: bool
+    """Whether the read stopped at its deadline before the last page asked for."""
+    cut_page: int | None
+    """A page too large for the budget, shown only in part (its rest is not reachable)."""
+    textless_pages: tuple[int, ...]
+    """Pages shown with no text at all (a scan, a drawing)."""
+    skipped_pages: tuple[int, ...]
+    """Pages shown without their text: content larger than :data:`MAX_CONTENT_TOKENS`, or
+    (the first page of a read only) more work than the whole deadline."""
+
+
+def pdf_text(
+    data: bytes, pages: PageRange | None, *, max_chars: int, seconds: float, path: str
+) -> PdfText:
+    """The text of *pages* (default: all) of the PDF *data*, in *max_chars* and *seconds*.
+
+    Pages are shown whole while they fit *max_chars* characters and extraction stays
+    within *seconds* (from when the PDF is open). A page the deadline interrupts is
+    left for the next read, unless it is the first page of this one: that is shown
+    without its text, so that every read moves on.
+
+    Raises:
+        BinaryFile: The PDF needs a password, or cannot be parsed.
+        InvalidArgument: The first page asked for is past the last page.
+        NotEnabled: pypdf is not installed (the ``pdf`` extra).
+
+    """
+    reader = _opened(data, path)
+    try:
+        total = len(reader.pages)
+    except Exception as bad:
+        raise _unreadable(path, bad) from None
+    deadline = time.monotonic() + seconds
+    first = pages.first if pages is not None else 1
+    if first > max(total, 1):
+        raise InvalidArgument(
+            f"{path} has {total} page{'' if total == 1 else 's'}: there is no page {first}",
+            path=path,
+            hint=f"Ask for pages from 1 to {total}.",
+            details={"field": "pages", "total_pages": total},
+        )
+    last = total if pages is None or pages.last is None else min(pages.last, total)
+    shown: list[str] = []
+    used = 0
+    textless: list[int] = []
+    skipped: list[int] = []
+    cut_page = None
+    out_of_time = False
+    for number in range(first, last + 1):
+        if shown and time.monotonic() > deadline:
+            out_of_time = True
+            break
+        text, stopped = _page_text(reader, number, deadline)
+        if stopped == "time" and shown:
+            out_of_time = True
+            break  # the page is the next read's
+        text = _STOPPED[stopped] if stopped is not None else text.rstrip()
+        blank = not text.strip()
+        if blank:
+            text = "(no text on this page: it may be a scanned image or a drawing)"
+        block = f"--- page {number} of {total} ---\n{text}\n"
+        if used + len(block) > max_chars:
+            if not shown:  # one page larger than the whole budget: what fits of it
+                shown.append(_cut(block, max_chars))
+                cut_page = number
+            break
+        shown.append(block)
+        used += len(block)
+        if stopped is not None:
+            skipped.append(number)
+        elif blank:
+            textless.append(number)
+    last_shown = first + len(shown) - 1
+    return PdfText(
+        text="".join(shown),
+        total_pages=total,
+        first_page=first,
+        last_page=last_shown,
+        next_page=last_shown + 1 if last_shown < total else None,
+        budget_reached=last_shown < last and not out_of_time,
+        time_limit_reached=out_of_time,
+        cut_page=cut_page,
+        textless_pages=tuple(textless),
+        skipped_pages=tuple(skipped),
+    )
+
+
+_STOPPED: Final = {
+    "size": "(its text is not extracted: its content is too large to parse here)",
+    "time": "(its text is not extracted: the page alone takes longer than a read may)",
+}
+
+
+def _opened(data: bytes, path: str) -> PdfReader:
+    require("pypdf", install="ctxfs-tools[pdf]", needed_by="reading a PDF", error=NotEnabled)
+    from pypdf import PdfReader  # noqa: PLC0415 - loaded by the first PDF read
+    from pypdf.errors import DependencyError  # noqa: PLC0415
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        locked = reader.is_encrypted and not reader.decrypt("")  # many lock only permissions
+    except DependencyError as missing:
+        raise _encrypted(path, f"this installation cannot decrypt it ({missing})") from None
+    except Exception as bad:  # pypdf raises many kinds on damaged files; none may leak
+        raise _unreadable(path, bad) from None
+    if locked:
+        raise _encrypted(path, "its text cannot be read without its password")
+    return reader
+
+
+def _encrypted(path: str, why: str) -> BinaryFile:
+    return BinaryFile(
+        f"{path} is an encrypted PDF: {why}",
+        path=path,
+        hint="It cannot be read here; ask for a copy without a password.",
+        details={"media_type": "application/pdf", "encrypted": True},
+    )
+
+
+def _unreadable(path: str, bad: Exception) -> BinaryFile:
+    return BinaryFile(
+        f"{path} starts like a PDF but cannot be parsed: {bad}",
+        path=path,
+        hint="The PDF is damaged or cut short; it cannot be read. "
+        "Do not retry: the same bytes fail the same way.",
+        details={"media_type": "application/pdf", "reason": str(bad)},
+    )
+
+
+def _page_text(reader: PdfReader, number: int, deadline: float) -> tuple[str, str | None]:
+    """The text of page *number*; or none, and why (``"size"`` or ``"time"``)."""
+    from pypdf import apply_configuration  # noqa: PLC0415 - loaded by the first PDF read
+    from pypdf.errors import LimitReachedError  # noqa: PLC0415
+
+    meter = _Meter(deadline)
+    try:
+        with apply_configuration(stream_parsing_work_maximum_count=MAX_CONTENT_TOKENS):
+            page = reader.pages[number - 1]
+            contents = page.get_contents()
+            if contents is None or _TEXT_OPERATOR.search(contents.get_data()) is None:
+                return "", None  # a drawing or a scan: nothing to parse
+            text = page.extract_text(visitor_operand_before=meter)
+    except _Stopped:
+        return "", "time"
+    except LimitReachedError:  # (in a form, pypdf leaves the form out and goes on)
+        return "", "size"
+    except Exception as bad:  # one damaged page does not hide the others
+        return f"(the text of this page could not be extracted: {bad})", None
+    return ("", "time") if meter.stopped else (text, None)
+
+
+class _Stopped(Exception):
+    """A page's extraction ran past the deadline."""
+
+
+class _Meter:
+    """pypdf's visitor of a page's operations: stops the page once past the deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.stopped = False
+
+    def __call__(self, operator: object, operands: object, cm: object, tm: object) -> None:
+        # A form's extraction swallows the exception; the page's next operation raises it again.
+        self.stopped = self.stopped or time.monotonic() > self.deadline
+        if self.stopped:
+            raise _Stopped
+
+
+def _cut(block: str, max_chars: int) -> str:
+    """*block* (one page) cut to fit *max_chars* with its note, at a line end where one is near."""
+    room = max(0, max_chars - 120)
+    kept = block[:room]
+    line_end = kept.rfind("\n")
+    if line_end > room // 2:
+        kept = kept[: line_end + 1]
+    hidden = len(block) - len(kept)
+    return f"{kept.rstrip()}\n[page cut here: {hidden:,} more characters of it are not shown]\n"

@@ -1,0 +1,203 @@
+"""Anthropic's text editor tool (``text_editor_20250728``), run as the other tools' calls.
+
+Claude models are trained on this client-executed tool. ctxfs offers it to the
+``anthropic`` provider in place of ``read``, ``write``, ``edit`` and ``list_dir``
+(when all four are offered directly) and runs each command as the same
+``ctx.fs`` call, with the same checks, as those tools: ``view`` is a read (or a
+listing, for a directory), ``create`` a write, ``str_replace`` an edit,
+``insert`` an insert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import Field, NonNegativeInt, RootModel
+
+from ctxfs.core import FileKind, InvalidArgument, OutsideRoot
+from ctxfs.tools.builtin.edit import EDIT, EditArgs
+from ctxfs.tools.builtin.list_dir import LIST_DIR, ListDirArgs
+from ctxfs.tools.builtin.read import READ, ReadArgs
+from ctxfs.tools.builtin.write import WRITE, WriteArgs
+from ctxfs.tools.results import ResultData, ToolResult, count, span, with_diff
+from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
+
+__all__ = [
+    "EDITOR_NAME",
+    "EDITOR_TYPE",
+    "TEXT_EDITOR",
+    "Create",
+    "EditorCommand",
+    "Insert",
+    "InsertData",
+    "StrReplace",
+    "TextEditorOptions",
+    "TextEditorTool",
+    "View",
+]
+
+EDITOR_NAME: Final = "str_replace_based_edit_tool"
+EDITOR_TYPE: Final = "text_editor_20250728"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextEditorOptions:
+    """The options of Anthropic's text editor."""
+
+    editor_root: str | None = None
+    """An absolute path the model may prefix paths with in text-editor calls (as
+    ``/repo/src/app.py`` for ``src/app.py``); None accepts relative paths only."""
+
+
+class View(ToolArgs):
+    """``view``: a file's lines (``[start, end]``, end -1 for the last) or a directory."""
+
+    command: Literal["view"]
+    path: str
+    view_range: tuple[int, int] | None = None
+
+
+class Create(ToolArgs):
+    """``create``: write a whole file."""
+
+    command: Literal["create"]
+    path: str
+    file_text: str
+
+
+class StrReplace(ToolArgs):
+    """``str_replace``: replace the one occurrence of ``old_str``."""
+
+    command: Literal["str_replace"]
+    path: str
+    old_str: str
+    new_str: str = ""
+
+
+class Insert(ToolArgs):
+    """``insert``: add lines after line ``insert_line`` (0: at the top).
+
+    Models send the text as ``insert_text`` (observed) or ``new_str`` (documented):
+    both are accepted.
+    """
+
+    command: Literal["insert"]
+    path: str
+    insert_line: NonNegativeInt
+    insert_text: str | None = None
+    new_str: str | None = None
+
+    @property
+    def text(self) -> str | None:
+        """The lines to insert, whichever field carried them."""
+        return self.insert_text if self.insert_text is not None else self.new_str
+
+
+class EditorCommand(RootModel[View | Create | StrReplace | Insert]):
+    """One call of the text editor: the command picks the fields."""
+
+    root: Annotated[View | Create | StrReplace | Insert, Field(discriminator="command")]
+
+
+class InsertData(ResultData):
+    """The data of an ``insert`` result."""
+
+    version: str
+    previous_version: str
+    first_line: int
+    last_line: int
+    diff: str | None
+
+
+class TextEditorTool(Tool[EditorCommand, ResultData]):
+    """The text editor: ``view``, ``create``, ``str_replace`` and ``insert``."""
+
+    name = EDITOR_NAME
+    arguments = EditorCommand
+    result = ResultData
+    writes = True
+    annotations = Annotations(read_only=False, destructive=True, idempotent=False)
+    offering = Offering.PROVIDER
+    provider = "anthropic"
+    stands_for = (READ.name, WRITE.name, EDIT.name, LIST_DIR.name)
+
+    def description(self, limits: Limits) -> str:
+        del limits
+        return "Anthropic's text editor: view, create, str_replace and insert."
+
+    def provider_definition(self, limits: Limits) -> dict[str, Any]:
+        """The typed tool Anthropic's API takes in place of a JSON schema."""
+        return {
+            "type": EDITOR_TYPE,
+            "name": self.name,
+            "max_characters": limits.text.max_output_chars,
+        }
+
+    def parse(self, arguments: Mapping[str, Any]) -> EditorCommand:
+        """Validate one command; ``undo_edit`` (gone from this tool version) is refused clearly."""
+        if arguments.get("command") == "undo_edit":
+            raise InvalidArgument(
+                "undo_edit is not available: this text editor keeps no edit history",
+                hint="Undo a change with str_replace, putting back the text you replaced.",
+                details={"field": "command"},
+            )
+        return EditorCommand.model_validate(arguments)
+
+    async def answer(self, step: Step, args: EditorCommand) -> ToolResult:
+        command = args.root
+        path = _relative(command.path, step.limits.of(TextEditorOptions).editor_root)
+        if isinstance(command, View):
+            if (await step.ctx.fs.stat(path)).kind is FileKind.DIRECTORY:
+                return await step.tool(LIST_DIR.name).answer(step, ListDirArgs(path=path))
+            offset, limit = _view_range(command.view_range)
+            read = ReadArgs(file_path=path, offset=offset, limit=limit)
+            return await step.tool(READ.name).answer(step, read)
+        if isinstance(command, Create):
+            write = WriteArgs(file_path=path, content=command.file_text)
+            return await step.tool(WRITE.name).answer(step, write)
+        if isinstance(command, StrReplace):
+            edit = EditArgs(file_path=path, old_string=command.old_str, new_string=command.new_str)
+            return await step.tool(EDIT.name).answer(step, edit)
+        if command.text is None:
+            raise InvalidArgument(
+                "insert needs the text to insert, as insert_text (or new_str)",
+                details={"field": "insert_text"},
+            )
+        outcome = await step.ctx.fs.insert(path, command.insert_line, command.text)
+        data = InsertData.of(outcome, tool="insert")
+        inserted = count(data.last_line - data.first_line + 1, "line")
+        head = f"Inserted {inserted} into {data.target} ({span(data.first_line, data.last_line)})."
+        return ToolResult.success(with_diff(head, data.diff), data)
+
+
+def _relative(path: str, editor_root: str | None) -> str:
+    """Map an absolute path under *editor_root* to a root-relative one."""
+    if editor_root is None or not path.startswith("/"):
+        return path
+    root = editor_root.rstrip("/")
+    if path != root and not path.startswith(root + "/"):
+        raise OutsideRoot(
+            f"{path!r} is outside the workspace {root}/",
+            path=path,
+            hint=f"Use a path under {root}/.",
+        )
+    return path[len(root) :].lstrip("/")
+
+
+def _view_range(view_range: tuple[int, int] | None) -> tuple[int | None, int | None]:
+    """The read offset and limit of a text-editor ``view_range`` (end -1: to the end)."""
+    if view_range is None:
+        return None, None
+    start, end = view_range
+    if start < 1 or (end != -1 and end < start):
+        raise InvalidArgument(
+            f"view_range {list(view_range)} is not [start, end] with 1 <= start <= end, "
+            "or end -1 for the end of the file",
+            details={"field": "view_range"},
+        )
+    return start, None if end == -1 else end - start + 1
+
+
+TEXT_EDITOR = TextEditorTool()

@@ -1,0 +1,77 @@
+"""The ``ctxfs`` command: ``serve`` the tools over MCP, ``call`` one tool, run the ``demo``.
+
+Every failure is one line on stderr and a non-zero exit: 2 for a usage or
+configuration error, 1 for a tool call that failed (its code in the line).
+Logs go to stderr; on ``serve --transport stdio`` stdout carries MCP only. A
+reader that stops early (``ctxfs demo | head -1``) ends the command quietly,
+with status 141 as for a program SIGPIPE ends. Each command imports what it
+needs as it runs: ``--help`` and ``--version`` load no store, no tool and no
+MCP SDK, and ``call`` no MCP SDK either.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import anyio
+
+from ctxfs.tools.cli.arguments import parser
+from ctxfs.tools.cli.opening import STORE_PACKAGES, UsageError
+from ctxfs.tools.cli.serve import MCP_BEFORE, MCP_NEEDED, serve_in_workers
+
+__all__ = ["MCP_BEFORE", "MCP_NEEDED", "STORE_PACKAGES", "main", "run"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ctxfs`` command; return its exit status."""
+    command_line = parser()
+    args = command_line.parse_args(argv)
+    if getattr(args, "transport", None) == "http" and args.owner is None:
+        args.owner = "mcp"  # over HTTP each token's principal, or this owner with --no-auth
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="ctxfs: %(levelname)s %(name)s: %(message)s",
+    )
+    from ctxfs.core import FsError  # noqa: PLC0415 - past --help and --version, which need none
+
+    try:
+        status: int = (
+            serve_in_workers(args) if getattr(args, "workers", 1) > 1 else anyio.run(args.run, args)
+        )
+    except UsageError as error:
+        print(f"ctxfs: {error}", file=sys.stderr)
+        return 2
+    except FsError as error:
+        print(f"ctxfs: error [{error.code}]: {error.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return _reader_gone()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+    return status
+
+
+def run() -> NoReturn:
+    """The ``ctxfs`` program: :func:`main` on its command line, then exit with its status."""
+    status = main()
+    gc.freeze()  # the exit's last garbage collection need not walk every object of the run
+    sys.exit(status)
+
+
+def _reader_gone() -> int:
+    """End quietly once whoever read stdout has stopped (``| head``): status 141."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush has nowhere to fail
+    os.close(devnull)
+    return 128 + signal.SIGPIPE

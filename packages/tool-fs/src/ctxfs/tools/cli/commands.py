@@ -1,0 +1,68 @@
+"""``ctxfs call`` runs one tool call; ``ctxfs demo`` shows the main job on a scratch workspace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TextIO
+
+from ctxfs.tools.cli.opening import UsageError, client_owner, opened
+
+__all__ = ["call", "demo"]
+
+
+async def call(args: argparse.Namespace) -> int:
+    """Run one tool call; print its text (or, with ``--json``, its structured result)."""
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"the arguments are not JSON: {error}") from error
+    if not isinstance(arguments, dict):
+        raise UsageError(
+            f'the arguments must be a JSON object such as \'{{"file_path": "a.txt"}}\', '
+            f"not {args.arguments.strip()[:40]}"
+        )
+    fs, toolset = opened(args, kept=True)
+    async with fs:
+        ctx = fs.context(owner=args.owner or client_owner(), workspace=args.workspace)
+        shown = _ProgressLine(sys.stderr)
+        result = await toolset.execute(ctx, args.tool, arguments, progress=shown.update)
+        shown.close()
+    if args.json:
+        print(json.dumps(result.structured, indent=2, ensure_ascii=False))
+    elif not result.is_error:
+        print(result.text)
+    if result.data.error is not None:
+        print(f"ctxfs: error [{result.error_code}]: {result.data.error.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _ProgressLine:
+    """A long call's progress on stderr: one line rewritten on a terminal, else a line each."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream, self.shown = stream, False
+        self.terminal = stream.isatty()
+
+    async def update(self, done: float, total: float | None, message: str) -> None:
+        del done, total
+        if self.terminal:
+            self.stream.write(f"\rctxfs: {message}\x1b[K")
+        else:
+            self.stream.write(f"ctxfs: {message}\n")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.terminal:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+async def demo(args: argparse.Namespace) -> int:
+    """Run the demo; with ``--keep``, its workspace stays."""
+    from ctxfs.tools.demo import run_demo  # noqa: PLC0415
+
+    return await run_demo(keep=args.keep, out=sys.stdout)

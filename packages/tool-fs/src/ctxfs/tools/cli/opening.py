@@ -1,0 +1,169 @@
+"""The store and the toolset a command line names, under its policies.
+
+``--root`` expands ``~`` and ``$VARIABLES`` (an MCP client's JSON configuration
+has no shell to do it), ``--url`` and ``--observations`` expand ``$VARIABLES``;
+each is refused if it comes out empty (an unset variable must not mean the
+working directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import os
+import shlex
+import urllib.parse
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from ctxfs.core import Backend, Fs
+    from ctxfs.tools.toolset import FsToolset
+
+__all__ = [
+    "STORE_PACKAGES",
+    "UsageError",
+    "client_owner",
+    "location",
+    "opened",
+    "store_of",
+    "toolset_of",
+]
+
+STORE_PACKAGES: Final = {
+    "file": "ctxfs-local",
+    "s3": "ctxfs-remote[s3]",
+    "gs": "ctxfs-remote[gcs]",
+    "gcs": "ctxfs-remote[gcs]",
+    "az": "ctxfs-remote[azure]",
+    "abfs": "ctxfs-remote[azure]",
+    "sftp": "ctxfs-remote[sftp]",
+    "fsspec": "ctxfs-remote",
+}
+"""What to install for each scheme of the ctxfs dists (named when none provides the scheme)."""
+
+
+class UsageError(Exception):
+    """A command line that cannot run: said in one line, exit status 2."""
+
+
+def opened(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsToolset]:
+    """The store and the toolset the options describe (:func:`store_of`, :func:`toolset_of`)."""
+    toolset = toolset_of(args)
+    return store_of(args, location(args), kept=kept), toolset
+
+
+def toolset_of(args: argparse.Namespace) -> FsToolset:
+    """The toolset the options describe."""
+    from ctxfs.tools import FsToolset, ToolsetOptions  # noqa: PLC0415
+
+    try:
+        options = ToolsetOptions(
+            read_only=args.read_only,
+            progress_seconds=args.progress,
+            tools=args.tools,
+            tool_prefix=args.tool_prefix,
+        )
+        return FsToolset(options)
+    except ValueError as error:  # an unknown tool, a prefix no provider takes
+        raise UsageError(str(error)) from None
+
+
+def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
+    """The store at *where* (a directory, or a store's URL) under the options' policies.
+
+    With *kept* (``call``, stdio ``serve``) and no ``--observations``, observations
+    live in the root's own SQLite file in the user's state directory: each such
+    process is one client's, and its successor must find what it saw.
+    """
+    from ctxfs.core import Fs, InvalidArgument, open_backend  # noqa: PLC0415
+
+    plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
+    if args.read_only or args.deny:
+        from ctxfs.core.policies import PathRules  # noqa: PLC0415
+
+        plugins.append(PathRules(deny=args.deny, read_only=["**"] if args.read_only else []))
+    if args.read_hard_links and args.url is not None:
+        raise UsageError("--read-hard-links is for a local --root")
+    backend_options = {"read_hard_links": True} if args.read_hard_links else {}
+    observations = args.observations and os.path.expandvars(args.observations)
+    if observations == "":  # not this process alone: --workers would split stale protection
+        raise UsageError(f"--observations {args.observations!r} is empty (an unset variable?)")
+    try:
+        backend = open_backend(where, **backend_options)
+    except InvalidArgument as error:
+        scheme = error.details.get("scheme")
+        if "installed" in error.details and scheme in STORE_PACKAGES:  # no dist provides it
+            what = "a directory" if scheme == "file" else f"{where.partition('://')[0]}://"
+            package = STORE_PACKAGES[scheme]
+            raise UsageError(
+                f"opening {what} needs {package.partition('[')[0]}, which is not installed: "
+                f"pip install {shlex.quote(package)}"
+            ) from error
+        raise
+    if observations is None and kept:
+        observations = _kept_observations(backend, where)
+    return Fs(backend, plugins=plugins, observations=observations)
+
+
+def client_owner() -> str:
+    """The owner ``call`` and stdio ``serve`` work for by default: the process that started them.
+
+    A client that starts a process per call is one owner across them; two
+    clients are two. The parent is named by its pid and start time, so a pid
+    used again is another owner.
+    """
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/stat", "rb") as stat:  # its 22nd field: the start time
+            started = stat.read().rpartition(b")")[2].split()[19].decode()
+    except (OSError, IndexError):
+        started = "0"
+    return f"client-{parent}-{started}"
+
+
+def _kept_observations(backend: Backend, where: str) -> str:
+    """The URL of the SQLite store kept for the root of *backend* (opened from *where*).
+
+    One file per root (the directory the kernel resolves, or the store's URL),
+    in ``observations/`` of the user's state directory, made private.
+    """
+    from ctxfs.core import sqlite_url  # noqa: PLC0415
+    from ctxfs.local import LocalBackend, default_state_dir  # noqa: PLC0415
+
+    directory = default_state_dir() / "observations"
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    root = str(backend.root) if isinstance(backend, LocalBackend) else where
+    name = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]
+    return sqlite_url(directory / f"{name}.db")
+
+
+def location(args: argparse.Namespace) -> str:
+    """``--root`` or ``--url``, expanded.
+
+    Raises:
+        UsageError: It names nothing, which would open the working directory (as a
+            client's configuration whose variable is empty or unset would).
+
+    """
+    local = args.root is not None
+    given: str = args.root if local else args.url
+    where = os.path.expandvars(given)
+    if local:
+        where = os.path.expanduser(where)
+    parts = urllib.parse.urlsplit(where)
+    if not where or (parts.scheme.lower() == "file" and not parts.path):
+        raise UsageError(
+            f"{'--root' if local else '--url'} {given!r} is empty (an unset variable?): "
+            "give the directory or store to open"
+        )
+    return where
+
+
+def _load_plugin(spec: str) -> object:
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, attribute) if attribute else module
+    except (ImportError, AttributeError) as error:
+        raise UsageError(f"cannot load plugin {spec!r}: {error}") from error

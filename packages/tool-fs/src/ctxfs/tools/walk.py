@@ -1,0 +1,286 @@
+"""Walking the workspace through ``ctx.fs`` (glob, grep): the files below a directory, sorted.
+
+A walk visits directories breadth first, in sorted order, and leaves out what
+its :class:`WalkFilter` says, counting each kind; given a glob, it
+enters only the directories a match may lie in. On a store that lists a whole
+tree at once (an object store: one flat listing of the prefix), it walks that
+listing instead of listing each directory. Symlinked directories are not
+followed, what a policy hides is never listed (nor counted), and a walk stops,
+saying so, after a bounded number of entries.
+
+What a walk leaves out follows ripgrep's defaults:
+
+- names starting with ``.`` (hidden), unless asked for them;
+- directories named in ``ToolsetOptions.ignore`` (``.git``, ``node_modules``, ...);
+- what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude, unless asked
+  to include ignored files. Each ignore file applies to the directory it sits in
+  and below, in git's syntax (pathspec's ``GitIgnoreSpec``); a deeper file
+  overrides a shallower one, and in one directory ``.ignore`` overrides
+  ``.gitignore``, which overrides ``.git/info/exclude``. As with ripgrep's
+  ``--no-require-git``, ``.gitignore`` counts outside a git repository too. A
+  directory left out is not entered, so nothing below it can be included again.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from ctxfs.core import (
+    Context,
+    FileKind,
+    FileSearch,
+    FsError,
+    GlobMatcher,
+    Listing,
+    Stat,
+    TooLarge,
+    normalize_path,
+    relative_to,
+)
+
+if TYPE_CHECKING:
+    import pathspec
+
+__all__ = [
+    "DEFAULT_IGNORE",
+    "IGNORE_FILES",
+    "IGNORE_FILE_MAX_CHARS",
+    "IgnoreRules",
+    "Walk",
+    "WalkFilter",
+    "WalkOptions",
+    "all_lines",
+    "files_below",
+    "walk",
+]
+
+DEFAULT_IGNORE: Final = frozenset(
+    {
+        ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
+        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".idea",
+    }
+)  # fmt: skip
+"""Directories glob and grep do not descend into (list_dir still shows them)."""
+IGNORE_FILE_MAX_CHARS = 1 << 20
+"""The largest ignore file read (in characters); a larger one gives no rules."""
+
+
+IGNORE_FILES: tuple[str, ...] = (".gitignore", ".ignore")
+"""The ignore files read in each directory, weakest first."""
+EXCLUDE: str = ".git/info/exclude"
+"""The repository's own ignore file, read at the top of a walk."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WalkOptions:
+    """The options of the walks of glob and grep."""
+
+    ignore: frozenset[str] = DEFAULT_IGNORE
+    max_walk_entries: int = 200_000
+    """Entries a glob or grep walk visits before it stops and says which directories it
+    did not finish. A walk holds about 210 bytes per file it keeps (200,000: about 45 MB)."""
+    grep_seconds: float = 10.0
+    """Time one grep call may search (and a glob may list, through the store's engine);
+    then it stops and says so, with what it found."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WalkFilter:
+    """What a walk leaves out."""
+
+    skip_dirs: frozenset[str]
+    """Directory names never entered (``ToolsetOptions.ignore``)."""
+    hidden: bool = False
+    """Include names starting with ``.``."""
+    ignored: bool = False
+    """Include what ignore files exclude (they are then not read at all)."""
+
+
+@dataclass(frozen=True)
+class IgnoreRules:
+    """The ignore files that apply in one directory, each with the directory it sits in."""
+
+    specs: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()
+    """(directory, rules), weakest first."""
+
+    def adding(self, directory: str, texts: list[str]) -> IgnoreRules:
+        """These rules, then those of *texts* (ignore files of *directory*, weakest first)."""
+        import pathspec  # noqa: PLC0415 - loaded by the first ignore file read
+
+        added = [
+            (directory, pathspec.GitIgnoreSpec.from_lines(text.splitlines())) for text in texts
+        ]
+        return IgnoreRules(self.specs + tuple(added)) if added else self
+
+    def excludes(self, path: str, *, directory: bool) -> bool:
+        """Whether the strongest rule that matches *path* excludes it (a negation includes)."""
+        for base, spec in reversed(self.specs):
+            relative = relative_to(path, base)
+            verdict = spec.check_file(relative + "/" if directory else relative).include
+            if verdict is not None:
+                return verdict
+        return False
+
+
+@dataclass
+class Walk:
+    """The files found below a directory, in sorted order, and what was left out."""
+
+    files: list[Stat] = field(default_factory=list)
+    truncated: bool = False
+    """The walk stopped at its entry limit (or an engine at its time limit): more files
+    may exist."""
+    not_listed: list[str] = field(default_factory=list)
+    """The directories a walk stopped at its limit did not list, or only in part (sorted)."""
+    unreadable: int = 0
+    """Directories that could not be listed."""
+    unnamed: int = 0
+    """Entries no path can name (see :class:`~ctxfs.core.Listing`), not listed."""
+    hidden: int = 0
+    """Hidden entries (names starting with ``.``) left out."""
+    ignored: int = 0
+    """Entries an ignore file excludes, left out (a directory counts once)."""
+
+
+async def walk(
+    ctx: Context,
+    root: str,
+    *,
+    only: WalkFilter,
+    max_entries: int,
+    glob: GlobMatcher | None = None,
+) -> Walk:
+    """Collect the files below *root* that *only* keeps, up to *max_entries* entries.
+
+    With *glob*, only the directories where a path it matches may lie are entered
+    (it is matched against paths below *root*; the caller matches the files).
+    """
+    root = normalize_path(root)
+    result = Walk()
+    flat = await ctx.fs.list_tree(root)
+    lister = ctx.fs.list if flat is None else _directories(root, flat)
+    pending: deque[tuple[str, IgnoreRules]] = deque([(root, IgnoreRules())])
+    seen = 0
+    while pending:
+        directory, rules = pending.popleft()
+        try:
+            entries = await lister(directory)
+            result.unnamed += len(entries.unnamed)
+        except FsError:
+            if directory == root:
+                raise
+            result.unreadable += 1
+            continue
+        if not only.ignored:
+            rules = rules.adding(
+                directory, await _ignore_texts(ctx, entries, top=directory == root)
+            )
+        for entry in entries:
+            seen += 1
+            if seen > max_entries:
+                result.truncated = True
+                result.not_listed = sorted([directory, *(path for path, _ in pending)])
+                result.files.sort(key=lambda entry: entry.path)
+                return result
+            is_directory = entry.kind is FileKind.DIRECTORY
+            if is_directory and entry.name in only.skip_dirs:
+                continue
+            if not only.hidden and entry.name.startswith("."):
+                result.hidden += 1
+            elif rules.excludes(entry.path, directory=is_directory):
+                result.ignored += 1
+            elif is_directory:
+                if glob is None or glob.may_hold(relative_to(entry.path, root)):
+                    pending.append((entry.path, rules))
+            elif entry.kind in (FileKind.FILE, FileKind.SYMLINK):
+                result.files.append(entry)
+    result.files.sort(key=lambda entry: entry.path)
+    return result
+
+
+def _directories(root: str, files: Listing) -> Callable[[str], Awaitable[Listing]]:
+    """A lister of the directories implied by *files* (every file below *root*)."""
+    children: defaultdict[str, dict[str, Stat]] = defaultdict(dict)
+    for entry in files:
+        parent = entry.path.rpartition("/")[0]
+        children[parent][entry.path] = entry
+        while parent != root and parent not in children[grand := parent.rpartition("/")[0]]:
+            children[grand][parent] = Stat(path=parent, kind=FileKind.DIRECTORY)
+            parent = grand
+
+    async def listed(directory: str) -> Listing:
+        entries = sorted(children.get(directory, {}).values(), key=lambda entry: entry.name)
+        return Listing(entries, unnamed=files.unnamed if directory == root else ())
+
+    return listed
+
+
+async def files_below(
+    ctx: Context,
+    root: str,
+    *,
+    only: WalkFilter,
+    max_entries: int,
+    seconds: float,
+    glob: GlobMatcher | None = None,
+) -> Walk:
+    """The files below *root* that *only* keeps, by the backend's own engine where it has one.
+
+    Such an engine (fs-local: ripgrep) lists them at its own speed, without their
+    metadata, and does not say what it left out; else this is :func:`walk`. A
+    listing stopped at *seconds* is marked truncated. *glob* narrows it first to
+    the files it may match (the caller matches them exactly).
+    """
+    root = normalize_path(root)
+    search = FileSearch(
+        path=root,
+        pattern=None,
+        hidden=only.hidden,
+        ignored=only.ignored,
+        skip_dirs=only.skip_dirs,
+        glob=None if glob is None else glob.pattern,
+        seconds=seconds,
+    )
+    listed = await ctx.fs.search_files(search)
+    if listed is None:
+        return await walk(ctx, root, only=only, max_entries=max_entries, glob=glob)
+    files = [Stat(path=path, kind=FileKind.FILE) for path in sorted(listed.counts)]
+    return Walk(files=files, truncated=not listed.complete)
+
+
+async def all_lines(ctx: Context, path: str, *, max_chars: int) -> list[str]:
+    """Every line of a text file, whole (a search primitive: no observation is recorded).
+
+    Raises:
+        TooLarge: The file holds more than *max_chars* characters.
+        FsError: It cannot be read as text (``BinaryFile``, ``EncodingError``, a refusal).
+
+    """
+    lines, chars = [], 0
+    async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as numbered:
+        async for _, line in numbered:
+            chars += len(line) + 1
+            if chars > max_chars:
+                raise TooLarge(f"{path} holds more than {max_chars:,} characters", path=path)
+            lines.append(line)
+    return lines
+
+
+async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[str]:
+    """The texts of the ignore files among *entries*, weakest first (unreadable ones: none)."""
+    names = {entry.name: entry for entry in entries}
+    wanted = [names[name].path for name in IGNORE_FILES if name in names]
+    git = names.get(".git")
+    if top and git is not None and git.kind is FileKind.DIRECTORY:
+        wanted.insert(0, f"{git.path}/{EXCLUDE.removeprefix('.git/')}")
+    texts = []
+    for path in wanted:
+        try:
+            texts.append("\n".join(await all_lines(ctx, path, max_chars=IGNORE_FILE_MAX_CHARS)))
+        except FsError:
+            continue  # missing (exclude), binary, too large, refused: no rules from it
+    return texts

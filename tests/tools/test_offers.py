@@ -1,0 +1,88 @@
+"""The layers that work out a step's offer, each on its own: none can reveal what another hides."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend, hookimpl
+from ctxfs.tools import BUILTIN_TOOLS, Exposure
+from ctxfs.tools.offers import (
+    Chosen,
+    Configured,
+    Discovery,
+    Offer,
+    OfferLayer,
+    ReadOnly,
+    Registered,
+    Voted,
+)
+
+pytestmark = pytest.mark.anyio
+
+NAMES = ("read", "write", "grep")
+TOOLS = {tool.name: tool for tool in BUILTIN_TOOLS}
+
+
+@pytest.fixture
+def ctx() -> Context:
+    return Fs(MemoryBackend(), load_entrypoints=False).context(owner="a")
+
+
+def levels(offer: Offer) -> dict[str, str]:
+    return {name: level.value for name, level in offer.exposure.items()}
+
+
+async def test_the_registry_offers_every_tool_directly_in_order(ctx: Context) -> None:
+    offer = await Registered(NAMES).offer(ctx)
+    assert offer.direct == NAMES
+    assert (offer.deferred, offer.discovery, dict(offer.failures)) == ((), (), {})
+
+
+async def test_the_configuration_defers_and_hides(ctx: Context) -> None:
+    exposure = {"write": Exposure.HIDDEN, "grep": Exposure.DEFERRED, "read": Exposure.DIRECT}
+    offer = await Configured(Registered(NAMES), exposure).offer(ctx)
+    assert levels(offer) == {"read": "direct", "write": "hidden", "grep": "deferred"}
+
+
+async def test_read_only_hides_the_writers_and_reveals_nothing(ctx: Context) -> None:
+    deferred = Configured(Registered(NAMES), {"grep": Exposure.HIDDEN, "read": Exposure.DEFERRED})
+    offer = await ReadOnly(deferred, frozenset({"write"})).offer(ctx)
+    assert levels(offer) == {"read": "deferred", "write": "hidden", "grep": "hidden"}
+
+
+async def test_a_choice_hides_the_others(ctx: Context) -> None:
+    offer = await Chosen(Registered(NAMES), frozenset({"grep"})).offer(ctx)
+    assert levels(offer) == {"read": "hidden", "write": "hidden", "grep": "direct"}
+
+
+async def test_discovery_appears_while_some_tool_is_deferred(ctx: Context) -> None:
+    names = ("search_tools", "call_tool")
+    plain = await Discovery(Registered(NAMES), names).offer(ctx)
+    assert plain.offered == NAMES
+    some = Configured(Registered(NAMES), {"grep": Exposure.DEFERRED})
+    assert (await Discovery(some, names).offer(ctx)).offered == ("read", "write", *names)
+
+
+class Voter:
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
+        if tool == "grep":
+            raise RuntimeError("down")
+        return {"read": "DIRECT", "write": "Deferred "}.get(tool)
+
+
+async def test_votes_only_ever_tighten_and_a_failure_hides(ctx: Context) -> None:
+    voting = Fs(ctx.opened_fs.backend, plugins=[Voter()], load_entrypoints=False).context(owner="a")
+    hidden = Configured(Registered(NAMES), {"read": Exposure.HIDDEN})
+    offer = await Voted(hidden, TOOLS).offer(voting)
+    assert levels(offer) == {"read": "hidden", "write": "deferred", "grep": "hidden"}
+    assert list(offer.failures) == ["grep"]
+    assert offer.failures["grep"].code is ErrorCode.BACKEND_ERROR
+
+
+async def test_a_layer_is_any_offer_layer(ctx: Context) -> None:
+    class Nothing(OfferLayer):
+        async def offer(self, ctx: Context) -> Offer:
+            return Offer(exposure={})
+
+    assert (await ReadOnly(Nothing(), frozenset({"write"})).offer(ctx)).offered == ()
