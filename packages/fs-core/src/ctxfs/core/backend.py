@@ -112,6 +112,12 @@ class Capabilities:
     concurrent_reads: int = 1
     """How many files a search may read at once to hide the store's latency (an object
     store: about 16; 1 where reads are local and cheap)."""
+    tree_listing: bool = False
+    """Whether :meth:`Backend.list_tree` may list a whole tree at once (else it is not called)."""
+    file_search: bool = False
+    """Whether :meth:`Backend.search_files` has an engine of its own (else it is not called)."""
+    line_search: bool = False
+    """Whether :meth:`Backend.search_lines` has an engine of its own (else it is not called)."""
 
 
 class FileKind(enum.StrEnum):
@@ -789,7 +795,7 @@ class Backend(AsyncResource):
 
         """
         path = check_path(path)
-        listed = await self._list_tree(path)
+        listed = await self._list_tree(path) if self.capabilities.tree_listing else None
         if listed is None:
             return None
         kept, unnamed = [], []

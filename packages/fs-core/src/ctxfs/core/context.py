@@ -21,7 +21,6 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ctxfs.core.backend import (
-    Backend,
     FileKind,
     FileLines,
     FileMatches,
@@ -982,7 +981,7 @@ class ContextFs:
         is left out: a file, or one below a hidden directory.
         """
         ctx, mount = self._ctx, self._ctx.mount
-        if not _offers(mount.backend, "_list_tree"):
+        if not mount.backend.capabilities.tree_listing:
             return None  # nothing to authorize, nor to report: the caller lists instead
         async with self._reported(OpKind.LIST, path, file=False) as report:
             await mount.hooks.authorize(ctx, report.op)
@@ -1029,7 +1028,7 @@ class ContextFs:
         on the resolved path) are left out.
         """
         ctx, mount = self._ctx, self._ctx.mount
-        if not _offers(mount.backend, "search_files"):
+        if not mount.backend.capabilities.file_search:
             return None  # nothing to authorize, nor to report: the caller walks instead
         async with self._reported(OpKind.LIST, search.path, file=False) as report:
             await mount.hooks.authorize(ctx, report.op)
@@ -1065,7 +1064,7 @@ class ContextFs:
         given.
         """
         ctx, mount = self._ctx, self._ctx.mount
-        if not _offers(mount.backend, "search_lines"):
+        if not mount.backend.capabilities.line_search:
             return None  # nothing to authorize, nor to report: the caller reads instead
         spelled: dict[str, str] = {}
         for path in search.paths:
@@ -1231,11 +1230,6 @@ def _too_many(path: str) -> TooLarge:
         hint="Move smaller parts of it (its subdirectories one by one), then the rest.",
         details={"max_entries": MAX_MOVED_ENTRIES},
     )
-
-
-def _offers(backend: Backend, method: str) -> bool:
-    """Whether *backend* implements the optional *method* itself (the default answers None)."""
-    return getattr(type(backend), method) is not getattr(Backend, method)
 
 
 def _with_parents(path: str, top: str) -> list[str]:

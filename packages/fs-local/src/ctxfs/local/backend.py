@@ -1029,6 +1029,8 @@ _CAPABILITIES = Capabilities(
     symlinks=True,
     locks=True,
     directory_moves=True,
+    file_search=True,
+    line_search=True,
 )
 
 

@@ -182,6 +182,7 @@ class ObjectStoreBackend(Backend):
             locks=False,
             max_cas_size=self._max_cas_size,
             concurrent_reads=self.concurrent_reads,
+            tree_listing=True,
         )
 
     async def probe(self) -> ProbeResult:
