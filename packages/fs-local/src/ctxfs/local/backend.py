@@ -980,19 +980,29 @@ def _identity(info: os.stat_result | None) -> tuple[int, ...] | None:
 
 
 class _LockedUpdate(Update):
-    """An update whose CAS lock is held since the read: the write checks identity only."""
+    """An update whose CAS lock is held since the read.
+
+    Its first change checks only that the entry is still the one read (its
+    identity); an undo, after it, checks the version this update left.
+    """
 
     def __init__(self, backend: LocalBackend, path: str, current: Blob | None, seen: _Seen):
         super().__init__(backend, path, current)
         self.local = backend
         self.seen = seen
+        self._as_read = True
 
-    async def _write(self, data: bytes) -> Version:
-        return await self.local._run(self.local._write_sync, self.path, data, self.seen)
+    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+        expect = self.seen if self._as_read else (ABSENT if was is None else was)
+        local = self.local
+        version = await local._run(local._write_sync, self.path, data, expect, self.seen.info)
+        self._as_read = False
+        return version
 
-    async def _delete(self, version: Version) -> None:
-        del version
-        await self.local._run(self.local._delete_sync, self.path, self.seen)
+    async def _remove(self, *, was: Version) -> None:
+        expect = self.seen if self._as_read else was
+        await self.local._run(self.local._delete_sync, self.path, expect)
+        self._as_read = False
 
     async def _move(self, destination: Update) -> Version:
         assert self.current is not None
@@ -1000,19 +1010,8 @@ class _LockedUpdate(Update):
         await self.local._run(
             self.local._move_sync, self.path, self.seen, destination.path, destination.seen
         )
+        self._as_read = destination._as_read = False
         return self.current.version
-
-    async def _undo(self, written: Version | None) -> None:
-        # the CAS lock is still held: the file is as this update left it unless
-        # a writer bypassing ctxfs changed it, which the version check sees
-        if self.current is None:
-            if written is not None:
-                await self.local._run(self.local._delete_sync, self.path, written)
-        else:
-            expect = ABSENT if written is None else written
-            await self.local._run(
-                self.local._write_sync, self.path, self.current.data, expect, self.seen.info
-            )
 
     async def _undo_move(self, destination: Update, written: Version) -> None:
         assert isinstance(destination, _LockedUpdate)
