@@ -76,6 +76,14 @@ class SftpBackend(Backend):
 
     """
 
+    capabilities = Capabilities(
+        cas_scope=CasScope.COOPERATIVE,
+        range_reads=False,
+        real_directories=True,
+        symlinks=True,
+        locks=False,
+    )
+
     def __init__(
         self,
         host: str,
@@ -99,11 +107,6 @@ class SftpBackend(Backend):
         self.leases = Leases(
             owner=f"{socket.gethostname()}:{os.getpid()}", lease=lease, timeout=lock_timeout
         )
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """Cooperative CAS, real directories, whole-file reads (ranges are sliced)."""
-        return _CAPABILITIES
 
     async def __aenter__(self) -> Self:
         """Connect now rather than on the first call."""
@@ -492,12 +495,3 @@ async def _read_chunk(
 async def _close(handle: asyncssh.SFTPClientFile, sftp: asyncssh.SFTPClient) -> None:
     del sftp
     await handle.close()
-
-
-_CAPABILITIES = Capabilities(
-    cas_scope=CasScope.COOPERATIVE,
-    range_reads=False,
-    real_directories=True,
-    symlinks=True,
-    locks=False,
-)
