@@ -17,14 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ctxfs.core import (
-    Denied,
-    FsError,
-    IsADirectory,
-    NotARegularFile,
-    NotFound,
-    Unavailable,
-)
+from ctxfs.core import Denied, FsError, IsADirectory, NotARegularFile, NotFound, Unavailable
 from ctxfs.core.kit import FileKind, Location, Stat, join_path
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.resolve import Resolver

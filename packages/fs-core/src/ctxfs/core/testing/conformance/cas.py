@@ -7,16 +7,9 @@ import anyio.lowlevel
 import pytest
 
 from ctxfs.core.backend import Backend
-from ctxfs.core.errors import (
-    AlreadyExists,
-    ErrorCode,
-    NotFound,
-    Stale,
-)
+from ctxfs.core.errors import AlreadyExists, ErrorCode, NotFound, Stale
 from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import (
-    ConformanceBase,
-)
+from ctxfs.core.testing.conformance.support import ConformanceBase
 from ctxfs.core.versions import ABSENT
 
 __all__ = ["CasConformance"]
@@ -24,8 +17,6 @@ __all__ = ["CasConformance"]
 
 class CasConformance(ConformanceBase):
     """Create-only, update-if-version, and counter races through the backend and ctx.fs."""
-
-    # -- create-only and update-if-version ------------------------------------------
 
     async def test_create_then_read_back(self, backend: Backend) -> None:
         version = await backend.write("a.txt", b"one\n", expect=ABSENT)

@@ -5,24 +5,15 @@ from __future__ import annotations
 import pytest
 
 from ctxfs.core.backend import Backend
-from ctxfs.core.errors import (
-    InvalidArgument,
-    NotFound,
-    NotObserved,
-    Stale,
-)
+from ctxfs.core.errors import InvalidArgument, NotFound, NotObserved, Stale
 from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import (
-    ConformanceBase,
-)
+from ctxfs.core.testing.conformance.support import ConformanceBase
 
 __all__ = ["ContentConformance"]
 
 
 class ContentConformance(ConformanceBase):
     """Bytes and whole-file rewrites through ctx.fs."""
-
-    # -- bytes ------------------------------------------------------------------------------
 
     async def test_bytes_round_trip_whole_and_in_ranges(self, backend: Backend) -> None:
         ctx = Fs(backend, load_entrypoints=False).context(owner="alice")

@@ -32,8 +32,6 @@ __all__ = ["ErrorConformance"]
 class ErrorConformance(ConformanceBase):
     """Error codes: missing files, directories, reserved names, paths not canonical."""
 
-    # -- error mapping ----------------------------------------------------------------------
-
     async def test_missing_file_is_not_found(self, backend: Backend) -> None:
         with pytest.raises(NotFound) as caught:
             await backend.read("missing.txt")

@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ctxfs.core.backend import Backend, FileKind
-from ctxfs.core.errors import (
-    NotADirectory,
-    NotFound,
-    Stale,
-)
-from ctxfs.core.testing.conformance.support import (
-    ConformanceBase,
-)
+from ctxfs.core.errors import NotADirectory, NotFound, Stale
+from ctxfs.core.testing.conformance.support import ConformanceBase
 from ctxfs.core.versions import ABSENT
 
 __all__ = ["ListingConformance"]
@@ -20,8 +14,6 @@ __all__ = ["ListingConformance"]
 
 class ListingConformance(ConformanceBase):
     """Listings, trees, stat, directories and deletion."""
-
-    # -- listing, directories, deletion ---------------------------------------------------
 
     async def test_list_is_sorted_with_kinds(self, backend: Backend) -> None:
         for path in ("b.txt", "a.txt", "sub/c.txt"):

@@ -18,10 +18,7 @@ from ctxfs.core.errors import (
     Stale,
 )
 from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import (
-    ConformanceBase,
-    exists,
-)
+from ctxfs.core.testing.conformance.support import ConformanceBase, exists
 from ctxfs.core.versions import ABSENT
 
 __all__ = ["MoveConformance"]
@@ -29,8 +26,6 @@ __all__ = ["MoveConformance"]
 
 class MoveConformance(ConformanceBase):
     """File and directory moves through ctx.fs."""
-
-    # -- moves ------------------------------------------------------------------------------
 
     async def test_a_move_takes_the_file_and_its_observation_along(self, backend: Backend) -> None:
         fs = Fs(backend, load_entrypoints=False)

@@ -8,16 +8,9 @@ import pytest
 
 from ctxfs.core.backend import Backend
 from ctxfs.core.context import Context
-from ctxfs.core.errors import (
-    FsError,
-    NoMatch,
-    Stale,
-)
+from ctxfs.core.errors import FsError, NoMatch, Stale
 from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import (
-    ConformanceBase,
-    exists,
-)
+from ctxfs.core.testing.conformance.support import ConformanceBase, exists
 from ctxfs.core.text import FilePatch, Hunk, PatchAction
 from ctxfs.core.versions import ABSENT
 
@@ -26,8 +19,6 @@ __all__ = ["PatchConformance"]
 
 class PatchConformance(ConformanceBase):
     """Patches through ctx.fs: whole or not at all."""
-
-    # -- patches ----------------------------------------------------------------------------
 
     async def test_an_update_can_be_undone(self, backend: Backend) -> None:
         await backend.write("a.txt", b"one\n", expect=ABSENT)

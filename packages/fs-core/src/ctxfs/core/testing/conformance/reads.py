@@ -5,16 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ctxfs.core.backend import Backend
-from ctxfs.core.errors import (
-    InvalidArgument,
-    NotFound,
-    Stale,
-    TooLarge,
-)
-from ctxfs.core.testing.conformance.support import (
-    MIB,
-    ConformanceBase,
-)
+from ctxfs.core.errors import InvalidArgument, NotFound, Stale, TooLarge
+from ctxfs.core.testing.conformance.support import MIB, ConformanceBase
 from ctxfs.core.versions import ABSENT
 
 __all__ = ["ReadConformance"]
@@ -22,8 +14,6 @@ __all__ = ["ReadConformance"]
 
 class ReadConformance(ConformanceBase):
     """Ranged, pinned and streamed reads, and the size of one write."""
-
-    # -- ranges and streams -------------------------------------------------------------
 
     async def test_range_reads(self, backend: Backend) -> None:
         version = await backend.write("r.bin", b"0123456789", expect=ABSENT)

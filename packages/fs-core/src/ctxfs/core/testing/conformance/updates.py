@@ -7,16 +7,9 @@ import anyio.lowlevel
 import pytest
 
 from ctxfs.core.backend import Backend
-from ctxfs.core.errors import (
-    Busy,
-    NotFound,
-    NotObserved,
-    Stale,
-)
+from ctxfs.core.errors import Busy, NotFound, NotObserved, Stale
 from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import (
-    ConformanceBase,
-)
+from ctxfs.core.testing.conformance.support import ConformanceBase
 from ctxfs.core.versions import ABSENT
 
 __all__ = ["UpdateConformance"]
@@ -24,8 +17,6 @@ __all__ = ["UpdateConformance"]
 
 class UpdateConformance(ConformanceBase):
     """Updates (one read, then a conditional change), locks, and the observation rules."""
-
-    # -- updates: one read, then a conditional change ---------------------------------------
 
     async def test_update_changes_what_it_read(self, backend: Backend) -> None:
         version = await backend.write("a.txt", b"one", expect=ABSENT)
