@@ -171,10 +171,8 @@ class LocalBackend(Backend):
         return await self._inline(self.root_dir.locate, path)
 
     async def _read(self, path: str, request: ReadRequest) -> Blob:
-        def read(fd: int, info: os.stat_result) -> Blob:
-            return reads.read_open(fd, info, path, request)
-
-        blob = await self._open_and_read(partial(self.root_dir.open_file, path), read)
+        opened = partial(self.root_dir.open_file, path)
+        blob = await self._open_and_read(opened, partial(reads.read_open, path, request))
         assert blob is not None  # open_file raises rather than answer None
         return blob
 
@@ -212,8 +210,7 @@ class LocalBackend(Backend):
         key = (await self._locate(path)).key
         async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
             opened = partial(reads.open_entry, self.root_dir, path, request.max_size)
-            read = partial(_read_entry, path)
-            found = await self._open_and_read(opened, read)
+            found = await self._open_and_read(opened, partial(reads.read_entry, path))
             current, seen = (None, Seen(None)) if found is None else found
             yield LockedUpdate(self, self.root_dir, path, current, seen)
 
@@ -362,10 +359,6 @@ async def _run_owning(fd: int, work: Callable[[], T]) -> T:
         if not ran:  # cancelled before a worker took it
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-def _read_entry(path: str, fd: int, info: os.stat_result) -> tuple[Blob, Seen]:
-    return reads.read_entry(fd, info, path)
 
 
 def _open_searchable(root: RootDirectory, paths: tuple[str, ...]) -> dict[str, int]:

@@ -26,7 +26,6 @@ __all__ = [
     "hash_fd",
     "open_and_read",
     "open_entry",
-    "read",
     "read_at",
     "read_entry",
     "read_open",
@@ -34,13 +33,7 @@ __all__ = [
 ]
 
 
-def read(root: RootDirectory, path: str, request: ReadRequest) -> Blob:
-    """Read file *path* as *request* asks."""
-    fd, info = root.open_file(path)
-    return read_open(fd, info, path, request)
-
-
-def read_open(fd: int, info: os.stat_result, path: str, request: ReadRequest) -> Blob:
+def read_open(path: str, request: ReadRequest, fd: int, info: os.stat_result) -> Blob:
     """Read from *fd* (opened on *path*, *info* its fstat) as *request* asks, then close it."""
     try:
         request.check(path, size=info.st_size)
@@ -118,7 +111,7 @@ def _refuse_link(root: RootDirectory, dir_fd: int, name: str, path: str) -> None
     raise root.symlink_refusal(dir_fd, name, path)
 
 
-def read_entry(fd: int, info: os.stat_result, path: str) -> tuple[Blob, Seen]:
+def read_entry(path: str, fd: int, info: os.stat_result) -> tuple[Blob, Seen]:
     """Read the whole file open at *fd* (*info*: its fstat at open), then close it.
 
     The file must have the same identity after the read as before it, and hold
