@@ -207,8 +207,7 @@ class LocalBackend(Backend):
     @asynccontextmanager
     async def _open_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
         """Read the file under its CAS lock and keep the lock until the update is done."""
-        key = (await self._locate(path)).key
-        async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
+        async with self._cas_locked(path):
             opened = partial(reads.open_entry, self.root_dir, path, request.max_size)
             found = await self._open_and_read(opened, partial(reads.read_entry, path))
             current, seen = (None, Seen(None)) if found is None else found
@@ -216,14 +215,12 @@ class LocalBackend(Backend):
 
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         """Atomically replace or create a file, under the file's CAS lock."""
-        key = (await self._locate(path)).key
-        async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
+        async with self._cas_locked(path):
             return await _run(writes.write, self.root_dir, path, data, expect)
 
     async def _delete(self, path: str, expect: Version | None) -> None:
         """Delete a file or an empty directory, under the file's CAS lock."""
-        key = (await self._locate(path)).key
-        async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
+        async with self._cas_locked(path):
             await _run(writes.delete, self.root_dir, path, expect)
 
     async def _list(self, path: str) -> builtins.list[Stat]:
@@ -305,6 +302,13 @@ class LocalBackend(Backend):
             self.locks.close()
 
     # -- where blocking work runs ------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _cas_locked(self, path: str) -> AsyncIterator[None]:
+        """Hold the CAS lock of the file *path* resolves to (one for every spelling)."""
+        key = (await self._locate(path)).key
+        async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
+            yield
 
     async def _inline(self, function: Callable[..., T], *args: object) -> T:
         """Run *function*, a few system calls, on the event loop where reads are inline."""
