@@ -74,7 +74,7 @@ def test_each_package_builds_as_a_wheel_on_its_own(wheels: dict[str, Path], dist
 def test_core_wheel_ships_the_testing_plugin_and_the_suite(wheels: dict[str, Path]) -> None:
     wheel = zipfile.ZipFile(wheels["ctxfs-core"])
     names = wheel.namelist()
-    assert "ctxfs/core/testing/conformance.py" in names
+    assert "ctxfs/core/testing/conformance/__init__.py" in names
     assert "ctxfs/core/testing/pytest_plugin.py" in names
     (entry_points,) = [name for name in names if name.endswith("entry_points.txt")]
     text = wheel.read(entry_points).decode()

@@ -248,9 +248,9 @@ async def test_33_file_swapped_for_a_symlink_after_the_read(ctx: Context, layout
 async def test_34_parent_swapped_during_the_write_lands_inside_or_fails(
     ctx: Context, layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ctxfs.local import backend as local_backend  # noqa: PLC0415
+    from ctxfs.local import writes as local_writes  # noqa: PLC0415
 
-    real = local_backend._write_temp
+    real = local_writes._write_temp
     outside = layout.base / "outside-dir"
     outside.mkdir()
 
@@ -260,7 +260,7 @@ async def test_34_parent_swapped_during_the_write_lands_inside_or_fails(
         return real(dir_fd, data, current)
 
     await ctx.fs.read("sub/c")
-    monkeypatch.setattr(local_backend, "_write_temp", swap_then_write)
+    monkeypatch.setattr(local_writes, "_write_temp", swap_then_write)
     await ctx.fs.edit("sub/c", "gamma", "delta")
     assert (layout.root / "moved" / "c").read_bytes() == b"delta\n"
     assert list(outside.iterdir()) == []

@@ -26,7 +26,7 @@ import pytest
 
 from ctxfs.core import ABSENT, Fs, FsError
 from ctxfs.local import LocalBackend
-from ctxfs.local import backend as local_backend
+from ctxfs.local import writes as local_writes
 
 pytestmark = pytest.mark.slow
 
@@ -276,7 +276,7 @@ async def test_a_create_whose_new_directory_a_failed_create_removed_makes_it_aga
     # file there, another writer's failed create removes n/ (it had made it, and it is empty).
     root = tmp_path / "root"
     root.mkdir()
-    real_write_temp = local_backend._write_temp
+    real_write_temp = local_writes._write_temp
     removed: list[bool] = []
 
     def rival_removes_the_directory(dir_fd: int, *args: object) -> str:
@@ -285,7 +285,7 @@ async def test_a_create_whose_new_directory_a_failed_create_removed_makes_it_aga
             removed.append(True)
         return real_write_temp(dir_fd, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(local_backend, "_write_temp", rival_removes_the_directory)
+    monkeypatch.setattr(local_writes, "_write_temp", rival_removes_the_directory)
     backend = LocalBackend(root, state_dir=tmp_path / "state")
     await backend.write("n/b.txt", b"x", expect=ABSENT)
     assert removed

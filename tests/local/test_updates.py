@@ -65,10 +65,10 @@ async def test_a_writer_bypassing_ctxfs_during_an_update_is_caught(
 async def test_a_writer_bypassing_ctxfs_during_the_read_itself_is_caught(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ctxfs.local import backend as local_backend  # noqa: PLC0415
+    from ctxfs.local import reads as local_reads  # noqa: PLC0415
 
     target = layout.root / "a.txt"
-    real = local_backend._read_all
+    real = local_reads._read_all
 
     def read_while_someone_writes(fd: int, size: int) -> bytes:
         data = real(fd, size)
@@ -77,7 +77,7 @@ async def test_a_writer_bypassing_ctxfs_during_the_read_itself_is_caught(
             handle.write(b"ALPHA\n")  # in place, the same size: only the times change
         return data
 
-    monkeypatch.setattr(local_backend, "_read_all", read_while_someone_writes)
+    monkeypatch.setattr(local_reads, "_read_all", read_while_someone_writes)
     async with LocalBackend(layout.root, state_dir=layout.state) as backend:
         with pytest.raises(Stale, match="changed while it was read"):
             async with backend.open_update("a.txt"):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ctxfs.core import ABSENT, Capabilities, Fs, MemoryBackend
+from ctxfs.core import ABSENT, Fs, MemoryBackend
 from ctxfs.tools import FsToolset
 
 pytestmark = pytest.mark.anyio
@@ -18,14 +18,12 @@ WIDTH = 6
 class SlowStore(MemoryBackend):
     """The memory backend with a round trip per call, reads *WIDTH* at once, and a record."""
 
+    capabilities = dataclasses.replace(MemoryBackend.capabilities, concurrent_reads=WIDTH)
+
     def __init__(self) -> None:
         super().__init__()
         self.in_flight = self.most_in_flight = 0
         self.reads: list[str] = []
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return dataclasses.replace(super().capabilities, concurrent_reads=WIDTH)
 
     async def _enter(self, method: str, path: str) -> None:
         if method != "read":

@@ -15,7 +15,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from ctxfs.core.backend import (
-    Backend,
     FileLines,
     FileMatches,
     FileSearch,
@@ -411,7 +410,7 @@ class ContextFs:
         authorized or reported. What a policy hides is left out: a file, or one
         below a hidden directory.
         """
-        if not _offers(self._ctx.opened_fs.backend, "_list_tree"):
+        if not self._ctx.opened_fs.backend.capabilities.tree_listing:
             return None
         return await listed_tree(self._ctx, path)
 
@@ -423,7 +422,7 @@ class ContextFs:
         :meth:`lines` then). Paths come spelled below ``search.path`` as given;
         files a policy hides are left out.
         """
-        if not _offers(self._ctx.opened_fs.backend, "search_files"):
+        if not self._ctx.opened_fs.backend.capabilities.file_search:
             return None
         return await searched_files(self._ctx, search)
 
@@ -435,7 +434,7 @@ class ContextFs:
         the answer leaves out is to be read with :meth:`lines`. Paths come back
         spelled as given.
         """
-        if not _offers(self._ctx.opened_fs.backend, "search_lines"):
+        if not self._ctx.opened_fs.backend.capabilities.line_search:
             return None
         return await searched_lines(self._ctx, search)
 
@@ -467,8 +466,3 @@ def _edited(report: Report, change: Change, *, edits: int = 1) -> EditOutcome:
         written=written,
         edits=edits,
     )
-
-
-def _offers(backend: Backend, method: str) -> bool:
-    """Whether *backend* implements the optional *method* itself (the default answers None)."""
-    return getattr(type(backend), method) is not getattr(Backend, method)

@@ -99,6 +99,15 @@ class MemoryBackend(Backend):
 
     """
 
+    capabilities = Capabilities(
+        cas_scope=CasScope.PROCESS,
+        range_reads=True,
+        real_directories=True,
+        symlinks=False,
+        locks=False,
+        directory_moves=True,
+    )
+
     _named: ClassVar[dict[str, MemoryStore]] = {}
     _named_lock: ClassVar[threading.Lock] = threading.Lock()
 
@@ -120,11 +129,6 @@ class MemoryBackend(Backend):
         with cls._named_lock:
             store = cls._named.setdefault(name, MemoryStore())
         return cls(store)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """Process-scope CAS, ranges and real directories; no symlinks, no external lock."""
-        return _CAPABILITIES
 
     async def _enter(self, method: str, path: str) -> None:
         self.calls[method] += 1
@@ -276,13 +280,3 @@ def _moved(path: str, source: str, destination: str) -> str:
     if path == source or path.startswith(f"{source}/"):
         return destination + path[len(source) :]
     return path
-
-
-_CAPABILITIES = Capabilities(
-    cas_scope=CasScope.PROCESS,
-    range_reads=True,
-    real_directories=True,
-    symlinks=False,
-    locks=False,
-    directory_moves=True,
-)

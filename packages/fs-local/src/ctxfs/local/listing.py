@@ -15,6 +15,7 @@ reserved name (a write under way, or a crash's leftover to reap the next time).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -23,9 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from ctxfs.core import FileKind, Listing, Stat, join_path
+from ctxfs.core import FileKind, Listing, NotFound, Stat, join_path
+from ctxfs.local.oserrors import translated
+from ctxfs.local.root import DIR_FLAGS, TEMP_PREFIX, RootDirectory, stat_of
 
-__all__ = ["SETTLE_SECONDS", "DirectoryNames", "kind_of"]
+__all__ = ["SETTLE_SECONDS", "DirectoryNames", "details", "kind_of", "list_entries", "list_names"]
 
 SETTLE_SECONDS: Final = 2
 """A directory modified more recently than this is listed again each time."""
@@ -91,3 +94,91 @@ class DirectoryNames:
             while self._held > self.max_entries:
                 _, oldest = self._listed.popitem(last=False)
                 self._held -= len(oldest.entries)
+
+
+def list_entries(root: RootDirectory, path: str, *, temp_max_age: float) -> list[Stat]:
+    """The entries of directory *path*, with details; temporary files are reaped."""
+    root.check()  # a deleted root still lists as empty through its descriptor
+    dir_fd = root.open(path, DIR_FLAGS)
+    entries: list[Stat] = []
+    try:
+        with translated(path), os.scandir(dir_fd) as scan:
+            for entry in scan:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # removed while listing
+                if entry.name.startswith(TEMP_PREFIX):
+                    _reap(dir_fd, entry.name, temp_max_age, info)
+                    continue
+                entries.append(stat_of(join_path(path, entry.name), info))
+    finally:
+        os.close(dir_fd)
+    return entries
+
+
+def list_names(
+    root: RootDirectory, names: DirectoryNames, path: str, *, temp_max_age: float
+) -> Listing:
+    """Directory *path*'s listing, kinds only, kept in *names*; temporary files are reaped."""
+    root.check()
+    dir_fd = root.open(path, DIR_FLAGS)
+
+    def finish(path: str, entries: list[Stat]) -> Listing:
+        for entry in entries:
+            if entry.name.startswith(TEMP_PREFIX):
+                _reap(dir_fd, entry.name, temp_max_age)
+        return Listing.of(path, entries)
+
+    try:
+        with translated(path):
+            return names.entries(dir_fd, path, finish=finish)
+    finally:
+        os.close(dir_fd)
+
+
+def details(root: RootDirectory, entries: list[Stat]) -> list[Stat]:
+    """*entries* with their size and time (``lstat``); those gone since are left out."""
+    directories: dict[str, int] = {}
+    detailed = []
+    try:
+        for entry in entries:
+            parent, _, name = entry.path.rpartition("/")
+            try:
+                if parent not in directories:
+                    directories[parent] = root.open(parent, DIR_FLAGS)
+                info = os.stat(name, dir_fd=directories[parent], follow_symlinks=False)
+            except (NotFound, FileNotFoundError):
+                continue  # removed since the listing
+            detailed.append(stat_of(entry.path, info))
+    finally:
+        for fd in directories.values():
+            os.close(fd)
+    return detailed
+
+
+def _reap(dir_fd: int, name: str, max_age: float, info: os.stat_result | None = None) -> None:
+    """Remove a temporary file whose writer is gone, or which is older than *max_age*.
+
+    *info* is its ``lstat``, if the caller has it.
+    """
+    if info is None:
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+    writer = name[len(TEMP_PREFIX) :].partition(".")[0]
+    age = time.time() - info.st_mtime
+    if age > max_age or not (writer.isdigit() and _alive(int(writer))):
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,28 +1,17 @@
 """``ObjectStoreBackend``: the ctxfs backend contract over any object-store driver.
 
 Directories are key prefixes (``real_directories=False``). Versions are the
-store's own tokens, read fresh with the content and never from a listing cache.
-Conditional writes are the store's own (``If-Match``, ``ifGenerationMatch``),
-so writers on any host are safe, once the probe has shown that the store
-really enforces them:
+store's own tokens, read fresh with the content, never from a listing cache.
+Conditional writes are the store's own, trusted once the probe (at open, or
+before the first call) has seen the store refuse a second create and a stale
+update of a ``.ctxfs-probe-*`` object: ``cas_scope`` is then ``GLOBAL``.
+Otherwise it is ``PROCESS``: versions are checked here under a per-key lock
+(``require_global_cas=True`` refuses the store instead).
 
-- at open (``async with``) or before the first call, the probe creates a
-  ``.ctxfs-probe-*`` object, creates it again, updates it, updates it with the
-  stale version, and deletes it. Both refusals must happen;
-- when they do, ``capabilities.cas_scope`` is ``GLOBAL``. When they do not
-  (a proxy or an emulator that drops conditions), it is ``PROCESS``: the
-  backend then checks versions itself under a per-key lock, which protects
-  writers sharing this backend object only, and ``require_global_cas=True``
-  refuses the store instead.
-
-Transient failures (timeouts, lost connections, 5xx, S3's 409 conflicts) are
-retried a bounded number of times within one deadline (:mod:`ctxfs.remote.retry`),
-then raised ``Unavailable``. A refused conditional write is checked against the
-store before it is reported:
-every write carries a unique id in the object's metadata, so a retry (ours, or
-one the store's client made on its own) of a write that had in fact landed finds
-its own id there and succeeds, while identical bytes from another writer are
-still a conflict.
+Transient failures are retried within one deadline (:mod:`ctxfs.remote.retry`),
+then raised ``Unavailable``. Every write carries a unique id in the object's
+metadata, so a refused retry of a write that had in fact landed finds its id
+there and succeeds, while identical bytes from another writer still conflict.
 """
 
 from __future__ import annotations
@@ -182,6 +171,7 @@ class ObjectStoreBackend(Backend):
             locks=False,
             max_cas_size=self._max_cas_size,
             concurrent_reads=self.concurrent_reads,
+            tree_listing=True,
         )
 
     async def probe(self) -> ProbeResult:

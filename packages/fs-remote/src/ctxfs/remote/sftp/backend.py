@@ -7,7 +7,6 @@ import itertools
 import os
 import posixpath
 import socket
-import stat as stat_module
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -34,7 +33,6 @@ from ctxfs.core.kit import (
     Capabilities,
     CasScope,
     ConditionalUpdate,
-    ContentHasher,
     Expect,
     FileKind,
     Location,
@@ -47,13 +45,12 @@ from ctxfs.core.kit import (
     content_version,
 )
 from ctxfs.remote.retry import DEFAULT_DEADLINE, Retries
-from ctxfs.remote.sftp.client import SftpClient, is_missing, sftp_error
+from ctxfs.remote.sftp.client import READ_BLOCK, SftpClient, is_missing
 from ctxfs.remote.sftp.lease import DEFAULT_LEASE, DEFAULT_LOCK_TIMEOUT, Leases
 
 __all__ = ["SftpBackend"]
 
 TEMP_PREFIX: Final = f"{RESERVED_PREFIX}tmp."
-_READ_BLOCK: Final = 256 * 1024
 _KINDS: Final = {
     asyncssh.FILEXFER_TYPE_REGULAR: FileKind.FILE,
     asyncssh.FILEXFER_TYPE_DIRECTORY: FileKind.DIRECTORY,
@@ -79,6 +76,14 @@ class SftpBackend(Backend):
 
     """
 
+    capabilities = Capabilities(
+        cas_scope=CasScope.COOPERATIVE,
+        range_reads=False,
+        real_directories=True,
+        symlinks=True,
+        locks=False,
+    )
+
     def __init__(
         self,
         host: str,
@@ -102,11 +107,6 @@ class SftpBackend(Backend):
         self.leases = Leases(
             owner=f"{socket.gethostname()}:{os.getpid()}", lease=lease, timeout=lock_timeout
         )
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """Cooperative CAS, real directories, whole-file reads (ranges are sliced)."""
-        return _CAPABILITIES
 
     async def __aenter__(self) -> Self:
         """Connect now rather than on the first call."""
@@ -158,7 +158,7 @@ class SftpBackend(Backend):
 
         async def run(sftp: asyncssh.SFTPClient) -> Blob:
             await self._readable(sftp, full, path, request)
-            async with sftp.open(full, "rb", block_size=_READ_BLOCK) as handle:
+            async with sftp.open(full, "rb", block_size=READ_BLOCK) as handle:
                 data: bytes = await handle.read()
             return Blob(data=request.cut(data), version=content_version(data), size=len(data))
 
@@ -185,7 +185,7 @@ class SftpBackend(Backend):
             sftp: asyncssh.SFTPClient,
         ) -> tuple[asyncssh.SFTPClientFile, int]:
             attrs = await self._readable(sftp, full, path, ReadRequest())
-            return await sftp.open(full, "rb", block_size=_READ_BLOCK), attrs.size or 0
+            return await sftp.open(full, "rb", block_size=READ_BLOCK), attrs.size or 0
 
         handle, size = await self.client.call(path, open_handle)
 
@@ -230,7 +230,7 @@ class SftpBackend(Backend):
             made = await self._make_parents(sftp, posixpath.dirname(real), path)
             try:
                 async with self.leases.held(sftp, real, path, token) as reclaimed:
-                    current, mode = await self._current(sftp, real, path)
+                    current, mode = await self.client.file_version(sftp, real, path)
                     if reclaimed and current == content_version(data):
                         # Our lock outlived a lost connection, so no one else wrote since:
                         # the bytes there are our own cut-off attempt's.
@@ -286,7 +286,7 @@ class SftpBackend(Backend):
                 return None
             await self.leases.take(sftp, real, path, token)
             try:
-                return await self._current_blob(sftp, real, path, request)
+                return await self.client.file_blob(sftp, real, path, request)
             except BaseException:
                 await asyncio.shield(self.leases.release(sftp, real, token))
                 raise
@@ -325,51 +325,6 @@ class SftpBackend(Backend):
             raise NotADirectory(f"a parent of {path} is a file, not a directory", path=path)
         return True
 
-    async def _current(
-        self, sftp: asyncssh.SFTPClient, full: str, path: str
-    ) -> tuple[Version | None, int | None]:
-        """The version and permission bits of the file now, or (None, None)."""
-        attrs = await self._attributes(sftp, full, path)
-        if attrs is None:
-            return None, None
-        hasher = ContentHasher()
-        async with sftp.open(full, "rb", block_size=_READ_BLOCK) as handle:
-            while True:
-                chunk: bytes = await handle.read(_READ_BLOCK)
-                if not chunk:
-                    break
-                hasher.update(chunk)
-        return hasher.version(), _mode(attrs)
-
-    async def _current_blob(
-        self, sftp: asyncssh.SFTPClient, full: str, path: str, request: ReadRequest
-    ) -> tuple[Blob | None, int | None]:
-        """The whole file now and its permission bits, or (None, None)."""
-        attrs = await self._attributes(sftp, full, path)
-        if attrs is None:
-            return None, None
-        request.check(path, size=attrs.size or 0)
-        async with sftp.open(full, "rb", block_size=_READ_BLOCK) as handle:
-            data: bytes = await handle.read()
-        return Blob(data=data, version=content_version(data), size=len(data)), _mode(attrs)
-
-    async def _attributes(
-        self, sftp: asyncssh.SFTPClient, full: str, path: str
-    ) -> asyncssh.SFTPAttrs | None:
-        """The attributes of file *full*, None if it does not exist."""
-        try:
-            attrs = await sftp.stat(full)
-        except asyncssh.SFTPError as exc:
-            error = sftp_error(exc, path)
-            if isinstance(error, NotFound):
-                return None
-            raise error from exc
-        if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
-            raise IsADirectory(f"{path} is a directory", path=path)
-        if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
-            raise NotARegularFile(f"{path} is not a regular file", path=path)
-        return attrs
-
     async def _delete(self, path: str, expect: Version | None) -> None:
         """Remove a file under its lock (compared with *expect*), or an empty directory."""
         full = self.client.full(path)
@@ -384,7 +339,7 @@ class SftpBackend(Backend):
                 return
             real = await self.client.located(sftp, full, path)  # one lock for every spelling
             async with self.leases.held(sftp, real, path, token):
-                current, _ = await self._current(sftp, real, path)
+                current, _ = await self.client.file_version(sftp, real, path)
                 if current is None:
                     raise NotFound(f"{path} does not exist", path=path)
                 check_expect(path, expect, current)
@@ -428,11 +383,8 @@ class _LeasedUpdate(Update):
         token: str,
     ) -> None:
         super().__init__(backend, path, current)
-        self.sftp = backend
+        self.client, self.leases = backend.client, backend.leases
         self.full, self.mode, self.token = full, mode, token
-
-    async def _write(self, data: bytes) -> Version:
-        return await self._put(data, was=self._read)
 
     async def _put(self, data: bytes, *, was: Version | None) -> Version:
         """Publish *data* over the file, which holds *was* (None: missing) unless this landed."""
@@ -445,10 +397,7 @@ class _LeasedUpdate(Update):
             await _publish(sftp, self.full, data, mode=self.mode, replace=was is not None)
             return version
 
-        return await self.sftp.client.call(self.path, run)
-
-    async def _delete(self, version: Version) -> None:
-        await self._remove(was=version)
+        return await self.client.call(self.path, run)
 
     async def _remove(self, *, was: Version) -> None:
         attempts = itertools.count(1)
@@ -458,19 +407,7 @@ class _LeasedUpdate(Update):
                 return
             await sftp.remove(self.full)
 
-        await self.sftp.client.call(self.path, run)
-
-    async def _undo(self, written: Version | None) -> None:
-        # the lock is still held: nobody else wrote since this update did
-        if self.current is None:
-            if written is not None:
-                await self._remove(was=written)
-        else:
-            await self._put(self.current.data, was=written)
-
-    @property
-    def _read(self) -> Version | None:
-        return self.current.version if self.current is not None else None
+        await self.client.call(self.path, run)
 
     async def _landed(
         self,
@@ -490,8 +427,8 @@ class _LeasedUpdate(Update):
                 file is neither as it was (*was*) nor as this change would leave it.
 
         """
-        left = await self.sftp.leases.remaining(sftp, self.full, self.token)
-        if left is None or left < self.sftp.leases.margin:
+        left = await self.leases.remaining(sftp, self.full, self.token)
+        if left is None or left < self.leases.margin:
             raise Stale(
                 f"the lock on {self.path} ran out before the change was written; "
                 "nothing was written",
@@ -500,7 +437,7 @@ class _LeasedUpdate(Update):
             )
         if not retry:
             return False
-        now, _ = await self.sftp._current(sftp, self.full, self.path)
+        now, _ = await self.client.file_version(sftp, self.full, self.path)
         if now == version:
             return True
         if now != was:
@@ -533,10 +470,6 @@ async def _quietly_remove(sftp: asyncssh.SFTPClient, path: str) -> None:
         await sftp.remove(path)
 
 
-def _mode(attrs: asyncssh.SFTPAttrs) -> int | None:
-    return stat_module.S_IMODE(attrs.permissions) if attrs.permissions is not None else None
-
-
 def _stat(path: str, attrs: asyncssh.SFTPAttrs) -> Stat:
     kind = _KINDS.get(attrs.type, FileKind.OTHER)
     return Stat(
@@ -562,12 +495,3 @@ async def _read_chunk(
 async def _close(handle: asyncssh.SFTPClientFile, sftp: asyncssh.SFTPClient) -> None:
     del sftp
     await handle.close()
-
-
-_CAPABILITIES = Capabilities(
-    cas_scope=CasScope.COOPERATIVE,
-    range_reads=False,
-    real_directories=True,
-    symlinks=True,
-    locks=False,
-)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+import stat
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -19,25 +20,30 @@ import asyncssh
 from ctxfs.core import (
     AlreadyExists,
     FsError,
+    IsADirectory,
     NotADirectory,
+    NotARegularFile,
     NotFound,
     OutsideRoot,
     PermissionDenied,
     TooLarge,
     Unavailable,
 )
+from ctxfs.core.kit import Blob, ContentHasher, ReadRequest, Version, content_version
 from ctxfs.remote.errors import translate
 from ctxfs.remote.ioloop import on_io_loop
 from ctxfs.remote.keys import KeySpace
 from ctxfs.remote.retry import Retries
 
-__all__ = ["SftpCall", "SftpClient", "is_missing", "sftp_error"]
+__all__ = ["READ_BLOCK", "SftpCall", "SftpClient", "is_missing", "sftp_error"]
 
 T = TypeVar("T")
 
 SftpCall = Callable[[asyncssh.SFTPClient], Awaitable[T]]
 """A function of the SFTP client, run on the IO loop."""
 
+READ_BLOCK: Final = 256 * 1024
+"""Bytes asked for in one SFTP read request."""
 _MISSING: Final = frozenset({asyncssh.FX_NO_SUCH_FILE, asyncssh.FX_NO_SUCH_PATH})
 
 
@@ -160,6 +166,56 @@ class SftpClient:
         except asyncssh.SFTPError as exc:
             raise await self.refine(sftp, exc, path) from exc
 
+    async def file_version(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str
+    ) -> tuple[Version | None, int | None]:
+        """The version (content hash) and permission bits of file *full* now, or (None, None).
+
+        Raises:
+            IsADirectory, NotARegularFile: *full* is not a regular file.
+
+        """
+        attrs = await self.file_attributes(sftp, full, path)
+        if attrs is None:
+            return None, None
+        hasher = ContentHasher()
+        async with sftp.open(full, "rb", block_size=READ_BLOCK) as handle:
+            while True:
+                chunk: bytes = await handle.read(READ_BLOCK)
+                if not chunk:
+                    break
+                hasher.update(chunk)
+        return hasher.version(), _mode(attrs)
+
+    async def file_blob(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str, request: ReadRequest
+    ) -> tuple[Blob | None, int | None]:
+        """File *full* whole now and its permission bits, or (None, None); errors as above."""
+        attrs = await self.file_attributes(sftp, full, path)
+        if attrs is None:
+            return None, None
+        request.check(path, size=attrs.size or 0)
+        async with sftp.open(full, "rb", block_size=READ_BLOCK) as handle:
+            data: bytes = await handle.read()
+        return Blob(data=data, version=content_version(data), size=len(data)), _mode(attrs)
+
+    async def file_attributes(
+        self, sftp: asyncssh.SFTPClient, full: str, path: str
+    ) -> asyncssh.SFTPAttrs | None:
+        """The attributes of regular file *full*, None if it does not exist; errors as above."""
+        try:
+            attrs = await sftp.stat(full)
+        except asyncssh.SFTPError as exc:
+            error = sftp_error(exc, path)
+            if isinstance(error, NotFound):
+                return None
+            raise error from exc
+        if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+            raise IsADirectory(f"{path} is a directory", path=path)
+        if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
+            raise NotARegularFile(f"{path} is not a regular file", path=path)
+        return attrs
+
     async def refine(self, sftp: asyncssh.SFTPClient, exc: BaseException, path: str) -> FsError:
         """The error for *exc* on *path*: ``NotADirectory`` when a parent is a file."""
         error = sftp_error(exc, path)
@@ -244,3 +300,7 @@ def sftp_error(exc: BaseException, path: str) -> FsError:  # noqa: PLR0911 - a r
     if isinstance(exc, asyncssh.Error | OSError):
         return Unavailable(f"SSH connection failed: {exc}", path=path)
     return translate(exc)
+
+
+def _mode(attrs: asyncssh.SFTPAttrs) -> int | None:
+    return stat.S_IMODE(attrs.permissions) if attrs.permissions is not None else None

@@ -1,0 +1,143 @@
+"""What a backend answers about files: :class:`Stat`, :class:`Blob`, listings, locations."""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ctxfs.core.paths import is_reserved
+from ctxfs.core.versions import Version
+
+__all__ = ["Blob", "FileKind", "Listing", "ListingPage", "Location", "Stat"]
+
+log = logging.getLogger("ctxfs.core")
+
+
+class FileKind(enum.StrEnum):
+    """What a path names."""
+
+    FILE = "file"
+    DIRECTORY = "directory"
+    SYMLINK = "symlink"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Stat:
+    """Metadata of one path, as returned by :meth:`Backend.stat` and listings."""
+
+    path: str
+    """Root-relative path."""
+    kind: FileKind
+    size: int | None = None
+    """Size in bytes for files; None where unknown or meaningless."""
+    mtime: float | None = None
+    """Modification time in seconds since the epoch, where the store keeps one."""
+    version: Version | None = None
+    """The current version where it is known without reading the content."""
+
+    @property
+    def name(self) -> str:
+        """The last path segment (``""`` for the root)."""
+        return self.path.rpartition("/")[2]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Blob:
+    """Bytes read from a file, with the version of the whole file they came from."""
+
+    data: bytes
+    """The requested bytes (the whole file, or the range)."""
+    version: Version
+    """The version of the whole file at the moment of the read."""
+    size: int
+    """The size of the whole file, which may exceed ``len(data)`` for a range."""
+
+
+class Listing(builtins.list[Stat]):
+    """A directory's entries, as :meth:`Backend.list` returns them: a list of :class:`Stat`.
+
+    :attr:`unnamed` holds what the store reported that no path can name (an
+    object key with an empty, ``.`` or ``..`` segment, planted by another
+    writer): left out of the list, but not out of sight.
+    """
+
+    def __init__(self, entries: Iterable[Stat] = (), *, unnamed: tuple[str, ...] = ()) -> None:
+        super().__init__(entries)
+        self.unnamed = unnamed
+
+    @classmethod
+    def of(cls, directory: str, entries: Iterable[Stat]) -> Listing:
+        """The listing of *directory* from a store's *entries*, by :meth:`Backend.list`'s rules.
+
+        Sorted by name; reserved names left out; entries no path can name
+        counted in :attr:`unnamed` (and logged).
+        """
+        kept, unnamed = [], []
+        for entry in entries:
+            if not _names_an_entry_of(directory, entry):
+                unnamed.append(entry.path)
+            elif not is_reserved(entry.name):
+                kept.append(entry)
+        return cls._kept(directory, sorted(kept, key=lambda entry: entry.name), unnamed)
+
+    @classmethod
+    def tree(cls, directory: str, entries: Iterable[Stat]) -> Listing:
+        """As :meth:`of`, for the files at any depth below *directory*, sorted by path."""
+        kept, unnamed = [], []
+        for entry in entries:
+            inside = entry.path.removeprefix(f"{directory}/") if directory else entry.path
+            segments = inside.split("/")
+            if (directory and inside == entry.path) or any(s in ("", ".", "..") for s in segments):
+                unnamed.append(entry.path)
+            elif not any(is_reserved(segment) for segment in segments):
+                kept.append(entry)
+        return cls._kept(directory, sorted(kept, key=lambda entry: entry.path), unnamed)
+
+    @classmethod
+    def _kept(
+        cls, directory: str, kept: builtins.list[Stat], unnamed: builtins.list[str]
+    ) -> Listing:
+        if unnamed:
+            log.warning(
+                "%r: skipped %d entries no path can name: %r", directory, len(unnamed), unnamed
+            )
+        return cls(kept, unnamed=tuple(unnamed))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListingPage:
+    """A page of a directory's entries (see ``ctx.fs.list_page``), with the whole's size."""
+
+    entries: builtins.list[Stat]
+    """The entries of the page, with their details."""
+    total: int
+    """Entries in the whole directory (those a policy hides not counted)."""
+    unnamed: tuple[str, ...] = ()
+    """As :attr:`Listing.unnamed`, for the whole directory."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Location:
+    """What a path names, as :meth:`Backend.locate` finds it."""
+
+    resolved: str
+    """The canonical root-relative path it reaches, symbolic links followed."""
+    key: str
+    """The file's identity: every spelling of one file (a link, a nested root) has the same key,
+    and locks, observations and compare-and-swap are keyed by it."""
+
+
+def _names_an_entry_of(directory: str, entry: Stat) -> bool:
+    """Whether *entry* is a child of *directory* whose name is a segment (not empty, . or ..).
+
+    Names a path check refuses for other reasons (a control character) are kept:
+    a local directory may hold them, and tools show them escaped.
+    """
+    name = entry.name
+    return name not in ("", ".", "..") and entry.path == (
+        f"{directory}/{name}" if directory else name
+    )

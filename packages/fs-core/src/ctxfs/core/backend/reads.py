@@ -1,0 +1,106 @@
+"""What a read asks for (:class:`ReadRequest`) and a streamed read (:class:`ReadStream`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from ctxfs.core.errors import TooLarge
+from ctxfs.core.versions import ContentHasher, Version
+
+__all__ = ["DEFAULT_CHUNK_SIZE", "ReadRequest", "ReadStream"]
+
+DEFAULT_CHUNK_SIZE = 1 << 20
+"""Chunk size of streamed reads unless a caller asks otherwise (1 MiB)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadRequest:
+    """What a read asks for, checked by :meth:`Backend.read` before a primitive sees it."""
+
+    start: int | None = None
+    """First byte of the range (``None``: the start of the file)."""
+    end: int | None = None
+    """End of the range, exclusive (``None``: the end of the file)."""
+    version: Version | None = None
+    """Read only this version of the file: any other is ``Stale``, never mixed bytes."""
+    max_size: int | None = None
+    """Refuse a file larger than this many bytes, before reading its content if possible."""
+
+    @property
+    def whole(self) -> bool:
+        """Whether the whole file is asked for, not a range."""
+        return self.start is None and self.end is None
+
+    def cut(self, data: bytes) -> bytes:
+        """The requested range of a whole file's *data* (slice rules: clipped, maybe empty)."""
+        return data if self.whole else data[self.start : self.end]
+
+    def check(self, path: str | None, *, size: int) -> None:
+        """Refuse a file of *size* bytes that exceeds :attr:`max_size` (``TooLarge``).
+
+        *path* names the file in the error (None: a driver's error, named later).
+        """
+        if self.max_size is not None and size > self.max_size:
+            raise TooLarge(
+                f"{path or 'the object'} holds {size} bytes, "
+                f"more than the {self.max_size} allowed here",
+                path=path,
+                details={"size": size, "max_size": self.max_size},
+            )
+
+
+class ReadStream:
+    """The content of one file as a sequence of chunks, and the version it makes up.
+
+    Iterate it once with ``async for``. Stores with their own version token know
+    :attr:`version` at open; otherwise it is the hash of the chunks and becomes
+    available once iteration has finished.
+    """
+
+    def __init__(
+        self,
+        chunks: AsyncIterator[bytes],
+        *,
+        version: Version | None = None,
+        size: int | None = None,
+    ) -> None:
+        self._chunks = chunks
+        self._version = version
+        self._hasher = None if version is not None else ContentHasher()
+        self._finished = False
+        self._iterator: AsyncIterator[bytes] | None = None
+        self.size = size
+        """The size of the file when known at open."""
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        self._iterator = self._iterate()
+        return self._iterator
+
+    async def aclose(self) -> None:
+        """Stop the stream early; the template calls this when ``open_read``'s context ends."""
+        for iterator in (self._iterator, self._chunks):
+            close = getattr(iterator, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def _iterate(self) -> AsyncIterator[bytes]:
+        async for chunk in self._chunks:
+            if self._hasher is not None:
+                self._hasher.update(chunk)
+            yield chunk
+        self._finished = True
+
+    @property
+    def version(self) -> Version:
+        """The version of the streamed content.
+
+        Raises:
+            RuntimeError: The version is a content hash and the stream is not yet exhausted.
+
+        """
+        if self._version is None:
+            if not self._finished or self._hasher is None:
+                raise RuntimeError("the version of a hashed stream is known only once it is read")
+            self._version = self._hasher.version()
+        return self._version

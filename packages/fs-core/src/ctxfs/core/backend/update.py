@@ -1,0 +1,221 @@
+"""The read-compare-write of one file: :class:`Update`, the routine every store shares.
+
+:meth:`Backend.open_update <ctxfs.core.backend.Backend.open_update>` reads the
+file (under the store's lock, where it has one) and yields an :class:`Update`.
+Its :meth:`~Update.write`, :meth:`~Update.delete`, :meth:`~Update.move` and
+:meth:`~Update.undo` are one routine for every store, written once here; a
+store supplies two primitives, :meth:`~Update._put` and :meth:`~Update._remove`
+(and, where it renames, :meth:`~Update._move` and :meth:`~Update._undo_move`).
+:class:`ConditionalUpdate` supplies them through the store's compare-and-swap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ctxfs.core.backend.files import Blob
+from ctxfs.core.errors import AlreadyExists, BackendError, FsError, Stale
+from ctxfs.core.versions import ABSENT, Expect, Version
+
+if TYPE_CHECKING:
+    from ctxfs.core.backend.template import Backend
+
+__all__ = ["ConditionalUpdate", "Update", "check_expect"]
+
+
+class Update:
+    """A file read for a read-compare-write, as :meth:`Backend.open_update` yields it.
+
+    :attr:`current` is what the file held when the update opened (None: it did
+    not exist). :meth:`write` and :meth:`delete` then succeed only if the file
+    is still in that state, as far as :attr:`Capabilities.cas_scope` reaches, so
+    the one read serves both the caller's check and the store's condition.
+    Each change runs to its end once begun, a cancellation notwithstanding (it
+    is delivered after), so the caller always knows what the store holds.
+    """
+
+    def __init__(self, backend: Backend, path: str, current: Blob | None) -> None:
+        self.backend = backend
+        """The backend the file lives in."""
+        self.path = path
+        """The canonical path being updated."""
+        self.current = current
+        """The whole file as it was read, or None when it did not exist."""
+        self.moved_to: Update | None = None
+        """The update of the destination :meth:`move` moved the file to, once it has."""
+
+    async def write(self, data: bytes) -> Version:
+        """Replace the file read (or create it, if it did not exist) with *data*.
+
+        Raises:
+            Stale: The file changed since it was read (or was deleted).
+            AlreadyExists: It did not exist, and was created meanwhile.
+            TooLarge: *data* exceeds :attr:`Capabilities.max_cas_size`.
+
+        """
+        self.backend._check_size(self.path, data)
+        was = None if self.current is None else self.current.version
+        with anyio.CancelScope(shield=True):
+            version = await self._put(data, was=was)
+        return version  # noqa: RET504 - (a return inside the shield reads as fall-through to mypy)
+
+    async def delete(self) -> None:
+        """Delete the file read.
+
+        Raises:
+            NotFound: It did not exist when read (``IsADirectory`` for a prefix).
+            Stale: It changed since it was read.
+
+        """
+        if self.current is None:
+            raise await self.missing()
+        with anyio.CancelScope(shield=True):
+            await self._remove(was=self.current.version)
+
+    async def move(self, destination: Update) -> Version:
+        """Move the file read to the path of *destination*, an update open there too.
+
+        Succeeds only if this file is still as read and the destination still as
+        it was read (missing, or at its version, which the move replaces), as far
+        as :attr:`Capabilities.cas_scope` reaches. Returns the file's version at
+        the destination. A store without a rename copies, then deletes the
+        source: a crash in between leaves both, never neither.
+
+        Raises:
+            NotFound: The file did not exist when read.
+            Stale: Either changed since it was read (nothing moved).
+            AlreadyExists: The destination was missing when read, and was created meanwhile.
+
+        """
+        if self.current is None:
+            raise await self.missing()
+        with anyio.CancelScope(shield=True):
+            version = await self._move(destination)
+        self.moved_to = destination
+        return version
+
+    async def undo(self, written: Version | None) -> None:
+        """Put back what the file held when read, over what this update did since.
+
+        *written* is the version this update stored, or None if it deleted the
+        file. Succeeds only if the file is still as this update left it, as far
+        as :attr:`Capabilities.cas_scope` reaches. A file this update moved is
+        put back with :meth:`undo_move` instead.
+
+        Raises:
+            Stale: The file changed since this update wrote it.
+
+        """
+        with anyio.CancelScope(shield=True):
+            await self._undo(written)
+
+    async def undo_move(self, written: Version) -> None:
+        """Put back the file :meth:`move` moved: here, and the destination as it was read.
+
+        *written* is the version the move left at the destination. The file is
+        back here before the destination is undone: a failure in between leaves
+        it at both paths, never at neither.
+
+        Raises:
+            Stale: Either path changed since the move.
+
+        """
+        assert self.moved_to is not None, "undo_move() of an update that moved nothing"
+        with anyio.CancelScope(shield=True):
+            await self._undo_move(self.moved_to, written)
+
+    async def missing(self) -> FsError:
+        """The error for a file that was not there when read.
+
+        ``NotFound``, or ``IsADirectory`` where a directory (an object-store
+        prefix) stands at the path.
+        """
+        return await self.backend._missing(self.path)
+
+    # -- the store's primitives ---------------------------------------------------------------
+
+    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+        """Store *data* at the path, which holds version *was* (None: nothing); return its version.
+
+        Refuse (``Stale``, ``AlreadyExists``) where the file is no longer so, as
+        far as the store's condition or lock reaches.
+        """
+        raise NotImplementedError  # pragma: no cover - every Update subclass has its own
+
+    async def _remove(self, *, was: Version) -> None:
+        """Delete the file, which holds version *was*; ``Stale`` where it no longer does."""
+        raise NotImplementedError  # pragma: no cover
+
+    async def _move(self, destination: Update) -> Version:
+        """Copy to *destination* under its condition, then remove here under this one.
+
+        If the removal fails (this file changed meanwhile), the copy is undone.
+        """
+        assert self.current is not None
+        version = await destination.write(self.current.data)
+        try:
+            await self._remove(was=self.current.version)
+        except BaseException as failure:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await destination.undo(version)
+                except FsError as undo:
+                    raise BackendError(
+                        f"moving {self.path} to {destination.path} failed half way, and the "
+                        f"copy could not be undone: both paths now hold the file ({undo})",
+                        path=self.path,
+                        details={"destination": destination.path, "version": version},
+                    ) from failure
+            raise
+        return version
+
+    async def _undo_move(self, destination: Update, written: Version) -> None:
+        """Put the file back here (create-only), then undo the destination."""
+        await self._undo(None)
+        await destination._undo(written)
+
+    async def _undo(self, written: Version | None) -> None:
+        if self.current is None:
+            if written is not None:
+                await self._remove(was=written)
+        else:
+            await self._put(self.current.data, was=written)
+
+
+class ConditionalUpdate(Update):
+    """The default :class:`Update`: the store's compare-and-swap against the version read."""
+
+    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+        return await self.backend._write(self.path, data, ABSENT if was is None else was)
+
+    async def _remove(self, *, was: Version) -> None:
+        await self.backend._delete(self.path, was)
+
+
+def check_expect(
+    path: str, expect: Expect, current: Version | Callable[[], Version] | None
+) -> None:
+    """Refuse a write whose precondition *expect* the file's *current* state fails.
+
+    For backends that compare versions themselves, under their own lock.
+    *current* is the file's version, a function computing it (called only when
+    *expect* is a version), or None when the file does not exist.
+
+    Raises:
+        AlreadyExists: *expect* is ABSENT and the file exists.
+        Stale: *expect* is a version and the file is at another one, or missing.
+
+    """
+    if expect is ABSENT and current is not None:
+        raise AlreadyExists(f"{path} already exists", path=path)
+    if isinstance(expect, str):
+        actual = current() if callable(current) else current
+        if actual != expect:
+            raise Stale(
+                f"{path} is not at the expected version",
+                path=path,
+                details={"expected_version": expect, "current_version": actual},
+            )

@@ -1,0 +1,171 @@
+"""Reads beneath a :class:`~ctxfs.local.root.RootDirectory`: whole, ranged, streamed, for an update.
+
+Each function blocks; one that takes an open descriptor closes it.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import stat
+
+from ctxfs.core import NotFound, Stale
+from ctxfs.core.kit import (
+    DEFAULT_CHUNK_SIZE,
+    Blob,
+    ContentHasher,
+    ReadRequest,
+    Version,
+    content_version,
+)
+from ctxfs.local.oserrors import translated
+from ctxfs.local.root import READ_FLAGS, RootDirectory, Seen, identity
+
+__all__ = [
+    "hash_fd",
+    "open_and_read",
+    "open_entry",
+    "read_at",
+    "read_entry",
+    "read_open",
+    "zeros",
+]
+
+
+def read_open(path: str, request: ReadRequest, fd: int, info: os.stat_result) -> Blob:
+    """Read from *fd* (opened on *path*, *info* its fstat) as *request* asks, then close it."""
+    try:
+        request.check(path, size=info.st_size)
+        with translated(path):
+            if request.whole:
+                data = _read_all(fd, info.st_size)
+                version = content_version(data)
+            else:
+                version = hash_fd(fd)
+                first = request.start or 0
+                end = info.st_size if request.end is None else request.end
+                last = min(end, info.st_size)
+                data = os.pread(fd, max(0, last - first), first) if last > first else b""
+            size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    return Blob(data=data, version=version, size=size)
+
+
+def open_and_read(
+    root: RootDirectory, path: str, chunk_size: int
+) -> tuple[int, os.stat_result, bytes]:
+    """Open file *path* and read its first chunk; the descriptor stays open."""
+    fd, info = root.open_file(path)
+    try:
+        with translated(path):
+            return fd, info, os.read(fd, chunk_size)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_entry(
+    root: RootDirectory, path: str, max_size: int | None
+) -> tuple[int, os.stat_result] | None:
+    """Open file *path* for an update, not following a final symlink; None if missing."""
+    parent, _, name = path.rpartition("/")
+    try:
+        dir_fd = root.open_dir(parent, create=False)
+    except NotFound:
+        return None
+    try:
+        with translated(path):
+            entry = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISLNK(entry.st_mode):
+                _refuse_link(root, dir_fd, name, path)
+                return None  # a dangling link reads as missing; a write refuses the link
+            fd = os.open(name, READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except NotFound:
+        root.check()  # a deleted root is unavailable, not a missing file
+        return None
+    finally:
+        os.close(dir_fd)
+    try:
+        info = os.fstat(fd)
+        root.check_regular(path, info, writing=True)
+        ReadRequest(max_size=max_size).check(path, size=info.st_size)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def _refuse_link(root: RootDirectory, dir_fd: int, name: str, path: str) -> None:
+    """Refuse to update the symlink *name*, unless it dangles (then return).
+
+    A link that leads out of the root, or one the policy does not follow, is
+    refused as a read of it would be; a link inside the root is never replaced.
+    """
+    try:
+        os.close(root.open(path, os.O_PATH))
+    except NotFound:
+        return
+    raise root.symlink_refusal(dir_fd, name, path)
+
+
+def read_entry(path: str, fd: int, info: os.stat_result) -> tuple[Blob, Seen]:
+    """Read the whole file open at *fd* (*info*: its fstat at open), then close it.
+
+    The file must have the same identity after the read as before it, and hold
+    as many bytes as were read: a writer that changed it meanwhile would leave a
+    mix of two states, which is ``Stale``.
+    """
+    try:
+        with translated(path):
+            data = _read_all(fd, info.st_size)
+            after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if identity(after) != identity(info) or len(data) != after.st_size:
+        raise Stale(f"{path} changed while it was read; read it again", path=path)
+    blob = Blob(data=data, version=content_version(data), size=len(data))
+    return blob, Seen(identity(after), info=after)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """Read a whole file, asking for the size it had at open in one go (one copy)."""
+    chunks = []
+    wanted = max(size, DEFAULT_CHUNK_SIZE)
+    while chunk := os.read(fd, wanted):  # until EOF: a read may return less than asked
+        chunks.append(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def hash_fd(fd: int) -> Version:
+    """The version of the content of open file *fd*."""
+    hasher, offset = ContentHasher(), 0
+    while chunk := os.pread(fd, DEFAULT_CHUNK_SIZE, offset):
+        hasher.update(chunk)
+        offset += len(chunk)
+    return hasher.version()
+
+
+def read_at(fd: int, position: int, chunk_size: int, size: int) -> bytes | int:
+    """The chunk at *position*; or, where a hole of a sparse file covers it, the hole's length.
+
+    ``SEEK_DATA`` finds the next data; a file system without it reads as usual.
+    """
+    try:
+        hole = os.lseek(fd, position, os.SEEK_DATA) - position
+    except OSError as error:
+        # ENXIO: a hole to the end, unless the file was cut short meanwhile (read to learn)
+        ended = error.errno == errno.ENXIO and os.fstat(fd).st_size >= size
+        hole = size - position if ended else 0
+    hole = min(hole, size - position)  # a file grown meanwhile is read as it was at open
+    if hole >= min(chunk_size, size - position) > 0:
+        return hole
+    return os.pread(fd, chunk_size, position)
+
+
+@functools.lru_cache(maxsize=4)
+def zeros(size: int) -> bytes:
+    """*size* zero bytes: what a hole reads as (one object, shared)."""
+    return bytes(size)

@@ -1,0 +1,310 @@
+"""The confined root: one directory descriptor every path resolves beneath, and its entries.
+
+:class:`RootDirectory` opens paths through :mod:`ctxfs.local.resolve` (symbolic links
+followed only inside the root, and only where allowed), refuses what is not a
+regular file (a FIFO, socket or device is refused at once: opens are
+non-blocking) and files with other names, unless allowed, and tells what a
+path resolves to. Its methods block: the backend runs them in worker threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from ctxfs.core import Denied, FsError, IsADirectory, NotARegularFile, NotFound, Unavailable
+from ctxfs.core.kit import FileKind, Location, Stat, join_path
+from ctxfs.local.oserrors import translate, translated
+from ctxfs.local.resolve import Resolver
+
+__all__ = ["DIR_FLAGS", "READ_FLAGS", "TEMP_PREFIX", "RootDirectory", "Seen", "identity", "stat_of"]
+
+TEMP_PREFIX: Final = ".ctxfs-tmp."
+"""Names of temporary files; hidden from listings, reaped, and refused as targets."""
+READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK
+DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY
+_KINDS: Final = {
+    stat.S_IFREG: FileKind.FILE,
+    stat.S_IFDIR: FileKind.DIRECTORY,
+    stat.S_IFLNK: FileKind.SYMLINK,
+}
+_DELETED: Final = " (deleted)"
+"""What ``/proc/self/fd`` adds to the path of a file unlinked since it was opened."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The entry an update read, by identity (None: there was none)."""
+
+    identity: tuple[int, ...] | None
+    info: os.stat_result | None = field(default=None, compare=False)
+    """Its metadata as read (mode and owner, for a file put back)."""
+
+
+def identity(info: os.stat_result | None) -> tuple[int, ...] | None:
+    """What tells one state of a file from another under the CAS lock, without reading it.
+
+    ctxfs writers always publish a new inode; a writer bypassing ctxfs that
+    rewrites the file in place changes its size or its times.
+    """
+    if info is None:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def stat_of(path: str, info: os.stat_result) -> Stat:
+    """The :class:`Stat` of *path* from its ``lstat``."""
+    kind = _KINDS.get(stat.S_IFMT(info.st_mode), FileKind.OTHER)
+    return Stat(
+        path=path,
+        kind=kind,
+        size=info.st_size if kind is FileKind.FILE else None,
+        mtime=info.st_mtime,
+    )
+
+
+class RootDirectory:
+    """The directory *path*, open as *fd*, with the backend's link policies."""
+
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        resolver: Resolver,
+        *,
+        follow_symlinks: bool,
+        allow_hard_links: bool,
+        read_hard_links: bool,
+    ) -> None:
+        self.path = path
+        self.text = str(path)
+        self.fd = fd
+        self.resolver = resolver
+        self.follow_symlinks = follow_symlinks
+        self.allow_hard_links = allow_hard_links
+        self.read_hard_links = read_hard_links
+
+    def open(self, path: str, flags: int) -> int:
+        """Open *path* beneath the root with *flags*."""
+        try:
+            return self.resolver.open(self.fd, path, flags, follow_symlinks=self.follow_symlinks)
+        except NotFound:
+            self.check()
+            raise
+
+    def check(self) -> None:
+        """Raise ``Unavailable`` if the root has been deleted."""
+        if os.fstat(self.fd).st_nlink == 0:
+            raise Unavailable(
+                f"the workspace root {self.path} has been deleted",
+                retryable=False,
+                hint="The workspace directory no longer exists; nothing can be read or written.",
+            )
+
+    def gone(self) -> FsError | None:
+        """The error of a deleted root, or None (for ``translated(on_missing=...)``)."""
+        try:
+            self.check()
+        except Unavailable as gone:
+            return gone
+        return None
+
+    def open_file(self, path: str) -> tuple[int, os.stat_result]:
+        """Open regular file *path* for reading, blocking; with its ``fstat``."""
+        fd = self.open(path, READ_FLAGS)
+        try:
+            info = os.fstat(fd)
+            self.check_regular(path, info)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, info
+
+    def check_regular(self, path: str, info: os.stat_result, *, writing: bool = False) -> None:
+        """Refuse what is not a regular file, and a file with other names where not allowed."""
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectory(f"{path or 'the root'} is a directory", path=path)
+        if stat.S_ISLNK(info.st_mode):
+            raise NotARegularFile(f"{path} is a symbolic link", path=path)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(
+                f"{path} is not a regular file (a FIFO, socket or device)", path=path
+            )
+        if info.st_nlink > 1 and not (self.allow_hard_links if writing else self.read_hard_links):
+            done = "changed" if self.read_hard_links else "read or changed"
+            raise Denied(
+                f"{path} has {info.st_nlink} hard links; such files cannot be {done}",
+                path=path,
+                hint="A hard link may share this file with a place outside the workspace.",
+                details={"hard_links": info.st_nlink},
+            )
+
+    def stat(self, path: str) -> Stat:
+        """The metadata of *path*, a final symbolic link not followed."""
+        if not path:
+            self.check()
+        fd = self.open(path, os.O_PATH)
+        try:
+            with translated(path):
+                info = os.fstat(fd)
+        finally:
+            os.close(fd)
+        return stat_of(path, info)
+
+    def is_file(self, path: str) -> bool:
+        """Whether *path* is a regular file (False for anything else, or an error)."""
+        try:
+            return self.stat(path).kind is FileKind.FILE
+        except FsError:
+            return False
+
+    def locate(self, path: str) -> Location:
+        """Resolve *path* as far as it exists; the rest is kept as spelled.
+
+        The key is the absolute path that gives, the same for every spelling and
+        every root above the file, before and after a create makes its parents.
+        """
+        parts = path.split("/") if path else []
+        for depth in range(len(parts), -1, -1):
+            try:
+                fd = self.open("/".join(parts[:depth]), os.O_PATH)
+            except NotFound:
+                continue
+            try:
+                real = self.real(fd)
+            finally:
+                os.close(fd)
+            rest = "/".join(parts[depth:])
+            resolved = join_path(real, rest) if rest else real
+            key = os.path.join(self.text, resolved) if resolved else self.text
+            return Location(resolved=resolved, key=key)
+        raise AssertionError("unreachable: the root always opens")  # pragma: no cover
+
+    def real(self, fd: int) -> str:
+        """The root-relative path of what is open at *fd* (what the kernel resolved).
+
+        Raises:
+            Unavailable: There is no ``/proc`` to ask, or the root has moved since
+                it was opened.
+
+        """
+        try:
+            where = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError as error:
+            raise Unavailable(
+                f"cannot tell what a path resolves to without /proc ({error.strerror})",
+                retryable=False,
+            ) from error
+        if where.endswith(_DELETED) and os.fstat(fd).st_nlink == 0:
+            # replaced since it was opened: its path is where its successor is
+            where = where.removesuffix(_DELETED)
+        if where == self.text:
+            return ""
+        if not where.startswith(self.text + "/"):
+            raise Unavailable(
+                f"the workspace root {self.text} has moved (it is now {where.partition(' (')[0]})",
+                retryable=False,
+                hint="The workspace directory was renamed or moved; open it again.",
+            )
+        return where[len(self.text) + 1 :]
+
+    @contextlib.contextmanager
+    def made_dir(self, path: str) -> Iterator[int]:
+        """Directory *path*, made with its missing levels if need be, open for the block.
+
+        If the block (or making the levels) fails, the levels made are removed
+        again, deepest first, those still empty.
+        """
+        made: list[tuple[int, str]] = []
+        try:
+            fd = self.open_dir(path, create=True, made=made)
+            try:
+                yield fd
+            finally:
+                os.close(fd)
+        except BaseException:
+            for parent_fd, name in reversed(made):
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=parent_fd)
+            raise
+        finally:
+            for parent_fd, _ in made:
+                os.close(parent_fd)
+
+    def open_dir(
+        self, path: str, *, create: bool, made: list[tuple[int, str]] | None = None
+    ) -> int:
+        """Open directory *path*; with *create*, make missing levels one at a time.
+
+        Each missing level is made and opened (``O_NOFOLLOW``) relative to its
+        parent's descriptor, and added to *made* with that descriptor, which is
+        then left open for the caller to close.
+        """
+        try:
+            return self.open(path, DIR_FLAGS)
+        except NotFound:
+            if not create or not path:
+                raise
+        parts = path.split("/")
+        existing = len(parts) - 1
+        while True:
+            try:
+                fd = self.open("/".join(parts[:existing]), DIR_FLAGS)
+                break
+            except NotFound:
+                if existing == 0:
+                    raise
+                existing -= 1
+        kept = False  # fd is a parent in *made*: the caller closes it
+        try:
+            for name in parts[existing:]:
+                with translated(path, on_missing=self.gone):
+                    try:
+                        os.mkdir(name, 0o777, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    else:
+                        if made is not None:
+                            made.append((fd, name))
+                            kept = True
+                    child = os.open(name, DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                if not kept:
+                    os.close(fd)
+                fd, kept = child, False
+        except BaseException:
+            if not kept:
+                os.close(fd)
+            raise
+        return fd
+
+    def entry(self, dir_fd: int, name: str, path: str) -> os.stat_result | None:
+        """The regular file *name* in *dir_fd*, to change; None if absent; a link is refused."""
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise translate(error, path) from error
+        if stat.S_ISLNK(info.st_mode):
+            raise self.symlink_refusal(dir_fd, name, path)
+        self.check_regular(path, info, writing=True)
+        return info
+
+    def symlink_refusal(self, dir_fd: int, name: str, path: str) -> FsError:
+        """The refusal to change symbolic link *name*, naming its target."""
+        try:
+            target = os.readlink(name, dir_fd=dir_fd)
+        except OSError:
+            target = "?"
+        return NotARegularFile(
+            f"{path} is a symbolic link (to {target}); it is never replaced by a write",
+            path=path,
+            hint=f"Change the file the link points to ({target}) instead.",
+            details={"symlink_target": target},
+        )

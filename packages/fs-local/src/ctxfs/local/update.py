@@ -1,0 +1,63 @@
+"""fs-local's :class:`~ctxfs.core.kit.Update`: the CAS lock held from the read to the change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
+import anyio
+
+from ctxfs.core.kit import ABSENT, Backend, Blob, Update, Version
+from ctxfs.local import writes
+from ctxfs.local.root import RootDirectory, Seen
+
+T = TypeVar("T")
+
+__all__ = ["LockedUpdate"]
+
+
+class LockedUpdate(Update):
+    """An update whose CAS lock is held since the read.
+
+    Its first change checks only that the entry is still the one read (its
+    identity, :class:`~ctxfs.local.root.Seen`); an undo, after it, checks the
+    version this update left. A move is a rename.
+    """
+
+    def __init__(
+        self, backend: Backend, root: RootDirectory, path: str, current: Blob | None, seen: Seen
+    ) -> None:
+        super().__init__(backend, path, current)
+        self.root = root
+        self.seen = seen
+        self._as_read = True
+
+    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+        expect = self.seen if self._as_read else (ABSENT if was is None else was)
+        version = await _run(writes.write, self.root, self.path, data, expect, self.seen.info)
+        self._as_read = False
+        return version
+
+    async def _remove(self, *, was: Version) -> None:
+        expect = self.seen if self._as_read else was
+        await _run(writes.delete, self.root, self.path, expect)
+        self._as_read = False
+
+    async def _move(self, destination: Update) -> Version:
+        assert self.current is not None
+        assert isinstance(destination, LockedUpdate)
+        await _run(writes.move, self.root, self.path, self.seen, destination.path, destination.seen)
+        self._as_read = destination._as_read = False
+        return self.current.version
+
+    async def _undo_move(self, destination: Update, written: Version) -> None:
+        assert isinstance(destination, LockedUpdate)
+        del written  # the file moved is known by its inode
+        await _run(writes.move_back, self.root, destination.path, self.seen, self.path)
+        if destination.current is not None:  # the file the move replaced
+            await destination._undo(None)
+
+
+async def _run(function: Callable[..., T], *args: object) -> T:
+    return await anyio.to_thread.run_sync(partial(function, *args))

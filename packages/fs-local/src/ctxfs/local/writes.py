@@ -1,0 +1,283 @@
+"""Changes beneath a :class:`~ctxfs.local.root.RootDirectory`: atomic, durable, not via links.
+
+A write goes to a temporary file in the target's own directory (``O_EXCL |
+O_NOFOLLOW``), written in full, given the old mode, ``fsync``-ed and renamed
+over the target within that directory, whose entry is then ``fsync``-ed too.
+A precondition is a version (compared by hash), ``ABSENT``, or a :class:`Seen`
+entry (compared by identity, under the CAS lock held since the read). Each
+function blocks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import stat
+from functools import partial
+from typing import Final
+
+from ctxfs.core import AlreadyExists, Busy, InvalidArgument, NotADirectory, Stale
+from ctxfs.core.kit import ABSENT, Expect, Version, check_expect, content_version
+from ctxfs.local.oserrors import translated
+from ctxfs.local.reads import hash_fd
+from ctxfs.local.root import READ_FLAGS, TEMP_PREFIX, RootDirectory, Seen, identity
+
+__all__ = ["delete", "mkdir", "move", "move_back", "move_directory", "write"]
+
+_RENAME_NOREPLACE: Final = 1
+_DIRECTORY_RACES: Final = 3
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+class _DirectoryGone(Exception):
+    """The directory a write was about to publish in was removed meanwhile."""
+
+
+def write(
+    root: RootDirectory,
+    path: str,
+    data: bytes,
+    expect: Expect | Seen,
+    like: os.stat_result | None = None,
+) -> Version:
+    """Write *data* at *path* under *expect*; a new file takes *like*'s mode and owner."""
+    for _ in range(_DIRECTORY_RACES):
+        try:
+            return _write_once(root, path, data, expect, like)
+        except _DirectoryGone:
+            continue  # a failed create removed the directory it had made: make it again
+    raise Busy(f"the directory of {path} keeps being removed", path=path)
+
+
+def _write_once(
+    root: RootDirectory, path: str, data: bytes, expect: Expect | Seen, like: os.stat_result | None
+) -> Version:
+    parent, _, name = path.rpartition("/")
+    with root.made_dir(parent) as dir_fd:
+        current = root.entry(dir_fd, name, path)
+        _check_precondition(root, dir_fd, name, path, current=current, expect=expect)
+        with translated(path, on_missing=root.gone):
+            try:
+                temp = _write_temp(dir_fd, data, current if current is not None else like)
+            except FileNotFoundError:
+                if os.fstat(dir_fd).st_nlink == 0:
+                    raise _DirectoryGone from None
+                raise
+            try:
+                if expect is ABSENT or expect == Seen(None):
+                    _rename_noreplace(dir_fd, temp, name)
+                else:
+                    os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp, dir_fd=dir_fd)
+                raise
+            os.fsync(dir_fd)
+    return content_version(data)
+
+
+def _check_precondition(
+    root: RootDirectory,
+    dir_fd: int,
+    name: str,
+    path: str,
+    *,
+    current: os.stat_result | None,
+    expect: Expect | Seen,
+) -> None:
+    """Refuse a change whose precondition the entry *current* (None: missing) fails."""
+    if isinstance(expect, Seen):
+        if identity(current) != expect.identity:
+            raise Stale(f"{path} changed while it was being updated", path=path)
+        return
+    check_expect(
+        path, expect, None if current is None else partial(_hash_entry, root, dir_fd, name, path)
+    )
+
+
+def _hash_entry(root: RootDirectory, dir_fd: int, name: str, path: str) -> Version:
+    with translated(path):
+        fd = os.open(name, READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        root.check_regular(path, os.fstat(fd), writing=True)
+        os.set_blocking(fd, True)
+        with translated(path):
+            return hash_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def move(root: RootDirectory, source: str, seen: Seen, target: str, target_seen: Seen) -> None:
+    """Rename *source* to *target*, both still as seen; durable once it returns.
+
+    A target seen missing must still be missing (``RENAME_NOREPLACE``); the
+    target's missing directories are made.
+    """
+    parent, _, name = source.rpartition("/")
+    target_parent, _, target_name = target.rpartition("/")
+    dir_fd = root.open_dir(parent, create=False)
+    try:
+        with root.made_dir(target_parent) as target_dir_fd:
+            current = root.entry(dir_fd, name, source)
+            _check_precondition(root, dir_fd, name, source, current=current, expect=seen)
+            there = root.entry(target_dir_fd, target_name, target)
+            _check_precondition(
+                root, target_dir_fd, target_name, target, current=there, expect=target_seen
+            )
+            with translated(target, on_missing=root.gone):
+                if target_seen.identity is None:
+                    _rename_noreplace(dir_fd, name, target_name, target_dir_fd=target_dir_fd)
+                else:
+                    os.replace(name, target_name, src_dir_fd=dir_fd, dst_dir_fd=target_dir_fd)
+                os.fsync(target_dir_fd)
+                os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def move_back(root: RootDirectory, moved: str, seen: Seen, source: str) -> None:
+    """Rename *moved* back to *source*, where it was *seen*; *source* must be free.
+
+    The entry must still be the file moved (its inode, size and modification
+    time: a rename changes only its change time).
+    """
+    parent, _, name = moved.rpartition("/")
+    source_parent, _, source_name = source.rpartition("/")
+    dir_fd = root.open_dir(parent, create=False)
+    try:
+        with root.made_dir(source_parent) as source_dir_fd:
+            there = identity(root.entry(dir_fd, name, moved))
+            if there is None or seen.identity is None or there[:4] != seen.identity[:4]:
+                raise Stale(f"{moved} changed since it was moved there", path=moved)
+            with translated(source, on_missing=root.gone):
+                _rename_noreplace(dir_fd, name, source_name, target_dir_fd=source_dir_fd)
+                os.fsync(source_dir_fd)
+                os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def move_directory(root: RootDirectory, source: str, destination: str) -> None:
+    """Rename directory *source* to *destination*, which must not exist; durable on return.
+
+    Both parents are opened as :func:`move` opens them (confined beneath
+    the root); the entries themselves are never followed: a symbolic link at
+    *source* is refused, and one at *destination* is something that exists.
+    """
+    parent, _, name = source.rpartition("/")
+    target_parent, _, target_name = destination.rpartition("/")
+    dir_fd = root.open_dir(parent, create=False)
+    try:
+        with translated(source, on_missing=root.gone):
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if not stat.S_ISDIR(info.st_mode):
+            kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
+            raise NotADirectory(f"{source} is {kind}", path=source)
+        with (
+            root.made_dir(target_parent) as target_dir_fd,
+            translated(destination, on_missing=root.gone),
+        ):
+            _rename_noreplace(
+                dir_fd, name, target_name, target_dir_fd=target_dir_fd, directory=True
+            )
+            os.fsync(target_dir_fd)
+            os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def delete(root: RootDirectory, path: str, expect: Version | Seen | None) -> None:
+    """Delete file *path* under *expect*, or empty directory *path* (then *expect* is None)."""
+    parent, _, name = path.rpartition("/")
+    dir_fd = root.open_dir(parent, create=False)
+    try:
+        with translated(path, on_missing=root.gone):
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISLNK(info.st_mode):
+            raise root.symlink_refusal(dir_fd, name, path)
+        if stat.S_ISDIR(info.st_mode):
+            if expect is not None:
+                raise InvalidArgument(f"{path} is a directory; it has no version", path=path)
+            try:
+                os.rmdir(name, dir_fd=dir_fd)
+            except OSError as error:
+                if error.errno == errno.ENOTEMPTY:
+                    raise InvalidArgument(f"directory {path} is not empty", path=path) from None
+                with translated(path):
+                    raise
+        else:
+            _check_precondition(root, dir_fd, name, path, current=info, expect=expect)
+            with translated(path):
+                os.unlink(name, dir_fd=dir_fd)
+        with translated(path):
+            os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def mkdir(root: RootDirectory, path: str) -> None:
+    """Make directory *path* and its missing parents; ``AlreadyExists`` where it is a file."""
+    try:
+        os.close(root.open_dir(path, create=True))
+    except NotADirectory:
+        if root.is_file(path):
+            raise AlreadyExists(f"{path} exists and is a file", path=path) from None
+        raise
+
+
+def _write_temp(dir_fd: int, data: bytes, current: os.stat_result | None) -> str:
+    """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name."""
+    name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, 0o600 if current is not None else 0o666, dir_fd=dir_fd)
+    try:
+        view, written = memoryview(data), 0
+        while written < len(data):
+            written += os.write(fd, view[written:])
+        if current is not None:
+            os.fchmod(fd, stat.S_IMODE(current.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+            if os.geteuid() == 0:
+                os.fchown(fd, current.st_uid, current.st_gid)
+        os.fsync(fd)  # an error here fails the write: never retry-and-trust
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        raise
+    os.close(fd)
+    return name
+
+
+def _rename_noreplace(
+    dir_fd: int,
+    source: str,
+    target: str,
+    *,
+    target_dir_fd: int | None = None,
+    directory: bool = False,
+) -> None:
+    """Rename *source* to *target* only if *target* does not exist (not even as a symlink).
+
+    *target* is in *target_dir_fd* (by default the same directory). A file
+    system without ``renameat2`` flags falls back to link-then-unlink, which a
+    *directory* cannot do: it is then refused (``EOPNOTSUPP``), never replaced.
+    """
+    to_fd = dir_fd if target_dir_fd is None else target_dir_fd
+    renameat2 = getattr(_LIBC, "renameat2", None)
+    if renameat2 is not None:
+        result = renameat2(
+            dir_fd, os.fsencode(source), to_fd, os.fsencode(target), _RENAME_NOREPLACE
+        )
+        if result == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.ENOSYS, errno.EINVAL):
+            raise OSError(code, os.strerror(code), target)
+    if directory:
+        code = errno.EOPNOTSUPP
+        raise OSError(code, "this file system cannot move a directory without replacing", target)
+    os.link(source, target, src_dir_fd=dir_fd, dst_dir_fd=to_fd, follow_symlinks=False)
+    os.unlink(source, dir_fd=dir_fd)
