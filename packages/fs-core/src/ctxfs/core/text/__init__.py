@@ -25,13 +25,8 @@ from ctxfs.core.text.edits import (
     replace_in_turn,
 )
 from ctxfs.core.text.encodings import KnownEncodings, TextEncoding, detect_encoding
-from ctxfs.core.text.options import (
-    DEFAULT_LEGACY_ENCODINGS,
-    LINE_NUMBER_PREFIX,
-    TextOptions,
-    format_line_number,
-    number_lines,
-)
+from ctxfs.core.text.line_numbers import LINE_NUMBER_PREFIX, format_line_number, number_lines
+from ctxfs.core.text.options import DEFAULT_LEGACY_ENCODINGS, TextOptions
 from ctxfs.core.text.patches import FilePatch, Hunk, PatchAction, locate_hunks, patch_document
 from ctxfs.core.text.window import Window, iter_lines, read_window, truncation_marker
 

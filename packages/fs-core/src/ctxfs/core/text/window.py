@@ -21,10 +21,11 @@ import anyio.to_thread
 
 from ctxfs.core.backend import ReadStream
 from ctxfs.core.errors import EncodingError, InvalidArgument
-from ctxfs.core.text.document import display
+from ctxfs.core.text.changes import display
 from ctxfs.core.text.encodings import KnownEncodings, TextEncoding, detect_encoding
+from ctxfs.core.text.line_numbers import format_line_number
 from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings, count_terminators
-from ctxfs.core.text.options import TextOptions, format_line_number
+from ctxfs.core.text.options import TextOptions
 
 __all__ = ["Window", "iter_lines", "read_window", "truncation_marker"]
 
