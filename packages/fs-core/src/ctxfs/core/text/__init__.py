@@ -4,7 +4,7 @@
   that round-trips a file byte for byte, or refuses it.
 - :mod:`~ctxfs.core.text.window` streams a window of lines out of any size of file.
 - :mod:`~ctxfs.core.text.document` holds a whole file for edits, inserts and
-  writes that change nothing outside their spans.
+  writes that change nothing outside their spans (with ``splicing`` and ``rewrite``).
 - :mod:`~ctxfs.core.text.edits` checks replacements and applies several in turn.
 - :mod:`~ctxfs.core.text.patches` locates a patch's hunks and applies them.
 - :mod:`~ctxfs.core.text.mismatch` explains a failed match so a model can fix it.

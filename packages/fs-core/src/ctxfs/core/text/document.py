@@ -70,8 +70,6 @@ class TextDocument(Generic[AnyStr]):
         """The logical view as text (invalid bytes as escapes)."""
         return self.text_of(self.logical)
 
-    # -- conversions ----------------------------------------------------------------
-
     def units(self, text: str, *, what: str, fold: bool = True) -> AnyStr:
         r"""Convert caller text to the document's units, line endings folded to ``\n``.
 
@@ -106,8 +104,6 @@ class TextDocument(Generic[AnyStr]):
         except UnicodeEncodeError as exc:
             raise unencodable(self.path, self.encoding, raw, exc) from None
 
-    # -- positions ------------------------------------------------------------------
-
     def occurrences(self, text: str) -> int:
         """How many times *text* occurs, without overlaps (0 if it cannot be in the file)."""
         try:
@@ -122,8 +118,6 @@ class TextDocument(Generic[AnyStr]):
             found.append(start)
             start = self.logical.find(needle, start + len(needle))
         return found
-
-    # -- changes ----------------------------------------------------------------------
 
     def replace(self, old_string: str, new_string: str, *, replace_all: bool) -> Change:
         """Replace *old_string* once (or everywhere with *replace_all*) on the logical view.
@@ -248,9 +242,7 @@ class TextDocument(Generic[AnyStr]):
     @functools.cached_property
     def lines(self) -> tuple[str, ...]:
         """The file's lines as text, without their line breaks (invalid bytes as escapes)."""
-        # a decoded "\n" is always a line feed of the file: no encoding here has it in a
-        # multi-byte character, and invalid bytes decode to escapes
-        parts = self.logical_text.split("\n")
+        parts = self.logical_text.split("\n")  # no codec here hides a "\n" in a character
         if not parts[-1]:
             parts.pop()  # the file ends with a line break (or is empty)
         return tuple(parts)
