@@ -206,7 +206,7 @@ class TextDocument(Generic[AnyStr]):
             InvalidArgument: *after_line* is outside ``0 .. total lines``.
 
         """
-        total = self._total_lines()
+        total = self.endings.count_lines(self.raw)
         if not 0 <= after_line <= total:
             raise InvalidArgument(
                 f"insert_line {after_line} is outside 0..{total} for {self.path}",
@@ -312,16 +312,6 @@ class TextDocument(Generic[AnyStr]):
         See :func:`~ctxfs.core.text.rewrite.rewrite_whole`.
         """
         return rewrite_whole(self, content)
-
-    def _total_lines(self) -> int:
-        raw = self.raw
-        if not raw:
-            return 0
-        return self._terminators(raw) + (0 if self.endings.ending_at(raw, len(raw) - 1) else 1)
-
-    def _terminators(self, raw: AnyStr) -> int:
-        crlf = raw.count(self.endings.crlf)
-        return raw.count(self.endings.lf) + raw.count(self.endings.cr) - crlf
 
     def _raw_line_start(self, line: int) -> int:
         """Raw position where 1-based *line* starts (``line - 1`` endings precede it)."""
