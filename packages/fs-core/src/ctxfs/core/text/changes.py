@@ -8,6 +8,7 @@ from ctxfs.core.errors import EncodingError
 from ctxfs.core.text.encodings import TextEncoding
 
 __all__ = [
+    "FFFD",
     "Change",
     "count_replacement_chars",
     "display",
@@ -18,6 +19,7 @@ __all__ = [
 
 _ESCAPED_BYTES_AS_FFFD = dict.fromkeys(range(56448, 56576), 65533)
 FFFD = "\ufffd"
+"""The replacement character: it marks data already lost, so no change may add one."""
 
 
 @dataclass(frozen=True, kw_only=True)
