@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ctxfs.core import ABSENT, Fs, FsError, MemoryBackend
 from ctxfs.core.text import AnyDocument, TextOptions, decode_document
+from ctxfs.core.text.rewrite import rewrite_by_lines
 from tests.core.text.reference import reference_lines
 
 OPTIONS = TextOptions()
@@ -205,7 +206,7 @@ def test_rewrite_in_place_is_the_line_by_line_rewrite(
     tail = keep.draw(st.integers(0, len(lines) - head))
     content = "".join(lines[:head]) + new + "".join(lines[len(lines) - tail :])
     try:
-        expected = document._rewrite_by_lines(content)
+        expected = rewrite_by_lines(document, content)
     except FsError as refused:
         with pytest.raises(type(refused)):
             document.rewrite(content)

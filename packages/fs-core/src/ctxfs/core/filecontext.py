@@ -12,10 +12,8 @@ Rules, checked under the mutation locks against the version the store holds:
   ``Stale``.
 
 After a mutation the owner's observation is the new version, complete; other
-owners keep theirs, which are now stale. A directory move carries the owner's
-observations of the files in it to their new keys (:meth:`FileContextPlugin.follow`).
-Locks come in two levels: an in-process lock per path, then the backend's own
-lock where it has one; both waits are bounded and end in ``Busy``.
+owners' are now stale. Locks: an in-process lock per file, then the backend's own
+where it has one, within one bounded wait that ends in ``Busy``.
 """
 
 from __future__ import annotations
@@ -55,14 +53,9 @@ _MAX_RANGES: Final = 64
 class FileContextPlugin:
     """Records observations per (owner, file) and enforces the rules above.
 
-    A file is its identity (:attr:`Operation.key`), not its spelling: a read
-    through a link and an edit through the target's own path meet the same
-    observation and the same locks.
-
-    Observations live in *observations* (:mod:`ctxfs.core.observations`): by
-    default in this process, the least recently used forgotten beyond
-    *max_observations*; a forgotten observation only means the owner must read
-    again. A SQLite or Redis store shares them with other processes and hosts.
+    A file is its identity (:attr:`Operation.key`), not its spelling. Observations
+    live in *observations*; by default in this process, the least recently used
+    forgotten beyond *max_observations* (the owner must then read again).
     """
 
     def __init__(
@@ -87,10 +80,7 @@ class FileContextPlugin:
         await self.observations.forget_owner(owner)
 
     async def observation(self, owner: str, key: str) -> Observation | None:
-        """Return what *owner* last saw of the file *key*, if anything.
-
-        The key is the file's identity (:attr:`Location.key`).
-        """
+        """Return what *owner* last saw of the file *key* (its identity), if anything."""
         return await self.observations.get(owner, key)
 
     @hookimpl
@@ -141,8 +131,7 @@ class FileContextPlugin:
     ) -> tuple[FsError | None, Observation | None]:
         """The rules' vote on *op* of the file at *current*, and what *owner* had seen of it.
 
-        The store is asked for a created file too: one that cannot answer now
-        refuses the change before anything is written.
+        The store is asked for a created file too, so a failing store refuses before any write.
         """
         if op.kind not in _GUARDED:
             return None, None
@@ -171,10 +160,7 @@ class FileContextPlugin:
         return None, seen
 
     async def restore(self, owner: str, key: str, seen: Observation | None) -> None:
-        """Make *seen* (None: nothing) what *owner* has seen of the file *key* again.
-
-        For a change undone: its file is back as it was, and so is what the owner knew of it.
-        """
+        """Make *seen* (None: nothing) what *owner* has seen of the file *key* (a change undone)."""
         await self.observations.update(owner, key, partial(_kept, seen))
 
     @hookimpl
@@ -189,10 +175,8 @@ class FileContextPlugin:
     async def follow(self, owner: str, moves: Sequence[tuple[str, str]]) -> None:
         """Carry *owner*'s observations along a directory move: ``(old key, new key)`` pairs.
 
-        A file a directory move carried keeps its content, so what the owner saw
-        of it at the old key is what it has seen at the new one; the old key is
-        forgotten. Other owners' observations stay at the old keys, where no file
-        is any longer (they must read the file at its new path).
+        The old key is forgotten; other owners' observations stay at the old keys
+        (they must read the file at its new path).
         """
         for old, new in moves:
             seen = await self.observations.get(owner, old)

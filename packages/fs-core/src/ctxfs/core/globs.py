@@ -7,12 +7,9 @@ bracex, at most :data:`MAX_ALTERNATIVES`). A pattern (each alternative) without
 ``/`` matches a name at any depth, as in ``.gitignore``; one with ``/`` matches
 the whole path below where the search starts.
 
-No pattern can make matching run away. Segments are matched one by one: with
-up to two ``*`` by a regular expression (at worst quadratic in a name's
-length), with more by the classic greedy scan that only ever returns to the
-last ``*``; ``**`` by a table over (pattern segment, path segment). One regular
-expression for the whole pattern would backtrack: ``*a*a*a*a*a*a*a*b`` against
-a long name of ``a``'s took seconds, and longer patterns, hours.
+No pattern can make matching run away: segments are matched one by one (a
+regular expression for up to two ``*``, else a greedy scan), ``**`` by a table
+over (pattern segment, path segment); one whole-pattern regex would backtrack.
 """
 
 from __future__ import annotations
@@ -45,8 +42,7 @@ class _Wildcard:
 _STAR: Final = _Wildcard("*")
 _ANY: Final = _Wildcard("?")
 _MOST_STARS_FOR_REGEX: Final = 2
-"""Up to this many ``*`` a segment is matched by a regular expression (fast, and at most
-quadratic in the name's length); with more, by the greedy scan (linear times the stars)."""
+"""Up to this many ``*`` a segment is matched by a regular expression; with more, by the scan."""
 
 _SPECIAL: Final = re.compile(r"[\[\]\\{},:!]")
 """Characters some search engine reads specially: a segment holding one is widened to ``*``."""
@@ -88,32 +84,24 @@ class GlobMatcher:
         return any(alternative.fullmatch(path) for alternative in self.alternatives)
 
     def may_hold(self, directory: str) -> bool:
-        """Whether a path below *directory* (root-relative, not the root) may match.
-
-        False only when none can: a walk need not enter it.
-        """
+        """Whether a path below *directory* (root-relative, not the root) may match."""
         names = directory.split("/")
         return any(alternative.may_hold(names) for alternative in self.alternatives)
 
     def outline(self, below: str = "") -> tuple[tuple[str, ...], ...]:
         r"""The pattern widened to a form every search engine reads alike: a first filter.
 
-        One tuple of segments per alternative, each ``**`` or a name glob of
-        ``*`` and plain characters; an unanchored alternative starts with
-        ``**``. ``?`` becomes ``*`` (an engine may take it for one byte), and a
-        segment holding a class, a character some engine treats specially
-        (``[]\{},:!``), an unprintable one or a space at either end becomes
-        ``*``. Every path the pattern matches matches one of the alternatives.
-        With *below* (a directory the pattern is relative to), each starts with
-        its names, widened alike.
+        One tuple of segments per alternative, each ``**`` or a name glob of ``*``
+        and plain characters (an unanchored one starts with ``**``); ``?`` and any
+        segment an engine could read specially become ``*``. Every path the pattern
+        matches matches one of them. With *below*, each starts with its names, widened.
         """
         base = tuple(map(_widened, below.split("/"))) if below else ()
         return tuple(base + alternative.outline() for alternative in self.alternatives)
 
     def names(self) -> tuple[str, ...] | None:
-        """Globs of file *names* (as :meth:`outline`'s) that every matching path's name matches.
+        """Globs of file *names* (as :meth:`outline`'s) every matching path's name matches.
 
-        A filter a search engine can apply first (the path is matched again after);
         None when the pattern does not narrow names (``src/**``, ``*.[ch]``).
         """
         names = tuple(dict.fromkeys(segments[-1] for segments in self.outline()))
@@ -131,7 +119,6 @@ class _Alternative:
         """The pattern's parts; None is ``**`` (an unanchored pattern starts with one)."""
         self._anywhere = segments[0] is None and len(segments) > 1
         rest = segments[1:] if self._anywhere else segments
-        # The usual case: no "**" but perhaps a leading one; then no table is needed.
         self._fixed = None if None in rest else tuple(s for s in rest if s is not None)
         self._last_globstar = max((i for i, s in enumerate(segments) if s is None), default=-1)
 

@@ -1,12 +1,8 @@
 """The hooks of project ``ctxfs``: where plugins see and steer every ``ctx.fs`` call.
 
-pluggy calls hooks synchronously. Any implementation below may instead return an
-awaitable (an ``async def`` implementation does so naturally): the host awaits
-every returned value before it decides anything. No hook here is
-``firstresult``, because pluggy would stop at the first coroutine object and
-skip later votes. Implementations run in pluggy's order (``tryfirst``, then
-the most recently registered first, then ``trylast``); decisions never depend
-on that order.
+Any implementation may return an awaitable (``async def`` does): the host awaits
+every returned value before it decides anything, so no hook is ``firstresult``.
+Decisions never depend on pluggy's call order.
 
 One mutation (write, edit, delete) runs the hooks in this order::
 
@@ -22,10 +18,8 @@ A read runs ``ctxfs_authorize``, then the backend, then ``ctxfs_observed``, then
 ``ctxfs_finished``. A toolset (ctxfs-tools) asks ``ctxfs_tool_exposure`` for every
 tool, once per step, before it offers any.
 
-Built-in behaviour (the file-context plugin, policies) is registered through
-these same hooks. Third-party plugins are found through the entry point group
-``ctxfs.plugins``; an implementation of a hook that no specification declares
-fails loudly when the plugin manager is set up.
+Third-party plugins are found through the entry point group ``ctxfs.plugins``;
+an implementation of an undeclared hook fails when the plugin manager is set up.
 """
 
 from __future__ import annotations
@@ -58,9 +52,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def ctxfs_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     """Add hook specifications from another package.
 
-    Called once for every plugin as it is registered (historic), so a package
-    such as ctxfs-tools can declare its hooks with
-    ``pluginmanager.add_hookspecs(module)`` whatever order plugins load in.
+    Historic: called for every plugin as it is registered, so
+    ``pluginmanager.add_hookspecs(module)`` works whatever order plugins load in.
     Must be synchronous.
 
     Args:
@@ -73,13 +66,11 @@ def ctxfs_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 def ctxfs_authorize(ctx: Context, op: Operation) -> FsError | Awaitable[FsError | None] | None:
     """Vote on an operation before anything is locked, read or written.
 
-    Every implementation runs and every returned awaitable is awaited; then, if
-    any implementation refused, the call fails with that refusal and nothing
-    else happens. Return None to allow. To refuse, return (or raise) an
-    :class:`~ctxfs.core.errors.FsError`, usually ``Denied`` (a rule forbids
-    it), ``NotEnabled`` (a switch is off), ``CheckedOut`` (a person holds the
-    file) or ``TooLarge``. Raising stops pluggy from calling the remaining
-    implementations, so prefer returning.
+    Every implementation runs and every awaitable is awaited; if any refused,
+    the call fails with that refusal and nothing else happens. Return None to
+    allow; to refuse, return (or raise, which skips the remaining implementations)
+    an :class:`~ctxfs.core.errors.FsError`, usually ``Denied``, ``NotEnabled``,
+    ``CheckedOut`` or ``TooLarge``.
 
     Args:
         ctx: The execution context (owner, workspace) asking.
@@ -93,11 +84,10 @@ def ctxfs_mutation_lock(ctx: Context, op: Operation) -> AbstractAsyncContextMana
     """Return a lock to hold around the read-compare-write of a mutation, or None.
 
     Called after authorization. The host enters every returned lock in call
-    order and leaves them in reverse, and runs ``ctxfs_check_version``, the
-    store write and ``ctxfs_committed`` inside them. A lock that cannot be
-    acquired within its bounded wait raises ``Busy`` (retryable) or, when a
-    person holds it, ``CheckedOut``. Must return synchronously; the lock itself
-    is asynchronous.
+    order, leaves them in reverse, and runs ``ctxfs_check_version``, the store
+    write and ``ctxfs_committed`` inside them. A lock not acquired within its
+    bounded wait raises ``Busy`` (retryable) or ``CheckedOut``. Must return
+    synchronously; the lock itself is asynchronous.
 
     Args:
         ctx: The execution context asking.
@@ -198,12 +188,10 @@ def ctxfs_hidden(
 ) -> Collection[str] | Awaitable[Collection[str] | None] | None:
     """Name the paths, among *paths*, to leave out of what *ctx* sees listed.
 
-    Called for every listing (``ctx.fs.list``, and so every walk of the search
-    tools) with the entries' paths, and for an entry that is a symbolic link,
-    what it resolves to as well. An entry is left out if any implementation
-    names its path or its link's resolution. A deny policy answers here, so
-    that what it refuses to show is not even named. Return None (or nothing)
-    to hide nothing.
+    Called for every listing (and so every walk of the search tools) with the
+    entries' paths and, for symbolic links, what they resolve to. An entry is
+    left out if any implementation names its path or its link's resolution.
+    Return None to hide nothing.
 
     Args:
         ctx: The execution context listing.
@@ -218,18 +206,13 @@ def ctxfs_tool_exposure(
 ) -> str | Awaitable[str | None] | None:
     """Say how *tool* is offered to the model of *ctx* in this step.
 
-    Called for every tool a toolset offers by exposure (``search_tools`` and
-    ``call_tool`` follow the tools they serve, a provider's own tool follows the
-    tools it stands for), once per step, when the toolset works out its offer
-    (listing the tools, or running a call without a listing). Return
-    ``"direct"`` (offered as a tool), ``"deferred"`` (found through
-    ``search_tools`` and run through ``call_tool``), ``"hidden"`` (neither
-    offered nor callable), or None for no opinion; any spelling counts
-    (``"Hidden"``). Every implementation runs and every awaitable is awaited;
-    the most restrictive answer wins (hidden over deferred over direct), so a
-    plugin can hide but never reveal. An implementation that raises, or answers
-    anything else, hides the tool for the step: it is logged, and a call of the
-    tool fails with the error.
+    Called once per step for every tool a toolset offers by exposure
+    (``search_tools``, ``call_tool`` and provider tools follow the tools they serve).
+    Return ``"direct"``, ``"deferred"`` (found through ``search_tools``, run
+    through ``call_tool``), ``"hidden"``, or None for no opinion; any spelling
+    counts (``"Hidden"``). The most restrictive answer wins, so a plugin can hide
+    but never reveal. An implementation that raises, or answers anything else,
+    hides the tool for the step (logged; a call of it fails with the error).
 
     Args:
         ctx: The execution context the tools are offered to.

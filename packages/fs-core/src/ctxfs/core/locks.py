@@ -1,10 +1,8 @@
 """In-process exclusion per key, shared by tasks and threads, with bounded waits.
 
-Each key has a ``threading.Lock``. Acquisition never blocks the event loop and
-never parks a worker thread: it tries without blocking and, while the lock is
-held, sleeps with a capped exponential backoff until the deadline. Cancelling a
-waiter therefore can never leave behind an acquisition nobody will release.
-After ``fork`` the child starts with no lock held.
+Acquisition tries without blocking and sleeps with a capped backoff until the
+deadline, so a cancelled waiter never leaves an acquisition behind. After ``fork``
+the child starts with no lock held.
 """
 
 from __future__ import annotations

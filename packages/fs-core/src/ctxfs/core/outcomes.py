@@ -1,9 +1,4 @@
-"""What ``ctx.fs`` operations return, and the operation record hooks receive.
-
-Outcomes are frozen values: they carry everything a tool needs to render a
-result for a model and for a program. Version tokens are in them for programs;
-models never need to copy one.
-"""
+"""What ``ctx.fs`` operations return (frozen values), and the operation record hooks receive."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """``open_fs``: from a URL or a path to an ``Fs``, through the ``ctxfs.backends`` entry points.
 
-A package provides a scheme by declaring an entry point in group
-``ctxfs.backends`` whose name is the scheme and whose object is a factory
-``factory(url: str, **options) -> Backend``. A plain path is the ``file`` scheme.
-A factory whose own dependencies are missing raises ``InvalidArgument`` saying
-what to install (see ``ctxfs.remote.extras``): hints live with the backends.
+A package provides a scheme by an entry point in group ``ctxfs.backends`` named
+after it: ``factory(url: str, **options) -> Backend``. A plain path is ``file``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Where the file-context plugin keeps what each owner has seen.
 
-An observation store maps (owner, file key) to the :class:`Observation` the
-owner last made of that file. Every change is one atomic read-modify-write
-(:meth:`ObservationStore.update`), so two processes recording a read of the
-same file at once both count::
+A store maps (owner, file key) to the :class:`Observation` the owner last made
+of that file; every change is one atomic read-modify-write::
 
     ObservationStore ............ the port (async)
     ├── MemoryObservations ...... this process; bounded in all and per owner, idle owners
@@ -11,16 +9,9 @@ same file at once both count::
     ├── SqliteObservations ...... a file: survives restarts, shared by the processes of a host
     └── RedisObservations ....... a Redis server: shared by every host; entries expire
 
-:func:`open_observations` opens one by URL: ``memory:`` (the default),
-``sqlite:///RELATIVE/PATH`` or ``sqlite:////ABSOLUTE/PATH`` (as SQLAlchemy reads
-them), ``redis://HOST:PORT/DB`` (or ``rediss://``, ``unix://``).
-
-Consistency: each store applies one owner's updates of one file atomically and
-in order, and a reader sees the latest committed update (SQLite: on this host;
-Redis: a single server, not a replica that lags its primary). A forgotten
-observation (evicted, expired) is never unsafe: the owner must read again. A
-store that cannot answer raises ``Unavailable``; no change is then accepted
-unguarded.
+A reader sees the latest committed update (SQLite: on this host; Redis: a single
+server, not a lagging replica). A forgotten observation is never unsafe: the owner
+must read again. A store that cannot answer raises ``Unavailable``.
 """
 
 from __future__ import annotations
@@ -151,8 +142,7 @@ def _max_age(url: str, query: dict[str, str]) -> float:
 
 
 def __getattr__(name: str) -> object:
-    # The shared stores load on first use: the Redis client is an optional dependency, and
-    # a process keeping observations in memory needs no sqlite3.
+    # the shared stores load on first use (redis is optional)
     if name == "RedisObservations":
         from ctxfs.core.observations.redis_store import RedisObservations  # noqa: PLC0415
 

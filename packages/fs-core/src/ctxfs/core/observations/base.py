@@ -73,11 +73,7 @@ class Observation:
 
     @classmethod
     def stored(cls, text: str | bytes | None) -> Observation | None:
-        """The observation a shared store holds as *text*: None if absent or damaged.
-
-        A damaged entry (or one ctxfs did not write) counts as no observation:
-        the owner reads again.
-        """
+        """The observation a shared store holds as *text*: None if absent or damaged."""
         if text is None:
             return None
         try:
@@ -90,9 +86,8 @@ class ObservationStore(ABC):
     """The port: observations by (owner, file key).
 
     Implementations make :meth:`update` atomic against every other user of the
-    same store (tasks, threads, processes, hosts, as far as the store is
-    shared), never block the event loop for long, and raise ``Unavailable``
-    (or ``Busy``) rather than guess.
+    store, never block the event loop for long, and raise ``Unavailable`` (or
+    ``Busy``) rather than guess.
     """
 
     @abstractmethod
@@ -120,8 +115,7 @@ class ObservationStore(ABC):
     async def forget_owner(self, owner: str) -> None:  # noqa: B027 - see the docstring
         """Forget everything *owner* saw (an owner that ended: an MCP session, an agent run).
 
-        The built-in stores do; a store that cannot find an owner's entries
-        keeps this default, which leaves them to expire (or be evicted) alone.
+        The default does nothing: the entries expire or are evicted alone.
 
         Raises:
             Unavailable: The store cannot be reached or written.

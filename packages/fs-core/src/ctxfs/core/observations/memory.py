@@ -19,12 +19,8 @@ __all__ = ["MemoryObservations"]
 class MemoryObservations(ObservationStore):
     """Observations in this process only, bounded in all and per owner.
 
-    An owner holds at most *max_per_owner* observations (beyond them, its own
-    least recently used are forgotten), and the store at most
-    *max_observations*: beyond them, the owner least recently active loses
-    its oldest first. So owners that stopped (sessions a client dropped) give
-    way before the agents still working, and no single owner can push the
-    others out.
+    Beyond *max_per_owner*, an owner's least recently used are forgotten; beyond
+    *max_observations*, the least recently active owner loses its oldest first.
 
     Raises:
         ValueError: A bound is not a positive number.
@@ -42,9 +38,8 @@ class MemoryObservations(ObservationStore):
         self.max_observations = max_observations
         self.max_per_owner = max_per_owner
         self._lock = threading.Lock()  # one store may serve several event loops' threads
+        # least recently used first, at both levels
         self._owners: OrderedDict[str, OrderedDict[str, Observation]] = OrderedDict()
-        """Each owner's observations by file key, least recently used first; owners least
-        recently active first."""
         self._count = 0
 
     async def get(self, owner: str, key: str) -> Observation | None:

@@ -37,11 +37,9 @@ _CONFLICT_SECONDS: Final = 10.0
 class RedisObservations(ObservationStore):
     """Observations in a Redis server, shared by every process and host that uses it.
 
-    Each entry is one Redis string, ``PREFIX`` + owner + file key, holding the
-    encoded observation; every update rewrites it (an optimistic ``WATCH`` /
-    ``MULTI`` transaction, retried on conflict) and renews its expiry, so
-    entries not renewed for *max_age* seconds disappear. Reads are served by
-    the server the URL names: point it at a primary, not at a lagging replica.
+    One Redis string per entry; every update is a ``WATCH``/``MULTI`` transaction,
+    retried on conflict, that renews the expiry (*max_age*). Point the URL at a
+    primary, not a lagging replica.
 
     Args:
         url: The server (``redis://HOST:PORT/DB``, ``rediss://`` for TLS, ``unix:///SOCKET``);

@@ -41,15 +41,10 @@ _SELECT: Final = "SELECT observation FROM observations WHERE owner = ? AND key =
 class SqliteObservations(ObservationStore):
     """Observations in a SQLite file.
 
-    Every process of the host that opens the same file shares them, and they
-    survive restarts. Each update is one ``BEGIN IMMEDIATE`` transaction
-    (write-ahead log, so readers never wait). A call runs on the event loop
-    when the file is free at once (a few microseconds, where a worker thread's
-    round trip would cost more than the work), and waits for a locked file in
-    a worker thread, never on the loop. Entries not renewed for *max_age*
-    seconds are removed when the store is opened. Owners and keys are stored
-    as bytes, so names that are not UTF-8 keep their identity. A process
-    killed mid-update leaves the previous entry.
+    Shared by the host's processes, surviving restarts. Each update is one
+    ``BEGIN IMMEDIATE`` transaction (write-ahead log). A call runs on the event
+    loop when the file is free at once, else waits in a worker thread. Entries
+    not renewed for *max_age* seconds are removed when the store is opened.
 
     Raises:
         Unavailable: The file cannot be opened, or is not a SQLite database.
@@ -62,11 +57,9 @@ class SqliteObservations(ObservationStore):
         self.path = Path(path)
         self.max_age = max_age
         self._limiter: anyio.CapacityLimiter | None = None  # made in the loop that uses it
-        self._waiting = _Connection(partial(self._opened, timeout))
-        """Used in a worker thread: waits up to *timeout* for a locked file."""
+        self._waiting = _Connection(partial(self._opened, timeout))  # in a worker thread
         try:
-            self._at_once = _Connection(partial(self._opened, 0))
-            """Used on the event loop: a locked file is at once a reason to use the other."""
+            self._at_once = _Connection(partial(self._opened, 0))  # on the loop: never waits
             with self._using(self._waiting) as db:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(_SCHEMA)
@@ -137,10 +130,8 @@ class SqliteObservations(ObservationStore):
     ) -> Iterator[sqlite3.Connection]:
         """*connection*'s database, SQLite's errors as ctxfs errors (``_Locked`` if *at_once*).
 
-        After any other error the connection is opened again at its next use: a
-        file that failed (read-only, a disk error) may be back by then, and a
-        connection that met the failure can keep it (SQLite opens a file it may
-        not write read-only, for good). A write such a connection refuses is
+        After any other error the connection is opened again at its next use (SQLite
+        keeps a file it could not write read-only for good). A read-only refusal is
         ``_ReadOnly`` unless this is the *last* attempt.
         """
         try:
@@ -180,8 +171,7 @@ class _Connection:
         self.connect = connect
         self.db = connect()
         self.lock = threading.Lock()
-        self.failed = False
-        """Whether the connection met a failure: it is opened again at its next use."""
+        self.failed = False  # opened again at its next use
         self.closed = False
 
     def usable(self) -> sqlite3.Connection:

@@ -1,9 +1,7 @@
 """``CheckOuts``: a person's lease on a file stops agents from changing it.
 
 A lease is not a lock to wait on: the agent gets ``checked_out``, with who holds
-the file and until when, and should plan other work and come back after the
-check-in. (Another agent's lock is ``busy``, retry shortly; a changed file is
-``stale``, read again.)
+the file and until when.
 """
 
 from __future__ import annotations

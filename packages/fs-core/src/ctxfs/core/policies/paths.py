@@ -1,17 +1,10 @@
 r"""``PathRules``: deny and read-only rules, matched on canonical root-relative paths.
 
-Names are compared folded: NFKC, case-folded, and without default-ignorable code
-points, so ``.git``, ``.GIT``, ``.g\u200cit`` and its full-width spelling are one
-name for a rule. A rule covers a path when it matches the path or any of its
-ancestors (so ``.git`` covers ``sub/.git/config``, ``secrets`` covers ``secrets/key``).
-
-A rule judges both the path as spelled and what it resolves to beneath the root
-(:attr:`Operation.resolved <ctxfs.core.Operation.resolved>`): a symbolic link into
-a denied or read-only area is that area, for every operation. What a deny rule
-covers is also left out of listings, and so of every search (``ctxfs_hidden``).
-Patterns are normalised when the rules are made (``./secrets/`` is ``secrets``);
-an absolute pattern, or one with a ``..`` segment, could never match a path inside
-the root and is refused.
+Names are compared folded (:func:`fold_name`: ``.GIT`` and ``.g\u200cit`` are
+``.git``). A rule covers a path when it matches the path or an ancestor, as spelled
+or as resolved (:attr:`Operation.resolved <ctxfs.core.Operation.resolved>`). What a
+deny rule covers is also left out of listings and searches. Absolute patterns and
+``..`` segments are refused.
 """
 
 from __future__ import annotations

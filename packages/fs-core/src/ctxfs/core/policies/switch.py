@@ -1,11 +1,7 @@
 """``IntegrationSwitch``: what a switched-off capability governs can be read, not changed.
 
-A port (:class:`Integrations`) answers whether a capability is on in a
-workspace; ``key_of`` maps a path to the capability that governs it (None for
-paths nothing governs). While a capability is off, changes to what it governs
-are refused ``not_enabled`` in ``ctxfs_authorize``, before any lock; reads go
-on. And the tools that write are not offered at all in that step: the switch
-also answers ``ctxfs_tool_exposure``, hiding every tool that says it writes.
+While a capability (:class:`Integrations`) is off, changes to the paths it
+governs (``key_of``) are refused ``not_enabled``, and the writing tools are hidden.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   that round-trips a file byte for byte, or refuses it.
 - :mod:`~ctxfs.core.text.window` streams a window of lines out of any size of file.
 - :mod:`~ctxfs.core.text.document` holds a whole file for edits, inserts and
-  writes that change nothing outside their spans.
+  writes that change nothing outside their spans (with ``splicing`` and ``rewrite``).
 - :mod:`~ctxfs.core.text.edits` checks replacements and applies several in turn.
 - :mod:`~ctxfs.core.text.patches` locates a patch's hunks and applies them.
 - :mod:`~ctxfs.core.text.mismatch` explains a failed match so a model can fix it.
@@ -25,13 +25,8 @@ from ctxfs.core.text.edits import (
     replace_in_turn,
 )
 from ctxfs.core.text.encodings import KnownEncodings, TextEncoding, detect_encoding
-from ctxfs.core.text.options import (
-    DEFAULT_LEGACY_ENCODINGS,
-    LINE_NUMBER_PREFIX,
-    TextOptions,
-    format_line_number,
-    number_lines,
-)
+from ctxfs.core.text.line_numbers import LINE_NUMBER_PREFIX, format_line_number, number_lines
+from ctxfs.core.text.options import DEFAULT_LEGACY_ENCODINGS, TextOptions
 from ctxfs.core.text.patches import FilePatch, Hunk, PatchAction, locate_hunks, patch_document
 from ctxfs.core.text.window import Window, iter_lines, read_window, truncation_marker
 

@@ -2,21 +2,14 @@
 
 Order of decisions:
 
-1. A byte-order mark names the encoding (UTF-8, UTF-16 and UTF-32, either order).
-2. UTF-32 or UTF-16 without a BOM, where the NUL bytes of mostly-ASCII text
-   show it and the text decodes clean. Then content decides binary: a NUL
-   byte, or too many control characters, in the leading bytes. File names are
-   never consulted.
-3. Valid UTF-8 is UTF-8. UTF-8 with a few invalid bytes among valid text (two
-   valid characters beyond ASCII to each invalid byte, or one of the common
-   scripts: legacy text pairs up into a few odd characters by accident) stays
-   UTF-8, and the invalid bytes are carried through edits untouched.
-4. Otherwise the legacy encodings of :class:`TextOptions` are weighed by
-   evidence (:mod:`~ctxfs.core.text.legacy`): one is chosen only if every
-   other reading of the bytes is no language, or the same text. Anything else
-   is refused with ``EncodingError`` (naming the candidates when several
-   fit): a file is never shown under a guess, nor damaged. (A few stray bytes
-   in ASCII text that no code page explains are carried as in 3.)
+1. A byte-order mark names the encoding (UTF-8, UTF-16, UTF-32).
+2. UTF-32 or UTF-16 without a BOM, where the NUL bytes of mostly-ASCII text show it.
+   Then a NUL byte, or too many control characters, in the leading bytes is binary.
+3. Valid UTF-8 is UTF-8; UTF-8 with a few invalid bytes among valid text stays
+   UTF-8, the invalid bytes carried through edits untouched.
+4. Otherwise the legacy encodings of :class:`TextOptions` are weighed by evidence
+   (:mod:`~ctxfs.core.text.legacy`); a few stray bytes in ASCII text are carried
+   as in 3; anything else is refused with ``EncodingError``, never guessed.
 """
 
 from __future__ import annotations
@@ -59,20 +52,12 @@ class TextEncoding:
 
     @property
     def byte_safe(self) -> bool:
-        """Whether a byte-level search finds exactly the character-level matches.
-
-        True for UTF-8 (self-synchronising) and single-byte encodings, where work
-        can stay on bytes; multibyte legacy encodings and UTF-16/32 work on text.
-        """
+        """Whether byte-level search finds exactly the character matches (UTF-8, single-byte)."""
         return self.codec == "utf-8" or is_single_byte(self.codec)
 
     @property
     def told_by_bytes(self) -> bool:
-        """Whether the bytes alone name this encoding, whatever the options say.
-
-        A BOM, valid UTF-8 and unmarked UTF-16/32 come before any legacy
-        encoding is weighed, so no pin or override can change them.
-        """
+        """Whether the bytes alone name this encoding, whatever the options say (no pin can)."""
         return self.codec.startswith(("utf-8", "utf-16", "utf-32")) and not self.keeps_invalid_bytes
 
     @property
@@ -159,10 +144,8 @@ _WIDE_SAMPLE: Final = 4096
 def _unmarked_wide(data: bytes, *, complete: bool) -> str | None:
     """UTF-32 or UTF-16 without a BOM, told by where the NUL bytes fall.
 
-    The high bytes of text are NUL for ASCII (spaces and punctuation at
-    least, in any script), the others few; the low bytes are almost never NUL. The text must then
-    decode strictly and hold no control characters but whitespace: a binary
-    file with a NUL every other byte is not text.
+    High bytes are mostly NUL (ASCII), low bytes almost never; the text must then
+    decode strictly and hold no control characters but whitespace.
     """
     sample = data[:_WIDE_SAMPLE]
     if len(sample) < 4 or b"\x00" not in sample:
@@ -197,11 +180,7 @@ _COMMON_BLOCKS: Final = re.compile(
 
 
 def _common(text: str) -> bool:
-    """Whether every character of *text* beyond ASCII is of the blocks most text uses.
-
-    (Accented Latin, Greek, Cyrillic, punctuation, kana, common ideographs, hangul: what
-    pairs of legacy bytes read as UTF-8 by accident rarely are.)
-    """
+    """Whether every character of *text* beyond ASCII is of the blocks most text uses."""
     return all(_COMMON_BLOCKS.match(char) for char in set(text) if char > "\x7f")
 
 
@@ -213,9 +192,7 @@ def _assigned(text: str) -> bool:
 def _one_alphabet(high_bytes: bytes, nul_share: float) -> bool:
     """Whether the high bytes of UTF-16 read like ASCII text, or one alphabet and ASCII.
 
-    An alphabet (Cyrillic, Greek, Hebrew, Arabic) lies in one or two blocks of
-    256, so its text has a few high bytes besides the NULs of spaces and
-    punctuation; ideographs spread over many (their UTF-16 needs a BOM here).
+    Ideographs spread over many high bytes: their UTF-16 needs a BOM here.
     """
     return nul_share >= 0.8 or (
         nul_share >= 0.05 and len(set(high_bytes) - {0}) <= _ALPHABET_HIGH_BYTES
@@ -249,13 +226,7 @@ def _valid_utf8(data: bytes, *, complete: bool) -> bool:
 
 
 class KnownEncodings:
-    """Encodings already established for versions, so one version is detected only once.
-
-    A version names one content, so its encoding never changes. ctx.fs records
-    the encoding of each version it decodes and of each it writes (written in
-    the same encoding), which spares repeated edits of a large file a full
-    validation pass each.
-    """
+    """Encodings established for versions (a version never changes encoding), bounded LRU."""
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = capacity

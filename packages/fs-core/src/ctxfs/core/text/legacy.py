@@ -1,31 +1,13 @@
 """Legacy encodings, decided by evidence: a file is read in one only if no other fits.
 
-Each candidate (``TextOptions.legacy_encodings``, in order) must decode the
-bytes strictly and encode the text back to the same bytes. Then the text must
-read like a language written in that encoding:
-
-- no control, private-use or unassigned characters, and no symbols beyond the
-  punctuation real text uses (mojibake is rich in ``¤``, ``ƒ``, ``‡``);
-- CJK encodings: the checks of their scripts (kana, hangul, common hanzi);
-- other encodings: every letter beyond ASCII of the encoding's script (Cyrillic
-  for KOI8-R, Greek for cp1253, ...), all of them letters of one language's
-  alphabet (a reading mixing ``č`` and ``ŕ`` and ``ę`` is no language), few
-  words with a capital after a small letter or (outside Latin) with ASCII
-  letters in them, and, given enough Cyrillic text,
-  the common letters of those languages common (a KOI8-R file read as cp1251
-  has the right letters in the wrong places).
-
-Readings that give the same text are one (the first candidate names it). A
-reading of a script (kana, hangul) beats all readings in letters or ideographs.
-If readings of different texts remain, ``charset-normalizer`` votes among
-them: it may single one out when its mess detector finds the others messier,
-or its language model finds one much more coherent, and only given enough
-text. Otherwise the file is refused with the readings as candidates: it is
-never shown, nor changed, under a guess.
-
-The evidence is gathered from 64 KiB from the line of the first byte beyond
-ASCII; the readings that pass are then checked to round-trip the whole file
-exactly.
+A candidate must round-trip the bytes strictly and read like a language written
+in it (its script's letters, of one alphabet, used as real text uses them; for
+CJK, kana, hangul or common hanzi). Readings of the same text are one; a kana or
+hangul reading beats letters and ideographs. Where readings of different texts
+remain, Cyrillic letter frequency or ``charset-normalizer`` may single one out;
+otherwise the file is refused, never shown under a guess. Evidence comes from
+64 KiB from the line of the first byte beyond ASCII; survivors must round-trip
+the whole file.
 """
 
 from __future__ import annotations
@@ -118,11 +100,7 @@ class _Fit(NamedTuple):
 
 
 def _by_letter_frequency(fits: list[_Fit]) -> str | None:
-    """The Cyrillic reading whose letters are far likelier than every other's, if any.
-
-    Cyrillic code pages put the same letters at different bytes, so a misread
-    is Cyrillic too, its letters shuffled: rare letters where common ones belong.
-    """
+    """The Cyrillic reading whose letters are far likelier than every other's, if any."""
     if any(fit.frequency is None for fit in fits):
         return None
     best, *rivals = sorted(fits, key=lambda fit: -(fit.frequency or 0.0))
@@ -236,9 +214,8 @@ def _one_alphabet(script: str, letters: set[str]) -> bool:
 def _possible(name: str, text: str) -> bool:
     """Whether *text* holds only characters a language of codec *name* could use.
 
-    The characters beyond ASCII: no control, private-use or unassigned ones;
-    for an alphabet, only its letters (of one language), real punctuation
-    and marks. (What is impossible in a part is impossible in the whole.)
+    Beyond ASCII: no control, private-use or unassigned characters; for an
+    alphabet, only its letters (of one language), real punctuation and marks.
     """
     beyond_ascii = {char for char in set(text) if char > "\x7f"}
     if any(unicodedata.category(char) in ("Cc", "Co", "Cn") for char in beyond_ascii):
@@ -277,10 +254,9 @@ _WITHIN_WORDS: Final = frozenset("'’ʼ·־׳״-–\u00ad\u200c\u200d")  # noqa
 def _odd_words(text: str, script: str) -> bool:
     """Whether words with letters beyond ASCII often (or all) read like no word.
 
-    Such a word has a capital right after a small letter; a symbol between two
-    of its letters (``pr№ft``); a mark of another script on an ASCII letter
-    (a Thai or Arabic vowel sign on ``v``); or, outside the Latin script,
-    letters of two scripts (``Cafщ``): a Latin word misread.
+    Such a word has a capital after a small letter, a symbol between letters
+    (``pr№ft``), another script's mark on an ASCII letter, or, outside Latin,
+    letters of two scripts (``Cafщ``).
     """
     words = odd = 0
     for match in _WORD.finditer(text):
@@ -336,13 +312,7 @@ _NON_ASCII_RUN: Final = re.compile(r"[^\x00-\x7f]+")
 
 
 def _inside_latin_words(text: str) -> bool:
-    """Whether most runs of characters beyond ASCII sit inside ASCII words.
-
-    A Latin text with a few accented letters, read in a double-byte encoding,
-    pairs each accented letter with the letter after it: one or two ideographs
-    or syllables in the middle of ``warto?ci``. Text in those scripts has its
-    own words.
-    """
+    """Whether most runs beyond ASCII sit inside ASCII words (Latin misread as double-byte)."""
     runs = sum(1 for _ in _NON_ASCII_RUN.finditer(text))
     return sum(1 for _ in _EMBEDDED.finditer(text)) * 2 >= runs
 
@@ -509,11 +479,9 @@ _CJK: Final[dict[str, Callable[[list[str]], _Fit | None]]] = {
     for codec in names
 }
 
-# The most frequent characters of written Chinese, simplified and traditional forms:
-# the right decoding of real text is rich in them, a wrong one almost never is.
 _ENOUGH_CJK: Final = 8
 """Kana, hangul or ideographs below which a reading proves nothing: it is only a rival."""
-_COMMON_HANZI: Final = frozenset(
+_COMMON_HANZI: Final = frozenset(  # the commonest characters, simplified and traditional
     "的一是不了在人有我他这個个们們中来來上大为為和国國地到以说說时時要就出会會可也你对對"
     "生能而子那得于於着著下自之年过過发發后後作里裡用道行所然家种種事成方多经經么麼去法学學"
     "如都同现現当當没沒动動面起看定天分还還进進好小部其些主样樣理心她本前开開但因只从從想实實"

@@ -1,10 +1,8 @@
 r"""Line endings, on bytes or on text alike.
 
 A line ends at ``\r\n``, ``\r`` or ``\n`` and nowhere else (unlike
-``str.splitlines``). The *logical* view folds every ending to ``\n``; it is
-what matching and line numbers use. :class:`Endings` holds the three ending
-literals of one unit type, so one algorithm serves both ``bytes`` (UTF-8 and
-single-byte files, worked on without decoding) and ``str`` (everything else).
+``str.splitlines``); the *logical* view folds every ending to ``\n``.
+:class:`Endings` holds the literals of one unit type (``bytes`` or ``str``).
 """
 
 from __future__ import annotations

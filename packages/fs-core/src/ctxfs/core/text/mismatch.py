@@ -1,13 +1,8 @@
 """Why an ``old_string`` did not match, told so that a model can fix it in one try.
 
-Each lens below forgives one kind of difference on both sides (the file and
-``old_string``); if the text matches through a lens, that difference is the
-cause and its lines are reported. Otherwise the closest lines are offered.
-Nothing here ever makes an edit apply: matching stays exact.
-
-The search is bounded: each step is linear in the file, fuzzy comparison
-looks at the first ``_MAX_COMPARED_CHARS`` of a line, and the whole diagnosis
-stops at a deadline, saying so, rather than hold up the edit's caller.
+Each lens forgives one kind of difference on both sides; if the text matches
+through a lens, that difference is reported, else the closest lines are offered.
+Matching itself stays exact. The search is linear per step and stops at a deadline.
 """
 
 from __future__ import annotations

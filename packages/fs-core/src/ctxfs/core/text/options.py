@@ -1,17 +1,15 @@
-"""Limits and choices of the text layer, and the one line-number format."""
+"""Limits and choices of the text layer."""
 
 from __future__ import annotations
 
 import codecs
 import dataclasses
-import functools
-import operator
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from ctxfs.core.globs import glob_matcher
+from ctxfs.core.text.line_numbers import LINE_NUMBER_PREFIX, format_line_number, number_lines
 
 __all__ = [
     "DEFAULT_LEGACY_ENCODINGS",
@@ -29,44 +27,6 @@ DEFAULT_LEGACY_ENCODINGS: Final = (
 )  # fmt: skip
 """Encodings weighed, for text that is not UTF-8 and carries no BOM
 (:mod:`~ctxfs.core.text.legacy`); where two read the same text, the first names it."""
-
-LINE_NUMBER_PREFIX: Final = re.compile(r"^ *(\d{1,19})(?: |$)")
-"""Matches the prefix :func:`format_line_number` puts before a line of a read window, also
-when the space after the number of an empty line was trimmed away."""
-
-
-def number_lines(text: str, first: int) -> str:
-    r"""*text* (lines ending in ``\n``) with :func:`format_line_number` before each line.
-
-    The result ends with a newline; numbering starts at *first*. The prefixes of
-    the first few thousand lines are made once.
-    """
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    if not lines:
-        return ""
-    end = first + len(lines)
-    made = _made_prefixes()
-    prefixes = made[first:end] if end <= len(made) else map(format_line_number, range(first, end))
-    return "\n".join(map(operator.add, prefixes, lines)) + "\n"
-
-
-@functools.cache
-def _made_prefixes() -> tuple[str, ...]:
-    """The prefixes of lines 0 to 4,095 (about 200 KB), for the windows read most."""
-    return tuple(map(format_line_number, range(4096)))
-
-
-def format_line_number(number: int) -> str:
-    """Return the prefix shown before line *number* in read output: ``"12 "``.
-
-    The number and one space, nothing else; the line follows exactly as stored,
-    its own leading spaces and tabs included. It is the cheapest prefix in
-    tokens: the space usually merges into the line's first token, where a tab,
-    a colon or a bar often costs one more.
-    """
-    return f"{number} "
 
 
 @dataclass(frozen=True, kw_only=True)

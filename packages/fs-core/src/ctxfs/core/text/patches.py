@@ -1,12 +1,8 @@
 """Patches over several files: what each file gets, and where a hunk applies in its lines.
 
-A :class:`FilePatch` adds a file (its whole text), deletes one, or updates one
-by :class:`Hunk` values (and may move it). :func:`locate_hunks` finds where each
-hunk applies, in order, as models that write patches expect: exactly, then
-ignoring trailing whitespace, then ignoring surrounding whitespace.
-:func:`patch_document` applies them to a decoded file, changing only the lines
-the hunks add or remove: a context line matched loosely keeps its bytes.
-The formats models write these in are parsed in ``ctxfs.tools.patches``.
+A :class:`FilePatch` adds, deletes or updates (and may move) one file;
+:func:`patch_document` changes only the lines its hunks add or remove, so a
+context line matched loosely keeps its bytes.
 """
 
 from __future__ import annotations

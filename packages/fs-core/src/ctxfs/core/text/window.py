@@ -1,10 +1,7 @@
-r"""Reading a window of lines from a stream, in memory bounded by the window.
+"""Reading a window of lines from a stream, in memory bounded by the window.
 
-The whole file streams through once: lines before and after the window are
-only counted (on bytes, for every encoding where ``\r`` and ``\n`` bytes are
-always line endings), lines inside it are decoded, cut at the per-line cap and
-charged against the output budget. The result still knows the total line count
-and, from the stream, the version of the whole file.
+The file streams through once: lines outside the window are only counted; lines
+inside it are decoded, cut at the per-line cap and charged against the output budget.
 """
 
 from __future__ import annotations
@@ -21,10 +18,11 @@ import anyio.to_thread
 
 from ctxfs.core.backend import ReadStream
 from ctxfs.core.errors import EncodingError, InvalidArgument
-from ctxfs.core.text.document import display
+from ctxfs.core.text.changes import display
 from ctxfs.core.text.encodings import KnownEncodings, TextEncoding, detect_encoding
+from ctxfs.core.text.line_numbers import format_line_number
 from ctxfs.core.text.lines import BYTE_ENDINGS, TEXT_ENDINGS, Endings, count_terminators
-from ctxfs.core.text.options import TextOptions, format_line_number
+from ctxfs.core.text.options import TextOptions
 
 __all__ = ["Window", "iter_lines", "read_window", "truncation_marker"]
 
@@ -87,11 +85,9 @@ async def read_window(
 ) -> Window:
     """Read lines ``offset .. offset + limit - 1`` (1-based) of the text in *stream*.
 
-    With *known*, a file that fits the detection sample whole and whose bytes
-    alone tell its encoding (:attr:`TextEncoding.told_by_bytes`: UTF-8, UTF-16,
-    UTF-32) is detected once per version: the encoding is recorded there, and
-    used from there. (A legacy encoding recorded for a version may have been
-    pinned by another path or call; it is never taken.)
+    With *known*, a whole file whose bytes alone tell its encoding
+    (:attr:`TextEncoding.told_by_bytes`) is detected once per version; a legacy
+    encoding is never taken from there (another call may have pinned it).
 
     Raises:
         InvalidArgument: *offset* or *limit* is below 1.
@@ -129,9 +125,8 @@ async def iter_lines(
     """Yield ``(number, line)`` for every line of the text in *stream*, endings removed.
 
     Lines longer than *max_line_chars* yield only their first *max_line_chars*
-    characters, and memory stays bounded by the chunk size; with None, whole
-    lines are yielded (a line is held in memory once, however long). Invalid
-    bytes show as U+FFFD. Time is linear in the size of the text.
+    characters (memory bounded by the chunk size); with None, whole lines. Invalid
+    bytes show as U+FFFD.
 
     Raises:
         BinaryFile, EncodingError: As for :func:`read_window`.
@@ -181,10 +176,7 @@ async def iter_lines(
 
 
 def _decoder(encoding: TextEncoding, path: str) -> Callable[[bytes, bool], str]:
-    """Decode a stream chunk by chunk.
-
-    Bytes the encoding refuses, past the sample detection saw, are an ``EncodingError``.
-    """
+    """Decode a stream chunk by chunk; bytes the encoding refuses raise ``EncodingError``."""
     decoder = codecs.getincrementaldecoder(encoding.codec)("surrogateescape")
 
     def decode(chunk: bytes, final: bool) -> str:
@@ -207,11 +199,7 @@ _DETECT_INLINE_BYTES: Final = 1 << 16
 async def _detect(
     stream: ReadStream, options: TextOptions, path: str, known: KnownEncodings | None = None
 ) -> tuple[AsyncIterator[bytes], TextEncoding, bytes, bool]:
-    """Read enough of *stream* to choose the encoding; return the rest and what was read.
-
-    A whole file (its version known once read) is looked up in *known* first;
-    only encodings its bytes tell are taken from there or recorded there.
-    """
+    """Read enough of *stream* to choose the encoding; return the rest and what was read."""
     chunks = aiter(stream)
     head, ended = b"", False
     while len(head) < options.detect_bytes:
@@ -236,13 +224,7 @@ async def _detect(
 def _whole_window(
     data: bytes, encoding: TextEncoding, limit: int, options: TextOptions
 ) -> Window | None:
-    r"""A whole file read from its first line with nothing to cut: the window, cheaply.
-
-    None when anything needs the scanner (a ``\r``, a line that may be too
-    long, more lines than *limit*, past the output budget, invalid bytes):
-    it then gives the same answer the long way. Most reads of source files
-    are this one.
-    """
+    """The window of a whole file with nothing to cut, cheaply; None if the scanner is needed."""
     if not data or not encoding.ascii_compatible or encoding.keeps_invalid_bytes:
         return None
     if b"\r" in data:
@@ -270,12 +252,10 @@ def _whole_window(
 
 
 class _Scanner(Generic[AnyStr]):
-    """Consumes the content piece by piece, in bulk; keeps only the window's units.
+    """Consumes the content piece by piece; counts lines outside the window, keeps its units.
 
-    Lines before the window are counted, lines after it too. The window's units
-    are kept whole, except that a line longer than the per-line cap keeps only
-    its first ``unit_cap`` units, and collection stops once the kept units must
-    exceed the output budget. :meth:`finish` decodes and cuts the window at once.
+    A line over the per-line cap keeps its first ``unit_cap`` units; collection
+    stops once the kept units must exceed the output budget.
     """
 
     def __init__(
@@ -409,11 +389,7 @@ class _Scanner(Generic[AnyStr]):
         )
 
     def _fit(self, lines: list[str], *, last_terminated: bool) -> tuple[str, int, list[int], bool]:
-        """Cut long lines, mark them, and stop at the output budget.
-
-        Returns the window text, its line count, the cut lines and whether the
-        budget ended the window.
-        """
+        """Cut and mark long lines, stop at the output budget: text, count, cut lines, capped."""
         cap, budget = self.options.max_line_chars, self.options.max_output_chars
         joined = "\n".join(lines) + ("\n" if lines and last_terminated else "")
         escaped = self.escaped
