@@ -13,12 +13,12 @@ from tests.far_future import FAR_FUTURE
 ROOT = Path(__file__).resolve().parents[1]
 
 ON_THE_CLOCK = [
-    "tests/core",
-    "tests/conformance/test_memory_backend.py",
-    "tests/tools/test_execute.py",
-]
-"""Suites that run in this process (leases, observations, audit records, tool results), where
-the clock under test is the one the plugin moves."""
+    "tests/core", "tests/conformance/test_memory_backend.py", "tests/tools/test_execute.py",
+    "tests/tools/test_cli.py", "tests/tools/test_http.py", "tests/tools/test_mcp.py",
+]  # fmt: skip
+"""Suites whose clocks the plugin moves (leases, observations, audit records, tokens, sessions):
+in-process, or in Python processes they start. fs-local's tests are left out: they compare the
+wall clock with file times the kernel stamps."""
 
 
 @pytest.mark.slow
