@@ -22,6 +22,7 @@ wall clock with file times the kernel stamps."""
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_the_in_process_suites_pass_far_in_the_future() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tests.far_future", "-n", "0",
