@@ -16,9 +16,7 @@ provider, the MCP server and pydantic-ai::
         name = "word_count"
         arguments = CountArgs
         result = CountData
-
-        def description(self, limits: Limits) -> str:
-            return "Count the words of a text file."
+        summary = "Count the words of a text file."
 
         async def run(self, step: Step, args: CountArgs) -> CountData:
             outcome = await step.ctx.fs.read(args.file_path)
@@ -158,8 +156,9 @@ class Step:
 class Tool(Generic[ArgsT, DataT]):
     """A model-facing tool. Subclass it; the class attributes declare what it is.
 
-    Implement :meth:`description`, then :meth:`run` and :meth:`render`, or
-    :meth:`answer` for a tool that answers with another tool's result.
+    Give a :attr:`summary` (or implement :meth:`description`, for a text with the
+    limits' numbers), then implement :meth:`run` and :meth:`render`, or :meth:`answer`
+    for a tool that answers with another tool's result.
     """
 
     name: ClassVar[str]
@@ -181,9 +180,15 @@ class Tool(Generic[ArgsT, DataT]):
     stands_for: ClassVar[tuple[str, ...]] = ()
     """For a provider's own tool: the tools it replaces there (all must be offered)."""
 
+    summary: ClassVar[str] = ""
+    """What the model reads about the tool, when no limit's number is in it."""
+
     def description(self, limits: Limits) -> str:
-        """What the model reads about the tool, with the numbers *limits* set."""
-        raise NotImplementedError
+        """What the model reads about the tool, with the numbers *limits* set (:attr:`summary`)."""
+        del limits
+        if not self.summary:
+            raise NotImplementedError(f"{type(self).__name__} has no summary or description")
+        return self.summary
 
     def provider_definition(self, limits: Limits) -> dict[str, Any]:
         """A provider's own tool, as its API takes it (in place of a JSON schema)."""

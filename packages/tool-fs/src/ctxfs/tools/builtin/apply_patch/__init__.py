@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxfs.tools.results import ResultData, span, with_diff
-from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
 __all__ = ["APPLY_PATCH", "ApplyPatchArgs", "ApplyPatchTool", "PatchData", "PatchedFileData"]
 
@@ -52,18 +52,16 @@ class ApplyPatchTool(Tool[ApplyPatchArgs, PatchData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Add, update, move and delete files with one patch, all or nothing; files it "
-            "changes must have been read since they last changed. `input`:\n"
-            "*** Begin Patch\n"
-            "*** Add File: new.py\n+line\n"
-            "*** Update File: app.py\n*** Move to: main.py\n@@ def greet():\n"
-            " context\n-old\n+new\n"
-            "*** Delete File: old.py\n"
-            "*** End Patch"
-        )
+    summary = (
+        "Add, update, move and delete files with one patch, all or nothing; files it "
+        "changes must have been read since they last changed. `input`:\n"
+        "*** Begin Patch\n"
+        "*** Add File: new.py\n+line\n"
+        "*** Update File: app.py\n*** Move to: main.py\n@@ def greet():\n"
+        " context\n-old\n+new\n"
+        "*** Delete File: old.py\n"
+        "*** End Patch"
+    )
 
     async def run(self, step: Step, args: ApplyPatchArgs) -> PatchData:
         from ctxfs.tools.builtin.apply_patch.patches import parse_patch  # noqa: PLC0415 - loaded by the first patch

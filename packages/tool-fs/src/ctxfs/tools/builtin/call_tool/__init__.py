@@ -8,7 +8,7 @@ from pydantic import Field, WithJsonSchema
 
 from ctxfs.core import InvalidArgument
 from ctxfs.tools.results import ResultData, ToolResult
-from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Offering, Step, Tool, ToolArgs
 
 __all__ = ["CALL_TOOL", "CallToolArgs", "CallToolTool"]
 
@@ -33,9 +33,7 @@ class CallToolTool(Tool[CallToolArgs, ResultData]):
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
     offering = Offering.DISCOVERY
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return "Run a tool found with search_tools, by its exact name, with its arguments."
+    summary = "Run a tool found with search_tools, by its exact name, with its arguments."
 
     async def answer(self, step: Step, args: CallToolArgs) -> ToolResult:
         if args.name not in step.offer.deferred:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ctxfs.tools.results import ResultData
-from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
 __all__ = ["CREATE_DIRECTORY", "CreateDirectoryArgs", "CreateDirectoryData", "CreateDirectoryTool"]
 
@@ -27,9 +27,7 @@ class CreateDirectoryTool(Tool[CreateDirectoryArgs, CreateDirectoryData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=False, idempotent=True)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return "Create a directory and any missing parents (one that exists is no error)."
+    summary = "Create a directory and any missing parents (one that exists is no error)."
 
     async def run(self, step: Step, args: CreateDirectoryArgs) -> CreateDirectoryData:
         await step.ctx.fs.mkdir(args.path)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ctxfs.tools.results import ResultData
-from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
 __all__ = ["DELETE", "DeleteArgs", "DeleteData", "DeleteTool"]
 
@@ -27,9 +27,7 @@ class DeleteTool(Tool[DeleteArgs, DeleteData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return "Delete a file (not a directory) you have read since it last changed."
+    summary = "Delete a file (not a directory) you have read since it last changed."
 
     async def run(self, step: Step, args: DeleteArgs) -> DeleteData:
         await step.ctx.fs.delete(args.file_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ctxfs.tools.results import STRIPPED_NOTE, EditData, count, edited
-from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
 __all__ = ["EDIT", "EditArgs", "EditTool"]
 
@@ -29,13 +29,11 @@ class EditTool(Tool[EditArgs, EditData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Replace exact text in a file you have read since it last changed. `old_string` "
-            "must match the file exactly, whitespace included, without line numbers, and "
-            "occur once unless `replace_all`."
-        )
+    summary = (
+        "Replace exact text in a file you have read since it last changed. `old_string` "
+        "must match the file exactly, whitespace included, without line numbers, and "
+        "occur once unless `replace_all`."
+    )
 
     async def run(self, step: Step, args: EditArgs) -> EditData:
         outcome = await step.ctx.fs.edit(

@@ -71,12 +71,10 @@ class GlobTool(Tool[GlobArgs, GlobData]):
     arguments = GlobArgs
     result = GlobData
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Find files by path pattern under `path` (default: the workspace root), e.g. "
-            "`src/**/*.{ts,tsx}`; a pattern without / matches names at any depth (`*.py`)."
-        )
+    summary = (
+        "Find files by path pattern under `path` (default: the workspace root), e.g. "
+        "`src/**/*.{ts,tsx}`; a pattern without / matches names at any depth (`*.py`)."
+    )
 
     def page_limit(self, limits: Limits) -> int:
         return limits.of(GlobOptions).glob_limit

@@ -163,12 +163,10 @@ class GrepTool(Tool[GrepArgs, GrepData]):
     arguments = GrepArgs
     result = GrepData
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Search the files under `path` (a file or directory; default: the workspace root) "
-            "for a regular expression (Python syntax), as ripgrep does."
-        )
+    summary = (
+        "Search the files under `path` (a file or directory; default: the workspace root) "
+        "for a regular expression (Python syntax), as ripgrep does."
+    )
 
     def page_limit(self, limits: Limits) -> int:
         return limits.of(GrepOptions).grep_limit

@@ -53,9 +53,7 @@ class ListDirTool(Tool[ListDirArgs, ListData]):
     arguments = ListDirArgs
     result = ListData
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return "List a directory (default: the workspace root): names sorted, with sizes."
+    summary = "List a directory (default: the workspace root): names sorted, with sizes."
 
     def page_limit(self, limits: Limits) -> int:
         return limits.of(ListDirOptions).list_limit

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ctxfs.tools.results import ResultData
-from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
 __all__ = ["MOVE", "MoveArgs", "MoveData", "MoveTool"]
 
@@ -41,12 +41,10 @@ class MoveTool(Tool[MoveArgs, MoveData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Move or rename a file you have read since it last changed, or a whole "
-            "directory. The destination must not exist unless `overwrite`."
-        )
+    summary = (
+        "Move or rename a file you have read since it last changed, or a whole "
+        "directory. The destination must not exist unless `overwrite`."
+    )
 
     async def run(self, step: Step, args: MoveArgs) -> MoveData:
         outcome = await step.ctx.fs.move(

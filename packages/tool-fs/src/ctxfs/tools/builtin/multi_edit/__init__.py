@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxfs.core import Replacement
 from ctxfs.tools.results import EditData, count, edited
-from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
 __all__ = ["MULTI_EDIT", "EditItem", "MultiEditArgs", "MultiEditTool"]
 
@@ -38,13 +38,11 @@ class MultiEditTool(Tool[MultiEditArgs, EditData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Make several exact replacements in one file you have read since it last "
-            "changed, in order, all or nothing. Each `old_string` must match exactly and "
-            "occur once unless `replace_all`."
-        )
+    summary = (
+        "Make several exact replacements in one file you have read since it last "
+        "changed, in order, all or nothing. Each `old_string` must match exactly and "
+        "occur once unless `replace_all`."
+    )
 
     async def run(self, step: Step, args: MultiEditArgs) -> EditData:
         edits = [

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from ctxfs.tools.results import ResultData, count
-from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
 if TYPE_CHECKING:
     from ctxfs.tools.notebooks import CellChange
@@ -64,12 +64,10 @@ class NotebookEditTool(Tool[NotebookEditArgs, NotebookEditData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Replace, insert or delete one cell of a Jupyter notebook (.ipynb) you have read "
-            "since it last changed."
-        )
+    summary = (
+        "Replace, insert or delete one cell of a Jupyter notebook (.ipynb) you have read "
+        "since it last changed."
+    )
 
     async def run(self, step: Step, args: NotebookEditArgs) -> NotebookEditData:
         from ctxfs.tools.notebooks import CellEdit, CellType, EditMode, edit_notebook  # noqa: PLC0415

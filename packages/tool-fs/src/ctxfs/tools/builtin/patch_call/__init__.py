@@ -76,9 +76,7 @@ class PatchCallTool(Tool[PatchOperation, PatchData]):
     provider = "openai"
     stands_for = (APPLY_PATCH.name,)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return "The Responses API's apply_patch: create_file, update_file and delete_file."
+    summary = "The Responses API's apply_patch: create_file, update_file and delete_file."
 
     def provider_definition(self, limits: Limits) -> dict[str, Any]:
         """The built-in tool the Responses API takes in place of a function."""

@@ -8,7 +8,7 @@ import re
 from pydantic import BaseModel, Field
 
 from ctxfs.tools.results import ResultData
-from ctxfs.tools.tool import Limits, Offering, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Offering, Step, Tool, ToolArgs
 
 __all__ = ["SEARCH_TOOLS", "SearchToolsArgs", "SearchToolsData", "SearchToolsTool", "ToolSummary"]
 
@@ -43,13 +43,11 @@ class SearchToolsTool(Tool[SearchToolsArgs, SearchToolsData]):
     result = SearchToolsData
     offering = Offering.DISCOVERY
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Find tools that are available but not listed: matches your words against "
-            "their names, descriptions and parameters, and returns exact names to pass "
-            "to call_tool with a summary of their arguments."
-        )
+    summary = (
+        "Find tools that are available but not listed: matches your words against "
+        "their names, descriptions and parameters, and returns exact names to pass "
+        "to call_tool with a summary of their arguments."
+    )
 
     async def run(self, step: Step, args: SearchToolsArgs) -> SearchToolsData:
         words = [word for word in re.split(r"\W+", args.query.lower()) if word]

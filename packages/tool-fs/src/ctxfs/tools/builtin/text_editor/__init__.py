@@ -123,9 +123,7 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
     provider = "anthropic"
     stands_for = (READ.name, WRITE.name, EDIT.name, LIST_DIR.name)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return "Anthropic's text editor: view, create, str_replace and insert."
+    summary = "Anthropic's text editor: view, create, str_replace and insert."
 
     def provider_definition(self, limits: Limits) -> dict[str, Any]:
         """The typed tool Anthropic's API takes in place of a JSON schema."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ctxfs.tools.results import ResultData, count, span, with_diff
-from ctxfs.tools.tool import Annotations, Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
 __all__ = ["WRITE", "WriteArgs", "WriteData", "WriteTool"]
 
@@ -39,12 +39,10 @@ class WriteTool(Tool[WriteArgs, WriteData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=True)
 
-    def description(self, limits: Limits) -> str:
-        del limits
-        return (
-            "Create a file (and missing directories), or replace all of one you have read "
-            "whole since it last changed. For small changes, edit it instead."
-        )
+    summary = (
+        "Create a file (and missing directories), or replace all of one you have read "
+        "whole since it last changed. For small changes, edit it instead."
+    )
 
     async def run(self, step: Step, args: WriteArgs) -> WriteData:
         return self.data(await step.ctx.fs.write(args.file_path, args.content))
