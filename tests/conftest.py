@@ -16,6 +16,13 @@ from hypothesis import settings
 from ctxfs.core.plugins import DISABLE_ENV
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker per core for the slow set, which measures latency and memory; one
+    more for the quick loop, whose tests spend much of their time waiting on processes."""
+    cores = os.cpu_count() or 1
+    return cores if config.option.markexpr.strip() == "slow" else cores + 1
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Core code is anyio-neutral: prove it on both event loops."""
