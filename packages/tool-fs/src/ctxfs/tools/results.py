@@ -389,20 +389,11 @@ def span(first: int, last: int) -> str:
 STRIPPED_NOTE: Final = "(The line numbers pasted into old_string were ignored.)"
 
 
-def edited(
-    target: str | None,
-    *,
-    written: bool,
-    changes: str,
-    first_line: int,
-    last_line: int,
-    diff: str | None,
-    note: str = "",
-) -> str:
-    """What an edit changed (or, not *written*, would change): *changes*, the lines, the diff."""
-    what = f"{target}: {changes}, {span(first_line, last_line)}"
-    head = f"Edited {what}." if written else f"Dry run, nothing written: would edit {what}."
-    return with_diff(f"{head} {note}" if note else head, diff)
+def edited(data: EditData, *, changes: str, note: str = "") -> str:
+    """What an edit changed (or, in a dry run, would change): *changes*, the lines, the diff."""
+    what = f"{data.target}: {changes}, {span(data.first_line, data.last_line)}"
+    head = f"Edited {what}." if data.written else f"Dry run, nothing written: would edit {what}."
+    return with_diff(f"{head} {note}" if note else head, data.diff)
 
 
 def with_diff(head: str, diff: str | None) -> str:

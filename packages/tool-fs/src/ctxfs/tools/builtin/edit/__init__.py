@@ -47,12 +47,8 @@ class EditTool(Tool[EditArgs, EditData]):
 
     def render(self, data: EditData, args: EditArgs) -> str:
         return edited(
-            data.target,
-            written=data.written,
+            data,
             changes=count(data.replacements, "replacement"),
-            first_line=data.first_line,
-            last_line=data.last_line,
-            diff=data.diff,
             note=STRIPPED_NOTE if data.stripped_line_numbers else "",
         )
 

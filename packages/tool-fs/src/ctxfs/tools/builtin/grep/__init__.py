@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt
 
 from ctxfs.core import glob_matcher, normalize_path
-from ctxfs.tools.builtin.grep import search
+from ctxfs.tools.builtin.grep import query, search
 from ctxfs.tools.builtin.grep.memo import ScanMemos
 from ctxfs.tools.builtin.grep.patterns import LinePattern, type_matcher
-from ctxfs.tools.builtin.grep.search import OutputMode
+from ctxfs.tools.builtin.grep.query import OutputMode
 from ctxfs.tools.results import (
     SHOWN_CHARS,
     Page,
@@ -192,7 +192,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         memo = memos.memo(step.ctx, key)
         found = await search.grep(
             step.ctx,
-            search.GrepQuery(
+            query.GrepQuery(
                 pattern=pattern,
                 root=args.path,
                 mode=args.output_mode,
@@ -287,13 +287,13 @@ class GrepTool(Tool[GrepArgs, GrepData]):
         return "\n".join(lines)
 
 
-def _reporter(step: Step) -> search.SearchProgress | None:
+def _reporter(step: Step) -> query.SearchProgress | None:
     """The search's progress, as the caller hears it (files searched, of how many)."""
     progress = step.progress
     if progress is None:
         return None
 
-    async def report(status: search.SearchStatus) -> None:
+    async def report(status: query.SearchStatus) -> None:
         parts = []
         if status.searched is not None:
             of = f" of {status.files:,}" if status.files is not None else ""
@@ -334,7 +334,7 @@ _REASONS = {
 }
 
 
-def _match(hit: search.Hit) -> GrepMatch:
+def _match(hit: query.Hit) -> GrepMatch:
     return GrepMatch(
         path=hit.path,
         line=hit.line,

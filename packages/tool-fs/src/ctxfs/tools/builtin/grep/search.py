@@ -44,29 +44,14 @@ from ctxfs.tools.builtin.grep.query import (
     FileCount,
     Grep,
     GrepQuery,
-    Hit,
-    Line,
     OutputMode,
-    SearchProgress,
     SearchStatus,
 )
 from ctxfs.tools.builtin.grep.scan import Scan, TooSlow
 from ctxfs.tools.results import Page
 from ctxfs.tools.walk import all_lines, walk
 
-__all__ = [
-    "LINE_MAX_CHARS",
-    "MULTILINE_MAX_CHARS",
-    "FileCount",
-    "Grep",
-    "GrepQuery",
-    "Hit",
-    "Line",
-    "OutputMode",
-    "SearchProgress",
-    "SearchStatus",
-    "grep",
-]
+__all__ = ["LINE_MAX_CHARS", "MULTILINE_MAX_CHARS", "grep"]
 
 MULTILINE_MAX_CHARS: Final = 64 << 20
 """The largest file (in characters) a multiline search reads; a larger one is skipped."""

@@ -59,12 +59,7 @@ class MultiEditTool(Tool[MultiEditArgs, EditData]):
     def render(self, data: EditData, args: MultiEditArgs) -> str:
         del args
         return edited(
-            data.target,
-            written=data.written,
-            changes=f"{count(data.edits, 'edit')}, {count(data.replacements, 'replacement')}",
-            first_line=data.first_line,
-            last_line=data.last_line,
-            diff=data.diff,
+            data, changes=f"{count(data.edits, 'edit')}, {count(data.replacements, 'replacement')}"
         )
 
 
