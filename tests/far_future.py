@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ import os, time, time_machine
 time_machine.travel(time.time() + float(os.environ[{OFFSET_ENV!r}]), tick=True).start()
 """
 _TRAVEL = pytest.StashKey[time_machine.travel]()
+_SITE = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,10 +42,12 @@ def pytest_configure(config: pytest.Config) -> None:
     travel = time_machine.travel(time.time() + offset, tick=True)
     travel.start()
     config.stash[_TRAVEL] = travel
+    config.stash[_SITE] = site
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     config.stash[_TRAVEL].stop()
+    shutil.rmtree(config.stash[_SITE], ignore_errors=True)
 
 
 def pytest_report_header() -> str:
