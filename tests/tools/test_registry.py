@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from pydantic import Field
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ctxfs.core import ABSENT, Context, ErrorCode, Fs, MemoryBackend, hookimpl
@@ -34,6 +34,7 @@ from ctxfs.tools import (
 )
 from ctxfs.tools.mcpserver import McpTools, create_server
 from ctxfs.tools.pydanticai import CtxfsToolset
+from tests.tools.agent_loop import call_in_agent_loop
 from tests.tools.conftest import FILE_TOOLS
 
 pytestmark = pytest.mark.anyio
@@ -168,17 +169,9 @@ async def test_a_registered_tool_is_listed_and_called_over_mcp(fs: Fs, toolset: 
 async def test_a_registered_tool_runs_in_pydantic_ai_s_agent_loop(
     fs: Fs, toolset: FsToolset
 ) -> None:
-    offered: list[str] = []
-
-    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if len(messages) == 1:
-            offered.extend(tool.name for tool in info.function_tools)
-            return ModelResponse(parts=[ToolCallPart("word_count", {"file_path": "a.txt"})])
-        return ModelResponse(parts=[TextPart("done")])
-
-    agent = Agent(FunctionModel(script), deps_type=Context, toolsets=[CtxfsToolset(toolset)])
-    run = await agent.run("count", deps=fs.context(owner="a"))
-    returns = [p for m in run.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+    offered, returns = await call_in_agent_loop(
+        toolset, fs.context(owner="a"), "word_count", {"file_path": "a.txt"}
+    )
     assert "word_count" in offered
     assert [part.content for part in returns] == ["a.txt: 3 words"]
     assert returns[0].metadata["words"] == 3

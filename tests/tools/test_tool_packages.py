@@ -9,14 +9,11 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ctxfs.core import ABSENT, Context, Fs, MemoryBackend
+from ctxfs.core import ABSENT, Fs, MemoryBackend
 from ctxfs.tools import BUILTIN_TOOLS, FsToolset, Offering, ToolsetOptions
 from ctxfs.tools.mcpserver import McpTools, create_server
-from ctxfs.tools.pydanticai import CtxfsToolset
+from tests.tools.agent_loop import call_in_agent_loop
 from tests.tools.line_count import LINE_COUNT, LineCountData, LineCountOptions
 
 pytestmark = pytest.mark.anyio
@@ -142,17 +139,9 @@ async def test_a_tool_package_is_listed_and_called_over_mcp(fs: Fs, toolset: FsT
 
 
 async def test_a_tool_package_runs_in_pydantic_ai_s_agent_loop(fs: Fs, toolset: FsToolset) -> None:
-    offered: list[str] = []
-
-    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if len(messages) == 1:
-            offered.extend(tool.name for tool in info.function_tools)
-            return ModelResponse(parts=[ToolCallPart("line_count", {"file_path": "a.txt"})])
-        return ModelResponse(parts=[TextPart("done")])
-
-    agent = Agent(FunctionModel(script), deps_type=Context, toolsets=[CtxfsToolset(toolset)])
-    run = await agent.run("count", deps=fs.context(owner="a"))
-    returns = [p for m in run.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+    offered, returns = await call_in_agent_loop(
+        toolset, fs.context(owner="a"), "line_count", {"file_path": "a.txt"}
+    )
     assert "line_count" in offered
     assert [part.content for part in returns] == ["a.txt: 2 lines, 1 long"]
 
