@@ -51,3 +51,26 @@ def bench(session: nox.Session) -> None:
         _uv_run(session, "--group", "bench", "python", "-m", "benchmarks")
     finally:
         session.run(".ci/servers", "stop", "s3", "redis", external=True)
+
+
+HARNESSES = ("openai-agents", "langchain", "claude-agent", "google-adk")
+"""The harnesses ctxfs.tools adapts to; each is an extra of ctxfs-tools and a dependency group."""
+
+
+@nox.session(python=False)
+@nox.parametrize("harness", HARNESSES)
+def harness(session: nox.Session, harness: str) -> None:
+    """Type-check and test one harness's adapter in an environment of its own.
+
+    Each harness gets ``.nox/harness-NAME`` (the locked dev tools plus its group), so its
+    pins never meet another harness's.
+    """
+    module = harness.replace("-", "_")
+    env = {"UV_PROJECT_ENVIRONMENT": f".nox/harness-{harness}", "CTXFS_HARNESS": harness}
+    group = ("--no-default-groups", "--group", "typecheck", "--group", f"harness-{harness}")
+    checked = (f"packages/tool-fs/src/ctxfs/tools/{module}.py", f"tests/harnesses/test_{module}.py")
+    session.run("uv", "run", "--locked", *group, "mypy", *checked, env=env, external=True)
+    session.run(
+        "uv", "run", "--locked", *group, "pytest", f"tests/harnesses/test_{module}.py",
+        *session.posargs, env=env, external=True,
+    )  # fmt: skip

@@ -15,6 +15,9 @@ from hypothesis import settings
 
 from ctxfs.core.plugins import DISABLE_ENV
 
+collect_ignore = [] if os.environ.get("CTXFS_HARNESS") else ["harnesses"]
+"""A harness's tests run in its own environment (``nox -s harness``), which sets CTXFS_HARNESS."""
+
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: a worker per core for the slow set, which measures latency and memory; one

@@ -14,7 +14,7 @@ from ctxfs.tools.offers import (
     OfferLayer,
     ReadOnly,
     Registered,
-    Voted,
+    voted,
 )
 
 pytestmark = pytest.mark.anyio
@@ -32,35 +32,35 @@ def levels(offer: Offer) -> dict[str, str]:
     return {name: level.value for name, level in offer.exposure.items()}
 
 
-async def test_the_registry_offers_every_tool_directly_in_order(ctx: Context) -> None:
-    offer = await Registered(NAMES).offer(ctx)
+def test_the_registry_offers_every_tool_directly_in_order() -> None:
+    offer = Registered(NAMES).offer()
     assert offer.direct == NAMES
     assert (offer.deferred, offer.discovery, dict(offer.failures)) == ((), (), {})
 
 
-async def test_the_configuration_defers_and_hides(ctx: Context) -> None:
+def test_the_configuration_defers_and_hides() -> None:
     exposure = {"write": Exposure.HIDDEN, "grep": Exposure.DEFERRED, "read": Exposure.DIRECT}
-    offer = await Configured(Registered(NAMES), exposure).offer(ctx)
+    offer = Configured(Registered(NAMES), exposure).offer()
     assert levels(offer) == {"read": "direct", "write": "hidden", "grep": "deferred"}
 
 
-async def test_read_only_hides_the_writers_and_reveals_nothing(ctx: Context) -> None:
+def test_read_only_hides_the_writers_and_reveals_nothing() -> None:
     deferred = Configured(Registered(NAMES), {"grep": Exposure.HIDDEN, "read": Exposure.DEFERRED})
-    offer = await ReadOnly(deferred, frozenset({"write"})).offer(ctx)
+    offer = ReadOnly(deferred, frozenset({"write"})).offer()
     assert levels(offer) == {"read": "deferred", "write": "hidden", "grep": "hidden"}
 
 
-async def test_a_choice_hides_the_others(ctx: Context) -> None:
-    offer = await Chosen(Registered(NAMES), frozenset({"grep"})).offer(ctx)
+def test_a_choice_hides_the_others() -> None:
+    offer = Chosen(Registered(NAMES), frozenset({"grep"})).offer()
     assert levels(offer) == {"read": "hidden", "write": "hidden", "grep": "direct"}
 
 
-async def test_discovery_appears_while_some_tool_is_deferred(ctx: Context) -> None:
+def test_discovery_appears_while_some_tool_is_deferred() -> None:
     names = ("search_tools", "call_tool")
-    plain = await Discovery(Registered(NAMES), names).offer(ctx)
+    plain = Discovery(Registered(NAMES), names).offer()
     assert plain.offered == NAMES
     some = Configured(Registered(NAMES), {"grep": Exposure.DEFERRED})
-    assert (await Discovery(some, names).offer(ctx)).offered == ("read", "write", *names)
+    assert (Discovery(some, names).offer()).offered == ("read", "write", *names)
 
 
 class Voter:
@@ -74,15 +74,15 @@ class Voter:
 async def test_votes_only_ever_tighten_and_a_failure_hides(ctx: Context) -> None:
     voting = Fs(ctx.opened_fs.backend, plugins=[Voter()], load_entrypoints=False).context(owner="a")
     hidden = Configured(Registered(NAMES), {"read": Exposure.HIDDEN})
-    offer = await Voted(hidden, TOOLS).offer(voting)
+    offer = await voted(hidden.offer(), voting, TOOLS)
     assert levels(offer) == {"read": "hidden", "write": "deferred", "grep": "hidden"}
     assert list(offer.failures) == ["grep"]
     assert offer.failures["grep"].code is ErrorCode.BACKEND_ERROR
 
 
-async def test_a_layer_is_any_offer_layer(ctx: Context) -> None:
+def test_a_layer_is_any_offer_layer() -> None:
     class Nothing(OfferLayer):
-        async def offer(self, ctx: Context) -> Offer:
+        def offer(self) -> Offer:
             return Offer(exposure={})
 
-    assert (await ReadOnly(Nothing(), frozenset({"write"})).offer(ctx)).offered == ()
+    assert (ReadOnly(Nothing(), frozenset({"write"})).offer()).offered == ()

@@ -1,10 +1,11 @@
 """What a step offers, worked out by layers around the registry, each only ever stricter.
 
 :class:`Registered` offers every tool directly; :class:`Configured`,
-:class:`ReadOnly`, :class:`Chosen` and :class:`Voted` (the plugins'
-``ctxfs_tool_exposure``) each wrap a layer and may defer or hide what it
-offers, never reveal; :class:`Discovery` adds ``search_tools`` and
-``call_tool`` while some tool is deferred.
+:class:`ReadOnly` and :class:`Chosen` each wrap a layer and may defer or hide
+what it offers, never reveal; :class:`Discovery` adds ``search_tools`` and
+``call_tool`` while some tool is deferred. These layers are the configuration's
+and need no event loop; :func:`voted` then asks the plugins
+(``ctxfs_tool_exposure``) in each step, and may only tighten that offer too.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ __all__ = [
     "OfferLayer",
     "ReadOnly",
     "Registered",
-    "Voted",
     "contained",
     "layers",
+    "voted",
 ]
 
 log = logging.getLogger("ctxfs.tools.toolset")  # a step's offer is the toolset's to log
@@ -83,8 +84,8 @@ class OfferLayer(ABC):
     """Works out the offer of a step."""
 
     @abstractmethod
-    async def offer(self, ctx: Context) -> Offer:
-        """The offer of the step of *ctx*."""
+    def offer(self) -> Offer:
+        """The offer this layer makes."""
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,7 @@ class Registered(OfferLayer):
 
     names: tuple[str, ...]
 
-    async def offer(self, ctx: Context) -> Offer:
-        del ctx
+    def offer(self) -> Offer:
         return Offer(exposure=MappingProxyType(dict.fromkeys(self.names, Exposure.DIRECT)))
 
 
@@ -105,8 +105,8 @@ class Configured(OfferLayer):
     inner: OfferLayer
     exposure: Mapping[str, Exposure]
 
-    async def offer(self, ctx: Context) -> Offer:
-        return (await self.inner.offer(ctx)).stricter(self.exposure)
+    def offer(self) -> Offer:
+        return (self.inner.offer()).stricter(self.exposure)
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,8 @@ class ReadOnly(OfferLayer):
     inner: OfferLayer
     writers: frozenset[str]
 
-    async def offer(self, ctx: Context) -> Offer:
-        return (await self.inner.offer(ctx)).stricter(dict.fromkeys(self.writers, Exposure.HIDDEN))
+    def offer(self) -> Offer:
+        return (self.inner.offer()).stricter(dict.fromkeys(self.writers, Exposure.HIDDEN))
 
 
 @dataclass(frozen=True)
@@ -127,50 +127,41 @@ class Chosen(OfferLayer):
     inner: OfferLayer
     names: frozenset[str]
 
-    async def offer(self, ctx: Context) -> Offer:
-        offer = await self.inner.offer(ctx)
+    def offer(self) -> Offer:
+        offer = self.inner.offer()
         return offer.stricter({n: Exposure.HIDDEN for n in offer.exposure if n not in self.names})
 
 
-@dataclass(frozen=True)
-class Voted(OfferLayer):
-    """*inner*'s offer after every plugin's ``ctxfs_tool_exposure`` vote on each tool.
+async def voted(offer: Offer, ctx: Context, tools: Mapping[str, Tool[Any, Any]]) -> Offer:
+    """*offer* after every plugin's ``ctxfs_tool_exposure`` vote on each of *tools* it holds.
 
     The strictest answer wins. A plugin that raises, or answers what is no
     exposure, hides the tool for the step: it is logged, and a call of the tool
     fails with the error (:attr:`Offer.failures`).
     """
-
-    inner: OfferLayer
-    tools: Mapping[str, Tool[Any, Any]]
-
-    async def offer(self, ctx: Context) -> Offer:
-        offer = await self.inner.offer(ctx)
-        levels: dict[str, Exposure] = {}
-        failures: dict[str, FsError] = {}
-        for name in offer.exposure:
-            try:
-                votes = await ctx.opened_fs.hooks.tool_exposure(
-                    ctx, name, writes=self.tools[name].writes
+    levels: dict[str, Exposure] = {}
+    failures: dict[str, FsError] = {}
+    for name in offer.exposure:
+        try:
+            votes = await ctx.opened_fs.hooks.tool_exposure(ctx, name, writes=tools[name].writes)
+        except Exception as failure:
+            log.exception("a ctxfs_tool_exposure plugin failed for tool %r", name)
+            failures[name] = contained(failure, f"could not tell whether {name!r} is offered")
+            votes = [Exposure.HIDDEN]
+        answers = []
+        for vote in votes:
+            answer, complaint = _exposure(vote)
+            if complaint is not None:
+                log.error("a ctxfs_tool_exposure plugin answered badly: %s", complaint)
+                failures[name] = BackendError(
+                    f"could not tell whether {name!r} is offered: {complaint}",
+                    hint="Report this to whoever runs the tools.",
                 )
-            except Exception as failure:
-                log.exception("a ctxfs_tool_exposure plugin failed for tool %r", name)
-                failures[name] = contained(failure, f"could not tell whether {name!r} is offered")
-                votes = [Exposure.HIDDEN]
-            answers = []
-            for vote in votes:
-                answer, complaint = _exposure(vote)
-                if complaint is not None:
-                    log.error("a ctxfs_tool_exposure plugin answered badly: %s", complaint)
-                    failures[name] = BackendError(
-                        f"could not tell whether {name!r} is offered: {complaint}",
-                        hint="Report this to whoever runs the tools.",
-                    )
-                if answer is not None:
-                    answers.append(answer)
-            if answers:
-                levels[name] = max(answers, key=_RANK.__getitem__)
-        return offer.stricter(levels, failures)
+            if answer is not None:
+                answers.append(answer)
+        if answers:
+            levels[name] = max(answers, key=_RANK.__getitem__)
+    return offer.stricter(levels, failures)
 
 
 @dataclass(frozen=True)
@@ -180,12 +171,12 @@ class Discovery(OfferLayer):
     inner: OfferLayer
     names: tuple[str, ...]
 
-    async def offer(self, ctx: Context) -> Offer:
-        return replace(await self.inner.offer(ctx), discovery=self.names)
+    def offer(self) -> Offer:
+        return replace(self.inner.offer(), discovery=self.names)
 
 
-def layers(tools: Iterable[Tool[Any, Any]], options: CommonOptions, *, plugins: bool) -> OfferLayer:
-    """The layers *options* call for, around the registered *tools*; *plugins*: with votes."""
+def layers(tools: Iterable[Tool[Any, Any]], options: CommonOptions) -> OfferLayer:
+    """The layers *options* call for, around the registered *tools*."""
     tools = list(tools)
     exposed = {tool.name: tool for tool in tools if tool.offering is Offering.EXPOSED}
     layer: OfferLayer = Configured(Registered(tuple(exposed)), options.exposure)
@@ -193,8 +184,6 @@ def layers(tools: Iterable[Tool[Any, Any]], options: CommonOptions, *, plugins: 
         layer = ReadOnly(layer, frozenset(name for name, tool in exposed.items() if tool.writes))
     if options.tools is not None:
         layer = Chosen(layer, frozenset(options.tools))
-    if plugins:
-        layer = Voted(layer, exposed)
     discovery = tuple(tool.name for tool in tools if tool.offering is Offering.DISCOVERY)
     return Discovery(layer, discovery)
 

@@ -25,19 +25,15 @@ from typing import Any, Final
 
 from pydantic_core import SchemaValidator, core_schema
 
-try:
+from ctxfs.tools.extras import needs_extra
+
+with needs_extra(
+    "pydantic-ai", module=__name__, distribution="pydantic-ai", packages=("pydantic_ai",)
+):
     from pydantic_ai import BinaryContent, RunContext, ToolReturn
     from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset
     from pydantic_ai.toolsets.abstract import ToolsetTool
-except ModuleNotFoundError as missing:
-    if missing.name != "pydantic_ai":  # installed, short of something of its own
-        raise
-    raise ModuleNotFoundError(
-        f"{__name__} needs pydantic-ai, which is not installed: "
-        "pip install 'ctxfs-tools[pydantic-ai]'",
-        name=missing.name,
-    ) from missing
 
 from ctxfs.core import Context
 from ctxfs.tools.offers import Offer

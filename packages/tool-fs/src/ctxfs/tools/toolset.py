@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from ctxfs.core import BackendError, Context, FsError, InvalidArgument
 from ctxfs.tools.builtin import BUILTIN_TOOLS, ToolsetOptions
 from ctxfs.tools.definitions import Exposure, ToolDefinition
-from ctxfs.tools.offers import Offer, contained, layers
+from ctxfs.tools.offers import Offer, contained, layers, voted
 from ctxfs.tools.providers import OpenAiApi, Provider, ProviderTools, shaped
 from ctxfs.tools.results import ToolResult, error_text
 from ctxfs.tools.tool import Offering, Progress, Step, Tool
@@ -102,20 +102,28 @@ class FsToolset:
 
     # -- what a step offers -----------------------------------------------------------------
 
+    def configured(self) -> Offer:
+        """The configuration's offer, before any plugin's vote: what a fixed tool list holds.
+
+        A plugin may still defer or hide a tool in a step; a call of it is then refused.
+        """
+        configuration = (self.options, tuple(self.options.exposure.items()))
+        if self._configured is None or self._configured[0] != configuration:
+            self._configured = (configuration, layers(self._tools.values(), self.options).offer())
+        return self._configured[1]
+
     async def offer(self, ctx: Context) -> Offer:
         """Work out what this step offers: configuration, then every plugin's vote.
 
         The strictest answer wins, so a plugin can hide but never reveal (see
-        :class:`~ctxfs.tools.offers.Voted`). Without a plugin that has a say, the
-        offer is the configuration's, worked out once.
+        :func:`~ctxfs.tools.offers.voted`). Without a plugin that has a say, the
+        offer is the configuration's (:meth:`configured`).
         """
-        if ctx.opened_fs.hooks.asks_tool_exposure:
-            return await layers(self._tools.values(), self.options, plugins=True).offer(ctx)
-        configuration = (self.options, tuple(self.options.exposure.items()))
-        if self._configured is None or self._configured[0] != configuration:
-            offer = await layers(self._tools.values(), self.options, plugins=False).offer(ctx)
-            self._configured = (configuration, offer)
-        return self._configured[1]
+        offer = self.configured()
+        if not ctx.opened_fs.hooks.asks_tool_exposure:
+            return offer
+        exposed = {name: self._tools[name] for name in offer.exposure}
+        return await voted(offer, ctx, exposed)
 
     async def plan(self, ctx: Context) -> dict[str, Exposure]:
         """The exposure of every tool in this step (:attr:`Offer.exposure`)."""
@@ -126,7 +134,10 @@ class FsToolset:
 
         Each is named as models call it: with :attr:`ToolsetOptions.tool_prefix`.
         """
-        offer = offer if offer is not None else await self.offer(ctx)
+        return self.listed(ctx, offer if offer is not None else await self.offer(ctx))
+
+    def listed(self, ctx: Context, offer: Offer) -> list[ToolDefinition]:
+        """The definitions *offer* holds, named as models call them (see :meth:`tools`)."""
         limits = Step(ctx=ctx, toolset=self, offer=offer, provider="generic").limits
         prefix = self.options.tool_prefix
         return [
