@@ -74,3 +74,18 @@ def harness(session: nox.Session, harness: str) -> None:
         "uv", "run", "--locked", *group, "pytest", f"tests/harnesses/test_{module}.py",
         *session.posargs, env=env, external=True,
     )  # fmt: skip
+
+
+@nox.session(python=False)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site (guides and API reference) into ``site/``; any warning fails.
+
+    It runs in ``.nox/docs`` (the locked ``docs`` group, plus ruff to format signatures);
+    mkdocstrings reads the sources statically, so no harness needs to be installed.
+    """
+    env = {"UV_PROJECT_ENVIRONMENT": ".nox/docs"}
+    group = ("--no-default-groups", "--group", "docs", "--group", "lint")
+    session.run(
+        "uv", "run", "--locked", *group, "mkdocs", "build", "--strict", "--site-dir", "site",
+        *session.posargs, env=env, external=True,
+    )  # fmt: skip

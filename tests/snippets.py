@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ("README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")))
 
 _BLOCK = re.compile(
-    r"^(?:<!-- (?P<marker>fragment|runs-with|file): (?P<value>[^\n]*?) -->\n)?"
-    r"```python\n(?P<code>.*?)^```",
+    r"^(?:<!--(?P<comment>[^\n]*?)-->\n)?```python\n(?P<code>.*?)^```",
     flags=re.DOTALL | re.MULTILINE,
 )
+_MARKER = re.compile(r"\s*(?P<marker>fragment|runs-with|file):(?P<value>.*)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +36,8 @@ class Block:
     fragment: str | None = None
     runs_with: str | None = None
     file: str | None = None
+    unknown_marker: str | None = None
+    """An HTML comment on the line before the fence that is none of the markers."""
 
     @property
     def id(self) -> str:
@@ -48,7 +50,9 @@ def python_blocks(document: str | None = None) -> list[Block]:
     for name in (document,) if document else DOCUMENTS:
         text = (ROOT / name).read_text()
         for match in _BLOCK.finditer(text):
-            marker, value = match["marker"], match["value"]
+            comment = match["comment"]
+            marked = _MARKER.fullmatch(comment) if comment is not None else None
+            marker, value = (marked["marker"], marked["value"].strip()) if marked else (None, "")
             found.append(
                 Block(
                     document=name,
@@ -57,6 +61,7 @@ def python_blocks(document: str | None = None) -> list[Block]:
                     fragment=value if marker == "fragment" else None,
                     runs_with=value if marker == "runs-with" else None,
                     file=value if marker == "file" else None,
+                    unknown_marker=comment if comment is not None and not marked else None,
                 )
             )
     return found

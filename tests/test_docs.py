@@ -16,6 +16,7 @@ import pytest
 from ctxfs.core import ErrorCode, Fs, FsError, MemoryBackend
 from ctxfs.core.plugins import DISABLE_ENV
 from tests.conftest import InstallDist
+from tests.snippets import python_blocks, run_block
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,19 +27,9 @@ def blocks(document: str, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
 
 
-def run_script(script: Path) -> str:
-    """Run *script* with warnings as errors; return what it printed."""
-    result = subprocess.run(
-        [sys.executable, "-W", "error", str(script)], capture_output=True, text=True, check=True
-    )
-    return result.stdout
-
-
 def run_example(index: int, tmp_path: Path) -> str:
-    """Run the README's *index*-th Python block as a script; return what it printed."""
-    script = tmp_path / f"example{index}.py"
-    script.write_text(blocks("README.md", "python")[index])
-    return run_script(script)
+    """Run the README's *index*-th Python block as written; return what it printed."""
+    return run_block(python_blocks("README.md")[index], tmp_path)
 
 
 def test_readme_quickstart_runs_and_prints_what_it_promises(tmp_path: Path) -> None:
@@ -67,14 +58,13 @@ def test_readme_test_command_is_the_one_ci_runs() -> None:
 
 # -- docs/plugins.md: the change budget --------------------------------------------------------
 
-PLUGIN_SOURCE, PLUGIN_USAGE = blocks("docs/plugins.md", "python")
+PLUGIN, PLUGIN_USAGE = python_blocks("docs/plugins.md")  # the module, then a script using it
+PLUGIN_SOURCE = PLUGIN.code
 
 
 def test_plugin_guide_example_prints_what_the_guide_says(tmp_path: Path) -> None:
-    (tmp_path / "change_budget.py").write_text(PLUGIN_SOURCE)
-    (tmp_path / "example.py").write_text(PLUGIN_USAGE)
     (promised,) = blocks("docs/plugins.md", "text")
-    assert run_script(tmp_path / "example.py") == promised
+    assert run_block(PLUGIN_USAGE, tmp_path) == promised
 
 
 def install_change_budget(install_dist: InstallDist) -> None:

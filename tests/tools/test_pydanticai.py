@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -181,17 +179,3 @@ async def test_an_image_read_reaches_the_model_as_binary_content() -> None:
     assert (picture.media_type, picture.data) == ("image/png", png)
     assert returned.metadata["kind"] == "image"
     assert returned.metadata["image"]["width"] == 40
-
-
-@pytest.mark.slow
-def test_without_the_extra_the_import_names_the_extra() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "import sys; sys.modules['pydantic_ai'] = None\n"
-         "try:\n    import ctxfs.tools.pydanticai\n"
-         "except ModuleNotFoundError as missing:\n    print(missing.name, missing, sep='; ')"],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    assert done.stdout == (
-        "pydantic_ai; ctxfs.tools.pydanticai needs pydantic-ai, which is not installed: "
-        "pip install 'ctxfs-tools[pydantic-ai]'\n"
-    )

@@ -109,8 +109,11 @@ class ContextFs:
         of a file that is not UTF-8; edits of the version read keep it.
 
         Raises:
-            NotFound, IsADirectory, BinaryFile, EncodingError, InvalidArgument
-            (also for an *encoding* Python does not know), and any refusal of a policy.
+            NotFound, IsADirectory, BinaryFile, EncodingError: The file is missing,
+                a directory, or not text in an encoding ctxfs can round-trip.
+            InvalidArgument: *offset* or *limit* is below 1, or *encoding* is no codec
+                Python knows.
+            FsError: Any refusal of a policy.
 
         """
         return await read_text(self._ctx, path, offset=offset, limit=limit, encoding=encoding)
@@ -125,8 +128,10 @@ class ContextFs:
         file larger than ``TextOptions.max_edit_bytes`` is refused.
 
         Raises:
-            NotFound, IsADirectory, NotARegularFile, InvalidArgument (a negative
-            offset or length), TooLarge, and any refusal of a policy.
+            NotFound, IsADirectory, NotARegularFile: *path* names no regular file.
+            InvalidArgument: *offset* or *length* is negative.
+            TooLarge: The read runs to the end of a file too large to read whole.
+            FsError: Any refusal of a policy.
 
         """
         return await read_bytes(self._ctx, path, offset=offset, length=length, observe=observe)
@@ -138,8 +143,11 @@ class ContextFs:
         reading the whole file); no encoding or line ending is touched.
 
         Raises:
-            NotObserved, Stale, Busy, IsADirectory, NotADirectory, TooLarge, and
-            any refusal of a policy.
+            NotObserved, Stale: The owner has not read the current version whole.
+            Busy: The file's lock was not acquired in time.
+            IsADirectory, NotADirectory: *path* is a directory, or a parent of it a file.
+            TooLarge: The file replaced is larger than ``TextOptions.max_edit_bytes``.
+            FsError: Any refusal of a policy.
 
         """
         async with (
@@ -165,8 +173,12 @@ class ContextFs:
         when a guard refuses); what it raises propagates, with nothing written.
 
         Raises:
-            NotFound, NotObserved, Stale, Busy, IsADirectory, TooLarge, what
-            *change* raises, and any refusal of a policy.
+            NotFound, IsADirectory: *path* names no file.
+            NotObserved, Stale: The owner has not read the current version.
+            Busy: The file's lock was not acquired in time.
+            TooLarge: The file is larger than ``TextOptions.max_edit_bytes``.
+            Exception: What *change* raises, with nothing written.
+            FsError: Any refusal of a policy.
 
         """
         async with (
@@ -194,8 +206,11 @@ class ContextFs:
         lines keep their bytes.
 
         Raises:
-            NotObserved, Stale, Busy, IsADirectory, NotADirectory, EncodingError,
-            and any refusal of a policy.
+            NotObserved, Stale: The owner has not read the current version whole.
+            Busy: The file's lock was not acquired in time.
+            IsADirectory, NotADirectory: *path* is a directory, or a parent of it a file.
+            EncodingError: *content* cannot be written in the file's encoding.
+            FsError: Any refusal of a policy.
 
         """
         size = await utf8_size(content)
@@ -237,8 +252,14 @@ class ContextFs:
         but nothing is written and no observation changes.
 
         Raises:
-            EmptyOldString, NoChange, NotFound, NotObserved, Stale, NoMatch,
-            AmbiguousMatch, EncodingError, BinaryFile, Busy, and any refusal of a policy.
+            EmptyOldString, NoChange: *old_string* is empty, or equals *new_string*.
+            NotFound, BinaryFile: *path* names no text file.
+            NotObserved, Stale: The owner has not read the current version.
+            NoMatch, AmbiguousMatch: *old_string* does not occur, or (without
+                *replace_all*) occurs more than once.
+            EncodingError: *new_string* cannot be written in the file's encoding.
+            Busy: The file's lock was not acquired in time.
+            FsError: Any refusal of a policy.
 
         """
         async with reported(self._ctx, OpKind.EDIT, path, file=True, dry_run=dry_run) as report:
@@ -263,7 +284,8 @@ class ContextFs:
         :meth:`edit` would. *dry_run* as for :meth:`edit`.
 
         Raises:
-            InvalidArgument (no edits), and what :meth:`edit` raises.
+            InvalidArgument: *edits* is empty.
+            FsError: What :meth:`edit` raises.
 
         """
         async with reported(self._ctx, OpKind.EDIT, path, file=True, dry_run=dry_run) as report:
@@ -287,8 +309,12 @@ class ContextFs:
         ending; a file without a final newline keeps lacking one.
 
         Raises:
-            InvalidArgument (line out of range), NotFound, NotObserved, Stale,
-            EncodingError, BinaryFile, Busy, and any refusal of a policy.
+            InvalidArgument: *after_line* is out of range.
+            NotFound, BinaryFile: *path* names no text file.
+            NotObserved, Stale: The owner has not read the current version.
+            EncodingError: *text* cannot be written in the file's encoding.
+            Busy: The file's lock was not acquired in time.
+            FsError: Any refusal of a policy.
 
         """
         async with reported(self._ctx, OpKind.INSERT, path, file=True) as report:
@@ -308,7 +334,10 @@ class ContextFs:
         """Delete a file the owner has read (any window of its current version).
 
         Raises:
-            NotFound, NotObserved, Stale, Busy, IsADirectory, and any refusal of a policy.
+            NotFound, IsADirectory: *path* names no file.
+            NotObserved, Stale: The owner has not read the current version.
+            Busy: The file's lock was not acquired in time.
+            FsError: Any refusal of a policy.
 
         """
         async with (
@@ -332,12 +361,16 @@ class ContextFs:
         one is locked while it moves.
 
         Raises:
-            NotFound, NotObserved, Stale, Busy, IsADirectory (a directory, where
-            the store cannot move one), AlreadyExists (the destination exists and
-            *overwrite* is false), InvalidArgument (both paths name one file, the
-            root, a directory into itself or with *overwrite*), TooLarge (a
-            directory of more than :data:`~ctxfs.core.moves.MAX_MOVED_ENTRIES` entries), and any
-            refusal of a policy.
+            NotFound: *source* does not exist.
+            NotObserved, Stale: The owner has not read a file's current version.
+            Busy: A lock was not acquired in time.
+            IsADirectory: *source* is a directory, and the store cannot move one.
+            AlreadyExists: *destination* exists and *overwrite* is false.
+            InvalidArgument: Both paths name one file, or the root, or a directory
+                would move into itself or with *overwrite*.
+            TooLarge: *source* is a directory of more than
+                :data:`~ctxfs.core.moves.MAX_MOVED_ENTRIES` entries.
+            FsError: Any refusal of a policy.
 
         """
         return await move(self._ctx, self._mutations, source, destination, overwrite=overwrite)
@@ -358,11 +391,15 @@ class ContextFs:
         checks run and nothing is written.
 
         Raises:
-            InvalidArgument (no files, or two parts naming one file), NotFound,
-            NotObserved, Stale, NoMatch (``details["hunk"]``), EncodingError,
-            BinaryFile, Busy, and any refusal of a policy. A failure after a
-            write raises what the store raised, once all is put back (or
-            ``BackendError`` naming what could not be).
+            InvalidArgument: No files, or two parts naming one file.
+            NotFound, BinaryFile: A file to update or delete is missing or not text.
+            NotObserved, Stale: The owner has not read a file's current version.
+            NoMatch: A hunk does not apply (``details["hunk"]`` names it).
+            EncodingError: An added line cannot be written in its file's encoding.
+            Busy: A lock was not acquired in time.
+            FsError: Any refusal of a policy; or, for a failure after a write, what
+                the store raised, once all is put back (or ``BackendError`` naming what
+                could not be).
 
         """
         return await apply_patch(self._ctx, self._mutations, patches, dry_run=dry_run)
@@ -378,7 +415,9 @@ class ContextFs:
         (``contextlib.aclosing``) if you stop early.
 
         Raises:
-            NotFound, IsADirectory, BinaryFile, EncodingError, and any refusal of a policy.
+            NotFound, IsADirectory, BinaryFile, EncodingError: The file is missing,
+                a directory, or not text in an encoding ctxfs can round-trip.
+            FsError: Any refusal of a policy.
 
         """
         async with aclosing(numbered_lines(self._ctx, path, max_line_chars)) as numbered:

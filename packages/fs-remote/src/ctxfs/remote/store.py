@@ -78,7 +78,12 @@ class ObjectStore(ABC):
         its body is fetched (:meth:`ReadRequest.check`).
 
         Raises:
-            NotFound, Stale, TooLarge, PermissionDenied, Unavailable, BackendError.
+            NotFound: No object at *key*.
+            Stale: The object is not at ``request.version``.
+            TooLarge: The object is larger than ``request.max_size``.
+            PermissionDenied: The credentials may not do this.
+            Unavailable: The store cannot be reached (retryable).
+            BackendError: Any other failure of the store.
 
         """
 
@@ -87,7 +92,10 @@ class ObjectStore(ABC):
         """The info of an object, fresh from the store (never from a listing cache).
 
         Raises:
-            NotFound, PermissionDenied, Unavailable, BackendError.
+            NotFound: No object at *key*.
+            PermissionDenied: The credentials may not do this.
+            Unavailable: The store cannot be reached (retryable).
+            BackendError: Any other failure of the store.
 
         """
 
@@ -106,7 +114,10 @@ class ObjectStore(ABC):
         Raises:
             Stale: The object is at another version, or missing.
             AlreadyExists: *expect* is ABSENT and the object exists.
-            TooLarge, PermissionDenied, Unavailable, BackendError.
+            TooLarge: *data* is larger than the store takes in one request.
+            PermissionDenied: The credentials may not do this.
+            Unavailable: The store cannot be reached (retryable).
+            BackendError: Any other failure of the store.
 
         """
 
@@ -115,7 +126,11 @@ class ObjectStore(ABC):
         """Delete an object; with *expect*, only at that version.
 
         Raises:
-            NotFound, Stale, PermissionDenied, Unavailable, BackendError.
+            NotFound: No object at *key*.
+            Stale: The object is not at *expect*.
+            PermissionDenied: The credentials may not do this.
+            Unavailable: The store cannot be reached (retryable).
+            BackendError: Any other failure of the store.
 
         """
 
@@ -128,7 +143,9 @@ class ObjectStore(ABC):
         flat listing (no delimiter), a request per page of results, not per level.
 
         Raises:
-            PermissionDenied, Unavailable, BackendError.
+            PermissionDenied: The credentials may not do this.
+            Unavailable: The store cannot be reached (retryable).
+            BackendError: Any other failure of the store.
 
         """
 

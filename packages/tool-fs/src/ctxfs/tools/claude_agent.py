@@ -1,0 +1,147 @@
+"""The tools as an in-process MCP server for the Claude Agent SDK (``ctxfs-tools[claude-agent]``).
+
+::
+
+    from claude_agent_sdk import ClaudeAgentOptions, query
+    from ctxfs.tools.claude_agent import BUILTIN_FILE_TOOLS, allowed_tools, server
+
+    options = ClaudeAgentOptions(
+        mcp_servers={"ctxfs": server(fs.context(owner="agent-1"))},
+        allowed_tools=allowed_tools(),
+        disallowed_tools=list(BUILTIN_FILE_TOOLS),
+    )
+    async for message in query(prompt="Fix the typo in README.md", options=options): ...
+
+:func:`server` makes the SDK's own in-process server (``create_sdk_mcp_server``)
+whose tools run :meth:`FsToolset.execute` for one agent's context. Claude Code
+names them ``mcp__<server>__<tool>`` (``mcp__ctxfs__read``), after the key the
+server has in ``mcp_servers``; :func:`allowed_tools` lists those names, so that
+the agent calls them without asking for permission.
+
+The model reads the result's text (on a failure it holds the error code and the
+hint, and the result is an error result); an image is an image block after the
+text. The SDK lists the tools once, when the server is made, so the list is the
+configuration's (:meth:`FsToolset.configured`); each call is worked out anew, so
+a tool an exposure plugin hides in that step is refused with an error result.
+The SDK checks arguments against the tool's input schema before a call runs:
+arguments it rejects come back as its own ``Input validation error: ...``.
+
+Claude Code also has file tools of its own, which know nothing of ctxfs: to have
+every file access go through ctxfs, pass :data:`BUILTIN_FILE_TOOLS` as
+``disallowed_tools`` (``Read``, ``Write``, ``Edit``, ``MultiEdit``, ``Glob``,
+``Grep``, ``NotebookEdit``, and the older ``NotebookRead`` and ``LS``). ``Bash``
+(``PowerShell`` on Windows) reaches files too: disallow it as well, or pass
+``tools=[]`` to take away every built-in tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ctxfs.tools.extras import needs_extra
+
+with needs_extra(
+    "claude-agent",
+    module=__name__,
+    distribution="claude-agent-sdk",
+    packages=("claude_agent_sdk",),
+):
+    from claude_agent_sdk import (
+        McpSdkServerConfig,
+        SdkMcpTool,
+        ToolAnnotations,
+        create_sdk_mcp_server,
+    )
+
+from ctxfs.core import Context
+from ctxfs.tools import __version__
+from ctxfs.tools.definitions import ToolDefinition
+from ctxfs.tools.results import ToolResult
+from ctxfs.tools.toolset import FsToolset
+
+__all__ = ["BUILTIN_FILE_TOOLS", "allowed_tools", "server"]
+
+BUILTIN_FILE_TOOLS: Final = (
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Glob",
+    "Grep",
+    "NotebookEdit",
+    "NotebookRead",
+    "LS",
+)
+"""Claude Code's own file tools (with the older names), for ``disallowed_tools``."""
+
+
+def server(
+    ctx: Context, toolset: FsToolset | None = None, *, name: str = "ctxfs"
+) -> McpSdkServerConfig:
+    """The ctxfs tools of *ctx*'s owner as an SDK MCP server, for ``ClaudeAgentOptions``.
+
+    Pass it as ``mcp_servers={name: server(ctx)}``: Claude Code names each tool
+    ``mcp__<key>__<tool>`` after that key (see :func:`allowed_tools`).
+
+    Args:
+        ctx: The agent's context: every call runs as its owner, guarded by what it saw.
+        toolset: The tools and their options (default: ``FsToolset()``).
+        name: The server's name, as it introduces itself to Claude Code.
+
+    Returns:
+        The config ``create_sdk_mcp_server`` makes; its ``instance`` is an
+        ``mcp.server.Server`` listing the configured tools. A call never raises:
+        failures, and calls of a tool hidden in that step, are error results.
+
+    """
+    toolset = toolset if toolset is not None else FsToolset()
+    offered = toolset.listed(ctx, toolset.configured())
+    tools = [_sdk_tool(ctx, toolset, definition) for definition in offered]
+    return create_sdk_mcp_server(name, version=__version__, tools=tools)
+
+
+def allowed_tools(toolset: FsToolset | None = None, *, name: str = "ctxfs") -> list[str]:
+    """The names Claude Code gives the tools of :func:`server`, for ``allowed_tools``.
+
+    Args:
+        toolset: The toolset given to :func:`server` (default: ``FsToolset()``).
+        name: The server's key in ``ClaudeAgentOptions.mcp_servers``.
+
+    Returns:
+        ``mcp__<name>__<tool>`` for each tool the server lists, in its order.
+
+    """
+    toolset = toolset if toolset is not None else FsToolset()
+    prefix = f"mcp__{name}__{toolset.options.tool_prefix}"
+    return [prefix + tool for tool in toolset.configured().offered]
+
+
+def _sdk_tool(ctx: Context, toolset: FsToolset, definition: ToolDefinition) -> SdkMcpTool[Any]:
+    async def call(arguments: dict[str, Any]) -> dict[str, Any]:
+        return _sdk_result(await toolset.execute(ctx, definition.name, arguments))
+
+    annotations = ToolAnnotations(
+        read_only_hint=definition.read_only,
+        destructive_hint=definition.destructive,
+        idempotent_hint=definition.idempotent,
+        open_world_hint=False,
+    )
+    return SdkMcpTool(
+        name=definition.name,
+        description=definition.description,
+        input_schema=definition.input_schema,
+        handler=call,
+        annotations=annotations,
+    )
+
+
+def _sdk_result(result: ToolResult) -> dict[str, Any]:
+    """A tool handler's result in the SDK's shape: the text, then each image."""
+    images = [
+        {"type": "image", "data": part.base64_data, "mimeType": part.media_type}
+        for part in result.media
+    ]
+    return {
+        "content": [{"type": "text", "text": result.text}, *images],
+        "is_error": result.is_error,
+    }

@@ -1,0 +1,264 @@
+"""The Claude Agent SDK server, called as Claude Code calls it: over MCP, on its instance.
+
+The SDK has no fake model (it drives the Claude Code CLI), so each test connects the
+``mcp`` client to the server instance of the config that ``server`` returns, over the
+in-memory streams the SDK's own bridge serves it on, and lists and calls the tools.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions, McpSdkServerConfig
+from mcp import ClientSession
+from mcp.server import Server
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.types import CallToolResult, ImageContent, TextContent
+
+from ctxfs.core import ABSENT, Fs, MemoryBackend, NotFound
+from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
+from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
+from ctxfs.tools.claude_agent import BUILTIN_FILE_TOOLS, allowed_tools, server
+from tests.snippets import Block, python_blocks, run_block
+from tests.tools.conftest import FILE_TOOLS
+from tests.tools.media import image
+
+pytestmark = pytest.mark.anyio
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "with_claude_agent.py"
+WRITERS = {
+    "write",
+    "edit",
+    "multi_edit",
+    "apply_patch",
+    "notebook_edit",
+    "delete",
+    "move",
+    "create_directory",
+}
+
+
+@asynccontextmanager
+async def connected(config: McpSdkServerConfig) -> AsyncIterator[ClientSession]:
+    """An MCP client session with the config's server, as the SDK serves it to Claude Code."""
+    instance = config["instance"]
+    assert isinstance(instance, Server)
+    async with (
+        create_client_server_memory_streams() as (client, served),
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(instance.run, *served, instance.create_initialization_options())
+        async with ClientSession(*client) as session:
+            await session.initialize()
+            yield session
+        tasks.cancel_scope.cancel()
+
+
+def text(result: CallToolResult) -> str:
+    """The text the model reads (the first block)."""
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text
+
+
+async def seeded() -> Fs:
+    backend = MemoryBackend()
+    await backend.write("notes.md", b"alpha\r\nbeta\r\n", expect=ABSENT)
+    await backend.write("docs/guide.md", b"# guide\n", expect=ABSENT)
+    return Fs(backend, load_entrypoints=False)
+
+
+async def test_an_edit_after_an_outside_change_is_stale_with_its_hint() -> None:
+    fs = await seeded()
+    async with connected(server(fs.context(owner="agent"))) as claude:
+        read = await claude.call_tool("read", {"file_path": "notes.md"})
+        assert not read.is_error
+        assert text(read).startswith("1 alpha\n2 beta\n")
+
+        someone = fs.context(owner="someone-else")
+        await someone.fs.read("notes.md")
+        await someone.fs.edit("notes.md", "alpha", "ALPHA")
+
+        edit = {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
+        stale = await claude.call_tool("edit", edit)
+        assert stale.is_error
+        assert text(stale).startswith("Error [stale]: notes.md has changed since it was last read")
+        assert "read it again" in text(stale)
+        assert (await fs.backend.read("notes.md")).data == b"ALPHA\r\nbeta\r\n"
+
+        await claude.call_tool("read", {"file_path": "notes.md"})
+        redone = await claude.call_tool("edit", edit)
+        assert not redone.is_error, text(redone)
+        assert (await fs.backend.read("notes.md")).data == b"ALPHA\r\ngamma\r\n"
+
+
+async def test_a_read_then_an_edit_and_a_write_change_the_store() -> None:
+    fs = await seeded()
+    async with connected(server(fs.context(owner="agent"))) as claude:
+        await claude.call_tool("read", {"file_path": "notes.md"})
+        edit = {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
+        edited = await claude.call_tool("edit", edit)
+        created = await claude.call_tool("write", {"file_path": "new.md", "content": "one\n"})
+
+    assert not edited.is_error
+    assert text(edited).startswith("Edited notes.md: 1 replacement")
+    assert [type(block) for block in edited.content] == [TextContent]
+    assert text(created) == "Created new.md (1 line, 4 bytes)."
+    assert (await fs.backend.read("notes.md")).data == b"alpha\r\ngamma\r\n"
+    assert (await fs.backend.read("new.md")).data == b"one\n"
+
+
+async def test_a_model_mistake_is_an_error_result_not_a_protocol_error() -> None:
+    fs = await seeded()
+    async with connected(server(fs.context(owner="agent"))) as claude:
+        unread = await claude.call_tool(
+            "edit", {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
+        )
+        missing = await claude.call_tool("read", {"file_path": "absent.md"})
+        unchecked = await claude.call_tool("read", {"path": "notes.md"})  # the SDK's schema check
+
+    assert unread.is_error
+    assert text(unread).startswith("Error [not_observed]: notes.md has not been read")
+    assert missing.is_error
+    assert text(missing).startswith("Error [not_found]")
+    assert unchecked.is_error
+    assert text(unchecked).startswith("Input validation error:")
+    assert (await fs.backend.read("notes.md")).data == b"alpha\r\nbeta\r\n"
+
+
+async def test_an_image_read_reaches_the_model_as_an_image_block() -> None:
+    fs = await seeded()
+    png = image((40, 30))
+    await fs.backend.write("logo.png", png, expect=ABSENT)
+    async with connected(server(fs.context(owner="agent"))) as claude:
+        result = await claude.call_tool("read", {"file_path": "logo.png"})
+
+    assert not result.is_error
+    words, picture = result.content
+    assert isinstance(words, TextContent)
+    assert words.text.startswith("Returned the image logo.png (image/png, 40x30 px,")
+    assert isinstance(picture, ImageContent)
+    assert picture.mime_type == "image/png"
+    assert base64.b64decode(picture.data) == png
+
+
+async def test_the_listing_carries_schemas_and_hints() -> None:
+    fs = await seeded()
+    async with connected(server(fs.context(owner="agent"))) as claude:
+        tools = {tool.name: tool for tool in (await claude.list_tools()).tools}
+
+    assert list(tools) == FILE_TOOLS
+    assert tools["read"].input_schema["required"] == ["file_path"]
+    read_hints, delete_hints = tools["read"].annotations, tools["delete"].annotations
+    assert read_hints is not None
+    assert delete_hints is not None
+    assert (read_hints.read_only_hint, read_hints.destructive_hint) == (True, False)
+    assert (delete_hints.read_only_hint, delete_hints.destructive_hint) == (False, True)
+
+
+async def test_read_only_lists_no_writer_and_runs_none() -> None:
+    fs = await seeded()
+    toolset = FsToolset(ToolsetOptions(read_only=True))
+    async with connected(server(fs.context(owner="agent"), toolset)) as claude:
+        listed = [tool.name for tool in (await claude.list_tools()).tools]
+        refused = await claude.call_tool("write", {"file_path": "x.md", "content": "x"})
+
+    assert listed == [name for name in FILE_TOOLS if name not in WRITERS]
+    assert refused.is_error
+    assert text(refused) == "Tool 'write' not found"  # the SDK's answer: it lists no writer
+    with pytest.raises(NotFound):
+        await fs.backend.read("x.md")
+
+
+async def test_a_tool_a_plugin_hides_in_a_step_is_refused_when_called() -> None:
+    integrations = StaticIntegrations(off={"w1": ["docs"]})
+    switch = IntegrationSwitch(
+        integrations,
+        key_of=lambda path: "docs" if path.startswith("docs/") else None,
+        keys=["docs"],
+    )
+    fs = await seeded()
+    fs.plugin_manager.register(switch)
+    ctx = fs.context(owner="agent", workspace="w1")
+    async with connected(server(ctx)) as claude:  # the SDK lists the configured tools
+        assert "edit" in [tool.name for tool in (await claude.list_tools()).tools]
+        await claude.call_tool("read", {"file_path": "docs/guide.md"})
+        edit = {"file_path": "docs/guide.md", "old_string": "guide", "new_string": "x"}
+        refused = await claude.call_tool("edit", edit)
+        assert refused.is_error
+        assert text(refused).startswith("Error [invalid_argument]: unknown tool 'edit'")
+        assert (await fs.backend.read("docs/guide.md")).data == b"# guide\n"
+
+        integrations.switch("docs", on=True, workspace="w1")
+        assert not (await claude.call_tool("edit", edit)).is_error
+    assert (await fs.backend.read("docs/guide.md")).data == b"# x\n"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ToolsetOptions(),
+        ToolsetOptions(read_only=True),
+        ToolsetOptions(tool_prefix="fs_", exposure={"grep": Exposure.DEFERRED}),
+    ],
+    ids=["default", "read_only", "prefix_and_deferred"],
+)
+async def test_allowed_tools_names_the_listed_tools(options: ToolsetOptions) -> None:
+    fs = await seeded()
+    toolset = FsToolset(options)
+    config = server(fs.context(owner="agent"), toolset, name="files")
+    async with connected(config) as claude:
+        listed = [tool.name for tool in (await claude.list_tools()).tools]
+
+    assert allowed_tools(toolset, name="files") == [f"mcp__files__{name}" for name in listed]
+    assert config["name"] == "files"
+    ClaudeAgentOptions(
+        mcp_servers={"files": config},
+        allowed_tools=allowed_tools(toolset, name="files"),
+        disallowed_tools=list(BUILTIN_FILE_TOOLS),
+    )
+
+
+async def test_a_deferred_tool_runs_through_call_tool() -> None:
+    fs = await seeded()
+    toolset = FsToolset(ToolsetOptions(exposure={"grep": Exposure.DEFERRED}))
+    async with connected(server(fs.context(owner="agent"), toolset)) as claude:
+        listed = [tool.name for tool in (await claude.list_tools()).tools]
+        direct = await claude.call_tool("grep", {"pattern": "beta"})
+        found = await claude.call_tool(
+            "call_tool", {"name": "grep", "arguments": '{"pattern": "beta"}'}
+        )
+
+    assert "grep" not in listed
+    assert {"search_tools", "call_tool"} <= set(listed)
+    assert direct.is_error
+    assert not found.is_error
+    assert "notes.md" in text(found)
+
+
+def test_the_example_runs_offline(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(EXAMPLE)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        env={name: value for name, value in os.environ.items() if name != "ANTHROPIC_API_KEY"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        f"tools: {', '.join(FILE_TOOLS)}\n1 alpha\n2 beta\n(end of file; lines 1-2 of 2)\n"
+    )
+
+
+BLOCKS = [b for b in python_blocks() if b.runs_with == "claude-agent"]
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_the_docs_blocks_for_claude_agent_run(block: Block, tmp_path: Path) -> None:
+    run_block(block, tmp_path)
