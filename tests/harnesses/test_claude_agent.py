@@ -8,9 +8,6 @@ in-memory streams the SDK's own bridge serves it on, and lists and calls the too
 from __future__ import annotations
 
 import base64
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,25 +22,15 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 
 from ctxfs.core import ABSENT, Fs, MemoryBackend, NotFound
 from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
-from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
+from ctxfs.tools import BUILTIN_TOOLS, Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.claude_agent import BUILTIN_FILE_TOOLS, allowed_tools, server
-from tests.snippets import Block, python_blocks, run_block
+from tests.harnesses.common import run_example
 from tests.tools.conftest import FILE_TOOLS
 from tests.tools.media import image
 
 pytestmark = pytest.mark.anyio
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "with_claude_agent.py"
-WRITERS = {
-    "write",
-    "edit",
-    "multi_edit",
-    "apply_patch",
-    "notebook_edit",
-    "delete",
-    "move",
-    "create_directory",
-}
+WRITERS = {tool.name for tool in BUILTIN_TOOLS if tool.writes}
 
 
 @asynccontextmanager
@@ -245,20 +232,7 @@ async def test_a_deferred_tool_runs_through_call_tool() -> None:
 
 
 def test_the_example_runs_offline(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(EXAMPLE)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-        env={name: value for name, value in os.environ.items() if name != "ANTHROPIC_API_KEY"},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == (
+    printed = run_example("with_claude_agent.py", tmp_path)
+    assert printed == (
         f"tools: {', '.join(FILE_TOOLS)}\n1 alpha\n2 beta\n(end of file; lines 1-2 of 2)\n"
     )
-
-
-BLOCKS = [b for b in python_blocks() if b.runs_with == "claude-agent"]
-
-
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_the_docs_blocks_for_claude_agent_run(block: Block, tmp_path: Path) -> None:
-    run_block(block, tmp_path)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import gc
-import subprocess
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -34,12 +32,11 @@ from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
 from ctxfs.local import LocalBackend
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.langchain import tools
-from tests.snippets import python_blocks, run_block
+from tests.harnesses.common import run_example
 from tests.tools.media import image
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[2]
 FILE_TOOLS = [
     "read", "write", "edit", "multi_edit", "apply_patch", "notebook_edit", "delete", "move",
     "create_directory", "list_dir", "glob", "grep",
@@ -311,22 +308,10 @@ def test_a_tool_a_plugin_hides_in_a_step_is_listed_but_refused(tmp_path: Path) -
 
 
 def test_the_example_runs_offline(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(ROOT / "examples" / "with_langchain.py")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == (
+    printed = run_example("with_langchain.py", tmp_path)
+    assert printed == (
         f"tools: {', '.join(FILE_TOOLS)}\n"
         "1 alpha\n2 beta\n(end of file; lines 1-2 of 2)\n"
         "[error] Error [stale]: notes.md has changed since it was last read\n"
         "Next: The file changed since you read it; read it again, then redo the change.\n"
     )
-
-
-BLOCKS = [b for b in python_blocks() if b.runs_with == "langchain"]
-
-
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_the_docs_blocks_for_langchain_run(block: Any, tmp_path: Path) -> None:
-    run_block(block, tmp_path)

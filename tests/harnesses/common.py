@@ -1,0 +1,25 @@
+"""What every harness's tests share: running its example as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+MODEL_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY")
+
+
+def run_example(name: str, directory: Path) -> str:
+    """Run ``examples/NAME`` in *directory* offline (no model's key), warnings as errors.
+
+    Returns what it printed; fails with its stderr when it exits with an error.
+    """
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(EXAMPLES / name)],
+        cwd=directory, capture_output=True, text=True, timeout=120, check=False,
+        env={key: value for key, value in os.environ.items() if key not in MODEL_KEYS},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
