@@ -64,17 +64,6 @@ class ScriptedLlm(BaseLlm):
         yield LlmResponse(content=types.Content(role="model", parts=parts))
 
 
-@pytest.fixture
-def fs() -> Fs:
-    return Fs(MemoryBackend(), load_entrypoints=False)
-
-
-@pytest.fixture
-async def ctx(fs: Fs) -> Context:
-    await fs.context(owner="setup").fs.write("notes.txt", "hello\n")
-    return fs.context(owner="agent-1")
-
-
 def call(name: str, **args: Any) -> list[types.Part]:
     return [types.Part.from_function_call(name=name, args=args)]
 

@@ -32,17 +32,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def fs() -> Fs:
-    return Fs(MemoryBackend(), load_entrypoints=False)
-
-
-@pytest.fixture
-async def ctx(fs: Fs) -> Context:
-    await fs.context(owner="setup").fs.write("notes.txt", "hello\n")
-    return fs.context(owner="agent-1")
-
-
 async def run(agent_tools: Sequence[Tool], *steps: Any) -> ScriptedModel:
     """Run an agent with *agent_tools* whose model takes *steps*, then says it is done."""
     model = ScriptedModel([*steps, DONE])
