@@ -33,7 +33,7 @@ def run_example(index: int, tmp_path: Path) -> str:
 
 
 def test_readme_quickstart_runs_and_prints_what_it_promises(tmp_path: Path) -> None:
-    assert run_example(0, tmp_path).startswith("stale - The file changed since")
+    assert run_example(0, tmp_path) == "stale - ['-hello', '+hi']\nbye\n"
 
 
 def test_readme_tools_example_runs_and_prints_what_it_promises(tmp_path: Path) -> None:

@@ -52,13 +52,28 @@ async def test_another_owners_change_makes_mine_stale(seeded: Fs) -> None:
     with pytest.raises(Stale) as caught:
         await alice.fs.edit("f.txt", "line 3\n", "third\n")
     assert caught.value.code is ErrorCode.STALE
+    assert caught.value.details["observed_version"] == seen.version
+    assert caught.value.details["current_version"] == changed.version
+    assert "-line 2\n+second\n" in caught.value.details["diff"]
+    await alice.fs.edit("f.txt", "line 3\n", "third\n")  # the diff shown counts as a read
+
+
+async def test_without_session_memory_a_stale_change_must_read_again() -> None:
+    fs = Fs(MemoryBackend(), load_entrypoints=False, session_memory=False)
+    await fs.context(owner="setup").fs.write("f.txt", "".join(f"line {n}\n" for n in range(9)))
+    alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+    seen = await alice.fs.read("f.txt")
+    await bob.fs.read("f.txt")
+    changed = await bob.fs.edit("f.txt", "line 2\n", "second\n")
+    with pytest.raises(Stale) as caught:
+        await alice.fs.edit("f.txt", "line 3\n", "third\n")
     assert caught.value.details == {
         "observed_version": seen.version,
         "current_version": changed.version,
     }
     with pytest.raises(Stale):
         await alice.fs.write("f.txt", "all new\n")
-    assert (await seeded.backend.read("f.txt")).version == changed.version
+    assert (await fs.backend.read("f.txt")).version == changed.version
     await alice.fs.read("f.txt", offset=3, limit=1)
     await alice.fs.edit("f.txt", "line 3\n", "third\n")
 

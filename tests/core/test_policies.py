@@ -190,7 +190,8 @@ async def test_checked_out_busy_and_stale_say_three_different_things(
     await other.fs.edit("a.txt", "alpha", "gamma")
     stale = await tools.execute(agent, "edit", edit)
     assert stale.error_code is ErrorCode.STALE
-    assert "read it again, then redo the change" in stale.text
+    assert "-alpha\n+gamma" in stale.text  # what changed, and the way on
+    assert "redo your change against it" in stale.text
     assert len({checked_out.structured["error"]["hint"], busy.structured["error"]["hint"],
                 stale.structured["error"]["hint"]}) == 3  # fmt: skip
 

@@ -13,6 +13,8 @@ from ctxfs.core.context import Context
 from ctxfs.core.filecontext import DEFAULT_LOCK_TIMEOUT, FileContextPlugin
 from ctxfs.core.observations import ObservationStore, open_observations
 from ctxfs.core.plugins import FILE_CONTEXT_PLUGIN, PluginHost, create_plugin_manager
+from ctxfs.core.session_memory import SessionMemory
+from ctxfs.core.sessions import SessionStore, open_sessions
 from ctxfs.core.text import KnownEncodings, TextOptions
 
 __all__ = ["FILE_CONTEXT_PLUGIN", "Fs", "FsOptions"]
@@ -33,6 +35,12 @@ class FsOptions(TypedDict, total=False):
     """Where observations live: a store, or its URL (``sqlite:///PATH``); default: this
     process (see :mod:`ctxfs.core.observations`). A store opened from a URL is closed
     with the ``Fs``."""
+    sessions: SessionStore | str | None
+    """Where the session memory keeps contents and steps: a store, or its URL
+    (``sqlite:///PATH``); default: this process (see :mod:`ctxfs.core.sessions`). A store
+    opened from a URL is closed with the ``Fs``."""
+    session_memory: bool
+    """Whether to keep what owners saw and did, for stale diffs and undo (default: yes)."""
 
 
 class Fs(AsyncResource):
@@ -72,6 +80,14 @@ class Fs(AsyncResource):
             load_entrypoints=options.get("load_entrypoints", True),
         )
         self.hooks = PluginHost(self.plugin_manager, guard=self.file_context)
+        sessions = options.get("sessions")
+        self._owns_sessions = not isinstance(sessions, SessionStore)
+        self.session_memory: SessionMemory | None = None
+        """What owners saw and did (:mod:`ctxfs.core.session_memory`); None when turned off."""
+        if options.get("session_memory", True):
+            self.session_memory = SessionMemory(
+                sessions if isinstance(sessions, SessionStore) else open_sessions(sessions)
+            )
 
     async def __aenter__(self) -> Self:
         """Open the backend (a remote one checks its store here), then return this ``Fs``."""
@@ -98,15 +114,19 @@ class Fs(AsyncResource):
 
         """
         await self.file_context.forget_owner(owner)
+        if self.session_memory is not None:
+            await self.session_memory.store.forget_owner(owner)
 
     async def aclose(self) -> None:
         """Close the backend, and the observation store if this ``Fs`` opened it."""
         try:
             await self.backend.aclose()
         finally:
-            if self._owns_observations:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if self._owns_observations:
                     await self.file_context.observations.aclose()
+                if self._owns_sessions and self.session_memory is not None:
+                    await self.session_memory.store.aclose()
 
     def __repr__(self) -> str:
         return f"Fs({self.backend!r})"

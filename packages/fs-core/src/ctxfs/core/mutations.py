@@ -57,6 +57,7 @@ class Mutations:
         max_size: int | Absent | None = ABSENT,
         refuse: Refusal | None = None,
         authorized: bool = False,
+        record: bool = True,
     ) -> AsyncIterator[list[Opened]]:
         """Open the files of *reports* for a change, all or none; yielded in *reports*' order.
 
@@ -69,7 +70,9 @@ class Mutations:
         files hold, before the checkers vote (``ctxfs_check_version``). *max_size*
         bounds what is read (default: ``TextOptions.max_edit_bytes``; None: no
         bound). The block stores the changes (:meth:`store`); when it ends, each
-        is committed (``ctxfs_committed``), or every one is undone.
+        is committed (``ctxfs_committed``) and, with *record*, the whole is a step
+        of the owner's session memory; or every one is undone. A ``stale``
+        refusal carries the diff since the owner's version where it is kept.
         """
         ctx, opened_fs = self._ctx, self._ctx.opened_fs
         for report in [] if authorized else reports:
@@ -103,10 +106,17 @@ class Mutations:
             updates = [opened[id(report)][0] for report in reports]
             if refuse is not None:
                 await refuse(updates)
-            for report in reports:
-                report.seen = await opened_fs.hooks.check_version(ctx, report.op, report.before)
+            for report, update in zip(reports, updates, strict=True):
+                try:
+                    report.seen = await opened_fs.hooks.check_version(ctx, report.op, report.before)
+                except Stale as stale:
+                    memory, current = opened_fs.session_memory, update.current
+                    if memory is None or current is None:
+                        raise
+                    report.seen = await opened_fs.file_context.observation(ctx.owner, report.op.key)
+                    raise await memory.explained(ctx, report, current, stale) from None
             yield [opened[id(report)] for report in reports]
-            await self._commit(reports, updates)
+            await self._commit(reports, updates, record=record)
 
     async def change(
         self,
@@ -145,6 +155,7 @@ class Mutations:
         """
         try:
             report.after = await update.write(data)
+            report.written = data
         except AlreadyExists:
             raise Stale(
                 f"{report.op.path} was created by someone else meanwhile", path=report.op.path
@@ -152,7 +163,7 @@ class Mutations:
         if document is not None:
             self._ctx.opened_fs.known_encodings.remember(report.after, document.encoding)
 
-    async def _commit(self, reports: list[Report], updates: list[Update]) -> None:
+    async def _commit(self, reports: list[Report], updates: list[Update], *, record: bool) -> None:
         """Report each stored operation of *reports*, or undo them all.
 
         A change the guard cannot record, one an observer fails, and one
@@ -185,6 +196,8 @@ class Mutations:
                 bug = BackendError(f"an observer failed: {failure!r}", path=stored[0][0].path)
                 raise rolled_back(bug, done, kept, what="the change") from failure
             raise
+        if record and opened_fs.session_memory is not None:
+            await opened_fs.session_memory.recorded(ctx, stored)
 
 
 async def undone(

@@ -29,7 +29,10 @@ async def read_text(
         options = opened_fs.text_options.for_path(op.path)
         if encoding is not None:
             options = _pinned(options, encoding)
+        memory = opened_fs.session_memory
         async with opened_fs.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
+            if memory is not None:
+                stream.record(memory.store.max_bytes_per_owner)
             window = await read_window(
                 stream,
                 offset=offset,
@@ -49,6 +52,8 @@ async def read_text(
             lines=window.seen_lines,
             total_lines=window.total_lines,
         )
+        if memory is not None and window.complete and stream.recorded is not None:
+            await memory.keep(ctx.owner, stream.version, stream.recorded)
     return ReadOutcome(
         path=op.path,
         text=window.text,
@@ -87,6 +92,8 @@ async def read_bytes(
         report.after = blob.version
         if observe:
             await opened_fs.hooks.observed(ctx, op, blob.version, complete=complete)
+            if complete and opened_fs.session_memory is not None:
+                await opened_fs.session_memory.keep(ctx.owner, blob.version, blob.data)
     return BytesOutcome(
         path=op.path,
         data=blob.data,

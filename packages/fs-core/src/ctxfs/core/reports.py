@@ -28,6 +28,8 @@ class Report:
     after: Version | None = None
     seen: Observation | None = None
     """What the owner had seen of the file before the change (put back if it is undone)."""
+    written: bytes | None = None
+    """The content the operation stored, when it wrote one (for the session memory)."""
 
     @property
     def found(self) -> Version:

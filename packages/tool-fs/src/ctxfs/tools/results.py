@@ -422,6 +422,9 @@ def page_footer(noun: str, first: int, shown: int, of: str, next_offset: int | N
 def error_text(error: FsError) -> str:
     """The code, the message, the next action, and whatever helps take it."""
     parts = [f"Error [{error.code.value}]: {error.message}"]
+    diff = error.details.get("diff")
+    if diff:  # a stale change: what changed since the owner's version
+        parts.append(diff)
     if error.hint:
         parts.append(f"Next: {error.hint}")
     candidates = error.details.get("candidates")

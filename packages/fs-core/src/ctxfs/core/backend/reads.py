@@ -70,8 +70,21 @@ class ReadStream:
         self._hasher = None if version is not None else ContentHasher()
         self._finished = False
         self._iterator: AsyncIterator[bytes] | None = None
+        self._recording: bytearray | None = None
+        self._record_limit = 0
         self.size = size
         """The size of the file when known at open."""
+
+    def record(self, limit: int) -> None:
+        """Keep the chunks read from now on, up to *limit* bytes in all (see :attr:`recorded`)."""
+        self._recording, self._record_limit = bytearray(), limit
+
+    @property
+    def recorded(self) -> bytes | None:
+        """The whole content: if :meth:`record` came first, and all was read within its limit."""
+        if self._recording is None or not self._finished:
+            return None
+        return bytes(self._recording)
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         self._iterator = self._iterate()
@@ -88,6 +101,11 @@ class ReadStream:
         async for chunk in self._chunks:
             if self._hasher is not None:
                 self._hasher.update(chunk)
+            if self._recording is not None:
+                if len(self._recording) + len(chunk) > self._record_limit:
+                    self._recording = None
+                else:
+                    self._recording += chunk
             yield chunk
         self._finished = True
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Final
+from typing import Final
 
 import anyio
 
-from ctxfs.core.errors import Busy, InvalidArgument, Unavailable
+from ctxfs.core.errors import Busy, Unavailable
 from ctxfs.core.observations.base import (
     DEFAULT_MAX_AGE,
     Change,
@@ -16,17 +15,13 @@ from ctxfs.core.observations.base import (
     shown_url,
     stored_bytes,
 )
-
-try:
-    import redis.asyncio as aioredis
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import RedisError, WatchError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-except ImportError as missing:  # pragma: no cover - the extra is part of the dev environment
-    raise InvalidArgument(
-        "Redis observations need the redis package",
-        hint="Install ctxfs-core[redis] (or the redis package).",
-    ) from missing
+from ctxfs.core.redis_client import (
+    RedisError,
+    WatchError,
+    opened_client,
+    require_asyncio,
+    unavailable,
+)
 
 __all__ = ["RedisObservations"]
 
@@ -61,15 +56,7 @@ class RedisObservations(ObservationStore):
         self.max_age = max_age
         self.prefix = prefix.encode()
         self._url = url
-        try:
-            self._client: Any = aioredis.from_url(
-                url, socket_timeout=timeout, socket_connect_timeout=timeout
-            )
-        except (ValueError, TypeError, RedisError) as error:
-            raise InvalidArgument(
-                f"{self!r} is not a usable Redis URL: {error}",
-                hint="Write redis://HOST:PORT/DB (or rediss://, unix:///SOCKET).",
-            ) from error
+        self._client = opened_client(url, timeout=timeout, shown=repr(self))
 
     async def get(self, owner: str, key: str) -> Observation | None:
         """See :meth:`ObservationStore.get`."""
@@ -134,14 +121,7 @@ class RedisObservations(ObservationStore):
         return b"%s%d:%s%s" % (self.prefix, len(raw_owner), raw_owner, stored_bytes(key))
 
     def _unavailable(self, error: RedisError) -> Unavailable:
-        transient = isinstance(error, RedisConnectionError | RedisTimeoutError)
-        return Unavailable(
-            f"the observation store {self!r} cannot be used: {error}",
-            retryable=transient,
-            hint="Check that the Redis server runs and the URL is right; nothing was changed."
-            if transient
-            else "Check the Redis URL, its credentials and the server's state.",
-        )
+        return unavailable(error, f"observation store {self!r}")
 
     def __repr__(self) -> str:
         return f"RedisObservations({shown_url(self._url)!r})"
@@ -153,10 +133,4 @@ def _glob_escaped(name: bytes) -> bytes:
 
 
 def _require_asyncio() -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        raise InvalidArgument(
-            "Redis observations run on asyncio only (redis-py's client)",
-            hint="Run ctxfs on asyncio, or use sqlite:/// observations.",
-        ) from None
+    require_asyncio("observations", "sqlite:/// observations")

@@ -1,0 +1,138 @@
+"""Session memory: the contents each owner saw and wrote, and the steps it took.
+
+It keeps, in a :class:`~ctxfs.core.sessions.SessionStore`, the content of
+every version an owner read whole or wrote, and records each committed call of
+the owner as a step (its files' versions before and after). From there a
+``stale`` refusal carries the diff since the owner's version, and undo and
+rewind put the owner's files back (:mod:`ctxfs.core.rewinds`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ctxfs.core.errors import FsError, Stale
+from ctxfs.core.sessions import FileChange, SessionStore
+from ctxfs.core.text import decode_document
+from ctxfs.core.text.diffs import VersionDiff, version_diff
+from ctxfs.core.textwork import text_work
+
+if TYPE_CHECKING:
+    from ctxfs.core.backend import Blob, Update
+    from ctxfs.core.context import Context
+    from ctxfs.core.reports import Report
+    from ctxfs.core.versions import Version
+
+__all__ = ["SessionMemory"]
+
+log = logging.getLogger(__name__)
+
+
+class SessionMemory:
+    """What the owners of one ``Fs`` saw and wrote, in *store*.
+
+    A store that fails never fails a call: what it could not keep or record is
+    logged, and is then simply not there (a diff or an undo that needs it says so).
+    """
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    async def keep(self, owner: str, version: Version, data: bytes) -> None:
+        """Keep *data*, the content of *version*, for *owner*."""
+        try:
+            await self.store.keep(owner, version, data)
+        except FsError:
+            log.warning("the session store could not keep a version", exc_info=True)
+
+    async def content(self, owner: str, version: Version) -> bytes | None:
+        """The content of *version* kept for *owner*, if it is (None if the store fails)."""
+        try:
+            return await self.store.content(owner, version)
+        except FsError:
+            log.warning("the session store could not be read", exc_info=True)
+            return None
+
+    async def recorded(self, ctx: Context, stored: Sequence[tuple[Update, Report]]) -> None:
+        """Record the committed changes *stored* as one step of *ctx*'s owner, with contents."""
+        owner, changes = ctx.owner, []
+        sources = {report.op.path: update for update, report in stored}
+        for update, report in stored:
+            op, current = report.op, update.current
+            if current is not None and len(current.data) == current.size:
+                await self.keep(owner, current.version, current.data)
+            written = report.written
+            if written is None and op.moved_from is not None:  # a move: the source's content
+                source = sources.get(op.moved_from)
+                moved = None if source is None else source.current
+                written = None if moved is None or len(moved.data) != moved.size else moved.data
+            if report.after is not None and written is not None:
+                await self.keep(owner, report.after, written)
+            changes.append(
+                FileChange(
+                    path=op.path,
+                    key=op.key,
+                    kind=op.kind.value,
+                    before=report.before,
+                    after=report.after,
+                    moved_from=op.moved_from,
+                )
+            )
+        await self.record(owner, changes)
+
+    async def record(self, owner: str, changes: Sequence[FileChange]) -> None:
+        """Record *changes* as one step of *owner*."""
+        if not changes:
+            return
+        try:
+            await self.store.record(owner, changes, at=time.time())
+        except FsError:
+            log.warning("the session store could not record a step", exc_info=True)
+
+    async def explained(self, ctx: Context, report: Report, current: Blob, stale: Stale) -> Stale:
+        """*stale* (a refusal of *report*'s change of the file now at *current*), with its diff.
+
+        When the owner's version is kept, the refusal carries the diff from it to
+        *current* (``details["diff"]``, ``details["diff_whole"]``); a diff shown
+        whole is an observation of *current* (a corrected change needs no read).
+        """
+        seen = report.seen
+        if seen is None or len(current.data) != current.size:
+            return stale
+        old = await self.content(ctx.owner, seen.version)
+        if old is None:
+            return stale
+        path = report.op.path
+        diff = await text_work(len(old) + current.size, lambda: _diff(ctx, path, old, current.data))
+        if diff is None:
+            return stale
+        if diff.whole:
+            await ctx.opened_fs.file_context.observe(
+                ctx.owner, report.op.key, current.version, complete=seen.complete
+            )
+            await self.keep(ctx.owner, current.version, current.data)
+            hint = (
+                "The diff shows what changed since your read; it counts as a read of the "
+                "current version: redo your change against it (no read needed)."
+            )
+        else:
+            hint = "Too much changed to show; read the file again, then redo the change."
+        return Stale(
+            f"{stale.message}; what changed since your version:",
+            path=path,
+            hint=hint,
+            details={**stale.details, "diff": diff.text, "diff_whole": diff.whole},
+        )
+
+
+def _diff(ctx: Context, path: str, old: bytes, new: bytes) -> VersionDiff | None:
+    options = ctx.opened_fs.text_options.for_path(path)
+    try:
+        before = decode_document(old, options, path=path)
+        after = decode_document(new, options, path=path, encoding=before.encoding)
+    except FsError:  # binary, or text in no encoding ctxfs can round-trip
+        return None
+    return version_diff(before.logical_text, after.logical_text, path=path)

@@ -1,0 +1,237 @@
+"""The session store's port: the contents agents saw and wrote, and the steps they took."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ctxfs.core.versions import Version
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_BYTES_PER_OWNER",
+    "DEFAULT_MAX_STEPS",
+    "Checkpoint",
+    "FileChange",
+    "SessionStore",
+    "Step",
+]
+
+DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
+"""Bytes of file contents a store keeps in all before giving up the least recently used."""
+DEFAULT_MAX_BYTES_PER_OWNER: Final = 64 * 1024 * 1024
+"""Bytes of file contents kept for one owner; a file larger than this is never kept."""
+DEFAULT_MAX_STEPS: Final = 1_000
+"""Steps kept per owner; the oldest are given up first (they can no longer be undone)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileChange:
+    """One file's part of a step: the versions it held before and after (None: absent)."""
+
+    path: str
+    """The file's canonical path, as the change spelled it."""
+    key: str
+    """The file's identity (:attr:`Operation.key`)."""
+    kind: str
+    """What changed it: an :class:`~ctxfs.core.OpKind` value (``write``, ``edit``, ``move``...)."""
+    before: Version | None
+    after: Version | None
+    moved_from: str | None = None
+    """For a move's destination: the path the file came from."""
+    directory: bool = False
+    """Whether the path is a directory the step created."""
+
+    def encode(self) -> dict[str, Any]:
+        """The change as plain JSON data (what shared stores keep)."""
+        return {
+            "path": self.path,
+            "key": self.key,
+            "kind": self.kind,
+            "before": self.before,
+            "after": self.after,
+            "moved_from": self.moved_from,
+            "directory": self.directory,
+        }
+
+    @classmethod
+    def decode(cls, data: dict[str, Any]) -> FileChange:
+        """The change :meth:`encode` gave *data* for."""
+        return cls(
+            path=str(data["path"]),
+            key=str(data["key"]),
+            kind=str(data["kind"]),
+            before=None if data["before"] is None else Version(data["before"]),
+            after=None if data["after"] is None else Version(data["after"]),
+            moved_from=data.get("moved_from"),
+            directory=bool(data.get("directory", False)),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """What one call of an owner changed (an edit, a patch over several files, a move)."""
+
+    number: int
+    """The step's place in its owner's history: 1, 2, ..., never reused."""
+    changes: tuple[FileChange, ...]
+    at: float
+    """When it was recorded (seconds since the epoch)."""
+
+    def encode(self) -> str:
+        """The step as a short JSON text (what shared stores keep)."""
+        return json.dumps(
+            {"number": self.number, "at": self.at, "changes": [c.encode() for c in self.changes]}
+        )
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> Step:
+        """The step :meth:`encode` gave *text* for.
+
+        Raises:
+            ValueError: *text* is no encoded step.
+
+        """
+        try:
+            data = json.loads(text)
+            return cls(
+                number=int(data["number"]),
+                at=float(data["at"]),
+                changes=tuple(FileChange.decode(change) for change in data["changes"]),
+            )
+        except (TypeError, KeyError, ValueError) as error:
+            raise ValueError(f"not an encoded step: {text!r:.80}") from error
+
+
+@dataclass(frozen=True, kw_only=True)
+class Checkpoint:
+    """A point in an owner's history to rewind to: after step :attr:`step`."""
+
+    id: str
+    label: str | None
+    step: int
+    """The number of the last step before the checkpoint (0: before any)."""
+    at: float
+
+    def encode(self) -> str:
+        """The checkpoint as a short JSON text (what shared stores keep)."""
+        return json.dumps({"id": self.id, "label": self.label, "step": self.step, "at": self.at})
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> Checkpoint:
+        """The checkpoint :meth:`encode` gave *text* for.
+
+        Raises:
+            ValueError: *text* is no encoded checkpoint.
+
+        """
+        try:
+            data = json.loads(text)
+            label = data["label"]
+            return cls(
+                id=str(data["id"]),
+                label=None if label is None else str(label),
+                step=int(data["step"]),
+                at=float(data["at"]),
+            )
+        except (TypeError, KeyError, ValueError) as error:
+            raise ValueError(f"not an encoded checkpoint: {text!r:.80}") from error
+
+
+class SessionStore(ABC):
+    """The port: file contents by version, and each owner's steps and checkpoints.
+
+    Contents are kept per owner: :meth:`content` answers an owner only for a
+    version that owner was given to keep (a read, its own change), so no owner
+    reads another's through the store. Contents are bounded per owner and in
+    all (:attr:`max_bytes_per_owner`, :attr:`max_bytes`), the least recently
+    used given up first; steps are bounded per owner (:attr:`max_steps`), the
+    oldest given up first. What was given up is gone: the store never guesses.
+    Implementations make each call atomic against every other user of the
+    store, never block the event loop for long, and raise ``Unavailable``
+    rather than guess.
+    """
+
+    max_bytes: int
+    max_bytes_per_owner: int
+    max_steps: int
+
+    @abstractmethod
+    async def keep(self, owner: str, version: Version, data: bytes) -> bool:
+        """Keep *data*, the content of *version*, for *owner* (again: it becomes the most recent).
+
+        Returns False when the store gives it up at once (larger than a bound).
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
+
+    @abstractmethod
+    async def content(self, owner: str, version: Version) -> bytes | None:
+        """The content of *version*, if it was kept for *owner* and is kept still.
+
+        Raises:
+            Unavailable: The store cannot be reached or read.
+
+        """
+
+    @abstractmethod
+    async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
+        """Append a step of *changes* made at *at* to *owner*'s history; return it.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
+
+    @abstractmethod
+    async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
+        """*owner*'s steps numbered above *after* that are kept, oldest first.
+
+        Raises:
+            Unavailable: The store cannot be reached or read.
+
+        """
+
+    @abstractmethod
+    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+        """Take the steps *numbers* out of *owner*'s history (they were undone).
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
+
+    @abstractmethod
+    async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
+        """Mark a checkpoint after *owner*'s latest step; its id is new for the owner.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
+
+    @abstractmethod
+    async def checkpoints(self, owner: str) -> list[Checkpoint]:
+        """*owner*'s checkpoints, oldest first.
+
+        Raises:
+            Unavailable: The store cannot be reached or read.
+
+        """
+
+    @abstractmethod
+    async def forget_owner(self, owner: str) -> None:
+        """Forget *owner*'s contents, steps and checkpoints.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
+
+    async def aclose(self) -> None:  # noqa: B027 - a store with nothing to release keeps this
+        """Release what the store holds (connections); it may not be used afterwards."""

@@ -1,0 +1,161 @@
+"""The in-process session store (the default)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ctxfs.core.sessions.base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_BYTES_PER_OWNER,
+    DEFAULT_MAX_STEPS,
+    Checkpoint,
+    FileChange,
+    SessionStore,
+    Step,
+)
+from ctxfs.core.versions import Version
+
+__all__ = ["MemorySessions"]
+
+
+@dataclass
+class _Owner:
+    kept: OrderedDict[Version, int] = field(default_factory=OrderedDict)
+    """The versions kept for the owner and their sizes, least recently used first."""
+    kept_bytes: int = 0
+    steps: list[Step] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    numbered: int = 0
+    """The last step number given."""
+    marked: int = 0
+    """The last checkpoint number given."""
+
+
+class MemorySessions(SessionStore):
+    """Contents and histories in this process only, bounded as :class:`SessionStore` says.
+
+    A content kept for several owners is stored once.
+
+    Raises:
+        ValueError: A bound is not a positive number.
+
+    """
+
+    def __init__(
+        self,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER,
+        max_steps: int = DEFAULT_MAX_STEPS,
+    ) -> None:
+        if min(max_bytes, max_bytes_per_owner, max_steps) < 1:
+            raise ValueError("the bounds of a session store must be positive")
+        self.max_bytes = max_bytes
+        self.max_bytes_per_owner = max_bytes_per_owner
+        self.max_steps = max_steps
+        self._lock = threading.Lock()  # one store may serve several event loops' threads
+        self._owners: dict[str, _Owner] = {}
+        self._blobs: OrderedDict[Version, bytes] = OrderedDict()  # least recently used first
+        self._holders: dict[Version, set[str]] = {}
+        self._bytes = 0
+
+    @property
+    def kept_bytes(self) -> int:
+        """The bytes of contents kept, in all."""
+        return self._bytes
+
+    async def keep(self, owner: str, version: Version, data: bytes) -> bool:
+        """See :meth:`SessionStore.keep`."""
+        if len(data) > min(self.max_bytes, self.max_bytes_per_owner):
+            return False
+        with self._lock:
+            mine = self._owners.setdefault(owner, _Owner())
+            if version not in self._blobs:
+                self._blobs[version] = data
+                self._holders[version] = set()
+                self._bytes += len(data)
+            self._blobs.move_to_end(version)
+            if owner not in self._holders[version]:
+                self._holders[version].add(owner)
+                mine.kept_bytes += len(data)
+            mine.kept[version] = len(data)
+            mine.kept.move_to_end(version)
+            while mine.kept_bytes > self.max_bytes_per_owner:
+                self._let_go(owner, next(iter(mine.kept)))
+            while self._bytes > self.max_bytes:
+                oldest = next(iter(self._blobs))
+                for holder in list(self._holders[oldest]):
+                    self._let_go(holder, oldest)
+            return True
+
+    def _let_go(self, owner: str, version: Version) -> None:
+        mine = self._owners[owner]
+        mine.kept_bytes -= mine.kept.pop(version)
+        holders = self._holders[version]
+        holders.discard(owner)
+        if not holders:
+            del self._holders[version]
+            self._bytes -= len(self._blobs.pop(version))
+
+    async def content(self, owner: str, version: Version) -> bytes | None:
+        """See :meth:`SessionStore.content`."""
+        with self._lock:
+            mine = self._owners.get(owner)
+            if mine is None or version not in mine.kept:
+                return None
+            mine.kept.move_to_end(version)
+            self._blobs.move_to_end(version)
+            return self._blobs[version]
+
+    async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
+        """See :meth:`SessionStore.record`."""
+        with self._lock:
+            mine = self._owners.setdefault(owner, _Owner())
+            mine.numbered += 1
+            step = Step(number=mine.numbered, changes=tuple(changes), at=at)
+            mine.steps.append(step)
+            del mine.steps[: max(0, len(mine.steps) - self.max_steps)]
+            return step
+
+    async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
+        """See :meth:`SessionStore.steps`."""
+        with self._lock:
+            mine = self._owners.get(owner)
+            return [] if mine is None else [s for s in mine.steps if s.number > after]
+
+    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+        """See :meth:`SessionStore.drop_steps`."""
+        dropped = set(numbers)
+        with self._lock:
+            mine = self._owners.get(owner)
+            if mine is not None:
+                mine.steps = [step for step in mine.steps if step.number not in dropped]
+
+    async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
+        """See :meth:`SessionStore.mark`."""
+        with self._lock:
+            mine = self._owners.setdefault(owner, _Owner())
+            mine.marked += 1
+            checkpoint = Checkpoint(id=f"cp{mine.marked}", label=label, step=mine.numbered, at=at)
+            mine.checkpoints.append(checkpoint)
+            del mine.checkpoints[: max(0, len(mine.checkpoints) - self.max_steps)]
+            return checkpoint
+
+    async def checkpoints(self, owner: str) -> list[Checkpoint]:
+        """See :meth:`SessionStore.checkpoints`."""
+        with self._lock:
+            mine = self._owners.get(owner)
+            return [] if mine is None else list(mine.checkpoints)
+
+    async def forget_owner(self, owner: str) -> None:
+        """See :meth:`SessionStore.forget_owner`."""
+        with self._lock:
+            mine = self._owners.get(owner)
+            if mine is None:
+                return
+            for version in list(mine.kept):
+                self._let_go(owner, version)
+            del self._owners[owner]

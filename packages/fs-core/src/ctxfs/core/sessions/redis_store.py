@@ -1,0 +1,276 @@
+"""Session memory in a Redis server: every host that uses it shares it.
+
+Every key starts ``PREFIX sessions:``. A content is one string, ``blob:VERSION``, with
+the set of owners keeping it (``holders:VERSION``); ``lru`` orders the contents by last
+use, ``bytes`` counts them, ``clock`` gives the uses their order. An owner's keys start
+``LENGTH:OWNER:`` (unambiguous): ``kept`` (its versions by last use), ``counts`` (a hash:
+its ``bytes`` kept, the last step ``numbered`` and checkpoint ``marked``), ``steps`` and
+``checkpoints`` (encoded, scored by number). Every change is one Lua script (atomic),
+which names its keys itself: a single server or primary, not a Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
+
+from ctxfs.core.errors import Unavailable
+from ctxfs.core.observations.base import shown_url, stored_bytes
+from ctxfs.core.redis_client import RedisError, opened_client, require_asyncio, unavailable
+from ctxfs.core.sessions.base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_BYTES_PER_OWNER,
+    DEFAULT_MAX_STEPS,
+    Checkpoint,
+    FileChange,
+    SessionStore,
+    Step,
+)
+from ctxfs.core.versions import Version
+
+__all__ = ["RedisSessions"]
+
+D = TypeVar("D")
+
+_SHARED: Final = """
+local P = ARGV[1]
+local function owned(who) return P .. #who .. ':' .. who .. ':' end
+local function drop_blob(v)
+  local blob = P .. 'blob:' .. v
+  redis.call('DECRBY', P .. 'bytes', redis.call('STRLEN', blob))
+  redis.call('DEL', blob, P .. 'holders:' .. v)
+  redis.call('ZREM', P .. 'lru', v)
+end
+local function let_go(who, v)
+  local o = owned(who)
+  if redis.call('ZREM', o .. 'kept', v) == 1 then
+    redis.call('HINCRBY', o .. 'counts', 'bytes', -redis.call('STRLEN', P .. 'blob:' .. v))
+  end
+  redis.call('SREM', P .. 'holders:' .. v, who)
+  if redis.call('SCARD', P .. 'holders:' .. v) == 0 then drop_blob(v) end
+end
+"""
+_KEEP: Final = """
+local owner, v, data = ARGV[2], ARGV[3], ARGV[4]
+local o, blob = owned(owner), P .. 'blob:' .. v
+local tick = redis.call('INCR', P .. 'clock')
+if redis.call('EXISTS', blob) == 0 then
+  redis.call('SET', blob, data)
+  redis.call('INCRBY', P .. 'bytes', #data)
+end
+redis.call('ZADD', P .. 'lru', tick, v)
+if redis.call('SADD', P .. 'holders:' .. v, owner) == 1 then
+  redis.call('HINCRBY', o .. 'counts', 'bytes', redis.call('STRLEN', blob))
+end
+redis.call('ZADD', o .. 'kept', tick, v)
+while tonumber(redis.call('HGET', o .. 'counts', 'bytes') or '0') > tonumber(ARGV[6]) do
+  local oldest = redis.call('ZRANGE', o .. 'kept', 0, 0)[1]
+  if not oldest then redis.call('HSET', o .. 'counts', 'bytes', 0) break end
+  let_go(owner, oldest)
+end
+while tonumber(redis.call('GET', P .. 'bytes') or '0') > tonumber(ARGV[5]) do
+  local oldest = redis.call('ZRANGE', P .. 'lru', 0, 0)[1]
+  if not oldest then redis.call('SET', P .. 'bytes', 0) break end
+  for _, who in ipairs(redis.call('SMEMBERS', P .. 'holders:' .. oldest)) do
+    let_go(who, oldest)
+  end
+  if redis.call('ZSCORE', P .. 'lru', oldest) then drop_blob(oldest) end
+end
+return 1
+"""
+_CONTENT: Final = """
+local o, v = owned(ARGV[2]), ARGV[3]
+if not redis.call('ZSCORE', o .. 'kept', v) then return false end
+local data = redis.call('GET', P .. 'blob:' .. v)
+if not data then return false end
+local tick = redis.call('INCR', P .. 'clock')
+redis.call('ZADD', o .. 'kept', tick, v)
+redis.call('ZADD', P .. 'lru', tick, v)
+return data
+"""
+_RECORD: Final = """
+local o = owned(ARGV[2])
+local n = redis.call('HINCRBY', o .. 'counts', 'numbered', 1)
+local step = '{"number": ' .. n .. ', "at": ' .. ARGV[3] .. ', "changes": ' .. ARGV[4] .. '}'
+redis.call('ZADD', o .. 'steps', n, step)
+redis.call('ZREMRANGEBYRANK', o .. 'steps', 0, -tonumber(ARGV[5]) - 1)
+return n
+"""
+_MARK: Final = """
+local o = owned(ARGV[2])
+local n = redis.call('HINCRBY', o .. 'counts', 'marked', 1)
+local last = redis.call('HGET', o .. 'counts', 'numbered') or '0'
+local mark = '{"id": "cp' .. n .. '", "label": ' .. ARGV[3] .. ', "step": ' .. last
+  .. ', "at": ' .. ARGV[4] .. '}'
+redis.call('ZADD', o .. 'checkpoints', n, mark)
+redis.call('ZREMRANGEBYRANK', o .. 'checkpoints', 0, -tonumber(ARGV[5]) - 1)
+return {n, tonumber(last)}
+"""
+_FORGET: Final = """
+local who = ARGV[2]
+local o = owned(who)
+for _, v in ipairs(redis.call('ZRANGE', o .. 'kept', 0, -1)) do let_go(who, v) end
+redis.call('DEL', o .. 'kept', o .. 'counts', o .. 'steps', o .. 'checkpoints')
+return 1
+"""
+
+
+class RedisSessions(SessionStore):
+    """Contents and histories in a Redis server, bounded as :class:`SessionStore` says.
+
+    Shared by every process and host that uses it; a content kept for several
+    owners is stored once. Each change is one Lua script, atomic on the server:
+    step numbers and checkpoint ids are never given twice. Point the URL at a
+    primary, not a lagging replica; the server must not evict keys itself
+    (``maxmemory-policy noeviction``): the bounds are the store's.
+
+    Args:
+        url: The server (``redis://HOST:PORT/DB``, ``rediss://`` for TLS, ``unix:///SOCKET``);
+            redis-py's own query options apply.
+        prefix: The start of every key written (one Redis database can serve several setups).
+        max_bytes: Bytes of contents kept in all.
+        max_bytes_per_owner: Bytes of contents kept for one owner.
+        max_steps: Steps (and checkpoints) kept per owner.
+        timeout: Seconds to connect, and to wait for each answer, before ``Unavailable``.
+
+    Raises:
+        ValueError: A bound is not a positive number.
+        InvalidArgument: *url* is no usable Redis URL.
+
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "ctxfs:",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        timeout: float = 5.0,
+    ) -> None:
+        if min(max_bytes, max_bytes_per_owner, max_steps) < 1:
+            raise ValueError("the bounds of a session store must be positive")
+        self.prefix = prefix.encode()
+        self.max_bytes = max_bytes
+        self.max_bytes_per_owner = max_bytes_per_owner
+        self.max_steps = max_steps
+        self._url = url
+        self._client = opened_client(url, timeout=timeout, shown=repr(self))
+        self._scripts = {
+            name: self._client.register_script(_SHARED + body)
+            for name, body in (
+                ("keep", _KEEP),
+                ("content", _CONTENT),
+                ("record", _RECORD),
+                ("mark", _MARK),
+                ("forget", _FORGET),
+            )
+        }
+
+    async def keep(self, owner: str, version: Version, data: bytes) -> bool:
+        """See :meth:`SessionStore.keep`: one script, the bounds kept in it."""
+        if len(data) > min(self.max_bytes, self.max_bytes_per_owner):
+            return False
+        bounds = (self.max_bytes, self.max_bytes_per_owner)
+        await self._script("keep", owner, stored_bytes(version), data, *bounds)
+        return True
+
+    async def content(self, owner: str, version: Version) -> bytes | None:
+        """See :meth:`SessionStore.content`: one script (the use is recorded)."""
+        data = await self._script("content", owner, stored_bytes(version))
+        return None if data is None else bytes(data)
+
+    async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
+        """See :meth:`SessionStore.record`: one script numbers, keeps and bounds the step."""
+        changes = tuple(changes)
+        encoded = json.dumps([change.encode() for change in changes])
+        number = await self._script("record", owner, json.dumps(at), encoded, self.max_steps)
+        return Step(number=int(number), changes=changes, at=at)
+
+    async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
+        """See :meth:`SessionStore.steps`.
+
+        Raises:
+            Unavailable: Also when a step on the server is damaged.
+
+        """
+        texts = await self._call("zrangebyscore", self._owned(owner, b"steps"), f"({after}", "+inf")
+        return self._decoded(Step.decode, texts)
+
+    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+        """See :meth:`SessionStore.drop_steps`: one ``MULTI``/``EXEC`` transaction."""
+        if not numbers:
+            return
+        require_asyncio("sessions", "sqlite:/// sessions")
+        name = self._owned(owner, b"steps")
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                for number in numbers:
+                    pipe.zremrangebyscore(name, number, number)
+                await pipe.execute()
+        except RedisError as error:
+            raise self._unavailable(error) from error
+
+    async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
+        """See :meth:`SessionStore.mark`: one script."""
+        number, step = await self._script(
+            "mark", owner, json.dumps(label), json.dumps(at), self.max_steps
+        )
+        return Checkpoint(id=f"cp{int(number)}", label=label, step=int(step), at=at)
+
+    async def checkpoints(self, owner: str) -> list[Checkpoint]:
+        """See :meth:`SessionStore.checkpoints`.
+
+        Raises:
+            Unavailable: Also when a checkpoint on the server is damaged.
+
+        """
+        texts = await self._call("zrange", self._owned(owner, b"checkpoints"), 0, -1)
+        return self._decoded(Checkpoint.decode, texts)
+
+    async def forget_owner(self, owner: str) -> None:
+        """See :meth:`SessionStore.forget_owner`: one script."""
+        await self._script("forget", owner)
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._client.aclose()
+
+    def _owned(self, owner: str, what: bytes) -> bytes:
+        """The key of *owner*'s *what* (the scripts' ``owned``)."""
+        raw = stored_bytes(owner)
+        return b"%ssessions:%d:%s:%s" % (self.prefix, len(raw), raw, what)
+
+    async def _script(self, name: str, owner: str, *args: object) -> Any:
+        require_asyncio("sessions", "sqlite:/// sessions")
+        try:
+            return await self._scripts[name](
+                keys=[], args=[self.prefix + b"sessions:", stored_bytes(owner), *args]
+            )
+        except RedisError as error:
+            raise self._unavailable(error) from error
+
+    async def _call(self, command: str, *args: object) -> Any:
+        require_asyncio("sessions", "sqlite:/// sessions")
+        try:
+            return await getattr(self._client, command)(*args)
+        except RedisError as error:
+            raise self._unavailable(error) from error
+
+    def _decoded(self, decode: Callable[[bytes], D], texts: list[bytes]) -> list[D]:
+        try:
+            return [decode(text) for text in texts]
+        except ValueError as error:
+            raise Unavailable(
+                f"the session store {self!r} holds a damaged entry: {error}",
+                retryable=False,
+                hint="Forget the owner's session (its steps are then gone).",
+            ) from error
+
+    def _unavailable(self, error: RedisError) -> Unavailable:
+        return unavailable(error, f"session store {self!r}")
+
+    def __repr__(self) -> str:
+        return f"RedisSessions({shown_url(self._url)!r})"

@@ -1,0 +1,325 @@
+"""Session memory in a SQLite file: it survives restarts, and a host's processes share it.
+
+Tables: ``blobs`` (each content once, by version, with its last use), ``kept`` (the
+versions kept for each owner, with their last use), ``owners`` (an owner's bytes kept
+and the last step and checkpoint numbers given), ``totals`` (the bytes of all blobs),
+``steps`` and ``checkpoints`` (encoded, by owner and number). The last use is one clock
+for the whole file: one past the newest blob's. Each call is one transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+from ctxfs.core.errors import Unavailable
+from ctxfs.core.observations.base import stored_bytes
+from ctxfs.core.sessions.base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_BYTES_PER_OWNER,
+    DEFAULT_MAX_STEPS,
+    Checkpoint,
+    FileChange,
+    SessionStore,
+    Step,
+)
+from ctxfs.core.sqlite_file import SqliteFile, immediate
+from ctxfs.core.versions import Version
+
+__all__ = ["SqliteSessions"]
+
+_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS blobs (
+        version BLOB PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL, used INTEGER NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS blobs_by_use ON blobs (used)",
+    """CREATE TABLE IF NOT EXISTS kept (
+        owner BLOB NOT NULL, version BLOB NOT NULL, used INTEGER NOT NULL,
+        PRIMARY KEY (owner, version)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS kept_by_use ON kept (owner, used)",
+    "CREATE INDEX IF NOT EXISTS kept_by_version ON kept (version)",
+    """CREATE TABLE IF NOT EXISTS owners (
+        owner BLOB PRIMARY KEY, kept_bytes INTEGER NOT NULL DEFAULT 0,
+        numbered INTEGER NOT NULL DEFAULT 0, marked INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID""",
+    "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER)",
+    "INSERT OR IGNORE INTO totals VALUES (0, 0)",
+    """CREATE TABLE IF NOT EXISTS steps (
+        owner BLOB NOT NULL, number INTEGER NOT NULL, step TEXT NOT NULL,
+        PRIMARY KEY (owner, number)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS checkpoints (
+        owner BLOB NOT NULL, number INTEGER NOT NULL, checkpoint TEXT NOT NULL,
+        PRIMARY KEY (owner, number)
+    ) WITHOUT ROWID""",
+)
+_ON_THE_LOOP: Final = 64 * 1024
+"""Bytes of content a call writes on the event loop at most; a larger one runs in a thread."""
+
+
+class SqliteSessions(SessionStore):
+    """Contents and histories in a SQLite file, bounded as :class:`SessionStore` says.
+
+    Shared by the host's processes, surviving restarts; a content kept for several
+    owners is stored once. Each call is one transaction (write-ahead log; writes
+    ``BEGIN IMMEDIATE``), so step numbers and checkpoint ids are never given twice,
+    whichever process asks. A call runs on the event loop when the file is free at
+    once and it moves little data, else in a worker thread.
+
+    Args:
+        path: The file (made if missing).
+        max_bytes: Bytes of contents kept in all.
+        max_bytes_per_owner: Bytes of contents kept for one owner.
+        max_steps: Steps (and checkpoints) kept per owner.
+        timeout: Seconds a call waits for another process's lock before ``Busy``.
+
+    Raises:
+        ValueError: A bound is not a positive number.
+        Unavailable: The file cannot be opened, or is not a SQLite database.
+
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        timeout: float = 10.0,
+    ) -> None:
+        if min(max_bytes, max_bytes_per_owner, max_steps) < 1:
+            raise ValueError("the bounds of a session store must be positive")
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.max_bytes_per_owner = max_bytes_per_owner
+        self.max_steps = max_steps
+        self._file = SqliteFile(
+            self.path,
+            schema=_SCHEMA,
+            timeout=timeout,
+            what="session store",
+            hint="Check that the file is a ctxfs session store (SQLite) and is writable; "
+            "remove a damaged one (the sessions' contents and steps are then forgotten).",
+        )
+
+    async def keep(self, owner: str, version: Version, data: bytes) -> bool:
+        """See :meth:`SessionStore.keep`: one transaction, the bounds kept in it."""
+        if len(data) > min(self.max_bytes, self.max_bytes_per_owner):
+            return False
+        call = partial(self._keep, stored_bytes(owner), stored_bytes(version), data)
+        await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
+        return True
+
+    async def content(self, owner: str, version: Version) -> bytes | None:
+        """See :meth:`SessionStore.content`: one transaction, in a worker thread."""
+        call = partial(_content, stored_bytes(owner), stored_bytes(version))
+        return await self._file.run(call, off_loop=True)  # (a content may be large)
+
+    async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
+        """See :meth:`SessionStore.record`: one transaction."""
+        call = partial(_record, stored_bytes(owner), tuple(changes), at, self.max_steps)
+        return await self._file.run(call)
+
+    async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
+        """See :meth:`SessionStore.steps`.
+
+        Raises:
+            Unavailable: Also when a step in the file is damaged.
+
+        """
+        try:
+            return await self._file.run(partial(_steps, stored_bytes(owner), after))
+        except _Damaged as error:
+            raise self._damaged(error) from error
+
+    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+        """See :meth:`SessionStore.drop_steps`: one transaction."""
+        await self._file.run(partial(_drop_steps, stored_bytes(owner), list(numbers)))
+
+    async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
+        """See :meth:`SessionStore.mark`: one transaction."""
+        return await self._file.run(partial(_mark, stored_bytes(owner), label, at, self.max_steps))
+
+    async def checkpoints(self, owner: str) -> list[Checkpoint]:
+        """See :meth:`SessionStore.checkpoints`.
+
+        Raises:
+            Unavailable: Also when a checkpoint in the file is damaged.
+
+        """
+        try:
+            return await self._file.run(partial(_checkpoints, stored_bytes(owner)))
+        except _Damaged as error:
+            raise self._damaged(error) from error
+
+    async def forget_owner(self, owner: str) -> None:
+        """See :meth:`SessionStore.forget_owner`: one transaction."""
+        await self._file.run(partial(_forget, stored_bytes(owner)))
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        self._file.close()
+
+    def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
+        with immediate(db):
+            tick = _tick(db)
+            row = db.execute("SELECT size FROM blobs WHERE version = ?", (version,)).fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO blobs VALUES (?, ?, ?, ?)", (version, data, len(data), tick)
+                )
+                db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
+            else:
+                db.execute("UPDATE blobs SET used = ? WHERE version = ?", (tick, version))
+            size = len(data) if row is None else int(row[0])
+            db.execute("INSERT OR IGNORE INTO owners (owner) VALUES (?)", (owner,))
+            if _holds(db, owner, version):
+                db.execute(_TOUCH, (tick, owner, version))
+            else:
+                db.execute("INSERT INTO kept VALUES (?, ?, ?)", (owner, version, tick))
+                db.execute(_ADD_BYTES, (size, owner))
+            while _owner_bytes(db, owner) > self.max_bytes_per_owner:
+                oldest = db.execute(_OWNERS_OLDEST, (owner,)).fetchone()[0]
+                _let_go(db, owner, oldest)
+            while db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
+                oldest = db.execute("SELECT version FROM blobs ORDER BY used LIMIT 1").fetchone()[0]
+                holders = db.execute("SELECT owner FROM kept WHERE version = ?", (oldest,))
+                for (holder,) in holders.fetchall():
+                    _let_go(db, holder, oldest)
+                _drop_if_unheld(db, oldest)  # (held by none: a blob left behind)
+
+    def _damaged(self, error: _Damaged) -> Unavailable:
+        return Unavailable(
+            f"the session store {self.path} holds a damaged entry: {error}",
+            retryable=False,
+            hint="Remove the damaged session store (the sessions' steps are then forgotten).",
+        )
+
+    def __repr__(self) -> str:
+        return f"SqliteSessions({str(self.path)!r})"
+
+
+class _Damaged(Exception):
+    """A step or checkpoint in the file is not one."""
+
+
+_TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
+_ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
+_OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
+
+
+def _tick(db: sqlite3.Connection) -> int:
+    """The file's clock: one past the last use of any blob (every use touches its blob)."""
+    return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM blobs").fetchone()[0])
+
+
+def _holds(db: sqlite3.Connection, owner: bytes, version: bytes) -> bool:
+    query = "SELECT 1 FROM kept WHERE owner = ? AND version = ?"
+    return db.execute(query, (owner, version)).fetchone() is not None
+
+
+def _owner_bytes(db: sqlite3.Connection, owner: bytes) -> int:
+    row = db.execute("SELECT kept_bytes FROM owners WHERE owner = ?", (owner,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
+    """*owner* keeps *version* no more; the blob goes when no owner keeps it."""
+    (size,) = db.execute("SELECT size FROM blobs WHERE version = ?", (version,)).fetchone()
+    db.execute("DELETE FROM kept WHERE owner = ? AND version = ?", (owner, version))
+    db.execute(_ADD_BYTES, (-size, owner))
+    _drop_if_unheld(db, version)
+
+
+def _drop_if_unheld(db: sqlite3.Connection, version: bytes) -> None:
+    if db.execute("SELECT 1 FROM kept WHERE version = ?", (version,)).fetchone() is None:
+        size = db.execute("SELECT size FROM blobs WHERE version = ?", (version,)).fetchone()
+        if size is not None:
+            db.execute("DELETE FROM blobs WHERE version = ?", (version,))
+            db.execute("UPDATE totals SET bytes = bytes - ?", size)
+
+
+def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | None:
+    with immediate(db):
+        if not _holds(db, owner, version):
+            return None
+        tick = _tick(db)
+        db.execute(_TOUCH, (tick, owner, version))
+        db.execute("UPDATE blobs SET used = ? WHERE version = ?", (tick, version))
+        row = db.execute("SELECT data FROM blobs WHERE version = ?", (version,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+
+def _numbered(db: sqlite3.Connection, owner: bytes, column: str) -> int:
+    """The next number of *column* (``numbered``, ``marked``) for *owner*, taken."""
+    db.execute("INSERT OR IGNORE INTO owners (owner) VALUES (?)", (owner,))
+    query = f"UPDATE owners SET {column} = {column} + 1 WHERE owner = ? RETURNING {column}"
+    return int(db.execute(query, (owner,)).fetchone()[0])
+
+
+def _record(
+    owner: bytes, changes: tuple[FileChange, ...], at: float, most: int, db: sqlite3.Connection
+) -> Step:
+    with immediate(db):
+        step = Step(number=_numbered(db, owner, "numbered"), changes=changes, at=at)
+        db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, step.number, step.encode()))
+        _trim(db, "steps", owner, most)
+        return step
+
+
+def _mark(
+    owner: bytes, label: str | None, at: float, most: int, db: sqlite3.Connection
+) -> Checkpoint:
+    with immediate(db):
+        number = _numbered(db, owner, "marked")
+        last = db.execute("SELECT numbered FROM owners WHERE owner = ?", (owner,)).fetchone()[0]
+        checkpoint = Checkpoint(id=f"cp{number}", label=label, step=int(last), at=at)
+        db.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (owner, number, checkpoint.encode()))
+        _trim(db, "checkpoints", owner, most)
+        return checkpoint
+
+
+def _trim(db: sqlite3.Connection, table: str, owner: bytes, most: int) -> None:
+    """Give up *owner*'s oldest rows of *table* beyond the newest *most*."""
+    db.execute(
+        f"DELETE FROM {table} WHERE owner = ? AND number <= ("
+        f"SELECT number FROM {table} WHERE owner = ? ORDER BY number DESC LIMIT 1 OFFSET ?)",
+        (owner, owner, most),
+    )
+
+
+def _steps(owner: bytes, after: int, db: sqlite3.Connection) -> list[Step]:
+    query = "SELECT step FROM steps WHERE owner = ? AND number > ? ORDER BY number"
+    try:
+        return [Step.decode(text) for (text,) in db.execute(query, (owner, after))]
+    except ValueError as error:
+        raise _Damaged(str(error)) from error
+
+
+def _checkpoints(owner: bytes, db: sqlite3.Connection) -> list[Checkpoint]:
+    query = "SELECT checkpoint FROM checkpoints WHERE owner = ? ORDER BY number"
+    try:
+        return [Checkpoint.decode(text) for (text,) in db.execute(query, (owner,))]
+    except ValueError as error:
+        raise _Damaged(str(error)) from error
+
+
+def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> None:
+    with immediate(db):
+        db.executemany(
+            "DELETE FROM steps WHERE owner = ? AND number = ?", [(owner, n) for n in numbers]
+        )
+
+
+def _forget(owner: bytes, db: sqlite3.Connection) -> None:
+    with immediate(db):
+        kept = db.execute("SELECT version FROM kept WHERE owner = ?", (owner,)).fetchall()
+        for (version,) in kept:
+            _let_go(db, owner, version)
+        for table in ("owners", "steps", "checkpoints"):
+            db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))

@@ -1,0 +1,213 @@
+"""A SQLite file a shared store keeps its entries in: the connections, threads and errors.
+
+The observation store and the session store use it alike: a call runs on the
+event loop when the file is free at once, else waits in a worker thread; SQLite's
+errors become ``Busy`` and ``Unavailable``; a connection that failed is opened again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+
+from ctxfs.core.errors import Busy, Unavailable
+
+__all__ = ["SqliteFile", "immediate"]
+
+T = TypeVar("T")
+
+
+class SqliteFile:
+    """The file at *path* (write-ahead log), its *schema* made on opening.
+
+    Args:
+        path: The file.
+        schema: The statements that set it up (``CREATE ... IF NOT EXISTS``), run at
+            opening and whenever a connection is opened again.
+        timeout: Seconds a call waits for another process's lock before ``Busy``.
+        what: The store, as messages name it (``observation store``).
+        hint: What to do when the file cannot be used (``Unavailable``'s hint).
+
+    Raises:
+        Unavailable: The file cannot be opened, or is not a SQLite database.
+
+    """
+
+    def __init__(
+        self, path: Path, *, schema: Sequence[str], timeout: float, what: str, hint: str
+    ) -> None:
+        self.path = path
+        self.schema = tuple(schema)
+        self.what = what
+        self.hint = hint
+        self._limiter: anyio.CapacityLimiter | None = None  # made in the loop that uses it
+        self._waiting = _Connection(partial(self._opened, timeout), self)  # in a worker thread
+        try:
+            self._at_once = _Connection(partial(self._opened, 0), self)  # on the loop: never waits
+            with self._using(self._waiting) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                self.set_up(db)
+        except BaseException:
+            self._waiting.db.close()
+            if hasattr(self, "_at_once"):
+                self._at_once.db.close()
+            raise
+
+    def set_up(self, db: sqlite3.Connection) -> None:
+        """Run the schema on *db*."""
+        for statement in self.schema:
+            db.execute(statement)
+
+    def now(self, call: Callable[[sqlite3.Connection], T]) -> T:
+        """``call(db)`` in this thread, waiting for the file (for a store's constructor).
+
+        Raises:
+            Unavailable: The file cannot be used.
+            Busy: Another process held it past the timeout.
+
+        """
+        with self._waiting.lock, self._using(self._waiting) as db:
+            return call(db)
+
+    async def run(self, call: Callable[[sqlite3.Connection], T], *, off_loop: bool = False) -> T:
+        """``call(db)``, on the loop if the file is free at once (and not *off_loop*).
+
+        Else it runs in a worker thread, waiting for the file. *call* makes its own
+        transaction (``BEGIN IMMEDIATE`` to write); it may run twice (a connection
+        SQLite opened read-only is opened again), never half.
+
+        Raises:
+            Unavailable: The file cannot be used.
+            Busy: Another process held it past the timeout.
+
+        """
+        try:
+            return await self._attempt(call, last=False, off_loop=off_loop)
+        except _ReadOnly:  # a connection SQLite opened read-only, the file being so then
+            return await self._attempt(call, last=True, off_loop=off_loop)  # (opened again)
+
+    def close(self) -> None:
+        """Close the connections; the file may not be used afterwards."""
+        for connection in (self._at_once, self._waiting):
+            with connection.lock:
+                connection.closed = True
+                connection.db.close()
+
+    def _opened(self, timeout: float) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            db.execute("PRAGMA synchronous=NORMAL")  # (the write-ahead log keeps it safe)
+        except sqlite3.Error as error:
+            raise self._unavailable(error) from error
+        return db
+
+    async def _attempt(
+        self, call: Callable[[sqlite3.Connection], T], *, last: bool, off_loop: bool
+    ) -> T:
+        if not off_loop and self._at_once.lock.acquire(blocking=False):  # (another thread's loop)
+            try:
+                with self._using(self._at_once, at_once=True, last=last) as db:
+                    return call(db)
+            except _Locked:
+                pass  # another process holds the file: wait for it off the loop
+            finally:
+                self._at_once.lock.release()
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)  # one connection: one thread at a time
+        waited = partial(self._waited, call, last=last)
+        return await anyio.to_thread.run_sync(waited, limiter=self._limiter)
+
+    def _waited(self, call: Callable[[sqlite3.Connection], T], *, last: bool) -> T:
+        with self._waiting.lock, self._using(self._waiting, last=last) as db:
+            return call(db)
+
+    @contextmanager
+    def _using(
+        self, connection: _Connection, *, at_once: bool = False, last: bool = True
+    ) -> Iterator[sqlite3.Connection]:
+        """*connection*'s database, SQLite's errors as ctxfs errors (``_Locked`` if *at_once*).
+
+        After any other error the connection is opened again at its next use (SQLite
+        keeps a file it could not write read-only for good). A read-only refusal is
+        ``_ReadOnly`` unless this is the *last* attempt.
+        """
+        try:
+            yield connection.usable()
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                if at_once:
+                    raise _Locked from error
+                raise Busy(
+                    f"the {self.what} {self.path} stayed locked: {error}",
+                    hint="Try again; another process holds the store.",
+                ) from error
+            connection.failed = True
+            if "readonly" in str(error) and not last:
+                raise _ReadOnly from error
+            raise self._unavailable(error) from error
+        except sqlite3.Error as error:
+            connection.failed = True
+            raise self._unavailable(error) from error
+
+    def _unavailable(self, error: sqlite3.Error) -> Unavailable:
+        return Unavailable(
+            f"the {self.what} {self.path} cannot be used: {error}", retryable=False, hint=self.hint
+        )
+
+
+@contextmanager
+def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A ``BEGIN IMMEDIATE`` transaction on *db*: committed at the end, rolled back on error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:  # (a COMMIT refused too: the connection is left clean)
+            db.execute("ROLLBACK")
+        raise
+
+
+class _Connection:
+    """One SQLite connection, used by one thread at a time, opened again after a failure."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], file: SqliteFile) -> None:
+        self.connect = connect
+        self.file = file
+        self.db = connect()
+        self.lock = threading.Lock()
+        self.failed = False  # opened again at its next use
+        self.closed = False
+
+    def usable(self) -> sqlite3.Connection:
+        """The connection, opened again if it failed (the file set up anew if it was replaced).
+
+        Raises:
+            sqlite3.ProgrammingError: The store was closed.
+
+        """
+        if self.closed:
+            raise sqlite3.ProgrammingError(f"the {self.file.what} is closed")
+        if self.failed:
+            self.db.close()
+            self.db = self.connect()
+            self.file.set_up(self.db)
+            self.failed = False
+        return self.db
+
+
+class _ReadOnly(Exception):
+    """A connection refused a write as read-only: the call is tried once more, on a new one."""
+
+
+class _Locked(Exception):
+    """Another process holds the file: the call waits for it in a worker thread."""

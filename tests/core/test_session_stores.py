@@ -1,0 +1,335 @@
+"""Session stores: in-process, SQLite (a host's processes) and Redis (every host)."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from urllib.parse import urlencode
+
+import anyio
+import pytest
+import redis.asyncio as aioredis
+
+from ctxfs.core import InvalidArgument, Unavailable, Version
+from ctxfs.core.sessions import (
+    FileChange,
+    MemorySessions,
+    RedisSessions,
+    SessionStore,
+    SqliteSessions,
+    Step,
+    open_sessions,
+)
+from tests.conftest import REDIS_PORT
+
+pytestmark = pytest.mark.anyio
+
+Opener = Callable[..., SessionStore]
+"""Opens the store under test (again, for the shared ones) with the bounds given."""
+
+V1, V2, V3 = Version("xxh3:1"), Version("xxh3:2"), Version("xxh3:3")
+FORTY = b"x" * 40
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the Redis client is asyncio's
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opener]:
+    base = {
+        "memory": "memory:?",
+        "sqlite": f"sqlite:///{tmp_path}/sessions.db?",
+        "redis": request.getfixturevalue("redis_url") + "&" if request.param == "redis" else "",
+    }[request.param]
+    opened: list[SessionStore] = []
+
+    def open_store(**bounds: int) -> SessionStore:
+        opened.append(open_sessions(base + urlencode(bounds)))
+        return opened[-1]
+
+    yield open_store
+    for store in opened:
+        await store.aclose()
+
+
+def change(path: str, after: str | None, before: str | None = None) -> FileChange:
+    return FileChange(
+        path=path,
+        key=f"k{path}",
+        kind="write",
+        before=None if before is None else Version(before),
+        after=None if after is None else Version(after),
+    )
+
+
+async def test_a_kept_content_comes_back(opener: Opener) -> None:
+    store = opener()
+    large = bytes(range(256)) * 400  # (a large one moves off the event loop)
+    assert await store.keep("a", V1, b"one\n")
+    assert await store.keep("a", V2, large)
+    assert await store.content("a", V1) == b"one\n"
+    assert await store.content("a", V2) == large
+    assert await store.content("a", V3) is None
+
+
+async def test_another_owner_reads_only_what_it_was_given(opener: Opener) -> None:
+    store = opener()
+    await store.keep("a", V1, b"secret")
+    assert await store.content("b", V1) is None
+    assert await store.content("a:", V1) is None  # owners never run together
+    await store.keep("b", V1, b"secret")
+    assert await store.content("b", V1) == b"secret"
+
+
+async def test_a_content_two_owners_keep_is_stored_once(opener: Opener) -> None:
+    # Room for 100 bytes in all: 60 kept for two owners fit only if stored once.
+    store = opener(max_bytes=100)
+    sixty = b"s" * 60
+    await store.keep("a", V1, sixty)
+    await store.keep("b", V1, sixty)
+    assert await store.content("a", V1) == sixty
+    assert await store.content("b", V1) == sixty
+    if isinstance(store, MemorySessions):
+        assert store.kept_bytes == 60
+    elif isinstance(store, SqliteSessions):
+        with sqlite3.connect(store.path) as db:
+            assert db.execute("SELECT count(*), sum(size) FROM blobs").fetchone() == (1, 60)
+    else:
+        assert isinstance(store, RedisSessions)
+        client = aioredis.Redis(port=REDIS_PORT)
+        blobs = [name async for name in client.scan_iter(match=store.prefix + b"sessions:blob:*")]
+        assert len(blobs) == 1
+        assert await client.get(store.prefix + b"sessions:bytes") == b"60"
+        await client.aclose()
+
+
+async def test_an_owner_gives_up_its_least_recently_used(opener: Opener) -> None:
+    store = opener(max_bytes_per_owner=100)
+    await store.keep("a", V1, FORTY)
+    await store.keep("a", V2, FORTY)
+    await store.keep("b", V2, FORTY)
+    assert await store.content("a", V1) == FORTY  # used again: V2 is now a's least recent
+    await store.keep("a", V3, FORTY)
+    assert await store.content("a", V2) is None
+    assert await store.content("a", V1) == FORTY
+    assert await store.content("a", V3) == FORTY
+    assert await store.content("b", V2) == FORTY  # another owner's bound is its own
+
+
+async def test_the_store_gives_up_the_least_recently_used_of_all(opener: Opener) -> None:
+    store = opener(max_bytes=100)
+    await store.keep("a", V1, FORTY)
+    await store.keep("b", V2, FORTY)
+    await store.keep("c", V2, FORTY)
+    assert await store.content("a", V1) == FORTY
+    await store.keep("d", V3, FORTY)  # V2 went, for both its owners
+    assert [await store.content(owner, V2) for owner in "bc"] == [None, None]
+    assert await store.content("a", V1) == FORTY
+    assert await store.content("d", V3) == FORTY
+
+
+async def test_a_content_larger_than_a_bound_is_refused_at_once(opener: Opener) -> None:
+    for store in (opener(max_bytes_per_owner=100), opener(max_bytes=100)):
+        await store.keep("a", V1, FORTY)
+        assert not await store.keep("a", V2, b"y" * 101)
+        assert await store.content("a", V2) is None
+        assert await store.content("a", V1) == FORTY  # nothing given up for it
+        assert await store.keep("a", V3, b"z" * 100)
+
+
+async def test_steps_are_numbered_bounded_and_never_renumbered(opener: Opener) -> None:
+    store = opener(max_steps=3)
+    moved = FileChange(
+        path="/r/new\udcff", key="k", kind="move", before=None, after=V2, moved_from="/r/old"
+    )
+    first = await store.record("a", [moved, change("/r/d", None)], at=1.5)
+    assert first == Step(number=1, changes=(moved, change("/r/d", None)), at=1.5)
+    for n in range(2, 6):
+        assert (await store.record("a", [change("/r/f", f"v{n}")], at=float(n))).number == n
+    assert [step.number for step in await store.steps("a")] == [3, 4, 5]  # the oldest went
+    assert [step.number for step in await store.steps("a", after=3)] == [4, 5]
+    assert (await store.steps("a"))[-1] == Step(number=5, changes=(change("/r/f", "v5"),), at=5.0)
+    await store.drop_steps("a", [5, 4])  # undone
+    assert [step.number for step in await store.steps("a")] == [3]
+    assert (await store.record("a", [], at=6.0)).number == 6  # never 4 again
+    await store.drop_steps("a", [])
+    assert await store.steps("b") == []
+
+
+async def test_checkpoints_follow_the_last_step(opener: Opener) -> None:
+    store = opener()
+    before = await store.mark("a", None, at=1.0)
+    assert before.step == 0
+    await store.record("a", [change("/r/f", "v1")], at=2.0)
+    await store.record("a", [change("/r/f", "v2")], at=3.0)
+    after = await store.mark("a", "after \udcff two", at=4.0)
+    assert (after.step, after.label, after.at) == (2, "after \udcff two", 4.0)
+    await store.drop_steps("a", [2])
+    again = await store.mark("a", "x", at=5.0)
+    assert again.step == 2  # the last number given
+    assert len({before.id, after.id, again.id}) == 3
+    assert await store.checkpoints("a") == [before, after, again]
+    assert await store.checkpoints("b") == []
+
+
+async def test_forgetting_an_owner_forgets_its_contents_and_history_only(
+    opener: Opener,
+) -> None:
+    store = opener()
+    for owner in ("a", "b"):
+        await store.keep(owner, V1, b"shared")
+        await store.record(owner, [change("/r/f", "v1")], at=1.0)
+        await store.mark(owner, "m", at=1.0)
+    await store.keep("a", V2, b"a's own")
+    await store.forget_owner("a")
+    assert [await store.content("a", v) for v in (V1, V2)] == [None, None]
+    assert (await store.steps("a"), await store.checkpoints("a")) == ([], [])
+    assert await store.content("b", V1) == b"shared"
+    assert len(await store.steps("b")) == len(await store.checkpoints("b")) == 1
+    if isinstance(store, MemorySessions):
+        assert store.kept_bytes == len(b"shared")
+    await store.forget_owner("nobody")
+
+
+async def test_owners_that_are_not_utf8_keep_their_identity(opener: Opener) -> None:
+    store = opener()
+    await store.keep("a\udcff", V1, b"one")
+    await store.record("a\udcff", [change("/r/bad\udcff", "v1")], at=1.0)
+    await store.mark("a\udcff", None, at=1.0)
+    assert await store.content("a\udcff", V1) == b"one"
+    assert await store.content("a\udcfe", V1) is None
+    assert (await store.steps("a\udcff"))[0].changes == (change("/r/bad\udcff", "v1"),)
+    assert await store.steps("a\udcfe") == []
+    assert await store.steps("a\ud800") == []  # (any lone surrogate)
+    await store.forget_owner("a\udcff")
+    assert await store.content("a\udcff", V1) is None
+
+
+@pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)
+async def test_a_shared_store_keeps_everything_across_reopening(opener: Opener) -> None:
+    store = opener()
+    await store.keep("a", V1, b"one")
+    step = await store.record("a", [change("/r/f", "v1")], at=1.0)
+    mark = await store.mark("a", "m", at=2.0)
+    await store.aclose()
+    again = opener()
+    assert await again.content("a", V1) == b"one"
+    assert await again.steps("a") == [step]
+    assert await again.checkpoints("a") == [mark]
+    assert (await again.record("a", [], at=3.0)).number == 2
+    assert (await again.mark("a", None, at=3.0)).id != mark.id
+
+
+@pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)
+async def test_two_store_objects_recording_at_once_never_share_a_number(opener: Opener) -> None:
+    stores = [opener(), opener()]
+    numbers: list[int] = []
+
+    async def record(store: SessionStore) -> None:
+        numbers.extend([(await store.record("a", [], at=1.0)).number for _ in range(25)])
+
+    async with anyio.create_task_group() as group:
+        for store in stores:
+            group.start_soon(record, store)
+    assert sorted(numbers) == list(range(1, 51))
+
+
+RECORDER = textwrap.dedent(
+    """
+    import sys
+    import anyio
+    from ctxfs.core.sessions import open_sessions
+
+    async def main(url):
+        store = open_sessions(url)
+        numbers = [(await store.record("a", [], at=1.0)).number for _ in range(40)]
+        numbers += [int((await store.mark("a", None, at=1.0)).id[2:]) for _ in range(10)]
+        print(" ".join(map(str, numbers)))
+        await store.aclose()
+
+    anyio.run(main, sys.argv[1])
+    """
+)
+
+
+@pytest.mark.parametrize("shared", ["sqlite", "redis"])
+async def test_processes_recording_at_once_never_share_a_number(
+    shared: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path}/s.db" if shared == "sqlite" else request.getfixturevalue("redis_url")
+    )
+    await open_sessions(url).aclose()
+    recorders = [
+        subprocess.Popen([sys.executable, "-c", RECORDER, url], stdout=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    outputs = [recorder.communicate(timeout=60)[0].split() for recorder in recorders]
+    assert [recorder.returncode for recorder in recorders] == [0, 0, 0]
+    steps = sorted(int(n) for output in outputs for n in output[:40])
+    marks = sorted(int(n) for output in outputs for n in output[40:])
+    assert (steps, marks) == (list(range(1, 121)), list(range(1, 31)))
+
+
+async def test_open_sessions_by_url(tmp_path: Path) -> None:
+    assert isinstance(open_sessions(None), MemorySessions)
+    bounded = open_sessions("memory:?max_bytes=1000&max_bytes_per_owner=10&max_steps=5")
+    assert isinstance(bounded, MemorySessions)
+    assert (bounded.max_bytes, bounded.max_bytes_per_owner, bounded.max_steps) == (1000, 10, 5)
+    opened = open_sessions(f"sqlite:///{tmp_path}/s.db?max_steps=7")
+    assert isinstance(opened, SqliteSessions)
+    assert (opened.path, opened.max_steps) == (tmp_path / "s.db", 7)
+    await opened.aclose()
+    remote = open_sessions("redis://:secret@127.0.0.1:1/3?max_bytes=9&prefix=p:")
+    assert isinstance(remote, RedisSessions)
+    assert (remote.max_bytes, remote.prefix) == (9, b"p:")
+    assert "secret" not in repr(remote)
+    await remote.aclose()
+    for bad in (
+        "memory:?max_bytes=0",
+        "memory:?max_steps=lots",
+        "memory:?max_age=5",
+        f"sqlite:///{tmp_path}/s.db?max_age=5",
+        "sqlite:///",
+        "postgres://x",
+        "redis://127.0.0.1:1/0?max_steps=-1",
+    ):
+        with pytest.raises(InvalidArgument):
+            open_sessions(bad)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_store_that_cannot_answer_is_unavailable(tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(Unavailable, match="session store"):
+        SqliteSessions(damaged)
+    down = RedisSessions(f"redis://127.0.0.1:{_closed_port()}/0", timeout=1.0)
+    with pytest.raises(Unavailable) as caught:
+        await down.keep("a", V1, b"one")
+    assert caught.value.retryable
+    with pytest.raises(Unavailable):
+        await down.steps("a")
+    await down.aclose()
+
+
+async def test_a_damaged_step_is_unavailable_not_guessed(tmp_path: Path) -> None:
+    store = SqliteSessions(tmp_path / "s.db")
+    await store.record("a", [], at=1.0)
+    with sqlite3.connect(tmp_path / "s.db") as other:
+        other.execute("UPDATE steps SET step = 'garbage'")
+    with pytest.raises(Unavailable, match="damaged"):
+        await store.steps("a")
+    await store.aclose()
