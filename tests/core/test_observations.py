@@ -132,6 +132,44 @@ async def test_forgetting_an_owner_forgets_all_it_saw_and_no_other(
     await store.forget_owner("nobody")  # nothing to forget: fine
 
 
+async def test_owned_gives_every_key_an_owner_saw_and_no_other(store: ObservationStore) -> None:
+    other = Observation(version=Version("xxh3:2"), complete=True)
+    odd_owner, odd_key = "agent\udcff*?[x]", "/r/bad\udcfe.txt"  # not UTF-8, glob characters
+    for owner in ("a", "a:", "ab", odd_owner, odd_owner + "2"):  # owners with the same start
+        for key in ("/r/a", "/r/b", "/r/gone", odd_key):
+            await store.update(owner, key, lambda _: SEEN)
+    await store.update("a", "/r/b", lambda _: other)
+    await store.update("a", "/r/gone", lambda _: None)  # forgotten
+    await store.update(odd_owner, "/r/gone", lambda _: None)
+    assert await store.owned("a") == {"/r/a": SEEN, "/r/b": other, odd_key: SEEN}
+    assert await store.owned(odd_owner) == {"/r/a": SEEN, "/r/b": SEEN, odd_key: SEEN}
+    assert await store.owned("nobody") == {}
+    await store.forget_owner("ab")
+    assert await store.owned("ab") == {}
+    assert await store.get("a:", "/r/gone") == SEEN  # the others' untouched
+
+
+async def test_owned_leaves_out_expired_and_damaged_entries(tmp_path: Path, redis_url: str) -> None:
+    store = SqliteObservations(tmp_path / "o", max_age=0.3)
+    await store.update("a", "old", lambda _: SEEN)
+    await anyio.sleep(0.4)
+    await store.update("a", "new", lambda _: SEEN)
+    await store.update("a", "damaged", lambda _: SEEN)
+    with sqlite3.connect(tmp_path / "o") as other:  # another writer damaged one
+        other.execute("UPDATE observations SET observation = 'x' WHERE key = ?", (b"damaged",))
+    assert await store.owned("a") == {"new": SEEN}  # the file still holds "old" (until reopened)
+    await store.aclose()
+    shared = open_observations(redis_url + "&max_age=0.3")
+    assert isinstance(shared, RedisObservations)
+    await shared.update("a", "old", lambda _: SEEN)
+    await anyio.sleep(0.4)
+    await shared.update("a", "new", lambda _: SEEN)
+    await shared.update("a", "damaged", lambda _: SEEN)
+    await shared._client.set(shared._name("a", "damaged"), b"garbage")  # another writer
+    assert await shared.owned("a") == {"new": SEEN}
+    await shared.aclose()
+
+
 async def test_one_owner_cannot_push_the_others_out_of_the_memory_store() -> None:
     store = MemoryObservations(max_observations=100, max_per_owner=10)
     await store.update("live", "kept", lambda _: SEEN)

@@ -38,6 +38,7 @@ from ctxfs.core.outcomes import (
 from ctxfs.core.patching import apply_patch
 from ctxfs.core.reads import numbered_lines, read_bytes, read_text
 from ctxfs.core.reports import Report, reported
+from ctxfs.core.rewinds import changed, checkpoint, rewind, undo
 from ctxfs.core.text import (
     Change,
     FilePatch,
@@ -52,6 +53,8 @@ from ctxfs.core.versions import ABSENT, Absent
 if TYPE_CHECKING:
     from ctxfs.core.backend import Stat
     from ctxfs.core.fs import Fs
+    from ctxfs.core.outcomes import ChangedFile, UndoOutcome
+    from ctxfs.core.sessions import Checkpoint
 
 __all__ = ["Context", "ContextFs"]
 
@@ -82,6 +85,14 @@ class Context:
     def fs(self) -> ContextFs:
         """File operations on behalf of this context's owner."""
         return self._fs
+
+    def forget_shown(self) -> None:
+        """Forget which texts the tools showed this owner (the harness dropped them).
+
+        Call it when earlier tool results leave the model's context (compaction):
+        the tools then show a file's text again instead of saying it is unchanged.
+        """
+        self.opened_fs.shown.forget(self.owner)
 
     def __repr__(self) -> str:
         return f"Context(owner={self.owner!r}, workspace={self.workspace!r})"
@@ -374,6 +385,65 @@ class ContextFs:
 
         """
         return await move(self._ctx, self._mutations, source, destination, overwrite=overwrite)
+
+    async def changed(self) -> list[ChangedFile]:
+        """The files this owner saw whose current version is another, by path.
+
+        Each says the version seen and the one there now (None: gone), and, when
+        the seen version's content is kept (:mod:`ctxfs.core.sessions`), the diff
+        from it. Nothing is observed: a change still needs a read (or a stale
+        refusal's whole diff). A harness may list these in its reminders.
+
+        Raises:
+            Unavailable: The observation store cannot be reached.
+
+        """
+        return await changed(self._ctx)
+
+    async def checkpoint(self, label: str | None = None) -> Checkpoint:
+        """Mark this point of the owner's history, to :meth:`rewind` to; return the mark.
+
+        Raises:
+            NotEnabled: The ``Fs`` keeps no session memory.
+            Unavailable: The session store cannot be reached.
+
+        """
+        return await checkpoint(self._ctx, label)
+
+    async def undo(self, steps: int = 1, *, dry_run: bool = False) -> UndoOutcome:
+        """Put back what the owner's last *steps* changes did, all or nothing.
+
+        A step is one call that changed files (a write, an edit, a move, a patch
+        over several files). Each file gets back the exact bytes it held (its
+        encoding, BOM and line endings), a created file is removed, a deleted one
+        restored, a move reversed; every file is authorized and locked like any
+        change, and the undone steps leave the history. With *dry_run*, the
+        checks run and nothing is written.
+
+        Raises:
+            InvalidArgument: *steps* is below 1 or more than the steps kept, or a content
+                to put back was given up (the store's bound).
+            Stale: A file was changed by someone else since the owner's step; the
+                error names each (``details["changed"]``) with its diff, and nothing
+                changed.
+            NotEnabled: The ``Fs`` keeps no session memory.
+            FsError: Any refusal of a policy, ``Busy``, or what the store raised.
+
+        """
+        return await undo(self._ctx, self._mutations, steps, dry_run=dry_run)
+
+    async def rewind(self, checkpoint: str, *, dry_run: bool = False) -> UndoOutcome:
+        """Undo every step since *checkpoint* (an id from :meth:`checkpoint`), all or nothing.
+
+        Raises:
+            InvalidArgument: No checkpoint has that id, steps since it were given up,
+                or a content to put back was.
+            Stale: As for :meth:`undo`.
+            NotEnabled: The ``Fs`` keeps no session memory.
+            FsError: Any refusal of a policy, ``Busy``, or what the store raised.
+
+        """
+        return await rewind(self._ctx, self._mutations, checkpoint, dry_run=dry_run)
 
     async def apply_patch(
         self, patches: Sequence[FilePatch], *, dry_run: bool = False

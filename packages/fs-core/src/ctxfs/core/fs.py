@@ -15,6 +15,7 @@ from ctxfs.core.observations import ObservationStore, open_observations
 from ctxfs.core.plugins import FILE_CONTEXT_PLUGIN, PluginHost, create_plugin_manager
 from ctxfs.core.session_memory import SessionMemory
 from ctxfs.core.sessions import SessionStore, open_sessions
+from ctxfs.core.shown import ShownWindows
 from ctxfs.core.text import KnownEncodings, TextOptions
 
 __all__ = ["FILE_CONTEXT_PLUGIN", "Fs", "FsOptions"]
@@ -80,6 +81,8 @@ class Fs(AsyncResource):
             load_entrypoints=options.get("load_entrypoints", True),
         )
         self.hooks = PluginHost(self.plugin_manager, guard=self.file_context)
+        self.shown = ShownWindows()
+        """The windows the tools showed each owner (:mod:`ctxfs.core.shown`)."""
         sessions = options.get("sessions")
         self._owns_sessions = not isinstance(sessions, SessionStore)
         self.session_memory: SessionMemory | None = None

@@ -9,6 +9,7 @@ from ctxfs.core.versions import Version
 
 __all__ = [
     "BytesOutcome",
+    "ChangedFile",
     "EditOutcome",
     "InsertOutcome",
     "MoveOutcome",
@@ -17,6 +18,8 @@ __all__ = [
     "PatchOutcome",
     "PatchedFile",
     "ReadOutcome",
+    "RestoredFile",
+    "UndoOutcome",
     "WriteOutcome",
 ]
 
@@ -229,5 +232,42 @@ class PatchOutcome:
 
     files: tuple[PatchedFile, ...]
     """In the patch's order."""
+    written: bool = True
+    """False for a dry run: every check passed, and nothing was written."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChangedFile:
+    """A file an owner saw whose current version is another (:meth:`ContextFs.changed`)."""
+
+    path: str
+    seen: Version
+    """The version the owner last saw (or wrote)."""
+    current: Version | None
+    """The version there now; None: the file is gone."""
+    diff: str | None = None
+    """What changed since :attr:`seen`, when its content is kept: a unified diff, or a
+    summary when too much changed (:attr:`diff_whole` false)."""
+    diff_whole: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestoredFile:
+    """One file an undo or a rewind put back."""
+
+    path: str
+    was: Version | None
+    """The version it held before the undo (None: it did not exist)."""
+    now: Version | None
+    """The version it holds after (None: removed). In a dry run, what it would hold."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UndoOutcome:
+    """An undo or rewind: the owner's files put back as they were, all or nothing."""
+
+    steps: tuple[int, ...]
+    """The steps undone, newest first."""
+    files: tuple[RestoredFile, ...]
     written: bool = True
     """False for a dry run: every check passed, and nothing was written."""

@@ -92,6 +92,21 @@ class SessionMemory:
         except FsError:
             log.warning("the session store could not record a step", exc_info=True)
 
+    @staticmethod
+    async def diff(ctx: Context, path: str, old: bytes, new: bytes) -> VersionDiff | None:
+        """The diff of *path*'s text from *old* to *new*; None unless both are text."""
+
+        def diffed() -> VersionDiff | None:
+            options = ctx.opened_fs.text_options.for_path(path)
+            try:
+                before = decode_document(old, options, path=path)
+                after = decode_document(new, options, path=path, encoding=before.encoding)
+            except FsError:  # binary, or text in no encoding ctxfs can round-trip
+                return None
+            return version_diff(before.logical_text, after.logical_text, path=path)
+
+        return await text_work(len(old) + len(new), diffed)
+
     async def explained(self, ctx: Context, report: Report, current: Blob, stale: Stale) -> Stale:
         """*stale* (a refusal of *report*'s change of the file now at *current*), with its diff.
 
@@ -106,7 +121,7 @@ class SessionMemory:
         if old is None:
             return stale
         path = report.op.path
-        diff = await text_work(len(old) + current.size, lambda: _diff(ctx, path, old, current.data))
+        diff = await self.diff(ctx, path, old, current.data)
         if diff is None:
             return stale
         if diff.whole:
@@ -126,13 +141,3 @@ class SessionMemory:
             hint=hint,
             details={**stale.details, "diff": diff.text, "diff_whole": diff.whole},
         )
-
-
-def _diff(ctx: Context, path: str, old: bytes, new: bytes) -> VersionDiff | None:
-    options = ctx.opened_fs.text_options.for_path(path)
-    try:
-        before = decode_document(old, options, path=path)
-        after = decode_document(new, options, path=path, encoding=before.encoding)
-    except FsError:  # binary, or text in no encoding ctxfs can round-trip
-        return None
-    return version_diff(before.logical_text, after.logical_text, path=path)

@@ -21,6 +21,7 @@ __all__ = [
     "ObservationStore",
     "shown_url",
     "stored_bytes",
+    "stored_text",
 ]
 
 DEFAULT_MAX_OBSERVATIONS: Final = 100_000
@@ -100,6 +101,21 @@ class ObservationStore(ABC):
         """
 
     @abstractmethod
+    async def owned(self, owner: str) -> dict[str, Observation]:
+        """Every file key *owner* has an observation of, with it (the store's current answers).
+
+        Empty for an owner the store knows nothing of. Entries past a shared store's
+        ``max_age`` and damaged ones are left out. A stored key that is not UTF-8
+        comes back as :func:`stored_text` gives it (as ``os.fsdecode`` would): that
+        key's :meth:`get` answers the same. A read, not a snapshot: updates made
+        meanwhile may or may not show.
+
+        Raises:
+            Unavailable: The store cannot be reached or read.
+
+        """
+
+    @abstractmethod
     async def update(self, owner: str, key: str, change: Change) -> None:
         """Replace what *owner* saw of *key* by ``change(current)`` (None forgets it), atomically.
 
@@ -135,6 +151,15 @@ def stored_bytes(text: str) -> bytes:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # other lone surrogates (an owner can be any string)
         return text.encode("utf-8", "surrogatepass")
+
+
+def stored_text(raw: bytes) -> str:
+    """The text (a file key) a shared store keeps as *raw*: ``stored_bytes`` undone.
+
+    Bytes that are not UTF-8 come back as ``os.fsdecode``'s escapes, so that
+    ``stored_bytes(stored_text(raw)) == raw`` always.
+    """
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def shown_url(url: str) -> str:

@@ -48,6 +48,12 @@ class MemoryObservations(ObservationStore):
             seen = self._owners.get(owner)
             return None if seen is None else seen.get(key)
 
+    async def owned(self, owner: str) -> dict[str, Observation]:
+        """See :meth:`ObservationStore.owned`; nothing becomes more recent."""
+        with self._lock:
+            seen = self._owners.get(owner)
+            return {} if seen is None else dict(seen)
+
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`; the entry and its owner become the most recent."""
         with self._lock:

@@ -14,6 +14,7 @@ from ctxfs.core.observations.base import (
     ObservationStore,
     shown_url,
     stored_bytes,
+    stored_text,
 )
 from ctxfs.core.redis_client import (
     RedisError,
@@ -27,6 +28,8 @@ __all__ = ["RedisObservations"]
 
 _CONFLICT_SECONDS: Final = 10.0
 """How long an update retries while other writers keep changing its entry."""
+_BATCH: Final = 1000
+"""Keys asked for per ``SCAN`` step (its ``COUNT``), and per ``MGET`` or ``UNLINK``."""
 
 
 class RedisObservations(ObservationStore):
@@ -66,6 +69,39 @@ class RedisObservations(ObservationStore):
         except RedisError as error:
             raise self._unavailable(error) from error
 
+    async def owned(self, owner: str) -> dict[str, Observation]:
+        """See :meth:`ObservationStore.owned`: the owner's keys, found by ``SCAN``, then ``MGET``.
+
+        No index of an owner's keys is kept, so ``SCAN`` walks the whole database in
+        steps of ``COUNT`` 1000, with ``MATCH`` on the owner's start (never ``KEYS``,
+        which would hold the server up); each step's keys are read by one ``MGET``.
+        Redis drops expired entries itself; one that expires or is forgotten between
+        the two is left out, and so is a damaged one.
+        """
+        _require_asyncio()
+        start = self._name(owner, "")
+        pattern = _glob_escaped(start) + b"*"
+        owned: dict[str, Observation] = {}
+
+        async def read(names: list[bytes]) -> None:
+            for name, text in zip(names, await self._client.mget(names), strict=True):
+                observation = Observation.stored(text)
+                if observation is not None:
+                    owned[stored_text(name[len(start) :])] = observation
+
+        try:
+            batch: list[bytes] = []
+            async for name in self._client.scan_iter(match=pattern, count=_BATCH):
+                batch.append(name)
+                if len(batch) >= _BATCH:
+                    await read(batch)
+                    batch = []
+            if batch:
+                await read(batch)
+        except RedisError as error:
+            raise self._unavailable(error) from error
+        return owned
+
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`: ``WATCH``, read, ``MULTI``/``EXEC``, retried."""
         _require_asyncio()
@@ -101,9 +137,9 @@ class RedisObservations(ObservationStore):
         pattern = _glob_escaped(self._name(owner, "")) + b"*"
         try:
             batch: list[bytes] = []
-            async for name in self._client.scan_iter(match=pattern, count=1000):
+            async for name in self._client.scan_iter(match=pattern, count=_BATCH):
                 batch.append(name)
-                if len(batch) >= 1000:
+                if len(batch) >= _BATCH:
                     await self._client.unlink(*batch)
                     batch.clear()
             if batch:

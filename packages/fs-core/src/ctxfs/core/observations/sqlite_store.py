@@ -14,6 +14,7 @@ from ctxfs.core.observations.base import (
     Observation,
     ObservationStore,
     stored_bytes,
+    stored_text,
 )
 from ctxfs.core.sqlite_file import SqliteFile, immediate
 
@@ -68,6 +69,15 @@ class SqliteObservations(ObservationStore):
         """See :meth:`ObservationStore.get`."""
         return await self._file.run(partial(_get, (stored_bytes(owner), stored_bytes(key))))
 
+    async def owned(self, owner: str) -> dict[str, Observation]:
+        """See :meth:`ObservationStore.owned`: one ``SELECT``, in a worker thread.
+
+        (An owner may have many entries.) Entries not renewed for *max_age* seconds
+        are left out, though the file keeps them until it is opened again.
+        """
+        since = time.time() - self.max_age
+        return await self._file.run(partial(_owned, stored_bytes(owner), since), off_loop=True)
+
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`: one ``BEGIN IMMEDIATE`` transaction."""
         await self._file.run(partial(_update, (stored_bytes(owner), stored_bytes(key)), change))
@@ -91,6 +101,18 @@ def _expire(before: float, db: sqlite3.Connection) -> None:
 def _get(entry: tuple[bytes, bytes], db: sqlite3.Connection) -> Observation | None:
     row = db.execute(_SELECT, entry).fetchone()
     return None if row is None else Observation.stored(row[0])
+
+
+def _owned(owner: bytes, since: float, db: sqlite3.Connection) -> dict[str, Observation]:
+    rows = db.execute(
+        "SELECT key, observation FROM observations WHERE owner = ? AND seen >= ?", (owner, since)
+    ).fetchall()
+    owned: dict[str, Observation] = {}
+    for key, text in rows:
+        observation = Observation.stored(text)
+        if observation is not None:
+            owned[stored_text(bytes(key))] = observation
+    return owned
 
 
 def _update(entry: tuple[bytes, bytes], change: Change, db: sqlite3.Connection) -> None:

@@ -10,7 +10,7 @@ from ctxfs.core.observations.base import Change
 
 __all__ = ["FaultyObservations"]
 
-Method = Literal["get", "update", "forget_owner"]
+Method = Literal["get", "owned", "update", "forget_owner"]
 
 
 class FaultyObservations(ObservationStore):
@@ -26,7 +26,7 @@ class FaultyObservations(ObservationStore):
         self.store = store if store is not None else MemoryObservations()
         self.down = False
         """Whether the store is unreachable: every call fails."""
-        self.calls: dict[Method, int] = {"get": 0, "update": 0, "forget_owner": 0}
+        self.calls: dict[Method, int] = {"get": 0, "owned": 0, "update": 0, "forget_owner": 0}
         self._failures: list[tuple[Method, int, Exception]] = []
 
     def fail_next(self, method: Method, error: Exception | None = None, *, after: int = 0) -> None:
@@ -41,6 +41,11 @@ class FaultyObservations(ObservationStore):
         """See :meth:`ObservationStore.get`."""
         self._fault("get")
         return await self.store.get(owner, key)
+
+    async def owned(self, owner: str) -> dict[str, Observation]:
+        """See :meth:`ObservationStore.owned`."""
+        self._fault("owned")
+        return await self.store.owned(owner)
 
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`."""

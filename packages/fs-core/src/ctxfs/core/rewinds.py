@@ -1,0 +1,239 @@
+"""Checkpoints, undo and rewind, and what changed since an owner's reads: the session memory used.
+
+An undo puts back what the owner's last steps changed, a rewind what every step
+since a checkpoint changed: all the files at once, under the mutation protocol
+(every file authorized, locked in key order, checked, then written; any failure
+undoes the rest). A file changed by someone else since the owner's step is not
+overwritten: the whole call is refused ``stale``, naming each such file with its
+diff.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ctxfs.core.errors import InvalidArgument, NotEnabled, NotFound, Stale
+from ctxfs.core.outcomes import ChangedFile, OpKind, RestoredFile, UndoOutcome
+from ctxfs.core.reports import reported
+from ctxfs.core.sessions import Checkpoint, Step
+
+if TYPE_CHECKING:
+    from ctxfs.core.backend import Update
+    from ctxfs.core.context import Context
+    from ctxfs.core.mutations import Mutations
+    from ctxfs.core.session_memory import SessionMemory
+    from ctxfs.core.versions import Version
+
+__all__ = ["changed", "checkpoint", "rewind", "undo"]
+
+
+async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
+    """:meth:`ContextFs.checkpoint <ctxfs.core.ContextFs.checkpoint>`."""
+    return await _memory(ctx).store.mark(ctx.owner, label, at=time.time())
+
+
+async def undo(ctx: Context, mutations: Mutations, steps: int, *, dry_run: bool) -> UndoOutcome:
+    """:meth:`ContextFs.undo <ctxfs.core.ContextFs.undo>`."""
+    memory = _memory(ctx)
+    if steps < 1:
+        raise InvalidArgument(f"steps must be 1 or more, got {steps}", details={"field": "steps"})
+    kept = await memory.store.steps(ctx.owner)
+    if len(kept) < steps:
+        raise InvalidArgument(
+            f"there {'is' if len(kept) == 1 else 'are'} only {len(kept)} step(s) to undo",
+            hint="Undo fewer steps; only changes made through ctxfs in this session are kept.",
+            details={"steps": len(kept)},
+        )
+    return await _put_back(ctx, mutations, memory, kept[-steps:], dry_run=dry_run)
+
+
+async def rewind(
+    ctx: Context, mutations: Mutations, checkpoint_id: str, *, dry_run: bool
+) -> UndoOutcome:
+    """:meth:`ContextFs.rewind <ctxfs.core.ContextFs.rewind>`."""
+    memory = _memory(ctx)
+    marks = await memory.store.checkpoints(ctx.owner)
+    mark = next((m for m in marks if m.id == checkpoint_id), None)
+    if mark is None:
+        raise InvalidArgument(
+            f"no checkpoint is named {checkpoint_id!r}",
+            hint="Rewind to one of the checkpoints listed in details.",
+            details={"checkpoints": [m.id for m in marks]},
+        )
+    steps = await memory.store.steps(ctx.owner, after=mark.step)
+    if steps and len(steps) >= memory.store.max_steps and steps[0].number > mark.step + 1:
+        raise InvalidArgument(
+            f"steps since checkpoint {checkpoint_id!r} were given up (at most "
+            f"{memory.store.max_steps} are kept); nothing was put back",
+            hint="Rewind to a later checkpoint, or undo steps one at a time.",
+        )
+    if not steps:
+        return UndoOutcome(steps=(), files=(), written=not dry_run)
+    return await _put_back(ctx, mutations, memory, steps, dry_run=dry_run)
+
+
+async def changed(ctx: Context) -> list[ChangedFile]:
+    """:meth:`ContextFs.changed <ctxfs.core.ContextFs.changed>`."""
+    opened_fs, memory = ctx.opened_fs, ctx.opened_fs.session_memory
+    owned = await opened_fs.file_context.observations.owned(ctx.owner)
+    found = []
+    for key, seen in sorted(owned.items()):
+        try:
+            current = (await opened_fs.backend.stat(key)).version
+            if current is None:
+                current = (await opened_fs.backend.read(key)).version
+        except NotFound:
+            current = None
+        if current == seen.version:
+            continue
+        diff = None
+        if memory is not None and current is not None:
+            old = await memory.content(ctx.owner, seen.version)
+            if old is not None:
+                new = await opened_fs.backend.read(key, max_size=memory.store.max_bytes_per_owner)
+                if new.version != seen.version:
+                    diff = await memory.diff(ctx, key, old, new.data)
+        found.append(
+            ChangedFile(
+                path=key,
+                seen=seen.version,
+                current=current,
+                diff=None if diff is None else diff.text,
+                diff_whole=diff is not None and diff.whole,
+            )
+        )
+    return found
+
+
+@dataclass
+class _Planned:
+    """One file of an undo: the version its steps left, and the one to put back."""
+
+    path: str
+    left: Version | None
+    back: Version | None
+    content: bytes | None = None
+
+
+def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
+    """What *steps* (oldest first) did to each file, by key, in the order first touched."""
+    planned: dict[str, _Planned] = {}
+    for step in reversed(steps):  # newest first: the oldest step's "before" wins
+        for change in step.changes:
+            entry = planned.get(change.key)
+            if entry is None:
+                planned[change.key] = _Planned(
+                    path=change.path, left=change.after, back=change.before
+                )
+            else:
+                entry.back = change.before
+    return {key: entry for key, entry in planned.items() if entry.left != entry.back}
+
+
+async def _put_back(
+    ctx: Context,
+    mutations: Mutations,
+    memory: SessionMemory,
+    steps: Sequence[Step],
+    *,
+    dry_run: bool,
+) -> UndoOutcome:
+    planned = _plan(steps)
+    given_up = []
+    for entry in planned.values():
+        if entry.back is not None:
+            entry.content = await memory.content(ctx.owner, entry.back)
+            if entry.content is None:
+                given_up.append(entry.path)
+    if given_up:
+        raise InvalidArgument(
+            f"the content {', '.join(given_up)} held before is no longer kept "
+            "(the session memory's bound); nothing was put back",
+            hint="Undo fewer steps, or restore those files by hand.",
+            details={"given_up": given_up},
+        )
+    entries = list(planned.values())
+
+    async def refuse(updates: list[Update]) -> None:
+        await _refuse_changed(ctx, memory, entries, updates)
+
+    async with AsyncExitStack() as stack:
+        reports = [
+            await stack.enter_async_context(
+                reported(
+                    ctx,
+                    OpKind.DELETE if entry.back is None else OpKind.WRITE,
+                    entry.path,
+                    file=True,
+                    dry_run=dry_run,
+                )
+            )
+            for entry in entries
+        ]
+        async with mutations.updating_all(
+            reports, max_size=None, refuse=refuse, record=False
+        ) as opened:
+            if not dry_run:
+                for entry, report, (update, _) in zip(entries, reports, opened, strict=True):
+                    if entry.content is not None:
+                        await mutations.store(report, update, entry.content)
+                    elif update.current is not None:
+                        await update.delete()
+    if not dry_run:
+        await memory.store.drop_steps(ctx.owner, [step.number for step in steps])
+    return UndoOutcome(
+        steps=tuple(step.number for step in reversed(steps)),
+        files=tuple(
+            RestoredFile(path=entry.path, was=entry.left, now=entry.back) for entry in entries
+        ),
+        written=not dry_run,
+    )
+
+
+async def _refuse_changed(
+    ctx: Context, memory: SessionMemory, entries: list[_Planned], updates: list[Update]
+) -> None:
+    """Refuse the undo if any file is not as the owner's steps left it, naming each."""
+    changed_files: list[dict[str, object]] = []
+    for entry, update in zip(entries, updates, strict=True):
+        current = update.current
+        now = None if current is None else current.version
+        if now == entry.left:
+            continue
+        diff = None
+        if current is not None and entry.left is not None:
+            old = await memory.content(ctx.owner, entry.left)
+            if old is not None:
+                diff = await memory.diff(ctx, entry.path, old, current.data)
+        changed_files.append(
+            {
+                "path": entry.path,
+                "left": entry.left,
+                "current": now,
+                "diff": None if diff is None else diff.text,
+            }
+        )
+    if not changed_files:
+        return
+    paths = [str(changed["path"]) for changed in changed_files]
+    diffs = [str(changed["diff"]) for changed in changed_files if changed["diff"]]
+    raise Stale(
+        f"{', '.join(paths)} changed since your step(s), by someone else; nothing was put back",
+        path=paths[0],
+        hint="Leave those files as they are, or read them and change them by hand.",
+        details={"changed": changed_files, "diff": "\n".join(diffs) or None},
+    )
+
+
+def _memory(ctx: Context) -> SessionMemory:
+    memory = ctx.opened_fs.session_memory
+    if memory is None:
+        raise NotEnabled(
+            "the session memory is turned off for this store",
+            hint="Open the store with session_memory=True to keep checkpoints and undo.",
+        )
+    return memory
