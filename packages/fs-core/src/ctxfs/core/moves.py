@@ -24,6 +24,7 @@ from ctxfs.core.globs import relative_to
 from ctxfs.core.outcomes import MoveOutcome, Operation, OpKind
 from ctxfs.core.paths import check_file_spelling, join_path
 from ctxfs.core.reports import Report, reported
+from ctxfs.core.sessions import FileChange
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
@@ -55,9 +56,15 @@ async def moving(
 
 
 async def move(
-    ctx: Context, mutations: Mutations, source: str, destination: str, *, overwrite: bool
+    ctx: Context,
+    mutations: Mutations,
+    source: str,
+    destination: str,
+    *,
+    overwrite: bool,
+    record: bool = True,
 ) -> MoveOutcome:
-    """:meth:`ContextFs.move <ctxfs.core.ContextFs.move>`."""
+    """:meth:`ContextFs.move <ctxfs.core.ContextFs.move>` (*record*: as a step of the owner's)."""
     async with moving(ctx, source, destination, file=False) as (leaving, arriving):
         if not leaving.op.path or not arriving.op.path:
             raise InvalidArgument(
@@ -66,7 +73,9 @@ async def move(
         for report in (leaving, arriving):
             await ctx.opened_fs.hooks.authorize(ctx, report.op)
         if (await _kind(ctx, leaving.op.path)) is FileKind.DIRECTORY:
-            moved = await _move_directory(ctx, leaving.op, arriving.op, overwrite=overwrite)
+            moved = await _move_directory(
+                ctx, leaving.op, arriving.op, overwrite=overwrite, record=record
+            )
             return MoveOutcome(
                 path=leaving.op.path,
                 destination=arriving.op.path,
@@ -76,7 +85,7 @@ async def move(
             )
         check_file_spelling(source, leaving.op.path)
         check_file_spelling(destination, arriving.op.path)
-        await _move_file(mutations, leaving, arriving, overwrite=overwrite)
+        await _move_file(mutations, leaving, arriving, overwrite=overwrite, record=record)
     return MoveOutcome(
         path=leaving.op.path,
         destination=arriving.op.path,
@@ -94,7 +103,7 @@ async def _kind(ctx: Context, path: str) -> FileKind | None:
 
 
 async def _move_file(
-    mutations: Mutations, leaving: Report, arriving: Report, *, overwrite: bool
+    mutations: Mutations, leaving: Report, arriving: Report, *, overwrite: bool, record: bool
 ) -> None:
     """Move one file (both operations authorized already) under the mutation protocol."""
 
@@ -111,21 +120,22 @@ async def _move_file(
             )
 
     async with mutations.updating_all(
-        [leaving, arriving], max_size=None, refuse=refuse, authorized=True
+        [leaving, arriving], max_size=None, refuse=refuse, authorized=True, record=record
     ) as opened:
         (here, _), (there, _) = opened
         arriving.after = await here.move(there)
 
 
 async def _move_directory(
-    ctx: Context, here: Operation, there: Operation, *, overwrite: bool
+    ctx: Context, here: Operation, there: Operation, *, overwrite: bool, record: bool = True
 ) -> int:
     """Move directory *here* whole to *there* (both authorized); return the entries moved.
 
     Every entry below it (links not followed) is judged as a ``MOVE`` from its
     path and to its new one before anything is locked; then every one is locked,
     in key order, while the backend renames the directory at once; then the
-    owner's observations follow the files (:meth:`PluginHost.moved`).
+    owner's observations follow the files (:meth:`PluginHost.moved`); with
+    *record*, the move is a step of the owner's session memory.
     """
     opened_fs = ctx.opened_fs
     _check_directory_move(here, there, overwrite=overwrite)
@@ -162,6 +172,17 @@ async def _move_directory(
             with anyio.CancelScope(shield=True):
                 await _move_directory_back(ctx, pairs, failure)
             raise
+    if record and opened_fs.session_memory is not None:
+        moved = FileChange(
+            path=there.path,
+            key=there.key,
+            kind=OpKind.MOVE.value,
+            before=None,
+            after=None,
+            moved_from=here.path,
+            directory=True,
+        )
+        await opened_fs.session_memory.record(ctx.owner, [moved])
     return len(pairs) - 1
 
 

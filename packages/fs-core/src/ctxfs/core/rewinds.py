@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxfs.core.errors import InvalidArgument, NotEnabled, NotFound, Stale
+from ctxfs.core.moves import move
 from ctxfs.core.outcomes import ChangedFile, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import reported
 from ctxfs.core.sessions import Checkpoint, Step
@@ -142,6 +143,9 @@ async def _put_back(
     *,
     dry_run: bool,
 ) -> UndoOutcome:
+    moves = [change for step in steps for change in step.changes if change.directory]
+    if moves:
+        return await _move_back(ctx, mutations, memory, steps, dry_run=dry_run)
     planned = _plan(steps)
     given_up = []
     for entry in planned.values():
@@ -190,6 +194,32 @@ async def _put_back(
         files=tuple(
             RestoredFile(path=entry.path, was=entry.left, now=entry.back) for entry in entries
         ),
+        written=not dry_run,
+    )
+
+
+async def _move_back(
+    ctx: Context,
+    mutations: Mutations,
+    memory: SessionMemory,
+    steps: Sequence[Step],
+    *,
+    dry_run: bool,
+) -> UndoOutcome:
+    """Undo a directory move: the step must be that move alone (it is one, as recorded)."""
+    step = steps[0] if len(steps) == 1 else None
+    if step is None or len(step.changes) != 1 or step.changes[0].moved_from is None:
+        raise InvalidArgument(
+            "a directory move is among these steps; it can be undone only on its own",
+            hint="Undo the steps after it first, then the move alone (steps=1).",
+        )
+    there, here = step.changes[0].path, step.changes[0].moved_from
+    if not dry_run:
+        await move(ctx, mutations, there, here, overwrite=False, record=False)
+        await memory.store.drop_steps(ctx.owner, [step.number])
+    return UndoOutcome(
+        steps=(step.number,),
+        files=(RestoredFile(path=here, was=None, now=None),),
         written=not dry_run,
     )
 
