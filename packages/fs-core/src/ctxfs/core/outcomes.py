@@ -249,6 +249,10 @@ class ChangedFile:
     """What changed since :attr:`seen`, when its content is kept: a unified diff, or a
     summary when too much changed (:attr:`diff_whole` false)."""
     diff_whole: bool = False
+    changed_by: str | None = None
+    """The owner who stored :attr:`current`, when known (a change made through this process)."""
+    changed_at: float | None = None
+    """When :attr:`current` was stored (seconds since the epoch), when known."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -98,6 +98,7 @@ async def changed(ctx: Context) -> list[ChangedFile]:
                 new = await opened_fs.backend.read(key, max_size=memory.store.max_bytes_per_owner)
                 if new.version != seen.version:
                     diff = await memory.diff(ctx, key, old, new.data)
+        author = None if memory is None or current is None else memory.author(key, current)
         found.append(
             ChangedFile(
                 path=key,
@@ -105,6 +106,8 @@ async def changed(ctx: Context) -> list[ChangedFile]:
                 current=current,
                 diff=None if diff is None else diff.text,
                 diff_whole=diff is not None and diff.whole,
+                changed_by=None if author is None else author[0],
+                changed_at=None if author is None else author[1],
             )
         )
     return found

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ctxfs.core.errors import FsError, Stale
 from ctxfs.core.sessions import FileChange, SessionStore
@@ -26,7 +27,10 @@ if TYPE_CHECKING:
     from ctxfs.core.reports import Report
     from ctxfs.core.versions import Version
 
-__all__ = ["SessionMemory"]
+__all__ = ["MAX_AUTHORS", "SessionMemory"]
+
+MAX_AUTHORS: Final = 100_000
+"""Changes whose author a session memory remembers (about 200 bytes each)."""
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +44,14 @@ class SessionMemory:
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
+        self._authors: OrderedDict[tuple[str, Version], tuple[str, float]] = OrderedDict()
+
+    def author(self, key: str, version: Version) -> tuple[str, float] | None:
+        """Who stored *version* of the file *key*, and when: known for recent changes here.
+
+        The last :data:`MAX_AUTHORS` changes made through this process are remembered.
+        """
+        return self._authors.get((key, version))
 
     async def keep(self, owner: str, version: Version, data: bytes) -> None:
         """Keep *data*, the content of *version*, for *owner*."""
@@ -87,8 +99,15 @@ class SessionMemory:
         """Record *changes* as one step of *owner*."""
         if not changes:
             return
+        at = time.time()
+        for change in changes:
+            if change.after is not None:
+                self._authors[(change.key, change.after)] = (owner, at)
+                self._authors.move_to_end((change.key, change.after))
+        while len(self._authors) > MAX_AUTHORS:
+            self._authors.popitem(last=False)
         try:
-            await self.store.record(owner, changes, at=time.time())
+            await self.store.record(owner, changes, at=at)
         except FsError:
             log.warning("the session store could not record a step", exc_info=True)
 
