@@ -138,7 +138,7 @@ async def test_own_mutations_refresh_the_observation(seeded: Fs, memory_ctx: Con
     await memory_ctx.fs.read("f.txt")
     edited = await memory_ctx.fs.edit("f.txt", "line 1\n", "first\n")
     assert await seeded.file_context.observation("agent-1", "f.txt") == Observation(
-        version=edited.version, complete=True
+        version=edited.version, complete=True, path="f.txt"
     )
     written = await memory_ctx.fs.write("f.txt", "replaced\n")
     await memory_ctx.fs.edit("f.txt", "replaced", "again")

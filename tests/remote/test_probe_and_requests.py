@@ -76,8 +76,10 @@ async def test_s3_requests_per_operation_are_the_minimum(url_for: UrlFor) -> Non
             await ctx.fs.edit("notes.txt", "two", "three")
             edited = list(counted.requests)
     key = url.removeprefix("s3://")
-    # The probe, once per open: create, create again, head, update, stale update, delete.
-    assert [m for m, _ in opened] == ["PUT", "PUT", "HEAD", "PUT", "PUT", "HEAD", "DELETE"]
+    # The probe, once per open: versioning, create, create again, head, update, stale update,
+    # delete.
+    assert [m for m, _ in opened] == ["GET", "PUT", "PUT", "HEAD", "PUT", "PUT", "HEAD", "DELETE"]
+    assert opened[0] == ("GET", f"/{key.partition('/')[0]}")  # GetBucketVersioning
     assert created == [("GET", f"/{key}/notes.txt"), ("PUT", f"/{key}/notes.txt")]
     assert read == [("GET", f"/{key}/notes.txt")]
     assert edited == [("GET", f"/{key}/notes.txt"), ("PUT", f"/{key}/notes.txt")]

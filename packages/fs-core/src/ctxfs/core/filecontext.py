@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
@@ -99,10 +100,12 @@ class FileContextPlugin:
         complete: bool,
         lines: LineRanges = (),
         total_lines: int | None = None,
+        path: str = "",
     ) -> None:
         """Record that *owner* read the file *key*: all of it, or *lines* of *total_lines*.
 
-        A window of a version already seen whole stays complete; windows of one
+        *path* is how the owner reached it (kept for :meth:`ContextFs.changed`). A window
+        of a version already seen whole stays complete; windows of one
         version that add up to every line make it complete.
         """
 
@@ -114,7 +117,8 @@ class FileContextPlugin:
             ranges = () if whole else _merged(ranges)
             if ranges and ranges[0] == (1, total_lines):
                 whole, ranges = True, ()
-            return Observation(version=version, complete=whole, lines=ranges)
+            known = path or ("" if seen is None else seen.path)
+            return Observation(version=version, complete=whole, lines=ranges, path=known)
 
         await self.observations.update(owner, key, merged)
 
@@ -169,21 +173,23 @@ class FileContextPlugin:
     ) -> None:
         """Make the owner's own mutation its complete observation."""
         del before
-        observation = None if after is None else Observation(version=after, complete=True)
+        observation = (
+            None if after is None else Observation(version=after, complete=True, path=op.path)
+        )
         await self.observations.update(ctx.owner, op.key, lambda _: observation)
 
-    async def follow(self, owner: str, moves: Sequence[tuple[str, str]]) -> None:
-        """Carry *owner*'s observations along a directory move: ``(old key, new key)`` pairs.
+    async def follow(self, owner: str, moves: Sequence[tuple[Operation, Operation]]) -> None:
+        """Carry *owner*'s observations along a directory move: ``(leaving, arriving)`` pairs.
 
-        The old key is forgotten; other owners' observations stay at the old keys
+        The leaving key is forgotten; other owners' observations stay at the old keys
         (they must read the file at its new path).
         """
         for old, new in moves:
-            seen = await self.observations.get(owner, old)
+            seen = await self.observations.get(owner, old.key)
             if seen is None:
                 continue
-            await self.restore(owner, new, seen)
-            await self.restore(owner, old, None)
+            await self.restore(owner, new.key, replace(seen, path=new.path))
+            await self.restore(owner, old.key, None)
 
     @hookimpl
     def ctxfs_mutation_lock(

@@ -89,7 +89,8 @@ class Fs(AsyncResource):
         """What owners saw and did (:mod:`ctxfs.core.session_memory`); None when turned off."""
         if options.get("session_memory", True):
             self.session_memory = SessionMemory(
-                sessions if isinstance(sessions, SessionStore) else open_sessions(sessions)
+                sessions if isinstance(sessions, SessionStore) else open_sessions(sessions),
+                self.backend,
             )
 
     async def __aenter__(self) -> Self:

@@ -206,7 +206,7 @@ async def _move_directory_back(ctx: Context, pairs: Pairs, failure: BaseExceptio
             details={"destination": there.path},
         ) from failure
     with suppress(FsError):
-        await opened_fs.file_context.follow(ctx.owner, [(new.key, old.key) for old, new in pairs])
+        await opened_fs.file_context.follow(ctx.owner, [(new, old) for old, new in pairs])
     if isinstance(failure, FsError):
         raise failure.retold(
             f"the move was not applied (nothing changed; {here.path} put back): {failure.message}",

@@ -182,7 +182,13 @@ class PluginHost:
         The guard also learns which *lines* of *total_lines* a window showed uncut.
         """
         await self.guard.observe(
-            ctx.owner, op.key, version, complete=complete, lines=lines, total_lines=total_lines
+            ctx.owner,
+            op.key,
+            version,
+            complete=complete,
+            lines=lines,
+            total_lines=total_lines,
+            path=op.path,
         )
         hook = self._observed
         await resolve(hook(ctx=ctx, path=op.path, version=version, complete=complete))
@@ -214,7 +220,7 @@ class PluginHost:
         observers learn of every operation through ``ctxfs_committed``, with no
         versions (the files were not read: their content did not change).
         """
-        await self.guard.follow(ctx.owner, [(old.key, new.key) for old, new in moves])
+        await self.guard.follow(ctx.owner, moves)
         for pair in moves:
             for op in pair:
                 await resolve(self._committed(ctx=ctx, op=op, before=None, after=None))

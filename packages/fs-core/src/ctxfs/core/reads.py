@@ -53,7 +53,7 @@ async def read_text(
             total_lines=window.total_lines,
         )
         if memory is not None and window.complete and stream.recorded is not None:
-            await memory.keep(ctx.owner, stream.version, stream.recorded)
+            await memory.keep(ctx.owner, stream.version, stream.recorded, path=op.path)
     return ReadOutcome(
         path=op.path,
         text=window.text,
@@ -93,7 +93,8 @@ async def read_bytes(
         if observe:
             await opened_fs.hooks.observed(ctx, op, blob.version, complete=complete)
             if complete and opened_fs.session_memory is not None:
-                await opened_fs.session_memory.keep(ctx.owner, blob.version, blob.data)
+                memory = opened_fs.session_memory
+                await memory.keep(ctx.owner, blob.version, blob.data, path=op.path)
     return BytesOutcome(
         path=op.path,
         data=blob.data,

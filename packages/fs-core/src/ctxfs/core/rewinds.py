@@ -13,12 +13,23 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ctxfs.core.errors import InvalidArgument, NotEnabled, NotFound, Stale
+from ctxfs.core.backend import FileKind, Stat
+from ctxfs.core.errors import (
+    InvalidArgument,
+    InvalidPath,
+    NotADirectory,
+    NotEnabled,
+    NotFound,
+    OutsideRoot,
+    Refused,
+    Stale,
+    TooLarge,
+)
 from ctxfs.core.moves import move
-from ctxfs.core.outcomes import ChangedFile, OpKind, RestoredFile, UndoOutcome
+from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import reported
 from ctxfs.core.sessions import Checkpoint, Step
 
@@ -66,7 +77,7 @@ async def rewind(
             details={"checkpoints": [m.id for m in marks]},
         )
     steps = await memory.store.steps(ctx.owner, after=mark.step)
-    if steps and len(steps) >= memory.store.max_steps and steps[0].number > mark.step + 1:
+    if await memory.store.given_up(ctx.owner) > mark.step:
         raise InvalidArgument(
             f"steps since checkpoint {checkpoint_id!r} were given up (at most "
             f"{memory.store.max_steps} are kept); nothing was put back",
@@ -79,38 +90,58 @@ async def rewind(
 
 async def changed(ctx: Context) -> list[ChangedFile]:
     """:meth:`ContextFs.changed <ctxfs.core.ContextFs.changed>`."""
-    opened_fs, memory = ctx.opened_fs, ctx.opened_fs.session_memory
+    opened_fs = ctx.opened_fs
     owned = await opened_fs.file_context.observations.owned(ctx.owner)
     found = []
-    for key, seen in sorted(owned.items()):
-        try:
-            current = (await opened_fs.backend.stat(key)).version
-            if current is None:
-                current = (await opened_fs.backend.read(key)).version
-        except NotFound:
-            current = None
-        if current == seen.version:
+    for key, seen in owned.items():
+        path = seen.path or key
+        try:  # what the policies let the owner read now, and nothing else
+            await opened_fs.hooks.authorize(ctx, Operation(kind=OpKind.READ, path=path, key=key))
+            current = await _current(ctx, path)
+        except (Refused, InvalidPath, OutsideRoot):
             continue
-        diff = None
-        if memory is not None and current is not None:
-            old = await memory.content(ctx.owner, seen.version)
-            if old is not None:
-                new = await opened_fs.backend.read(key, max_size=memory.store.max_bytes_per_owner)
-                if new.version != seen.version:
-                    diff = await memory.diff(ctx, key, old, new.data)
-        author = None if memory is None or current is None else memory.author(key, current)
-        found.append(
-            ChangedFile(
-                path=key,
-                seen=seen.version,
-                current=current,
-                diff=None if diff is None else diff.text,
-                diff_whole=diff is not None and diff.whole,
-                changed_by=None if author is None else author[0],
-                changed_at=None if author is None else author[1],
-            )
-        )
-    return found
+        if current is None or current.version != seen.version:
+            found.append(await _changed_file(ctx, path, key, seen.version, current))
+    return sorted(found, key=lambda changed_file: changed_file.path)
+
+
+async def _current(ctx: Context, path: str) -> Stat | None:
+    try:
+        stat = await ctx.opened_fs.backend.stat(path)
+    except (NotFound, NotADirectory):
+        return None
+    if stat.version is None and stat.kind is FileKind.FILE:  # a store that hashes content
+        stat = replace(stat, version=(await ctx.opened_fs.backend.read(path)).version)
+    return stat
+
+
+async def _changed_file(
+    ctx: Context, path: str, key: str, seen: Version, current: Stat | None
+) -> ChangedFile:
+    """How *path* changed since the owner saw *seen*: with the diff, when it can be had."""
+    memory, now = ctx.opened_fs.session_memory, None if current is None else current.version
+    diff, author = None, None
+    if memory is not None and now is not None:
+        author = memory.author(key, now)
+        old = await memory.content(ctx.owner, seen)
+        if old is not None:
+            try:
+                new = await ctx.opened_fs.backend.read(
+                    path, max_size=memory.store.max_bytes_per_owner
+                )
+            except (NotFound, TooLarge):  # gone meanwhile, or too large to diff: no diff
+                new = None
+            if new is not None and new.version != seen:
+                diff = await memory.diff(ctx, path, old, new.data)
+    return ChangedFile(
+        path=path,
+        seen=seen,
+        current=now,
+        diff=None if diff is None else diff.text,
+        diff_whole=diff is not None and diff.whole,
+        changed_by=None if author is None else author[0],
+        changed_at=None if author is None else author[1],
+    )
 
 
 @dataclass
@@ -118,6 +149,7 @@ class _Planned:
     """One file of an undo: the version its steps left, and the one to put back."""
 
     path: str
+    key: str
     left: Version | None
     back: Version | None
     content: bytes | None = None
@@ -131,7 +163,7 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
             entry = planned.get(change.key)
             if entry is None:
                 planned[change.key] = _Planned(
-                    path=change.path, left=change.after, back=change.before
+                    path=change.path, key=change.key, left=change.after, back=change.before
                 )
             else:
                 entry.back = change.before
@@ -251,6 +283,13 @@ async def _refuse_changed(
             }
         )
     if not changed_files:
+        # each file is as the owner's steps left it: that is what it saw (a restart may
+        # have lost its observations), so the guard lets the undo change it
+        for entry in entries:
+            if entry.left is not None:
+                await ctx.opened_fs.file_context.observe(
+                    ctx.owner, entry.key, entry.left, complete=True, path=entry.path
+                )
         return
     paths = [str(changed["path"]) for changed in changed_files]
     diffs = [str(changed["diff"]) for changed in changed_files if changed["diff"]]

@@ -22,7 +22,7 @@ from ctxfs.core.text.diffs import VersionDiff, version_diff
 from ctxfs.core.textwork import text_work
 
 if TYPE_CHECKING:
-    from ctxfs.core.backend import Blob, Update
+    from ctxfs.core.backend import Backend, Blob, Update
     from ctxfs.core.context import Context
     from ctxfs.core.reports import Report
     from ctxfs.core.versions import Version
@@ -40,10 +40,17 @@ class SessionMemory:
 
     A store that fails never fails a call: what it could not keep or record is
     logged, and is then simply not there (a diff or an undo that needs it says so).
+
+    Where *backend* keeps versions itself (``Capabilities.kept_versions``, a
+    versioned bucket), a version seen at a known path is kept as a reference to
+    it (:meth:`SessionStore.keep_reference`), not a copy, and its bytes are read
+    back from the backend when a diff or an undo needs them; still per owner:
+    only an owner that was given the version finds its reference.
     """
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: SessionStore, backend: Backend | None = None) -> None:
         self.store = store
+        self.backend = backend
         self._authors: OrderedDict[tuple[str, Version], tuple[str, float]] = OrderedDict()
 
     def author(self, key: str, version: Version) -> tuple[str, float] | None:
@@ -53,19 +60,42 @@ class SessionMemory:
         """
         return self._authors.get((key, version))
 
-    async def keep(self, owner: str, version: Version, data: bytes) -> None:
-        """Keep *data*, the content of *version*, for *owner*."""
+    async def keep(
+        self, owner: str, version: Version, data: bytes, *, path: str | None = None
+    ) -> None:
+        """Keep *data*, the content of *version* at *path*, for *owner*.
+
+        A reference (the path) rather than a copy where the backend keeps versions
+        and *path* is known; within the same size bound as a copy.
+        """
+        backend, store = self.backend, self.store
         try:
-            await self.store.keep(owner, version, data)
+            if path is not None and backend is not None and backend.capabilities.kept_versions:
+                if len(data) <= min(store.max_bytes, store.max_bytes_per_owner):
+                    await store.keep_reference(owner, version, path)
+            else:
+                await store.keep(owner, version, data)
         except FsError:
             log.warning("the session store could not keep a version", exc_info=True)
 
     async def content(self, owner: str, version: Version) -> bytes | None:
-        """The content of *version* kept for *owner*, if it is (None if the store fails)."""
+        """The content of *version* kept for *owner*, if it is (None if the store fails).
+
+        A copy, or else the bytes a kept reference reads back from the backend
+        (None if the backend no longer keeps that version, or fails).
+        """
         try:
-            return await self.store.content(owner, version)
+            data = await self.store.content(owner, version)
+            path = None if data is not None else await self.store.reference(owner, version)
         except FsError:
             log.warning("the session store could not be read", exc_info=True)
+            return None
+        if path is None or self.backend is None:
+            return data
+        try:
+            return await self.backend.read_version(path, version)
+        except FsError:
+            log.warning("the backend could not read back a kept version", exc_info=True)
             return None
 
     async def recorded(self, ctx: Context, stored: Sequence[tuple[Update, Report]]) -> None:
@@ -75,14 +105,14 @@ class SessionMemory:
         for update, report in stored:
             op, current = report.op, update.current
             if current is not None and len(current.data) == current.size:
-                await self.keep(owner, current.version, current.data)
+                await self.keep(owner, current.version, current.data, path=op.path)
             written = report.written
             if written is None and op.moved_from is not None:  # a move: the source's content
                 source = sources.get(op.moved_from)
                 moved = None if source is None else source.current
                 written = None if moved is None or len(moved.data) != moved.size else moved.data
             if report.after is not None and written is not None:
-                await self.keep(owner, report.after, written)
+                await self.keep(owner, report.after, written, path=op.path)
             changes.append(
                 FileChange(
                     path=op.path,
@@ -145,9 +175,13 @@ class SessionMemory:
             return stale
         if diff.whole:
             await ctx.opened_fs.file_context.observe(
-                ctx.owner, report.op.key, current.version, complete=seen.complete
+                ctx.owner,
+                report.op.key,
+                current.version,
+                complete=seen.complete,
+                path=report.op.path,
             )
-            await self.keep(ctx.owner, current.version, current.data)
+            await self.keep(ctx.owner, current.version, current.data, path=path)
             hint = (
                 "The diff shows what changed since your read; it counts as a read of the "
                 "current version: redo your change against it (no read needed)."

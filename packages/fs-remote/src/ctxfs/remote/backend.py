@@ -6,7 +6,10 @@ Conditional writes are the store's own, trusted once the probe (at open, or
 before the first call) has seen the store refuse a second create and a stale
 update of a ``.ctxfs-probe-*`` object: ``cas_scope`` is then ``GLOBAL``.
 Otherwise it is ``PROCESS``: versions are checked here under a per-key lock
-(``require_global_cas=True`` refuses the store instead).
+(``require_global_cas=True`` refuses the store instead). The probe also asks
+whether the store keeps every version of an object (S3 bucket versioning):
+``kept_versions`` is then declared, and earlier versions are read back from the
+store (the session memory keeps references, not copies).
 
 Transient failures are retried within one deadline (:mod:`ctxfs.remote.retry`),
 then raised ``Unavailable``. Every write carries a unique id in the object's
@@ -74,6 +77,7 @@ BACKEND_OPTIONS: Final = (
     "require_global_cas",
     "max_cas_size",
     "concurrent_reads",
+    "kept_versions",
     *RETRY_OPTIONS,
 )
 """The keyword options of ``open_fs`` that configure the backend, not the store's client."""
@@ -112,6 +116,9 @@ class ObjectStoreBackend(Backend):
         max_cas_size: The largest write accepted (default: the store's single-request limit).
         concurrent_reads: How many objects a search fetches at once
             (:attr:`~ctxfs.core.Capabilities.concurrent_reads`).
+        kept_versions: Read earlier versions back from the store where the probe finds
+            that it keeps them (:attr:`~ctxfs.core.Capabilities.kept_versions`); False:
+            never (the session memory then keeps copies, as for any store).
 
     """
 
@@ -126,6 +133,7 @@ class ObjectStoreBackend(Backend):
         deadline: float = DEFAULT_DEADLINE,
         max_cas_size: int | None = None,
         concurrent_reads: int = DEFAULT_CONCURRENT_READS,
+        kept_versions: bool = True,
     ) -> None:
         if concurrent_reads < 1:
             raise InvalidArgument(f"concurrent_reads must be at least 1, not {concurrent_reads}")
@@ -137,6 +145,8 @@ class ObjectStoreBackend(Backend):
         self._max_cas_size = max_cas_size if max_cas_size is not None else store.max_cas_size
         self._probe_wanted = probe or require_global_cas
         self._probe: ProbeResult | None = None
+        self._versions_wanted = kept_versions
+        self._kept_versions = False
         self._probing: anyio.Lock | None = None
         self._emulation = KeyedLocks()
 
@@ -172,6 +182,7 @@ class ObjectStoreBackend(Backend):
             max_cas_size=self._max_cas_size,
             concurrent_reads=self.concurrent_reads,
             tree_listing=True,
+            kept_versions=self._kept_versions,
         )
 
     async def probe(self) -> ProbeResult:
@@ -203,6 +214,7 @@ class ObjectStoreBackend(Backend):
             self._probing = anyio.Lock()
         async with self._probing:
             if self._probe is None:
+                self._kept_versions = self._versions_wanted and await self._keeps_versions()
                 self._probe = await self.probe()
         if self.require_global_cas and not self._probe.enforced:
             raise BackendError(
@@ -217,6 +229,13 @@ class ObjectStoreBackend(Backend):
                     "stale_refused": self._probe.stale_refused,
                 },
             )
+
+    async def _keeps_versions(self) -> bool:
+        """Whether the store keeps every version; False where it cannot say (a permission)."""
+        try:
+            return await self._io("the versioning probe", self.store.keeps_versions)
+        except (PermissionDenied, BackendError):
+            return False
 
     @property
     def _emulating(self) -> bool:
@@ -264,6 +283,11 @@ class ObjectStoreBackend(Backend):
         await self._ready()
         data, info = await self._io(path, self.store.get, self.keys.key(path), request)
         return Blob(data=data, version=info.version, size=info.size)
+
+    async def _read_version(self, path: str, version: Version) -> bytes | None:
+        """An earlier version from the store's kept versions (``kept_versions`` only)."""
+        await self._ready()
+        return await self._io(path, self.store.get_version, self.keys.key(path), version)
 
     @asynccontextmanager
     async def _open_read(self, path: str, chunk_size: int) -> AsyncIterator[ReadStream]:

@@ -3,9 +3,12 @@
 Versions are ``etag:<ETag>``. A read is one ``GetObject``: body and ETag from
 the same response; ranges carry ``If-Match`` when pinned. A write is one
 ``PutObject`` with ``If-Match: <etag>`` or ``If-None-Match: *``; a delete is a
-``DeleteObject`` with ``If-Match``. s3fs supplies configuration (credentials,
-``AWS_ENDPOINT_URL`` and the rest of botocore's environment) and the session;
-its listing cache is never consulted.
+``DeleteObject`` with ``If-Match``. In a bucket with versioning on, an earlier
+version is found by its ETag among the key's versions (``ListObjectVersions``,
+newest first, :data:`MAX_VERSION_PAGES` pages at most), then read by its
+``VersionId``: the ETag names the content, so no ``VersionId`` need be kept.
+s3fs supplies configuration (credentials, ``AWS_ENDPOINT_URL`` and the rest of
+botocore's environment) and the session; its listing cache is never consulted.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ __all__ = ["S3Store", "open_s3"]
 
 MAX_PUT_SIZE: Final = 5 << 30
 """S3's largest single-request PutObject (5 GiB)."""
+MAX_VERSION_PAGES: Final = 5
+"""Pages of ``ListObjectVersions`` (1000 versions each) searched for an earlier version."""
 WRITE_ID: Final = "ctxfs-write"
 """The user-metadata key holding each write's id."""
 
@@ -130,6 +135,51 @@ class S3Store(ObjectStore):
             await s3.delete_object(**request)
         except Exception as exc:
             raise _error(exc) from exc
+
+    async def keeps_versions(self) -> bool:
+        """Whether ``GetBucketVersioning`` says ``Enabled`` (``Suspended`` overwrites: no)."""
+        s3 = await self._client()
+        try:
+            response = await s3.get_bucket_versioning(Bucket=self.bucket)
+        except Exception as exc:
+            raise _error(exc) from exc
+        return bool(response.get("Status") == "Enabled")
+
+    async def get_version(self, key: str, version: Version) -> bytes | None:
+        """The newest kept version of *key* whose ETag is *version*'s, read by its ``VersionId``."""
+        if not version.startswith("etag:"):
+            return None
+        etag, s3 = _etag(version), await self._client()
+        request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key}
+        try:
+            for _ in range(MAX_VERSION_PAGES):
+                page = await s3.list_object_versions(**request)
+                for item in page.get("Versions", []):  # by key, then newest first
+                    if item["Key"] > key:
+                        return None
+                    if item["Key"] == key and item["ETag"] == etag:
+                        return await self._get_version(s3, key, item["VersionId"], etag)
+                if not page.get("IsTruncated"):
+                    return None
+                request["KeyMarker"] = page["NextKeyMarker"]
+                request["VersionIdMarker"] = page["NextVersionIdMarker"]
+        except Exception as exc:
+            raise _error(exc) from exc
+        return None
+
+    async def _get_version(self, s3: Any, key: str, version_id: str, etag: str) -> bytes | None:
+        try:
+            response = await s3.get_object(Bucket=self.bucket, Key=key, VersionId=version_id)
+        except Exception as exc:
+            if isinstance(_error(exc), NotFound):  # deleted since it was listed
+                return None
+            raise
+        body = response["Body"]
+        try:
+            data: bytes = await body.read()
+        finally:
+            body.close()
+        return data if response["ETag"] == etag else None
 
     async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
         s3 = await self._client()
@@ -225,8 +275,8 @@ def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind 
 def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``s3://bucket[/prefix]``.
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``
-    and ``max_cas_size`` configure the backend; the others go to
+    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``,
+    ``max_cas_size`` and ``kept_versions`` configure the backend; the others go to
     ``s3fs.S3FileSystem`` (``endpoint_url``, ``key``, ``secret``, ``client_kwargs``, ...).
     Without them, botocore's standard environment applies (``AWS_ENDPOINT_URL``,
     ``AWS_ACCESS_KEY_ID``, profiles, ...). botocore's own retries are off, and its

@@ -149,5 +149,34 @@ class ObjectStore(ABC):
 
         """
 
+    async def keeps_versions(self) -> bool:
+        """Whether the store keeps every version of an object (bucket versioning is on).
+
+        The default: False (the store keeps only the current one).
+
+        Raises:
+            PermissionDenied: The credentials may not ask.
+            Unavailable: The store cannot be reached (retryable).
+            BackendError: Any other failure of the store.
+
+        """
+        return False
+
+    async def get_version(self, key: str, version: Version) -> bytes | None:
+        """The whole content object *key* had at *version*, from the store's kept versions.
+
+        None where no kept version of *key* is at *version* (never kept, or deleted
+        since); the bytes returned are checked to be that version's. The default:
+        None (a store that keeps no versions).
+
+        Raises:
+            PermissionDenied: The credentials may not do this.
+            Unavailable: The store cannot be reached (retryable).
+            BackendError: Any other failure of the store.
+
+        """
+        del key, version
+        return None
+
     async def close(self) -> None:  # noqa: B027 - most drivers hold nothing
         """Release the client's connections."""

@@ -51,3 +51,7 @@ class Capabilities:
     """Whether :meth:`Backend.search_files` has an engine of its own (else it is not called)."""
     line_search: bool = False
     """Whether :meth:`Backend.search_lines` has an engine of its own (else it is not called)."""
+    kept_versions: bool = False
+    """Whether the store keeps a file's earlier versions itself (a versioned bucket), so that
+    :meth:`Backend.read_version` reads them back: the session memory then keeps a reference
+    (the path) instead of a copy of each version an owner saw."""

@@ -36,8 +36,9 @@ class Backend(AsyncResource):
     what it guarantees, and which optional engines core may call
     (``tree_listing``: :meth:`_list_tree`; ``file_search``: :meth:`search_files`;
     ``line_search``: :meth:`search_lines`; ``directory_moves``:
-    :meth:`_move_directory`). Core calls an optional engine only where it is
-    declared, whatever a subclass overrides.
+    :meth:`_move_directory`; ``kept_versions``: :meth:`_read_version`). Core
+    calls an optional engine only where it is declared, whatever a subclass
+    overrides.
 
     The public methods check paths (canonical, no reserved name, not the root
     where a file is meant), ranges, sizes and pinned versions, then call the
@@ -124,6 +125,24 @@ class Backend(AsyncResource):
         iterating; a non-positive *chunk_size* is ``InvalidArgument``.
         """
         return _checked_stream(self, _file_path(path), chunk_size)
+
+    async def read_version(self, path: str, version: Version) -> bytes | None:
+        """The whole content *path* had at *version*, read back from the store's own history.
+
+        None where the store no longer keeps that version (or never did: always
+        None unless :attr:`Capabilities.kept_versions`); whatever the file holds now
+        does not matter. Called by the session memory for a version an owner read
+        whole or wrote, when a diff or an undo needs it.
+
+        Raises:
+            IsADirectory: *path* is the root.
+            PermissionDenied, Unavailable, BackendError: The store failed to answer.
+
+        """
+        path = _file_path(path)
+        if not self.capabilities.kept_versions:
+            return None
+        return await self._read_version(path, version)
 
     async def write(self, path: str, data: bytes, *, expect: Expect) -> Version:
         """Replace or create a file with *data*, atomically, and return its new version.
@@ -322,6 +341,15 @@ class Backend(AsyncResource):
         A directory is ``IsADirectory`` where the store has real ones; elsewhere
         ``NotFound``, and the template tells a prefix from a missing file.
         """
+
+    async def _read_version(self, path: str, version: Version) -> bytes | None:
+        """Canonical file *path*'s content at *version* from the store's history, or None.
+
+        Called only where :attr:`Capabilities.kept_versions` is True; the bytes must
+        be those of *version* (a store checks the version it fetched), never a guess.
+        """
+        del path, version
+        return None
 
     @abstractmethod
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:

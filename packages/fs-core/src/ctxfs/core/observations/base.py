@@ -49,25 +49,28 @@ class Observation:
     """Whether the owner saw the whole file at that version."""
     lines: LineRanges = ()
     """The lines the owner saw uncut at that version, while the observation is incomplete."""
+    path: str = ""
+    """The canonical path the owner last reached the file by ("" where not told)."""
 
     def encode(self) -> str:
         """The observation as a short JSON text (what shared stores keep)."""
-        return json.dumps([self.version, self.complete, [list(r) for r in self.lines]])
+        return json.dumps([self.version, self.complete, [list(r) for r in self.lines], self.path])
 
     @classmethod
     def decode(cls, text: str | bytes) -> Observation:
-        """The observation :meth:`encode` gave *text* for.
+        """The observation :meth:`encode` gave *text* for (one without a path too).
 
         Raises:
             ValueError: *text* is no encoded observation.
 
         """
         try:
-            version, complete, lines = json.loads(text)
+            version, complete, lines, *path = json.loads(text)
             return cls(
                 version=Version(str(version)),
                 complete=bool(complete),
                 lines=tuple((int(first), int(last)) for first, last in lines),
+                path=str(path[0]) if path else "",
             )
         except (TypeError, ValueError) as error:
             raise ValueError(f"not an encoded observation: {text!r:.80}") from error

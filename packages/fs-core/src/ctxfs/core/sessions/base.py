@@ -179,6 +179,33 @@ class SessionStore(ABC):
 
         """
 
+    async def keep_reference(self, owner: str, version: Version, path: str) -> bool:
+        """Keep for *owner* that *version* can be read back from the backend at *path*.
+
+        For a backend that keeps versions itself (``Capabilities.kept_versions``):
+        a reference instead of the bytes. It is kept like a content (per owner,
+        again: the most recent), counts its path's bytes against the bounds, and is
+        given up with the least recently used; :meth:`content` does not answer for
+        it, :meth:`reference` does. The default stores it as a small content of
+        its own (per owner: never shared), so every store has it as it has contents.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
+        path_bytes = path.encode("utf-8", "surrogateescape")
+        return await self.keep(owner, _reference_version(owner, version), path_bytes)
+
+    async def reference(self, owner: str, version: Version) -> str | None:
+        """The path kept for *owner* by :meth:`keep_reference` for *version*, if it is still.
+
+        Raises:
+            Unavailable: The store cannot be reached or read.
+
+        """
+        path = await self.content(owner, _reference_version(owner, version))
+        return None if path is None else path.decode("utf-8", "surrogateescape")
+
     @abstractmethod
     async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
         """Append a step of *changes* made at *at* to *owner*'s history; return it.
@@ -191,6 +218,18 @@ class SessionStore(ABC):
     @abstractmethod
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
         """*owner*'s steps numbered above *after* that are kept, oldest first.
+
+        Raises:
+            Unavailable: The store cannot be reached or read.
+
+        """
+
+    @abstractmethod
+    async def given_up(self, owner: str) -> int:
+        """The highest number of *owner*'s steps given up by :attr:`max_steps` (0: none).
+
+        Steps undone (:meth:`drop_steps`) are not given up: a rewind to a checkpoint
+        needs every step after it, and is possible while this is not above its step.
 
         Raises:
             Unavailable: The store cannot be reached or read.
@@ -235,3 +274,12 @@ class SessionStore(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - a store with nothing to release keeps this
         """Release what the store holds (connections); it may not be used afterwards."""
+
+
+def _reference_version(owner: str, version: Version) -> Version:
+    """The key *owner*'s reference to *version* is kept under.
+
+    No backend's version starts with NUL; the owner in it keeps each owner's
+    references apart (two owners may have read one version at two paths).
+    """
+    return Version(f"\0ref\0{len(owner)}:{owner}\0{version}")

@@ -30,6 +30,8 @@ class _Owner:
     checkpoints: list[Checkpoint] = field(default_factory=list)
     numbered: int = 0
     """The last step number given."""
+    given_up: int = 0
+    """The highest step number given up by the bound."""
     marked: int = 0
     """The last checkpoint number given."""
 
@@ -117,7 +119,10 @@ class MemorySessions(SessionStore):
             mine.numbered += 1
             step = Step(number=mine.numbered, changes=tuple(changes), at=at)
             mine.steps.append(step)
-            del mine.steps[: max(0, len(mine.steps) - self.max_steps)]
+            excess = max(0, len(mine.steps) - self.max_steps)
+            if excess:
+                mine.given_up = mine.steps[excess - 1].number
+                del mine.steps[:excess]
             return step
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
@@ -125,6 +130,12 @@ class MemorySessions(SessionStore):
         with self._lock:
             mine = self._owners.get(owner)
             return [] if mine is None else [s for s in mine.steps if s.number > after]
+
+    async def given_up(self, owner: str) -> int:
+        """See :meth:`SessionStore.given_up`."""
+        with self._lock:
+            mine = self._owners.get(owner)
+            return 0 if mine is None else mine.given_up
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`."""

@@ -94,7 +94,11 @@ local o = owned(ARGV[2])
 local n = redis.call('HINCRBY', o .. 'counts', 'numbered', 1)
 local step = '{"number": ' .. n .. ', "at": ' .. ARGV[3] .. ', "changes": ' .. ARGV[4] .. '}'
 redis.call('ZADD', o .. 'steps', n, step)
-redis.call('ZREMRANGEBYRANK', o .. 'steps', 0, -tonumber(ARGV[5]) - 1)
+local gone = redis.call('ZRANGE', o .. 'steps', 0, -tonumber(ARGV[5]) - 1, 'WITHSCORES')
+if #gone > 0 then
+  redis.call('HSET', o .. 'counts', 'given_up', gone[#gone])
+  redis.call('ZREMRANGEBYRANK', o .. 'steps', 0, -tonumber(ARGV[5]) - 1)
+end
 return n
 """
 _MARK: Final = """
@@ -198,6 +202,11 @@ class RedisSessions(SessionStore):
         """
         texts = await self._call("zrangebyscore", self._owned(owner, b"steps"), f"({after}", "+inf")
         return self._decoded(Step.decode, texts)
+
+    async def given_up(self, owner: str) -> int:
+        """See :meth:`SessionStore.given_up`."""
+        given_up = await self._call("hget", self._owned(owner, b"counts"), "given_up")
+        return 0 if given_up is None else int(given_up)
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`: one ``MULTI``/``EXEC`` transaction."""

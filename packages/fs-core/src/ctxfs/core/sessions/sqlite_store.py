@@ -44,7 +44,8 @@ _SCHEMA: Final = (
     "CREATE INDEX IF NOT EXISTS kept_by_version ON kept (version)",
     """CREATE TABLE IF NOT EXISTS owners (
         owner BLOB PRIMARY KEY, kept_bytes INTEGER NOT NULL DEFAULT 0,
-        numbered INTEGER NOT NULL DEFAULT 0, marked INTEGER NOT NULL DEFAULT 0
+        numbered INTEGER NOT NULL DEFAULT 0, marked INTEGER NOT NULL DEFAULT 0,
+        given_up INTEGER NOT NULL DEFAULT 0
     ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER)",
     "INSERT OR IGNORE INTO totals VALUES (0, 0)",
@@ -136,6 +137,10 @@ class SqliteSessions(SessionStore):
             return await self._file.run(partial(_steps, stored_bytes(owner), after))
         except _Damaged as error:
             raise self._damaged(error) from error
+
+    async def given_up(self, owner: str) -> int:
+        """See :meth:`SessionStore.given_up`."""
+        return await self._file.run(partial(_given_up, stored_bytes(owner)))
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`: one transaction."""
@@ -268,7 +273,9 @@ def _record(
     with immediate(db):
         step = Step(number=_numbered(db, owner, "numbered"), changes=changes, at=at)
         db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, step.number, step.encode()))
-        _trim(db, "steps", owner, most)
+        last_gone = _trim(db, "steps", owner, most)
+        if last_gone is not None:
+            db.execute("UPDATE owners SET given_up = ? WHERE owner = ?", (last_gone, owner))
         return step
 
 
@@ -284,13 +291,21 @@ def _mark(
         return checkpoint
 
 
-def _trim(db: sqlite3.Connection, table: str, owner: bytes, most: int) -> None:
-    """Give up *owner*'s oldest rows of *table* beyond the newest *most*."""
-    db.execute(
-        f"DELETE FROM {table} WHERE owner = ? AND number <= ("
-        f"SELECT number FROM {table} WHERE owner = ? ORDER BY number DESC LIMIT 1 OFFSET ?)",
-        (owner, owner, most),
-    )
+def _trim(db: sqlite3.Connection, table: str, owner: bytes, most: int) -> int | None:
+    """Give up *owner*'s oldest rows of *table* beyond the newest *most*; the last one's number."""
+    row = db.execute(
+        f"SELECT number FROM {table} WHERE owner = ? ORDER BY number DESC LIMIT 1 OFFSET ?",
+        (owner, most),
+    ).fetchone()
+    if row is None:
+        return None
+    db.execute(f"DELETE FROM {table} WHERE owner = ? AND number <= ?", (owner, row[0]))
+    return int(row[0])
+
+
+def _given_up(owner: bytes, db: sqlite3.Connection) -> int:
+    row = db.execute("SELECT given_up FROM owners WHERE owner = ?", (owner,)).fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def _steps(owner: bytes, after: int, db: sqlite3.Connection) -> list[Step]:

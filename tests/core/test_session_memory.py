@@ -1,0 +1,879 @@
+"""Session memory: stale refusals with their diff, ``changed()``, undo and rewind.
+
+Proved on the memory, local and S3 backends, with the in-process, SQLite and
+Redis session stores. Every undo is checked byte for byte, and every refusal
+checks that no file changed.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ctxfs.core import (
+    Denied,
+    FilePatch,
+    Fs,
+    FsError,
+    Hunk,
+    InvalidArgument,
+    NoMatch,
+    NotEnabled,
+    NotFound,
+    Operation,
+    PatchAction,
+    Stale,
+    Version,
+    hookimpl,
+    open_fs,
+)
+from ctxfs.core.policies import PathRules
+from ctxfs.core.sessions import MemorySessions, SessionStore
+from tests.remote.servers import S3
+
+pytestmark = pytest.mark.anyio
+
+A, B = "agent-a", "agent-b"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the Redis client and the S3 backend are asyncio's
+
+
+# -- where the tests run --------------------------------------------------------------------
+
+
+@dataclass
+class Place:
+    """A backend root and a session store; :meth:`open` opens an ``Fs`` on them (again)."""
+
+    url: str
+    sessions: SessionStore | str
+    options: dict[str, Any] = field(default_factory=dict)
+    backend: str = "memory"
+    store: str = "memory"
+
+    def open(self, **options: Any) -> Fs:
+        return open_fs(
+            self.url, load_entrypoints=False, sessions=self.sessions, **self.options, **options
+        )
+
+
+_COMBOS = [
+    (backend, store)
+    for backend in ("memory", "local", "s3")
+    for store in ("memory", "sqlite", "redis")
+]
+
+
+@pytest.fixture(scope="session")
+def s3_bucket() -> str:
+    S3.require()
+    return S3.create_bucket()
+
+
+def make_place(request: pytest.FixtureRequest, tmp_path: Path, backend: str, store: str) -> Place:
+    sessions: SessionStore | str
+    if store == "memory":
+        sessions = MemorySessions()
+    elif store == "sqlite":
+        sessions = f"sqlite:///{tmp_path}/sessions.db"
+    else:
+        sessions = str(request.getfixturevalue("redis_url"))
+    if backend == "memory":
+        return Place(f"memory://sm-{uuid.uuid4().hex}", sessions, backend=backend, store=store)
+    if backend == "local":
+        root = tmp_path / "root"
+        root.mkdir()
+        return Place(str(root), sessions, backend=backend, store=store)
+    bucket = str(request.getfixturevalue("s3_bucket"))
+    return Place(
+        S3.url(bucket, uuid.uuid4().hex[:12]), sessions, S3.options, backend=backend, store=store
+    )
+
+
+@pytest.fixture(params=_COMBOS, ids=[f"{b}-{s}" for b, s in _COMBOS])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    backend, store = request.param
+    return make_place(request, tmp_path, backend, store)
+
+
+_KEPT = [(backend, store) for backend, store in _COMBOS if store != "memory"]
+
+
+@pytest.fixture(params=_KEPT, ids=[f"{b}-{s}" for b, s in _KEPT])
+def kept_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """A place whose session store outlives its process (SQLite, Redis)."""
+    backend, store = request.param
+    return make_place(request, tmp_path, backend, store)
+
+
+@pytest.fixture(params=["memory", "local"])
+def local_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """The in-process backends with the in-process store (tests of the protocol itself)."""
+    return make_place(request, tmp_path, str(request.param), "memory")
+
+
+@pytest.fixture
+async def fs(place: Place) -> AsyncIterator[Fs]:
+    async with place.open() as opened:
+        yield opened
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+async def raw(fs: Fs, path: str) -> bytes | None:
+    """The bytes of *path* in the store (None: absent), read past every guard."""
+    try:
+        return (await fs.backend.read(path)).data
+    except NotFound:
+        return None
+
+
+async def seed(fs: Fs, files: dict[str, bytes]) -> None:
+    for path, data in files.items():
+        await fs.backend.write(path, data, expect=None)
+
+
+async def snapshot(fs: Fs, paths: Iterable[str]) -> dict[str, bytes | None]:
+    return {path: await raw(fs, path) for path in paths}
+
+
+def numbered(count: int, word: str = "line") -> str:
+    return "".join(f"{word} {n}\n" for n in range(count))
+
+
+def update(path: str, old: list[str], new: list[str], move_to: str | None = None) -> FilePatch:
+    return FilePatch(
+        action=PatchAction.UPDATE,
+        path=path,
+        hunks=(Hunk(old=tuple(old), new=tuple(new)),),
+        move_to=move_to,
+    )
+
+
+# -- stale refusals carry the diff ------------------------------------------------------------
+
+
+async def test_a_stale_edit_shows_the_change_and_the_corrected_edit_needs_no_read(fs: Fs) -> None:
+    text = numbered(20)
+    await seed(fs, {"a.py": text.encode()})
+    a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+    await a.read("a.py")
+    await b.read("a.py")
+    await b.edit("a.py", "line 3\n", "line three\n")
+
+    with pytest.raises(Stale) as refused:
+        await a.edit("a.py", "line 15\n", "line fifteen\n")
+    details = refused.value.details
+    assert details["diff_whole"] is True
+    diff = str(details["diff"])
+    assert "-line 3" in diff
+    assert "+line three" in diff
+    assert "+line fifteen" not in diff  # only the outside change
+    assert "-line 15" not in diff
+    assert await raw(fs, "a.py") == text.replace("line 3\n", "line three\n").encode()
+
+    await a.edit("a.py", "line 15\n", "line fifteen\n")  # no read in between
+    expected = text.replace("line 3\n", "line three\n").replace("line 15\n", "line fifteen\n")
+    assert await raw(fs, "a.py") == expected.encode()
+
+
+async def test_a_diff_shows_why_the_old_string_no_longer_matches(fs: Fs) -> None:
+    text = "def total(a, b):\n    return a + b\n\nprint(total(1, 2))\n"
+    await seed(fs, {"calc.py": text.encode()})
+    a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+    await a.read("calc.py")
+    await b.read("calc.py")
+    await b.edit("calc.py", "    return a + b\n", "    return a + b + 1\n")
+
+    with pytest.raises(Stale) as refused:
+        await a.edit("calc.py", "    return a + b\n", "    return b + a\n")
+    diff = str(refused.value.details["diff"])
+    assert refused.value.details["diff_whole"] is True
+    assert "-    return a + b\n" in diff
+    assert "+    return a + b + 1" in diff
+
+    # the diff counted as a read: the same edit is now judged on the text, and no longer matches
+    with pytest.raises(NoMatch):
+        await a.edit("calc.py", "    return a + b\n", "    return b + a\n")
+    await a.edit("calc.py", "    return a + b + 1\n", "    return b + a + 1\n")
+    assert await raw(fs, "calc.py") == text.replace("a + b\n", "b + a + 1\n").encode()
+
+
+async def test_a_diff_beyond_the_bound_is_a_summary_and_no_read(fs: Fs) -> None:
+    text = numbered(600)
+    await seed(fs, {"big.txt": text.encode()})
+    a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+    await a.read("big.txt")
+    await b.read("big.txt")
+    changed = "".join(f"line {n} changed\n" if n < 500 else f"line {n}\n" for n in range(600))
+    await b.write("big.txt", changed)
+
+    with pytest.raises(Stale) as refused:
+        await a.edit("big.txt", "line 550\n", "line 550!\n")
+    assert refused.value.details["diff_whole"] is False
+    assert refused.value.details["diff"]
+    with pytest.raises(Stale):  # the summary was no read: still stale
+        await a.edit("big.txt", "line 550\n", "line 550!\n")
+    assert await raw(fs, "big.txt") == changed.encode()
+    await a.read("big.txt")
+    await a.edit("big.txt", "line 550\n", "line 550!\n")
+    assert await raw(fs, "big.txt") == changed.replace("line 550\n", "line 550!\n").encode()
+
+
+async def test_without_session_memory_a_stale_refusal_has_no_diff(place: Place) -> None:
+    async with place.open(session_memory=False) as fs:
+        await seed(fs, {"a.txt": b"one\ntwo\n"})
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        await a.read("a.txt")
+        await b.read("a.txt")
+        await b.edit("a.txt", "one", "uno")
+        with pytest.raises(Stale) as refused:
+            await a.edit("a.txt", "two", "dos")
+        assert "diff" not in refused.value.details
+        with pytest.raises(Stale):  # and nothing counted as a read
+            await a.edit("a.txt", "two", "dos")
+        with pytest.raises(NotEnabled):
+            await a.undo()
+        with pytest.raises(NotEnabled):
+            await a.checkpoint()
+        with pytest.raises(NotEnabled):
+            await a.rewind("cp1")
+        assert await raw(fs, "a.txt") == b"uno\ntwo\n"
+
+
+async def test_without_session_memory_changed_lists_files_without_diffs(place: Place) -> None:
+    async with place.open(session_memory=False) as fs:
+        await seed(fs, {"a.txt": b"one\ntwo\n"})
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        seen = (await a.read("a.txt")).version
+        await b.read("a.txt")
+        edited = await b.edit("a.txt", "one", "uno")
+        [changed] = await a.changed()
+        assert (changed.path, changed.seen, changed.current) == ("a.txt", seen, edited.version)
+        assert changed.diff is None
+        assert changed.diff_whole is False
+
+
+# -- changed() -------------------------------------------------------------------------------
+
+
+async def test_changed_lists_what_changed_since_the_owner_saw_it(fs: Fs) -> None:
+    await seed(fs, {"a.txt": b"one\ntwo\n", "b.txt": b"bee\n", "c.txt": b"sea\n"})
+    a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+    seen = {path: (await a.read(path)).version for path in ("a.txt", "b.txt", "c.txt")}
+    await a.write("d.txt", "mine\n")  # its own change: seen
+    assert await a.changed() == []
+
+    for path in ("a.txt", "b.txt"):
+        await b.read(path)
+    edited = await b.edit("a.txt", "two", "deux")
+    await b.delete("b.txt")
+
+    found = {file.path: file for file in await a.changed()}
+    assert set(found) == {"a.txt", "b.txt"}
+    assert found["a.txt"].seen == seen["a.txt"]
+    assert found["a.txt"].current == edited.version
+    assert found["a.txt"].diff_whole is True
+    assert "-two" in str(found["a.txt"].diff)
+    assert "+deux" in str(found["a.txt"].diff)
+    assert found["b.txt"].seen == seen["b.txt"]
+    assert found["b.txt"].current is None
+    assert await b.changed() == []  # B saw its own changes
+
+    with pytest.raises(Stale):  # changed() observes nothing
+        await a.edit("a.txt", "one", "uno")
+    assert await raw(fs, "a.txt") == b"one\ndeux\n"
+
+
+async def test_changed_lists_a_file_grown_past_the_bound_without_a_diff() -> None:
+    async with Fs_on_memory(max_bytes_per_owner=100) as fs:
+        await seed(fs, {"a.txt": b"small\n"})
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        seen = (await a.read("a.txt")).version
+        await b.read("a.txt")
+        grown = await b.write("a.txt", "x\n" * 500)  # 1,000 bytes: more than is kept
+        [changed] = await a.changed()
+        assert (changed.path, changed.seen, changed.current) == ("a.txt", seen, grown.version)
+        assert changed.diff is None
+
+
+# -- undo and rewind, byte for byte ----------------------------------------------------------
+
+ODD_FILES = {
+    "crlf.txt": b"first\r\nsecond\r\nthird\r\n",
+    "bom.txt": b"\xef\xbb\xbfwith a bom\nsecond\n",
+    "legacy.txt": "\u043f\u0440\u0438\u0432\u0435\u0442\n\u043c\u0438\u0440\n".encode("cp1251"),
+    "blob.bin": b"\x00\xff\xfe\x80binary\x00\n\xc3",
+}
+
+
+async def test_undo_puts_back_every_byte(fs: Fs) -> None:
+    await seed(fs, ODD_FILES)
+    a = fs.context(owner=A).fs
+    await a.read("crlf.txt")
+    await a.edit("crlf.txt", "second", "2nd")
+    await a.read("bom.txt")
+    await a.edit("bom.txt", "second", "2nd")
+    await a.read("legacy.txt", encoding="cp1251")
+    await a.edit("legacy.txt", "\u043c\u0438\u0440", "\u0441\u0432\u0435\u0442")
+    await a.read_bytes("blob.bin")
+    await a.write_bytes("blob.bin", b"\x01\x02 replaced \xff")
+    after = await snapshot(fs, ODD_FILES)
+    assert after["crlf.txt"] == b"first\r\n2nd\r\nthird\r\n"
+    assert after["bom.txt"] == b"\xef\xbb\xbfwith a bom\n2nd\n"
+    assert after[
+        "legacy.txt"
+    ] == "\u043f\u0440\u0438\u0432\u0435\u0442\n\u0441\u0432\u0435\u0442\n".encode("cp1251")
+
+    last = await a.undo()
+    assert last.steps == (4,)
+    assert [file.path for file in last.files] == ["blob.bin"]
+    assert await snapshot(fs, ODD_FILES) == {**after, "blob.bin": ODD_FILES["blob.bin"]}
+
+    rest = await a.undo(3)
+    assert rest.steps == (3, 2, 1)
+    assert rest.written is True
+    assert {file.path for file in rest.files} == {"crlf.txt", "bom.txt", "legacy.txt"}
+    assert await snapshot(fs, ODD_FILES) == ODD_FILES
+    with pytest.raises(InvalidArgument) as none_left:
+        await a.undo()
+    assert none_left.value.details["steps"] == 0
+
+    await a.edit("crlf.txt", "first", "1st")  # the undo's result counts as seen
+    assert await raw(fs, "crlf.txt") == b"1st\r\nsecond\r\nthird\r\n"
+
+
+async def test_undo_after_a_partial_read_puts_back_the_file(fs: Fs) -> None:
+    text = numbered(50).replace("\n", "\r\n").encode()
+    await seed(fs, {"part.txt": text})
+    a = fs.context(owner=A).fs
+    await a.read("part.txt", offset=10, limit=2)  # a window only
+    await a.edit("part.txt", "line 10", "line ten")
+    assert await raw(fs, "part.txt") == text.replace(b"line 10\r", b"line ten\r")
+    outcome = await a.undo()
+    assert [file.path for file in outcome.files] == ["part.txt"]
+    assert await raw(fs, "part.txt") == text
+
+
+async def test_undo_removes_created_restores_deleted_and_reverses_moves(fs: Fs) -> None:
+    files = {"old.txt": b"old\r\n", "m.txt": b"moving\n\xff\n"}
+    await seed(fs, files)
+    a = fs.context(owner=A).fs
+    await a.write("new.txt", "brand new\n")
+    await a.read_bytes("old.txt")
+    await a.delete("old.txt")
+    await a.read_bytes("m.txt")
+    await a.move("m.txt", "dir/m2.txt")
+    paths = ["new.txt", "old.txt", "m.txt", "dir/m2.txt"]
+    assert await snapshot(fs, paths) == {
+        "new.txt": b"brand new\n",
+        "old.txt": None,
+        "m.txt": None,
+        "dir/m2.txt": b"moving\n\xff\n",
+    }
+
+    outcome = await a.undo(3)
+    assert outcome.steps == (3, 2, 1)
+    assert await snapshot(fs, paths) == {**files, "new.txt": None, "dir/m2.txt": None}
+    restored = {file.path: file for file in outcome.files}
+    assert set(restored) == set(paths)
+    assert restored["new.txt"].now is None
+    assert restored["new.txt"].was is not None
+    assert restored["old.txt"].was is None
+    assert restored["old.txt"].now is not None
+    assert restored["dir/m2.txt"].now is None
+    assert restored["m.txt"].was is None
+
+
+async def test_a_patch_over_several_files_is_undone_as_one_step(fs: Fs) -> None:
+    files = {
+        "src/app.py": b"import os\r\n\r\ndef main():\r\n    return 0\r\n",
+        "src/util.py": b"def helper():\n    return 1\n",
+        "old.txt": b"obsolete\n",
+        "mv.py": b"x = 1\n",
+    }
+    await seed(fs, files)
+    a = fs.context(owner=A).fs
+    await a.read("src/app.py")
+    await a.edit("src/app.py", "import os", "import sys")  # step 1, kept
+    for path in files:
+        await a.read(path)
+    await a.apply_patch(
+        [
+            update("src/app.py", ["    return 0"], ["    return 1"]),
+            update("src/util.py", ["    return 1"], ["    return 2"]),
+            FilePatch(action=PatchAction.ADD, path="docs/new.md", content="# New\n"),
+            FilePatch(action=PatchAction.DELETE, path="old.txt"),
+            update("mv.py", ["x = 1"], ["x = 2"], move_to="lib/mv.py"),
+        ]
+    )
+    paths = [*files, "docs/new.md", "lib/mv.py"]
+    patched = await snapshot(fs, paths)
+    assert patched["lib/mv.py"] == b"x = 2\n"
+    assert patched["old.txt"] is None
+
+    outcome = await a.undo()
+    assert outcome.steps == (2,)
+    assert {file.path for file in outcome.files} == set(paths)
+    assert await snapshot(fs, paths) == {
+        **files,
+        "src/app.py": files["src/app.py"].replace(b"import os", b"import sys"),
+        "docs/new.md": None,
+        "lib/mv.py": None,
+    }
+    await a.undo()
+    assert await snapshot(fs, paths) == {**files, "docs/new.md": None, "lib/mv.py": None}
+
+
+async def test_a_dry_run_changes_nothing_and_reports_the_same_files(fs: Fs) -> None:
+    await seed(fs, {"a.txt": b"one\n", "b.txt": b"two\n"})
+    a = fs.context(owner=A).fs
+    await a.read("a.txt")
+    await a.edit("a.txt", "one", "uno")
+    await a.read("b.txt")
+    await a.delete("b.txt")
+    await a.write("c.txt", "three\n")
+    before = await snapshot(fs, ["a.txt", "b.txt", "c.txt"])
+
+    dry = await a.undo(3, dry_run=True)
+    assert dry.written is False
+    assert await snapshot(fs, ["a.txt", "b.txt", "c.txt"]) == before
+    cp = await a.checkpoint()
+    assert cp.step == 3  # the dry run left the history as it was
+
+    done = await a.undo(3)
+    assert done.written is True
+    assert dry.steps == done.steps == (3, 2, 1)
+    assert dry.files == done.files
+    assert await snapshot(fs, ["a.txt", "b.txt", "c.txt"]) == {
+        "a.txt": b"one\n",
+        "b.txt": b"two\n",
+        "c.txt": None,
+    }
+
+
+async def test_undo_of_n_steps_goes_back_n_steps(fs: Fs) -> None:
+    await seed(fs, {"a.txt": b"v0\n"})
+    a = fs.context(owner=A).fs
+    await a.read("a.txt")
+    for n in range(1, 5):
+        await a.edit("a.txt", f"v{n - 1}", f"v{n}")
+    with pytest.raises(InvalidArgument):
+        await a.undo(0)
+    with pytest.raises(InvalidArgument) as too_many:
+        await a.undo(5)
+    assert too_many.value.details["steps"] == 4
+    assert await raw(fs, "a.txt") == b"v4\n"
+    assert (await a.undo(2)).steps == (4, 3)
+    assert await raw(fs, "a.txt") == b"v2\n"
+    assert (await a.undo(1)).steps == (2,)
+    assert await raw(fs, "a.txt") == b"v1\n"
+    await a.edit("a.txt", "v1", "w")
+    assert (await a.undo(2)).steps == (5, 1)
+    assert await raw(fs, "a.txt") == b"v0\n"
+
+
+async def test_rewind_goes_back_to_the_checkpoint_and_a_second_rewind_is_a_no_op(fs: Fs) -> None:
+    await seed(fs, {"a.txt": b"a0\n", "b.txt": b"b0\r\n"})
+    a = fs.context(owner=A).fs
+    await a.read("a.txt")
+    await a.edit("a.txt", "a0", "a1")
+    cp = await a.checkpoint("before the refactor")
+    assert cp.label == "before the refactor"
+    assert cp.step == 1
+    at_checkpoint = await snapshot(fs, ["a.txt", "b.txt", "c.txt"])
+    await a.edit("a.txt", "a1", "a2")
+    await a.read("b.txt")
+    await a.edit("b.txt", "b0", "b1")
+    await a.write("c.txt", "c\n")
+    await a.move("a.txt", "moved.txt")
+
+    with pytest.raises(InvalidArgument) as unknown:
+        await a.rewind("no-such-checkpoint")
+    assert cp.id in unknown.value.details["checkpoints"]
+
+    outcome = await a.rewind(cp.id)
+    assert outcome.steps == (5, 4, 3, 2)
+    assert await snapshot(fs, ["a.txt", "b.txt", "c.txt"]) == at_checkpoint
+    assert await raw(fs, "moved.txt") is None
+
+    again = await a.rewind(cp.id)
+    assert again.steps == ()
+    assert again.files == ()
+    assert await snapshot(fs, ["a.txt", "b.txt", "c.txt", "moved.txt"]) == {
+        **at_checkpoint,
+        "moved.txt": None,
+    }
+    assert (await a.undo()).steps == (1,)  # the step before the checkpoint is still there
+    assert await raw(fs, "a.txt") == b"a0\n"
+
+
+async def test_another_owners_change_refuses_the_whole_undo_naming_each_file(fs: Fs) -> None:
+    files = {"a.txt": b"a\n", "b.txt": b"b\n", "c.txt": b"c\n", "d.txt": b"d\n"}
+    await seed(fs, files)
+    a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+    for path in files:
+        await a.read(path)
+        await a.edit(path, path[0], path[0] * 3)  # four steps
+    for path in ("a.txt", "c.txt"):
+        await b.read(path)
+    await b.edit("a.txt", "aaa", "aaa by b")
+    await b.delete("c.txt")
+    before = await snapshot(fs, files)
+
+    with pytest.raises(Stale) as refused:
+        await a.undo(4)
+    changed = {str(entry["path"]): entry for entry in refused.value.details["changed"]}
+    assert set(changed) == {"a.txt", "c.txt"}
+    assert "+aaa by b" in str(changed["a.txt"]["diff"])
+    assert changed["c.txt"]["current"] is None
+    assert "a.txt" in refused.value.message
+    assert "c.txt" in refused.value.message
+    assert "+aaa by b" in str(refused.value.details["diff"])
+    assert await snapshot(fs, files) == before
+    with pytest.raises(Stale):
+        await a.undo(4, dry_run=True)
+    assert await snapshot(fs, files) == before
+
+    # the steps are all still there: the unchanged files undo alone
+    assert (await a.undo()).steps == (4,)
+    assert await raw(fs, "d.txt") == b"d\n"
+    assert await snapshot(fs, ["a.txt", "b.txt", "c.txt"]) == {
+        path: before[path] for path in ("a.txt", "b.txt", "c.txt")
+    }
+
+
+async def test_owners_never_see_or_undo_each_others_steps(fs: Fs) -> None:
+    await seed(fs, {"a.txt": b"one\n", "b.txt": b"two\n"})
+    a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+    await a.read("a.txt")
+    await a.edit("a.txt", "one", "uno")
+    mark = await a.checkpoint()
+    await a.edit("a.txt", "uno", "eins")
+
+    with pytest.raises(InvalidArgument) as nothing:
+        await b.undo()
+    assert nothing.value.details["steps"] == 0
+    with pytest.raises(InvalidArgument):
+        await b.rewind(mark.id)
+
+    await b.read("b.txt")
+    await b.edit("b.txt", "two", "dos")
+    assert (await b.undo()).steps == (1,)
+    assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"eins\n", "b.txt": b"two\n"}
+    memory = fs.session_memory
+    assert memory is not None
+    a_version = (await fs.backend.read("a.txt")).version
+    assert await memory.store.content(A, a_version) == b"eins\n"
+    assert await memory.store.content(B, a_version) is None  # never given to B
+
+    assert (await a.rewind(mark.id)).steps == (2,)
+    assert await raw(fs, "a.txt") == b"uno\n"
+    assert await snapshot(fs, ["b.txt"]) == {"b.txt": b"two\n"}
+
+
+async def test_changed_of_one_owner_knows_nothing_of_anothers(fs: Fs) -> None:
+    await seed(fs, {"a.txt": b"one\n", "b.txt": b"two\n"})
+    a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+    await a.read("a.txt")
+    await a.edit("a.txt", "one", "uno")
+    mark = await a.checkpoint()
+    await a.edit("a.txt", "uno", "eins")
+    assert await b.changed() == []  # B saw nothing
+    await b.read("a.txt")
+    assert await b.changed() == []
+    await a.rewind(mark.id)
+    [seen] = await b.changed()  # B's diff is from what B saw, not from A's contents
+    assert seen.path == "a.txt"
+    assert "-eins" in str(seen.diff)
+    assert "+uno" in str(seen.diff)
+    assert "one" not in str(seen.diff)
+    assert await a.changed() == []
+
+
+@pytest.mark.parametrize("rule", ["read_only", "deny"])
+async def test_policies_judge_every_path_before_anything_changes(
+    local_place: Place, rule: str
+) -> None:
+    rules = PathRules()
+    async with local_place.open(plugins=[rules]) as fs:
+        await seed(fs, {"a.txt": b"a\n", "b.txt": b"b\n"})
+        a = fs.context(owner=A).fs
+        await a.read("a.txt")
+        await a.edit("a.txt", "a", "A")
+        await a.read("b.txt")
+        await a.edit("b.txt", "b", "B")
+        await a.write("c.txt", "new\n")
+        before = await snapshot(fs, ["a.txt", "b.txt", "c.txt"])
+        setattr(
+            rules, rule, getattr(PathRules(**{rule: ["b.txt"]}), rule)
+        )  # the operator's new rule
+
+        with pytest.raises(Denied):
+            await a.undo(3)
+        with pytest.raises(Denied):
+            await a.undo(3, dry_run=True)
+        assert await snapshot(fs, ["a.txt", "b.txt", "c.txt"]) == before
+        assert (await a.undo()).steps == (3,)  # c.txt alone is allowed
+        assert await snapshot(fs, ["a.txt", "b.txt", "c.txt"]) == {**before, "c.txt": None}
+        with pytest.raises(Denied):  # the refused steps are still there, still refused
+            await a.undo(2)
+        assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"A\n", "b.txt": b"B\n"}
+
+
+class Audit:
+    def __init__(self) -> None:
+        self.committed: list[tuple[str, str, Version | None, Version | None]] = []
+        self.finished: list[tuple[str, str, FsError | None]] = []
+
+    @hookimpl
+    def ctxfs_committed(
+        self, ctx: Any, op: Operation, before: Version | None, after: Version | None
+    ) -> None:
+        self.committed.append((ctx.owner, op.path, before, after))
+
+    @hookimpl
+    def ctxfs_finished(
+        self,
+        ctx: Any,
+        op: Operation,
+        error: FsError | None,
+        before: Version | None,
+        after: Version | None,
+    ) -> None:
+        del before, after
+        self.finished.append((ctx.owner, op.path, error))
+
+
+async def test_the_hooks_see_the_undos_writes(local_place: Place) -> None:
+    audit = Audit()
+    async with local_place.open(plugins=[audit]) as fs:
+        await seed(fs, {"a.txt": b"a\n", "gone.txt": b"g\n"})
+        a = fs.context(owner=A).fs
+        await a.read("a.txt")
+        await a.read("gone.txt")
+        await a.apply_patch(
+            [
+                update("a.txt", ["a"], ["A"]),
+                FilePatch(action=PatchAction.DELETE, path="gone.txt"),
+                FilePatch(action=PatchAction.ADD, path="new.txt", content="n\n"),
+            ]
+        )
+        versions = {path: (await fs.backend.read(path)).version for path in ("a.txt", "new.txt")}
+        audit.committed.clear()
+        audit.finished.clear()
+
+        outcome = await a.undo()
+        now = {file.path: file.now for file in outcome.files}
+        committed = {path: (owner, before, after) for owner, path, before, after in audit.committed}
+        assert set(committed) == {"a.txt", "gone.txt", "new.txt"}
+        assert committed["a.txt"] == (A, versions["a.txt"], now["a.txt"])
+        assert committed["new.txt"] == (A, versions["new.txt"], None)
+        assert committed["gone.txt"][1] is None
+        assert committed["gone.txt"][2] == now["gone.txt"] is not None
+        assert sorted(path for _, path, _ in audit.finished) == ["a.txt", "gone.txt", "new.txt"]
+        assert all(error is None for _, _, error in audit.finished)
+
+        audit.committed.clear()
+        audit.finished.clear()
+        await a.read("a.txt")
+        await a.edit("a.txt", "a", "x")
+        await fs.context(owner=B).fs.read("a.txt")
+        await fs.context(owner=B).fs.edit("a.txt", "x", "y")
+        audit.committed.clear()
+        audit.finished.clear()
+        with pytest.raises(Stale):
+            await a.undo()
+        assert audit.committed == []
+        [(owner, path, error)] = audit.finished
+        assert (owner, path) == (A, "a.txt")
+        assert isinstance(error, Stale)
+
+
+@pytest.mark.parametrize("observations", ["in-process", "sqlite"])
+async def test_an_undo_survives_a_restart(
+    kept_place: Place, tmp_path: Path, observations: str
+) -> None:
+    place = kept_place
+    kept = {} if observations == "in-process" else {"observations": f"sqlite:///{tmp_path}/obs.db"}
+    files = {"a.txt": b"one\r\ntwo\r\n", "b.bin": b"\xff\x00"}
+    async with place.open(**kept) as fs:
+        await seed(fs, files)
+        a = fs.context(owner=A).fs
+        await a.read("a.txt")
+        await a.edit("a.txt", "one", "uno")
+        mark = await a.checkpoint()
+        await a.read_bytes("b.bin")
+        await a.write_bytes("b.bin", b"\x01")
+        await a.write("c.txt", "created\n")
+        await a.edit("a.txt", "two", "dos")
+
+    async with place.open(**kept) as fs:
+        a = fs.context(owner=A).fs
+        assert (await a.undo()).steps == (4,)
+        assert await raw(fs, "a.txt") == b"uno\r\ntwo\r\n"
+
+    async with place.open(**kept) as fs:
+        a = fs.context(owner=A).fs
+        assert (await a.rewind(mark.id)).steps == (3, 2)
+        assert await snapshot(fs, ["a.txt", "b.bin", "c.txt"]) == {
+            "a.txt": b"uno\r\ntwo\r\n",
+            "b.bin": b"\xff\x00",
+            "c.txt": None,
+        }
+        assert (await a.undo()).steps == (1,)
+        assert await snapshot(fs, files) == files
+
+
+# -- the bounds of the step history ----------------------------------------------------------
+
+
+async def test_a_rewind_past_given_up_steps_is_refused_even_after_an_undo() -> None:
+    """Steps given up (max_steps), then an undo: the rewind cannot reach the checkpoint."""
+    async with Fs_on_memory(max_steps=3) as fs:
+        await seed(fs, {f"f{n}.txt": b"0\n" for n in range(4)})
+        a = fs.context(owner=A).fs
+        mark = await a.checkpoint()
+        for n in range(4):  # steps 1..4: step 1 (f0.txt) is given up
+            await a.read(f"f{n}.txt")
+            await a.edit(f"f{n}.txt", "0", "1")
+        await a.undo()  # step 4
+        before = await snapshot(fs, [f"f{n}.txt" for n in range(4)])
+        with pytest.raises(InvalidArgument):
+            await a.rewind(mark.id)  # it cannot put f0.txt back: it must say so
+        assert await snapshot(fs, [f"f{n}.txt" for n in range(4)]) == before
+
+
+async def test_a_rewind_after_an_undo_is_not_refused_for_steps_never_given_up() -> None:
+    async with Fs_on_memory(max_steps=2) as fs:
+        await seed(fs, {"a.txt": b"0\n"})
+        a = fs.context(owner=A).fs
+        mark = await a.checkpoint()
+        await a.read("a.txt")
+        await a.edit("a.txt", "0", "1")  # step 1
+        await a.undo()
+        await a.edit("a.txt", "0", "2")  # step 2
+        await a.edit("a.txt", "2", "3")  # step 3: nothing was given up
+        assert (await a.rewind(mark.id)).steps == (3, 2)
+        assert await raw(fs, "a.txt") == b"0\n"
+
+
+def Fs_on_memory(**bounds: int) -> Fs:  # noqa: N802 - reads as the Fs it opens
+    return open_fs("memory://", load_entrypoints=False, sessions=MemorySessions(**bounds))
+
+
+# -- races -----------------------------------------------------------------------------------
+
+
+async def test_rewinds_racing_other_owners_edits_lose_nothing(local_place: Place) -> None:
+    rounds = 30
+    async with local_place.open(lock_timeout=30) as fs:
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        wins = {"rewind": 0, "edit": 0}
+        for round_ in range(rounds):
+            names = [f"r{round_}/{n}.txt" for n in range(3)]
+            base = {name: f"base {name}\r\n".encode() for name in names}
+            await seed(fs, base)
+            for name in names:
+                await a.read(name)
+            mark = await a.checkpoint()
+            for name in names:
+                await a.edit(name, "base", "agent")
+            left = await snapshot(fs, names)
+            target = names[round_ % 3]
+            await b.read(target)
+            results: dict[str, FsError | None] = {}
+
+            async def run(
+                key: str, call: Awaitable[object], results: dict[str, FsError | None]
+            ) -> None:
+                try:
+                    await call
+                    results[key] = None
+                except FsError as error:
+                    results[key] = error
+
+            calls = [
+                ("rewind", a.rewind(mark.id)),
+                ("edit", b.edit(target, "agent", "other")),
+            ]
+            async with anyio.create_task_group() as group:
+                for key, call in calls[:: 1 if round_ % 2 else -1]:  # each starts first in turn
+                    group.start_soon(run, key, call, results)
+
+            final = await snapshot(fs, names)
+            if results["rewind"] is None:
+                assert isinstance(results["edit"], Stale), results
+                assert final == base
+                wins["rewind"] += 1
+            else:
+                assert isinstance(results["rewind"], Stale), results
+                assert results["edit"] is None, results
+                edited = left[target]
+                assert edited is not None
+                assert final == {**left, target: edited.replace(b"agent", b"other")}
+                wins["edit"] += 1
+        assert wins["rewind"] + wins["edit"] == rounds
+        assert min(wins.values()) > 0, wins  # both orders happened
+
+
+# -- a long session stays within the bounds --------------------------------------------------
+
+
+async def test_a_long_session_stays_within_its_bounds() -> None:
+    store = MemorySessions(max_bytes=1_000_000, max_bytes_per_owner=200_000, max_steps=100)
+    owners = [f"owner-{n}" for n in range(20)]
+    paths = {owner: [f"{owner}/f{n}.txt" for n in range(10)] for owner in owners}
+    started = time.monotonic()
+    async with open_fs("memory://", load_entrypoints=False, sessions=store) as fs:
+        for owner in owners:
+            await seed(fs, {path: numbered(400, f"{path}:").encode() for path in paths[owner]})
+        contexts = {owner: fs.context(owner=owner).fs for owner in owners}
+        for owner in owners:
+            for path in paths[owner]:
+                await contexts[owner].read(path)
+        most = 0
+        for edit in range(500):  # 10,000 edits: every owner edits each of its files 50 times
+            for owner in owners:
+                path = paths[owner][edit % 10]
+                line = edit // 10
+                await contexts[owner].edit(path, f"{path}: {line}\n", f"{path}: {line}!\n")
+            most = max(most, store.kept_bytes)
+            assert store.kept_bytes <= store.max_bytes
+            if edit % 50 == 49:
+                for owner in owners:  # (the per-owner total is not public: read it inside)
+                    assert store._owners[owner].kept_bytes <= store.max_bytes_per_owner
+                    assert len(await store.steps(owner)) <= store.max_steps
+        for owner in owners:
+            steps = await store.steps(owner)
+            assert len(steps) == 100
+            assert steps[-1].number == 500
+        assert most <= 1_000_000
+        assert time.monotonic() - started < 120
+
+        first = owners[0]
+        before = await snapshot(fs, paths[first])
+        with pytest.raises(InvalidArgument) as given_up:
+            await contexts[first].undo(100)
+        assert given_up.value.details["given_up"]
+        assert set(given_up.value.details["given_up"]) <= set(paths[first])
+        assert await snapshot(fs, paths[first]) == before
+        assert len(await store.steps(first)) == 100
+
+        last = owners[-1]  # its latest contents are the most recently kept
+        path = paths[last][499 % 10]
+        undone_bytes = await raw(fs, path)
+        assert undone_bytes is not None
+        assert (await contexts[last].undo()).steps == (500,)
+        assert await raw(fs, path) == undone_bytes.replace(b": 49!\n", b": 49\n")
