@@ -33,6 +33,7 @@ from benchmarks import (
     s3_search,
     search,
     search_memory,
+    session_tokens,
     text_semantics,
     tool_calls,
 )
@@ -68,6 +69,7 @@ async def main() -> None:
             sections += await floor_section()
         sections += await cold_start.section(workdir)
         sections += await definitions.section(workdir)
+        sections += await session_tokens.section(workdir)
         sections += await http_load.section(workdir)
         results += await anchors.results(workdir)
         results += [await _measured(case) for case in await search.cases(workdir)]

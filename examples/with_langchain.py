@@ -29,3 +29,8 @@ with tempfile.TemporaryDirectory() as root:
     Path(root, "notes.md").write_text("alpha\nBETA\n")  # someone else changes the file
     stale = call("edit", file_path="notes.md", old_string="beta", new_string="gamma")
     print(f"[{stale.status}]", stale.content)
+    # The diff counts as a read of the current version: the change is redone against it,
+    # with no read in between.
+    redone = call("edit", file_path="notes.md", old_string="BETA", new_string="gamma")
+    print(f"[{redone.status}]", redone.content)
+    print(Path(root, "notes.md").read_text(), end="")

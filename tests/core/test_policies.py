@@ -141,7 +141,7 @@ async def test_integration_switch_through_the_entry_point(install_dist: InstallD
     assert backend.calls == {}, "refused before anything was locked or read"
     await ctx.fs.write("notes/free.md", "not governed\n")  # other paths are not governed
     offered = [tool["name"] for tool in await tools.definitions(ctx)]
-    assert offered == ["read", "list_dir", "glob", "grep"]
+    assert offered == ["read", "list_dir", "glob", "grep", "search_tools", "call_tool"]  # changes
     elsewhere = fs.context(owner="agent", workspace="w2")
     assert "write" in [tool["name"] for tool in await tools.definitions(elsewhere)]
 

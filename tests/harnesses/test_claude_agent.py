@@ -25,7 +25,7 @@ from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
 from ctxfs.tools import BUILTIN_TOOLS, Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.claude_agent import BUILTIN_FILE_TOOLS, allowed_tools, server
 from tests.harnesses.common import run_example
-from tests.tools.conftest import FILE_TOOLS
+from tests.tools.conftest import DEFAULT_TOOLS
 from tests.tools.media import image
 
 pytestmark = pytest.mark.anyio
@@ -77,12 +77,26 @@ async def test_an_edit_after_an_outside_change_is_stale_with_its_hint() -> None:
         edit = {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
         stale = await claude.call_tool("edit", edit)
         assert stale.is_error
-        assert text(stale).startswith("Error [stale]: notes.md has changed since it was last read")
-        assert "read it again" in text(stale)
+        message, *diff, hint = text(stale).split("\n")
+        assert message == (
+            "Error [stale]: notes.md has changed since it was last read;"
+            " what changed since your version:"
+        )
+        assert diff == [
+            "--- a/notes.md",
+            "+++ b/notes.md",
+            "@@ -1,2 +1,2 @@",
+            "-alpha",
+            "+ALPHA",
+            " beta",
+        ]
+        assert hint == (
+            "Next: The diff shows what changed since your read; it counts as a read of the"
+            " current version: redo your change against it (no read needed)."
+        )
         assert (await fs.backend.read("notes.md")).data == b"ALPHA\r\nbeta\r\n"
 
-        await claude.call_tool("read", {"file_path": "notes.md"})
-        redone = await claude.call_tool("edit", edit)
+        redone = await claude.call_tool("edit", edit)  # no read again: the diff counts as one
         assert not redone.is_error, text(redone)
         assert (await fs.backend.read("notes.md")).data == b"ALPHA\r\ngamma\r\n"
 
@@ -142,7 +156,7 @@ async def test_the_listing_carries_schemas_and_hints() -> None:
     async with connected(server(fs.context(owner="agent"))) as claude:
         tools = {tool.name: tool for tool in (await claude.list_tools()).tools}
 
-    assert list(tools) == FILE_TOOLS
+    assert list(tools) == DEFAULT_TOOLS
     assert tools["read"].input_schema["required"] == ["file_path"]
     read_hints, delete_hints = tools["read"].annotations, tools["delete"].annotations
     assert read_hints is not None
@@ -158,7 +172,7 @@ async def test_read_only_lists_no_writer_and_runs_none() -> None:
         listed = [tool.name for tool in (await claude.list_tools()).tools]
         refused = await claude.call_tool("write", {"file_path": "x.md", "content": "x"})
 
-    assert listed == [name for name in FILE_TOOLS if name not in WRITERS]
+    assert listed == [name for name in DEFAULT_TOOLS if name not in WRITERS]
     assert refused.is_error
     assert text(refused) == "Tool 'write' not found"  # the SDK's answer: it lists no writer
     with pytest.raises(NotFound):
@@ -234,5 +248,5 @@ async def test_a_deferred_tool_runs_through_call_tool() -> None:
 def test_the_example_runs_offline(tmp_path: Path) -> None:
     printed = run_example("with_claude_agent.py", tmp_path)
     assert printed == (
-        f"tools: {', '.join(FILE_TOOLS)}\n1 alpha\n2 beta\n(end of file; lines 1-2 of 2)\n"
+        f"tools: {', '.join(DEFAULT_TOOLS)}\n1 alpha\n2 beta\n(end of file; lines 1-2 of 2)\n"
     )

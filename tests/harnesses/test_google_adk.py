@@ -114,7 +114,7 @@ def declared(request: LlmRequest) -> list[str]:
     return [declaration.name or "" for declaration in declarations(request)]
 
 
-async def test_an_edit_after_an_outside_change_is_stale_and_says_to_read_again(
+async def test_an_edit_after_an_outside_change_is_stale_and_shows_the_diff(
     fs: Fs, ctx: Context
 ) -> None:
     async def outside_change() -> list[types.Part]:
@@ -126,9 +126,21 @@ async def test_an_edit_after_an_outside_change_is_stale_and_says_to_read_again(
     model = await run(toolset(ctx), call("read", file_path="notes.txt"), outside_change)
     read, stale = answers(model)
     assert read["result"].startswith("1 hello")
-    hint = "The file changed since you read it; read it again, then redo the change."
+    hint = (
+        "The diff shows what changed since your read; it counts as a read of the current"
+        " version: redo your change against it (no read needed)."
+    )
     assert stale == {
-        "error": f"Error [stale]: notes.txt has changed since it was last read\nNext: {hint}",
+        "error": (
+            "Error [stale]: notes.txt has changed since it was last read;"
+            " what changed since your version:\n"
+            "--- a/notes.txt\n"
+            "+++ b/notes.txt\n"
+            "@@ -1 +1 @@\n"
+            "-hello\n"
+            "+hi\n"
+            f"Next: {hint}"
+        ),
         "code": "stale",
         "hint": hint,
     }
@@ -175,7 +187,14 @@ async def test_read_only_offers_no_tool_that_writes(ctx: Context) -> None:
         toolset(ctx, reading),
         call("edit", file_path="notes.txt", old_string="hello", new_string="howdy"),
     )
-    assert declared(model.requests[0]) == ["read", "list_dir", "glob", "grep"]
+    assert declared(model.requests[0]) == [
+        "read",
+        "list_dir",
+        "glob",
+        "grep",
+        "search_tools",
+        "call_tool",
+    ]  # changes: deferred
     (refused,) = answers(model)
     assert "no tool with that name" in refused["error"]  # ADK's answer to an unknown name
     assert (await ctx.fs.read("notes.txt")).text == "hello\n"

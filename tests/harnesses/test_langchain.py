@@ -39,8 +39,9 @@ pytestmark = pytest.mark.anyio
 
 FILE_TOOLS = [
     "read", "write", "edit", "multi_edit", "apply_patch", "notebook_edit", "delete", "move",
-    "create_directory", "list_dir", "glob", "grep",
+    "create_directory", "list_dir", "glob", "grep", "search_tools", "call_tool",
 ]  # fmt: skip
+"""The tools offered by default: undo and changes are deferred, behind the discovery pair."""
 
 
 @pytest.fixture
@@ -127,8 +128,19 @@ def answers(messages: list[BaseMessage]) -> list[ToolMessage]:
     return [message for message in messages if isinstance(message, ToolMessage)]
 
 
+STALE_HINT = (
+    "The diff shows what changed since your read; it counts as a read of the current"
+    " version: redo your change against it (no read needed)."
+)
+"""The hint of a ``stale`` refusal: its diff stands for a read of the current version."""
+
+
 def stale_edit_script(other: Context) -> Iterator[AIMessage]:
-    """Read notes.md; another owner edits it; edit (stale); read again; edit; answer."""
+    """Read notes.md; another owner edits it; edit (stale, with the diff); edit again; answer.
+
+    The diff of the stale refusal counts as a read: the second edit comes with no read
+    in between.
+    """
     someone_else = named(tools(other))
     edit = {"file_path": "notes.md", "old_string": "beta", "new_string": "gamma"}
     yield calls(("read", {"file_path": "notes.md"}))
@@ -137,7 +149,6 @@ def stale_edit_script(other: Context) -> Iterator[AIMessage]:
         {"file_path": "notes.md", "old_string": "alpha", "new_string": "ALPHA"}
     )
     yield calls(("edit", edit))
-    yield calls(("read", {"file_path": "notes.md"}))
     yield calls(("edit", edit))
     yield AIMessage("done")
 
@@ -145,7 +156,7 @@ def stale_edit_script(other: Context) -> Iterator[AIMessage]:
 def check_the_stale_edit_run(
     model: ScriptedModel, messages: list[BaseMessage], notes: Path
 ) -> None:
-    read, stale, read_again, edited = answers(messages)
+    read, stale, edited = answers(messages)
     assert (read.status, read.content) == (
         "success",
         "1 alpha\n2 beta\n(end of file; lines 1-2 of 2)",
@@ -154,12 +165,19 @@ def check_the_stale_edit_run(
     assert stale.status == "error"
     assert stale.artifact is None
     assert stale.content == (
-        "Error [stale]: notes.md has changed since it was last read\n"
-        "Next: The file changed since you read it; read it again, then redo the change."
+        "Error [stale]: notes.md has changed since it was last read;"
+        " what changed since your version:\n"
+        "--- a/notes.md\n"
+        "+++ b/notes.md\n"
+        "@@ -1,2 +1,2 @@\n"
+        "-alpha\n"
+        "+ALPHA\n"
+        " beta\n"
+        f"Next: {STALE_HINT}"
     )
-    assert model.requests[2][-1] == stale  # the model was told so
-    assert read_again.text.startswith("1 ALPHA\n2 beta\n")
-    assert edited.status == "success"
+    assert model.requests[2][-1] == stale  # the model was told so, diff and all
+    assert [m.name for m in answers(messages)] == ["read", "edit", "edit"]  # no read again
+    assert edited.status == "success"  # redone against the diff, with no read in between
     assert edited.text.startswith("Edited notes.md: 1 replacement")
     assert edited.artifact["replacements"] == 1
     assert notes.read_text() == "ALPHA\ngamma\n"
@@ -233,7 +251,7 @@ async def test_a_tool_node_runs_parallel_calls_and_reports_each(tmp_path: Path) 
     graph.add_edge(START, "tools")
     node = graph.compile()
     turn = calls(
-        ("read", {"file_path": "a.txt"}),
+        ("read", {"file_path": "a.txt", "fresh": True}),  # (the second turn reads it again)
         ("read", {"file_path": "missing.txt"}),
         ("write", {"file_path": "a.txt", "content": "b\n", "mode": "bad"}),
     )
@@ -271,7 +289,14 @@ def test_read_only_offers_only_the_readers_and_deferred_tools_come_through_disco
     ctx = local(tmp_path, **{"a.txt": "a\n"}).context(owner="agent")
     model = ScriptedModel(messages=iter([AIMessage("done")]))
     react_agent(model, tools(ctx, FsToolset(ToolsetOptions(read_only=True))))
-    assert model.tool_names == ["read", "list_dir", "glob", "grep"]
+    assert model.tool_names == [
+        "read",
+        "list_dir",
+        "glob",
+        "grep",
+        "search_tools",
+        "call_tool",
+    ]  # changes: deferred
 
     options = ToolsetOptions(exposure={"grep": Exposure.DEFERRED}, tool_prefix="fs_")
     fs_tools = named(tools(ctx, FsToolset(options)))
@@ -312,6 +337,18 @@ def test_the_example_runs_offline(tmp_path: Path) -> None:
     assert printed == (
         f"tools: {', '.join(FILE_TOOLS)}\n"
         "1 alpha\n2 beta\n(end of file; lines 1-2 of 2)\n"
-        "[error] Error [stale]: notes.md has changed since it was last read\n"
-        "Next: The file changed since you read it; read it again, then redo the change.\n"
+        "[error] Error [stale]: notes.md has changed since it was last read;"
+        " what changed since your version:\n"
+        "--- a/notes.md\n"
+        "+++ b/notes.md\n"
+        "@@ -1,2 +1,2 @@\n"
+        " alpha\n"
+        "-beta\n"
+        "+BETA\n"
+        f"Next: {STALE_HINT}\n"
+        "[success] Edited notes.md: 1 replacement, line 2.\n"
+        "@@ -2,1 +2,1 @@\n"
+        "-BETA\n"
+        "+gamma\n"
+        "alpha\ngamma\n"
     )

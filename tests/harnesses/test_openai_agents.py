@@ -90,7 +90,21 @@ def patching(ctx: Context, toolset: FsToolset | None = None) -> list[Tool]:
     return list(tools(ctx, toolset, hosted_apply_patch=True))
 
 
-async def test_an_edit_after_an_outside_change_is_stale_and_says_to_read_again(
+STALE = (
+    "Error [stale]: notes.txt has changed since it was last read;"
+    " what changed since your version:\n"
+    "--- a/notes.txt\n"
+    "+++ b/notes.txt\n"
+    "@@ -1 +1 @@\n"
+    "-hello\n"
+    "+hi\n"
+    "Next: The diff shows what changed since your read; it counts as a read of the current"
+    " version: redo your change against it (no read needed)."
+)
+"""What the model gets for a change of notes.txt made stale by ``outside_change``."""
+
+
+async def test_an_edit_after_an_outside_change_is_stale_and_shows_the_diff(
     fs: Fs, ctx: Context
 ) -> None:
     edit = {"file_path": "notes.txt", "old_string": "hello", "new_string": "howdy"}
@@ -101,10 +115,7 @@ async def test_an_edit_after_an_outside_change_is_stale_and_says_to_read_again(
     )
     seen = outputs(model)
     assert seen["call-1"].startswith("1 hello")
-    assert seen["call-2"] == (
-        "Error [stale]: notes.txt has changed since it was last read\n"
-        "Next: The file changed since you read it; read it again, then redo the change."
-    )
+    assert seen["call-2"] == STALE
     assert (await ctx.fs.read("notes.txt")).text == "hi\n"
 
 
@@ -144,8 +155,7 @@ async def test_a_stale_patch_is_refused_and_changes_nothing(fs: Fs, ctx: Context
     model = await run(patching(ctx), read("notes.txt", "call-1"), outside_change(fs, [update]))
     refused = answers(model)["patch-1"]
     assert refused["status"] == "failed"
-    assert refused["output"].startswith("Error [stale]: notes.txt has changed")
-    assert "read it again" in refused["output"]
+    assert refused["output"] == STALE
     assert (await ctx.fs.read("notes.txt")).text == "hi\n"
 
 
@@ -175,7 +185,14 @@ async def test_an_image_read_reaches_the_model_as_an_input_image(ctx: Context) -
 async def test_read_only_offers_no_tool_that_writes(ctx: Context) -> None:
     reading = FsToolset(ToolsetOptions(read_only=True))
     model = await run(patching(ctx, reading), read("notes.txt", "call-1"))
-    assert offered(model.calls[0]) == ["read", "list_dir", "glob", "grep"]  # no hosted patch
+    assert offered(model.calls[0]) == [
+        "read",
+        "list_dir",
+        "glob",
+        "grep",
+        "search_tools",
+        "call_tool",
+    ]  # no hosted patch; changes is deferred
     first = model.calls[0].tools[0]
     assert isinstance(first, FunctionTool)
     assert first.strict_json_schema

@@ -28,7 +28,11 @@ FILE_TOOLS = [
     "glob",
     "grep",
 ]
-"""The tools a toolset offers by default, in order."""
+"""The file tools a toolset offers directly by default, in order."""
+DEFERRED_TOOLS = ["undo", "changes"]
+"""The tools a toolset defers by default: found through search_tools, run through call_tool."""
+DEFAULT_TOOLS = [*FILE_TOOLS, "search_tools", "call_tool"]
+"""The tools a toolset offers by default, in order: the file tools, then the discovery pair."""
 
 Seed = Callable[[str, bytes], Awaitable[None]]
 

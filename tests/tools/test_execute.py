@@ -32,7 +32,7 @@ from ctxfs.core import (
 )
 from ctxfs.local import LocalBackend
 from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions
-from tests.tools.conftest import FILE_TOOLS, Seed
+from tests.tools.conftest import DEFAULT_TOOLS, Seed
 
 pytestmark = pytest.mark.anyio
 
@@ -424,7 +424,7 @@ FAILURES = [
     Failure("read bad path", "read", {"file_path": "a\x00b"}, ErrorCode.INVALID_PATH,
             "control character"),
     Failure("read bad offset", "read", {"file_path": "a.txt", "offset": 0},
-            ErrorCode.INVALID_ARGUMENT, "offset: Input should be greater than 0",
+            ErrorCode.INVALID_ARGUMENT, "offset: Input should be greater than or equal to 1",
             data={"field": "offset"}),
     Failure("write over unread", "write", {"file_path": "a.txt", "content": "x"},
             ErrorCode.NOT_OBSERVED, "read it before changing it"),
@@ -475,7 +475,7 @@ FAILURES = [
     Failure("grep bad glob", "grep", {"pattern": "x", "glob": "[z"}, ErrorCode.INVALID_ARGUMENT,
             "unclosed '['"),
     Failure("unknown tool", "shell", {"command": "ls"}, ErrorCode.INVALID_ARGUMENT,
-            "the tools offered are: " + ", ".join(FILE_TOOLS)),
+            "the tools offered are: " + ", ".join(DEFAULT_TOOLS)),
 ]  # fmt: skip
 
 

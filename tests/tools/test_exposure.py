@@ -7,26 +7,42 @@ import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend, hookimpl
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
-from tests.tools.conftest import FILE_TOOLS
+from tests.tools.conftest import DEFAULT_TOOLS, DEFERRED_TOOLS, FILE_TOOLS
 
 pytestmark = pytest.mark.anyio
 
-DEFERRED = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "glob": Exposure.DEFERRED})
+NONE_DEFERRED = dict.fromkeys(DEFERRED_TOOLS, Exposure.DIRECT)
+"""The exposure that offers the tools deferred by default directly."""
+DEFERRED = ToolsetOptions(
+    exposure={**NONE_DEFERRED, "grep": Exposure.DEFERRED, "glob": Exposure.DEFERRED}
+)
 
 
 async def names(tools: FsToolset, ctx: Context) -> list[str]:
     return [tool["name"] for tool in await tools.definitions(ctx)]
 
 
-async def test_without_deferred_tools_there_is_no_search_pair(
-    tools: FsToolset, ctx: Context
-) -> None:
-    assert "search_tools" not in await names(tools, ctx)
+async def test_without_deferred_tools_there_is_no_search_pair(ctx: Context) -> None:
+    offered = await names(FsToolset(ToolsetOptions(exposure=NONE_DEFERRED)), ctx)
+    assert offered == [*FILE_TOOLS, *DEFERRED_TOOLS]
+
+
+async def test_undo_and_changes_are_deferred_by_default(tools: FsToolset, ctx: Context) -> None:
+    assert await names(tools, ctx) == DEFAULT_TOOLS
+    assert await tools.plan(ctx) == {
+        **dict.fromkeys(FILE_TOOLS, Exposure.DIRECT),
+        **dict.fromkeys(DEFERRED_TOOLS, Exposure.DEFERRED),
+    }
+    found = await tools.execute(ctx, "search_tools", {"query": "undo"})
+    assert next(tool["name"] for tool in found.structured["tools"]) == "undo"
+    read_only = FsToolset(ToolsetOptions(read_only=True))
+    assert (await read_only.plan(ctx))["undo"] is Exposure.HIDDEN  # it writes
+    assert (await names(read_only, ctx))[-2:] == ["search_tools", "call_tool"]  # changes
 
 
 async def test_deferred_tools_are_absent_and_the_search_pair_appears(ctx: Context) -> None:
     offered = await names(FsToolset(DEFERRED), ctx)
-    assert offered == [*FILE_TOOLS[:-2], "search_tools", "call_tool"]
+    assert offered == [*FILE_TOOLS[:-2], *DEFERRED_TOOLS, "search_tools", "call_tool"]
 
 
 @pytest.mark.parametrize(
@@ -53,7 +69,8 @@ async def test_search_tools_finds_deferred_tools_by_their_metadata(
 
 
 async def test_search_tools_never_returns_direct_or_hidden_tools(ctx: Context) -> None:
-    options = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "glob": Exposure.HIDDEN})
+    exposure = {**NONE_DEFERRED, "grep": Exposure.DEFERRED, "glob": Exposure.HIDDEN}
+    options = ToolsetOptions(exposure=exposure)
     result = await FsToolset(options).execute(ctx, "search_tools", {"query": "files read edit"})
     assert [tool["name"] for tool in result.structured["tools"]] == ["grep"]
 
@@ -83,7 +100,7 @@ async def test_call_tool_rejects_direct_hidden_and_unknown_names(ctx: Context, n
     options = ToolsetOptions(exposure={"grep": Exposure.DEFERRED, "list_dir": Exposure.HIDDEN})
     result = await FsToolset(options).execute(ctx, "call_tool", {"name": name, "arguments": {}})
     assert result.error_code is ErrorCode.INVALID_ARGUMENT
-    assert result.structured["error"]["details"]["deferred"] == ["grep"]
+    assert result.structured["error"]["details"]["deferred"] == ["grep", *DEFERRED_TOOLS]
     hidden = await FsToolset(options).execute(ctx, "call_tool", {"name": "list_dir"})
     assert hidden.error_code is ErrorCode.INVALID_ARGUMENT
 
@@ -99,9 +116,8 @@ async def test_deferred_and_hidden_tools_cannot_be_called_by_name(ctx: Context) 
     assert "list_dir" not in hidden.structured["error"]["details"]["offered"]
 
 
-async def test_search_pair_is_not_callable_without_deferred_tools(
-    tools: FsToolset, ctx: Context
-) -> None:
+async def test_search_pair_is_not_callable_without_deferred_tools(ctx: Context) -> None:
+    tools = FsToolset(ToolsetOptions(exposure=NONE_DEFERRED))
     result = await tools.execute(ctx, "search_tools", {"query": "x"})
     assert result.error_code is ErrorCode.INVALID_ARGUMENT
 
@@ -133,7 +149,7 @@ async def test_plugins_decide_per_step_and_the_strictest_vote_wins() -> None:
         "list_dir", "glob",
         "search_tools", "call_tool",
     ]  # fmt: skip
-    assert await names(tools, author) == FILE_TOOLS
+    assert await names(tools, author) == DEFAULT_TOOLS  # (undo stays deferred: never revealed)
     refused = await tools.execute(reviewer, "write", {"file_path": "a", "content": "x"})
     assert refused.error_code is ErrorCode.INVALID_ARGUMENT
     assert (

@@ -96,13 +96,33 @@ def test_importing_the_cli_imports_no_store_no_tool_and_no_sdk() -> None:
 
 def test_a_call_reading_text_imports_neither(root: Path) -> None:
     read = ("read", '{"file_path": "notes.txt"}')
-    modules = run(*CLI, "call", "--root", str(root), "--observations", "memory://", *read)
+    modules = run(
+        *CLI,
+        "call",
+        "--root",
+        str(root),
+        "--observations",
+        "memory://",
+        "--sessions",
+        "memory://",
+        *read,
+    )
     assert loaded(modules, "mcp", *ONLY_SOME_CALLS) == []
 
 
 def test_a_call_reading_a_pdf_imports_pypdf_then(root: Path) -> None:
     read = ("read", '{"file_path": "paper.pdf"}')
-    modules = run(*CLI, "call", "--root", str(root), "--observations", "memory://", *read)
+    modules = run(
+        *CLI,
+        "call",
+        "--root",
+        str(root),
+        "--observations",
+        "memory://",
+        "--sessions",
+        "memory://",
+        *read,
+    )
     assert loaded(modules, "pypdf", "mcp") == ["pypdf"]
 
 
@@ -111,7 +131,7 @@ async def test_serving_a_text_read_over_stdio_imports_only_what_the_sdk_does(
 ) -> None:
     bare = tmp_path / "bare_server.py"
     bare.write_text(BARE_SERVER)
-    serve = ("serve", "--root", str(root), "--observations", "memory://")
+    serve = ("serve", "--root", str(root), "--observations", "memory://", "--sessions", "memory://")
     ours = await served([*CLI, *serve], tmp_path / "ours.err")
     theirs = await served(
         [sys.executable, "-X", "importtime", str(bare), str(root)], tmp_path / "theirs.err"

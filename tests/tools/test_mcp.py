@@ -29,7 +29,7 @@ from pydantic import FileUrl
 
 from ctxfs.core import ABSENT, Fs, MemoryBackend, MemoryObservations
 from ctxfs.tools.mcpserver import NO_ROOTS, OWNER_META_KEY, McpTools, create_server
-from tests.tools.conftest import FILE_TOOLS
+from tests.tools.conftest import DEFAULT_TOOLS
 from tests.tools.media import dimensions, image, pdf
 from tests.tools.served import CRLF, TOKENS, client, serve_http, stale_conflict, token_file
 
@@ -54,7 +54,7 @@ async def test_tools_carry_schemas_and_annotations() -> None:
     server, _ = await memory_server()
     async with Client(server, raise_exceptions=True) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert list(tools) == FILE_TOOLS
+    assert list(tools) == DEFAULT_TOOLS
     read, edit = tools["read"], tools["edit"]
     assert read.input_schema["required"] == ["file_path"]
     assert read.input_schema["additionalProperties"] is False
@@ -156,7 +156,7 @@ def stdio(root: Path | None, *options: str, own_parent: bool = False) -> StdioSe
 async def test_serve_over_stdio(workspace: Path, era: str) -> None:
     async with Client(stdio(workspace), mode=era) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
-        assert names == FILE_TOOLS
+        assert names == DEFAULT_TOOLS
         result = await client.call_tool("read", {"file_path": "notes.md"})
         assert result.structured_content is not None
         assert result.structured_content["content"] == "alpha\nbeta\n"
@@ -196,7 +196,7 @@ async def test_serve_read_only_and_deny(workspace: Path, era: str) -> None:
     (workspace / "secret" / "key").write_text("k")
     async with Client(stdio(workspace, "--read-only", "--deny", "secret"), mode=era) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
-        assert names == ["read", "list_dir", "glob", "grep"]
+        assert names == ["read", "list_dir", "glob", "grep", "search_tools", "call_tool"]
         denied = await client.call_tool("read", {"file_path": "secret/key"})
         assert denied.structured_content is not None
         assert denied.structured_content["error"]["code"] == "denied"
@@ -219,7 +219,7 @@ async def test_without_root_the_clients_first_root_is_the_workspace_as_it_change
         return ListRootsResult(roots=[Root(uri=FileUrl(root.as_uri())) for root in roots])
 
     async def content(client: Client) -> str:
-        result = await client.call_tool("read", {"file_path": "notes.md"})
+        result = await client.call_tool("read", {"file_path": "notes.md", "fresh": True})
         assert result.structured_content is not None, result.content
         return str(result.structured_content["content"])
 

@@ -21,7 +21,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from ctxfs.core import ABSENT, Context, Fs, MemoryBackend
 from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
 from ctxfs.tools.pydanticai import CtxfsToolset
-from tests.tools.conftest import FILE_TOOLS
+from tests.tools.conftest import DEFAULT_TOOLS
 from tests.tools.media import image
 
 pytestmark = pytest.mark.anyio
@@ -97,7 +97,7 @@ async def test_an_agent_reads_edits_and_writes_through_the_toolset() -> None:
     assert refused.metadata["error"]["code"] == "invalid_argument"
     assert (await fs.backend.read("notes.md")).data == b"alpha\r\ngamma\r\n"
     assert (await fs.backend.read("summary.md")).data == b"one\ntwo\n"
-    assert seen[0].tools == sorted(FILE_TOOLS)
+    assert seen[0].tools == sorted(DEFAULT_TOOLS)
 
 
 async def test_with_the_switch_off_the_model_never_sees_the_write_tools() -> None:

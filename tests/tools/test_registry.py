@@ -35,9 +35,12 @@ from ctxfs.tools import (
 from ctxfs.tools.mcpserver import McpTools, create_server
 from ctxfs.tools.pydanticai import CtxfsToolset
 from tests.tools.agent_loop import call_in_agent_loop
-from tests.tools.conftest import FILE_TOOLS
+from tests.tools.conftest import DEFERRED_TOOLS, FILE_TOOLS
 
 pytestmark = pytest.mark.anyio
+
+ASKED = [*FILE_TOOLS, *DEFERRED_TOOLS]
+"""The tools exposure plugins are asked about by default: every one offered by exposure."""
 
 
 @pytest.fixture
@@ -133,8 +136,11 @@ async def test_a_registered_tool_is_offered_to_every_provider(fs: Fs, toolset: F
     assert "word_count" in [tool.get("name") for tool in responses]
     anthropic = await toolset.definitions(ctx, provider="anthropic")
     names = [tool["name"] for tool in anthropic]
-    assert names == ["str_replace_based_edit_tool", *FILE_TOOLS[3:9], "glob", "grep", "word_count"]
-    definition = (await toolset.tools(ctx))[-1]
+    assert names == [
+        "str_replace_based_edit_tool", *FILE_TOOLS[3:9], "glob", "grep", "word_count",
+        "search_tools", "call_tool",
+    ]  # fmt: skip
+    definition = (await toolset.tools(ctx))[-3]  # then the discovery pair
     assert (definition.name, definition.owner) == ("word_count", "tests")
     assert definition.output_schema["properties"]["words"] == {"type": "integer"}
 
@@ -183,17 +189,13 @@ async def test_a_tool_that_says_it_writes_is_hidden_by_a_switch_and_read_only(fs
     switched = Fs(fs.backend, plugins=[switch], load_entrypoints=False)
     toolset = FsToolset(tools=[*FsToolset().registered, Shout()])
     names = [tool.name for tool in await toolset.tools(switched.context(owner="a"))]
-    assert names == ["read", "list_dir", "glob", "grep"]
+    readers = ["read", "list_dir", "glob", "grep", "search_tools", "call_tool"]  # changes reads
+    assert names == readers
     integrations.switch("docs", on=True)
     assert "shout" in [tool.name for tool in await toolset.tools(switched.context(owner="a"))]
     read_only = FsToolset(ToolsetOptions(read_only=True), tools=toolset.registered)
     ctx = fs.context(owner="a")
-    assert [tool.name for tool in await read_only.tools(ctx)] == [
-        "read",
-        "list_dir",
-        "glob",
-        "grep",
-    ]
+    assert [tool.name for tool in await read_only.tools(ctx)] == readers
     refused = await read_only.execute(ctx, "shout", {"file_path": "a.txt"})
     assert refused.error_code is ErrorCode.INVALID_ARGUMENT
     assert (await fs.backend.read("a.txt")).data == b"one two three\n"
@@ -224,13 +226,13 @@ async def test_a_step_asks_the_plugins_once_for_its_listing_and_its_calls(fs: Fs
     ctx = watched.context(owner="a")
     toolset = FsToolset()
     offer = await toolset.offer(ctx)
-    assert counting.asked == FILE_TOOLS
+    assert counting.asked == ASKED
     await toolset.definitions(ctx, provider="anthropic", offer=offer)
     await toolset.execute(ctx, "read", {"file_path": "a.txt"}, offer=offer)
     await toolset.execute(ctx, "edit", _edit("two", "deux"), offer=offer)
-    assert len(counting.asked) == len(FILE_TOOLS)  # the listing and both calls used the offer
+    assert len(counting.asked) == len(ASKED)  # the listing and both calls used the offer
     await toolset.execute(ctx, "read", {"file_path": "a.txt"})  # no offer: this call works one out
-    assert len(counting.asked) == 2 * len(FILE_TOOLS)
+    assert len(counting.asked) == 2 * len(ASKED)
 
 
 async def test_pydantic_ai_asks_the_plugins_once_per_step(fs: Fs) -> None:
@@ -245,9 +247,7 @@ async def test_pydantic_ai_asks_the_plugins_once_per_step(fs: Fs) -> None:
 
     agent = Agent(FunctionModel(script), deps_type=Context, toolsets=[CtxfsToolset()])
     await agent.run("look", deps=watched.context(owner="a"))
-    assert len(counting.asked) == 2 * len(
-        FILE_TOOLS
-    )  # two steps, one offer each: the calls reuse it
+    assert len(counting.asked) == 2 * len(ASKED)  # two steps, one offer each: the calls reuse it
 
 
 # -- exposure answers never escape ------------------------------------------------------------
@@ -360,4 +360,4 @@ async def test_without_exposure_plugins_the_configured_offer_is_worked_out_once(
     counting = Counting()
     fs.plugin_manager.register(counting)  # a plugin that has a say: asked from now on
     assert (await toolset.offer(ctx)).direct == registered.direct
-    assert counting.asked == [*FILE_TOOLS, "word_count"]
+    assert counting.asked == [*ASKED, "word_count"]

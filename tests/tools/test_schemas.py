@@ -13,7 +13,7 @@ import pytest
 from ctxfs.core import Context, ErrorCode
 from ctxfs.core.text import TextOptions
 from ctxfs.tools import Exposure, FsToolset, Limits, ToolsetOptions
-from tests.tools.conftest import FILE_TOOLS, Seed
+from tests.tools.conftest import DEFAULT_TOOLS, FILE_TOOLS, Seed
 
 LIMITS = Limits(text=TextOptions(), options=ToolsetOptions())
 
@@ -26,17 +26,20 @@ async def generic(tools: FsToolset, ctx: Context) -> dict[str, dict[str, Any]]:
 
 async def test_the_toolset_offers_every_file_tool(tools: FsToolset, ctx: Context) -> None:
     names = list(await generic(tools, ctx))
-    assert names == FILE_TOOLS
+    assert names == DEFAULT_TOOLS
 
 
 async def test_read_schema(tools: FsToolset, ctx: Context) -> None:
     schema = (await generic(tools, ctx))["read"]["parameters"]
     assert schema["required"] == ["file_path"]
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) == {"file_path", "offset", "limit", "pages", "encoding"}
+    assert set(schema["properties"]) == {
+        "file_path", "offset", "limit", "pages", "encoding", "fresh"
+    }  # fmt: skip
+    assert schema["properties"]["fresh"] == {"type": "boolean", "default": False}
     for name in ("offset", "limit"):  # optional, and never null (null takes the default)
         assert schema["properties"][name]["type"] == "integer"
-        assert schema["properties"][name]["exclusiveMinimum"] == 0
+        assert schema["properties"][name]["minimum"] == 1
 
 
 @pytest.mark.parametrize(
@@ -97,9 +100,9 @@ async def test_descriptions_state_the_read_rule_and_the_live_limits(ctx: Context
     for name in set(changing) - {"create_directory"}:  # what it changes must have been read
         assert re.search(r"\bread\b", offered[name]["description"]), name
     assert "lines, up to 123 " in offered["read"]["description"]
-    for name, most in (("read", "123"), ("grep", "7")):
-        limit = offered[name]["parameters"]["properties"]["limit"]
-        assert limit["description"] == f"Default and most: {most}."
+    assert "description" not in offered["read"]["parameters"]["properties"]["limit"]  # said
+    limit = offered["grep"]["parameters"]["properties"]["limit"]
+    assert limit["description"] == "Default and most: 7."
 
 
 def _strict_problems(schema: dict[str, Any], where: str = "") -> list[str]:

@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from ctxfs.tools.cli import main
-from tests.tools.conftest import FILE_TOOLS
+from tests.tools.conftest import DEFAULT_TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,7 @@ async def test_the_default_definitions_cost_no_more_than_the_reference_servers(
 ) -> None:
     async with Client(serve(workspace), mode="legacy") as client:
         tools = (await client.list_tools()).tools
-    assert [tool.name for tool in tools] == FILE_TOOLS
+    assert [tool.name for tool in tools] == DEFAULT_TOOLS
     assert sum(len(listed(tool)) for tool in tools) <= REFERENCE_CHARS
     assert not {"$defs", "$ref"} & {key for tool in tools for key in _keys(tool.input_schema)}
 
@@ -73,7 +73,7 @@ async def test_every_tool_passes_the_agents_sdk_strict_conversion(workspace: Pat
         )
         tools = await agent.get_mcp_tools(RunContextWrapper(context=None))
     strict = [t.name for t in tools if isinstance(t, FunctionTool) and t.strict_json_schema]
-    assert strict == FILE_TOOLS
+    assert strict == DEFAULT_TOOLS
 
 
 async def test_a_subset_is_listed_and_only_it_can_be_called(workspace: Path) -> None:

@@ -44,7 +44,7 @@ def read_call(request_id: int, path: str) -> dict[str, Any]:
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "tools/call",
-        "params": {"name": "read", "arguments": {"file_path": path}},
+        "params": {"name": "read", "arguments": {"file_path": path, "fresh": True}},  # its text
     }
 
 

@@ -83,7 +83,7 @@ async def test_a_tool_package_is_in_every_provider_s_definitions(
     ctx = fs.context(owner="a")
     description = "Count the lines of a text file, and those longer than 80 characters."
     generic = await toolset.definitions(ctx)
-    assert generic[-1] == {
+    assert generic[-3] == {  # then the discovery pair (undo and changes are deferred)
         "name": "line_count",
         "description": description,
         "parameters": {
@@ -96,19 +96,19 @@ async def test_a_tool_package_is_in_every_provider_s_definitions(
         },
     }
     chat = await toolset.definitions(ctx, provider="openai")
-    assert chat[-1]["type"] == "function"
-    assert chat[-1]["function"]["name"] == "line_count"
-    assert chat[-1]["function"]["strict"] is True
+    assert chat[-3]["type"] == "function"
+    assert chat[-3]["function"]["name"] == "line_count"
+    assert chat[-3]["function"]["strict"] is True
     responses = await toolset.definitions(ctx, provider="openai", openai_api="responses")
     assert {"type": "apply_patch"} in responses
-    assert responses[-1]["name"] == "line_count"
-    assert responses[-1]["description"] == description
+    assert responses[-3]["name"] == "line_count"
+    assert responses[-3]["description"] == description
     anthropic = await toolset.definitions(ctx, provider="anthropic")
     assert anthropic[0]["name"] == "str_replace_based_edit_tool"
-    assert anthropic[-1]["name"] == "line_count"
-    assert anthropic[-1]["input_schema"] == generic[-1]["parameters"]
+    assert anthropic[-3]["name"] == "line_count"
+    assert anthropic[-3]["input_schema"] == generic[-3]["parameters"]
     configured = FsToolset(Options(longest_line=3), tools=toolset.registered)
-    assert "longer than 3 characters" in (await configured.definitions(ctx))[-1]["description"]
+    assert "longer than 3 characters" in (await configured.definitions(ctx))[-3]["description"]
 
 
 async def test_a_tool_package_runs_with_its_options_and_its_state(

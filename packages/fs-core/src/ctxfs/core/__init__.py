@@ -83,6 +83,7 @@ from ctxfs.core.observations import (
 )
 from ctxfs.core.outcomes import (
     BytesOutcome,
+    ChangedFile,
     EditOutcome,
     InsertOutcome,
     MoveOutcome,
@@ -91,10 +92,14 @@ from ctxfs.core.outcomes import (
     PatchedFile,
     PatchOutcome,
     ReadOutcome,
+    RestoredFile,
+    UndoOutcome,
     WriteOutcome,
 )
 from ctxfs.core.paths import join_path, normalize_path
 from ctxfs.core.registry import open_backend, open_fs
+from ctxfs.core.sessions import Checkpoint
+from ctxfs.core.shown import ShownWindow
 from ctxfs.core.text import (
     FilePatch,
     Hunk,
@@ -124,7 +129,9 @@ __all__ = [
     "BytesOutcome",
     "Capabilities",
     "CasScope",
+    "ChangedFile",
     "CheckedOut",
+    "Checkpoint",
     "Conflict",
     "Context",
     "ContextFs",
@@ -179,12 +186,15 @@ __all__ = [
     "ReadStream",
     "Refused",
     "Replacement",
+    "RestoredFile",
+    "ShownWindow",
     "SqliteObservations",
     "Stale",
     "Stat",
     "TextOptions",
     "TooLarge",
     "Unavailable",
+    "UndoOutcome",
     "Update",
     "Version",
     "WriteOutcome",

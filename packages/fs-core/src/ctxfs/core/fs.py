@@ -118,6 +118,7 @@ class Fs(AsyncResource):
 
         """
         await self.file_context.forget_owner(owner)
+        self.shown.forget(owner)
         if self.session_memory is not None:
             await self.session_memory.store.forget_owner(owner)
 

@@ -196,7 +196,12 @@ class Mutations:
                 bug = BackendError(f"an observer failed: {failure!r}", path=stored[0][0].path)
                 raise rolled_back(bug, done, kept, what="the change") from failure
             raise
-        if record and opened_fs.session_memory is not None:
+        if not record:
+            return
+        for _, report in stored:  # what the owner was shown, it changed itself: it knows
+            if report.before is not None and report.after is not None:
+                opened_fs.shown.carry(ctx.owner, report.op.path, report.before, report.after)
+        if opened_fs.session_memory is not None:
             await opened_fs.session_memory.recorded(ctx, stored)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from ctxfs.core.versions import Version
@@ -40,7 +40,8 @@ class ShownWindows:
         self.max_per_owner = max_per_owner
         self.max_owners = max_owners
         self._lock = threading.Lock()
-        self._owners: OrderedDict[str, OrderedDict[ShownWindow, None]] = OrderedDict()
+        # each owner's windows, least recently shown first, and whether each was the whole file
+        self._owners: OrderedDict[str, OrderedDict[ShownWindow, bool]] = OrderedDict()
 
     def was_shown(self, owner: str, window: ShownWindow) -> bool:
         """Whether *owner* was shown *window* (and has not forgotten it since)."""
@@ -51,17 +52,36 @@ class ShownWindows:
             shown.move_to_end(window)
             return True
 
-    def show(self, owner: str, window: ShownWindow) -> None:
-        """Remember that *owner* was shown *window* whole."""
+    def show(self, owner: str, window: ShownWindow, *, whole_file: bool = False) -> None:
+        """Remember that *owner* was shown *window* whole (with *whole_file*: every line)."""
         with self._lock:
             shown = self._owners.setdefault(owner, OrderedDict())
             self._owners.move_to_end(owner)
-            shown[window] = None
+            shown[window] = whole_file or shown.get(window, False)
             shown.move_to_end(window)
             if len(shown) > self.max_per_owner:
                 shown.popitem(last=False)
             if len(self._owners) > self.max_owners:
                 self._owners.popitem(last=False)
+
+    def carry(self, owner: str, key: str, before: Version, after: Version) -> None:
+        """*owner* changed the file *key* from *before* to *after* itself.
+
+        The whole-file windows it was shown of *before* count as shown of *after*:
+        it knows what it changed.
+        """
+        with self._lock:
+            shown = self._owners.get(owner)
+            if shown is None:
+                return
+            carried = [
+                replace(window, version=after)
+                for window, whole_file in shown.items()
+                if whole_file and window.key == key and window.version == before
+            ]
+            for window in carried:
+                shown[window] = True
+                shown.move_to_end(window)
 
     def forget(self, owner: str) -> None:
         """Forget what *owner* was shown: its next read of any window shows the text."""

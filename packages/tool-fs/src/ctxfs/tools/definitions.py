@@ -45,7 +45,8 @@ class CommonOptions:
     """
 
     exposure: Mapping[str, Exposure] = field(default_factory=dict)
-    """Exposure per tool name; tools not named are direct."""
+    """Exposure per tool name; a tool not named has its own default (:attr:`Tool.exposure
+    <ctxfs.tools.tool.Tool.exposure>`: direct, but ``undo`` and ``changes`` are deferred)."""
     read_only: bool = False
     """Offer no tool that writes (every tool declares whether it does)."""
     tools: frozenset[str] | None = None

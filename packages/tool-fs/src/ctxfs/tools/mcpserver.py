@@ -178,6 +178,7 @@ class McpTools:
         owner = self._session_owners.pop(session, None)
         if owner is None or self.fs is None:
             return
+        self.fs.shown.forget(owner)  # what the read tool showed it (no store: at once)
         with anyio.move_on_after(FORGET_SECONDS, shield=True):
             try:
                 await self.fs.forget_owner(owner)

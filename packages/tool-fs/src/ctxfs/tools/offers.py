@@ -100,7 +100,7 @@ class Registered(OfferLayer):
 
 @dataclass(frozen=True)
 class Configured(OfferLayer):
-    """*inner*'s offer, with the configured exposure per tool."""
+    """*inner*'s offer, with the configured exposure per tool (else the tool's own default)."""
 
     inner: OfferLayer
     exposure: Mapping[str, Exposure]
@@ -179,7 +179,8 @@ def layers(tools: Iterable[Tool[Any, Any]], options: CommonOptions) -> OfferLaye
     """The layers *options* call for, around the registered *tools*."""
     tools = list(tools)
     exposed = {tool.name: tool for tool in tools if tool.offering is Offering.EXPOSED}
-    layer: OfferLayer = Configured(Registered(tuple(exposed)), options.exposure)
+    defaults = {name: tool.exposure for name, tool in exposed.items()}  # what a tool asks
+    layer: OfferLayer = Configured(Registered(tuple(exposed)), {**defaults, **options.exposure})
     if options.read_only:
         layer = ReadOnly(layer, frozenset(name for name, tool in exposed.items() if tool.writes))
     if options.tools is not None:

@@ -21,7 +21,7 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -36,6 +36,9 @@ from pydantic import (
 from ctxfs.core import CutLine, ErrorCode, FsError, format_line_number
 from ctxfs.tools.names import ESCAPED_NAMES, escaped, escaped_data
 
+if TYPE_CHECKING:
+    from ctxfs.core import UndoOutcome
+
 __all__ = [
     "SHOWN_CHARS",
     "STRIPPED_NOTE",
@@ -48,6 +51,8 @@ __all__ = [
     "RestoredData",
     "ResultData",
     "ToolResult",
+    "UndoData",
+    "UndoneFile",
     "anthropic_tool_result",
     "around",
     "count",
@@ -61,6 +66,7 @@ __all__ = [
     "page_footer",
     "size",
     "span",
+    "undone",
     "unnamed",
     "walk_stopped",
     "with_diff",
@@ -137,6 +143,30 @@ class EditData(ResultData):
     replace_all: bool = False
     edits: int = Field(default=1, description="Edits applied in turn (multi_edit).")
     written: bool = Field(default=True, description="False for a dry run: nothing changed.")
+
+
+class UndoneFile(BaseModel):
+    """One file an undo put back."""
+
+    path: str
+    was: str | None = Field(
+        default=None, description="Its version before the undo; absent: it did not exist."
+    )
+    now: str | None = Field(default=None, description="Its version after; absent: removed.")
+
+
+class UndoData(ResultData):
+    """The data of an undo: the ``undo`` tool's, and the text editor's ``undo_edit``."""
+
+    steps: list[int] = Field(description="The steps undone, newest first.")
+    files: list[UndoneFile]
+    written: bool = Field(default=True, description="False for a dry run: nothing changed.")
+
+    @classmethod
+    def of_undo(cls, outcome: UndoOutcome, *, tool: str) -> UndoData:
+        """The data of *outcome* (an :class:`~ctxfs.core.outcomes.UndoOutcome`)."""
+        files = [UndoneFile(path=f.path, was=f.was, now=f.now) for f in outcome.files]
+        return cls.of(tool=tool, steps=list(outcome.steps), files=files, written=outcome.written)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -394,6 +424,23 @@ def edited(data: EditData, *, changes: str, note: str = "") -> str:
     what = f"{data.target}: {changes}, {span(data.first_line, data.last_line)}"
     head = f"Edited {what}." if data.written else f"Dry run, nothing written: would edit {what}."
     return with_diff(f"{head} {note}" if note else head, data.diff)
+
+
+def undone(data: UndoData, what: str) -> str:
+    """What an undo of *what* (``your last change``) put back, or in a dry run would, by file."""
+    files = count(len(data.files), "file")
+    if data.written:
+        lines = [f"Undid {what}: put back {files}."]
+    else:
+        lines = [f"Dry run, nothing written: undoing {what} would put back {files}."]
+    for file in data.files:
+        if file.now is None:
+            lines.append(f"  {file.path}: removed (you had created it)")
+        elif file.was is None:
+            lines.append(f"  {file.path}: restored (you had deleted or moved it)")
+        else:
+            lines.append(f"  {file.path}: back to version {file.now}")
+    return "\n".join(lines)
 
 
 def with_diff(head: str, diff: str | None) -> str:

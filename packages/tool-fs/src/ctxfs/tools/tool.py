@@ -33,12 +33,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ctxfs.core import Context, TextOptions
-from ctxfs.tools.definitions import ToolDefinition, input_schema, output_schema
+from ctxfs.tools.definitions import Exposure, ToolDefinition, input_schema, output_schema
 from ctxfs.tools.names import unescaped_path
 from ctxfs.tools.results import ResultData, ToolResult
 
@@ -48,7 +48,20 @@ if TYPE_CHECKING:
     from ctxfs.tools.providers import Provider
     from ctxfs.tools.toolset import FsToolset
 
-__all__ = ["READS", "Annotations", "Limits", "Offering", "Progress", "Step", "Tool", "ToolArgs"]
+__all__ = [
+    "READS",
+    "Annotations",
+    "Limits",
+    "Offering",
+    "Ordinal",
+    "Progress",
+    "Step",
+    "Tool",
+    "ToolArgs",
+]
+
+Ordinal = Annotated[int, Field(ge=1)]
+"""A 1-based position or count of an argument (``minimum: 1`` in its schema)."""
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 """Where a long call reports how far it is: ``(done, total or None, message)``."""
@@ -175,6 +188,8 @@ class Tool(Generic[ArgsT, DataT]):
     strict: ClassVar[bool] = True
     """Whether OpenAI's strict mode can describe its arguments (not free-form objects)."""
     offering: ClassVar[Offering] = Offering.EXPOSED
+    exposure: ClassVar[Exposure] = Exposure.DIRECT
+    """Its exposure where the configuration names none (:attr:`ToolsetOptions.exposure`)."""
     provider: ClassVar[str | None] = None
     """For a provider's own tool: the provider it is offered to."""
     stands_for: ClassVar[tuple[str, ...]] = ()

@@ -10,6 +10,7 @@ from typing import Any
 
 from ctxfs.tools.builtin.apply_patch import APPLY_PATCH
 from ctxfs.tools.builtin.call_tool import CALL_TOOL
+from ctxfs.tools.builtin.changes import CHANGES
 from ctxfs.tools.builtin.create_directory import CREATE_DIRECTORY
 from ctxfs.tools.builtin.delete import DELETE
 from ctxfs.tools.builtin.edit import EDIT
@@ -23,6 +24,7 @@ from ctxfs.tools.builtin.patch_call import PATCH_CALL
 from ctxfs.tools.builtin.read import READ, ReadOptions
 from ctxfs.tools.builtin.search_tools import SEARCH_TOOLS
 from ctxfs.tools.builtin.text_editor import TEXT_EDITOR, TextEditorOptions
+from ctxfs.tools.builtin.undo import UNDO
 from ctxfs.tools.builtin.write import WRITE
 from ctxfs.tools.definitions import CommonOptions
 from ctxfs.tools.tool import Tool
@@ -43,6 +45,8 @@ BUILTIN_TOOLS: tuple[Tool[Any, Any], ...] = (
     LIST_DIR,
     GLOB,
     GREP,
+    UNDO,
+    CHANGES,
     SEARCH_TOOLS,
     CALL_TOOL,
     TEXT_EDITOR,

@@ -177,6 +177,12 @@ def _store_options(command: argparse.ArgumentParser, *, roots: bool = False) -> 
         "per root in the user's state directory ($XDG_STATE_HOME/ctxfs), so that a read "
         "licenses the next process's edit; for HTTP serve, this process only",
     )
+    command.add_argument(
+        "--sessions",
+        metavar="URL",
+        help="where the session memory (the contents the owner saw and wrote, its steps: "
+        "stale diffs, undo) lives, as --observations; same default (its own file)",
+    )
     command.add_argument("--workspace", help="the workspace name policies see")
     command.add_argument(
         "--progress",

@@ -1,7 +1,7 @@
 """The store and the toolset a command line names, under its policies.
 
 ``--root`` expands ``~`` and ``$VARIABLES`` (an MCP client's JSON configuration
-has no shell to do it), ``--url`` and ``--observations`` expand ``$VARIABLES``;
+has no shell to do it), ``--url``, ``--observations`` and ``--sessions`` expand ``$VARIABLES``;
 each is refused if it comes out empty (an unset variable must not mean the
 working directory).
 """
@@ -74,7 +74,8 @@ def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
 
     With *kept* (``call``, stdio ``serve``) and no ``--observations``, observations
     live in the root's own SQLite file in the user's state directory: each such
-    process is one client's, and its successor must find what it saw.
+    process is one client's, and its successor must find what it saw. The session
+    memory (``--sessions``) lives likewise, in a file of its own.
     """
     from ctxfs.core import Fs, InvalidArgument, open_backend  # noqa: PLC0415
 
@@ -86,9 +87,7 @@ def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
     if args.read_hard_links and args.url is not None:
         raise UsageError("--read-hard-links is for a local --root")
     backend_options = {"read_hard_links": True} if args.read_hard_links else {}
-    observations = args.observations and os.path.expandvars(args.observations)
-    if observations == "":  # not this process alone: --workers would split stale protection
-        raise UsageError(f"--observations {args.observations!r} is empty (an unset variable?)")
+    observations, sessions = _store_url(args, "observations"), _store_url(args, "sessions")
     try:
         backend = open_backend(where, **backend_options)
     except InvalidArgument as error:
@@ -102,8 +101,19 @@ def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
             ) from error
         raise
     if observations is None and kept:
-        observations = _kept_observations(backend, where)
-    return Fs(backend, plugins=plugins, observations=observations)
+        observations = _kept_store(backend, where, "observations")
+    if sessions is None and kept:
+        sessions = _kept_store(backend, where, "sessions")
+    return Fs(backend, plugins=plugins, observations=observations, sessions=sessions)
+
+
+def _store_url(args: argparse.Namespace, option: str) -> str | None:
+    """``--observations`` or ``--sessions`` (*option*), expanded; None: not given."""
+    given: str | None = getattr(args, option)
+    url = given and os.path.expandvars(given)
+    if url == "":  # not this process alone: --workers would split what the workers share
+        raise UsageError(f"--{option} {given!r} is empty (an unset variable?)")
+    return url
 
 
 def client_owner() -> str:
@@ -122,16 +132,16 @@ def client_owner() -> str:
     return f"client-{parent}-{started}"
 
 
-def _kept_observations(backend: Backend, where: str) -> str:
-    """The URL of the SQLite store kept for the root of *backend* (opened from *where*).
+def _kept_store(backend: Backend, where: str, kind: str) -> str:
+    """The URL of the SQLite store of *kind* kept for the root of *backend* (opened from *where*).
 
-    One file per root (the directory the kernel resolves, or the store's URL),
-    in ``observations/`` of the user's state directory, made private.
+    One file per root (the directory the kernel resolves, or the store's URL), in
+    ``observations/`` (or ``sessions/``: *kind*) of the user's state directory, made private.
     """
     from ctxfs.core import sqlite_url  # noqa: PLC0415
     from ctxfs.local import LocalBackend, default_state_dir  # noqa: PLC0415
 
-    directory = default_state_dir() / "observations"
+    directory = default_state_dir() / kind
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     root = str(backend.root) if isinstance(backend, LocalBackend) else where
     name = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]

@@ -116,9 +116,9 @@ def serve_in_workers(args: argparse.Namespace) -> int:
     """``serve --transport http --workers N``: one port, N processes, stateless, shared store.
 
     A port anything holds is refused, workers of a killed server too (binding with
-    ``SO_REUSEPORT`` would share it with them). Without ``--observations``, the
-    workers share a SQLite file in a :class:`~ctxfs.tools.workers.RunDirectory`
-    (on tmpfs where there is one).
+    ``SO_REUSEPORT`` would share it with them). Without ``--observations`` (or
+    ``--sessions``), the workers share a SQLite file in a
+    :class:`~ctxfs.tools.workers.RunDirectory` (on tmpfs where there is one).
     """
     from ctxfs.core import sqlite_url  # noqa: PLC0415
     from ctxfs.tools.workers import RunDirectory, serve_forked  # noqa: PLC0415
@@ -131,10 +131,13 @@ def serve_in_workers(args: argparse.Namespace) -> int:
         port = _port_of(alone)
     with _bound(args.host, port, listen=False, shared=True):  # ours while workers come and go
         run = None
-        if args.observations is None:
-            shm = "/dev/shm"  # the run's store need not outlive it: in memory where it can be
+        if args.observations is None or args.sessions is None:
+            shm = "/dev/shm"  # the run's stores need not outlive it: in memory where they can be
             run = RunDirectory.make(shm if os.path.isdir(shm) else None)
-            args.observations = sqlite_url(run.path / "observations.db")
+            if args.observations is None:
+                args.observations = sqlite_url(run.path / "observations.db")
+            if args.sessions is None:
+                args.sessions = sqlite_url(run.path / "sessions.db")
         try:
             opened = anyio.run(_described, args)  # the store opens (or fails) once, before forks
             where = f"{opened} in {args.workers} workers, observations in {args.observations}"

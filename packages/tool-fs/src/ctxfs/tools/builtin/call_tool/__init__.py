@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, WithJsonSchema
+from pydantic import WithJsonSchema
 
 from ctxfs.core import InvalidArgument
 from ctxfs.tools.results import ResultData, ToolResult
@@ -16,10 +16,10 @@ __all__ = ["CALL_TOOL", "CallToolArgs", "CallToolTool"]
 class CallToolArgs(ToolArgs):
     """Arguments of ``call_tool``."""
 
-    name: str = Field(description="Exact name of a tool returned by search_tools.")
+    name: str
     arguments: Annotated[
         dict[str, object] | str,
-        WithJsonSchema({"type": "string", "description": "Its arguments, a JSON object."}),
+        WithJsonSchema({"type": "string"}),
     ] = "{}"
     """The tool's arguments: a JSON object, or its text (what strict mode can describe)."""
 
@@ -33,7 +33,7 @@ class CallToolTool(Tool[CallToolArgs, ResultData]):
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
     offering = Offering.DISCOVERY
 
-    summary = "Run a tool found with search_tools, by its exact name, with its arguments."
+    summary = "Run a tool search_tools found."
 
     async def answer(self, step: Step, args: CallToolArgs) -> ToolResult:
         if args.name not in step.offer.deferred:

@@ -31,8 +31,8 @@ class EditTool(Tool[EditArgs, EditData]):
 
     summary = (
         "Replace exact text in a file you have read since it last changed. `old_string` "
-        "must match the file exactly, whitespace included, without line numbers, and "
-        "occur once unless `replace_all`."
+        "must match exactly (whitespace too, no line numbers) and occur once unless "
+        "`replace_all`."
     )
 
     async def run(self, step: Step, args: EditArgs) -> EditData:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field
 
 from ctxfs.core import glob_matcher, normalize_path, relative_to
 from ctxfs.tools import walk
@@ -19,7 +19,7 @@ from ctxfs.tools.results import (
     unnamed,
     walk_stopped,
 )
-from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Limits, Ordinal, Step, Tool, ToolArgs
 from ctxfs.tools.walk import WalkFilter, WalkOptions
 
 __all__ = ["GLOB", "GlobArgs", "GlobData", "GlobOptions", "GlobTool"]
@@ -40,8 +40,8 @@ class GlobArgs(ToolArgs):
     sort: Literal["path", "modified"] = Field(default="path", description="modified: newest first.")
     hidden: bool = Field(default=False, description="Include hidden files.")
     include_ignored: bool = Field(default=False, description="Include what .gitignore excludes.")
-    offset: PositiveInt | None = Field(default=None, description="First path, 1-based.")
-    limit: PositiveInt | None = None
+    offset: Ordinal | None = Field(default=None, description="First path, 1-based.")
+    limit: Ordinal | None = None
 
 
 class GlobData(PageData):

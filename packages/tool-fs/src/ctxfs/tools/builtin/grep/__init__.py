@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, Field, NonNegativeInt
 
 from ctxfs.core import glob_matcher, normalize_path
 from ctxfs.tools.builtin.grep import query, search
@@ -23,7 +23,7 @@ from ctxfs.tools.results import (
     unnamed,
     walk_stopped,
 )
-from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Limits, Ordinal, Step, Tool, ToolArgs
 from ctxfs.tools.walk import WalkFilter, WalkOptions
 
 __all__ = [
@@ -72,8 +72,8 @@ class GrepArgs(ToolArgs):
     after: NonNegativeInt | None = Field(default=None, le=MOST_CONTEXT)
     hidden: bool = Field(default=False, description="Include hidden files.")
     include_ignored: bool = Field(default=False, description="Include what .gitignore excludes.")
-    offset: PositiveInt | None = Field(default=None, description="First match (or file), 1-based.")
-    limit: PositiveInt | None = None
+    offset: Ordinal | None = Field(default=None, description="First match (or file), 1-based.")
+    limit: Ordinal | None = None
 
 
 class GrepLine(BaseModel):
@@ -164,8 +164,8 @@ class GrepTool(Tool[GrepArgs, GrepData]):
     result = GrepData
 
     summary = (
-        "Search the files under `path` (a file or directory; default: the workspace root) "
-        "for a regular expression (Python syntax), as ripgrep does."
+        "Search the files under `path` (default: the workspace root) for a regular "
+        "expression (Python syntax), as ripgrep does."
     )
 
     def page_limit(self, limits: Limits) -> int:

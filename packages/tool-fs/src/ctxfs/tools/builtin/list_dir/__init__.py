@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field, PositiveInt
+from pydantic import BaseModel, Field
 
 from ctxfs.core import FileKind, normalize_path
 from ctxfs.tools.results import Page, PageData, count, escape, page_footer, size, unnamed
-from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Limits, Ordinal, Step, Tool, ToolArgs
 
 __all__ = ["LIST_DIR", "EntryData", "ListData", "ListDirArgs", "ListDirOptions", "ListDirTool"]
 
@@ -24,8 +24,8 @@ class ListDirArgs(ToolArgs):
     """Arguments of ``list_dir``."""
 
     path: str = ""
-    offset: PositiveInt | None = Field(default=None, description="First entry, 1-based.")
-    limit: PositiveInt | None = None
+    offset: Ordinal | None = Field(default=None, description="First entry, 1-based.")
+    limit: Ordinal | None = None
 
 
 class EntryData(BaseModel):

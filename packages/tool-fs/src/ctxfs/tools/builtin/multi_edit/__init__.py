@@ -39,9 +39,8 @@ class MultiEditTool(Tool[MultiEditArgs, EditData]):
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 
     summary = (
-        "Make several exact replacements in one file you have read since it last "
-        "changed, in order, all or nothing. Each `old_string` must match exactly and "
-        "occur once unless `replace_all`."
+        "Like edit, several replacements in one file you have read since it last changed, "
+        "in order, all or nothing."
     )
 
     async def run(self, step: Step, args: MultiEditArgs) -> EditData:

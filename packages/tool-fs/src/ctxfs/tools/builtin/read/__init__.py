@@ -6,6 +6,11 @@ image is shown to the model (downscaled to the provider-safe limits); a PDF
 notebook is its cells (one that does not is text, with a line saying why); any
 other file is text, or refused as binary.
 
+A text window the owner was shown whole, asked for again at the same version,
+is answered in one line (:attr:`ReadOptions.short_rereads`; ``fresh`` shows it
+again): the model has it in an earlier result. The windows shown are in
+``ctx.opened_fs.shown`` (:mod:`ctxfs.core.shown`).
+
 A file named like an image, a PDF or a notebook is looked at first (its first
 bytes, no observation), any other read as text first; a text read refused as
 binary or ambiguous looks at the first bytes before it fails. An image, a PDF or
@@ -17,9 +22,17 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pydantic import AliasChoices, Field, PositiveInt, field_validator
+from pydantic import AliasChoices, Field, field_validator
 
-from ctxfs.core import BinaryFile, EncodingError, InvalidArgument, TooLarge, number_lines
+from ctxfs.core import (
+    BinaryFile,
+    EncodingError,
+    InvalidArgument,
+    ShownWindow,
+    TooLarge,
+    Version,
+    number_lines,
+)
 from ctxfs.tools.builtin.read.media import (
     READERS,
     ImageInfo,
@@ -36,7 +49,7 @@ from ctxfs.tools.builtin.read.media import (
 from ctxfs.tools.builtin.read.pdfs import page_range
 from ctxfs.tools.notebooks import NOTEBOOK_SUFFIX, NotANotebook
 from ctxfs.tools.results import MediaPart, ResultData, ToolResult, count, size
-from ctxfs.tools.tool import Limits, Step, Tool, ToolArgs
+from ctxfs.tools.tool import Limits, Ordinal, Step, Tool, ToolArgs
 
 __all__ = [
     "READ",
@@ -59,10 +72,11 @@ class ReadArgs(ToolArgs):
     """Arguments of ``read``."""
 
     file_path: str
-    offset: PositiveInt | None = Field(default=None, description="First line (notebook: cell).")
-    limit: PositiveInt | None = None
+    offset: Ordinal | None = Field(default=None, description="First line (notebook: cell).")
+    limit: Ordinal | None = None
     pages: str | None = Field(default=None, description="PDF pages: '3', '1-5' or '4-'.")
     encoding: str | None = Field(default=None, description="Text encoding, e.g. 'cp1251'.")
+    fresh: bool = False
 
     @field_validator("pages")
     @classmethod
@@ -94,6 +108,11 @@ class ReadData(ResultData):
     )
     truncated_lines: list[int] = Field(default_factory=list)
     output_capped: bool = False
+    unchanged: bool = Field(
+        default=False,
+        description="Whether you were shown this window of this version before: content is "
+        "left out (fresh shows it).",
+    )
     encoding: str | None = None
     not_a_notebook: str | None = Field(
         default=None,
@@ -119,12 +138,9 @@ class ReadTool(Tool[ReadArgs, ReadData]):
     def description(self, limits: Limits) -> str:
         return (
             "Read a file; paths are relative to the workspace root. Text comes as numbered "
-            f"lines, up to {limits.text.default_limit:,} from `offset` (1-based); a last line "
-            "says how to go on. Images are shown; PDFs come as text, notebooks as cells."
+            f"lines, up to {limits.text.default_limit:,} from `offset` (1-based). Images are "
+            "shown; PDFs come as text, notebooks as cells."
         )
-
-    def page_limit(self, limits: Limits) -> int:
-        return limits.text.default_limit
 
     async def run(self, step: Step, args: ReadArgs) -> ReadData:
         return (await self._shown(step, args))[0]
@@ -145,7 +161,8 @@ class ReadTool(Tool[ReadArgs, ReadData]):
                     raise
             else:
                 if text.offset != 1 or not (text.content or "").startswith("%PDF-"):
-                    return text, ()  # else a PDF with no binary bytes near its start
+                    return _once(step, args, text), ()
+                # else a PDF with no binary bytes near its start
         if head is None:
             head = await fs.read_bytes(path, length=_HEAD_BYTES, observe=False)
         kind = kind_of(head.data, path)
@@ -157,7 +174,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
                     hint="Read a text file by lines, with offset and limit.",
                     details={"field": "pages"},
                 )
-            return await self._text(step, args), ()  # named like an image, holding text
+            return _once(step, args, await self._text(step, args)), ()  # named like an image
         _check_arguments(args, kind, head.path)
         most = step.limits.of(ReadOptions).max_media_bytes
         _check_size(head.path, head.size, most)  # before the read that observes it
@@ -167,7 +184,8 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         try:
             reading = await READERS[kind](step, blob, part)
         except NotANotebook as refusal:  # named .ipynb, holding something else: read as text
-            return await self._text(step, args, not_a_notebook=refusal.message), ()
+            text = await self._text(step, args, not_a_notebook=refusal.message)
+            return _once(step, args, text), ()
         data = self.data(target=blob.path, version=blob.version, **reading.fields)
         return data, reading.media
 
@@ -182,6 +200,8 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         )
 
     def render(self, data: ReadData, args: ReadArgs) -> str:
+        if data.unchanged:
+            return _unchanged(data)
         if data.image is not None:
             return describe_image(data.target, data.image)
         if data.pdf is not None:
@@ -201,6 +221,51 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         if data.not_a_notebook is not None:
             text += f"\n({data.not_a_notebook}; it is shown as text)"
         return text
+
+
+def _once(step: Step, args: ReadArgs, data: ReadData) -> ReadData:
+    """*data*, or, for a window the owner was shown whole at this version, that it is unchanged.
+
+    A window is its file, version, and the offset and limit asked for; one read with
+    an explicit encoding, or not shown whole (cut lines, the output limit), is not kept.
+    """
+    shown_whole = (
+        data.content is not None
+        and bool(data.returned_lines)
+        and not data.output_capped
+        and not data.truncated_lines
+    )
+    if not shown_whole or args.encoding is not None or data.target is None:
+        return data
+    ctx = step.ctx
+    window = ShownWindow(
+        key=data.target, version=Version(data.version), offset=args.offset or 1, limit=args.limit
+    )
+    short = step.limits.of(ReadOptions).short_rereads and not args.fresh
+    if short and ctx.opened_fs.shown.was_shown(ctx.owner, window):
+        return data.model_copy(update={"content": None, "unchanged": True})
+    whole_file = (args.offset or 1) == 1 and data.next_offset is None
+    ctx.opened_fs.shown.show(ctx.owner, window, whole_file=whole_file)
+    return data
+
+
+def _unchanged(data: ReadData) -> str:
+    """The one line that answers a re-read of a window the model has (:func:`_once`)."""
+    lines = count(data.total_lines or 0, "line")
+    first = data.offset or 1
+    if first == 1 and data.next_offset is None:
+        said = (
+            f"{data.target} is as you last saw it (your reads and your own changes): "
+            f"version {data.version}, {lines}"
+        )
+        return f"({said}; pass fresh: true to see it again)"
+    last = first + (data.returned_lines or 0) - 1
+    said = (
+        f"lines {first}-{last} of {data.target} are unchanged since you read them: "
+        f"version {data.version}, {lines} in all"
+    )
+    more = "" if data.next_offset is None else f"; continue with offset={data.next_offset}"
+    return f"({said}; pass fresh: true to see them again{more})"
 
 
 def _check_size(path: str, size_of_file: int, most: int) -> None:

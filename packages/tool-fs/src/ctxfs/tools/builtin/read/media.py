@@ -54,7 +54,11 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, kw_only=True)
 class ReadOptions:
-    """The options of ``read`` for images, PDFs and notebooks."""
+    """The options of ``read``: for text, and for images, PDFs and notebooks."""
+
+    short_rereads: bool = True
+    """Answer a re-read of a text window the owner was shown whole, of the same version, in
+    one line (``fresh: true`` shows it again; see :mod:`ctxfs.core.shown`)."""
 
     max_media_bytes: int = 64 << 20
     """Largest image or PDF ``read`` takes (it reads them whole); larger ones are ``too_large``."""

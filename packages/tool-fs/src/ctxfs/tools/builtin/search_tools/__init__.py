@@ -16,7 +16,7 @@ __all__ = ["SEARCH_TOOLS", "SearchToolsArgs", "SearchToolsData", "SearchToolsToo
 class SearchToolsArgs(ToolArgs):
     """Arguments of ``search_tools``."""
 
-    query: str = Field(description="Words describing the tool you need.")
+    query: str
 
 
 class ToolSummary(BaseModel):
@@ -43,11 +43,7 @@ class SearchToolsTool(Tool[SearchToolsArgs, SearchToolsData]):
     result = SearchToolsData
     offering = Offering.DISCOVERY
 
-    summary = (
-        "Find tools that are available but not listed: matches your words against "
-        "their names, descriptions and parameters, and returns exact names to pass "
-        "to call_tool with a summary of their arguments."
-    )
+    summary = "Find more tools (undo, ...) by what they do, for call_tool."
 
     async def run(self, step: Step, args: SearchToolsArgs) -> SearchToolsData:
         words = [word for word in re.split(r"\W+", args.query.lower()) if word]

@@ -5,7 +5,10 @@ Claude models are trained on this client-executed tool. ctxfs offers it to the
 (when all four are offered directly) and runs each command as the same
 ``ctx.fs`` call, with the same checks, as those tools: ``view`` is a read (or a
 listing, for a directory), ``create`` a write, ``str_replace`` an edit,
-``insert`` an insert.
+``insert`` an insert. A ``view`` always shows the text (it has no ``fresh`` to
+ask for it again). ``undo_edit``, gone from this version of the tool but still
+sent by models trained on earlier ones, undoes the owner's newest step when that
+step changed the file (``ctx.fs.undo(1)``), and is refused otherwise.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, NonNegativeInt, RootModel
 
-from ctxfs.core import FileKind, InvalidArgument, OutsideRoot
+from ctxfs.core import FileKind, InvalidArgument, NotEnabled, OutsideRoot, normalize_path
 from ctxfs.tools.builtin.edit import EDIT, EditArgs
 from ctxfs.tools.builtin.list_dir import LIST_DIR, ListDirArgs
 from ctxfs.tools.builtin.read import READ, ReadArgs
 from ctxfs.tools.builtin.write import WRITE, WriteArgs
-from ctxfs.tools.results import ResultData, ToolResult, count, span, with_diff
+from ctxfs.tools.definitions import Exposure
+from ctxfs.tools.results import ResultData, ToolResult, UndoData, count, span, undone, with_diff
 from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "StrReplace",
     "TextEditorOptions",
     "TextEditorTool",
+    "UndoEdit",
     "View",
 ]
 
@@ -95,10 +100,20 @@ class Insert(ToolArgs):
         return self.insert_text if self.insert_text is not None else self.new_str
 
 
-class EditorCommand(RootModel[View | Create | StrReplace | Insert]):
+class UndoEdit(ToolArgs):
+    """``undo_edit``: undo the last change of ``path`` (only if it is the owner's newest)."""
+
+    command: Literal["undo_edit"]
+    path: str
+
+
+Command = View | Create | StrReplace | Insert | UndoEdit
+
+
+class EditorCommand(RootModel[Command]):
     """One call of the text editor: the command picks the fields."""
 
-    root: Annotated[View | Create | StrReplace | Insert, Field(discriminator="command")]
+    root: Annotated[Command, Field(discriminator="command")]
 
 
 class InsertData(ResultData):
@@ -123,7 +138,7 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
     provider = "anthropic"
     stands_for = (READ.name, WRITE.name, EDIT.name, LIST_DIR.name)
 
-    summary = "Anthropic's text editor: view, create, str_replace and insert."
+    summary = "Anthropic's text editor: view, create, str_replace, insert and undo_edit."
 
     def provider_definition(self, limits: Limits) -> dict[str, Any]:
         """The typed tool Anthropic's API takes in place of a JSON schema."""
@@ -134,13 +149,7 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
         }
 
     def parse(self, arguments: Mapping[str, Any]) -> EditorCommand:
-        """Validate one command; ``undo_edit`` (gone from this tool version) is refused clearly."""
-        if arguments.get("command") == "undo_edit":
-            raise InvalidArgument(
-                "undo_edit is not available: this text editor keeps no edit history",
-                hint="Undo a change with str_replace, putting back the text you replaced.",
-                details={"field": "command"},
-            )
+        """Validate one command."""
         return EditorCommand.model_validate(arguments)
 
     async def answer(self, step: Step, args: EditorCommand) -> ToolResult:
@@ -150,7 +159,7 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
             if (await step.ctx.fs.stat(path)).kind is FileKind.DIRECTORY:
                 return await step.tool(LIST_DIR.name).answer(step, ListDirArgs(path=path))
             offset, limit = _view_range(command.view_range)
-            read = ReadArgs(file_path=path, offset=offset, limit=limit)
+            read = ReadArgs(file_path=path, offset=offset, limit=limit, fresh=True)
             return await step.tool(READ.name).answer(step, read)
         if isinstance(command, Create):
             write = WriteArgs(file_path=path, content=command.file_text)
@@ -158,6 +167,8 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
         if isinstance(command, StrReplace):
             edit = EditArgs(file_path=path, old_string=command.old_str, new_string=command.new_str)
             return await step.tool(EDIT.name).answer(step, edit)
+        if isinstance(command, UndoEdit):
+            return await _undo_edit(step, path)
         if command.text is None:
             raise InvalidArgument(
                 "insert needs the text to insert, as insert_text (or new_str)",
@@ -168,6 +179,60 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
         inserted = count(data.last_line - data.first_line + 1, "line")
         head = f"Inserted {inserted} into {data.target} ({span(data.first_line, data.last_line)})."
         return ToolResult.success(with_diff(head, data.diff), data)
+
+
+async def _undo_edit(step: Step, path: str) -> ToolResult:
+    """Undo the owner's newest step, if it changed *path*; else refuse, saying what to do."""
+    ctx, path = step.ctx, normalize_path(path)
+    memory = ctx.opened_fs.session_memory
+    if memory is None:
+        raise NotEnabled(
+            "undo_edit is not available: this store keeps no history of changes",
+            path=path,
+            hint="Undo a change with str_replace, putting back the text you replaced.",
+        )
+    steps = await memory.store.steps(ctx.owner)
+    back = None  # how many steps back the newest that changed path is
+    for distance, taken in enumerate(reversed(steps), start=1):
+        if any(path in (change.path, change.key, change.moved_from) for change in taken.changes):
+            back = distance
+            break
+    if back is None:
+        raise InvalidArgument(
+            f"undo_edit: there is no change of yours to {path} to undo",
+            path=path,
+            hint="Only changes made in this session are kept; put back the text you "
+            "replaced with str_replace.",
+            details={"field": "path"},
+        )
+    if back > 1:
+        later = sorted({change.path for change in steps[-1].changes})
+        raise _not_newest(step, path, steps_back=back, later=later)
+    outcome = await ctx.fs.undo(1)
+    data = UndoData.of_undo(outcome, tool="undo_edit").model_copy(update={"target": path})
+    return ToolResult.success(undone(data, f"your last edit of {path}"), data)
+
+
+def _not_newest(step: Step, path: str, *, steps_back: int, later: list[str]) -> InvalidArgument:
+    """Why ``undo_edit`` of *path* undoes nothing (later changes), and what would undo it."""
+    prefix = step.toolset.options.tool_prefix
+    exposure = step.offer.exposure.get("undo")
+    if exposure is Exposure.DIRECT:
+        tool = f"{prefix}undo with steps={steps_back}, which undoes them too, or "
+    elif exposure is Exposure.DEFERRED:
+        tool = (
+            f'{prefix}call_tool with {{"name": "undo", "arguments": {{"steps": {steps_back}}}}}, '
+            "which undoes them too, or "
+        )
+    else:
+        tool = ""
+    return InvalidArgument(
+        f"undo_edit undoes only your newest change, and it changed {', '.join(later)}, not "
+        f"{path}; your last change of {path} is {steps_back} changes back",
+        path=path,
+        hint=f"Undo it with {tool}put back the text you replaced with str_replace.",
+        details={"field": "path", "steps_back": steps_back},
+    )
 
 
 def _relative(path: str, editor_root: str | None) -> str:

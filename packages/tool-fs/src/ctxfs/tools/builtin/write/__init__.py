@@ -41,7 +41,7 @@ class WriteTool(Tool[WriteArgs, WriteData]):
 
     summary = (
         "Create a file (and missing directories), or replace all of one you have read "
-        "whole since it last changed. For small changes, edit it instead."
+        "whole since it last changed. For small changes, use edit."
     )
 
     async def run(self, step: Step, args: WriteArgs) -> WriteData:
