@@ -15,7 +15,7 @@ from mcp import Client
 from ctxfs.core import ABSENT, Context, ErrorCode, Fs, NotFound, open_fs
 from ctxfs.tools import FsToolset, ToolsetOptions
 from ctxfs.tools.builtin.read import ReadData
-from ctxfs.tools.mcpserver import McpTools, create_server
+from ctxfs.tools.mcpserver import FORGET_SHOWN_META_KEY, McpTools, create_server
 from ctxfs.tools.results import ToolResult, UndoData
 
 pytestmark = pytest.mark.anyio
@@ -308,6 +308,13 @@ async def test_rereads_and_undo_over_mcp(fs: Fs) -> None:
         assert first.structured_content["content"] == "one\n"
         assert again.structured_content["unchanged"] is True
         assert "content" not in again.structured_content
+        compacted = await client.call_tool(
+            "read",
+            {"file_path": "notes.md"},
+            meta={FORGET_SHOWN_META_KEY: True},  # type: ignore[arg-type]
+        )
+        assert compacted.structured_content is not None
+        assert compacted.structured_content["content"] == "one\n"  # the text again
         edit = _edit("notes.md", "one", "two")
         assert not (await client.call_tool("edit", edit)).is_error
         undo = await client.call_tool("call_tool", {"name": "undo", "arguments": "{}"})

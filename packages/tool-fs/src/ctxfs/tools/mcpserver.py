@@ -15,6 +15,10 @@ A request's owner (whose observations count):
 - for a handshake-era (``initialize``) client over HTTP, a session of its own,
   ``principal/session-...``, forgotten when the session ends;
 - over stdio, the server's owner across restarts.
+
+A client that dropped earlier results from its model's context (compaction)
+sends ``io.ctxfs/forget_shown: true`` in a call's ``_meta``: the owner's reads
+show their text again (:meth:`Context.forget_shown <ctxfs.core.Context.forget_shown>`).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORGET_SECONDS",
+    "FORGET_SHOWN_META_KEY",
     "NO_ROOTS",
     "OWNER_META_KEY",
     "ROOTS_WAIT",
@@ -67,6 +72,8 @@ log = logging.getLogger(__name__)
 
 OWNER_META_KEY: Final = "io.ctxfs/owner"
 """The ``_meta`` key a client may name its owner with."""
+FORGET_SHOWN_META_KEY: Final = "io.ctxfs/forget_shown"
+"""The ``_meta`` key (true) of a call after which reads show their text again."""
 SAID_BY_THE_RESULT: Final = frozenset({"status", "tool"})
 """Fields of the plain data an MCP result carries itself (``isError``; the call's name)."""
 FORGET_SECONDS: Final = 5.0
@@ -256,6 +263,8 @@ class McpTools:
 
         """
         ctx = await self.context(request)
+        if (request.meta or {}).get(FORGET_SHOWN_META_KEY) is True:
+            ctx.forget_shown()
         offer = await self.toolset.offer(ctx)
         if self._registered(params.name) not in offer.offered:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
