@@ -100,7 +100,18 @@ def make_place(request: pytest.FixtureRequest, tmp_path: Path, backend: str, sto
     )
 
 
-@pytest.fixture(params=_COMBOS, ids=[f"{b}-{s}" for b, s in _COMBOS])
+_QUICK = {("memory", "memory"), ("local", "sqlite"), ("s3", "redis")}
+"""Each backend and each store once in the quick loop; every pairing in the slow set."""
+
+
+def _combos(combos: list[tuple[str, str]]) -> list[Any]:
+    return [
+        pytest.param(combo, id="-".join(combo), marks=() if combo in _QUICK else pytest.mark.slow)
+        for combo in combos
+    ]
+
+
+@pytest.fixture(params=_combos(_COMBOS))
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     backend, store = request.param
     return make_place(request, tmp_path, backend, store)
@@ -109,7 +120,7 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
 _KEPT = [(backend, store) for backend, store in _COMBOS if store != "memory"]
 
 
-@pytest.fixture(params=_KEPT, ids=[f"{b}-{s}" for b, s in _KEPT])
+@pytest.fixture(params=_combos(_KEPT))
 def kept_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
     """A place whose session store outlives its process (SQLite, Redis)."""
     backend, store = request.param
