@@ -145,7 +145,8 @@ async def increments(ports: list[int], token: str, count: int, latencies: list[f
         for _ in range(count):
             while True:
                 started = time.perf_counter()
-                read = await client.call_tool("read", {"file_path": "counter.txt"})
+                # a program, not a model: it needs the text every time (fresh)
+                read = await client.call_tool("read", {"file_path": "counter.txt", "fresh": True})
                 latencies.append(time.perf_counter() - started)
                 text = _structured(read)["content"]
                 started = time.perf_counter()
@@ -184,7 +185,9 @@ async def run(workdir: Path, *, replicas: int, agents: int, count: int) -> dict[
         elapsed = time.perf_counter() - started
         async with agent(running.ports, tokens[0]) as check:
             final = int(
-                _structured(await check.call_tool("read", {"file_path": "counter.txt"}))["content"]
+                _structured(
+                    await check.call_tool("read", {"file_path": "counter.txt", "fresh": True})
+                )["content"]
             )
     cuts = statistics.quantiles(latencies, n=100)
     return {

@@ -52,9 +52,9 @@ async def test_three_replicas_behave_as_one_server(tmp_path: Path, redis_url: st
             assert code_of(await through_b.call_tool("edit", edit)) is None
 
         # a stale edit is refused whichever replica it reaches; a never-read one too
-        async with agent(a, one) as first, agent(b, two) as second, agent(c, one) as third:
-            await first.call_tool("read", {"file_path": "counter.txt"})
-            await second.call_tool("read", {"file_path": "counter.txt"})
+        async with agent(a, one) as first, agent(b, two) as second, agent(c, others[1]) as third:
+            for reader in (first, second, third):
+                await reader.call_tool("read", {"file_path": "counter.txt"})
             edit = {"file_path": "counter.txt", "old_string": "1", "new_string": "2"}
             assert code_of(await second.call_tool("edit", edit)) is None
             for stale_one in (first, third):
@@ -73,7 +73,7 @@ async def test_three_replicas_behave_as_one_server(tmp_path: Path, redis_url: st
             for token in running.tokens.values():
                 group.start_soon(work, token)
         async with agent(running.ports, one) as check:
-            final = await check.call_tool("read", {"file_path": "counter.txt"})
+            final = await check.call_tool("read", {"file_path": "counter.txt", "fresh": True})
         assert final.structured_content is not None
         assert final.structured_content["content"] == f"{2 + AGENTS * COUNT}\n"
         assert sum(stale) > 0, "the agents never actually raced"

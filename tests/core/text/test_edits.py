@@ -441,3 +441,13 @@ def test_invalid_bytes_on_both_sides_of_a_change_do_not_join_into_a_character() 
         edit(data, ";", "")
     assert refused.value.code is ErrorCode.ENCODING_ERROR
     assert edit(data, "valid", "fine") == data.replace(b"valid", b"fine")
+
+
+@pytest.mark.parametrize("old", ["1", "12\n", "  7\t"])
+def test_a_bare_number_is_text_not_an_empty_numbered_line(old: str) -> None:
+    # read's prefix would leave nothing: the old_string is the number itself, which the file
+    # lacks (an empty text would match everywhere: this once looped, filling the memory)
+    with pytest.raises(FsError) as caught:
+        edit(b"two\nthree\n", old, "x")
+    assert caught.value.code is ErrorCode.NO_MATCH
+    assert decode_document(b"abc", OPTIONS, path="f").find_all("") == []

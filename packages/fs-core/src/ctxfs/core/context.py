@@ -116,7 +116,9 @@ class ContextFs:
     ) -> ReadOutcome:
         """Read up to *limit* lines of a text file from 1-based line *offset*.
 
-        Memory stays bounded by the window. *encoding* pins the legacy encoding
+        Memory stays bounded by the window (and the session memory's copy of a file
+        of at most :data:`~ctxfs.core.session_memory.MAX_READ_BYTES`, read whole).
+        *encoding* pins the legacy encoding
         of a file that is not UTF-8; edits of the version read keep it.
 
         Raises:

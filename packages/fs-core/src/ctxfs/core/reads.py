@@ -31,8 +31,8 @@ async def read_text(
             options = _pinned(options, encoding)
         memory = opened_fs.session_memory
         async with opened_fs.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
-            if memory is not None:
-                stream.record(memory.store.max_bytes_per_owner)
+            if memory is not None and (stream.size or 0) <= memory.max_read_bytes:
+                stream.record(memory.max_read_bytes)
             window = await read_window(
                 stream,
                 offset=offset,

@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from ctxfs.core.reports import Report
     from ctxfs.core.versions import Version
 
-__all__ = ["MAX_AUTHORS", "SessionMemory"]
+__all__ = ["MAX_AUTHORS", "MAX_READ_BYTES", "SessionMemory"]
+
+MAX_READ_BYTES: Final = 4 * 1024 * 1024
+"""A read keeps a file's content up to this size (its memory stays bounded); a larger file is
+kept from the owner's own changes only, within the store's bounds."""
 
 MAX_AUTHORS: Final = 100_000
 """Changes whose author a session memory remembers (about 200 bytes each)."""
@@ -48,9 +52,16 @@ class SessionMemory:
     only an owner that was given the version finds its reference.
     """
 
-    def __init__(self, store: SessionStore, backend: Backend | None = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        backend: Backend | None = None,
+        *,
+        max_read_bytes: int = MAX_READ_BYTES,
+    ) -> None:
         self.store = store
         self.backend = backend
+        self.max_read_bytes = min(max_read_bytes, store.max_bytes_per_owner)
         self._authors: OrderedDict[tuple[str, Version], tuple[str, float]] = OrderedDict()
 
     def author(self, key: str, version: Version) -> tuple[str, float] | None:

@@ -112,7 +112,12 @@ class TextDocument(Generic[AnyStr]):
             return 0
 
     def find_all(self, needle: AnyStr) -> list[int]:
-        """Return the logical start of every non-overlapping occurrence, left to right."""
+        """Return the logical start of every non-overlapping occurrence, left to right.
+
+        An empty *needle* occurs nowhere (it would match between every two characters).
+        """
+        if not needle:
+            return []
         found, start = [], self.logical.find(needle)
         while start != -1:
             found.append(start)

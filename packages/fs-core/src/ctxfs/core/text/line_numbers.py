@@ -63,7 +63,8 @@ def strip_line_numbers(old_string: str) -> tuple[str, int] | None:
     numbers = _prefix_numbers(old_string)
     if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         return None
-    return _strip_prefixes(old_string), numbers[0]
+    bare = _strip_prefixes(old_string)
+    return (bare, numbers[0]) if bare else None  # "1" is text, not an empty numbered line
 
 
 def strip_new_line_numbers(new_string: str, first_line: int, *, path: str) -> str:
