@@ -450,4 +450,3 @@ def test_a_bare_number_is_text_not_an_empty_numbered_line(old: str) -> None:
     with pytest.raises(FsError) as caught:
         edit(b"two\nthree\n", old, "x")
     assert caught.value.code is ErrorCode.NO_MATCH
-    assert decode_document(b"abc", OPTIONS, path="f").find_all(b"") == []
