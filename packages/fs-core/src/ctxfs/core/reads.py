@@ -88,7 +88,7 @@ async def read_bytes(
             end=None if length is None else offset + length,
             max_size=opened_fs.text_options.max_edit_bytes if length is None else None,
         )
-        complete = offset == 0 and len(blob.data) == blob.size
+        complete = offset == 0 and blob.whole
         report.after = blob.version
         if observe:
             await opened_fs.hooks.observed(ctx, op, blob.version, complete=complete)

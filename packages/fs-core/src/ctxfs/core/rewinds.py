@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, replace
+from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ctxfs.core.backend import FileKind, Stat
+from ctxfs.core.backend import FileKind
 from ctxfs.core.errors import (
     InvalidArgument,
     InvalidPath,
@@ -97,42 +97,63 @@ async def changed(ctx: Context) -> list[ChangedFile]:
         path = seen.path or key
         try:  # what the policies let the owner read now, and nothing else
             await opened_fs.hooks.authorize(ctx, Operation(kind=OpKind.READ, path=path, key=key))
-            current = await _current(ctx, path)
+            now, data = await _current(ctx, path)
         except (Refused, InvalidPath, OutsideRoot):
             continue
-        if current is None or current.version != seen.version:
-            found.append(await _changed_file(ctx, path, key, seen.version, current))
+        if now != seen.version:
+            found.append(await _changed_file(ctx, path, key, seen.version, now=now, data=data))
     return sorted(found, key=lambda changed_file: changed_file.path)
 
 
-async def _current(ctx: Context, path: str) -> Stat | None:
+async def _current(ctx: Context, path: str) -> tuple[Version | None, bytes | None]:
+    """The version at *path* now (None: no file), and the content, where reading it told.
+
+    A store that hashes content is read whole within the session memory's bound,
+    and that content serves the diff; a larger file is streamed (memory stays bounded).
+    """
+    backend, memory = ctx.opened_fs.backend, ctx.opened_fs.session_memory
     try:
-        stat = await ctx.opened_fs.backend.stat(path)
+        stat = await backend.stat(path)
     except (NotFound, NotADirectory):
-        return None
-    if stat.version is None and stat.kind is FileKind.FILE:  # a store that hashes content
-        stat = replace(stat, version=(await ctx.opened_fs.backend.read(path)).version)
-    return stat
+        return None, None
+    if stat.version is not None or stat.kind is not FileKind.FILE:
+        return stat.version, None
+    try:
+        if memory is not None:
+            with suppress(TooLarge):
+                blob = await backend.read(path, max_size=memory.store.max_bytes_per_owner)
+                return blob.version, blob.data
+        async with backend.open_read(path) as stream:
+            async for _ in stream:
+                pass
+    except NotFound:  # gone meanwhile
+        return None, None
+    return stream.version, None
 
 
 async def _changed_file(
-    ctx: Context, path: str, key: str, seen: Version, current: Stat | None
+    ctx: Context, path: str, key: str, seen: Version, *, now: Version | None, data: bytes | None
 ) -> ChangedFile:
-    """How *path* changed since the owner saw *seen*: with the diff, when it can be had."""
-    memory, now = ctx.opened_fs.session_memory, None if current is None else current.version
+    """How *path* changed since the owner saw *seen*: with the diff, when it can be had.
+
+    *data* is the content at *now*, if :func:`_current` read it already.
+    """
+    memory = ctx.opened_fs.session_memory
     diff, author = None, None
     if memory is not None and now is not None:
         author = memory.author(key, now)
         old = await memory.content(ctx.owner, seen)
-        if old is not None:
+        if old is not None and data is None:
             try:
-                new = await ctx.opened_fs.backend.read(
+                blob = await ctx.opened_fs.backend.read(
                     path, max_size=memory.store.max_bytes_per_owner
                 )
             except (NotFound, TooLarge):  # gone meanwhile, or too large to diff: no diff
-                new = None
-            if new is not None and new.version != seen:
-                diff = await memory.diff(ctx, path, old, new.data)
+                blob = None
+            if blob is not None and blob.version != seen:
+                data = blob.data
+        if old is not None and data is not None:
+            diff = await memory.diff(ctx, path, old, data)
     return ChangedFile(
         path=path,
         seen=seen,
@@ -178,8 +199,7 @@ async def _put_back(
     *,
     dry_run: bool,
 ) -> UndoOutcome:
-    moves = [change for step in steps for change in step.changes if change.directory]
-    if moves:
+    if any(change.directory for step in steps for change in step.changes):
         return await _move_back(ctx, mutations, memory, steps, dry_run=dry_run)
     planned = _plan(steps)
     given_up = []

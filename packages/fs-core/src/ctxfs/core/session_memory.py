@@ -115,13 +115,13 @@ class SessionMemory:
         sources = {report.op.path: update for update, report in stored}
         for update, report in stored:
             op, current = report.op, update.current
-            if current is not None and len(current.data) == current.size:
+            if current is not None and current.whole:
                 await self.keep(owner, current.version, current.data, path=op.path)
             written = report.written
             if written is None and op.moved_from is not None:  # a move: the source's content
                 source = sources.get(op.moved_from)
                 moved = None if source is None else source.current
-                written = None if moved is None or len(moved.data) != moved.size else moved.data
+                written = moved.data if moved is not None and moved.whole else None
             if report.after is not None and written is not None:
                 await self.keep(owner, report.after, written, path=op.path)
             changes.append(
@@ -175,7 +175,7 @@ class SessionMemory:
         whole is an observation of *current* (a corrected change needs no read).
         """
         seen = report.seen
-        if seen is None or len(current.data) != current.size:
+        if seen is None or not current.whole:
             return stale
         old = await self.content(ctx.owner, seen.version)
         if old is None:

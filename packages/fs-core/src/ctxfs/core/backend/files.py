@@ -56,6 +56,11 @@ class Blob:
     size: int
     """The size of the whole file, which may exceed ``len(data)`` for a range."""
 
+    @property
+    def whole(self) -> bool:
+        """Whether :attr:`data` is the whole file (not a range of it, nor cut short)."""
+        return len(self.data) == self.size
+
 
 class Listing(builtins.list[Stat]):
     """A directory's entries, as :meth:`Backend.list` returns them: a list of :class:`Stat`.
