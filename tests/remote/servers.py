@@ -52,22 +52,32 @@ class Server:
                 pytest.fail(message)
             pytest.skip(message)
 
-    def create_bucket(self) -> str:
-        """A new, empty bucket (container, directory) on the server; returns its name."""
+    def create_bucket(self, *, versioned: bool = False) -> str:
+        """A new, empty bucket (container, directory) on the server; returns its name.
+
+        *versioned*: the bucket keeps every version of an object (S3 and GCS only).
+        """
         name = f"ctxfs-{uuid.uuid4().hex[:16]}"
         if self.name == "s3":
             import s3fs  # noqa: PLC0415
 
-            s3fs.S3FileSystem(skip_instance_cache=True, **self.options).call_s3(
-                "create_bucket", Bucket=name
-            )
+            s3 = s3fs.S3FileSystem(skip_instance_cache=True, **self.options)
+            s3.call_s3("create_bucket", Bucket=name)
+            if versioned:
+                s3.call_s3(
+                    "put_bucket_versioning",
+                    Bucket=name,
+                    VersioningConfiguration={"Status": "Enabled"},
+                )
         elif self.name == "gcs":
             request = urllib.request.Request(
                 "http://127.0.0.1:4443/storage/v1/b",
-                data=json.dumps({"name": name}).encode(),
+                data=json.dumps({"name": name, "versioning": {"enabled": versioned}}).encode(),
                 headers={"Content-Type": "application/json"},
             )
             urllib.request.urlopen(request, timeout=10).close()
+        elif versioned:
+            raise ValueError(f"no versioned buckets on the {self.name} test server")
         elif self.name == "azure":
             from azure.storage.blob import BlobServiceClient  # noqa: PLC0415
 

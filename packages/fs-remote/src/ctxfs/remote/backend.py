@@ -7,9 +7,9 @@ before the first call) has seen the store refuse a second create and a stale
 update of a ``.ctxfs-probe-*`` object: ``cas_scope`` is then ``GLOBAL``.
 Otherwise it is ``PROCESS``: versions are checked here under a per-key lock
 (``require_global_cas=True`` refuses the store instead). The probe also asks
-whether the store keeps every version of an object (S3 bucket versioning):
-``kept_versions`` is then declared, and earlier versions are read back from the
-store (the session memory keeps references, not copies).
+whether the store keeps every version of an object (S3 bucket versioning, GCS
+object versioning): ``kept_versions`` is then declared, and earlier versions are
+read back from the store (the session memory keeps references, not copies).
 
 Transient failures are retried within one deadline (:mod:`ctxfs.remote.retry`),
 then raised ``Unavailable``. Every write carries a unique id in the object's

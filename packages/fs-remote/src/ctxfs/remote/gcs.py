@@ -5,7 +5,9 @@ comes back in ``X-Goog-Generation`` with the body and is checked against a
 pinned version (as well as sent as ``ifGenerationMatch``), so even a server that
 ignores the condition cannot hand out bytes of another generation. A write is a
 multipart upload with ``ifGenerationMatch`` (0: create-only): the media upload
-is avoided because emulators ignore conditions there. gcsfs supplies
+is avoided because emulators ignore conditions there. Where the bucket keeps
+noncurrent generations (object versioning), an earlier version is one media
+``GET`` of its generation. gcsfs supplies
 configuration (``STORAGE_EMULATOR_HOST``, tokens, projects) and the HTTP
 session; its retries and caches are not used.
 """
@@ -61,8 +63,11 @@ class GcsStore(ObjectStore):
         self.connect_timeout = connect_timeout
         """Seconds to wait for a connection (the retry deadline: :mod:`ctxfs.remote.retry`)."""
 
+    def _bucket_url(self) -> str:
+        return f"{self.fs._location}/storage/v1/b/{quote(self.bucket, safe='')}"
+
     def _objects(self, key: str | None = None) -> str:
-        url = f"{self.fs._location}/storage/v1/b/{quote(self.bucket, safe='')}/o"
+        url = f"{self._bucket_url()}/o"
         return url if key is None else f"{url}/{quote(key, safe='')}"
 
     @asynccontextmanager
@@ -171,6 +176,24 @@ class GcsStore(ObjectStore):
             await self._pinned_head(key, expect)
             params["ifGenerationMatch"] = _generation(expect)
         await self._json("DELETE", self._objects(key), params=params)
+
+    async def keeps_versions(self) -> bool:
+        """Whether the bucket's ``versioning.enabled`` is set (it keeps noncurrent generations)."""
+        bucket = await self._json("GET", self._bucket_url())
+        return bool((bucket.get("versioning") or {}).get("enabled"))
+
+    async def get_version(self, key: str, version: Version) -> bytes | None:
+        """The bytes of *key*'s generation *version*, current or kept; None where it is gone."""
+        if not version.startswith("gen:"):
+            return None
+        params = {"alt": "media", "generation": _generation(version)}
+        async with self._request("GET", self._objects(key), params=params) as response:
+            if response.status == 404:
+                return None
+            body = await response.read()
+            _check(response.status, body)
+            served = response.headers.get("X-Goog-Generation")
+        return body if served == _generation(version) else None
 
     async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
         params = {"prefix": prefix} if deep else {"prefix": prefix, "delimiter": "/"}

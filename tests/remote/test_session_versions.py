@@ -1,4 +1,4 @@
-"""The session memory over a versioned S3 bucket: references to the bucket's versions, no copies.
+"""The session memory over versioned buckets (S3, GCS): references to the bucket's versions.
 
 Where the probe finds bucket versioning on, the backend declares ``kept_versions``
 and the session memory keeps, for each version an owner saw, only the path: a
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from tests.remote.conftest import UrlFor
-from tests.remote.servers import S3
+from tests.remote.servers import S3, SERVERS, Server
 
 from ctxfs.core import Fs, InvalidArgument, Stale, Version, open_fs
 from ctxfs.core.sessions import MemorySessions
@@ -43,20 +43,28 @@ def _s3() -> Any:
     return s3fs.S3FileSystem(skip_instance_cache=True, **S3.options)
 
 
+@pytest.fixture(scope="module", params=["s3", pytest.param("gcs", marks=pytest.mark.slow)])
+def server(request: pytest.FixtureRequest) -> Server:
+    """Each store whose test server keeps versions too (Azurite does not)."""
+    return SERVERS[str(request.param)]
+
+
 @pytest.fixture(scope="module")
-def versioned_bucket() -> str:
+def versioned_bucket(server: Server) -> str:
     """A bucket with versioning enabled, for this module."""
-    S3.require()
-    name = f"ctxfs-versioned-{uuid.uuid4().hex[:12]}"
-    s3 = _s3()
-    s3.call_s3("create_bucket", Bucket=name)
-    s3.call_s3("put_bucket_versioning", Bucket=name, VersioningConfiguration={"Status": "Enabled"})
-    return name
+    server.require()
+    return server.create_bucket(versioned=True)
 
 
 @pytest.fixture
-def versioned_url(versioned_bucket: str) -> str:
-    return f"s3://{versioned_bucket}/{uuid.uuid4().hex[:12]}"
+def versioned_url(server: Server, versioned_bucket: str) -> str:
+    return server.url(versioned_bucket, uuid.uuid4().hex[:12])
+
+
+@pytest.fixture
+def unknown(server: Server) -> Version:
+    """A version of this store's kind that no object ever had."""
+    return Version('etag:"nope"' if server is S3 else "gen:1")
 
 
 @pytest.fixture
@@ -65,9 +73,9 @@ def store() -> MemorySessions:
 
 
 @pytest.fixture
-def opener(store: MemorySessions) -> Opener:
+def opener(server: Server, store: MemorySessions) -> Opener:
     def open_at(url: str, **options: Any) -> AbstractAsyncContextManager[Fs]:
-        return open_fs(url, sessions=store, load_entrypoints=False, **S3.options, **options)
+        return open_fs(url, sessions=store, load_entrypoints=False, **server.options, **options)
 
     return open_at
 
@@ -89,27 +97,27 @@ def _key(fs: Fs, path: str) -> tuple[str, str]:
 
 
 async def test_the_probe_declares_kept_versions_only_for_a_versioned_bucket(
-    opener: Opener, versioned_url: str, url_for: UrlFor
+    opener: Opener, server: Server, versioned_url: str, url_for: UrlFor, unknown: Version
 ) -> None:
     async with opener(versioned_url) as fs:
         assert fs.backend.capabilities.kept_versions is True
-    async with opener(url_for(S3)) as fs:
+    async with opener(url_for(server)) as fs:
         assert fs.backend.capabilities.kept_versions is False
-        assert await fs.backend.read_version("a.txt", Version("etag:x")) is None
+        assert await fs.backend.read_version("a.txt", unknown) is None
     async with opener(versioned_url, kept_versions=False) as fs:
         assert fs.backend.capabilities.kept_versions is False
     async with opener(versioned_url, probe=False) as fs:  # nothing probed: copies
         assert fs.backend.capabilities.kept_versions is False
 
 
-async def test_the_backend_reads_an_earlier_version_back(fs: Fs) -> None:
+async def test_the_backend_reads_an_earlier_version_back(fs: Fs, unknown: Version) -> None:
     first = await fs.backend.write("a.txt", b"one\n", expect=None)
     second = await fs.backend.write("a.txt", b"two\n", expect=first)
     await fs.backend.write("a.txt.bak", b"other key\n", expect=None)  # under the same prefix
     await fs.backend.write("a.txt", b"one\n", expect=second)  # the same content again
     assert await fs.backend.read_version("a.txt", first) == b"one\n"
     assert await fs.backend.read_version("a.txt", second) == b"two\n"
-    assert await fs.backend.read_version("a.txt", Version('etag:"nope"')) is None
+    assert await fs.backend.read_version("a.txt", unknown) is None
     assert await fs.backend.read_version("a.txt", Version("xxh3:1")) is None
     assert await fs.backend.read_version("missing.txt", first) is None
     await fs.backend.delete("a.txt")  # a delete marker: the versions stay
@@ -162,6 +170,8 @@ async def test_undo_puts_back_every_byte_read_back_from_the_bucket(
     assert await raw(fs, "crlf.txt") == b"1st\r\nsecond\r\nthird\r\n"
 
 
+# S3 only: fake-gcs-server deletes the live object whatever generation a delete names.
+@pytest.mark.parametrize("server", ["s3"], indirect=True)
 async def test_a_version_gone_from_the_bucket_is_no_longer_kept(fs: Fs) -> None:
     await fs.backend.write("a.txt", b"before\n", expect=None)
     a = fs.context(owner=A).fs
@@ -180,9 +190,9 @@ async def test_a_version_gone_from_the_bucket_is_no_longer_kept(fs: Fs) -> None:
 
 
 async def test_a_bucket_without_versioning_keeps_copies(
-    opener: Opener, store: MemorySessions, url_for: UrlFor
+    opener: Opener, server: Server, store: MemorySessions, url_for: UrlFor
 ) -> None:
-    async with opener(url_for(S3)) as fs:
+    async with opener(url_for(server)) as fs:
         await fs.backend.write("a.txt", b"one\ntwo\n", expect=None)
         a = fs.context(owner=A).fs
         seen = (await a.read("a.txt")).version
