@@ -447,6 +447,66 @@ async def test_a_patch_over_several_files_is_undone_as_one_step(fs: Fs) -> None:
     assert await snapshot(fs, paths) == {**files, "docs/new.md": None, "lib/mv.py": None}
 
 
+async def test_undo_removes_the_directories_a_step_made(fs: Fs) -> None:
+    await seed(fs, {"keep/old.txt": b"old\n"})
+    a = fs.context(owner=A).fs
+    await a.mkdir("keep/new/deep")
+    await a.mkdir("keep/new/deep")  # already there: no step
+    await a.write("keep/new/deep/f.txt", "f\n")
+    real = fs.backend.capabilities.real_directories  # else a directory is a prefix: no step
+    made = ("keep/new/deep", "keep/new") if real else ()
+
+    dry = await a.undo(2 if real else 1, dry_run=True)
+    assert (dry.directories, dry.written) == (made, False)
+    assert await raw(fs, "keep/new/deep/f.txt") == b"f\n"
+    done = await a.undo(2 if real else 1)
+    assert done.directories == made
+    assert [entry.name for entry in await fs.backend.list("keep")] == ["old.txt"]
+    with pytest.raises(InvalidArgument):  # nothing left to undo
+        await a.undo()
+
+
+async def test_a_directory_someone_else_put_a_file_in_is_kept(local_place: Place) -> None:
+    async with local_place.open() as fs:
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        await a.mkdir("made")
+        await a.write("made/mine.txt", "mine\n")
+        await a.write("new/deep/created.txt", "created\n")  # its parents are made too
+        await b.write("made/theirs.txt", "theirs\n")
+
+        dry = await a.undo(3, dry_run=True)
+        assert (dry.directories, dry.kept_directories) == (("new/deep", "new"), ("made",))
+        done = await a.undo(3)
+        assert (done.directories, done.kept_directories) == (dry.directories, ("made",))
+        assert {file.path for file in done.files} == {"made/mine.txt", "new/deep/created.txt"}
+        assert [entry.name for entry in await fs.backend.list("")] == ["made"]
+        assert [entry.name for entry in await fs.backend.list("made")] == ["theirs.txt"]
+
+
+async def test_an_undo_of_a_file_created_in_new_directories_removes_them(fs: Fs) -> None:
+    await seed(fs, {"src/app.py": b"x = 1\n"})
+    a = fs.context(owner=A).fs
+    await a.write("src/new/pkg/mod.py", "y = 2\n")
+    await a.write("src/new/other.py", "z = 3\n")
+    real = fs.backend.capabilities.real_directories
+    assert (await a.undo()).directories == ()  # src/new holds mod.py's directory still
+    assert (await a.undo()).directories == (("src/new/pkg", "src/new") if real else ())
+    assert [entry.name for entry in await fs.backend.list("src")] == ["app.py"]
+
+
+async def test_a_directory_a_policy_protects_is_not_removed(local_place: Place) -> None:
+    rules = PathRules()
+    async with local_place.open(plugins=[rules]) as fs:
+        a = fs.context(owner=A).fs
+        await a.mkdir("made")
+        rules.read_only = PathRules(read_only=["made"]).read_only
+        with pytest.raises(Denied):
+            await a.undo(dry_run=True)
+        with pytest.raises(Denied):
+            await a.undo()
+        assert [entry.name for entry in await fs.backend.list("")] == ["made"]
+
+
 async def test_a_dry_run_changes_nothing_and_reports_the_same_files(fs: Fs) -> None:
     await seed(fs, {"a.txt": b"one\n", "b.txt": b"two\n"})
     a = fs.context(owner=A).fs

@@ -223,6 +223,25 @@ async def test_undo_puts_back_the_last_change(fs: Fs, ctx: Context) -> None:
     assert nothing.error_code is ErrorCode.INVALID_ARGUMENT
 
 
+async def test_undo_removes_the_directory_create_directory_made(fs: Fs, ctx: Context) -> None:
+    made = await call(ctx, "create_directory", {"path": "pkg/sub"})
+    assert not made.is_error, made.text
+    await written(ctx, "pkg/sub/mod.py", "x = 1\n")
+    dry = await deferred(ctx, "undo", {"steps": 2, "dry_run": True})
+    assert dry.text.splitlines()[:3] == [
+        "Dry run, nothing written: undoing your last 2 changes would put back 1 file and "
+        "remove 2 directories.",
+        "  pkg/sub/: removed (you had made the directory)",
+        "  pkg/: removed (you had made the directory)",
+    ]
+    undone = await deferred(ctx, "undo", {"steps": 2})
+    assert undone.text.startswith(
+        "Undid your last 2 changes: put back 1 file and removed 2 directories."
+    )
+    assert undone.data_as(UndoData).directories == ["pkg/sub", "pkg"]
+    assert not await exists(fs, "pkg")
+
+
 async def test_undo_rewinds_to_a_checkpoint_by_id_or_label(fs: Fs, ctx: Context) -> None:
     await written(ctx, "app.py", "x = 1\n")
     mark = await ctx.fs.checkpoint("prompt 1")

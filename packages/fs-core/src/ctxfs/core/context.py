@@ -22,6 +22,7 @@ from ctxfs.core.backend import (
     Listing,
     ListingPage,
 )
+from ctxfs.core.directories import mkdir
 from ctxfs.core.listings import listed, listed_tree, searched_files, searched_lines
 from ctxfs.core.moves import move
 from ctxfs.core.mutations import Mutations
@@ -556,10 +557,12 @@ class ContextFs:
             return await self._ctx.opened_fs.backend.stat(report.op.path)
 
     async def mkdir(self, path: str) -> None:
-        """Create a directory and its missing parents."""
-        async with reported(self._ctx, OpKind.MKDIR, path, file=False) as report:
-            await self._ctx.opened_fs.hooks.authorize(self._ctx, report.op)
-            await self._ctx.opened_fs.backend.mkdir(report.op.path)
+        """Create a directory and its missing parents.
+
+        Where directories are real, those it made are a step of the owner's: an
+        undo removes them again (if nothing else was put in them).
+        """
+        await mkdir(self._ctx, path)
 
 
 def _edited(report: Report, change: Change, *, edits: int = 1) -> EditOutcome:

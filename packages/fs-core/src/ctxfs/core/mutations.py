@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
+from ctxfs.core.directories import missing_directories
 from ctxfs.core.errors import AlreadyExists, BackendError, FsError, InvalidArgument, Stale
 from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, decoded, text_work
 from ctxfs.core.versions import ABSENT, Absent, Version
@@ -153,6 +154,9 @@ class Mutations:
             Stale: The file was created by someone else since it was read as missing.
 
         """
+        if update.current is None:  # a creation: the directories it makes are part of the step
+            parent = report.op.path.rpartition("/")[0]
+            report.made = await missing_directories(self._ctx, parent)
         try:
             report.after = await update.write(data)
             report.written = data

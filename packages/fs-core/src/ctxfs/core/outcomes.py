@@ -273,5 +273,9 @@ class UndoOutcome:
     steps: tuple[int, ...]
     """The steps undone, newest first."""
     files: tuple[RestoredFile, ...]
+    directories: tuple[str, ...] = ()
+    """The directories the steps had made, removed, deepest first (a dry run: to remove)."""
+    kept_directories: tuple[str, ...] = ()
+    """The directories the steps had made that are kept: something else is in them."""
     written: bool = True
     """False for a dry run: every check passed, and nothing was written."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ctxfs.core.errors import BackendError, FsError
@@ -30,6 +30,8 @@ class Report:
     """What the owner had seen of the file before the change (put back if it is undone)."""
     written: bytes | None = None
     """The content the operation stored, when it wrote one (for the session memory)."""
+    made: list[str] = field(default_factory=list)
+    """The directories a file's creation made (for the session memory), outermost first."""
 
     @property
     def found(self) -> Version:

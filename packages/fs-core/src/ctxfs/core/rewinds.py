@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxfs.core.backend import FileKind
+from ctxfs.core.directories import authorize_removals, made, removable, remove_made
 from ctxfs.core.errors import (
     InvalidArgument,
     InvalidPath,
@@ -181,6 +182,8 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
     planned: dict[str, _Planned] = {}
     for step in reversed(steps):  # newest first: the oldest step's "before" wins
         for change in step.changes:
+            if change.directory:
+                continue
             entry = planned.get(change.key)
             if entry is None:
                 planned[change.key] = _Planned(
@@ -199,9 +202,9 @@ async def _put_back(
     *,
     dry_run: bool,
 ) -> UndoOutcome:
-    if any(change.directory for step in steps for change in step.changes):
+    if any(change.directory and change.moved_from for step in steps for change in step.changes):
         return await _move_back(ctx, mutations, memory, steps, dry_run=dry_run)
-    planned = _plan(steps)
+    planned, directories = _plan(steps), made([step.changes for step in steps])
     given_up = []
     for entry in planned.values():
         if entry.back is not None:
@@ -221,6 +224,7 @@ async def _put_back(
         await _refuse_changed(ctx, memory, entries, updates)
 
     async with AsyncExitStack() as stack:
+        await authorize_removals(ctx, stack, directories, dry_run=dry_run)
         reports = [
             await stack.enter_async_context(
                 reported(
@@ -242,6 +246,11 @@ async def _put_back(
                         await mutations.store(report, update, entry.content)
                     elif update.current is not None:
                         await update.delete()
+        if dry_run:
+            removed = {entry.path for entry in entries if entry.back is None}
+            directories, kept = await removable(ctx, directories, removed)
+        else:
+            directories, kept = await remove_made(ctx, directories)
     if not dry_run:
         await memory.store.drop_steps(ctx.owner, [step.number for step in steps])
     return UndoOutcome(
@@ -249,6 +258,8 @@ async def _put_back(
         files=tuple(
             RestoredFile(path=entry.path, was=entry.left, now=entry.back) for entry in entries
         ),
+        directories=tuple(directories),
+        kept_directories=tuple(kept),
         written=not dry_run,
     )
 

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from ctxfs.core.directories import directory_changes
 from ctxfs.core.errors import FsError, Stale
 from ctxfs.core.sessions import FileChange, SessionStore
 from ctxfs.core.text import decode_document
@@ -124,6 +125,7 @@ class SessionMemory:
                 written = moved.data if moved is not None and moved.whole else None
             if report.after is not None and written is not None:
                 await self.keep(owner, report.after, written, path=op.path)
+            changes += directory_changes(report.made)
             changes.append(
                 FileChange(
                     path=op.path,

@@ -160,13 +160,26 @@ class UndoData(ResultData):
 
     steps: list[int] = Field(description="The steps undone, newest first.")
     files: list[UndoneFile]
+    directories: list[str] = Field(
+        default_factory=list, description="Directories the undone changes made, removed."
+    )
+    kept_directories: list[str] = Field(
+        default_factory=list, description="Directories they made, kept: others' files are in them."
+    )
     written: bool = Field(default=True, description="False for a dry run: nothing changed.")
 
     @classmethod
     def of_undo(cls, outcome: UndoOutcome, *, tool: str) -> UndoData:
         """The data of *outcome* (an :class:`~ctxfs.core.outcomes.UndoOutcome`)."""
         files = [UndoneFile(path=f.path, was=f.was, now=f.now) for f in outcome.files]
-        return cls.of(tool=tool, steps=list(outcome.steps), files=files, written=outcome.written)
+        return cls.of(
+            tool=tool,
+            steps=list(outcome.steps),
+            files=files,
+            directories=list(outcome.directories),
+            kept_directories=list(outcome.kept_directories),
+            written=outcome.written,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -428,11 +441,19 @@ def edited(data: EditData, *, changes: str, note: str = "") -> str:
 
 def undone(data: UndoData, what: str) -> str:
     """What an undo of *what* (``your last change``) put back, or in a dry run would, by file."""
-    files = count(len(data.files), "file")
+    done = (
+        [f"put back {count(len(data.files), 'file')}"] if data.files or not data.directories else []
+    )
+    if data.directories:
+        removed = "removed" if data.written else "remove"
+        done.append(f"{removed} {count(len(data.directories), 'directory', 'directories')}")
     if data.written:
-        lines = [f"Undid {what}: put back {files}."]
+        lines = [f"Undid {what}: {' and '.join(done)}."]
     else:
-        lines = [f"Dry run, nothing written: undoing {what} would put back {files}."]
+        lines = [f"Dry run, nothing written: undoing {what} would {' and '.join(done)}."]
+    lines += [f"  {path}/: removed (you had made the directory)" for path in data.directories]
+    kept = data.kept_directories
+    lines += [f"  {path}/: kept (you had made it; others' files are in it)" for path in kept]
     for file in data.files:
         if file.now is None:
             lines.append(f"  {file.path}: removed (you had created it)")

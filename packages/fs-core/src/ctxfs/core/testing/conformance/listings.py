@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxfs.core.backend import Backend, FileKind
-from ctxfs.core.errors import NotADirectory, NotFound, Stale
+from ctxfs.core.errors import InvalidArgument, NotADirectory, NotFound, Stale
 from ctxfs.core.testing.conformance.support import ConformanceBase
 from ctxfs.core.versions import ABSENT
 
@@ -93,6 +93,22 @@ class ListingConformance(ConformanceBase):
             assert await backend.list("made/deep") == []
         else:
             assert names == []
+
+    async def test_delete_removes_an_empty_directory_only(self, backend: Backend) -> None:
+        if not backend.capabilities.real_directories:
+            pytest.skip("directories are prefixes here: nothing to remove")
+        await backend.mkdir("d/e")
+        await backend.write("d/e/f.txt", b"f", expect=ABSENT)
+        for full in ("d", "d/e"):
+            with pytest.raises(InvalidArgument):
+                await backend.delete(full)
+        assert (await backend.read("d/e/f.txt")).data == b"f"
+        await backend.delete("d/e/f.txt")
+        await backend.delete("d/e")
+        await backend.delete("d")
+        assert await backend.list("") == []
+        with pytest.raises(NotFound):
+            await backend.delete("d")
 
     async def test_delete(self, backend: Backend) -> None:
         one = await backend.write("a.txt", b"one", expect=ABSENT)
