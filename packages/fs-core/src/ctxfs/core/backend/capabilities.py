@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ctxfs.core.errors import TooLarge
+
 __all__ = ["Capabilities", "CasScope"]
 
 
@@ -55,3 +57,19 @@ class Capabilities:
     """Whether the store keeps a file's earlier versions itself (a versioned bucket), so that
     :meth:`Backend.read_version` reads them back: the session memory then keeps a reference
     (the path) instead of a copy of each version an owner saw."""
+
+    def check_size(self, path: str, data: bytes) -> None:
+        """Refuse *data* for *path* where it is more than one conditional write carries.
+
+        Raises:
+            TooLarge: *data* exceeds :attr:`max_cas_size`.
+
+        """
+        limit = self.max_cas_size
+        if limit is not None and len(data) > limit:
+            raise TooLarge(
+                f"{path}: {len(data)} bytes is more than the {limit} one write here can carry",
+                path=path,
+                hint="Split the content into smaller files.",
+                details={"size": len(data), "max_size": limit},
+            )

@@ -13,7 +13,7 @@ from ctxfs.core.backend.capabilities import Capabilities
 from ctxfs.core.backend.files import Blob, FileKind, Listing, Location, Stat
 from ctxfs.core.backend.reads import DEFAULT_CHUNK_SIZE, ReadRequest, ReadStream
 from ctxfs.core.backend.searches import FileLines, FileMatches, FileSearch, LineSearch
-from ctxfs.core.backend.update import ConditionalUpdate, Update
+from ctxfs.core.backend.update import ConditionalUpdate, Update, missing_file
 from ctxfs.core.errors import (
     FsError,
     InvalidArgument,
@@ -21,7 +21,6 @@ from ctxfs.core.errors import (
     NotADirectory,
     NotFound,
     Stale,
-    TooLarge,
 )
 from ctxfs.core.paths import check_path
 from ctxfs.core.versions import Expect, Version
@@ -113,7 +112,7 @@ class Backend(AsyncResource):
         try:
             blob = await self._read(path, request)
         except NotFound as missing:
-            raise await self._missing(path, missing) from None
+            raise await missing_file(self, path, missing) from None
         return _checked(path, blob, request)
 
     def open_read(
@@ -161,7 +160,7 @@ class Backend(AsyncResource):
 
         """
         path = _file_path(path)
-        self._check_size(path, data)
+        self.capabilities.check_size(path, data)
         return await self._write(path, data, expect)
 
     def open_update(
@@ -265,7 +264,12 @@ class Backend(AsyncResource):
         if listed is None:
             return None
         tree = Listing.tree(path, listed)
-        if not tree and not tree.unnamed and path and not await self._is_directory(path):
+        if (
+            not tree
+            and not tree.unnamed
+            and path
+            and (await self._stat(path)).kind is not FileKind.DIRECTORY
+        ):
             raise NotADirectory(f"{path} is a file, not a directory", path=path)
         return tree
 
@@ -424,36 +428,6 @@ class Backend(AsyncResource):
             current = None
         yield ConditionalUpdate(self, path, current)
 
-    # -- the template's own machinery --------------------------------------------------------
-
-    def _check_size(self, path: str, data: bytes) -> None:
-        limit = self.capabilities.max_cas_size
-        if limit is not None and len(data) > limit:
-            raise TooLarge(
-                f"{path}: {len(data)} bytes is more than the {limit} one write here can carry",
-                path=path,
-                hint="Split the content into smaller files.",
-                details={"size": len(data), "max_size": limit},
-            )
-
-    async def _is_directory(self, path: str) -> bool:
-        return (await self._stat(path)).kind is FileKind.DIRECTORY
-
-    async def _missing(self, path: str, missing: NotFound | None = None) -> FsError:
-        """The error for a file that read as *missing*: ``IsADirectory`` where it is a prefix.
-
-        Stores without real directories read a prefix as missing; the stat that
-        tells the two apart is paid only by a read that failed.
-        """
-        if not self.capabilities.real_directories:
-            try:
-                kind = (await self._stat(path)).kind
-            except FsError:
-                kind = None
-            if kind is FileKind.DIRECTORY:
-                return IsADirectory(f"{path} is a directory", path=path)
-        return missing if missing is not None else NotFound(f"{path} does not exist", path=path)
-
 
 def _file_path(path: str) -> str:
     """*path*, checked, where a file is meant: the root is a directory."""
@@ -509,7 +483,7 @@ async def _checked_stream(
         try:
             stream = await stack.enter_async_context(backend._open_read(path, chunk_size))
         except NotFound as missing:
-            raise await backend._missing(path, missing) from None
+            raise await missing_file(backend, path, missing) from None
         try:
             yield stream
         finally:

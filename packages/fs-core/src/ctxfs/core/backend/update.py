@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ctxfs.core.backend.files import Blob
-from ctxfs.core.errors import AlreadyExists, BackendError, FsError, Stale
+from ctxfs.core.backend.files import Blob, FileKind
+from ctxfs.core.errors import AlreadyExists, BackendError, FsError, IsADirectory, NotFound, Stale
 from ctxfs.core.versions import ABSENT, Expect, Version
 
 if TYPE_CHECKING:
     from ctxfs.core.backend.template import Backend
 
-__all__ = ["ConditionalUpdate", "Update", "check_expect"]
+__all__ = ["ConditionalUpdate", "Update", "check_expect", "missing_file"]
 
 
 class Update:
@@ -56,7 +56,7 @@ class Update:
             TooLarge: *data* exceeds :attr:`Capabilities.max_cas_size`.
 
         """
-        self.backend._check_size(self.path, data)
+        self.backend.capabilities.check_size(self.path, data)
         was = None if self.current is None else self.current.version
         with anyio.CancelScope(shield=True):
             version = await self._put(data, was=was)
@@ -133,7 +133,7 @@ class Update:
         ``NotFound``, or ``IsADirectory`` where a directory (an object-store
         prefix) stands at the path.
         """
-        return await self.backend._missing(self.path)
+        return await missing_file(self.backend, self.path)
 
     # -- the store's primitives ---------------------------------------------------------------
 
@@ -219,3 +219,19 @@ def check_expect(
                 path=path,
                 details={"expected_version": expect, "current_version": actual},
             )
+
+
+async def missing_file(backend: Backend, path: str, missing: NotFound | None = None) -> FsError:
+    """The error for a file that read as *missing*: ``IsADirectory`` where it is a prefix.
+
+    Stores without real directories read a prefix as missing; the stat that
+    tells the two apart is paid only by a read that failed.
+    """
+    if not backend.capabilities.real_directories:
+        try:
+            kind = (await backend._stat(path)).kind
+        except FsError:
+            kind = None
+        if kind is FileKind.DIRECTORY:
+            return IsADirectory(f"{path} is a directory", path=path)
+    return missing if missing is not None else NotFound(f"{path} does not exist", path=path)
