@@ -902,6 +902,7 @@ async def test_rewinds_racing_other_owners_edits_lose_nothing(local_place: Place
 # -- a long session stays within the bounds --------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_long_session_stays_within_its_bounds() -> None:
     store = MemorySessions(max_bytes=1_000_000, max_bytes_per_owner=200_000, max_steps=100)
     owners = [f"owner-{n}" for n in range(20)]

@@ -100,6 +100,7 @@ while time.monotonic() < until:
 """
 
 
+@pytest.mark.slow
 async def test_a_file_replaced_while_it_is_located_keeps_its_key(root: Path) -> None:
     # Every write renames a new file over the old one: the old one, still open while the
     # kernel is asked where it is, is then "deleted", and must not become another key.

@@ -29,6 +29,7 @@ def sparse(path: Path, size: int, islands: dict[int, bytes]) -> None:
             file.write(data)
 
 
+@pytest.mark.slow
 async def test_holes_are_not_read_and_the_version_is_the_contents(tmp_path: Path) -> None:
     size = 4 << 30
     islands = {0: b"hello\n" * 2000, 3 * CHUNK + 17: b"middle\n", size - 5: b"end\n\n"}

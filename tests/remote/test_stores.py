@@ -82,6 +82,7 @@ async def test_reads_and_ranges_pinned_to_an_old_version_are_stale(
 # -- sizes -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_writes_beyond_the_single_request_limit_are_too_large(url_for: UrlFor) -> None:
     for server in (S3, GCS, AZURE):
         async with opened(server, url_for(server), max_cas_size=1024) as backend:

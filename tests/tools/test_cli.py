@@ -396,6 +396,7 @@ def test_call_with_a_damaged_observation_store_fails_clearly(tmp_path: Path) -> 
     assert result.stderr.startswith("ctxfs: error [unavailable]: the observation store")
 
 
+@pytest.mark.slow
 def test_call_with_an_unreachable_redis_changes_nothing(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("one\n")
     with socket.socket() as probe:  # a port nothing listens on
