@@ -1,4 +1,4 @@
-"""What every harness's tests share: running its example as a user would."""
+"""What every harness's tests share: running its example as a user would, a plugin hiding a tool."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from ctxfs.core import Context, hookimpl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MODEL_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY")
@@ -23,3 +25,15 @@ def run_example(name: str, directory: Path) -> str:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+class EditSwitch:
+    """A plugin that hides ``edit`` while :attr:`hiding` is set."""
+
+    def __init__(self, *, hiding: bool) -> None:
+        self.hiding = hiding
+
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
+        del ctx
+        return "hidden" if self.hiding and tool == "edit" else None

@@ -21,10 +21,10 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 from pydantic import Field
 
-from ctxfs.core import Context, Fs, MemoryBackend, hookimpl
+from ctxfs.core import Context, Fs, MemoryBackend
 from ctxfs.tools import FsToolset, ToolsetOptions
 from ctxfs.tools.google_adk import CtxfsToolset, toolset
-from tests.harnesses.common import run_example
+from tests.harnesses.common import EditSwitch, run_example
 from tests.tools.media import dimensions, image
 
 pytestmark = pytest.mark.anyio
@@ -200,19 +200,8 @@ async def test_read_only_offers_no_tool_that_writes(ctx: Context) -> None:
     assert (await ctx.fs.read("notes.txt")).text == "hello\n"
 
 
-class EditSwitch:
-    """Hides ``edit`` once it is switched on."""
-
-    def __init__(self) -> None:
-        self.hiding = False
-
-    @hookimpl
-    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
-        return "hidden" if self.hiding and tool == "edit" else None
-
-
 async def test_a_tool_a_plugin_hides_is_not_offered_in_that_step() -> None:
-    switch = EditSwitch()
+    switch = EditSwitch(hiding=False)
     fs = Fs(MemoryBackend(), plugins=[switch], load_entrypoints=False)
     await fs.context(owner="setup").fs.write("notes.txt", "hello\n")
     ctx = fs.context(owner="agent-1")

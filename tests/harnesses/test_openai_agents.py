@@ -15,10 +15,10 @@ import pytest
 from agents import Agent, ApplyPatchOperation, FunctionTool, RunConfig, Runner, Tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
-from ctxfs.core import Context, Fs, MemoryBackend, NotFound, hookimpl
+from ctxfs.core import Context, Fs, MemoryBackend, NotFound
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.openai_agents import CtxfsEditor, tools
-from tests.harnesses.common import run_example
+from tests.harnesses.common import EditSwitch, run_example
 from tests.tools.media import image
 
 pytestmark = pytest.mark.anyio
@@ -216,26 +216,15 @@ async def test_a_deferred_tool_runs_through_the_prefixed_call_tool(ctx: Context)
     assert "notes.txt" in outputs(model)["call-1"]
 
 
-class EditSwitch:
-    """Hides ``edit`` until it is switched on."""
-
-    def __init__(self) -> None:
-        self.on = False
-
-    @hookimpl
-    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
-        return None if self.on or tool != "edit" else "hidden"
-
-
 async def test_a_tool_a_plugin_hides_is_not_offered_in_that_step() -> None:
-    switch = EditSwitch()
+    switch = EditSwitch(hiding=True)
     fs = Fs(MemoryBackend(), plugins=[switch], load_entrypoints=False)
     await fs.context(owner="setup").fs.write("notes.txt", "hello\n")
     ctx = fs.context(owner="agent-1")
 
     async def switch_on(call: ModelCall) -> list[Any]:
         del call
-        switch.on = True
+        switch.hiding = False
         return read("notes.txt", "call-1")
 
     agent_tools = tools(ctx)
