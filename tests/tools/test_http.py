@@ -249,8 +249,9 @@ def test_workers_die_with_a_killed_supervisor_and_remove_the_run_store(
     with serve_http(*options) as served:
         store = run_store_of(served.banner[0])
         assert store.is_dir()
-        workers = children_of(served.process.pid)
-        assert len(workers) == 2
+        pid = served.process.pid  # the banner comes as the workers are being forked
+        assert eventually(lambda: len(children_of(pid)) == 2), children_of(pid)
+        workers = children_of(pid)
         try:
             served.process.kill()
             served.process.wait(timeout=10)
