@@ -9,21 +9,31 @@ from __future__ import annotations
 import copy
 import enum
 import functools
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from pydantic import BaseModel  # annotations only: the CLI reads ToolsetOptions without it
 
 __all__ = [
+    "SHIPPED_SCHEMAS",
     "CommonOptions",
     "Exposure",
     "ToolDefinition",
+    "built_schema",
     "input_schema",
     "output_schema",
+    "schema_key",
 ]
+
+SHIPPED_SCHEMAS: Final = "schemas.json"
+"""The built-in tools' schemas as :func:`built_schema` makes them, shipped with
+:mod:`ctxfs.tools` so that a process need not build them (about 45 ms, paid by every
+server's first listing); used only under the pydantic version that made them."""
 
 
 class Exposure(enum.StrEnum):
@@ -113,7 +123,33 @@ def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 @functools.cache
 def _built_schema(model: type[BaseModel]) -> dict[str, Any]:
+    shipped = _shipped_schemas().get(schema_key(model))
+    return shipped if shipped is not None else built_schema(model)
+
+
+def built_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """*model*'s JSON schema as pydantic makes it, without titles."""
     return _clean(model.model_json_schema())
+
+
+def schema_key(model: type[BaseModel]) -> str:
+    """What names *model* among the shipped schemas: ``module:qualname``."""
+    return f"{model.__module__}:{model.__qualname__}"
+
+
+@functools.cache
+def _shipped_schemas() -> dict[str, dict[str, Any]]:
+    """The shipped schemas by :func:`schema_key`; none under another pydantic version."""
+    from pydantic import VERSION  # noqa: PLC0415 - loaded once models exist anyway
+
+    try:
+        shipped = json.loads(files("ctxfs.tools").joinpath(SHIPPED_SCHEMAS).read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(shipped, dict) or shipped.get("pydantic") != VERSION:
+        return {}
+    schemas = shipped.get("schemas")
+    return schemas if isinstance(schemas, dict) else {}
 
 
 def _clean(schema: dict[str, Any]) -> dict[str, Any]:
