@@ -146,7 +146,7 @@ async def results(workdir: Path) -> list[Result]:
     tools = FsToolset()
 
     async def read() -> object:
-        return await tools.execute(ctx, "read", {"file_path": "module.py"})
+        return await tools.execute(ctx, "read", {"file_path": "module.py", "fresh": True})
 
     async def edit(old: str, new: str) -> object:
         arguments = {"file_path": "module.py", "old_string": old, "new_string": new}

@@ -245,7 +245,7 @@ async def load(server: Server, clients: int, files: list[str]) -> Load:
     async def client(number: int) -> None:
         wire = await Wire.open(server.port, token(number))
         path = files[number]
-        read = tool_call("read", {"file_path": path})
+        read = tool_call("read", {"file_path": path, "fresh": True})  # the text, every time
         state = 1 if MARKERS[1] in await wire.call("read", read) else 0
         edits = [edit_call(path, MARKERS[side], MARKERS[1 - side]) for side in (0, 1)]
         for turn in itertools.count():
@@ -355,7 +355,8 @@ async def long_run(base: Path) -> list[str]:
             for _ in range(share):
                 owner = f"agent-{rng.randrange(LONG_RUN_OWNERS)}"
                 path = files[rng.randrange(LONG_RUN_FILES)]
-                await wire.call("read", tool_call("read", {"file_path": path}, owner))
+                arguments = {"file_path": path, "fresh": True}
+                await wire.call("read", tool_call("read", arguments, owner))
                 sent += 1
 
         async with anyio.create_task_group() as group:

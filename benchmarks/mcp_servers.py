@@ -113,7 +113,7 @@ async def cases(workdir: Path) -> AsyncIterator[tuple[list[Case], FloorSection]]
         ours_toggled, theirs_toggled = toggle(ours_edit), toggle(theirs_edit)  # one state each
 
         def ours_read() -> Awaitable[object]:
-            return _checked(ours, "read", {"file_path": "module.py"})
+            return _checked(ours, "read", {"file_path": "module.py", "fresh": True})
 
         def theirs_read() -> Awaitable[object]:
             return _checked(theirs, "read_text_file", {"path": theirs_file})

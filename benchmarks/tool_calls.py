@@ -47,7 +47,7 @@ async def cases(workdir: Path) -> list[Case]:
         Case(
             group=GROUP,
             name="read, 2,000-line window",
-            ours=partial(tools.execute, ctx, "read", {"file_path": "module.txt"}),
+            ours=partial(tools.execute, ctx, "read", {"file_path": "module.txt", "fresh": True}),
             baseline=partial(baseline_read, anyio.Path(base_root / "module.txt"), 1, 2000),
             target=1.5,
             calls=20,
