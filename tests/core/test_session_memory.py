@@ -33,8 +33,10 @@ from ctxfs.core import (
     Version,
     hookimpl,
     open_fs,
+    session_memory,
 )
 from ctxfs.core.policies import PathRules
+from ctxfs.core.session_memory import KEPT_RECENTLY_SECONDS
 from ctxfs.core.sessions import MemorySessions, SessionStore
 from tests.remote.servers import S3
 
@@ -897,6 +899,39 @@ async def test_rewinds_racing_other_owners_edits_lose_nothing(local_place: Place
                 wins["edit"] += 1
         assert wins["rewind"] + wins["edit"] == rounds
         assert min(wins.values()) > 0, wins  # both orders happened
+
+
+# -- what the store is asked --------------------------------------------------------------------
+
+
+class CountedKeeps(MemorySessions):
+    """The in-process store, counting the contents it is asked to keep."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keeps = 0
+
+    async def keep(self, owner: str, version: Version, data: bytes) -> bool:
+        self.keeps += 1
+        return await super().keep(owner, version, data)
+
+
+@pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])
+async def test_a_version_kept_moments_ago_is_not_sent_to_the_store_again(
+    window: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_memory, "KEPT_RECENTLY_SECONDS", window)
+    store = CountedKeeps()
+    async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
+        await seed(fs, {"a.txt": b"one\n"})
+        a = fs.context(owner=A).fs
+        for _ in range(3):
+            await a.read("a.txt")
+        await a.edit("a.txt", "one", "two")  # the version before: kept by the reads
+        await fs.context(owner=B).fs.read("a.txt")  # another owner: kept for it too
+        assert store.keeps == (3 if window else 6)
+        assert (await a.undo()).files[0].now is not None
+        assert await raw(fs, "a.txt") == b"one\n"
 
 
 # -- a long session stays within the bounds --------------------------------------------------

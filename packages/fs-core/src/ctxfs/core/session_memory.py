@@ -37,6 +37,14 @@ kept from the owner's own changes only, within the store's bounds."""
 MAX_AUTHORS: Final = 100_000
 """Changes whose author a session memory remembers (about 200 bytes each)."""
 
+KEPT_RECENTLY_SECONDS: Final = 10.0
+"""A version kept for an owner this recently is not sent to the store again: a re-read or an
+edit of what was just read costs no store call (its place in the store's least-recently-used
+order is at most this old)."""
+
+MAX_KEPT_RECENTLY: Final = 10_000
+"""Versions a session memory remembers having kept recently."""
+
 log = logging.getLogger(__name__)
 
 
@@ -64,6 +72,7 @@ class SessionMemory:
         self.backend = backend
         self.max_read_bytes = min(max_read_bytes, store.max_bytes_per_owner)
         self._authors: OrderedDict[tuple[str, Version], tuple[str, float]] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, Version], float] = OrderedDict()
 
     def author(self, key: str, version: Version) -> tuple[str, float] | None:
         """Who stored *version* of the file *key*, and when: known for recent changes here.
@@ -78,17 +87,29 @@ class SessionMemory:
         """Keep *data*, the content of *version* at *path*, for *owner*.
 
         A reference (the path) rather than a copy where the backend keeps versions
-        and *path* is known; within the same size bound as a copy.
+        and *path* is known; within the same size bound as a copy. A version kept
+        for *owner* in the last :data:`KEPT_RECENTLY_SECONDS` is not sent again.
         """
-        backend, store = self.backend, self.store
+        backend, store, now = self.backend, self.store, time.monotonic()
+        kept_at = self._kept.get((owner, version))
+        if kept_at is not None and now - kept_at < KEPT_RECENTLY_SECONDS:
+            return
         try:
             if path is not None and backend is not None and backend.capabilities.kept_versions:
-                if len(data) <= min(store.max_bytes, store.max_bytes_per_owner):
-                    await store.keep_reference(owner, version, path)
+                if len(data) > min(store.max_bytes, store.max_bytes_per_owner):
+                    return
+                kept = await store.keep_reference(owner, version, path)
             else:
-                await store.keep(owner, version, data)
+                kept = await store.keep(owner, version, data)
         except FsError:
             log.warning("the session store could not keep a version", exc_info=True)
+            return
+        if not kept:
+            return
+        self._kept[(owner, version)] = now
+        self._kept.move_to_end((owner, version))
+        while len(self._kept) > MAX_KEPT_RECENTLY:
+            self._kept.popitem(last=False)
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """The content of *version* kept for *owner*, if it is (None if the store fails).
