@@ -53,7 +53,7 @@ async def read_text(
             total_lines=window.total_lines,
         )
         if memory is not None and window.complete and stream.recorded is not None:
-            await memory.keep(ctx.owner, stream.version, stream.recorded, path=op.path)
+            await memory.keep(ctx.owner, stream.version, stream.recorded, path=op.path, again=False)
     return ReadOutcome(
         path=op.path,
         text=window.text,
@@ -94,7 +94,7 @@ async def read_bytes(
             await opened_fs.hooks.observed(ctx, op, blob.version, complete=complete)
             if complete and opened_fs.session_memory is not None:
                 memory = opened_fs.session_memory
-                await memory.keep(ctx.owner, blob.version, blob.data, path=op.path)
+                await memory.keep(ctx.owner, blob.version, blob.data, path=op.path, again=False)
     return BytesOutcome(
         path=op.path,
         data=blob.data,

@@ -38,9 +38,9 @@ MAX_AUTHORS: Final = 100_000
 """Changes whose author a session memory remembers (about 200 bytes each)."""
 
 KEPT_RECENTLY_SECONDS: Final = 10.0
-"""A version kept for an owner this recently is not sent to the store again: a re-read or an
-edit of what was just read costs no store call (its place in the store's least-recently-used
-order is at most this old)."""
+"""A version kept for an owner this recently is not sent to the store again by a read: a
+re-read costs no store call (its place in the store's least-recently-used order is at most
+this old)."""
 
 MAX_KEPT_RECENTLY: Final = 10_000
 """Versions a session memory remembers having kept recently."""
@@ -82,17 +82,25 @@ class SessionMemory:
         return self._authors.get((key, version))
 
     async def keep(
-        self, owner: str, version: Version, data: bytes, *, path: str | None = None
+        self,
+        owner: str,
+        version: Version,
+        data: bytes,
+        *,
+        path: str | None = None,
+        again: bool = True,
     ) -> None:
         """Keep *data*, the content of *version* at *path*, for *owner*.
 
         A reference (the path) rather than a copy where the backend keeps versions
-        and *path* is known; within the same size bound as a copy. A version kept
-        for *owner* in the last :data:`KEPT_RECENTLY_SECONDS` is not sent again.
+        and *path* is known; within the same size bound as a copy. Unless *again*
+        (a read), a version kept for *owner* in the last :data:`KEPT_RECENTLY_SECONDS`
+        is not sent again; a change's versions are, so that the store keeps what an
+        undo of the newest steps needs as its most recent.
         """
         backend, store, now = self.backend, self.store, time.monotonic()
         kept_at = self._kept.get((owner, version))
-        if kept_at is not None and now - kept_at < KEPT_RECENTLY_SECONDS:
+        if not again and kept_at is not None and now - kept_at < KEPT_RECENTLY_SECONDS:
             return
         try:
             if path is not None and backend is not None and backend.capabilities.kept_versions:
