@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from ctxfs.core import (
 )
 from ctxfs.core.policies import PathRules
 from ctxfs.core.session_memory import KEPT_RECENTLY_SECONDS
-from ctxfs.core.sessions import MemorySessions, SessionStore
+from ctxfs.core.sessions import FileChange, MemorySessions, SessionStore, Step
 from tests.remote.servers import S3
 
 pytestmark = pytest.mark.anyio
@@ -905,15 +905,29 @@ async def test_rewinds_racing_other_owners_edits_lose_nothing(local_place: Place
 
 
 class CountedKeeps(MemorySessions):
-    """The in-process store, counting the contents it is asked to keep."""
+    """The in-process store, counting the contents it is asked to keep and its calls that write."""
 
     def __init__(self) -> None:
         super().__init__()
         self.keeps = 0
+        self.calls = 0
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         self.keeps += 1
+        self.calls += 1
         return await super().keep(owner, version, data)
+
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        *,
+        at: float,
+        contents: Sequence[tuple[Version, bytes]] = (),
+    ) -> Step:
+        self.keeps += len(contents)
+        self.calls += 1
+        return await super().record(owner, changes, at=at, contents=contents)
 
 
 @pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])
@@ -928,6 +942,7 @@ async def test_a_version_kept_moments_ago_is_not_sent_again_by_a_read(
         for _ in range(3):
             await a.read("a.txt")
         await a.edit("a.txt", "one", "two")  # before and after: always (an undo needs them)
+        assert store.calls == (2 if window else 4)  # an edit: one call, its step and contents
         await a.read("a.txt")  # kept by the edit
         await fs.context(owner=B).fs.read("a.txt")  # another owner: kept for it too
         assert store.keeps == (4 if window else 7)

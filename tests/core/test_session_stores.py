@@ -25,6 +25,7 @@ from ctxfs.core.sessions import (
     Step,
     open_sessions,
 )
+from ctxfs.core.sessions.base import reference_entry
 from tests.conftest import REDIS_PORT
 
 pytestmark = pytest.mark.anyio
@@ -193,6 +194,26 @@ async def test_steps_are_numbered_bounded_and_never_renumbered(opener: Opener) -
     assert (await store.record("a", [], at=6.0)).number == 6  # never 4 again
     await store.drop_steps("a", [])
     assert await store.steps("b") == []
+
+
+async def test_a_step_keeps_its_contents_in_the_same_call(opener: Opener) -> None:
+    store = opener(max_bytes_per_owner=100)
+    await store.keep("a", V1, FORTY)
+    large = bytes(range(256)) * 400  # (larger than a bound: not kept, the rest is)
+    step = await store.record(
+        "a",
+        [change("/r/f", "v3", "v2")],
+        at=1.0,
+        contents=[(V2, FORTY), (V3, b"z" * 40), (V1, large)],
+    )
+    assert step.number == 1
+    assert await store.content("a", V2) == FORTY
+    assert await store.content("a", V3) == b"z" * 40
+    assert await store.content("a", V1) is None  # the least recent when V2 and V3 came
+    assert await store.content("b", V2) is None  # kept for its owner only
+    key, path = reference_entry("a", V1, "docs/x.txt")  # a reference, kept with a step
+    await store.record("a", [change("/r/x", "v1")], at=2.0, contents=[(key, path)])
+    assert await store.reference("a", V1) == "docs/x.txt"
 
 
 async def test_checkpoints_follow_the_last_step(opener: Opener) -> None:

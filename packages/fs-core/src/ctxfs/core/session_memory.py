@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from ctxfs.core.directories import directory_changes
 from ctxfs.core.errors import FsError, Stale
 from ctxfs.core.sessions import FileChange, SessionStore
+from ctxfs.core.sessions.base import reference_entry
 from ctxfs.core.text import decode_document
 from ctxfs.core.text.diffs import VersionDiff, version_diff
 from ctxfs.core.textwork import text_work
@@ -95,27 +96,38 @@ class SessionMemory:
         A reference (the path) rather than a copy where the backend keeps versions
         and *path* is known; within the same size bound as a copy. Unless *again*
         (a read), a version kept for *owner* in the last :data:`KEPT_RECENTLY_SECONDS`
-        is not sent again; a change's versions are, so that the store keeps what an
-        undo of the newest steps needs as its most recent.
+        is not sent again. A change's versions are kept by :meth:`record`.
         """
-        backend, store, now = self.backend, self.store, time.monotonic()
+        now = time.monotonic()
         kept_at = self._kept.get((owner, version))
         if not again and kept_at is not None and now - kept_at < KEPT_RECENTLY_SECONDS:
             return
+        entry = self._entry(owner, version, data, path)
+        if entry is None:
+            return
         try:
-            if path is not None and backend is not None and backend.capabilities.kept_versions:
-                if len(data) > min(store.max_bytes, store.max_bytes_per_owner):
-                    return
-                kept = await store.keep_reference(owner, version, path)
-            else:
-                kept = await store.keep(owner, version, data)
+            kept = await self.store.keep(owner, *entry)
         except FsError:
             log.warning("the session store could not keep a version", exc_info=True)
             return
-        if not kept:
-            return
-        self._kept[(owner, version)] = now
-        self._kept.move_to_end((owner, version))
+        if kept:
+            self._kept_now(owner, [version], now)
+
+    def _entry(
+        self, owner: str, version: Version, data: bytes, path: str | None
+    ) -> tuple[Version, bytes] | None:
+        """What the store keeps for *version*: a copy, a reference, or nothing (too large)."""
+        store, backend = self.store, self.backend
+        if len(data) > min(store.max_bytes, store.max_bytes_per_owner):
+            return None
+        if path is not None and backend is not None and backend.capabilities.kept_versions:
+            return reference_entry(owner, version, path)
+        return version, data
+
+    def _kept_now(self, owner: str, versions: Sequence[Version], now: float) -> None:
+        for version in versions:
+            self._kept[(owner, version)] = now
+            self._kept.move_to_end((owner, version))
         while len(self._kept) > MAX_KEPT_RECENTLY:
             self._kept.popitem(last=False)
 
@@ -140,20 +152,25 @@ class SessionMemory:
             return None
 
     async def recorded(self, ctx: Context, stored: Sequence[tuple[Update, Report]]) -> None:
-        """Record the committed changes *stored* as one step of *ctx*'s owner, with contents."""
-        owner, changes = ctx.owner, []
+        """Record the committed changes *stored* as one step of *ctx*'s owner, with contents.
+
+        The versions before and after each change are kept in the same store call as
+        the step (so the store keeps what an undo of the newest steps needs as its most
+        recent).
+        """
+        owner, changes, contents = ctx.owner, [], {}
         sources = {report.op.path: update for update, report in stored}
         for update, report in stored:
             op, current = report.op, update.current
             if current is not None and current.whole:
-                await self.keep(owner, current.version, current.data, path=op.path)
+                contents[current.version] = (current.data, op.path)
             written = report.written
             if written is None and op.moved_from is not None:  # a move: the source's content
                 source = sources.get(op.moved_from)
                 moved = None if source is None else source.current
                 written = moved.data if moved is not None and moved.whole else None
             if report.after is not None and written is not None:
-                await self.keep(owner, report.after, written, path=op.path)
+                contents[report.after] = (written, op.path)
             changes += directory_changes(report.made)
             changes.append(
                 FileChange(
@@ -165,23 +182,35 @@ class SessionMemory:
                     moved_from=op.moved_from,
                 )
             )
-        await self.record(owner, changes)
+        await self.record(owner, changes, contents)
 
-    async def record(self, owner: str, changes: Sequence[FileChange]) -> None:
-        """Record *changes* as one step of *owner*."""
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        contents: Mapping[Version, tuple[bytes, str | None]] | None = None,
+    ) -> None:
+        """Record *changes* as one step of *owner*, keeping *contents* (data, path by version)."""
         if not changes:
             return
-        at = time.time()
+        at, now = time.time(), time.monotonic()
         for change in changes:
             if change.after is not None:
                 self._authors[(change.key, change.after)] = (owner, at)
                 self._authors.move_to_end((change.key, change.after))
         while len(self._authors) > MAX_AUTHORS:
             self._authors.popitem(last=False)
+        entries = {
+            version: entry
+            for version, (data, path) in (contents or {}).items()
+            if (entry := self._entry(owner, version, data, path)) is not None
+        }
         try:
-            await self.store.record(owner, changes, at=at)
+            await self.store.record(owner, changes, at=at, contents=list(entries.values()))
         except FsError:
             log.warning("the session store could not record a step", exc_info=True)
+            return
+        self._kept_now(owner, list(entries), now)
 
     @staticmethod
     async def diff(ctx: Context, path: str, old: bytes, new: bytes) -> VersionDiff | None:

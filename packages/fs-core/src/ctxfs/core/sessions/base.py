@@ -18,6 +18,7 @@ __all__ = [
     "FileChange",
     "SessionStore",
     "Step",
+    "reference_entry",
 ]
 
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
@@ -193,8 +194,7 @@ class SessionStore(ABC):
             Unavailable: The store cannot be reached or written.
 
         """
-        path_bytes = path.encode("utf-8", "surrogateescape")
-        return await self.keep(owner, _reference_version(owner, version), path_bytes)
+        return await self.keep(owner, *reference_entry(owner, version, path))
 
     async def reference(self, owner: str, version: Version) -> str | None:
         """The path kept for *owner* by :meth:`keep_reference` for *version*, if it is still.
@@ -203,12 +203,25 @@ class SessionStore(ABC):
             Unavailable: The store cannot be reached or read.
 
         """
-        path = await self.content(owner, _reference_version(owner, version))
+        key, _ = reference_entry(owner, version, "")
+        path = await self.content(owner, key)
         return None if path is None else path.decode("utf-8", "surrogateescape")
 
     @abstractmethod
-    async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        *,
+        at: float,
+        contents: Sequence[tuple[Version, bytes]] = (),
+    ) -> Step:
         """Append a step of *changes* made at *at* to *owner*'s history; return it.
+
+        First keeps each ``(version, data)`` of *contents* for *owner* as :meth:`keep`
+        does, in order (the last becomes the most recent; one larger than a bound is
+        not kept), all in the same atomic call: a committed change costs the store
+        one round trip.
 
         Raises:
             Unavailable: The store cannot be reached or written.
@@ -276,10 +289,11 @@ class SessionStore(ABC):
         """Release what the store holds (connections); it may not be used afterwards."""
 
 
-def _reference_version(owner: str, version: Version) -> Version:
-    """The key *owner*'s reference to *version* is kept under.
+def reference_entry(owner: str, version: Version, path: str) -> tuple[Version, bytes]:
+    """What :meth:`SessionStore.keep_reference` keeps: a version of its own, and the path.
 
     No backend's version starts with NUL; the owner in it keeps each owner's
     references apart (two owners may have read one version at two paths).
     """
-    return Version(f"\0ref\0{len(owner)}:{owner}\0{version}")
+    key = Version(f"\0ref\0{len(owner)}:{owner}\0{version}")
+    return key, path.encode("utf-8", "surrogateescape")

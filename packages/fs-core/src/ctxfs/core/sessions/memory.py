@@ -71,27 +71,30 @@ class MemorySessions(SessionStore):
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`."""
+        with self._lock:
+            return self._keep(owner, version, data)
+
+    def _keep(self, owner: str, version: Version, data: bytes) -> bool:
         if len(data) > min(self.max_bytes, self.max_bytes_per_owner):
             return False
-        with self._lock:
-            mine = self._owners.setdefault(owner, _Owner())
-            if version not in self._blobs:
-                self._blobs[version] = data
-                self._holders[version] = set()
-                self._bytes += len(data)
-            self._blobs.move_to_end(version)
-            if owner not in self._holders[version]:
-                self._holders[version].add(owner)
-                mine.kept_bytes += len(data)
-            mine.kept[version] = len(data)
-            mine.kept.move_to_end(version)
-            while mine.kept_bytes > self.max_bytes_per_owner:
-                self._let_go(owner, next(iter(mine.kept)))
-            while self._bytes > self.max_bytes:
-                oldest = next(iter(self._blobs))
-                for holder in list(self._holders[oldest]):
-                    self._let_go(holder, oldest)
-            return True
+        mine = self._owners.setdefault(owner, _Owner())
+        if version not in self._blobs:
+            self._blobs[version] = data
+            self._holders[version] = set()
+            self._bytes += len(data)
+        self._blobs.move_to_end(version)
+        if owner not in self._holders[version]:
+            self._holders[version].add(owner)
+            mine.kept_bytes += len(data)
+        mine.kept[version] = len(data)
+        mine.kept.move_to_end(version)
+        while mine.kept_bytes > self.max_bytes_per_owner:
+            self._let_go(owner, next(iter(mine.kept)))
+        while self._bytes > self.max_bytes:
+            oldest = next(iter(self._blobs))
+            for holder in list(self._holders[oldest]):
+                self._let_go(holder, oldest)
+        return True
 
     def _let_go(self, owner: str, version: Version) -> None:
         mine = self._owners[owner]
@@ -112,9 +115,18 @@ class MemorySessions(SessionStore):
             self._blobs.move_to_end(version)
             return self._blobs[version]
 
-    async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        *,
+        at: float,
+        contents: Sequence[tuple[Version, bytes]] = (),
+    ) -> Step:
         """See :meth:`SessionStore.record`."""
         with self._lock:
+            for version, data in contents:
+                self._keep(owner, version, data)
             mine = self._owners.setdefault(owner, _Owner())
             mine.numbered += 1
             step = Step(number=mine.numbered, changes=tuple(changes), at=at)

@@ -50,34 +50,36 @@ local function let_go(who, v)
   redis.call('SREM', P .. 'holders:' .. v, who)
   if redis.call('SCARD', P .. 'holders:' .. v) == 0 then drop_blob(v) end
 end
+local function keep(owner, v, data, most, most_owned)
+  local o, blob = owned(owner), P .. 'blob:' .. v
+  local tick = redis.call('INCR', P .. 'clock')
+  if redis.call('EXISTS', blob) == 0 then
+    redis.call('SET', blob, data)
+    redis.call('INCRBY', P .. 'bytes', #data)
+  end
+  redis.call('ZADD', P .. 'lru', tick, v)
+  if redis.call('SADD', P .. 'holders:' .. v, owner) == 1 then
+    redis.call('HINCRBY', o .. 'counts', 'bytes', redis.call('STRLEN', blob))
+  end
+  redis.call('ZADD', o .. 'kept', tick, v)
+  while tonumber(redis.call('HGET', o .. 'counts', 'bytes') or '0') > most_owned do
+    local oldest = redis.call('ZRANGE', o .. 'kept', 0, 0)[1]
+    if not oldest then redis.call('HSET', o .. 'counts', 'bytes', 0) break end
+    let_go(owner, oldest)
+  end
+  while tonumber(redis.call('GET', P .. 'bytes') or '0') > most do
+    local oldest = redis.call('ZRANGE', P .. 'lru', 0, 0)[1]
+    if not oldest then redis.call('SET', P .. 'bytes', 0) break end
+    for _, who in ipairs(redis.call('SMEMBERS', P .. 'holders:' .. oldest)) do
+      let_go(who, oldest)
+    end
+    if redis.call('ZSCORE', P .. 'lru', oldest) then drop_blob(oldest) end
+  end
+  return 1
+end
 """
 _KEEP: Final = """
-local owner, v, data = ARGV[2], ARGV[3], ARGV[4]
-local o, blob = owned(owner), P .. 'blob:' .. v
-local tick = redis.call('INCR', P .. 'clock')
-if redis.call('EXISTS', blob) == 0 then
-  redis.call('SET', blob, data)
-  redis.call('INCRBY', P .. 'bytes', #data)
-end
-redis.call('ZADD', P .. 'lru', tick, v)
-if redis.call('SADD', P .. 'holders:' .. v, owner) == 1 then
-  redis.call('HINCRBY', o .. 'counts', 'bytes', redis.call('STRLEN', blob))
-end
-redis.call('ZADD', o .. 'kept', tick, v)
-while tonumber(redis.call('HGET', o .. 'counts', 'bytes') or '0') > tonumber(ARGV[6]) do
-  local oldest = redis.call('ZRANGE', o .. 'kept', 0, 0)[1]
-  if not oldest then redis.call('HSET', o .. 'counts', 'bytes', 0) break end
-  let_go(owner, oldest)
-end
-while tonumber(redis.call('GET', P .. 'bytes') or '0') > tonumber(ARGV[5]) do
-  local oldest = redis.call('ZRANGE', P .. 'lru', 0, 0)[1]
-  if not oldest then redis.call('SET', P .. 'bytes', 0) break end
-  for _, who in ipairs(redis.call('SMEMBERS', P .. 'holders:' .. oldest)) do
-    let_go(who, oldest)
-  end
-  if redis.call('ZSCORE', P .. 'lru', oldest) then drop_blob(oldest) end
-end
-return 1
+return keep(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]))
 """
 _CONTENT: Final = """
 local o, v = owned(ARGV[2]), ARGV[3]
@@ -90,6 +92,9 @@ redis.call('ZADD', P .. 'lru', tick, v)
 return data
 """
 _RECORD: Final = """
+for i = 8, #ARGV, 2 do
+  keep(ARGV[2], ARGV[i], ARGV[i + 1], tonumber(ARGV[6]), tonumber(ARGV[7]))
+end
 local o = owned(ARGV[2])
 local n = redis.call('HINCRBY', o .. 'counts', 'numbered', 1)
 local step = '{"number": ' .. n .. ', "at": ' .. ARGV[3] .. ', "changes": ' .. ARGV[4] .. '}'
@@ -186,11 +191,22 @@ class RedisSessions(SessionStore):
         data = await self._script("content", owner, stored_bytes(version))
         return None if data is None else bytes(data)
 
-    async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
-        """See :meth:`SessionStore.record`: one script numbers, keeps and bounds the step."""
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        *,
+        at: float,
+        contents: Sequence[tuple[Version, bytes]] = (),
+    ) -> Step:
+        """See :meth:`SessionStore.record`: one script keeps the contents, numbers the step."""
         changes = tuple(changes)
         encoded = json.dumps([change.encode() for change in changes])
-        number = await self._script("record", owner, json.dumps(at), encoded, self.max_steps)
+        bound = min(self.max_bytes, self.max_bytes_per_owner)
+        kept = [x for v, data in contents if len(data) <= bound for x in (stored_bytes(v), data)]
+        bounds = (self.max_bytes, self.max_bytes_per_owner)
+        args = (json.dumps(at), encoded, self.max_steps, *bounds, *kept)
+        number = await self._script("record", owner, *args)
         return Step(number=int(number), changes=changes, at=at)
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:

@@ -121,10 +121,19 @@ class SqliteSessions(SessionStore):
         call = partial(_content, stored_bytes(owner), stored_bytes(version))
         return await self._file.run(call, off_loop=True)  # (a content may be large)
 
-    async def record(self, owner: str, changes: Sequence[FileChange], *, at: float) -> Step:
-        """See :meth:`SessionStore.record`: one transaction."""
-        call = partial(_record, stored_bytes(owner), tuple(changes), at, self.max_steps)
-        return await self._file.run(call)
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        *,
+        at: float,
+        contents: Sequence[tuple[Version, bytes]] = (),
+    ) -> Step:
+        """See :meth:`SessionStore.record`: one transaction, the contents' bounds kept in it."""
+        bound = min(self.max_bytes, self.max_bytes_per_owner)
+        kept = [(stored_bytes(v), data) for v, data in contents if len(data) <= bound]
+        call = partial(self._record, stored_bytes(owner), tuple(changes), at, kept)
+        return await self._file.run(call, off_loop=sum(len(d) for _, d in kept) > _ON_THE_LOOP)
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
         """See :meth:`SessionStore.steps`.
@@ -172,31 +181,49 @@ class SqliteSessions(SessionStore):
 
     def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
-            tick = _tick(db)
-            row = db.execute("SELECT size FROM blobs WHERE version = ?", (version,)).fetchone()
-            if row is None:
-                db.execute(
-                    "INSERT INTO blobs VALUES (?, ?, ?, ?)", (version, data, len(data), tick)
-                )
-                db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
-            else:
-                db.execute("UPDATE blobs SET used = ? WHERE version = ?", (tick, version))
-            size = len(data) if row is None else int(row[0])
+            self._keep_in(db, owner, version, data)
+
+    def _record(
+        self,
+        owner: bytes,
+        changes: tuple[FileChange, ...],
+        at: float,
+        contents: list[tuple[bytes, bytes]],
+        db: sqlite3.Connection,
+    ) -> Step:
+        with immediate(db):
+            for version, data in contents:
+                self._keep_in(db, owner, version, data)
+            step = Step(number=_numbered(db, owner, "numbered"), changes=changes, at=at)
+            db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, step.number, step.encode()))
+            last_gone = _trim(db, "steps", owner, self.max_steps)
+            if last_gone is not None:
+                db.execute("UPDATE owners SET given_up = ? WHERE owner = ?", (last_gone, owner))
+            return step
+
+    def _keep_in(self, db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes) -> None:
+        """Keep *data* for *owner*, the bounds kept (inside the caller's transaction)."""
+        tick = _tick(db)
+        grew = db.execute(_NEW_BLOB, (version, data, len(data), tick)).rowcount == 1
+        if grew:
+            db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
+            size = len(data)
+        else:
+            (size,) = db.execute(_USE_BLOB, (tick, version)).fetchone()
+        if db.execute(_NEW_KEPT, (owner, version, tick)).rowcount:
             db.execute("INSERT OR IGNORE INTO owners (owner) VALUES (?)", (owner,))
-            if _holds(db, owner, version):
-                db.execute(_TOUCH, (tick, owner, version))
-            else:
-                db.execute("INSERT INTO kept VALUES (?, ?, ?)", (owner, version, tick))
-                db.execute(_ADD_BYTES, (size, owner))
-            while _owner_bytes(db, owner) > self.max_bytes_per_owner:
+            (owned,) = db.execute(_ADD_BYTES, (size, owner)).fetchone()
+            while owned > self.max_bytes_per_owner:
                 oldest = db.execute(_OWNERS_OLDEST, (owner,)).fetchone()[0]
-                _let_go(db, owner, oldest)
-            while db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
-                oldest = db.execute("SELECT version FROM blobs ORDER BY used LIMIT 1").fetchone()[0]
-                holders = db.execute("SELECT owner FROM kept WHERE version = ?", (oldest,))
-                for (holder,) in holders.fetchall():
-                    _let_go(db, holder, oldest)
-                _drop_if_unheld(db, oldest)  # (held by none: a blob left behind)
+                owned -= _let_go(db, owner, oldest)
+        else:
+            db.execute(_TOUCH, (tick, owner, version))
+        while grew and db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
+            oldest = db.execute("SELECT version FROM blobs ORDER BY used LIMIT 1").fetchone()[0]
+            holders = db.execute("SELECT owner FROM kept WHERE version = ?", (oldest,))
+            for (holder,) in holders.fetchall():
+                _let_go(db, holder, oldest)
+            _drop_if_unheld(db, oldest)  # (held by none: a blob left behind)
 
     def _damaged(self, error: _Damaged) -> Unavailable:
         return Unavailable(
@@ -214,7 +241,12 @@ class _Damaged(Exception):
 
 
 _TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
-_ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
+_ADD_BYTES: Final = (
+    "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ? RETURNING kept_bytes"
+)
+_NEW_BLOB: Final = "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?)"
+_USE_BLOB: Final = "UPDATE blobs SET used = ? WHERE version = ? RETURNING size"
+_NEW_KEPT: Final = "INSERT OR IGNORE INTO kept VALUES (?, ?, ?)"
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
 
 
@@ -228,17 +260,13 @@ def _holds(db: sqlite3.Connection, owner: bytes, version: bytes) -> bool:
     return db.execute(query, (owner, version)).fetchone() is not None
 
 
-def _owner_bytes(db: sqlite3.Connection, owner: bytes) -> int:
-    row = db.execute("SELECT kept_bytes FROM owners WHERE owner = ?", (owner,)).fetchone()
-    return 0 if row is None else int(row[0])
-
-
-def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
-    """*owner* keeps *version* no more; the blob goes when no owner keeps it."""
+def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> int:
+    """*owner* keeps *version* no more (its size, returned); the blob goes when no owner does."""
     (size,) = db.execute("SELECT size FROM blobs WHERE version = ?", (version,)).fetchone()
     db.execute("DELETE FROM kept WHERE owner = ? AND version = ?", (owner, version))
-    db.execute(_ADD_BYTES, (-size, owner))
+    db.execute(_ADD_BYTES, (-size, owner)).fetchall()
     _drop_if_unheld(db, version)
+    return int(size)
 
 
 def _drop_if_unheld(db: sqlite3.Connection, version: bytes) -> None:
@@ -265,18 +293,6 @@ def _numbered(db: sqlite3.Connection, owner: bytes, column: str) -> int:
     db.execute("INSERT OR IGNORE INTO owners (owner) VALUES (?)", (owner,))
     query = f"UPDATE owners SET {column} = {column} + 1 WHERE owner = ? RETURNING {column}"
     return int(db.execute(query, (owner,)).fetchone()[0])
-
-
-def _record(
-    owner: bytes, changes: tuple[FileChange, ...], at: float, most: int, db: sqlite3.Connection
-) -> Step:
-    with immediate(db):
-        step = Step(number=_numbered(db, owner, "numbered"), changes=changes, at=at)
-        db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, step.number, step.encode()))
-        last_gone = _trim(db, "steps", owner, most)
-        if last_gone is not None:
-            db.execute("UPDATE owners SET given_up = ? WHERE owner = ?", (last_gone, owner))
-        return step
 
 
 def _mark(
