@@ -181,7 +181,8 @@ class SqliteSessions(SessionStore):
 
     def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
-            self._keep_in(db, owner, version, data)
+            db.execute(_NEW_OWNER, (owner,))
+            self._keep_in(db, owner, version, data, _tick(db))
 
     def _record(
         self,
@@ -192,33 +193,41 @@ class SqliteSessions(SessionStore):
         db: sqlite3.Connection,
     ) -> Step:
         with immediate(db):
-            for version, data in contents:
-                self._keep_in(db, owner, version, data)
+            db.execute(_NEW_OWNER, (owner,))
+            tick = _tick(db) if contents else 0
+            for later, (version, data) in enumerate(contents):
+                self._keep_in(db, owner, version, data, tick + later)
             step = Step(number=_numbered(db, owner, "numbered"), changes=changes, at=at)
             db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, step.number, step.encode()))
-            last_gone = _trim(db, "steps", owner, self.max_steps)
+            # (numbers are never reused: no more than max_steps are kept until one is above it)
+            last_gone = (
+                _trim(db, "steps", owner, self.max_steps) if step.number > self.max_steps else None
+            )
             if last_gone is not None:
                 db.execute("UPDATE owners SET given_up = ? WHERE owner = ?", (last_gone, owner))
             return step
 
-    def _keep_in(self, db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes) -> None:
-        """Keep *data* for *owner*, the bounds kept (inside the caller's transaction)."""
-        tick = _tick(db)
-        grew = db.execute(_NEW_BLOB, (version, data, len(data), tick)).rowcount == 1
-        if grew:
-            db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
-            size = len(data)
+    def _keep_in(
+        self, db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int
+    ) -> None:
+        """Keep *data* for *owner* (whose row exists) as used at *tick*, the bounds kept.
+
+        Inside the caller's transaction; *tick* is above every use in the file.
+        """
+        over = False
+        if db.execute(_NEW_BLOB, (version, data, len(data), tick)).rowcount:
+            (total,) = db.execute(_ADD_TOTAL, (len(data),)).fetchone()
+            over, size = total > self.max_bytes, len(data)
         else:
             (size,) = db.execute(_USE_BLOB, (tick, version)).fetchone()
         if db.execute(_NEW_KEPT, (owner, version, tick)).rowcount:
-            db.execute("INSERT OR IGNORE INTO owners (owner) VALUES (?)", (owner,))
             (owned,) = db.execute(_ADD_BYTES, (size, owner)).fetchone()
             while owned > self.max_bytes_per_owner:
                 oldest = db.execute(_OWNERS_OLDEST, (owner,)).fetchone()[0]
                 owned -= _let_go(db, owner, oldest)
         else:
             db.execute(_TOUCH, (tick, owner, version))
-        while grew and db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
+        while over and db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
             oldest = db.execute("SELECT version FROM blobs ORDER BY used LIMIT 1").fetchone()[0]
             holders = db.execute("SELECT owner FROM kept WHERE version = ?", (oldest,))
             for (holder,) in holders.fetchall():
@@ -244,6 +253,8 @@ _TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
 _ADD_BYTES: Final = (
     "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ? RETURNING kept_bytes"
 )
+_NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
+_ADD_TOTAL: Final = "UPDATE totals SET bytes = bytes + ? RETURNING bytes"
 _NEW_BLOB: Final = "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?)"
 _USE_BLOB: Final = "UPDATE blobs SET used = ? WHERE version = ? RETURNING size"
 _NEW_KEPT: Final = "INSERT OR IGNORE INTO kept VALUES (?, ?, ?)"
@@ -290,7 +301,7 @@ def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | No
 
 def _numbered(db: sqlite3.Connection, owner: bytes, column: str) -> int:
     """The next number of *column* (``numbered``, ``marked``) for *owner*, taken."""
-    db.execute("INSERT OR IGNORE INTO owners (owner) VALUES (?)", (owner,))
+    db.execute(_NEW_OWNER, (owner,))
     query = f"UPDATE owners SET {column} = {column} + 1 WHERE owner = ? RETURNING {column}"
     return int(db.execute(query, (owner,)).fetchone()[0])
 
