@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -60,6 +60,21 @@ async def test_an_update_replaces_and_none_forgets(store: ObservationStore) -> N
     assert await store.get("b", "f") is None  # per owner
     await store.update("a", "f", lambda current: None if current == SEEN else SEEN)
     assert await store.get("a", "f") is None
+
+
+async def test_a_put_replaces_whatever_was_seen_and_none_forgets(
+    store: ObservationStore,
+) -> None:
+    changed = Observation(version=Version("xxh3:2"), complete=True, path="/r/f")
+    await store.put("a", "f", SEEN)
+    await store.put("b", "f", SEEN)
+    await store.put("a", "f", changed)
+    assert (await store.get("a", "f"), await store.get("b", "f")) == (changed, SEEN)
+    await store.put("a", "f", None)
+    assert await store.get("a", "f") is None
+    await store.put("a", "f", None)  # (nothing to forget)
+    assert await store.owned("a") == {}
+    assert await store.get("b", "f") == SEEN
 
 
 async def test_owners_and_keys_never_run_together(store: ObservationStore) -> None:
@@ -270,7 +285,6 @@ async def test_a_store_another_process_holds_is_waited_for_off_the_event_loop(
     store = SqliteObservations(tmp_path / "o")
     await store.update("a", "f", lambda _: SEEN)  # free: answered on the loop
     holder = sqlite3.connect(tmp_path / "o", isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # the write lock, as another process would hold it
     ticks = 0
 
     async def tick() -> None:
@@ -284,15 +298,22 @@ async def test_a_store_another_process_holds_is_waited_for_off_the_event_loop(
         holder.execute("COMMIT")
 
     changed = Observation(version=Version("xxh3:2"), complete=True)
-    async with anyio.create_task_group() as group:
-        group.start_soon(tick)
-        group.start_soon(release)
-        await store.update("a", "f", lambda _: changed)  # waits for the lock, in a thread
-        group.cancel_scope.cancel()
-    assert ticks >= 15  # the loop kept running meanwhile
-    assert await store.get("a", "f") == changed
+    writes: list[tuple[Callable[[], Awaitable[None]], Observation]] = [
+        (lambda: store.update("a", "f", lambda _: changed), changed),
+        (lambda: store.put("a", "f", SEEN), SEEN),  # a put alike
+    ]
+    for write, expected in writes:
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, as another process would hold it
+        ticks = 0
+        async with anyio.create_task_group() as group:
+            group.start_soon(tick)
+            group.start_soon(release)
+            await write()  # waits for the lock, in a thread
+            group.cancel_scope.cancel()
+        assert ticks >= 15  # the loop kept running meanwhile
+        assert await store.get("a", "f") == expected
     holder.execute("BEGIN IMMEDIATE")
-    assert await store.get("a", "f") == changed  # readers never wait (write-ahead log)
+    assert await store.get("a", "f") == SEEN  # readers never wait (write-ahead log)
     holder.execute("ROLLBACK")
     holder.close()
     await store.aclose()

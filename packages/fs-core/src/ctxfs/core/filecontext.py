@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -165,7 +164,7 @@ class FileContextPlugin:
 
     async def restore(self, owner: str, key: str, seen: Observation | None) -> None:
         """Make *seen* (None: nothing) what *owner* has seen of the file *key* (a change undone)."""
-        await self.observations.update(owner, key, partial(_kept, seen))
+        await self.observations.put(owner, key, seen)
 
     @hookimpl
     async def ctxfs_committed(
@@ -176,7 +175,7 @@ class FileContextPlugin:
         observation = (
             None if after is None else Observation(version=after, complete=True, path=op.path)
         )
-        await self.observations.update(ctx.owner, op.key, lambda _: observation)
+        await self.observations.put(ctx.owner, op.key, observation)
 
     async def follow(self, owner: str, moves: Sequence[tuple[Operation, Operation]]) -> None:
         """Carry *owner*'s observations along a directory move: ``(leaving, arriving)`` pairs.
@@ -213,12 +212,6 @@ class FileContextPlugin:
 
 
 _GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE, OpKind.MOVE})
-
-
-def _kept(kept: Observation | None, seen: Observation | None) -> Observation | None:
-    """An observation's change to *kept*, whatever was *seen* before."""
-    del seen
-    return kept
 
 
 def _merged(ranges: LineRanges) -> LineRanges:

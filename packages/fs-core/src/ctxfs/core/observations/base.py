@@ -131,6 +131,19 @@ class ObservationStore(ABC):
 
         """
 
+    async def put(self, owner: str, key: str, observation: Observation | None) -> None:
+        """Make *observation* what *owner* saw of *key* (None forgets it), whatever it was.
+
+        An :meth:`update` that needs not read the entry; the default is one, and a
+        store may do it in a single write.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+            Busy: Other writers kept the entry busy past the store's timeout.
+
+        """
+        await self.update(owner, key, lambda _: observation)
+
     async def forget_owner(self, owner: str) -> None:  # noqa: B027 - see the docstring
         """Forget everything *owner* saw (an owner that ended: an MCP session, an agent run).
 

@@ -131,6 +131,19 @@ class RedisObservations(ObservationStore):
         except RedisError as error:
             raise self._unavailable(error) from error
 
+    async def put(self, owner: str, key: str, observation: Observation | None) -> None:
+        """See :meth:`ObservationStore.put`: one ``SET`` (or ``DEL``)."""
+        _require_asyncio()
+        name = self._name(owner, key)
+        try:
+            if observation is None:
+                await self._client.delete(name)
+            else:
+                expiry = max(1, round(self.max_age * 1000))
+                await self._client.set(name, observation.encode(), px=expiry)
+        except RedisError as error:
+            raise self._unavailable(error) from error
+
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`ObservationStore.forget_owner`: the owner's keys, found by ``SCAN``."""
         _require_asyncio()

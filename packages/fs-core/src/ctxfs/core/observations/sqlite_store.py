@@ -82,6 +82,11 @@ class SqliteObservations(ObservationStore):
         """See :meth:`ObservationStore.update`: one ``BEGIN IMMEDIATE`` transaction."""
         await self._file.run(partial(_update, (stored_bytes(owner), stored_bytes(key)), change))
 
+    async def put(self, owner: str, key: str, observation: Observation | None) -> None:
+        """See :meth:`ObservationStore.put`: one statement."""
+        call = partial(_put, (stored_bytes(owner), stored_bytes(key)), observation)
+        await self._file.run(call)
+
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`ObservationStore.forget_owner`: one ``DELETE``."""
         await self._file.run(partial(_forget, stored_bytes(owner)))
@@ -118,14 +123,20 @@ def _owned(owner: bytes, since: float, db: sqlite3.Connection) -> dict[str, Obse
 def _update(entry: tuple[bytes, bytes], change: Change, db: sqlite3.Connection) -> None:
     with immediate(db):
         row = db.execute(_SELECT, entry).fetchone()
-        observation = change(None if row is None else Observation.stored(row[0]))
-        if observation is None:
-            db.execute("DELETE FROM observations WHERE owner = ? AND key = ?", entry)
-        else:
-            db.execute(
-                "INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?)",
-                (*entry, observation.encode(), time.time()),
-            )
+        _put(entry, change(None if row is None else Observation.stored(row[0])), db)
+
+
+def _put(
+    entry: tuple[bytes, bytes], observation: Observation | None, db: sqlite3.Connection
+) -> None:
+    """Store *observation* in one statement (a transaction of its own, or the caller's)."""
+    if observation is None:
+        db.execute("DELETE FROM observations WHERE owner = ? AND key = ?", entry)
+    else:
+        db.execute(
+            "INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?)",
+            (*entry, observation.encode(), time.time()),
+        )
 
 
 def _forget(owner: bytes, db: sqlite3.Connection) -> None:
