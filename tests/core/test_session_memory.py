@@ -496,6 +496,25 @@ async def test_an_undo_of_a_file_created_in_new_directories_removes_them(fs: Fs)
     assert [entry.name for entry in await fs.backend.list("src")] == ["app.py"]
 
 
+async def test_an_undone_move_removes_the_directories_it_made(fs: Fs) -> None:
+    await seed(fs, {"src/app.py": b"x = 1\n", "src/lib/util.py": b"y = 2\n"})
+    a = fs.context(owner=A).fs
+    await a.read("src/app.py")
+    await a.move("src/app.py", "out/bin/app.py")  # a file moved where parents were missing
+    real = fs.backend.capabilities.real_directories
+    if fs.backend.capabilities.directory_moves:
+        await a.move("src/lib", "vendor/third/lib")  # a directory likewise
+        dry = await a.undo(dry_run=True)
+        assert (dry.directories, dry.kept_directories) == (("vendor/third", "vendor"), ())
+        assert (await a.undo()).directories == ("vendor/third", "vendor")
+    assert (await a.undo()).directories == (("out/bin", "out") if real else ())
+    assert await snapshot(fs, ["src/app.py", "src/lib/util.py"]) == {
+        "src/app.py": b"x = 1\n",
+        "src/lib/util.py": b"y = 2\n",
+    }
+    assert sorted(entry.name for entry in await fs.backend.list("")) == ["src"]
+
+
 async def test_a_directory_a_policy_protects_is_not_removed(local_place: Place) -> None:
     rules = PathRules()
     async with local_place.open(plugins=[rules]) as fs:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 import anyio
 
 from ctxfs.core.backend import FileKind, Location
+from ctxfs.core.directories import directory_changes, missing_directories
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
@@ -123,6 +124,8 @@ async def _move_file(
         [leaving, arriving], max_size=None, refuse=refuse, authorized=True, record=record
     ) as opened:
         (here, _), (there, _) = opened
+        if there.current is None:
+            await mutations.making_parents(arriving)
         arriving.after = await here.move(there)
 
 
@@ -165,6 +168,7 @@ async def _move_directory(
                 hint="Retry the move.",
             )
         await opened_fs.file_context.observation(ctx.owner, here.key)  # the store answers
+        made = await missing_directories(ctx, there.path.rpartition("/")[0]) if record else []
         await opened_fs.backend.move_directory(here.path, there.path)
         try:
             await opened_fs.hooks.moved(ctx, pairs)
@@ -182,7 +186,7 @@ async def _move_directory(
             moved_from=here.path,
             directory=True,
         )
-        await opened_fs.session_memory.record(ctx.owner, [moved])
+        await opened_fs.session_memory.record(ctx.owner, [*directory_changes(made), moved])
     return len(pairs) - 1
 
 

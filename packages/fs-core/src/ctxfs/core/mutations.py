@@ -154,9 +154,8 @@ class Mutations:
             Stale: The file was created by someone else since it was read as missing.
 
         """
-        if update.current is None:  # a creation: the directories it makes are part of the step
-            parent = report.op.path.rpartition("/")[0]
-            report.made = await missing_directories(self._ctx, parent)
+        if update.current is None:
+            await self.making_parents(report)
         try:
             report.after = await update.write(data)
             report.written = data
@@ -166,6 +165,13 @@ class Mutations:
             ) from None
         if document is not None:
             self._ctx.opened_fs.known_encodings.remember(report.after, document.encoding)
+
+    async def making_parents(self, report: Report) -> None:
+        """Note in *report* the parents its file's creation (or arrival) is about to make.
+
+        They are part of the owner's step (an undo removes them, if empty).
+        """
+        report.made = await missing_directories(self._ctx, report.op.path.rpartition("/")[0])
 
     async def _commit(self, reports: list[Report], updates: list[Update], *, record: bool) -> None:
         """Report each stored operation of *reports*, or undo them all.

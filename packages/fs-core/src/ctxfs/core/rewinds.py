@@ -272,20 +272,31 @@ async def _move_back(
     *,
     dry_run: bool,
 ) -> UndoOutcome:
-    """Undo a directory move: the step must be that move alone (it is one, as recorded)."""
+    """Undo a directory move: the step must be that move alone (with the parents it made)."""
     step = steps[0] if len(steps) == 1 else None
-    if step is None or len(step.changes) != 1 or step.changes[0].moved_from is None:
+    moves = [] if step is None else [c for c in step.changes if c.moved_from is not None]
+    if step is None or len(moves) != 1:
         raise InvalidArgument(
             "a directory move is among these steps; it can be undone only on its own",
             hint="Undo the steps after it first, then the move alone (steps=1).",
         )
-    there, here = step.changes[0].path, step.changes[0].moved_from
+    there, here = moves[0].path, moves[0].moved_from
+    assert here is not None
+    async with AsyncExitStack() as stack:
+        directories = made([step.changes])
+        await authorize_removals(ctx, stack, directories, dry_run=dry_run)
+        if dry_run:
+            directories, kept = await removable(ctx, directories, [there])
+        else:
+            await move(ctx, mutations, there, here, overwrite=False, record=False)
+            directories, kept = await remove_made(ctx, directories)
     if not dry_run:
-        await move(ctx, mutations, there, here, overwrite=False, record=False)
         await memory.store.drop_steps(ctx.owner, [step.number])
     return UndoOutcome(
         steps=(step.number,),
         files=(RestoredFile(path=here, was=None, now=None),),
+        directories=tuple(directories),
+        kept_directories=tuple(kept),
         written=not dry_run,
     )
 
