@@ -107,6 +107,10 @@ class FileContextPlugin:
         of a version already seen whole stays complete; windows of one
         version that add up to every line make it complete.
         """
+        if complete and path:  # the whole version, at path: whatever was seen before
+            whole = Observation(version=version, complete=True, path=path)
+            await self.observations.put(owner, key, whole)
+            return
 
         def merged(seen: Observation | None) -> Observation:
             whole, ranges = complete, lines
