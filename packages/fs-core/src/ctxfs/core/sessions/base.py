@@ -187,8 +187,9 @@ class SessionStore(ABC):
         a reference instead of the bytes. It is kept like a content (per owner,
         again: the most recent), counts its path's bytes against the bounds, and is
         given up with the least recently used; :meth:`content` does not answer for
-        it, :meth:`reference` does. The default stores it as a small content of
-        its own (per owner: never shared), so every store has it as it has contents.
+        it, :meth:`reference` does. It is the small content :func:`reference_entry`
+        gives (per owner: never shared), so every store has it as it has contents,
+        and a step's references are kept with it by :meth:`record`.
 
         Raises:
             Unavailable: The store cannot be reached or written.
