@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from ctxfs.core import (
+    AlreadyExists,
     Denied,
     FilePatch,
     Fs,
@@ -30,6 +31,7 @@ from ctxfs.core import (
     Operation,
     PatchAction,
     Stale,
+    Unavailable,
     Version,
     hookimpl,
     open_fs,
@@ -507,12 +509,31 @@ async def test_an_undone_move_removes_the_directories_it_made(fs: Fs) -> None:
         dry = await a.undo(dry_run=True)
         assert (dry.directories, dry.kept_directories) == (("vendor/third", "vendor"), ())
         assert (await a.undo()).directories == ("vendor/third", "vendor")
-    assert (await a.undo()).directories == (("out/bin", "out") if real else ())
+    made = ("out/bin", "out") if real else ()
+    assert (await a.undo(dry_run=True)).directories == made
+    assert (await a.undo()).directories == made
     assert await snapshot(fs, ["src/app.py", "src/lib/util.py"]) == {
         "src/app.py": b"x = 1\n",
         "src/lib/util.py": b"y = 2\n",
     }
     assert sorted(entry.name for entry in await fs.backend.list("")) == ["src"]
+
+
+async def test_a_directory_move_is_not_undone_over_what_is_at_its_source_now(
+    local_place: Place,
+) -> None:
+    async with local_place.open() as fs:
+        await seed(fs, {"src/lib/util.py": b"y = 2\n"})
+        a = fs.context(owner=A).fs
+        await a.move("src/lib", "vendor/lib")
+        await fs.backend.write("src/lib", b"someone's file\n", expect=None)
+        for dry_run in (True, False):
+            with pytest.raises(AlreadyExists, match="exists again"):
+                await a.undo(dry_run=dry_run)
+        assert await snapshot(fs, ["src/lib", "vendor/lib/util.py"]) == {
+            "src/lib": b"someone's file\n",
+            "vendor/lib/util.py": b"y = 2\n",
+        }
 
 
 async def test_a_directory_a_policy_protects_is_not_removed(local_place: Place) -> None:
@@ -947,6 +968,43 @@ class CountedKeeps(MemorySessions):
         self.keeps += len(contents)
         self.calls += 1
         return await super().record(owner, changes, at=at, contents=contents)
+
+
+class FailingRecords(CountedKeeps):
+    """The in-process store, whose steps fail: unreachable, or a bug of the store's."""
+
+    def __init__(self, failure: Exception) -> None:
+        super().__init__()
+        self.failure = failure
+
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        *,
+        at: float,
+        contents: Sequence[tuple[Version, bytes]] = (),
+    ) -> Step:
+        raise self.failure
+
+
+@pytest.mark.parametrize("failure", [Unavailable("the store is down"), TypeError("a bug")])
+async def test_a_step_the_store_cannot_record_fails_no_call(
+    failure: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FailingRecords(failure)
+    async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
+        await seed(fs, {"a.txt": b"one\n"})
+        a = fs.context(owner=A).fs
+        await a.read("a.txt")
+        await a.edit("a.txt", "one", "two")  # stored; its step is not
+        assert await raw(fs, "a.txt") == b"two\n"
+        assert "could not record a step" in caplog.text
+        keeps = store.keeps
+        await a.read("a.txt")  # the version after was never kept: a read sends it
+        assert store.keeps == keeps + 1
+        with pytest.raises(InvalidArgument):  # no step to undo
+            await a.undo()
 
 
 @pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])

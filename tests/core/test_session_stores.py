@@ -200,20 +200,40 @@ async def test_a_step_keeps_its_contents_in_the_same_call(opener: Opener) -> Non
     store = opener(max_bytes_per_owner=100)
     await store.keep("a", V1, FORTY)
     large = bytes(range(256)) * 400  # (larger than a bound: not kept, the rest is)
-    step = await store.record(
-        "a",
-        [change("/r/f", "v3", "v2")],
-        at=1.0,
-        contents=[(V2, FORTY), (V3, b"z" * 40), (V1, large)],
-    )
+    contents = [(V3, b"z" * 40), (V2, FORTY), (V1, large)]
+    step = await store.record("a", [change("/r/f", "v3", "v2")], at=1.0, contents=contents)
     assert step.number == 1
-    assert await store.content("a", V2) == FORTY
-    assert await store.content("a", V3) == b"z" * 40
-    assert await store.content("a", V1) is None  # the least recent when V2 and V3 came
+    assert (await store.content("a", V3), await store.content("a", V2)) == (b"z" * 40, FORTY)
+    assert await store.content("a", V1) is None  # the least recent when V3 and V2 came
     assert await store.content("b", V2) is None  # kept for its owner only
     key, path = reference_entry("a", V1, "docs/x.txt")  # a reference, kept with a step
     await store.record("a", [change("/r/x", "v1")], at=2.0, contents=[(key, path)])
     assert await store.reference("a", V1) == "docs/x.txt"
+
+
+async def test_a_steps_contents_are_kept_in_their_order(opener: Opener) -> None:
+    # Three of 40 bytes in a bound of 100: the first of them is the least recent, whatever
+    # its name (V4 sorts last), and is given up.
+    store = opener(max_bytes_per_owner=100)
+    v4 = Version("xxh3:4")
+    contents = [(v4, FORTY), (V3, FORTY), (V2, FORTY)]
+    await store.record("a", [change("/r/f", "v2")], at=1.0, contents=contents)
+    assert [await store.content("a", v) is not None for v in (v4, V3, V2)] == [False, True, True]
+
+
+@pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)
+async def test_smaller_bounds_given_at_reopening_hold_from_the_next_call(opener: Opener) -> None:
+    store = opener()
+    for version in (V1, V2, V3):
+        await store.keep("a", version, FORTY)
+    await store.aclose()
+    smaller = opener(max_bytes_per_owner=100)
+    await smaller.keep("a", V2, FORTY)  # kept already: only its use changes
+    assert [await smaller.content("a", v) is not None for v in (V1, V2, V3)] == [
+        False,
+        True,
+        True,
+    ]
 
 
 async def test_checkpoints_follow_the_last_step(opener: Opener) -> None:

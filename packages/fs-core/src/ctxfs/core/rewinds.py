@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ctxfs.core.backend import FileKind
 from ctxfs.core.directories import authorize_removals, made, removable, remove_made
 from ctxfs.core.errors import (
+    AlreadyExists,
     InvalidArgument,
     InvalidPath,
     NotADirectory,
@@ -282,6 +283,16 @@ async def _move_back(
         )
     there, here = moves[0].path, moves[0].moved_from
     assert here is not None
+    try:  # (the move back checks it again, under the locks)
+        await ctx.opened_fs.backend.stat(here)
+    except (NotFound, NotADirectory):
+        pass
+    else:
+        raise AlreadyExists(
+            f"{here} exists again, so the move to {there} cannot be undone; nothing changed",
+            path=here,
+            hint=f"Move or remove what is at {here} now, then undo again.",
+        )
     async with AsyncExitStack() as stack:
         directories = made([step.changes])
         await authorize_removals(ctx, stack, directories, dry_run=dry_run)

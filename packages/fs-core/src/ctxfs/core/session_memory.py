@@ -52,8 +52,9 @@ log = logging.getLogger(__name__)
 class SessionMemory:
     """What the owners of one ``Fs`` saw and wrote, in *store*.
 
-    A store that fails never fails a call: what it could not keep or record is
-    logged, and is then simply not there (a diff or an undo that needs it says so).
+    A store that fails (or has a bug) never fails a call: what it could not keep or
+    record is logged, and is then simply not there (a diff or an undo that needs it
+    says so).
 
     Where *backend* keeps versions itself (``Capabilities.kept_versions``, a
     versioned bucket), a version seen at a known path is kept as a reference to
@@ -107,7 +108,7 @@ class SessionMemory:
             return
         try:
             kept = await self.store.keep(owner, *entry)
-        except FsError:
+        except Exception:  # (a store's bug too: it never fails the call)
             log.warning("the session store could not keep a version", exc_info=True)
             return
         if kept:
@@ -140,7 +141,7 @@ class SessionMemory:
         try:
             data = await self.store.content(owner, version)
             path = None if data is not None else await self.store.reference(owner, version)
-        except FsError:
+        except Exception:  # (a store's bug too: it never fails the call)
             log.warning("the session store could not be read", exc_info=True)
             return None
         if path is None or self.backend is None:
@@ -207,7 +208,7 @@ class SessionMemory:
         }
         try:
             await self.store.record(owner, changes, at=at, contents=list(entries.values()))
-        except FsError:
+        except Exception:  # (a store's bug too: it never fails the call)
             log.warning("the session store could not record a step", exc_info=True)
             return
         self._kept_now(owner, list(entries), now)

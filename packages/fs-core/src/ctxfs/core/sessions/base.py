@@ -188,8 +188,9 @@ class SessionStore(ABC):
         again: the most recent), counts its path's bytes against the bounds, and is
         given up with the least recently used; :meth:`content` does not answer for
         it, :meth:`reference` does. It is the small content :func:`reference_entry`
-        gives (per owner: never shared), so every store has it as it has contents,
-        and a step's references are kept with it by :meth:`record`.
+        gives (per owner: never shared), so every store has it as it has contents; the
+        session memory keeps references through :meth:`keep` and :meth:`record` alike,
+        so a store does not override this or :meth:`reference`.
 
         Raises:
             Unavailable: The store cannot be reached or written.

@@ -182,7 +182,8 @@ class SqliteSessions(SessionStore):
     def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
             db.execute(_NEW_OWNER, (owner,))
-            self._keep_in(db, owner, version, data, _tick(db))
+            _keep_in(db, owner, version, data, _tick(db))
+            self._bound(db, owner)
 
     def _record(
         self,
@@ -196,7 +197,8 @@ class SqliteSessions(SessionStore):
             db.execute(_NEW_OWNER, (owner,))
             tick = _tick(db) if contents else 0
             for later, (version, data) in enumerate(contents):
-                self._keep_in(db, owner, version, data, tick + later)
+                _keep_in(db, owner, version, data, tick + later)
+            self._bound(db, owner)
             step = Step(number=_numbered(db, owner, "numbered"), changes=changes, at=at)
             db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, step.number, step.encode()))
             # (numbers are never reused: no more than max_steps are kept until one is above it)
@@ -207,27 +209,11 @@ class SqliteSessions(SessionStore):
                 db.execute("UPDATE owners SET given_up = ? WHERE owner = ?", (last_gone, owner))
             return step
 
-    def _keep_in(
-        self, db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int
-    ) -> None:
-        """Keep *data* for *owner* (whose row exists) as used at *tick*, the bounds kept.
-
-        Inside the caller's transaction; *tick* is above every use in the file.
-        """
-        over = False
-        if db.execute(_NEW_BLOB, (version, data, len(data), tick)).rowcount:
-            (total,) = db.execute(_ADD_TOTAL, (len(data),)).fetchone()
-            over, size = total > self.max_bytes, len(data)
-        else:
-            (size,) = db.execute(_USE_BLOB, (tick, version)).fetchone()
-        if db.execute(_NEW_KEPT, (owner, version, tick)).rowcount:
-            (owned,) = db.execute(_ADD_BYTES, (size, owner)).fetchone()
-            while owned > self.max_bytes_per_owner:
-                oldest = db.execute(_OWNERS_OLDEST, (owner,)).fetchone()[0]
-                owned -= _let_go(db, owner, oldest)
-        else:
-            db.execute(_TOUCH, (tick, owner, version))
-        while over and db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
+    def _bound(self, db: sqlite3.Connection, owner: bytes) -> None:
+        """Give up the least recently used until *owner*'s bytes and all bytes are in bounds."""
+        while _owner_bytes(db, owner) > self.max_bytes_per_owner:
+            _let_go(db, owner, db.execute(_OWNERS_OLDEST, (owner,)).fetchone()[0])
+        while db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
             oldest = db.execute("SELECT version FROM blobs ORDER BY used LIMIT 1").fetchone()[0]
             holders = db.execute("SELECT owner FROM kept WHERE version = ?", (oldest,))
             for (holder,) in holders.fetchall():
@@ -250,15 +236,28 @@ class _Damaged(Exception):
 
 
 _TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
-_ADD_BYTES: Final = (
-    "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ? RETURNING kept_bytes"
-)
+_ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
 _NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
-_ADD_TOTAL: Final = "UPDATE totals SET bytes = bytes + ? RETURNING bytes"
 _NEW_BLOB: Final = "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?)"
 _USE_BLOB: Final = "UPDATE blobs SET used = ? WHERE version = ? RETURNING size"
 _NEW_KEPT: Final = "INSERT OR IGNORE INTO kept VALUES (?, ?, ?)"
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
+
+
+def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int) -> None:
+    """Keep *data* for *owner* (whose row exists) as used at *tick*, the bounds not yet kept.
+
+    Inside the caller's transaction; *tick* is above every use in the file.
+    """
+    if db.execute(_NEW_BLOB, (version, data, len(data), tick)).rowcount:
+        db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
+        size = len(data)
+    else:
+        (size,) = db.execute(_USE_BLOB, (tick, version)).fetchone()
+    if db.execute(_NEW_KEPT, (owner, version, tick)).rowcount:
+        db.execute(_ADD_BYTES, (size, owner))
+    else:
+        db.execute(_TOUCH, (tick, owner, version))
 
 
 def _tick(db: sqlite3.Connection) -> int:
@@ -266,18 +265,22 @@ def _tick(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM blobs").fetchone()[0])
 
 
+def _owner_bytes(db: sqlite3.Connection, owner: bytes) -> int:
+    row = db.execute("SELECT kept_bytes FROM owners WHERE owner = ?", (owner,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
 def _holds(db: sqlite3.Connection, owner: bytes, version: bytes) -> bool:
     query = "SELECT 1 FROM kept WHERE owner = ? AND version = ?"
     return db.execute(query, (owner, version)).fetchone() is not None
 
 
-def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> int:
-    """*owner* keeps *version* no more (its size, returned); the blob goes when no owner does."""
+def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
+    """*owner* keeps *version* no more; the blob goes when no owner keeps it."""
     (size,) = db.execute("SELECT size FROM blobs WHERE version = ?", (version,)).fetchone()
     db.execute("DELETE FROM kept WHERE owner = ? AND version = ?", (owner, version))
-    db.execute(_ADD_BYTES, (-size, owner)).fetchall()
+    db.execute(_ADD_BYTES, (-size, owner))
     _drop_if_unheld(db, version)
-    return int(size)
 
 
 def _drop_if_unheld(db: sqlite3.Connection, version: bytes) -> None:
