@@ -460,6 +460,34 @@ async def undone_but_for(path: str, data: bytes) -> tuple[MemoryBackend, Context
     return backend, ctx
 
 
+@pytest.mark.parametrize("call", ["write", "move"])
+async def test_an_undone_change_removes_the_directories_it_made(call: str, tmp_path: Path) -> None:
+    # An observer fails the commit: the file goes back, and so do the new parents it needed.
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.txt").write_bytes(b"one\n")
+    (root / "src" / "b.txt").write_bytes(b"two\n")  # src is not left empty by a move
+
+    async def fail() -> None:
+        raise Unavailable("the observer failed")
+
+    async with Fs(LocalBackend(root), load_entrypoints=False, plugins=[Committed(fail)]) as fs:
+        ctx = fs.context(owner="agent")
+        await ctx.fs.read("src/a.txt")
+        change: Awaitable[object] = (
+            ctx.fs.write("new/deep/c.txt", "three\n")
+            if call == "write"
+            else ctx.fs.move("src/a.txt", "new/deep/a.txt")
+        )
+        with pytest.raises(Unavailable):
+            await change
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == [
+        "src",
+        "src/a.txt",
+        "src/b.txt",
+    ]
+
+
 async def test_a_change_that_cannot_be_undone_says_what_the_files_hold() -> None:
     backend, ctx = await undone_but_for("a.txt", b"one\n")
     with pytest.raises(FsError) as caught:

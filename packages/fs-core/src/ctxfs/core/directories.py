@@ -48,11 +48,10 @@ async def mkdir(ctx: Context, path: str) -> None:
 async def missing_directories(ctx: Context, path: str) -> list[str]:
     """*path* and those of its parents that do not exist yet, outermost first.
 
-    None where no step would record them: no session memory, or directories
-    that are prefixes.
+    None where directories are prefixes (making one changes nothing).
     """
     opened_fs, missing = ctx.opened_fs, list[str]()
-    if opened_fs.session_memory is None or not opened_fs.backend.capabilities.real_directories:
+    if not opened_fs.backend.capabilities.real_directories:
         return missing
     while path:
         try:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from ctxfs.core.directories import missing_directories
+from ctxfs.core.directories import directory_changes, made, missing_directories, remove_made
 from ctxfs.core.errors import AlreadyExists, BackendError, FsError, InvalidArgument, Stale
 from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, decoded, text_work
 from ctxfs.core.versions import ABSENT, Absent, Version
@@ -169,7 +169,8 @@ class Mutations:
     async def making_parents(self, report: Report) -> None:
         """Note in *report* the parents its file's creation (or arrival) is about to make.
 
-        They are part of the owner's step (an undo removes them, if empty).
+        They are part of the owner's step (an undo removes them, if empty), and a
+        change rolled back at its commit removes them too.
         """
         report.made = await missing_directories(self._ctx, report.op.path.rpartition("/")[0])
 
@@ -200,6 +201,9 @@ class Mutations:
                             await opened_fs.file_context.restore(
                                 ctx.owner, report.op.key, report.seen
                             )
+                with suppress(FsError):  # the directories the change made, if left empty
+                    steps = [directory_changes(report.made) for _, report in stored]
+                    await remove_made(ctx, made(steps))
             if isinstance(failure, FsError):
                 raise rolled_back(failure, done, kept, what="the change") from failure
             if kept and isinstance(failure, Exception):  # an observer's bug: say what is left

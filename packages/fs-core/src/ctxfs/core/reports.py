@@ -31,7 +31,8 @@ class Report:
     written: bytes | None = None
     """The content the operation stored, when it wrote one (for the session memory)."""
     made: list[str] = field(default_factory=list)
-    """The directories a file's creation made (for the session memory), outermost first."""
+    """The directories a file's creation made, outermost first (a step of the session memory;
+    removed again, if left empty, when the change is undone)."""
 
     @property
     def found(self) -> Version:
