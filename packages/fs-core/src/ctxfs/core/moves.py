@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ctxfs.core.context import Context
     from ctxfs.core.mutations import Mutations
 
-__all__ = ["MAX_MOVED_ENTRIES", "move", "moving"]
+__all__ = ["MAX_MOVED_ENTRIES", "kind_at", "move", "moving"]
 
 MAX_MOVED_ENTRIES: Final = 1000
 """Most entries (files, directories, links, at any depth) one directory move carries:
@@ -73,7 +73,7 @@ async def move(
             )
         for report in (leaving, arriving):
             await ctx.opened_fs.hooks.authorize(ctx, report.op)
-        if (await _kind(ctx, leaving.op.path)) is FileKind.DIRECTORY:
+        if (await kind_at(ctx, leaving.op.path)) is FileKind.DIRECTORY:
             moved = await _move_directory(
                 ctx, leaving.op, arriving.op, overwrite=overwrite, record=record
             )
@@ -95,7 +95,7 @@ async def move(
     )
 
 
-async def _kind(ctx: Context, path: str) -> FileKind | None:
+async def kind_at(ctx: Context, path: str) -> FileKind | None:
     """What *path* names (links followed), or None where nothing does."""
     try:
         return (await ctx.opened_fs.backend.stat(path)).kind
@@ -144,7 +144,7 @@ async def _move_directory(
     _check_directory_move(here, there, overwrite=overwrite)
     if not opened_fs.backend.capabilities.directory_moves:
         await opened_fs.backend.move_directory(here.path, there.path)  # refuses, touching nothing
-    if await _kind(ctx, there.path) is not None:
+    if await kind_at(ctx, there.path) is not None:
         raise AlreadyExists(
             f"{there.path} already exists",
             path=there.path,

@@ -30,7 +30,7 @@ from ctxfs.core.errors import (
     Stale,
     TooLarge,
 )
-from ctxfs.core.moves import move
+from ctxfs.core.moves import kind_at, move
 from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import reported
 from ctxfs.core.sessions import Checkpoint, Step
@@ -283,11 +283,7 @@ async def _move_back(
         )
     there, here = moves[0].path, moves[0].moved_from
     assert here is not None
-    try:  # (the move back checks it again, under the locks)
-        await ctx.opened_fs.backend.stat(here)
-    except (NotFound, NotADirectory):
-        pass
-    else:
+    if await kind_at(ctx, here) is not None:  # (the move back checks it again, under the locks)
         raise AlreadyExists(
             f"{here} exists again, so the move to {there} cannot be undone; nothing changed",
             path=here,

@@ -118,8 +118,8 @@ class SessionMemory:
         self, owner: str, version: Version, data: bytes, path: str | None
     ) -> tuple[Version, bytes] | None:
         """What the store keeps for *version*: a copy, a reference, or nothing (too large)."""
-        store, backend = self.store, self.backend
-        if len(data) > min(store.max_bytes, store.max_bytes_per_owner):
+        backend = self.backend
+        if not self.store.fits(data):
             return None
         if path is not None and backend is not None and backend.capabilities.kept_versions:
             return reference_entry(owner, version, path)

@@ -160,6 +160,10 @@ class SessionStore(ABC):
     max_bytes_per_owner: int
     max_steps: int
 
+    def fits(self, data: bytes) -> bool:
+        """Whether *data* is within both bounds: a content larger than either is never kept."""
+        return len(data) <= min(self.max_bytes, self.max_bytes_per_owner)
+
     @abstractmethod
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """Keep *data*, the content of *version*, for *owner* (again: it becomes the most recent).

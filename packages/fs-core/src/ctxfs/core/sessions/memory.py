@@ -75,7 +75,7 @@ class MemorySessions(SessionStore):
             return self._keep(owner, version, data)
 
     def _keep(self, owner: str, version: Version, data: bytes) -> bool:
-        if len(data) > min(self.max_bytes, self.max_bytes_per_owner):
+        if not self.fits(data):
             return False
         mine = self._owners.setdefault(owner, _Owner())
         if version not in self._blobs:

@@ -180,7 +180,7 @@ class RedisSessions(SessionStore):
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`: one script, the bounds kept in it."""
-        if len(data) > min(self.max_bytes, self.max_bytes_per_owner):
+        if not self.fits(data):
             return False
         bounds = (self.max_bytes, self.max_bytes_per_owner)
         await self._script("keep", owner, stored_bytes(version), data, *bounds)
@@ -202,8 +202,7 @@ class RedisSessions(SessionStore):
         """See :meth:`SessionStore.record`: one script keeps the contents, numbers the step."""
         changes = tuple(changes)
         encoded = json.dumps([change.encode() for change in changes])
-        bound = min(self.max_bytes, self.max_bytes_per_owner)
-        kept = [x for v, data in contents if len(data) <= bound for x in (stored_bytes(v), data)]
+        kept = [x for v, data in contents if self.fits(data) for x in (stored_bytes(v), data)]
         bounds = (self.max_bytes, self.max_bytes_per_owner)
         args = (json.dumps(at), encoded, self.max_steps, *bounds, *kept)
         number = await self._script("record", owner, *args)

@@ -110,7 +110,7 @@ class SqliteSessions(SessionStore):
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`: one transaction, the bounds kept in it."""
-        if len(data) > min(self.max_bytes, self.max_bytes_per_owner):
+        if not self.fits(data):
             return False
         call = partial(self._keep, stored_bytes(owner), stored_bytes(version), data)
         await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
@@ -130,8 +130,7 @@ class SqliteSessions(SessionStore):
         contents: Sequence[tuple[Version, bytes]] = (),
     ) -> Step:
         """See :meth:`SessionStore.record`: one transaction, the contents' bounds kept in it."""
-        bound = min(self.max_bytes, self.max_bytes_per_owner)
-        kept = [(stored_bytes(v), data) for v, data in contents if len(data) <= bound]
+        kept = [(stored_bytes(v), data) for v, data in contents if self.fits(data)]
         call = partial(self._record, stored_bytes(owner), tuple(changes), at, kept)
         return await self._file.run(call, off_loop=sum(len(d) for _, d in kept) > _ON_THE_LOOP)
 
@@ -303,8 +302,7 @@ def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | No
 
 
 def _numbered(db: sqlite3.Connection, owner: bytes, column: str) -> int:
-    """The next number of *column* (``numbered``, ``marked``) for *owner*, taken."""
-    db.execute(_NEW_OWNER, (owner,))
+    """The next number of *column* (``numbered``, ``marked``) for *owner* (whose row exists)."""
     query = f"UPDATE owners SET {column} = {column} + 1 WHERE owner = ? RETURNING {column}"
     return int(db.execute(query, (owner,)).fetchone()[0])
 
@@ -313,6 +311,7 @@ def _mark(
     owner: bytes, label: str | None, at: float, most: int, db: sqlite3.Connection
 ) -> Checkpoint:
     with immediate(db):
+        db.execute(_NEW_OWNER, (owner,))
         number = _numbered(db, owner, "marked")
         last = db.execute("SELECT numbered FROM owners WHERE owner = ?", (owner,)).fetchone()[0]
         checkpoint = Checkpoint(id=f"cp{number}", label=label, step=int(last), at=at)
