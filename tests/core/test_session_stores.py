@@ -147,11 +147,11 @@ async def test_a_content_larger_than_a_bound_is_refused_at_once(opener: Opener) 
 
 async def test_a_reference_is_kept_per_owner_without_the_bytes(opener: Opener) -> None:
     store = opener()
-    assert await store.keep_reference("a", V1, "docs/notes \udcff.txt")
+    assert await store.keep("a", *reference_entry("a", V1, "docs/notes \udcff.txt"))
     assert await store.reference("a", V1) == "docs/notes \udcff.txt"
     assert await store.content("a", V1) is None  # a reference is no content
     assert await store.reference("b", V1) is None  # nor another owner's
-    await store.keep_reference("b", V1, "elsewhere.txt")  # each owner its own path
+    await store.keep("b", *reference_entry("b", V1, "elsewhere.txt"))  # each owner its own path
     assert await store.reference("b", V1) == "elsewhere.txt"
     assert await store.reference("a", V1) == "docs/notes \udcff.txt"
     await store.keep("a", V1, b"copy")  # a copy and a reference live side by side
@@ -168,13 +168,13 @@ async def test_a_reference_is_kept_per_owner_without_the_bytes(opener: Opener) -
 async def test_references_count_their_path_against_the_bounds(opener: Opener) -> None:
     store = opener(max_bytes_per_owner=100)
     await store.keep("a", V1, FORTY)
-    await store.keep_reference("a", V2, "p" * 40)
+    await store.keep("a", *reference_entry("a", V2, "p" * 40))
     assert await store.content("a", V1) == FORTY  # V2's reference is now a's least recent
-    await store.keep_reference("a", V3, "q" * 40)
+    await store.keep("a", *reference_entry("a", V3, "q" * 40))
     assert await store.reference("a", V2) is None
     assert await store.reference("a", V3) == "q" * 40
     assert await store.content("a", V1) == FORTY
-    assert not await store.keep_reference("a", V1, "r" * 101)  # larger than a bound
+    assert not await store.keep("a", *reference_entry("a", V1, "r" * 101))  # larger than a bound
 
 
 async def test_steps_are_numbered_bounded_and_never_renumbered(opener: Opener) -> None:

@@ -58,7 +58,7 @@ class SessionMemory:
 
     Where *backend* keeps versions itself (``Capabilities.kept_versions``, a
     versioned bucket), a version seen at a known path is kept as a reference to
-    it (:meth:`SessionStore.keep_reference`), not a copy, and its bytes are read
+    it (:func:`~ctxfs.core.sessions.base.reference_entry`), not a copy, and its bytes are read
     back from the backend when a diff or an undo needs them; still per owner:
     only an owner that was given the version finds its reference.
     """

@@ -184,26 +184,14 @@ class SessionStore(ABC):
 
         """
 
-    async def keep_reference(self, owner: str, version: Version, path: str) -> bool:
-        """Keep for *owner* that *version* can be read back from the backend at *path*.
-
-        For a backend that keeps versions itself (``Capabilities.kept_versions``):
-        a reference instead of the bytes. It is kept like a content (per owner,
-        again: the most recent), counts its path's bytes against the bounds, and is
-        given up with the least recently used; :meth:`content` does not answer for
-        it, :meth:`reference` does. It is the small content :func:`reference_entry`
-        gives (per owner: never shared), so every store has it as it has contents; the
-        session memory keeps references through :meth:`keep` and :meth:`record` alike,
-        so a store does not override this or :meth:`reference`.
-
-        Raises:
-            Unavailable: The store cannot be reached or written.
-
-        """
-        return await self.keep(owner, *reference_entry(owner, version, path))
-
     async def reference(self, owner: str, version: Version) -> str | None:
-        """The path kept for *owner* by :meth:`keep_reference` for *version*, if it is still.
+        """The path kept for *owner* for *version* (its :func:`reference_entry`), if it is still.
+
+        For a backend that keeps versions itself (``Capabilities.kept_versions``), the
+        session memory keeps a reference instead of the bytes: kept like a content (per
+        owner, counting its path's bytes against the bounds, given up with the least
+        recently used) through :meth:`keep` and :meth:`record`, so a store does not
+        override this; :meth:`content` does not answer for *version* then.
 
         Raises:
             Unavailable: The store cannot be reached or read.
@@ -296,7 +284,7 @@ class SessionStore(ABC):
 
 
 def reference_entry(owner: str, version: Version, path: str) -> tuple[Version, bytes]:
-    """What :meth:`SessionStore.keep_reference` keeps: a version of its own, and the path.
+    """The entry that keeps *version* as a reference to *path*: a version of its own, and the path.
 
     No backend's version starts with NUL; the owner in it keeps each owner's
     references apart (two owners may have read one version at two paths).
