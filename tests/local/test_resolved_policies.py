@@ -226,3 +226,26 @@ async def test_escaped_bytes_that_spell_a_name_are_that_name(root: Path, tools: 
     created = await call(fs, tools, "write", file_path="caf\\xc3\\xa9.txt", content="x\n")
     assert created.error_code is None, created.text
     assert (root / "café.txt").read_text() == "x\n"
+
+
+async def test_what_changed_since_a_read_is_judged_where_the_path_resolves_now(
+    root: Path, tools: FsToolset
+) -> None:
+    # The owner read d/key; then d became a link into the denied directory. Neither a
+    # read nor the changes since (nor their diff) may show what the link reaches.
+    (root / "d").mkdir()
+    (root / "d" / "key").write_text("harmless\n")
+    fs = Fs(
+        LocalBackend(root, state_dir=root.parent / "state"),
+        plugins=[PathRules(deny=["secrets"])],
+        sessions="memory://",
+    )
+    assert not (await call(fs, tools, "read", file_path="d/key")).is_error
+    (root / "d" / "key").unlink()
+    (root / "d").rmdir()
+    os.symlink("secrets", root / "d")
+    assert (await call(fs, tools, "read", file_path="d/key")).error_code is ErrorCode.DENIED
+    assert await fs.context(owner="agent").fs.changed() == []
+    changes = await call(fs, tools, "changes")
+    assert "TOKEN" not in changes.text, changes.text
+    assert "TOKEN" not in str(changes.structured)

@@ -97,14 +97,23 @@ async def changed(ctx: Context) -> list[ChangedFile]:
     found = []
     for key, seen in owned.items():
         path = seen.path or key
-        try:  # what the policies let the owner read now, and nothing else
-            await opened_fs.hooks.authorize(ctx, Operation(kind=OpKind.READ, path=path, key=key))
+        try:  # what the policies let the owner read now (where the kernel resolves it), only
+            await opened_fs.hooks.authorize(ctx, await _located_read(ctx, path, key))
             now, data = await _current(ctx, path)
         except (Refused, InvalidPath, OutsideRoot):
             continue
         if now != seen.version:
             found.append(await _changed_file(ctx, path, key, seen.version, now=now, data=data))
     return sorted(found, key=lambda changed_file: changed_file.path)
+
+
+async def _located_read(ctx: Context, path: str, key: str) -> Operation:
+    """A read of *path* as the policies judge it: located now (a parent may be a link now)."""
+    try:
+        where = await ctx.opened_fs.backend.locate(path)
+    except (NotFound, NotADirectory):  # its parents are gone: the spelled path is all there is
+        return Operation(kind=OpKind.READ, path=path, key=key)
+    return Operation(kind=OpKind.READ, path=path, resolved=where.resolved, key=where.key)
 
 
 async def _current(ctx: Context, path: str) -> tuple[Version | None, bytes | None]:
