@@ -487,6 +487,32 @@ async def test_a_directory_someone_else_put_a_file_in_is_kept(local_place: Place
         assert [entry.name for entry in await fs.backend.list("made")] == ["theirs.txt"]
 
 
+async def test_a_made_directory_replaced_by_a_file_or_a_link_is_left_alone(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    place = make_place(request, tmp_path, "local", "memory")
+    root = Path(place.url)
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.mkdir("d")
+        await a.mkdir("l")
+        await a.write("f.txt", "mine\n")
+        (root / "d").rmdir()
+        (root / "d").write_text("someone else's\n")  # a file where the directory was
+        (root / "other").mkdir()
+        (root / "l").rmdir()
+        (root / "l").symlink_to("other")  # a link to an empty directory where it was
+        done = await a.undo(3)
+        assert (done.directories, done.kept_directories) == ((), ())
+        assert {file.path for file in done.files} == {"f.txt"}
+        assert (root / "d").read_text() == "someone else's\n"
+        assert (root / "l").is_symlink()
+        assert (root / "other").is_dir()
+        assert not (root / "f.txt").exists()
+        with pytest.raises(InvalidArgument):  # the steps are undone, none is stuck
+            await a.undo()
+
+
 async def test_an_undo_of_a_file_created_in_new_directories_removes_them(fs: Fs) -> None:
     await seed(fs, {"src/app.py": b"x = 1\n"})
     a = fs.context(owner=A).fs

@@ -14,7 +14,8 @@ from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
-from ctxfs.core.errors import InvalidArgument, NotADirectory, NotFound
+from ctxfs.core.backend import FileKind
+from ctxfs.core.errors import InvalidArgument, NotADirectory, NotARegularFile, NotFound
 from ctxfs.core.outcomes import OpKind
 from ctxfs.core.paths import join_path
 from ctxfs.core.reports import reported
@@ -118,14 +119,19 @@ async def removable(
 
 
 async def remove_made(ctx: Context, directories: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Remove *directories* (deepest first) that are empty: those removed, and those kept."""
-    removed, kept = [], []
+    """Remove *directories* (deepest first) that are empty: those removed, and those kept.
+
+    One that is no longer a directory (someone put a file or a link there) is left alone.
+    """
+    removed, kept, backend = [], [], ctx.opened_fs.backend
     for directory in directories:
         try:
-            await ctx.opened_fs.backend.delete(directory)
+            if (await backend.stat(directory)).kind is not FileKind.DIRECTORY:
+                continue
+            await backend.delete(directory)
         except InvalidArgument:  # not empty: someone else put something in it
             kept.append(directory)
-        except (NotFound, NotADirectory):  # gone meanwhile
+        except (NotFound, NotADirectory, NotARegularFile):  # gone meanwhile, or a link now
             continue
         else:
             removed.append(directory)
