@@ -203,6 +203,25 @@ async def test_a_stale_edit_shows_the_change_and_the_corrected_edit_needs_no_rea
     assert await raw(fs, "a.py") == expected.encode()
 
 
+async def test_a_file_saved_outside_in_another_encoding_is_diffed_as_an_edit_reads_it(
+    local_place: Place,
+) -> None:
+    async with local_place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.write("u.txt", "hello\nworld\n")
+        await seed(fs, {"u.txt": b"hello\ncaf\xe9\nworld\n"})  # no longer UTF-8 (cp1252)
+        await seed(fs, {"c.txt": "café = 1\nzwei\n".encode("cp1252")})
+        await a.read("c.txt")
+        await seed(fs, {"c.txt": "café = 2 \u2603\nzwei\n".encode()})  # UTF-8 now
+        for path, added in (("u.txt", "+café"), ("c.txt", "+café = 2 \u2603")):
+            with pytest.raises(Stale) as refused:
+                await a.edit(path, "zwei" if path == "c.txt" else "world", "drei")
+            assert added in str(refused.value.details["diff"]), path
+        assert await a.changed() == []  # each diff, shown whole, was a read of the file now
+        await a.edit("c.txt", "zwei", "drei")  # (of the UTF-8 text)
+        assert await raw(fs, "c.txt") == "café = 2 \u2603\ndrei\n".encode()
+
+
 async def test_a_diff_shows_why_the_old_string_no_longer_matches(fs: Fs) -> None:
     text = "def total(a, b):\n    return a + b\n\nprint(total(1, 2))\n"
     await seed(fs, {"calc.py": text.encode()})

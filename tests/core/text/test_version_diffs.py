@@ -73,3 +73,10 @@ def test_beyond_the_lines_compared_a_summary_names_the_span_that_differs() -> No
     last = 10 + MAX_COMPARED_LINES
     assert diff.text.endswith(f"(too many to show or compare): lines 11-{last} → 11-{last}")
     assert diff.changed_lines > 0
+
+
+def test_versions_whose_lines_are_the_same_say_so() -> None:
+    for old, new in [("a\nb", "a\nb\n"), ("a\r\nb\r\n", "a\nb\n")]:
+        diff = version_diff(old.replace("\r\n", "\n"), new, path="p")
+        assert (diff.whole, diff.changed_lines) == (True, 0)
+        assert diff.text == "no line of p changed (its line endings, final newline or encoding did)"

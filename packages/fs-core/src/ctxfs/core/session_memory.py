@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from ctxfs.core.directories import directory_changes
-from ctxfs.core.errors import FsError, Stale
+from ctxfs.core.errors import EncodingError, FsError, Stale
 from ctxfs.core.sessions import FileChange, SessionStore
 from ctxfs.core.sessions.base import reference_entry
 from ctxfs.core.text import decode_document
@@ -221,10 +221,13 @@ class SessionMemory:
             options = ctx.opened_fs.text_options.for_path(path)
             try:
                 before = decode_document(old, options, path=path)
-                after = decode_document(new, options, path=path, encoding=before.encoding)
-            except FsError:  # binary, or text in no encoding ctxfs can round-trip
+                try:  # as an edit would decode it now
+                    after = decode_document(new, options, path=path)
+                except EncodingError:  # (legacy text too short to tell: as it was)
+                    after = decode_document(new, options, path=path, encoding=before.encoding)
+                return version_diff(before.logical_text, after.logical_text, path=path)
+            except (FsError, UnicodeError):  # binary, or text in no encoding it round-trips
                 return None
-            return version_diff(before.logical_text, after.logical_text, path=path)
 
         return await text_work(len(old) + len(new), diffed)
 

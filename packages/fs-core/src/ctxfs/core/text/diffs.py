@@ -137,6 +137,9 @@ def version_diff(
         if changed <= max_lines and size <= max_bytes:
             shown.append(line)  # (beyond a bound, only the regions are kept)
     text = "\n".join(shown)
+    if not regions:
+        text = f"no line of {path} changed (its line endings, final newline or encoding did)"
+        return VersionDiff(text=text, whole=True, changed_lines=0)
     fits = changed <= max_lines and size <= max_bytes
     if fits and len(text.encode("utf-8", "surrogateescape")) <= max_bytes:
         return VersionDiff(text=text, whole=True, changed_lines=changed)
