@@ -506,6 +506,24 @@ async def test_a_directory_someone_else_put_a_file_in_is_kept(local_place: Place
         assert [entry.name for entry in await fs.backend.list("made")] == ["theirs.txt"]
 
 
+async def test_an_undo_over_someone_elses_change_between_the_steps_is_refused(fs: Fs) -> None:
+    a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+    await a.write("m.py", "x = 1\n")
+    mark = await a.checkpoint()
+    await a.edit("m.py", "x = 1", "x = 2")
+    await b.read("m.py")
+    await b.edit("m.py", "x = 2\n", "x = 2\nB = True\n")
+    await a.read("m.py")
+    await a.edit("m.py", "x = 2", "x = 3")
+    for call in (a.undo(2), a.rewind(mark.id), a.undo(2, dry_run=True)):
+        with pytest.raises(Stale, match="changed between your steps") as refused:
+            await call
+        assert "+B = True" in str(refused.value.details["diff"])
+        assert await raw(fs, "m.py") == b"x = 3\nB = True\n"
+    await a.undo()  # the newest step alone is the owner's own
+    assert await raw(fs, "m.py") == b"x = 2\nB = True\n"
+
+
 async def test_a_made_directory_replaced_by_a_file_or_a_link_is_left_alone(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -185,6 +185,8 @@ class _Planned:
     left: Version | None
     back: Version | None
     content: bytes | None = None
+    between: tuple[Version | None, Version | None] | None = None
+    """A change between two of the steps that is not the owner's (from, to), if any."""
 
 
 def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
@@ -199,9 +201,15 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
                 planned[change.key] = _Planned(
                     path=change.path, key=change.key, left=change.after, back=change.before
                 )
-            else:
-                entry.back = change.before
-    return {key: entry for key, entry in planned.items() if entry.left != entry.back}
+                continue
+            if change.after != entry.back and entry.between is None:
+                entry.between = (change.after, entry.back)  # someone changed it in between
+            entry.back = change.before
+    return {
+        key: entry
+        for key, entry in planned.items()
+        if entry.left != entry.back or entry.between is not None
+    }
 
 
 async def _put_back(
@@ -215,6 +223,7 @@ async def _put_back(
     if any(change.directory and change.moved_from for step in steps for change in step.changes):
         return await _move_back(ctx, mutations, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
+    await _refuse_interleaved(ctx, memory, [entry for entry in planned.values() if entry.between])
     given_up = []
     for entry in planned.values():
         if entry.back is not None:
@@ -321,40 +330,77 @@ async def _refuse_changed(
     ctx: Context, memory: SessionMemory, entries: list[_Planned], updates: list[Update]
 ) -> None:
     """Refuse the undo if any file is not as the owner's steps left it, naming each."""
-    changed_files: list[dict[str, object]] = []
+    changed_files = []
     for entry, update in zip(entries, updates, strict=True):
-        current = update.current
-        now = None if current is None else current.version
-        if now == entry.left:
-            continue
-        diff = None
-        if current is not None and entry.left is not None:
-            old = await memory.content(ctx.owner, entry.left)
-            if old is not None:
-                diff = await memory.diff(ctx, entry.path, old, current.data)
-        changed_files.append(
-            {
-                "path": entry.path,
-                "left": entry.left,
-                "current": now,
-                "diff": None if diff is None else diff.text,
-            }
+        now, data = None, None
+        if update.current is not None:
+            now, data = update.current.version, update.current.data
+        if now != entry.left:
+            changed_files.append(
+                await _changed(ctx, memory, entry.path, entry.left, now=now, data=data)
+            )
+    if changed_files:
+        raise _refused(
+            changed_files,
+            "changed since your step(s), by someone else",
+            hint="Leave those files as they are, or read them and change them by hand.",
         )
-    if not changed_files:
-        # each file is as the owner's steps left it: that is what it saw (a restart may
-        # have lost its observations), so the guard lets the undo change it
-        for entry in entries:
-            if entry.left is not None:
-                await ctx.opened_fs.file_context.observe(
-                    ctx.owner, entry.key, entry.left, complete=True, path=entry.path
-                )
-        return
+    # each file is as the owner's steps left it: that is what it saw (a restart may
+    # have lost its observations), so the guard lets the undo change it
+    for entry in entries:
+        if entry.left is not None:
+            await ctx.opened_fs.file_context.observe(
+                ctx.owner, entry.key, entry.left, complete=True, path=entry.path
+            )
+
+
+async def _refuse_interleaved(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
+    """Refuse the undo if another change came between the owner's steps to a file.
+
+    Putting back the oldest version would undo that change too; nothing is changed.
+    """
+    changed_files = []
+    for entry in entries:
+        assert entry.between is not None
+        was, became = entry.between
+        data = None if became is None else await memory.content(ctx.owner, became)
+        changed_files.append(await _changed(ctx, memory, entry.path, was, now=became, data=data))
+    if changed_files:
+        raise _refused(
+            changed_files,
+            "changed between your steps, by someone else (or by a change that was not recorded)",
+            hint="Undo fewer steps (those after that change), or change those files by hand.",
+        )
+
+
+async def _changed(
+    ctx: Context,
+    memory: SessionMemory,
+    path: str,
+    left: Version | None,
+    *,
+    now: Version | None,
+    data: bytes | None,
+) -> dict[str, object]:
+    """A file of a refused undo: the version its steps *left*, the one *now*, and the diff.
+
+    The diff is there when the content *left* is kept and *now*'s (*data*) is known.
+    """
+    diff = None
+    if data is not None and left is not None:
+        old = await memory.content(ctx.owner, left)
+        if old is not None:
+            diff = await memory.diff(ctx, path, old, data)
+    return {"path": path, "left": left, "current": now, "diff": diff and diff.text}
+
+
+def _refused(changed_files: list[dict[str, object]], what: str, *, hint: str) -> Stale:
     paths = [str(changed["path"]) for changed in changed_files]
     diffs = [str(changed["diff"]) for changed in changed_files if changed["diff"]]
-    raise Stale(
-        f"{', '.join(paths)} changed since your step(s), by someone else; nothing was put back",
+    return Stale(
+        f"{', '.join(paths)} {what}; nothing was put back",
         path=paths[0],
-        hint="Leave those files as they are, or read them and change them by hand.",
+        hint=hint,
         details={"changed": changed_files, "diff": "\n".join(diffs) or None},
     )
 
