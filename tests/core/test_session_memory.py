@@ -25,6 +25,7 @@ from ctxfs.core import (
     FsError,
     Hunk,
     InvalidArgument,
+    MemoryBackend,
     NoMatch,
     NotEnabled,
     NotFound,
@@ -522,6 +523,29 @@ async def test_an_undo_over_someone_elses_change_between_the_steps_is_refused(fs
         assert await raw(fs, "m.py") == b"x = 3\nB = True\n"
     await a.undo()  # the newest step alone is the owner's own
     assert await raw(fs, "m.py") == b"x = 2\nB = True\n"
+
+
+async def test_an_undo_that_fails_part_way_puts_nothing_back(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    place = make_place(request, tmp_path, "memory", "memory")
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.write("a.txt", "a 1\n")
+        await a.write("b.txt", "b 1\n")
+        await a.edit("a.txt", "a 1", "a 2")
+        await a.edit("b.txt", "b 1", "b 2")
+        backend = fs.backend
+        assert isinstance(backend, MemoryBackend)
+        for failure in (Unavailable("the store is down"), OSError("a backend's bug")):
+            backend.faults.fail_next("write", failure, path="a.txt")  # (the second put back)
+            with pytest.raises((FsError, OSError)) as failed:
+                await a.undo(2)
+            if isinstance(failed.value, FsError):
+                assert failed.value.message.startswith("the undo was not applied (nothing changed")
+            assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"a 2\n", "b.txt": b"b 2\n"}
+        assert {file.path for file in (await a.undo(2)).files} == {"a.txt", "b.txt"}
+        assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"a 1\n", "b.txt": b"b 1\n"}
 
 
 async def test_a_made_directory_replaced_by_a_file_or_a_link_is_left_alone(

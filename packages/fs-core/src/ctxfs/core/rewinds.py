@@ -16,10 +16,13 @@ from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import anyio
+
 from ctxfs.core.backend import FileKind
 from ctxfs.core.directories import authorize_removals, made, removable, remove_made
 from ctxfs.core.errors import (
     AlreadyExists,
+    FsError,
     InvalidArgument,
     InvalidPath,
     NotADirectory,
@@ -31,14 +34,16 @@ from ctxfs.core.errors import (
     TooLarge,
 )
 from ctxfs.core.moves import kind_at, move
+from ctxfs.core.mutations import put_back, rolled_back, undone
 from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
-from ctxfs.core.reports import reported
+from ctxfs.core.reports import Report, reported
 from ctxfs.core.sessions import Checkpoint, Step
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
     from ctxfs.core.context import Context
     from ctxfs.core.mutations import Mutations
+    from ctxfs.core.observations import Observation
     from ctxfs.core.session_memory import SessionMemory
     from ctxfs.core.versions import Version
 
@@ -223,24 +228,13 @@ async def _put_back(
     if any(change.directory and change.moved_from for step in steps for change in step.changes):
         return await _move_back(ctx, mutations, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
-    await _refuse_interleaved(ctx, memory, [entry for entry in planned.values() if entry.between])
-    given_up = []
-    for entry in planned.values():
-        if entry.back is not None:
-            entry.content = await memory.content(ctx.owner, entry.back)
-            if entry.content is None:
-                given_up.append(entry.path)
-    if given_up:
-        raise InvalidArgument(
-            f"the content {', '.join(given_up)} held before is no longer kept "
-            "(the session memory's bound); nothing was put back",
-            hint="Undo fewer steps, or restore those files by hand.",
-            details={"given_up": given_up},
-        )
     entries = list(planned.values())
+    await _refuse_interleaved(ctx, memory, [entry for entry in entries if entry.between])
+    await _fetch_contents(ctx, memory, entries)
+    seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
 
     async def refuse(updates: list[Update]) -> None:
-        await _refuse_changed(ctx, memory, entries, updates)
+        await _refuse_changed(ctx, memory, entries, updates, seen_before if dry_run else None)
 
     async with AsyncExitStack() as stack:
         await authorize_removals(ctx, stack, directories, dry_run=dry_run)
@@ -256,15 +250,15 @@ async def _put_back(
             )
             for entry in entries
         ]
-        async with mutations.updating_all(
-            reports, max_size=None, refuse=refuse, record=False
-        ) as opened:
-            if not dry_run:
-                for entry, report, (update, _) in zip(entries, reports, opened, strict=True):
-                    if entry.content is not None:
-                        await mutations.store(report, update, entry.content)
-                    elif update.current is not None:
-                        await update.delete()
+        try:
+            async with mutations.updating_all(
+                reports, max_size=None, refuse=refuse, record=False
+            ) as opened:
+                if not dry_run:
+                    await _write_back(mutations, entries, reports, [u for u, _ in opened])
+        finally:
+            for key, seen in seen_before:
+                await ctx.opened_fs.file_context.observations.put(ctx.owner, key, seen)
         if dry_run:
             removed = {entry.path for entry in entries if entry.back is None}
             directories, kept = await removable(ctx, directories, removed)
@@ -281,6 +275,49 @@ async def _put_back(
         kept_directories=tuple(kept),
         written=not dry_run,
     )
+
+
+async def _fetch_contents(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
+    """Fetch the content each of *entries* goes back to; refuse if one is no longer kept."""
+    given_up = []
+    for entry in entries:
+        if entry.back is not None:
+            entry.content = await memory.content(ctx.owner, entry.back)
+            if entry.content is None:
+                given_up.append(entry.path)
+    if given_up:
+        raise InvalidArgument(
+            f"the content {', '.join(given_up)} held before is no longer kept "
+            "(the session memory's bound); nothing was put back",
+            hint="Undo fewer steps, or restore those files by hand.",
+            details={"given_up": given_up},
+        )
+
+
+async def _write_back(
+    mutations: Mutations, entries: list[_Planned], reports: list[Report], updates: list[Update]
+) -> None:
+    """Put each file back; if one fails (or the call is cancelled), undo those put back."""
+    done: list[tuple[Update, Version | None]] = []  # each update, and the version it left
+    stored: list[tuple[Update, Report]] = []
+    try:
+        for entry, report, update in zip(entries, reports, updates, strict=True):
+            if entry.content is not None:
+                await mutations.store(report, update, entry.content)
+                done.append((update, report.after))
+            elif update.current is not None:
+                await update.delete()
+                done.append((update, None))
+            stored.append((update, report))
+    except FsError as failure:
+        with anyio.CancelScope(shield=True):
+            kept = await undone(done)
+        put_back(stored, kept)
+        raise rolled_back(failure, done, kept, what="the undo") from failure
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            put_back(stored, await undone(done))
+        raise
 
 
 async def _move_back(
@@ -327,9 +364,17 @@ async def _move_back(
 
 
 async def _refuse_changed(
-    ctx: Context, memory: SessionMemory, entries: list[_Planned], updates: list[Update]
+    ctx: Context,
+    memory: SessionMemory,
+    entries: list[_Planned],
+    updates: list[Update],
+    seen_before: list[tuple[str, Observation | None]] | None,
 ) -> None:
-    """Refuse the undo if any file is not as the owner's steps left it, naming each."""
+    """Refuse the undo if any file is not as the owner's steps left it, naming each.
+
+    Else each counts as seen by the owner, what it had seen before added to
+    *seen_before* (for a dry run to put back) where that is given.
+    """
     changed_files = []
     for entry, update in zip(entries, updates, strict=True):
         now, data = None, None
@@ -347,9 +392,14 @@ async def _refuse_changed(
         )
     # each file is as the owner's steps left it: that is what it saw (a restart may
     # have lost its observations), so the guard lets the undo change it
+    file_context = ctx.opened_fs.file_context
     for entry in entries:
         if entry.left is not None:
-            await ctx.opened_fs.file_context.observe(
+            if seen_before is not None:
+                seen_before.append(
+                    (entry.key, await file_context.observation(ctx.owner, entry.key))
+                )
+            await file_context.observe(
                 ctx.owner, entry.key, entry.left, complete=True, path=entry.path
             )
 
