@@ -669,8 +669,9 @@ async def test_undo_of_n_steps_goes_back_n_steps(fs: Fs) -> None:
     await a.read("a.txt")
     for n in range(1, 5):
         await a.edit("a.txt", f"v{n - 1}", f"v{n}")
-    with pytest.raises(InvalidArgument):
-        await a.undo(0)
+    for wrong in (0, -1, 1.5, "1", None, True):
+        with pytest.raises(InvalidArgument, match="steps must be a whole number"):
+            await a.undo(wrong)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument) as too_many:
         await a.undo(5)
     assert too_many.value.details["steps"] == 4

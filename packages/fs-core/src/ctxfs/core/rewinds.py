@@ -58,8 +58,10 @@ async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
 async def undo(ctx: Context, mutations: Mutations, steps: int, *, dry_run: bool) -> UndoOutcome:
     """:meth:`ContextFs.undo <ctxfs.core.ContextFs.undo>`."""
     memory = _memory(ctx)
-    if steps < 1:
-        raise InvalidArgument(f"steps must be 1 or more, got {steps}", details={"field": "steps"})
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise InvalidArgument(
+            f"steps must be a whole number, 1 or more, got {steps!r}", details={"field": "steps"}
+        )
     kept = await memory.store.steps(ctx.owner)
     if len(kept) < steps:
         raise InvalidArgument(
