@@ -585,6 +585,35 @@ async def test_an_undo_of_a_file_created_in_new_directories_removes_them(fs: Fs)
     assert [entry.name for entry in await fs.backend.list("src")] == ["app.py"]
 
 
+async def test_an_undone_directory_move_moves_back_only_the_tree_it_moved(
+    local_place: Place,
+) -> None:
+    async with local_place.open() as fs:
+        await seed(fs, {"d/f.txt": b"A's\n"})
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        await a.move("d", "e")
+        await b.move("e", "archive/e")  # someone moves it on, and makes another e
+        await b.write("e/theirs.txt", "B's\n")
+        for dry_run in (True, False):
+            with pytest.raises(Stale, match="changed since your move"):
+                await a.undo(dry_run=dry_run)
+        assert await snapshot(fs, ["archive/e/f.txt", "e/theirs.txt", "d/f.txt"]) == {
+            "archive/e/f.txt": b"A's\n",
+            "e/theirs.txt": b"B's\n",
+            "d/f.txt": None,
+        }
+        await a.move("archive/e", "g")
+        await b.write("g/added.txt", "B's\n")  # an entry came since the move
+        with pytest.raises(Stale, match="changed since your move"):
+            await a.undo()
+        await b.delete("g/added.txt")
+        await a.undo()  # the tree it moved, as it moved it
+        assert await snapshot(fs, ["archive/e/f.txt", "g/f.txt"]) == {
+            "archive/e/f.txt": b"A's\n",
+            "g/f.txt": None,
+        }
+
+
 async def test_an_undone_move_removes_the_directories_it_made(fs: Fs) -> None:
     await seed(fs, {"src/app.py": b"x = 1\n", "src/lib/util.py": b"y = 2\n"})
     a = fs.context(owner=A).fs

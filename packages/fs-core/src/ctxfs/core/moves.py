@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import hashlib
+from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final, TypeAlias
@@ -26,13 +27,14 @@ from ctxfs.core.outcomes import MoveOutcome, Operation, OpKind
 from ctxfs.core.paths import check_file_spelling, join_path
 from ctxfs.core.reports import Report, reported
 from ctxfs.core.sessions import FileChange
+from ctxfs.core.versions import Version
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
     from ctxfs.core.context import Context
     from ctxfs.core.mutations import Mutations
 
-__all__ = ["MAX_MOVED_ENTRIES", "kind_at", "move", "moving"]
+__all__ = ["MAX_MOVED_ENTRIES", "entries_below", "kind_at", "move", "moving", "tree_version"]
 
 MAX_MOVED_ENTRIES: Final = 1000
 """Most entries (files, directories, links, at any depth) one directory move carries:
@@ -182,7 +184,7 @@ async def _move_directory(
             key=there.key,
             kind=OpKind.MOVE.value,
             before=None,
-            after=None,
+            after=tree_version(relative_to(pair[0].path, here.path) for pair in pairs[1:]),
             moved_from=here.path,
             directory=True,
         )
@@ -224,19 +226,38 @@ async def _moved_entries(ctx: Context, here: Operation, there: Operation) -> Pai
     Links are not followed: a link's operations name the link itself (its
     path, resolved through the directory), never what it points to.
     """
-    backend = ctx.opened_fs.backend
-    pairs: Pairs = []
-    pending = [here.path]
+    return [
+        await _entry_pair(ctx, here, there, relative, kind)
+        for relative, kind in await entries_below(ctx, here.path)
+    ]
+
+
+async def entries_below(ctx: Context, directory: str) -> list[tuple[str, FileKind]]:
+    """Each entry below *directory*, at any depth (links not followed), and its kind.
+
+    Paths are relative to *directory*.
+
+    Raises:
+        TooLarge: There are more than :data:`MAX_MOVED_ENTRIES`.
+        NotFound, NotADirectory: *directory* is no directory.
+
+    """
+    backend, found, pending = ctx.opened_fs.backend, list[tuple[str, FileKind]](), [directory]
     while pending:
-        directory = pending.pop()
-        for entry in await backend.list(directory, details=False):
-            relative = relative_to(entry.path, here.path)
-            if len(pairs) == MAX_MOVED_ENTRIES:
-                raise _too_many(here.path)
-            pairs.append(await _entry_pair(ctx, here, there, relative, entry.kind))
+        listed = pending.pop()
+        for entry in await backend.list(listed, details=False):
+            if len(found) == MAX_MOVED_ENTRIES:
+                raise _too_many(directory)
+            found.append((relative_to(entry.path, directory), entry.kind))
             if entry.kind is FileKind.DIRECTORY:
                 pending.append(entry.path)
-    return pairs
+    return found
+
+
+def tree_version(relative_paths: Iterable[str]) -> Version:
+    """A version of a directory's tree: the paths below it (not what its files hold)."""
+    names = "\0".join(sorted(relative_paths)).encode("utf-8", "surrogateescape")
+    return Version(f"tree:{hashlib.sha256(names).hexdigest()[:32]}")
 
 
 async def _entry_pair(

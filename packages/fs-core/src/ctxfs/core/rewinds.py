@@ -33,7 +33,7 @@ from ctxfs.core.errors import (
     Stale,
     TooLarge,
 )
-from ctxfs.core.moves import kind_at, move
+from ctxfs.core.moves import entries_below, kind_at, move, tree_version
 from ctxfs.core.mutations import put_back, rolled_back, undone
 from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import Report, reported
@@ -58,7 +58,8 @@ async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
 async def undo(ctx: Context, mutations: Mutations, steps: int, *, dry_run: bool) -> UndoOutcome:
     """:meth:`ContextFs.undo <ctxfs.core.ContextFs.undo>`."""
     memory = _memory(ctx)
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+    given: object = steps  # (a caller without type checks may pass anything)
+    if not isinstance(given, int) or isinstance(given, bool) or given < 1:
         raise InvalidArgument(
             f"steps must be a whole number, 1 or more, got {steps!r}", details={"field": "steps"}
         )
@@ -340,6 +341,7 @@ async def _move_back(
         )
     there, here = moves[0].path, moves[0].moved_from
     assert here is not None
+    await _refuse_another_tree(ctx, there, moves[0].after)
     if await kind_at(ctx, here) is not None:  # (the move back checks it again, under the locks)
         raise AlreadyExists(
             f"{here} exists again, so the move to {there} cannot be undone; nothing changed",
@@ -363,6 +365,21 @@ async def _move_back(
         kept_directories=tuple(kept),
         written=not dry_run,
     )
+
+
+async def _refuse_another_tree(ctx: Context, there: str, moved: Version | None) -> None:
+    """Refuse to move back the directory at *there* unless its tree is the one moved there."""
+    try:
+        now = tree_version(path for path, _ in await entries_below(ctx, there))
+    except (NotFound, NotADirectory):
+        return  # (nothing to move back: the move says so)
+    if moved is not None and now != moved:
+        raise Stale(
+            f"{there} changed since your move (entries came, went or were renamed, or it is "
+            "another directory); nothing was moved back",
+            path=there,
+            hint=f"Leave it, or move what you need from {there} by hand.",
+        )
 
 
 async def _refuse_changed(
