@@ -1120,8 +1120,46 @@ async def test_a_step_the_store_cannot_record_fails_no_call(
         keeps = store.keeps
         await a.read("a.txt")  # the version after was never kept: a read sends it
         assert store.keeps == keeps + 1
-        with pytest.raises(InvalidArgument):  # no step to undo
+        with pytest.raises(Unavailable, match="could not be recorded"):  # the store is down
             await a.undo()
+
+
+class FailingOnce(CountedKeeps):
+    """The in-process store, failing its next step (set :attr:`fail_next`) only."""
+
+    fail_next = False
+
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        *,
+        at: float,
+        contents: Sequence[tuple[Version, bytes]] = (),
+    ) -> Step:
+        if self.fail_next:
+            self.fail_next = False
+            raise Unavailable("the store is down for a moment")
+        return await super().record(owner, changes, at=at, contents=contents)
+
+
+async def test_no_undo_reaches_past_a_step_the_store_missed() -> None:
+    store = FailingOnce()
+    async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
+        a = fs.context(owner=A).fs
+        await a.write("f.txt", "f 1\n")
+        store.fail_next = True
+        await a.write("g.txt", "g 1\n")  # written; its step is missed
+        await a.write("h.txt", "h 1\n")  # after it: the history says a step is missing
+        assert (await a.undo()).files[0].path == "h.txt"
+        with pytest.raises(InvalidArgument, match="could not be recorded") as refused:
+            await a.undo()  # (it would have undone f.txt, not g.txt)
+        assert refused.value.details == {"unrecorded": 2}  # the mark, after step 1
+        assert await snapshot(fs, ["f.txt", "g.txt", "h.txt"]) == {
+            "f.txt": b"f 1\n",
+            "g.txt": b"g 1\n",
+            "h.txt": None,
+        }
 
 
 @pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])

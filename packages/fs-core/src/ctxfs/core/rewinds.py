@@ -32,11 +32,13 @@ from ctxfs.core.errors import (
     Refused,
     Stale,
     TooLarge,
+    Unavailable,
 )
 from ctxfs.core.moves import entries_below, kind_at, move, tree_version
 from ctxfs.core.mutations import put_back, rolled_back, undone
 from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import Report, reported
+from ctxfs.core.session_memory import UNRECORDED
 from ctxfs.core.sessions import Checkpoint, Step
 
 if TYPE_CHECKING:
@@ -52,12 +54,12 @@ __all__ = ["changed", "checkpoint", "rewind", "undo"]
 
 async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
     """:meth:`ContextFs.checkpoint <ctxfs.core.ContextFs.checkpoint>`."""
-    return await _memory(ctx).store.mark(ctx.owner, label, at=time.time())
+    return await (await _memory(ctx)).store.mark(ctx.owner, label, at=time.time())
 
 
 async def undo(ctx: Context, mutations: Mutations, steps: int, *, dry_run: bool) -> UndoOutcome:
     """:meth:`ContextFs.undo <ctxfs.core.ContextFs.undo>`."""
-    memory = _memory(ctx)
+    memory = await _memory(ctx)
     given: object = steps  # (a caller without type checks may pass anything)
     if not isinstance(given, int) or isinstance(given, bool) or given < 1:
         raise InvalidArgument(
@@ -77,7 +79,7 @@ async def rewind(
     ctx: Context, mutations: Mutations, checkpoint_id: str, *, dry_run: bool
 ) -> UndoOutcome:
     """:meth:`ContextFs.rewind <ctxfs.core.ContextFs.rewind>`."""
-    memory = _memory(ctx)
+    memory = await _memory(ctx)
     marks = await memory.store.checkpoints(ctx.owner)
     mark = next((m for m in marks if m.id == checkpoint_id), None)
     if mark is None:
@@ -228,6 +230,7 @@ async def _put_back(
     *,
     dry_run: bool,
 ) -> UndoOutcome:
+    _refuse_unrecorded(steps)
     if any(change.directory and change.moved_from for step in steps for change in step.changes):
         return await _move_back(ctx, mutations, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
@@ -278,6 +281,18 @@ async def _put_back(
         kept_directories=tuple(kept),
         written=not dry_run,
     )
+
+
+def _refuse_unrecorded(steps: Sequence[Step]) -> None:
+    """Refuse to undo *steps* if the owner's history misses a step among them."""
+    missed = [step.number for step in steps if any(c.kind == UNRECORDED for c in step.changes)]
+    if missed:
+        raise InvalidArgument(
+            f"changes made before step {missed[-1] + 1} could not be recorded (the session "
+            "store failed then), so they cannot be undone; nothing was put back",
+            hint=f"Undo only the steps after step {missed[-1]}, or restore files by hand.",
+            details={"unrecorded": missed[-1]},
+        )
 
 
 async def _fetch_contents(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
@@ -474,11 +489,18 @@ def _refused(changed_files: list[dict[str, object]], what: str, *, hint: str) ->
     )
 
 
-def _memory(ctx: Context) -> SessionMemory:
+async def _memory(ctx: Context) -> SessionMemory:
+    """The session memory, its history of the owner complete (a missed step marked)."""
     memory = ctx.opened_fs.session_memory
     if memory is None:
         raise NotEnabled(
             "the session memory is turned off for this store",
             hint="Open the store with session_memory=True to keep checkpoints and undo.",
+        )
+    if not await memory.history_complete(ctx.owner):
+        raise Unavailable(
+            "a change of yours could not be recorded (the session store failed), and the "
+            "store cannot be told so yet; nothing was done",
+            hint="Try again once the session store works, or restore files by hand.",
         )
     return memory

@@ -29,7 +29,10 @@ if TYPE_CHECKING:
     from ctxfs.core.reports import Report
     from ctxfs.core.versions import Version
 
-__all__ = ["MAX_AUTHORS", "MAX_READ_BYTES", "SessionMemory"]
+__all__ = ["MAX_AUTHORS", "MAX_READ_BYTES", "UNRECORDED", "SessionMemory"]
+
+UNRECORDED: Final = "unrecorded"
+"""The kind of the change in a step that stands for steps the store failed to record."""
 
 MAX_READ_BYTES: Final = 4 * 1024 * 1024
 """A read keeps a file's content up to this size (its memory stays bounded); a larger file is
@@ -54,7 +57,9 @@ class SessionMemory:
 
     A store that fails (or has a bug) never fails a call: what it could not keep or
     record is logged, and is then simply not there (a diff or an undo that needs it
-    says so).
+    says so). A step it could not record is marked in the owner's history by a step
+    of its own (an :data:`UNRECORDED` change) as soon as the store takes one: no undo
+    or rewind reaches past it, and none runs while the mark is pending.
 
     Where *backend* keeps versions itself (``Capabilities.kept_versions``, a
     versioned bucket), a version seen at a known path is kept as a reference to
@@ -75,6 +80,7 @@ class SessionMemory:
         self.max_read_bytes = min(max_read_bytes, store.max_bytes_per_owner)
         self._authors: OrderedDict[tuple[str, Version], tuple[str, float]] = OrderedDict()
         self._kept: OrderedDict[tuple[str, Version], float] = OrderedDict()
+        self._unrecorded: set[str] = set()  # owners whose history misses a step, not yet marked
 
     def author(self, key: str, version: Version) -> tuple[str, float] | None:
         """Who stored *version* of the file *key*, and when: known for recent changes here.
@@ -207,11 +213,29 @@ class SessionMemory:
             if (entry := self._entry(owner, version, data, path)) is not None
         }
         try:
-            await self.store.record(owner, changes, at=at, contents=list(entries.values()))
+            if await self.history_complete(owner):
+                await self.store.record(owner, changes, at=at, contents=list(entries.values()))
+                self._kept_now(owner, list(entries), now)
+                return
         except Exception:  # (a store's bug too: it never fails the call)
             log.warning("the session store could not record a step", exc_info=True)
-            return
-        self._kept_now(owner, list(entries), now)
+        self._unrecorded.add(owner)
+
+    async def history_complete(self, owner: str) -> bool:
+        """Whether *owner*'s history in the store tells every step (a missed one marked).
+
+        A step the store failed to record is marked now if it was not yet.
+        """
+        if owner not in self._unrecorded:
+            return True
+        mark = FileChange(path="", key="", kind=UNRECORDED, before=None, after=None)
+        try:
+            await self.store.record(owner, [mark], at=time.time())
+        except Exception:  # (a store's bug too)
+            log.warning("the session store could not mark a step it missed", exc_info=True)
+            return False
+        self._unrecorded.discard(owner)
+        return True
 
     @staticmethod
     async def diff(ctx: Context, path: str, old: bytes, new: bytes) -> VersionDiff | None:
