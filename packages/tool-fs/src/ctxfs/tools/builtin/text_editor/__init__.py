@@ -206,7 +206,7 @@ async def _undo_edit(step: Step, path: str) -> ToolResult:
             details={"field": "path"},
         )
     if back > 1:
-        later = sorted({change.path for change in steps[-1].changes})
+        later = sorted({change.path or "files it could not record" for change in steps[-1].changes})
         raise _not_newest(step, path, steps_back=back, later=later)
     outcome = await ctx.fs.undo(1)
     data = UndoData.of_undo(outcome, tool="undo_edit").model_copy(update={"target": path})
