@@ -296,7 +296,7 @@ def _refuse_unrecorded(steps: Sequence[Step]) -> None:
 
 
 async def _fetch_contents(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
-    """Fetch the content each of *entries* goes back to; refuse if one is no longer kept."""
+    """Fetch the content each of *entries* goes back to; refuse if one is not kept."""
     given_up = []
     for entry in entries:
         if entry.back is not None:
@@ -305,8 +305,8 @@ async def _fetch_contents(ctx: Context, memory: SessionMemory, entries: list[_Pl
                 given_up.append(entry.path)
     if given_up:
         raise InvalidArgument(
-            f"the content {', '.join(given_up)} held before is no longer kept "
-            "(the session memory's bound); nothing was put back",
+            f"the content {', '.join(given_up)} held before is not kept (larger than the "
+            "session memory's bound, or given up for newer ones); nothing was put back",
             hint="Undo fewer steps, or restore those files by hand.",
             details={"given_up": given_up},
         )
