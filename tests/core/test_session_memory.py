@@ -7,6 +7,7 @@ checks that no file changed.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
@@ -546,6 +547,42 @@ async def test_an_undo_that_fails_part_way_puts_nothing_back(
             assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"a 2\n", "b.txt": b"b 2\n"}
         assert {file.path for file in (await a.undo(2)).files} == {"a.txt", "b.txt"}
         assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"a 1\n", "b.txt": b"b 1\n"}
+
+
+async def test_an_undo_puts_back_each_file_with_its_mode(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    place = make_place(request, tmp_path, "local", "sqlite")
+    root = Path(place.url)
+    modes = {"run.sh": 0o755, "key.pem": 0o600, "moved.sh": 0o750, "over.sh": 0o700}
+    for name, mode in modes.items():
+        (root / name).write_text(f"{name}\n")
+        (root / name).chmod(mode)
+    (root / "new.txt").write_text("new\n")
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        mark = await a.checkpoint()
+        for name in modes:
+            await a.read(name)
+        await a.delete("run.sh")
+        await a.delete("key.pem")
+        await a.move("moved.sh", "elsewhere.sh")
+        await a.read("new.txt")
+        await a.move("new.txt", "over.sh", overwrite=True)  # replaces a file of another mode
+        await a.edit("over.sh", "new", "newer")
+        await a.rewind(mark.id)
+    for name, mode in modes.items():
+        assert ((root / name).read_text(), (root / name).stat().st_mode & 0o7777) == (
+            f"{name}\n",
+            mode,
+        ), name
+    assert (root / "new.txt").stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 async def test_a_made_directory_replaced_by_a_file_or_a_link_is_left_alone(

@@ -254,10 +254,12 @@ async def test_34_parent_swapped_during_the_write_lands_inside_or_fails(
     outside = layout.base / "outside-dir"
     outside.mkdir()
 
-    def swap_then_write(dir_fd: int, data: bytes, current: os.stat_result | None) -> str:
+    def swap_then_write(
+        dir_fd: int, data: bytes, current: os.stat_result | None, mode: int | None
+    ) -> str:
         (layout.root / "sub").rename(layout.root / "moved")
         os.symlink(str(outside), layout.root / "sub")
-        return real(dir_fd, data, current)
+        return real(dir_fd, data, current, mode)
 
     await ctx.fs.read("sub/c")
     monkeypatch.setattr(local_writes, "_write_temp", swap_then_write)

@@ -146,9 +146,17 @@ class Mutations:
         return change
 
     async def store(
-        self, report: Report, update: Update, data: bytes, document: AnyDocument | None = None
+        self,
+        report: Report,
+        update: Update,
+        data: bytes,
+        document: AnyDocument | None = None,
+        *,
+        mode: int | None = None,
     ) -> None:
         """Write *data* through *update*; for a changed text, remember its encoding by version.
+
+        *mode*: the permission bits the file gets (see :meth:`Update.write`).
 
         Raises:
             Stale: The file was created by someone else since it was read as missing.
@@ -157,7 +165,7 @@ class Mutations:
         if update.current is None:
             await self.making_parents(report)
         try:
-            report.after = await update.write(data)
+            report.after = await update.write(data, mode=mode)
             report.written = data
         except AlreadyExists:
             raise Stale(

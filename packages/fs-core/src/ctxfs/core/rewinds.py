@@ -197,6 +197,8 @@ class _Planned:
     content: bytes | None = None
     between: tuple[Version | None, Version | None] | None = None
     """A change between two of the steps that is not the owner's (from, to), if any."""
+    mode: int | None = None
+    """The permission bits the file had before the steps, where the store keeps them."""
 
 
 def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
@@ -209,12 +211,16 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
             entry = planned.get(change.key)
             if entry is None:
                 planned[change.key] = _Planned(
-                    path=change.path, key=change.key, left=change.after, back=change.before
+                    path=change.path,
+                    key=change.key,
+                    left=change.after,
+                    back=change.before,
+                    mode=change.mode,
                 )
                 continue
             if change.after != entry.back and entry.between is None:
                 entry.between = (change.after, entry.back)  # someone changed it in between
-            entry.back = change.before
+            entry.back, entry.mode = change.before, change.mode
     return {
         key: entry
         for key, entry in planned.items()
@@ -321,7 +327,7 @@ async def _write_back(
     try:
         for entry, report, update in zip(entries, reports, updates, strict=True):
             if entry.content is not None:
-                await mutations.store(report, update, entry.content)
+                await mutations.store(report, update, entry.content, mode=entry.mode)
                 done.append((update, report.after))
             elif update.current is not None:
                 await update.delete()

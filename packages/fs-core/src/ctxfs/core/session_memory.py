@@ -187,6 +187,7 @@ class SessionMemory:
                     before=report.before,
                     after=report.after,
                     moved_from=op.moved_from,
+                    mode=update.mode if current is not None else None,
                 )
             )
         await self.record(owner, changes, contents)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
@@ -32,10 +33,13 @@ class LockedUpdate(Update):
         self.root = root
         self.seen = seen
         self._as_read = True
+        if seen.info is not None:
+            self.mode = stat.S_IMODE(seen.info.st_mode)
 
-    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+    async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
         expect = self.seen if self._as_read else (ABSENT if was is None else was)
-        version = await _run(writes.write, self.root, self.path, data, expect, self.seen.info)
+        write = partial(writes.write, like=self.seen.info, mode=mode)
+        version = await _run(write, self.root, self.path, data, expect)
         self._as_read = False
         return version
 

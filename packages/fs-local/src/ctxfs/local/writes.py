@@ -41,19 +41,30 @@ def write(
     path: str,
     data: bytes,
     expect: Expect | Seen,
+    *,
     like: os.stat_result | None = None,
+    mode: int | None = None,
 ) -> Version:
-    """Write *data* at *path* under *expect*; a new file takes *like*'s mode and owner."""
+    """Write *data* at *path* under *expect*, keeping its mode and owner (or *like*'s).
+
+    *mode*, where given, is the mode the file gets instead.
+    """
     for _ in range(_DIRECTORY_RACES):
         try:
-            return _write_once(root, path, data, expect, like)
+            return _write_once(root, path, data, expect, like=like, mode=mode)
         except _DirectoryGone:
             continue  # a failed create removed the directory it had made: make it again
     raise Busy(f"the directory of {path} keeps being removed", path=path)
 
 
 def _write_once(
-    root: RootDirectory, path: str, data: bytes, expect: Expect | Seen, like: os.stat_result | None
+    root: RootDirectory,
+    path: str,
+    data: bytes,
+    expect: Expect | Seen,
+    *,
+    like: os.stat_result | None,
+    mode: int | None,
 ) -> Version:
     parent, _, name = path.rpartition("/")
     with root.made_dir(parent) as dir_fd:
@@ -61,7 +72,7 @@ def _write_once(
         _check_precondition(root, dir_fd, name, path, current=current, expect=expect)
         with translated(path, on_missing=root.gone):
             try:
-                temp = _write_temp(dir_fd, data, current if current is not None else like)
+                temp = _write_temp(dir_fd, data, current if current is not None else like, mode)
             except FileNotFoundError:
                 if os.fstat(dir_fd).st_nlink == 0:
                     raise _DirectoryGone from None
@@ -228,19 +239,26 @@ def mkdir(root: RootDirectory, path: str) -> None:
         raise
 
 
-def _write_temp(dir_fd: int, data: bytes, current: os.stat_result | None) -> str:
-    """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name."""
+def _write_temp(
+    dir_fd: int, data: bytes, current: os.stat_result | None, mode: int | None = None
+) -> str:
+    """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name.
+
+    It gets *mode*, else *current*'s mode and owner, else the default (less the umask).
+    """
     name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(name, flags, 0o600 if current is not None else 0o666, dir_fd=dir_fd)
+    if mode is None and current is not None:
+        mode = stat.S_IMODE(current.st_mode)
+    fd = os.open(name, flags, 0o600 if mode is not None else 0o666, dir_fd=dir_fd)
     try:
         view, written = memoryview(data), 0
         while written < len(data):
             written += os.write(fd, view[written:])
-        if current is not None:
-            os.fchmod(fd, stat.S_IMODE(current.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
-            if os.geteuid() == 0:
-                os.fchown(fd, current.st_uid, current.st_gid)
+        if mode is not None:
+            os.fchmod(fd, mode & ~(stat.S_ISUID | stat.S_ISGID))
+        if current is not None and os.geteuid() == 0:
+            os.fchown(fd, current.st_uid, current.st_gid)
         os.fsync(fd)  # an error here fails the write: never retry-and-trust
     except BaseException:
         os.close(fd)

@@ -46,9 +46,14 @@ class Update:
         """The whole file as it was read, or None when it did not exist."""
         self.moved_to: Update | None = None
         """The update of the destination :meth:`move` moved the file to, once it has."""
+        self.mode: int | None = None
+        """The file's permission bits when read, where the store keeps them (else None)."""
 
-    async def write(self, data: bytes) -> Version:
+    async def write(self, data: bytes, *, mode: int | None = None) -> Version:
         """Replace the file read (or create it, if it did not exist) with *data*.
+
+        The file keeps its permission bits (a new one gets the store's default),
+        unless *mode* gives them, where the store keeps them.
 
         Raises:
             Stale: The file changed since it was read (or was deleted).
@@ -59,7 +64,7 @@ class Update:
         self.backend.capabilities.check_size(self.path, data)
         was = None if self.current is None else self.current.version
         with anyio.CancelScope(shield=True):
-            version = await self._put(data, was=was)
+            version = await self._put(data, was=was, mode=mode)
         return version  # noqa: RET504 - (a return inside the shield reads as fall-through to mypy)
 
     async def delete(self) -> None:
@@ -137,11 +142,11 @@ class Update:
 
     # -- the store's primitives ---------------------------------------------------------------
 
-    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+    async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
         """Store *data* at the path, which holds version *was* (None: nothing); return its version.
 
         Refuse (``Stale``, ``AlreadyExists``) where the file is no longer so, as
-        far as the store's condition or lock reaches.
+        far as the store's condition or lock reaches. *mode*: see :meth:`write`.
         """
         raise NotImplementedError  # pragma: no cover - every Update subclass has its own
 
@@ -182,13 +187,14 @@ class Update:
             if written is not None:
                 await self._remove(was=written)
         else:
-            await self._put(self.current.data, was=written)
+            await self._put(self.current.data, was=written, mode=self.mode)
 
 
 class ConditionalUpdate(Update):
     """The default :class:`Update`: the store's compare-and-swap against the version read."""
 
-    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+    async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
+        del mode  # (a store of objects keeps no permission bits)
         return await self.backend._write(self.path, data, ABSENT if was is None else was)
 
     async def _remove(self, *, was: Version) -> None:

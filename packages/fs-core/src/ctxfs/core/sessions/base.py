@@ -45,6 +45,8 @@ class FileChange:
     """For a move's destination: the path the file came from."""
     directory: bool = False
     """Whether the path is a directory the step created."""
+    mode: int | None = None
+    """The file's permission bits before the change, where the store keeps them."""
 
     def encode(self) -> dict[str, Any]:
         """The change as plain JSON data (what shared stores keep)."""
@@ -56,6 +58,7 @@ class FileChange:
             "after": self.after,
             "moved_from": self.moved_from,
             "directory": self.directory,
+            "mode": self.mode,
         }
 
     @classmethod
@@ -69,6 +72,7 @@ class FileChange:
             after=None if data["after"] is None else Version(data["after"]),
             moved_from=data.get("moved_from"),
             directory=bool(data.get("directory", False)),
+            mode=data.get("mode"),
         )
 
 

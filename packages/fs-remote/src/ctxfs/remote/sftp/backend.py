@@ -386,15 +386,16 @@ class _LeasedUpdate(Update):
         self.client, self.leases = backend.client, backend.leases
         self.full, self.mode, self.token = full, mode, token
 
-    async def _put(self, data: bytes, *, was: Version | None) -> Version:
+    async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
         """Publish *data* over the file, which holds *was* (None: missing) unless this landed."""
         version = content_version(data)
         attempts = itertools.count(1)
+        mode = self.mode if mode is None else mode
 
         async def run(sftp: asyncssh.SFTPClient) -> Version:
             if await self._landed(sftp, version, was=was, retry=next(attempts) > 1):
                 return version
-            await _publish(sftp, self.full, data, mode=self.mode, replace=was is not None)
+            await _publish(sftp, self.full, data, mode=mode, replace=was is not None)
             return version
 
         return await self.client.call(self.path, run)
