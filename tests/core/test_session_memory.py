@@ -1199,6 +1199,36 @@ async def test_no_undo_reaches_past_a_step_the_store_missed() -> None:
         }
 
 
+class DroppingOnce(CountedKeeps):
+    """The in-process store, whose next drop of steps fails (set :attr:`fail_drop`)."""
+
+    fail_drop = False
+
+    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+        if self.fail_drop:
+            self.fail_drop = False
+            raise Unavailable("the store is down for a moment")
+        await super().drop_steps(owner, numbers)
+
+
+async def test_an_undo_whose_end_was_lost_is_finished_by_the_next() -> None:
+    store = DroppingOnce()
+    async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
+        a = fs.context(owner=A).fs
+        await a.write("f.txt", "one\n")
+        await a.edit("f.txt", "one", "two")
+        store.fail_drop = True
+        with pytest.raises(Unavailable):
+            await a.undo()  # the file is put back; the step stays
+        assert await raw(fs, "f.txt") == b"one\n"
+        assert [step.number for step in await store.steps(A)] == [1, 2]
+        assert (await a.undo()).steps == (2,)  # the file is as it leaves it: the step goes
+        assert await raw(fs, "f.txt") == b"one\n"
+        assert [step.number for step in await store.steps(A)] == [1]
+        await a.undo()
+        assert await raw(fs, "f.txt") is None
+
+
 @pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])
 async def test_a_version_kept_moments_ago_is_not_sent_again_by_a_read(
     window: float, monkeypatch: pytest.MonkeyPatch

@@ -268,6 +268,8 @@ async def _put_back(
             ) as opened:
                 if not dry_run:
                     await _write_back(mutations, entries, reports, [u for u, _ in opened])
+        except _AlreadyBack:
+            pass  # (the steps are then dropped, as after writing)
         finally:
             for key, seen in seen_before:
                 await ctx.opened_fs.file_context.observations.put(ctx.owner, key, seen)
@@ -413,8 +415,13 @@ async def _refuse_changed(
     """Refuse the undo if any file is not as the owner's steps left it, naming each.
 
     Else each counts as seen by the owner, what it had seen before added to
-    *seen_before* (for a dry run to put back) where that is given.
+    *seen_before* (for a dry run to put back) where that is given. Every file
+    already as the undo leaves it (an undo whose end was lost, or the owner's
+    own undo just before) is ``_AlreadyBack``.
     """
+    nows = [None if update.current is None else update.current.version for update in updates]
+    if all(now == entry.back for entry, now in zip(entries, nows, strict=True)):
+        raise _AlreadyBack
     changed_files = []
     for entry, update in zip(entries, updates, strict=True):
         now, data = None, None
@@ -482,6 +489,10 @@ async def _changed(
         if old is not None:
             diff = await memory.diff(ctx, path, old, data)
     return {"path": path, "left": left, "current": now, "diff": diff and diff.text}
+
+
+class _AlreadyBack(Exception):
+    """Every file of an undo is as it leaves them already: there is nothing to write."""
 
 
 def _refused(changed_files: list[dict[str, object]], what: str, *, hint: str) -> Stale:
