@@ -548,6 +548,17 @@ async def test_an_undo_that_fails_part_way_puts_nothing_back(
         assert {file.path for file in (await a.undo(2)).files} == {"a.txt", "b.txt"}
         assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"a 1\n", "b.txt": b"b 1\n"}
 
+        await seed(fs, {"d/f.txt": b"f\n"})
+        await a.edit("b.txt", "b 1", "b 2")
+        await a.read("d/f.txt")
+        await a.delete("d/f.txt")
+        await backend.delete("d")  # someone removes the directory left empty
+        backend.faults.fail_next("write", Unavailable("down"), path="b.txt")  # (put back last)
+        with pytest.raises(Unavailable, match="not applied"):
+            await a.undo(2)  # d/f.txt put back (d made again), then b.txt fails: all taken back
+        assert [entry.name for entry in await backend.list("")] == ["a.txt", "b.txt"]
+        assert await raw(fs, "b.txt") == b"b 2\n"
+
 
 async def test_an_undo_puts_back_each_file_with_its_mode(
     tmp_path: Path, request: pytest.FixtureRequest

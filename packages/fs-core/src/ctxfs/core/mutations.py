@@ -25,7 +25,16 @@ if TYPE_CHECKING:
     from ctxfs.core.reports import Report
     from ctxfs.core.text import AnyDocument, Change
 
-__all__ = ["Mutations", "Opened", "Refusal", "move_sources", "put_back", "rolled_back", "undone"]
+__all__ = [
+    "Mutations",
+    "Opened",
+    "Refusal",
+    "move_sources",
+    "put_back",
+    "rolled_back",
+    "taken_back",
+    "undone",
+]
 
 Opened: TypeAlias = tuple["Update", "AnyDocument | None"]
 """A file open for a change: its update, and its text where it was decoded."""
@@ -200,18 +209,14 @@ class Mutations:
                 await opened_fs.hooks.committed(ctx, report.op, report.before, report.after)
         except BaseException as failure:
             done = [(update, report.after) for update, report in stored]
+            kept = await taken_back(ctx, stored, done)
             with anyio.CancelScope(shield=True):
-                kept = await undone(done, move_sources(stored))
-                put_back(stored, kept)
                 for update, report in stored:
                     if update.path not in kept:  # best effort: the store may be down still
                         with suppress(FsError):
                             await opened_fs.file_context.restore(
                                 ctx.owner, report.op.key, report.seen
                             )
-                with suppress(FsError):  # the directories the change made, if left empty
-                    steps = [directory_changes(report.made) for _, report in stored]
-                    await remove_made(ctx, made(steps))
             if isinstance(failure, FsError):
                 raise rolled_back(failure, done, kept, what="the change") from failure
             if kept and isinstance(failure, Exception):  # an observer's bug: say what is left
@@ -225,6 +230,22 @@ class Mutations:
                 opened_fs.shown.carry(ctx.owner, report.op.path, report.before, report.after)
         if opened_fs.session_memory is not None:
             await opened_fs.session_memory.recorded(ctx, stored)
+
+
+async def taken_back(
+    ctx: Context, stored: list[tuple[Update, Report]], done: list[tuple[Update, Version | None]]
+) -> list[str]:
+    """Undo *done*, the changes of the operations *stored*, whatever cancels meanwhile.
+
+    Each operation put back stored nothing (:func:`put_back`), and the directories
+    the operations made go, if they are left empty. Return the paths left as changed.
+    """
+    with anyio.CancelScope(shield=True):
+        kept = await undone(done, move_sources(stored))
+        put_back(stored, kept)
+        with suppress(FsError):  # (best effort: the store may be down still)
+            await remove_made(ctx, made([directory_changes(report.made) for _, report in stored]))
+    return kept
 
 
 async def undone(

@@ -11,7 +11,7 @@ import anyio
 
 from ctxfs.core.errors import FsError, InvalidArgument
 from ctxfs.core.moves import moving
-from ctxfs.core.mutations import Opened, Refusal, move_sources, put_back, rolled_back, undone
+from ctxfs.core.mutations import Opened, Refusal, rolled_back, taken_back
 from ctxfs.core.outcomes import OpKind, PatchedFile, PatchOutcome
 from ctxfs.core.reports import Report, reported
 from ctxfs.core.text import AnyDocument, Change, FilePatch, PatchAction, patch_document
@@ -51,7 +51,7 @@ async def apply_patch(
             for part in parts:  # every check, before anything is written
                 part.change = await _patched(ctx, part)
             if not dry_run:
-                await _write_parts(mutations, parts)
+                await _write_parts(ctx, mutations, parts)
     return PatchOutcome(files=tuple(part.outcome() for part in parts), written=not dry_run)
 
 
@@ -118,7 +118,7 @@ async def _patched(ctx: Context, part: _PatchPart) -> tuple[Change, AnyDocument]
     return await text_work(current.size, hunks, costly=len(patch.hunks) > 1)
 
 
-async def _write_parts(mutations: Mutations, parts: list[_PatchPart]) -> None:
+async def _write_parts(ctx: Context, mutations: Mutations, parts: list[_PatchPart]) -> None:
     """Write every checked part, files side by side; on a failure, put back what was written.
 
     Each part's writes run in a task of their own and none cancels another, so
@@ -140,14 +140,11 @@ async def _write_parts(mutations: Mutations, parts: list[_PatchPart]) -> None:
             for index, part in enumerate(parts):
                 group.start_soon(write, index, part)
     except BaseException:
-        with anyio.CancelScope(shield=True):
-            put_back(stored, await undone(done, move_sources(stored)))
+        await taken_back(ctx, stored, done)
         raise
     if failures:
         failure = min(failures, key=lambda pair: pair[0])[1]  # the first in the patch
-        with anyio.CancelScope(shield=True):
-            kept = await undone(done, move_sources(stored))
-        put_back(stored, kept)
+        kept = await taken_back(ctx, stored, done)
         order = {update.path: n for n, part in enumerate(parts) for update, _ in part.opened}
         done.sort(key=lambda pair: order[pair[0].path])
         raise rolled_back(failure, done, kept, what="the patch") from failure

@@ -35,7 +35,7 @@ from ctxfs.core.errors import (
     Unavailable,
 )
 from ctxfs.core.moves import entries_below, kind_at, move, tree_version
-from ctxfs.core.mutations import put_back, rolled_back, undone
+from ctxfs.core.mutations import rolled_back, taken_back
 from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import Report, reported
 from ctxfs.core.session_memory import UNRECORDED
@@ -267,12 +267,14 @@ async def _put_back(
                 reports, max_size=None, refuse=refuse, record=False
             ) as opened:
                 if not dry_run:
-                    await _write_back(mutations, entries, reports, [u for u, _ in opened])
+                    updates = [update for update, _ in opened]
+                    await _write_back(ctx, mutations, entries, reports, updates)
         except _AlreadyBack:
             pass  # (the steps are then dropped, as after writing)
         finally:
-            for key, seen in seen_before:
-                await ctx.opened_fs.file_context.observations.put(ctx.owner, key, seen)
+            with anyio.CancelScope(shield=True):
+                for key, seen in seen_before:
+                    await ctx.opened_fs.file_context.observations.put(ctx.owner, key, seen)
         if dry_run:
             removed = {entry.path for entry in entries if entry.back is None}
             directories, kept = await removable(ctx, directories, removed)
@@ -321,28 +323,29 @@ async def _fetch_contents(ctx: Context, memory: SessionMemory, entries: list[_Pl
 
 
 async def _write_back(
-    mutations: Mutations, entries: list[_Planned], reports: list[Report], updates: list[Update]
+    ctx: Context,
+    mutations: Mutations,
+    entries: list[_Planned],
+    reports: list[Report],
+    updates: list[Update],
 ) -> None:
     """Put each file back; if one fails (or the call is cancelled), undo those put back."""
     done: list[tuple[Update, Version | None]] = []  # each update, and the version it left
     stored: list[tuple[Update, Report]] = []
     try:
         for entry, report, update in zip(entries, reports, updates, strict=True):
+            stored.append((update, report))
             if entry.content is not None:
                 await mutations.store(report, update, entry.content, mode=entry.mode)
                 done.append((update, report.after))
             elif update.current is not None:
                 await update.delete()
                 done.append((update, None))
-            stored.append((update, report))
     except FsError as failure:
-        with anyio.CancelScope(shield=True):
-            kept = await undone(done)
-        put_back(stored, kept)
+        kept = await taken_back(ctx, stored, done)
         raise rolled_back(failure, done, kept, what="the undo") from failure
     except BaseException:
-        with anyio.CancelScope(shield=True):
-            put_back(stored, await undone(done))
+        await taken_back(ctx, stored, done)
         raise
 
 
