@@ -655,6 +655,13 @@ async def test_an_undone_directory_move_moves_back_only_the_tree_it_moved(
         with pytest.raises(Stale, match="changed since your move"):
             await a.undo()
         await b.delete("g/added.txt")
+        await b.move("g", "h")
+        await b.write("g", "a file where the directory was\n")
+        await a.read("g")
+        with pytest.raises(Stale, match="no longer the directory you moved"):
+            await a.undo()
+        await b.delete("g")
+        await b.move("h", "g")
         await a.undo()  # the tree it moved, as it moved it
         assert await snapshot(fs, ["archive/e/f.txt", "g/f.txt"]) == {
             "archive/e/f.txt": b"A's\n",

@@ -152,7 +152,8 @@ async def _move_directory(
             path=there.path,
             hint="Choose a destination that does not exist yet.",
         )
-    pairs = [(here, there), *await _moved_entries(ctx, here, there)]
+    entries = await entries_below(ctx, here.path)
+    pairs = [(here, there), *await _moved_entries(ctx, here, there, entries)]
     for pair in pairs[1:]:
         for op in pair:
             await opened_fs.hooks.authorize(ctx, op)
@@ -161,9 +162,8 @@ async def _move_directory(
         for key in sorted(by_key):
             for lock in opened_fs.hooks.mutation_locks(ctx, by_key[key]):
                 await stack.enter_async_context(lock)
-        if [pair[0].path for pair in await _moved_entries(ctx, here, there)] != [
-            pair[0].path for pair in pairs[1:]
-        ]:  # an entry came or went since the policies judged them
+        if await entries_below(ctx, here.path) != entries:
+            # an entry came or went since the policies judged them
             raise Busy(
                 f"{here.path} changed while it was being moved; nothing moved",
                 path=here.path,
@@ -184,7 +184,7 @@ async def _move_directory(
             key=there.key,
             kind=OpKind.MOVE.value,
             before=None,
-            after=tree_version(relative_to(pair[0].path, here.path) for pair in pairs[1:]),
+            after=tree_version(entries),
             moved_from=here.path,
             directory=True,
         )
@@ -220,16 +220,15 @@ async def _move_directory_back(ctx: Context, pairs: Pairs, failure: BaseExceptio
         ) from failure
 
 
-async def _moved_entries(ctx: Context, here: Operation, there: Operation) -> Pairs:
-    """A ``MOVE`` pair for every entry below directory *here*, bound to *there*.
+async def _moved_entries(
+    ctx: Context, here: Operation, there: Operation, entries: list[tuple[str, FileKind]]
+) -> Pairs:
+    """A ``MOVE`` pair for each of *entries* (below directory *here*), bound to *there*.
 
     Links are not followed: a link's operations name the link itself (its
     path, resolved through the directory), never what it points to.
     """
-    return [
-        await _entry_pair(ctx, here, there, relative, kind)
-        for relative, kind in await entries_below(ctx, here.path)
-    ]
+    return [await _entry_pair(ctx, here, there, relative, kind) for relative, kind in entries]
 
 
 async def entries_below(ctx: Context, directory: str) -> list[tuple[str, FileKind]]:
@@ -254,9 +253,13 @@ async def entries_below(ctx: Context, directory: str) -> list[tuple[str, FileKin
     return found
 
 
-def tree_version(relative_paths: Iterable[str]) -> Version:
-    """A version of a directory's tree: the paths below it (not what its files hold)."""
-    names = "\0".join(sorted(relative_paths)).encode("utf-8", "surrogateescape")
+def tree_version(entries: Iterable[tuple[str, FileKind]]) -> Version:
+    """A version of a directory's tree: the paths below it and their kinds (not what files hold).
+
+    *entries* are as :func:`entries_below` gives them.
+    """
+    listed = "\0".join(sorted(f"{kind.value}:{path}" for path, kind in entries))
+    names = listed.encode("utf-8", "surrogateescape")
     return Version(f"tree:{hashlib.sha256(names).hexdigest()[:32]}")
 
 

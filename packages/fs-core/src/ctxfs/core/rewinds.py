@@ -394,15 +394,15 @@ async def _move_back(
 
 
 async def _refuse_another_tree(ctx: Context, there: str, moved: Version | None) -> None:
-    """Refuse to move back the directory at *there* unless its tree is the one moved there."""
+    """Refuse to move back what is at *there* unless it is the directory tree moved there."""
     try:
-        now = tree_version(path for path, _ in await entries_below(ctx, there))
+        now = tree_version(await entries_below(ctx, there)) if moved is not None else None
     except (NotFound, NotADirectory):
-        return  # (nothing to move back: the move says so)
-    if moved is not None and now != moved:
+        now = None
+    if now != moved or await kind_at(ctx, there) is not FileKind.DIRECTORY:
         raise Stale(
             f"{there} changed since your move (entries came, went or were renamed, or it is "
-            "another directory); nothing was moved back",
+            "no longer the directory you moved); nothing was moved back",
             path=there,
             hint=f"Leave it, or move what you need from {there} by hand.",
         )
