@@ -7,6 +7,7 @@ checks that no file changed.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import uuid
@@ -36,6 +37,7 @@ from ctxfs.core import (
     Unavailable,
     Version,
     hookimpl,
+    memory,
     open_fs,
     session_memory,
 )
@@ -594,6 +596,51 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+async def test_on_a_store_that_versions_every_write_an_undo_sees_its_own_content(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # As GCS generations or Azure ETags: the same content written again is a new version.
+    generations = itertools.count(1)
+    monkeypatch.setattr(memory, "content_version", lambda data: Version(f"gen:{next(generations)}"))
+    place = make_place(request, tmp_path, "memory", "memory")
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.write("a.txt", "v0\n")
+        await a.edit("a.txt", "v0", "v1")
+        await a.edit("a.txt", "v1", "v2")
+        await a.undo()  # v1 again, under a new version
+        await a.edit("a.txt", "v1", "w")
+        assert (await a.undo(2)).steps == (4, 2)  # no one else changed it in between
+        assert await raw(fs, "a.txt") == b"v0\n"
+
+        await a.write("b.txt", "b 1\n")
+        await a.edit("b.txt", "b 1", "b 2")
+        await a.edit("a.txt", "v0", "a 2")
+        backend = fs.backend
+        assert isinstance(backend, MemoryBackend)
+        backend.faults.fail_next("write", Unavailable("down"), path="b.txt")
+        with pytest.raises(Unavailable, match="not applied"):
+            await a.undo(2)  # a.txt put back, then taken back: the same content, a new version
+        assert (await a.undo(2)).steps == (7, 6)
+        assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"v0\n", "b.txt": b"b 1\n"}
+
+
+async def test_a_refused_undo_tells_nothing_of_a_file_the_owner_may_no_longer_read() -> None:
+    rules = PathRules()
+    async with open_fs("memory://", plugins=[rules], load_entrypoints=False) as fs:
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        await a.write("m.py", "x = 1\n")
+        await a.edit("m.py", "x = 1", "x = 2")
+        await b.read("m.py")
+        await b.edit("m.py", "x = 2\n", "x = 2\nTOKEN = 'secret'\n")
+        await a.read("m.py")
+        await a.edit("m.py", "x = 2", "x = 3")
+        rules.deny = PathRules(deny=["m.py"]).deny
+        for dry_run in (True, False):
+            with pytest.raises(Denied):
+                await a.undo(2, dry_run=dry_run)
 
 
 async def test_a_made_directory_replaced_by_a_file_or_a_link_is_left_alone(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
@@ -195,8 +195,10 @@ class _Planned:
     left: Version | None
     back: Version | None
     content: bytes | None = None
-    between: tuple[Version | None, Version | None] | None = None
-    """A change between two of the steps that is not the owner's (from, to), if any."""
+    gaps: list[tuple[Version | None, Version | None]] = field(default_factory=list)
+    """Where one of the steps left another version than the next found (from, to): a change
+    that is not the owner's, or the same content under a new version (a store that gives
+    one per write)."""
     mode: int | None = None
     """The permission bits the file had before the steps, where the store keeps them."""
 
@@ -218,14 +220,10 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
                     mode=change.mode,
                 )
                 continue
-            if change.after != entry.back and entry.between is None:
-                entry.between = (change.after, entry.back)  # someone changed it in between
+            if change.after != entry.back:
+                entry.gaps.append((change.after, entry.back))
             entry.back, entry.mode = change.before, change.mode
-    return {
-        key: entry
-        for key, entry in planned.items()
-        if entry.left != entry.back or entry.between is not None
-    }
+    return {key: entry for key, entry in planned.items() if entry.left != entry.back or entry.gaps}
 
 
 async def _put_back(
@@ -241,11 +239,11 @@ async def _put_back(
         return await _move_back(ctx, mutations, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
     entries = list(planned.values())
-    await _refuse_interleaved(ctx, memory, [entry for entry in entries if entry.between])
-    await _fetch_contents(ctx, memory, entries)
     seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
 
-    async def refuse(updates: list[Update]) -> None:
+    async def refuse(updates: list[Update]) -> None:  # (every file authorized and locked)
+        await _refuse_interleaved(ctx, memory, entries)
+        await _fetch_contents(ctx, memory, entries)
         await _refuse_changed(ctx, memory, entries, updates, seen_before if dry_run else None)
 
     async with AsyncExitStack() as stack:
@@ -422,15 +420,18 @@ async def _refuse_changed(
     already as the undo leaves it (an undo whose end was lost, or the owner's
     own undo just before) is ``_AlreadyBack``.
     """
-    nows = [None if update.current is None else update.current.version for update in updates]
-    if all(now == entry.back for entry, now in zip(entries, nows, strict=True)):
+    pairs = list(zip(entries, updates, strict=True))
+    if all(_holds(update, entry.back, entry.content) for entry, update in pairs):
         raise _AlreadyBack
     changed_files = []
-    for entry, update in zip(entries, updates, strict=True):
-        now, data = None, None
-        if update.current is not None:
-            now, data = update.current.version, update.current.data
-        if now != entry.left:
+    for entry, update in pairs:
+        if _holds(update, entry.left, None):
+            continue
+        left = None if entry.left is None else await memory.content(ctx.owner, entry.left)
+        if not _holds(update, entry.left, left):
+            now, data = None, None
+            if update.current is not None:
+                now, data = update.current.version, update.current.data
             changed_files.append(
                 await _changed(ctx, memory, entry.path, entry.left, now=now, data=data)
             )
@@ -443,15 +444,27 @@ async def _refuse_changed(
     # each file is as the owner's steps left it: that is what it saw (a restart may
     # have lost its observations), so the guard lets the undo change it
     file_context = ctx.opened_fs.file_context
-    for entry in entries:
-        if entry.left is not None:
+    for entry, update in pairs:
+        if update.current is not None:
             if seen_before is not None:
                 seen_before.append(
                     (entry.key, await file_context.observation(ctx.owner, entry.key))
                 )
             await file_context.observe(
-                ctx.owner, entry.key, entry.left, complete=True, path=entry.path
+                ctx.owner, entry.key, update.current.version, complete=True, path=entry.path
             )
+
+
+def _holds(update: Update, version: Version | None, content: bytes | None) -> bool:
+    """Whether the file *update* read is at *version* (None: missing), or holds *content*.
+
+    A store that gives every write a version of its own (generations) holds the
+    same content under a new version once an undo put it back.
+    """
+    current = update.current
+    if current is None or version is None:
+        return current is None and version is None
+    return current.version == version or (content is not None and current.data == content)
 
 
 async def _refuse_interleaved(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
@@ -461,10 +474,18 @@ async def _refuse_interleaved(ctx: Context, memory: SessionMemory, entries: list
     """
     changed_files = []
     for entry in entries:
-        assert entry.between is not None
-        was, became = entry.between
-        data = None if became is None else await memory.content(ctx.owner, became)
-        changed_files.append(await _changed(ctx, memory, entry.path, was, now=became, data=data))
+        for was, became in entry.gaps:
+            data = None if became is None else await memory.content(ctx.owner, became)
+            if (
+                was is not None
+                and data is not None
+                and data == await memory.content(ctx.owner, was)
+            ):
+                continue  # the same content under a new version
+            changed_files.append(
+                await _changed(ctx, memory, entry.path, was, now=became, data=data)
+            )
+            break
     if changed_files:
         raise _refused(
             changed_files,
