@@ -1294,6 +1294,33 @@ async def test_an_undo_whose_end_was_lost_is_finished_by_the_next() -> None:
         assert await raw(fs, "f.txt") is None
 
 
+class SlowRecords(CountedKeeps):
+    """The in-process store, taking its time to record a step."""
+
+    async def record(
+        self,
+        owner: str,
+        changes: Sequence[FileChange],
+        *,
+        at: float,
+        contents: Sequence[tuple[Version, bytes]] = (),
+    ) -> Step:
+        await anyio.sleep(0.05)
+        return await super().record(owner, changes, at=at, contents=contents)
+
+
+async def test_a_change_cancelled_while_its_step_is_recorded_keeps_its_step() -> None:
+    store = SlowRecords()
+    async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
+        a = fs.context(owner=A).fs
+        await a.write("a.txt", "a\n")
+        with anyio.move_on_after(0.02):
+            await a.write("b.txt", "b\n")  # stored: the cancellation comes while it records
+        assert [c.path for step in await store.steps(A) for c in step.changes] == ["a.txt", "b.txt"]
+        await a.undo()
+        assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"a\n", "b.txt": None}
+
+
 @pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])
 async def test_a_version_kept_moments_ago_is_not_sent_again_by_a_read(
     window: float, monkeypatch: pytest.MonkeyPatch

@@ -15,6 +15,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
+import anyio
+
 from ctxfs.core.directories import directory_changes
 from ctxfs.core.errors import EncodingError, FsError, Stale
 from ctxfs.core.sessions import FileChange, SessionStore
@@ -59,7 +61,9 @@ class SessionMemory:
     record is logged, and is then simply not there (a diff or an undo that needs it
     says so). A step it could not record is marked in the owner's history by a step
     of its own (an :data:`UNRECORDED` change) as soon as the store takes one: no undo
-    or rewind reaches past it, and none runs while the mark is pending.
+    or rewind reaches past it, and none runs while the mark is pending. The pending
+    mark lives in this process: one that ends before the store takes it leaves no mark.
+    A step being recorded is recorded whole, a cancellation notwithstanding.
 
     Where *backend* keeps versions itself (``Capabilities.kept_versions``, a
     versioned bucket), a version seen at a known path is kept as a reference to
@@ -213,14 +217,15 @@ class SessionMemory:
             for version, (data, path) in (contents or {}).items()
             if (entry := self._entry(owner, version, data, path)) is not None
         }
-        try:
-            if await self.history_complete(owner):
-                await self.store.record(owner, changes, at=at, contents=list(entries.values()))
-                self._kept_now(owner, list(entries), now)
-                return
-        except Exception:  # (a store's bug too: it never fails the call)
-            log.warning("the session store could not record a step", exc_info=True)
-        self._unrecorded.add(owner)
+        with anyio.CancelScope(shield=True):  # (the change is made: its step is not left half)
+            try:
+                if await self.history_complete(owner):
+                    await self.store.record(owner, changes, at=at, contents=list(entries.values()))
+                    self._kept_now(owner, list(entries), now)
+                    return
+            except Exception:  # (a store's bug too: it never fails the call)
+                log.warning("the session store could not record a step", exc_info=True)
+            self._unrecorded.add(owner)
 
     async def history_complete(self, owner: str) -> bool:
         """Whether *owner*'s history in the store tells every step (a missed one marked).
