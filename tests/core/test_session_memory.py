@@ -11,7 +11,7 @@ import itertools
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,8 @@ from ctxfs.core import (
 from ctxfs.core.policies import PathRules
 from ctxfs.core.session_memory import KEPT_RECENTLY_SECONDS
 from ctxfs.core.sessions import FileChange, MemorySessions, SessionStore, Step
+from ctxfs.core.text.diffs import INLINE_DIFF_LINES
+from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, text_work
 from tests.remote.servers import S3
 
 pytestmark = pytest.mark.anyio
@@ -224,6 +226,27 @@ async def test_a_file_saved_outside_in_another_encoding_is_diffed_as_an_edit_rea
         assert await a.changed() == []  # each diff, shown whole, was a read of the file now
         await a.edit("c.txt", "zwei", "drei")  # (of the UTF-8 text)
         assert await raw(fs, "c.txt") == "café = 2 \u2603\ndrei\n".encode()
+
+
+async def test_a_diff_of_many_short_lines_runs_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[bool] = []
+
+    async def recorded(size: int, work: Callable[[], Any], *, costly: bool = False) -> Any:
+        asked.append(size <= TEXT_WORK_INLINE_BYTES and not costly)
+        return await text_work(size, work, costly=costly)
+
+    monkeypatch.setattr("ctxfs.core.session_memory.text_work", recorded)
+    async with open_fs("memory://", load_entrypoints=False) as fs:
+        a = fs.context(owner=A).fs
+        for lines in (INLINE_DIFF_LINES // 2, INLINE_DIFF_LINES):  # small files both
+            text = "".join(f"{n % 7}\n" for n in range(lines))
+            await a.write(f"{lines}.txt", text)
+            await seed(fs, {f"{lines}.txt": text.replace("3", "x").encode()})
+            with pytest.raises(Stale):
+                await a.write(f"{lines}.txt", "mine\n")
+    assert asked == [True, False]  # (on the loop, then in a worker thread)
 
 
 async def test_a_diff_shows_why_the_old_string_no_longer_matches(fs: Fs) -> None:

@@ -7,11 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxfs.core.text.diffs import (
-    MAX_CHANGE_DIFF_BYTES,
-    MAX_COMPARED_LINES,
-    version_diff,
-)
+from ctxfs.core.text.diffs import MAX_CHANGE_DIFF_BYTES, version_diff
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$")
 
@@ -62,17 +58,36 @@ def test_a_change_of_huge_lines_is_a_summary_not_a_truncated_diff() -> None:
     assert diff.text == "2 lines changed in 1 region(s) of p (too many to show): lines 1 → 1"
 
 
-def test_beyond_the_lines_compared_a_summary_names_the_span_that_differs() -> None:
-    # Few distinct lines make difflib's time grow with the square of the lines: only the
-    # span between the common start and end is compared, and only up to a bound.
+def test_a_comparison_too_long_to_make_is_a_summary_of_the_span_that_differs() -> None:
+    # Few distinct lines make difflib's time grow with the square of the lines: a
+    # comparison past its time (or too much work from the start) gives the span instead.
     same = ["kept"] * 10
-    old = [*same, *(f"a{n % 7}" for n in range(MAX_COMPARED_LINES)), *same]
-    new = [*same, *(f"b{n % 5}" for n in range(MAX_COMPARED_LINES)), *same]
-    diff = version_diff("\n".join(old) + "\n", "\n".join(new) + "\n", path="p")
-    assert not diff.whole
-    last = 10 + MAX_COMPARED_LINES
-    assert diff.text.endswith(f"(too many to show or compare): lines 11-{last} → 11-{last}")
-    assert diff.changed_lines > 0
+    old = [*same, *(f"a{n % 101}" for n in range(10_000)), *same]
+    new = [*same, *(f"a{(n * 7 + 1) % 101}" for n in range(9_999)), *same]
+    for seconds in (0.0, 60.0):  # (at once; and by the work bound, whatever the time)
+        diff = version_diff("\n".join(old), "\n".join(new), path="p", seconds=seconds)
+        assert not diff.whole
+        assert diff.text.endswith("(too many to compare): lines 11-10010 → 11-10009")
+        assert diff.changed_lines >= 1
+
+
+def test_lines_moved_within_the_span_are_at_least_one_changed_line() -> None:
+    old = [f"line {n}" for n in range(100)]
+    new = [*old[1:], old[0]]
+    diff = version_diff("\n".join(old), "\n".join(new), path="p", seconds=0.0)
+    assert diff.text.startswith("1 or more lines changed in p (too many to compare)")
+    assert version_diff("\n".join(old), "\n".join(new), path="p").changed_lines == 2
+
+
+def test_two_changes_far_apart_in_a_long_file_are_one_whole_diff() -> None:
+    old = [f"line {n}" for n in range(12_000)]
+    new = ["first", *old[1:-1], "last"]
+    diff = version_diff("\n".join(old), "\n".join(new), path="p")
+    assert diff.whole
+    assert [line for line in diff.text.splitlines() if line.startswith("@@")] == [
+        "@@ -1,4 +1,4 @@",
+        "@@ -11997,4 +11997,4 @@",
+    ]
 
 
 def test_versions_whose_lines_are_the_same_say_so() -> None:

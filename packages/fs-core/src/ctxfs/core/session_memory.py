@@ -22,7 +22,7 @@ from ctxfs.core.errors import EncodingError, FsError, Stale
 from ctxfs.core.sessions import FileChange, SessionStore
 from ctxfs.core.sessions.base import reference_entry
 from ctxfs.core.text import decode_document
-from ctxfs.core.text.diffs import VersionDiff, version_diff
+from ctxfs.core.text.diffs import INLINE_DIFF_LINES, VersionDiff, version_diff
 from ctxfs.core.textwork import text_work
 
 if TYPE_CHECKING:
@@ -259,7 +259,8 @@ class SessionMemory:
             except (FsError, UnicodeError):  # binary, or text in no encoding it round-trips
                 return None
 
-        return await text_work(len(old) + len(new), diffed)
+        lines = old.count(b"\n") + new.count(b"\n")
+        return await text_work(len(old) + len(new), diffed, costly=lines > INLINE_DIFF_LINES)
 
     async def explained(self, ctx: Context, report: Report, current: Blob, stale: Stale) -> Stale:
         """*stale* (a refusal of *report*'s change of the file now at *current*), with its diff.

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import difflib
 import re
+import time
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "INLINE_DIFF_LINES",
     "MAX_CHANGE_DIFF_BYTES",
     "MAX_CHANGE_DIFF_LINES",
-    "MAX_COMPARED_LINES",
     "MAX_DIFF_CHARS",
     "MAX_DIFF_LINES",
+    "MAX_DIFF_SECONDS",
+    "MAX_MATCH_WORK",
     "VersionDiff",
     "short_diff",
     "version_diff",
@@ -28,9 +33,15 @@ MAX_CHANGE_DIFF_BYTES: Final = 64 * 1024
 """A diff between two versions longer than this (UTF-8) is summarised instead."""
 MAX_CHANGE_DIFF_LINES: Final = 400
 """A diff between two versions changing more lines than this is summarised instead."""
-MAX_COMPARED_LINES: Final = 20_000
-"""Lines between two versions' common start and end compared at most (difflib's time
-grows with their square where few lines are distinct); beyond, a summary."""
+MAX_DIFF_SECONDS: Final = 1.0
+"""Time a diff between two versions may take (difflib's grows with the square of the lines
+where few are distinct); beyond, a summary."""
+INLINE_DIFF_LINES: Final = 1_000
+"""Lines two versions may hold together for their diff to run on the event loop (a few
+milliseconds at most); more, and it runs in a worker thread."""
+MAX_MATCH_WORK: Final = 500_000
+"""Line comparisons the first match of two versions' differing lines may make; beyond, a
+summary, without comparing (the time limit is checked between matches)."""
 _MAX_SUMMARY_REGIONS: Final = 40
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$")
@@ -90,14 +101,16 @@ def version_diff(
     path: str,
     max_bytes: int = MAX_CHANGE_DIFF_BYTES,
     max_lines: int = MAX_CHANGE_DIFF_LINES,
+    seconds: float = MAX_DIFF_SECONDS,
 ) -> VersionDiff:
     """The unified diff of *path* from *before* to *after*, whole within the bounds.
 
     Beyond *max_bytes* of diff or *max_lines* changed lines, the text names each
     changed region (``lines 10-14 → 10-16``) instead, the first few of them. Only
-    the lines between the texts' common start and end are compared, and no more
-    than :data:`MAX_COMPARED_LINES` of them: beyond, the summary names that span.
-    Time and memory stay bounded by the texts' size.
+    the lines between the texts' common start and end are compared; where that
+    would take more than :data:`MAX_MATCH_WORK` comparisons at first, or more than
+    *seconds* in all, the summary names that span instead. Memory stays bounded by
+    the texts' size.
     """
     old, new = _lines(before), _lines(after)
     head = 0
@@ -106,40 +119,36 @@ def version_diff(
     tail = 0
     while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
-    if len(old) + len(new) - 2 * (head + tail) > MAX_COMPARED_LINES:
-        changed = _changed_at_least(old[head : len(old) - tail], new[head : len(new) - tail])
-        counts = [len(lines) - tail - head for lines in (old, new)]
-        spans = [_span(str(head + (count > 0)), str(count)) for count in counts]  # (as difflib)
+    old_middle, new_middle = old[head : len(old) - tail], new[head : len(new) - tail]
+    if not old_middle and not new_middle:
+        text = f"no line of {path} changed (its line endings, final newline or encoding did)"
+        return VersionDiff(text=text, whole=True, changed_lines=0)
+    first = max(head - 3, 0)  # three lines of context, as difflib gives them
+    old_part = old[first : len(old) - max(tail - 3, 0)]
+    new_part = new[first : len(new) - max(tail - 3, 0)]
+    groups = None
+    if _match_work(old_middle, new_middle) <= MAX_MATCH_WORK:
+        matcher = _Timed(old_part, new_part, deadline=time.monotonic() + seconds)
+        with suppress(_TooSlow):
+            groups = list(matcher.get_grouped_opcodes(3))
+    if groups is None:
+        changed = max(_changed_at_least(old_middle, new_middle), 1)
+        spans = [_span(str(head + bool(part)), str(len(part))) for part in (old_middle, new_middle)]
         summary = (
-            f"{changed} or more lines changed in {path} (too many to show or compare): "
+            f"{changed} or more lines changed in {path} (too many to compare): "
             f"lines {spans[0]} → {spans[1]}"
         )
         return VersionDiff(text=summary, whole=False, changed_lines=changed)
-    first = max(head - 3, 0)  # three lines of context, as difflib gives them
-    hunks = difflib.unified_diff(
-        old[first : len(old) - max(tail - 3, 0)],
-        new[first : len(new) - max(tail - 3, 0)],
-        f"a/{path}",
-        f"b/{path}",
-        n=3,
-        lineterm="",
-    )
-    shown: list[str] = []
+    shown = [f"--- a/{path}", f"+++ b/{path}"]
     regions: list[str] = []
-    changed = size = 0
-    for number, line in enumerate(hunks):
-        if line.startswith("@@"):
-            line = _shifted(line, first)  # noqa: PLW2901 - the header, in the file's numbers
-            regions.append(_region(line))
-        elif number >= 2 and line.startswith(("+", "-")):  # (after the ---/+++ names)
+    changed, size = 0, len(shown[0]) + len(shown[1]) + 2
+    for line in _hunk_lines(groups, old_part, new_part, first, regions):
+        if line[0] in "+-":
             changed += 1
         size += len(line) + 1
         if changed <= max_lines and size <= max_bytes:
             shown.append(line)  # (beyond a bound, only the regions are kept)
     text = "\n".join(shown)
-    if not regions:
-        text = f"no line of {path} changed (its line endings, final newline or encoding did)"
-        return VersionDiff(text=text, whole=True, changed_lines=0)
     fits = changed <= max_lines and size <= max_bytes
     if fits and len(text.encode("utf-8", "surrogateescape")) <= max_bytes:
         return VersionDiff(text=text, whole=True, changed_lines=changed)
@@ -152,15 +161,69 @@ def version_diff(
     return VersionDiff(text=summary, whole=False, changed_lines=changed)
 
 
-def _shifted(header: str, lines: int) -> str:
-    """A hunk *header* of a diff of texts that started *lines* into the files."""
-    match = _HUNK.match(header)
-    if match is None:  # pragma: no cover - difflib writes every header so
-        return header
-    old_start, old_count, new_start, new_count = match.groups()
-    old_part = f"-{int(old_start) + lines}" + ("" if old_count is None else f",{old_count}")
-    new_part = f"+{int(new_start) + lines}" + ("" if new_count is None else f",{new_count}")
-    return f"@@ {old_part} {new_part} @@"
+def _hunk_lines(
+    groups: Iterable[list[tuple[str, int, int, int, int]]],
+    old: Sequence[str],
+    new: Sequence[str],
+    first: int,
+    regions: list[str],
+) -> Iterator[str]:
+    """The lines of each hunk of *groups* (difflib's), numbered from line *first* + 1.
+
+    Each hunk's region is added to *regions* as its header is given.
+    """
+    for group in groups:
+        (_, old_start, _, new_start, _), (_, _, old_end, _, new_end) = group[0], group[-1]
+        old_span, new_span = (
+            (first + old_start, old_end - old_start),
+            (first + new_start, new_end - new_start),
+        )
+        header = f"@@ -{_range(*old_span)} +{_range(*new_span)} @@"
+        regions.append(_region(header))
+        yield header
+        for tag, old_from, old_to, new_from, new_to in group:
+            if tag == "equal":
+                yield from (f" {line}" for line in old[old_from:old_to])
+                continue
+            yield from (f"-{line}" for line in old[old_from:old_to])
+            yield from (f"+{line}" for line in new[new_from:new_to])
+
+
+def _range(start: int, length: int) -> str:
+    """A hunk's range of *length* lines after the first *start* lines, as unified diffs spell it."""
+    if length == 1:
+        return str(start + 1)
+    return f"{start if length == 0 else start + 1},{length}"
+
+
+class _TooSlow(Exception):
+    """The comparison of two versions would take too long."""
+
+
+class _Timed(difflib.SequenceMatcher[str]):
+    """difflib's matcher, giving up (``_TooSlow``) once past its *deadline*."""
+
+    def __init__(self, old: list[str], new: list[str], *, deadline: float) -> None:
+        self.deadline = deadline
+        super().__init__(None, old, new)
+
+    def find_longest_match(
+        self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None
+    ) -> difflib.Match:
+        if time.monotonic() > self.deadline:
+            raise _TooSlow
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def _match_work(old: list[str], new: list[str]) -> int:
+    """Comparisons difflib's first match of *old* in *new* makes.
+
+    Each line of *old*, times how often it occurs in *new* (lines in over 1% of a
+    long *new* are junk to difflib: never compared).
+    """
+    counts = Counter(new)
+    popular = len(new) // 100 + 1 if len(new) >= 200 else len(new) + 1
+    return sum(count for line in old if (count := counts.get(line, 0)) <= popular)
 
 
 def _changed_at_least(old: list[str], new: list[str]) -> int:
