@@ -1186,13 +1186,19 @@ async def test_rewinds_racing_other_owners_edits_lose_nothing(local_place: Place
 # -- what the store is asked --------------------------------------------------------------------
 
 
-class CountedKeeps(MemorySessions):
-    """The in-process store, counting the contents it is asked to keep and its calls that write."""
+class ScriptedStore(MemorySessions):
+    """The in-process store, counting the contents it is asked to keep and its calls that write,
+    and failing or dawdling as a test sets it to."""
 
     def __init__(self) -> None:
         super().__init__()
         self.keeps = 0
         self.calls = 0
+        self.record_failures: list[Exception | None] = []
+        """What the next steps meet, one each (None: no failure); the last, every later step."""
+        self.record_seconds = 0.0
+        self.drop_failures: list[Exception] = []
+        """Failures the next drops of steps meet, one each."""
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         self.keeps += 1
@@ -1209,32 +1215,26 @@ class CountedKeeps(MemorySessions):
     ) -> Step:
         self.keeps += len(contents)
         self.calls += 1
+        await anyio.sleep(self.record_seconds)
+        failure = self.record_failures[0] if self.record_failures else None
+        if len(self.record_failures) > 1:
+            del self.record_failures[0]
+        if failure is not None:
+            raise failure
         return await super().record(owner, changes, at=at, contents=contents)
 
-
-class FailingRecords(CountedKeeps):
-    """The in-process store, whose steps fail: unreachable, or a bug of the store's."""
-
-    def __init__(self, failure: Exception) -> None:
-        super().__init__()
-        self.failure = failure
-
-    async def record(
-        self,
-        owner: str,
-        changes: Sequence[FileChange],
-        *,
-        at: float,
-        contents: Sequence[tuple[Version, bytes]] = (),
-    ) -> Step:
-        raise self.failure
+    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+        if self.drop_failures:
+            raise self.drop_failures.pop(0)
+        await super().drop_steps(owner, numbers)
 
 
 @pytest.mark.parametrize("failure", [Unavailable("the store is down"), TypeError("a bug")])
 async def test_a_step_the_store_cannot_record_fails_no_call(
     failure: Exception, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = FailingRecords(failure)
+    store = ScriptedStore()
+    store.record_failures = [failure]
     async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
         await seed(fs, {"a.txt": b"one\n"})
         a = fs.context(owner=A).fs
@@ -1249,31 +1249,12 @@ async def test_a_step_the_store_cannot_record_fails_no_call(
             await a.undo()
 
 
-class FailingOnce(CountedKeeps):
-    """The in-process store, failing its next step (set :attr:`fail_next`) only."""
-
-    fail_next = False
-
-    async def record(
-        self,
-        owner: str,
-        changes: Sequence[FileChange],
-        *,
-        at: float,
-        contents: Sequence[tuple[Version, bytes]] = (),
-    ) -> Step:
-        if self.fail_next:
-            self.fail_next = False
-            raise Unavailable("the store is down for a moment")
-        return await super().record(owner, changes, at=at, contents=contents)
-
-
 async def test_no_undo_reaches_past_a_step_the_store_missed() -> None:
-    store = FailingOnce()
+    store = ScriptedStore()
     async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
         a = fs.context(owner=A).fs
         await a.write("f.txt", "f 1\n")
-        store.fail_next = True
+        store.record_failures = [Unavailable("down for a moment"), None]
         await a.write("g.txt", "g 1\n")  # written; its step is missed
         await a.write("h.txt", "h 1\n")  # after it: the history says a step is missing
         assert (await a.undo()).files[0].path == "h.txt"
@@ -1287,25 +1268,13 @@ async def test_no_undo_reaches_past_a_step_the_store_missed() -> None:
         }
 
 
-class DroppingOnce(CountedKeeps):
-    """The in-process store, whose next drop of steps fails (set :attr:`fail_drop`)."""
-
-    fail_drop = False
-
-    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
-        if self.fail_drop:
-            self.fail_drop = False
-            raise Unavailable("the store is down for a moment")
-        await super().drop_steps(owner, numbers)
-
-
 async def test_an_undo_whose_end_was_lost_is_finished_by_the_next() -> None:
-    store = DroppingOnce()
+    store = ScriptedStore()
     async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
         a = fs.context(owner=A).fs
         await a.write("f.txt", "one\n")
         await a.edit("f.txt", "one", "two")
-        store.fail_drop = True
+        store.drop_failures = [Unavailable("down for a moment")]
         with pytest.raises(Unavailable):
             await a.undo()  # the file is put back; the step stays
         assert await raw(fs, "f.txt") == b"one\n"
@@ -1317,26 +1286,12 @@ async def test_an_undo_whose_end_was_lost_is_finished_by_the_next() -> None:
         assert await raw(fs, "f.txt") is None
 
 
-class SlowRecords(CountedKeeps):
-    """The in-process store, taking its time to record a step."""
-
-    async def record(
-        self,
-        owner: str,
-        changes: Sequence[FileChange],
-        *,
-        at: float,
-        contents: Sequence[tuple[Version, bytes]] = (),
-    ) -> Step:
-        await anyio.sleep(0.05)
-        return await super().record(owner, changes, at=at, contents=contents)
-
-
 async def test_a_change_cancelled_while_its_step_is_recorded_keeps_its_step() -> None:
-    store = SlowRecords()
+    store = ScriptedStore()
     async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
         a = fs.context(owner=A).fs
         await a.write("a.txt", "a\n")
+        store.record_seconds = 0.05
         with anyio.move_on_after(0.02):
             await a.write("b.txt", "b\n")  # stored: the cancellation comes while it records
         assert [c.path for step in await store.steps(A) for c in step.changes] == ["a.txt", "b.txt"]
@@ -1349,7 +1304,7 @@ async def test_a_version_kept_moments_ago_is_not_sent_again_by_a_read(
     window: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(session_memory, "KEPT_RECENTLY_SECONDS", window)
-    store = CountedKeeps()
+    store = ScriptedStore()
     async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
         await seed(fs, {"a.txt": b"one\n"})
         a = fs.context(owner=A).fs
