@@ -8,7 +8,6 @@ checks that no file changed.
 from __future__ import annotations
 
 import itertools
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -240,13 +239,18 @@ async def test_a_diff_of_many_short_lines_runs_off_the_event_loop(
     monkeypatch.setattr("ctxfs.core.session_memory.text_work", recorded)
     async with open_fs("memory://", load_entrypoints=False) as fs:
         a = fs.context(owner=A).fs
-        for lines in (INLINE_DIFF_LINES // 2, INLINE_DIFF_LINES):  # small files both
-            text = "".join(f"{n % 7}\n" for n in range(lines))
-            await a.write(f"{lines}.txt", text)
-            await seed(fs, {f"{lines}.txt": text.replace("3", "x").encode()})
+        cases = [
+            (INLINE_DIFF_LINES // 2, "\n"),
+            (INLINE_DIFF_LINES, "\n"),
+            (INLINE_DIFF_LINES, "\r"),
+        ]
+        for lines, end in cases:  # small files all
+            text, path = "".join(f"{n % 7}{end}" for n in range(lines)), f"{lines}-{ord(end)}.txt"
+            await a.write(path, text)
+            await seed(fs, {path: text.replace("3", "x").encode()})
             with pytest.raises(Stale):
-                await a.write(f"{lines}.txt", "mine\n")
-    assert asked == [True, False]  # (on the loop, then in a worker thread)
+                await a.write(path, "mine\n")
+    assert asked == [True, False, False]  # (on the loop, then in a worker thread)
 
 
 async def test_a_diff_shows_why_the_old_string_no_longer_matches(fs: Fs) -> None:
@@ -590,11 +594,10 @@ async def test_an_undo_puts_back_each_file_with_its_mode(
 ) -> None:
     place = make_place(request, tmp_path, "local", "sqlite")
     root = Path(place.url)
-    modes = {"run.sh": 0o755, "key.pem": 0o600, "moved.sh": 0o750, "over.sh": 0o700}
+    modes = {"run.sh": 0o755, "key.pem": 0o600, "moved.sh": 0o750, "edited.pem": 0o644}
     for name, mode in modes.items():
         (root / name).write_text(f"{name}\n")
         (root / name).chmod(mode)
-    (root / "new.txt").write_text("new\n")
     async with place.open() as fs:
         a = fs.context(owner=A).fs
         mark = await a.checkpoint()
@@ -603,22 +606,16 @@ async def test_an_undo_puts_back_each_file_with_its_mode(
         await a.delete("run.sh")
         await a.delete("key.pem")
         await a.move("moved.sh", "elsewhere.sh")
-        await a.read("new.txt")
-        await a.move("new.txt", "over.sh", overwrite=True)  # replaces a file of another mode
-        await a.edit("over.sh", "new", "newer")
+        await a.edit("edited.pem", "edited", "changed")
+        (root / "edited.pem").chmod(0o600)  # someone else's: the undo changes content only
         await a.rewind(mark.id)
+    modes["edited.pem"] = 0o600
     for name, mode in modes.items():
         assert ((root / name).read_text(), (root / name).stat().st_mode & 0o7777) == (
             f"{name}\n",
             mode,
         ), name
-    assert (root / "new.txt").stat().st_mode & 0o777 == 0o666 & ~_umask()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    assert not (root / "elsewhere.sh").exists()
 
 
 async def test_on_a_store_that_versions_every_write_an_undo_sees_its_own_content(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 
 from hypothesis import given
@@ -95,3 +96,18 @@ def test_versions_whose_lines_are_the_same_say_so() -> None:
         diff = version_diff(old.replace("\r\n", "\n"), new, path="p")
         assert (diff.whole, diff.changed_lines) == (True, 0)
         assert diff.text == "no line of p changed (its line endings, final newline or encoding did)"
+
+
+def test_the_work_bound_counts_the_lines_the_matcher_compares() -> None:
+    # A line in just over 1% of the new text is junk to difflib only if the context
+    # lines around the span are counted too: the bound counts what difflib compares.
+    length = 99_998
+    common = length // 100 + 2  # "x" occurs this often: compared, not junk, within the context
+    new_middle = [f"u{n}" for n in range(length - common)] + ["x"] * common
+    random.Random(1).shuffle(new_middle)
+    old_middle = ["x"] * 20_000
+    around = (["c1", "c2", "c3"], ["e1", "e2", "e3"])
+    old = "\n".join([*around[0], *old_middle, *around[1]])
+    new = "\n".join([*around[0], *new_middle, *around[1]])
+    diff = version_diff(old, new, path="p", seconds=60.0)  # (no deadline: the bound decides)
+    assert "(too many to compare)" in diff.text

@@ -200,7 +200,8 @@ class _Planned:
     that is not the owner's, or the same content under a new version (a store that gives
     one per write)."""
     mode: int | None = None
-    """The permission bits the file had before the steps, where the store keeps them."""
+    """The permission bits the file had before the steps, where the store keeps them (a file
+    made again gets them; one that exists keeps its own)."""
 
 
 def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
@@ -277,9 +278,9 @@ async def _put_back(
             removed = {entry.path for entry in entries if entry.back is None}
             directories, kept = await removable(ctx, directories, removed)
         else:
-            directories, kept = await remove_made(ctx, directories)
-    if not dry_run:
-        await memory.store.drop_steps(ctx.owner, [step.number for step in steps])
+            with anyio.CancelScope(shield=True):  # (the files are back: the undo ends whole)
+                directories, kept = await remove_made(ctx, directories)
+                await memory.store.drop_steps(ctx.owner, [step.number for step in steps])
     return UndoOutcome(
         steps=tuple(step.number for step in reversed(steps)),
         files=tuple(
@@ -333,8 +334,9 @@ async def _write_back(
     try:
         for entry, report, update in zip(entries, reports, updates, strict=True):
             stored.append((update, report))
-            if entry.content is not None:
-                await mutations.store(report, update, entry.content, mode=entry.mode)
+            if entry.content is not None:  # (a file it makes again gets the mode it had)
+                mode = entry.mode if update.current is None else None
+                await mutations.store(report, update, entry.content, mode=mode)
                 done.append((update, report.after))
             elif update.current is not None:
                 await update.delete()
@@ -379,9 +381,9 @@ async def _move_back(
             directories, kept = await removable(ctx, directories, [there])
         else:
             await move(ctx, mutations, there, here, overwrite=False, record=False)
-            directories, kept = await remove_made(ctx, directories)
-    if not dry_run:
-        await memory.store.drop_steps(ctx.owner, [step.number])
+            with anyio.CancelScope(shield=True):  # (moved back: the undo ends whole)
+                directories, kept = await remove_made(ctx, directories)
+                await memory.store.drop_steps(ctx.owner, [step.number])
     return UndoOutcome(
         steps=(step.number,),
         files=(RestoredFile(path=here, was=None, now=None),),

@@ -259,7 +259,7 @@ class SessionMemory:
             except (FsError, UnicodeError):  # binary, or text in no encoding it round-trips
                 return None
 
-        lines = old.count(b"\n") + new.count(b"\n")
+        lines = sum(data.count(end) for data in (old, new) for end in (b"\n", b"\r"))
         return await text_work(len(old) + len(new), diffed, costly=lines > INLINE_DIFF_LINES)
 
     async def explained(self, ctx: Context, report: Report, current: Blob, stale: Stale) -> Stale:

@@ -127,7 +127,7 @@ def version_diff(
     old_part = old[first : len(old) - max(tail - 3, 0)]
     new_part = new[first : len(new) - max(tail - 3, 0)]
     groups = None
-    if _match_work(old_middle, new_middle) <= MAX_MATCH_WORK:
+    if _match_work(old_part, new_part) <= MAX_MATCH_WORK:
         matcher = _Timed(old_part, new_part, deadline=time.monotonic() + seconds)
         with suppress(_TooSlow):
             groups = list(matcher.get_grouped_opcodes(3))
