@@ -409,17 +409,20 @@ class ContextFs(Browsing):
 
         A step is one call that changed files (a write, an edit, a move, a patch
         over several files). Each file gets back the exact bytes it held (its
-        encoding, BOM and line endings), a created file is removed, a deleted one
-        restored, a move reversed; every file is authorized and locked like any
-        change, and the undone steps leave the history. With *dry_run*, the
-        checks run and nothing is written.
+        encoding, BOM and line endings; a file made again, its permission bits), a
+        created file is removed, a deleted one restored, a move reversed; every file
+        is authorized and locked like any change, and the undone steps leave the
+        history. With *dry_run*, the checks run and nothing is written.
 
         Raises:
-            InvalidArgument: *steps* is below 1 or more than the steps kept, or a content
-                to put back was given up (the store's bound).
-            Stale: A file was changed by someone else since the owner's step; the
-                error names each (``details["changed"]``) with its diff, and nothing
-                changed.
+            InvalidArgument: *steps* is no whole number from 1 to the steps kept, a
+                content to put back is not kept (the store's bound), or the session
+                store missed a step among them.
+            Stale: A file was changed by someone else since the owner's step, or
+                between two of them (or a directory moved back is not the tree the
+                step moved); the error names each (``details["changed"]``) with its
+                diff, and nothing changed.
+            Unavailable: The session store missed a step and cannot be told so yet.
             NotEnabled: The ``Fs`` keeps no session memory.
             FsError: Any refusal of a policy, ``Busy``, or what the store raised.
 
@@ -428,6 +431,9 @@ class ContextFs(Browsing):
 
     async def rewind(self, checkpoint: str, *, dry_run: bool = False) -> UndoOutcome:
         """Undo every step since *checkpoint* (an id from :meth:`checkpoint`), all or nothing.
+
+        Steps the owner undid since the checkpoint are not made again: the files
+        come back as the steps still in the history leave them.
 
         Raises:
             InvalidArgument: No checkpoint has that id, steps since it were given up,
