@@ -254,14 +254,16 @@ async def test_a_tool_node_runs_parallel_calls_and_reports_each(tmp_path: Path) 
         ("read", {"file_path": "a.txt", "fresh": True}),  # (the second turn reads it again)
         ("read", {"file_path": "missing.txt"}),
         ("write", {"file_path": "a.txt", "content": "b\n", "mode": "bad"}),
+        ("write", {"file_path": "a.txt", "content": "b\n", "self": 1}),  # (no clash)
     )
     for state in (node.invoke({"messages": [turn]}), await node.ainvoke({"messages": [turn]})):
-        found, missing, invalid = answers(state["messages"])
+        found, missing, invalid, clash = answers(state["messages"])
         assert [m.tool_call_id for m in (found, missing, invalid)] == ["call-1", "call-2", "call-3"]
         assert (found.status, found.content) == ("success", "1 a\n(end of file; lines 1-1 of 1)")
-        assert missing.status == invalid.status == "error"
+        assert missing.status == invalid.status == clash.status == "error"
         assert missing.text.startswith("Error [not_found]")
         assert invalid.text.startswith("Error [invalid_argument]: invalid arguments for write")
+        assert clash.text.startswith("Error [invalid_argument]: invalid arguments for write")
     assert (tmp_path / "a.txt").read_text() == "a\n"
 
 

@@ -6,6 +6,7 @@ projections: the model's text and the structured data.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -625,3 +626,39 @@ async def test_store_refusals_reach_the_model_with_their_code(
         result = await tools.execute(ctx, name, arguments)
         assert result.error_code is code
         assert result.structured["target"] == "a.txt"
+
+
+async def test_arguments_nested_too_deeply_are_an_invalid_argument(
+    tools: FsToolset, ctx: Context
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    for arguments in (deep, json.dumps({"name": "undo", "arguments": deep})):
+        name = "undo" if arguments is deep else "call_tool"
+        result = await tools.execute(ctx, name, arguments)
+        assert result.error_code is ErrorCode.INVALID_ARGUMENT, result.text
+
+
+async def test_a_null_inside_a_list_of_edits_takes_its_default(
+    tools: FsToolset, ctx: Context
+) -> None:
+    await tools.execute(ctx, "write", {"file_path": "a.txt", "content": "hello hello\n"})
+    result = await tools.execute(
+        ctx,
+        "multi_edit",
+        {
+            "file_path": "a.txt",
+            "edits": [{"old_string": "hello hello", "new_string": "bye", "replace_all": None}],
+            "dry_run": None,
+        },
+    )  # (what OpenAI's strict mode sends for what the model leaves out)
+    assert not result.is_error, result.text
+
+
+@pytest.mark.parametrize("encoding", ["hex", "rot13", "zlib_codec", "undefined", "\ud800", "\0"])
+async def test_an_encoding_that_is_no_text_encoding_is_an_invalid_argument(
+    tools: FsToolset, ctx: Context, encoding: str
+) -> None:
+    await tools.execute(ctx, "write", {"file_path": "a.txt", "content": "caf\u00e9\n"})
+    result = await tools.execute(ctx, "read", {"file_path": "a.txt", "encoding": encoding})
+    assert result.error_code is ErrorCode.INVALID_ARGUMENT, result.text
+    assert result.structured["error"]["details"]["field"] == "encoding"

@@ -129,7 +129,7 @@ def _pinned(options: TextOptions, encoding: str) -> TextOptions:
         return options.pinned(encoding)
     except LookupError:
         raise InvalidArgument(
-            f"{encoding!r} is no encoding Python knows",
+            f"{encoding!r} is no text encoding Python knows",
             hint="Name a codec such as cp1251, koi8-r, cp1255 or shift_jis.",
             details={"field": "encoding"},
         ) from None

@@ -119,10 +119,10 @@ class CtxfsTool(BaseTool):
             loop=loop,
         )
 
-    def _run(self, **arguments: Any) -> tuple[Content, dict[str, Any]]:
+    def _run(self, /, **arguments: Any) -> tuple[Content, dict[str, Any]]:
         return _answer(self.loop.run(partial(self._execute, arguments)))
 
-    async def _arun(self, **arguments: Any) -> tuple[Content, dict[str, Any]]:
+    async def _arun(self, /, **arguments: Any) -> tuple[Content, dict[str, Any]]:
         return _answer(await self._execute(arguments))
 
     async def _execute(self, arguments: Mapping[str, Any]) -> ToolResult:

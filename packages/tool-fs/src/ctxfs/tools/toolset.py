@@ -274,6 +274,8 @@ def _parse(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
             arguments = json.loads(arguments or "{}")
         except json.JSONDecodeError as bad:
             raise InvalidArgument(f"the arguments are not valid JSON: {bad}") from None
+        except RecursionError:
+            raise InvalidArgument("the arguments nest too deeply to be read") from None
     if not isinstance(arguments, Mapping):
         raise InvalidArgument(
             f"the arguments must be a JSON object, not {type(arguments).__name__}"

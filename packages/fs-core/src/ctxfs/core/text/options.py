@@ -69,10 +69,16 @@ class TextOptions:
         """These options with *encoding* the one legacy encoding (a BOM or UTF-8 still wins).
 
         Raises:
-            LookupError: Python knows no codec *encoding*.
+            LookupError: Python knows no text encoding *encoding* (``hex``, ``zlib``:
+                codecs of bytes to bytes, are none).
 
         """
-        name = codecs.lookup(encoding).name
+        try:
+            name = codecs.lookup(encoding).name
+            "".encode(name)  # (LookupError for a codec that is no text encoding)
+            b"".decode(name)
+        except ValueError as error:  # a name no codec has (NUL, a lone surrogate), "undefined"
+            raise LookupError(f"unknown encoding: {encoding!r}") from error
         return dataclasses.replace(self, legacy_encodings=(name,), encoding_overrides={})
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ctxfs.core import Replacement
 from ctxfs.tools.results import EditData, count, edited
@@ -11,10 +11,8 @@ from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 __all__ = ["MULTI_EDIT", "EditItem", "MultiEditArgs", "MultiEditTool"]
 
 
-class EditItem(BaseModel):
+class EditItem(ToolArgs):
     """One edit of ``multi_edit``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     old_string: str
     new_string: str
