@@ -663,6 +663,26 @@ async def test_a_refused_undo_tells_nothing_of_a_file_the_owner_may_no_longer_re
                 await a.undo(2, dry_run=dry_run)
 
 
+async def test_no_rewind_makes_again_a_step_undone_since_its_checkpoint(fs: Fs) -> None:
+    a = fs.context(owner=A).fs
+    await a.write("f.txt", "one\n")
+    early = await a.checkpoint("before two")
+    await a.edit("f.txt", "one", "two")
+    late = await a.checkpoint("after two")
+    await a.undo()  # step 2, which the later checkpoint holds
+    await a.write("g.txt", "g\n")
+    for dry_run in (True, False):
+        with pytest.raises(InvalidArgument, match="was undone since") as refused:
+            await a.rewind(late.id, dry_run=dry_run)
+        assert refused.value.details == {"undone": 2}
+    assert await snapshot(fs, ["f.txt", "g.txt"]) == {"f.txt": b"one\n", "g.txt": b"g\n"}
+    assert (await a.undo()).files[0].path == "g.txt"  # the record of the undo is passed by
+    await a.rewind(early.id)  # nothing since it was undone before it
+    assert await snapshot(fs, ["f.txt", "g.txt"]) == {"f.txt": b"one\n", "g.txt": None}
+    with pytest.raises(InvalidArgument, match="only 1 step"):
+        await a.undo(2)
+
+
 async def test_a_made_directory_replaced_by_a_file_or_a_link_is_left_alone(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -432,12 +432,12 @@ class ContextFs(Browsing):
     async def rewind(self, checkpoint: str, *, dry_run: bool = False) -> UndoOutcome:
         """Undo every step since *checkpoint* (an id from :meth:`checkpoint`), all or nothing.
 
-        Steps the owner undid since the checkpoint are not made again: the files
-        come back as the steps still in the history leave them.
+        A step the checkpoint holds that was undone since cannot be made again:
+        such a rewind is refused.
 
         Raises:
             InvalidArgument: No checkpoint has that id, steps since it were given up,
-                or a content to put back was.
+                a step it holds was undone since, or a content to put back is not kept.
             Stale: As for :meth:`undo`.
             NotEnabled: The ``Fs`` keeps no session memory.
             FsError: Any refusal of a policy, ``Busy``, or what the store raised.

@@ -38,8 +38,8 @@ from ctxfs.core.moves import entries_below, kind_at, move, tree_version
 from ctxfs.core.mutations import rolled_back, taken_back
 from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import Report, reported
-from ctxfs.core.session_memory import UNRECORDED
-from ctxfs.core.sessions import Checkpoint, Step
+from ctxfs.core.sessions import Checkpoint, FileChange, Step
+from ctxfs.core.sessions.base import UNDONE, UNRECORDED
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
@@ -65,7 +65,7 @@ async def undo(ctx: Context, mutations: Mutations, steps: int, *, dry_run: bool)
         raise InvalidArgument(
             f"steps must be a whole number, 1 or more, got {steps!r}", details={"field": "steps"}
         )
-    kept = await memory.store.steps(ctx.owner)
+    kept = [step for step in await memory.store.steps(ctx.owner) if step.undid is None]
     if len(kept) < steps:
         raise InvalidArgument(
             f"there {'is' if len(kept) == 1 else 'are'} only {len(kept)} step(s) to undo",
@@ -88,13 +88,22 @@ async def rewind(
             hint="Rewind to one of the checkpoints listed in details.",
             details={"checkpoints": [m.id for m in marks]},
         )
-    steps = await memory.store.steps(ctx.owner, after=mark.step)
+    since = await memory.store.steps(ctx.owner, after=mark.step)
     if await memory.store.given_up(ctx.owner) > mark.step:
         raise InvalidArgument(
             f"steps since checkpoint {checkpoint_id!r} were given up (at most "
             f"{memory.store.max_steps} are kept); nothing was put back",
             hint="Rewind to a later checkpoint, or undo steps one at a time.",
         )
+    undone = [step.undid for step in since if step.undid is not None and step.undid <= mark.step]
+    if undone:
+        raise InvalidArgument(
+            f"step {min(undone)}, made before checkpoint {checkpoint_id!r}, was undone since: "
+            "a rewind cannot make it again; nothing was put back",
+            hint="Rewind to an earlier checkpoint, or undo steps one at a time.",
+            details={"undone": min(undone)},
+        )
+    steps = [step for step in since if step.undid is None]
     if not steps:
         return UndoOutcome(steps=(), files=(), written=not dry_run)
     return await _put_back(ctx, mutations, memory, steps, dry_run=dry_run)
@@ -280,7 +289,7 @@ async def _put_back(
         else:
             with anyio.CancelScope(shield=True):  # (the files are back: the undo ends whole)
                 directories, kept = await remove_made(ctx, directories)
-                await memory.store.drop_steps(ctx.owner, [step.number for step in steps])
+                await _drop_steps(ctx, memory, steps)
     return UndoOutcome(
         steps=tuple(step.number for step in reversed(steps)),
         files=tuple(
@@ -290,6 +299,17 @@ async def _put_back(
         kept_directories=tuple(kept),
         written=not dry_run,
     )
+
+
+async def _drop_steps(ctx: Context, memory: SessionMemory, steps: Sequence[Step]) -> None:
+    """Drop the undone *steps*; a checkpoint that holds one of them is told (an undo record)."""
+    numbers = [step.number for step in steps]
+    await memory.store.drop_steps(ctx.owner, numbers)
+    if any(mark.step >= min(numbers) for mark in await memory.store.checkpoints(ctx.owner)):
+        record = FileChange(
+            path="", key="", kind=UNDONE, before=None, after=None, undid=min(numbers)
+        )
+        await memory.store.record(ctx.owner, [record], at=time.time())
 
 
 def _refuse_unrecorded(steps: Sequence[Step]) -> None:
@@ -383,7 +403,7 @@ async def _move_back(
             await move(ctx, mutations, there, here, overwrite=False, record=False)
             with anyio.CancelScope(shield=True):  # (moved back: the undo ends whole)
                 directories, kept = await remove_made(ctx, directories)
-                await memory.store.drop_steps(ctx.owner, [step.number])
+                await _drop_steps(ctx, memory, [step])
     return UndoOutcome(
         steps=(step.number,),
         files=(RestoredFile(path=here, was=None, now=None),),

@@ -20,7 +20,7 @@ import anyio
 from ctxfs.core.directories import directory_changes
 from ctxfs.core.errors import EncodingError, FsError, Stale
 from ctxfs.core.sessions import FileChange, SessionStore
-from ctxfs.core.sessions.base import reference_entry
+from ctxfs.core.sessions.base import UNRECORDED, reference_entry
 from ctxfs.core.text import decode_document
 from ctxfs.core.text.diffs import INLINE_DIFF_LINES, VersionDiff, version_diff
 from ctxfs.core.textwork import text_work
@@ -31,10 +31,7 @@ if TYPE_CHECKING:
     from ctxfs.core.reports import Report
     from ctxfs.core.versions import Version
 
-__all__ = ["MAX_AUTHORS", "MAX_READ_BYTES", "UNRECORDED", "SessionMemory"]
-
-UNRECORDED: Final = "unrecorded"
-"""The kind of the change in a step that stands for steps the store failed to record."""
+__all__ = ["MAX_AUTHORS", "MAX_READ_BYTES", "SessionMemory"]
 
 MAX_READ_BYTES: Final = 4 * 1024 * 1024
 """A read keeps a file's content up to this size (its memory stays bounded); a larger file is
@@ -60,8 +57,9 @@ class SessionMemory:
     A store that fails (or has a bug) never fails a call: what it could not keep or
     record is logged, and is then simply not there (a diff or an undo that needs it
     says so). A step it could not record is marked in the owner's history by a step
-    of its own (an :data:`UNRECORDED` change) as soon as the store takes one: no undo
-    or rewind reaches past it, and none runs while the mark is pending. The pending
+    of its own (an :data:`~ctxfs.core.sessions.base.UNRECORDED` change) as soon as the
+    store takes one: no undo or rewind reaches past it, and none runs while the mark is
+    pending. The pending
     mark lives in this process: one that ends before the store takes it leaves no mark.
     A step being recorded is recorded whole, a cancellation notwithstanding.
 

@@ -14,6 +14,8 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_BYTES_PER_OWNER",
     "DEFAULT_MAX_STEPS",
+    "UNDONE",
+    "UNRECORDED",
     "Checkpoint",
     "FileChange",
     "SessionStore",
@@ -27,6 +29,12 @@ DEFAULT_MAX_BYTES_PER_OWNER: Final = 64 * 1024 * 1024
 """Bytes of file contents kept for one owner; a file larger than this is never kept."""
 DEFAULT_MAX_STEPS: Final = 1_000
 """Steps kept per owner; the oldest are given up first (they can no longer be undone)."""
+
+UNRECORDED: Final = "unrecorded"
+"""The kind of the change in a step that stands for steps the store failed to record."""
+UNDONE: Final = "undone"
+"""The kind of the change in a step that records an undo of steps a checkpoint holds
+(:attr:`FileChange.undid`): no rewind to that checkpoint can make them again."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +55,8 @@ class FileChange:
     """Whether the path is a directory the step created."""
     mode: int | None = None
     """The file's permission bits before the change, where the store keeps them."""
+    undid: int | None = None
+    """For an :data:`UNDONE` change: the oldest step the undo undid."""
 
     def encode(self) -> dict[str, Any]:
         """The change as plain JSON data (what shared stores keep)."""
@@ -59,6 +69,7 @@ class FileChange:
             "moved_from": self.moved_from,
             "directory": self.directory,
             "mode": self.mode,
+            "undid": self.undid,
         }
 
     @classmethod
@@ -73,6 +84,7 @@ class FileChange:
             moved_from=data.get("moved_from"),
             directory=bool(data.get("directory", False)),
             mode=data.get("mode"),
+            undid=data.get("undid"),
         )
 
 
@@ -85,6 +97,14 @@ class Step:
     changes: tuple[FileChange, ...]
     at: float
     """When it was recorded (seconds since the epoch)."""
+
+    @property
+    def undid(self) -> int | None:
+        """For the record of an undo (an :data:`UNDONE` change): the oldest step it undid.
+
+        Such a step changed no file: an undo passes it by.
+        """
+        return next((c.undid for c in self.changes if c.kind == UNDONE), None)
 
     def encode(self) -> str:
         """The step as a short JSON text (what shared stores keep)."""

@@ -191,7 +191,7 @@ async def _undo_edit(step: Step, path: str) -> ToolResult:
             path=path,
             hint="Undo a change with str_replace, putting back the text you replaced.",
         )
-    steps = await memory.store.steps(ctx.owner)
+    steps = [step for step in await memory.store.steps(ctx.owner) if step.undid is None]
     back = None  # how many steps back the newest that changed path is
     for distance, taken in enumerate(reversed(steps), start=1):
         if any(path in (change.path, change.key, change.moved_from) for change in taken.changes):
