@@ -309,7 +309,7 @@ async def _drop_steps(ctx: Context, memory: SessionMemory, steps: Sequence[Step]
         record = FileChange(
             path="", key="", kind=UNDONE, before=None, after=None, undid=min(numbers)
         )
-        await memory.store.record(ctx.owner, [record], at=time.time())
+        await memory.record(ctx.owner, [record])  # (one it cannot record is marked missed)
 
 
 def _refuse_unrecorded(steps: Sequence[Step]) -> None:
