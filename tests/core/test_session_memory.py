@@ -42,7 +42,7 @@ from ctxfs.core import (
 )
 from ctxfs.core.policies import PathRules
 from ctxfs.core.session_memory import KEPT_RECENTLY_SECONDS
-from ctxfs.core.sessions import FileChange, MemorySessions, SessionStore, Step
+from ctxfs.core.sessions import Checkpoint, FileChange, MemorySessions, SessionStore, Step
 from ctxfs.core.text.diffs import INLINE_DIFF_LINES
 from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, text_work
 from tests.remote.servers import S3
@@ -1216,6 +1216,8 @@ class ScriptedStore(MemorySessions):
         self.record_seconds = 0.0
         self.drop_failures: list[Exception] = []
         """Failures the next drops of steps meet, one each."""
+        self.checkpoint_failures: list[Exception] = []
+        """Failures the next listings of checkpoints meet, one each."""
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         self.keeps += 1
@@ -1244,6 +1246,11 @@ class ScriptedStore(MemorySessions):
         if self.drop_failures:
             raise self.drop_failures.pop(0)
         await super().drop_steps(owner, numbers)
+
+    async def checkpoints(self, owner: str) -> list[Checkpoint]:
+        if self.checkpoint_failures:
+            raise self.checkpoint_failures.pop(0)
+        return await super().checkpoints(owner)
 
 
 @pytest.mark.parametrize("failure", [Unavailable("the store is down"), TypeError("a bug")])
@@ -1314,6 +1321,26 @@ async def test_a_change_cancelled_while_its_step_is_recorded_keeps_its_step() ->
         assert [c.path for step in await store.steps(A) for c in step.changes] == ["a.txt", "b.txt"]
         await a.undo()
         assert await snapshot(fs, ["a.txt", "b.txt"]) == {"a.txt": b"a\n", "b.txt": None}
+
+
+async def test_an_undo_a_checkpoint_sees_is_recorded_once_or_not_made() -> None:
+    store = ScriptedStore()
+    async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
+        a = fs.context(owner=A).fs
+        for n in range(1, 4):
+            await a.write(f"f{n}.txt", f"{n}\n")
+        mark = await a.checkpoint()
+        store.checkpoint_failures = [Unavailable("down for a moment")]
+        with pytest.raises(Unavailable):
+            await a.undo()  # asked before it changes anything: nothing changed
+        assert await raw(fs, "f3.txt") == b"3\n"
+        await a.undo()
+        await a.undo()
+        records = [step.undid for step in await store.steps(A) if step.undid is not None]
+        assert records == [2]  # the second undo's record covers the first's
+        assert [step.number for step in await store.steps(A) if step.undid is None] == [1]
+        with pytest.raises(InvalidArgument, match="step 2, made before checkpoint"):
+            await a.rewind(mark.id)
 
 
 @pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])

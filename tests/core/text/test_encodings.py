@@ -120,5 +120,8 @@ def test_a_pinned_encoding_wins() -> None:
 def test_options_are_validated() -> None:
     with pytest.raises(LookupError):
         TextOptions(legacy_encodings=("no-such-codec",))
+    for bytes_codec in ("hex", "rot13", "undefined"):  # codecs, but of no text
+        with pytest.raises(LookupError):
+            TextOptions(encoding_overrides={"*.x": bytes_codec})
     with pytest.raises(ValueError, match="max_output_chars"):
         TextOptions(max_line_chars=5000, max_output_chars=1000)

@@ -250,6 +250,7 @@ async def _put_back(
     planned, directories = _plan(steps), made([step.changes for step in steps])
     entries = list(planned.values())
     seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
+    covered = None if dry_run else await _covered_records(memory, ctx.owner, steps)
 
     async def refuse(updates: list[Update]) -> None:  # (every file authorized and locked)
         await _refuse_interleaved(ctx, memory, entries)
@@ -289,7 +290,7 @@ async def _put_back(
         else:
             with anyio.CancelScope(shield=True):  # (the files are back: the undo ends whole)
                 directories, kept = await remove_made(ctx, directories)
-                await _drop_steps(ctx, memory, steps)
+                await _drop_steps(ctx, memory, steps, covered)
     return UndoOutcome(
         steps=tuple(step.number for step in reversed(steps)),
         files=tuple(
@@ -301,15 +302,33 @@ async def _put_back(
     )
 
 
-async def _drop_steps(ctx: Context, memory: SessionMemory, steps: Sequence[Step]) -> None:
-    """Drop the undone *steps*; a checkpoint that holds one of them is told (an undo record)."""
-    numbers = [step.number for step in steps]
-    await memory.store.drop_steps(ctx.owner, numbers)
-    if any(mark.step >= min(numbers) for mark in await memory.store.checkpoints(ctx.owner)):
-        record = FileChange(
-            path="", key="", kind=UNDONE, before=None, after=None, undid=min(numbers)
-        )
-        await memory.record(ctx.owner, [record])  # (one it cannot record is marked missed)
+async def _covered_records(
+    memory: SessionMemory, owner: str, steps: Sequence[Step]
+) -> list[int] | None:
+    """The undo records an undo of *steps* covers, asked before it changes anything.
+
+    None where no checkpoint holds one of *steps*; else the numbers of the records of
+    undos of the same or later steps, which its own record covers (dropped with them).
+    """
+    oldest = min(step.number for step in steps)
+    if not any(mark.step >= oldest for mark in await memory.store.checkpoints(owner)):
+        return None
+    return [step.number for step in await memory.store.steps(owner) if (step.undid or 0) >= oldest]
+
+
+async def _drop_steps(
+    ctx: Context, memory: SessionMemory, steps: Sequence[Step], covered: list[int] | None
+) -> None:
+    """Drop the undone *steps*, the undo recorded first where a checkpoint holds one of them.
+
+    *covered* is :func:`_covered_records`'s answer; a record the store cannot take is
+    marked missed.
+    """
+    if covered is not None:
+        oldest = min(step.number for step in steps)
+        record = FileChange(path="", key="", kind=UNDONE, before=None, after=None, undid=oldest)
+        await memory.record(ctx.owner, [record])
+    await memory.store.drop_steps(ctx.owner, [*(step.number for step in steps), *(covered or [])])
 
 
 def _refuse_unrecorded(steps: Sequence[Step]) -> None:
@@ -394,6 +413,7 @@ async def _move_back(
             path=here,
             hint=f"Move or remove what is at {here} now, then undo again.",
         )
+    covered = None if dry_run else await _covered_records(memory, ctx.owner, [step])
     async with AsyncExitStack() as stack:
         directories = made([step.changes])
         await authorize_removals(ctx, stack, directories, dry_run=dry_run)
@@ -403,7 +423,7 @@ async def _move_back(
             await move(ctx, mutations, there, here, overwrite=False, record=False)
             with anyio.CancelScope(shield=True):  # (moved back: the undo ends whole)
                 directories, kept = await remove_made(ctx, directories)
-                await _drop_steps(ctx, memory, [step])
+                await _drop_steps(ctx, memory, [step], covered)
     return UndoOutcome(
         steps=(step.number,),
         files=(RestoredFile(path=here, was=None, now=None),),

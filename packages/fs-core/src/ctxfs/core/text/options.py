@@ -17,6 +17,7 @@ __all__ = [
     "TextOptions",
     "format_line_number",
     "number_lines",
+    "text_codec",
 ]
 
 DEFAULT_LEGACY_ENCODINGS: Final = (
@@ -73,12 +74,7 @@ class TextOptions:
                 codecs of bytes to bytes, are none).
 
         """
-        try:
-            name = codecs.lookup(encoding).name
-            "".encode(name)  # (LookupError for a codec that is no text encoding)
-            b"".decode(name)
-        except ValueError as error:  # a name no codec has (NUL, a lone surrogate), "undefined"
-            raise LookupError(f"unknown encoding: {encoding!r}") from error
+        name = text_codec(encoding)
         return dataclasses.replace(self, legacy_encodings=(name,), encoding_overrides={})
 
     def __post_init__(self) -> None:
@@ -97,6 +93,23 @@ class TextOptions:
             raise ValueError("TextOptions.detect_bytes must be at least sniff_bytes")
         named = {*self.legacy_encodings, *self.encoding_overrides.values()}
         for encoding in named.difference(DEFAULT_LEGACY_ENCODINGS):  # (no codec loaded for those)
-            codecs.lookup(encoding)  # raises LookupError for a name Python does not know
+            text_codec(encoding)
         for pattern in self.encoding_overrides:
             glob_matcher(pattern)  # raises InvalidArgument for a broken pattern
+
+
+def text_codec(encoding: str) -> str:
+    """The name of the text encoding *encoding* names.
+
+    Raises:
+        LookupError: Python knows no text encoding *encoding* (``hex``, ``zlib``:
+            codecs of bytes to bytes, are none).
+
+    """
+    try:
+        name = codecs.lookup(encoding).name
+        "".encode(name)  # (LookupError for a codec that is no text encoding)
+        b"".decode(name)
+    except ValueError as error:  # a name no codec has (NUL, a lone surrogate), "undefined"
+        raise LookupError(f"unknown encoding: {encoding!r}") from error
+    return name
