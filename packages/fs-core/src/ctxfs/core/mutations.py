@@ -25,16 +25,7 @@ if TYPE_CHECKING:
     from ctxfs.core.reports import Report
     from ctxfs.core.text import AnyDocument, Change
 
-__all__ = [
-    "Mutations",
-    "Opened",
-    "Refusal",
-    "move_sources",
-    "put_back",
-    "rolled_back",
-    "taken_back",
-    "undone",
-]
+__all__ = ["Mutations", "Opened", "Refusal", "rolled_back", "taken_back"]
 
 Opened: TypeAlias = tuple["Update", "AnyDocument | None"]
 """A file open for a change: its update, and its text where it was decoded."""
@@ -237,18 +228,18 @@ async def taken_back(
 ) -> list[str]:
     """Undo *done*, the changes of the operations *stored*, whatever cancels meanwhile.
 
-    Each operation put back stored nothing (:func:`put_back`), and the directories
+    Each operation put back stored nothing (:func:`_put_back`), and the directories
     the operations made go, if they are left empty. Return the paths left as changed.
     """
     with anyio.CancelScope(shield=True):
-        kept = await undone(done, move_sources(stored))
-        put_back(stored, kept)
+        kept = await _undone(done, _move_sources(stored))
+        _put_back(stored, kept)
         with suppress(FsError):  # (best effort: the store may be down still)
             await remove_made(ctx, made([directory_changes(report.made) for _, report in stored]))
     return kept
 
 
-async def undone(
+async def _undone(
     done: list[tuple[Update, Version | None]], sources: Mapping[int, Update] | None = None
 ) -> list[str]:
     """Undo *done* (each update, and the version it left; None: it deleted or moved the file).
@@ -294,8 +285,8 @@ async def undone(
     return kept
 
 
-def move_sources(stored: list[tuple[Update, Report]]) -> dict[int, Update]:
-    """For :func:`undone`: each move's destination update (by id), and its source's update."""
+def _move_sources(stored: list[tuple[Update, Report]]) -> dict[int, Update]:
+    """For :func:`_undone`: each move's destination update (by id), and its source's update."""
     by_path = {report.op.path: update for update, report in stored}
     return {
         id(update): by_path[report.op.moved_from]
@@ -304,7 +295,7 @@ def move_sources(stored: list[tuple[Update, Report]]) -> dict[int, Update]:
     }
 
 
-def put_back(stored: list[tuple[Update, Report]], kept: list[str]) -> None:
+def _put_back(stored: list[tuple[Update, Report]], kept: list[str]) -> None:
     """After an undo: the operations whose files were put back stored nothing."""
     for update, report in stored:
         if update.path not in kept:

@@ -59,9 +59,9 @@ class SessionMemory:
     says so). A step it could not record is marked in the owner's history by a step
     of its own (an :data:`~ctxfs.core.sessions.base.UNRECORDED` change) as soon as the
     store takes one: no undo or rewind reaches past it, and none runs while the mark is
-    pending. The pending
-    mark lives in this process: one that ends before the store takes it leaves no mark.
-    A step being recorded is recorded whole, a cancellation notwithstanding.
+    pending. The pending mark lives in this process: one that ends before the store
+    takes it leaves no mark. A step being recorded is recorded whole, a cancellation
+    notwithstanding.
 
     Where *backend* keeps versions itself (``Capabilities.kept_versions``, a
     versioned bucket), a version seen at a known path is kept as a reference to
