@@ -153,7 +153,8 @@ async def _move_directory(
             hint="Choose a destination that does not exist yet.",
         )
     entries = await entries_below(ctx, here.path)
-    pairs = [(here, there), *await _moved_entries(ctx, here, there, entries)]
+    pairs = [(here, there)]
+    pairs += [await _entry_pair(ctx, here, there, relative, kind) for relative, kind in entries]
     for pair in pairs[1:]:
         for op in pair:
             await opened_fs.hooks.authorize(ctx, op)
@@ -218,17 +219,6 @@ async def _move_directory_back(ctx: Context, pairs: Pairs, failure: BaseExceptio
             f"the move was not applied (nothing changed; {here.path} put back): {failure.message}",
             restored=[here.path],
         ) from failure
-
-
-async def _moved_entries(
-    ctx: Context, here: Operation, there: Operation, entries: list[tuple[str, FileKind]]
-) -> Pairs:
-    """A ``MOVE`` pair for each of *entries* (below directory *here*), bound to *there*.
-
-    Links are not followed: a link's operations name the link itself (its
-    path, resolved through the directory), never what it points to.
-    """
-    return [await _entry_pair(ctx, here, there, relative, kind) for relative, kind in entries]
 
 
 async def entries_below(ctx: Context, directory: str) -> list[tuple[str, FileKind]]:

@@ -65,14 +65,17 @@ async def undo(ctx: Context, mutations: Mutations, steps: int, *, dry_run: bool)
         raise InvalidArgument(
             f"steps must be a whole number, 1 or more, got {steps!r}", details={"field": "steps"}
         )
-    kept = [step for step in await memory.store.steps(ctx.owner) if step.undid is None]
+    history = await memory.store.steps(ctx.owner)
+    kept = [step for step in history if step.undid is None]
     if len(kept) < steps:
         raise InvalidArgument(
             f"there {'is' if len(kept) == 1 else 'are'} only {len(kept)} step(s) to undo",
             hint="Undo fewer steps; only changes made through ctxfs in this session are kept.",
             details={"steps": len(kept)},
         )
-    return await _put_back(ctx, mutations, memory, kept[-steps:], dry_run=dry_run)
+    taken, marks = kept[-steps:], [] if dry_run else await memory.store.checkpoints(ctx.owner)
+    covered = _covered_records(taken, marks, history)
+    return await _put_back(ctx, mutations, memory, taken, covered, dry_run=dry_run)
 
 
 async def rewind(
@@ -106,7 +109,8 @@ async def rewind(
     steps = [step for step in since if step.undid is None]
     if not steps:
         return UndoOutcome(steps=(), files=(), written=not dry_run)
-    return await _put_back(ctx, mutations, memory, steps, dry_run=dry_run)
+    covered = None if dry_run else _covered_records(steps, marks, since)
+    return await _put_back(ctx, mutations, memory, steps, covered, dry_run=dry_run)
 
 
 async def changed(ctx: Context) -> list[ChangedFile]:
@@ -241,16 +245,17 @@ async def _put_back(
     mutations: Mutations,
     memory: SessionMemory,
     steps: Sequence[Step],
+    covered: list[int] | None,
     *,
     dry_run: bool,
 ) -> UndoOutcome:
+    """Undo *steps*; *covered*: :func:`_covered_records`'s answer (None for a dry run)."""
     _refuse_unrecorded(steps)
     if any(change.directory and change.moved_from for step in steps for change in step.changes):
-        return await _move_back(ctx, mutations, memory, steps, dry_run=dry_run)
+        return await _move_back(ctx, mutations, memory, steps, covered, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
     entries = list(planned.values())
     seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
-    covered = None if dry_run else await _covered_records(memory, ctx.owner, steps)
 
     async def refuse(updates: list[Update]) -> None:  # (every file authorized and locked)
         await _refuse_interleaved(ctx, memory, entries)
@@ -302,18 +307,19 @@ async def _put_back(
     )
 
 
-async def _covered_records(
-    memory: SessionMemory, owner: str, steps: Sequence[Step]
+def _covered_records(
+    steps: Sequence[Step], marks: Sequence[Checkpoint], history: Sequence[Step]
 ) -> list[int] | None:
-    """The undo records an undo of *steps* covers, asked before it changes anything.
+    """The undo records an undo of *steps* covers, from what the store held before it.
 
-    None where no checkpoint holds one of *steps*; else the numbers of the records of
+    None where none of the checkpoints *marks* holds one of *steps*; else the numbers of
+    the records (in *history*, every step after the last before *steps* at least) of
     undos of the same or later steps, which its own record covers (dropped with them).
     """
     oldest = min(step.number for step in steps)
-    if not any(mark.step >= oldest for mark in await memory.store.checkpoints(owner)):
+    if not any(mark.step >= oldest for mark in marks):
         return None
-    return [step.number for step in await memory.store.steps(owner) if (step.undid or 0) >= oldest]
+    return [step.number for step in history if (step.undid or 0) >= oldest]
 
 
 async def _drop_steps(
@@ -393,6 +399,7 @@ async def _move_back(
     mutations: Mutations,
     memory: SessionMemory,
     steps: Sequence[Step],
+    covered: list[int] | None,
     *,
     dry_run: bool,
 ) -> UndoOutcome:
@@ -413,7 +420,6 @@ async def _move_back(
             path=here,
             hint=f"Move or remove what is at {here} now, then undo again.",
         )
-    covered = None if dry_run else await _covered_records(memory, ctx.owner, [step])
     async with AsyncExitStack() as stack:
         directories = made([step.changes])
         await authorize_removals(ctx, stack, directories, dry_run=dry_run)
@@ -475,7 +481,7 @@ async def _refuse_changed(
             if update.current is not None:
                 now, data = update.current.version, update.current.data
             changed_files.append(
-                await _changed(ctx, memory, entry.path, entry.left, now=now, data=data)
+                await _changed(ctx, memory, entry.path, (entry.left, left), now=now, data=data)
             )
     if changed_files:
         raise _refused(
@@ -518,14 +524,11 @@ async def _refuse_interleaved(ctx: Context, memory: SessionMemory, entries: list
     for entry in entries:
         for was, became in entry.gaps:
             data = None if became is None else await memory.content(ctx.owner, became)
-            if (
-                was is not None
-                and data is not None
-                and data == await memory.content(ctx.owner, was)
-            ):
+            old = None if was is None or data is None else await memory.content(ctx.owner, was)
+            if old is not None and old == data:
                 continue  # the same content under a new version
             changed_files.append(
-                await _changed(ctx, memory, entry.path, was, now=became, data=data)
+                await _changed(ctx, memory, entry.path, (was, old), now=became, data=data)
             )
             break
     if changed_files:
@@ -540,21 +543,19 @@ async def _changed(
     ctx: Context,
     memory: SessionMemory,
     path: str,
-    left: Version | None,
+    left: tuple[Version | None, bytes | None],
     *,
     now: Version | None,
     data: bytes | None,
 ) -> dict[str, object]:
     """A file of a refused undo: the version its steps *left*, the one *now*, and the diff.
 
-    The diff is there when the content *left* is kept and *now*'s (*data*) is known.
+    *left* is that version with its content where kept, *data* the content *now*; the
+    diff is there when both are known.
     """
-    diff = None
-    if data is not None and left is not None:
-        old = await memory.content(ctx.owner, left)
-        if old is not None:
-            diff = await memory.diff(ctx, path, old, data)
-    return {"path": path, "left": left, "current": now, "diff": diff and diff.text}
+    version, old = left
+    diff = None if old is None or data is None else await memory.diff(ctx, path, old, data)
+    return {"path": path, "left": version, "current": now, "diff": diff and diff.text}
 
 
 class _AlreadyBack(Exception):
