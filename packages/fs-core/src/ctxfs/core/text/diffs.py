@@ -210,7 +210,7 @@ class _Timed(difflib.SequenceMatcher[str]):
     def find_longest_match(
         self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None
     ) -> difflib.Match:
-        if time.monotonic() > self.deadline:
+        if time.monotonic() >= self.deadline:
             raise _TooSlow
         return super().find_longest_match(alo, ahi, blo, bhi)
 
