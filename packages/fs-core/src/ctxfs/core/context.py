@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from ctxfs.core import mutations
 from ctxfs.core.browsing import Browsing
 from ctxfs.core.directories import mkdir
 from ctxfs.core.moves import move
-from ctxfs.core.mutations import Mutations
 from ctxfs.core.outcomes import (
     BytesOutcome,
     EditOutcome,
@@ -97,11 +97,10 @@ class ContextFs(Browsing):
     ``ctxfs_finished`` (an audit ledger listens there).
     """
 
-    __slots__ = ("_ctx", "_mutations")
+    __slots__ = ("_ctx",)
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        self._mutations = Mutations(ctx)
 
     async def read(
         self, path: str, *, offset: int = 1, limit: int | None = None, encoding: str | None = None
@@ -157,9 +156,9 @@ class ContextFs(Browsing):
         """
         async with (
             reported(self._ctx, OpKind.WRITE, path, file=True, size=len(data)) as report,
-            self._mutations.updating(report) as (update, _),
+            mutations.updating(self._ctx, report) as (update, _),
         ):
-            await self._mutations.store(report, update, data)
+            await mutations.store(self._ctx, report, update, data)
         return WriteOutcome(
             path=report.op.path,
             version=report.stored,
@@ -188,13 +187,13 @@ class ContextFs(Browsing):
         """
         async with (
             reported(self._ctx, OpKind.EDIT, path, file=True) as report,
-            self._mutations.updating(report) as (update, _),
+            mutations.updating(self._ctx, report) as (update, _),
         ):
             current = update.current
             if current is None:
                 raise await update.missing()
             data = await text_work(current.size, partial(change, current.data))
-            await self._mutations.store(report, update, data)
+            await mutations.store(self._ctx, report, update, data)
         return WriteOutcome(
             path=report.op.path,
             version=report.stored,
@@ -221,12 +220,12 @@ class ContextFs(Browsing):
         size = await utf8_size(content)
         async with (
             reported(self._ctx, OpKind.WRITE, path, file=True, size=size) as report,
-            self._mutations.updating(report) as (update, _),
+            mutations.updating(self._ctx, report) as (update, _),
         ):
             document, change = await rewritten(
                 self._ctx.opened_fs, report.op.path, update.current, content, size=size
             )
-            await self._mutations.store(report, update, change.data, document)
+            await mutations.store(self._ctx, report, update, change.data, document)
         return WriteOutcome(
             path=report.op.path,
             version=report.stored,
@@ -269,7 +268,8 @@ class ContextFs(Browsing):
         """
         async with reported(self._ctx, OpKind.EDIT, path, file=True, dry_run=dry_run) as report:
             check_edit_strings(old_string, new_string)
-            change = await self._mutations.change(
+            change = await mutations.change_text(
+                self._ctx,
                 report,
                 lambda document: document.replace(old_string, new_string, replace_all=replace_all),
                 costly=lambda document: (
@@ -296,7 +296,8 @@ class ContextFs(Browsing):
         async with reported(self._ctx, OpKind.EDIT, path, file=True, dry_run=dry_run) as report:
             check_replacements(edits)
             options = self._ctx.opened_fs.text_options
-            change = await self._mutations.change(
+            change = await mutations.change_text(
+                self._ctx,
                 report,
                 lambda document: replace_in_turn(document, edits, options),
                 costly=lambda document: (
@@ -323,8 +324,8 @@ class ContextFs(Browsing):
 
         """
         async with reported(self._ctx, OpKind.INSERT, path, file=True) as report:
-            change = await self._mutations.change(
-                report, lambda document: document.insert(after_line, text)
+            change = await mutations.change_text(
+                self._ctx, report, lambda document: document.insert(after_line, text)
             )
         return InsertOutcome(
             path=report.op.path,
@@ -347,7 +348,7 @@ class ContextFs(Browsing):
         """
         async with (
             reported(self._ctx, OpKind.DELETE, path, file=True) as report,
-            self._mutations.updating(report, max_size=None) as (update, _),
+            mutations.updating(self._ctx, report, max_size=None) as (update, _),
         ):
             await update.delete()
 
@@ -378,7 +379,7 @@ class ContextFs(Browsing):
             FsError: Any refusal of a policy.
 
         """
-        return await move(self._ctx, self._mutations, source, destination, overwrite=overwrite)
+        return await move(self._ctx, source, destination, overwrite=overwrite)
 
     async def changed(self) -> list[ChangedFile]:
         """The files this owner saw whose current version is another, by path.
@@ -427,7 +428,7 @@ class ContextFs(Browsing):
             FsError: Any refusal of a policy, ``Busy``, or what the store raised.
 
         """
-        return await undo(self._ctx, self._mutations, steps, dry_run=dry_run)
+        return await undo(self._ctx, steps, dry_run=dry_run)
 
     async def rewind(self, checkpoint: str, *, dry_run: bool = False) -> UndoOutcome:
         """Undo every step since *checkpoint* (an id from :meth:`checkpoint`), all or nothing.
@@ -443,7 +444,7 @@ class ContextFs(Browsing):
             FsError: Any refusal of a policy, ``Busy``, or what the store raised.
 
         """
-        return await rewind(self._ctx, self._mutations, checkpoint, dry_run=dry_run)
+        return await rewind(self._ctx, checkpoint, dry_run=dry_run)
 
     async def apply_patch(
         self, patches: Sequence[FilePatch], *, dry_run: bool = False
@@ -472,7 +473,7 @@ class ContextFs(Browsing):
                 could not be).
 
         """
-        return await apply_patch(self._ctx, self._mutations, patches, dry_run=dry_run)
+        return await apply_patch(self._ctx, patches, dry_run=dry_run)
 
     async def mkdir(self, path: str) -> None:
         """Create a directory and its missing parents.

@@ -23,6 +23,7 @@ from ctxfs.core.errors import (
     TooLarge,
 )
 from ctxfs.core.globs import relative_to
+from ctxfs.core.mutations import making_parents, updating_all
 from ctxfs.core.outcomes import MoveOutcome, Operation, OpKind
 from ctxfs.core.paths import check_file_spelling, join_path
 from ctxfs.core.reports import Report, reported
@@ -32,7 +33,6 @@ from ctxfs.core.versions import Version
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
     from ctxfs.core.context import Context
-    from ctxfs.core.mutations import Mutations
 
 __all__ = ["MAX_MOVED_ENTRIES", "entries_below", "kind_at", "move", "moving", "tree_version"]
 
@@ -60,7 +60,6 @@ async def moving(
 
 async def move(
     ctx: Context,
-    mutations: Mutations,
     source: str,
     destination: str,
     *,
@@ -88,7 +87,7 @@ async def move(
             )
         check_file_spelling(source, leaving.op.path)
         check_file_spelling(destination, arriving.op.path)
-        await _move_file(mutations, leaving, arriving, overwrite=overwrite, record=record)
+        await _move_file(ctx, leaving, arriving, overwrite=overwrite, record=record)
     return MoveOutcome(
         path=leaving.op.path,
         destination=arriving.op.path,
@@ -106,7 +105,7 @@ async def kind_at(ctx: Context, path: str) -> FileKind | None:
 
 
 async def _move_file(
-    mutations: Mutations, leaving: Report, arriving: Report, *, overwrite: bool, record: bool
+    ctx: Context, leaving: Report, arriving: Report, *, overwrite: bool, record: bool
 ) -> None:
     """Move one file (both operations authorized already) under the mutation protocol."""
 
@@ -122,12 +121,12 @@ async def _move_file(
                 "reading the file there.",
             )
 
-    async with mutations.updating_all(
-        [leaving, arriving], max_size=None, refuse=refuse, authorized=True, record=record
+    async with updating_all(
+        ctx, [leaving, arriving], max_size=None, refuse=refuse, authorized=True, record=record
     ) as opened:
         (here, _), (there, _) = opened
         if there.current is None:
-            await mutations.making_parents(arriving)
+            await making_parents(ctx, arriving)
         arriving.after = await here.move(there)
 
 

@@ -25,7 +25,17 @@ if TYPE_CHECKING:
     from ctxfs.core.reports import Report
     from ctxfs.core.text import AnyDocument, Change
 
-__all__ = ["Mutations", "Opened", "Refusal", "rolled_back", "taken_back"]
+__all__ = [
+    "Opened",
+    "Refusal",
+    "change_text",
+    "making_parents",
+    "rolled_back",
+    "store",
+    "taken_back",
+    "updating",
+    "updating_all",
+]
 
 Opened: TypeAlias = tuple["Update", "AnyDocument | None"]
 """A file open for a change: its update, and its text where it was decoded."""
@@ -33,194 +43,191 @@ Refusal: TypeAlias = Callable[[list["Update"]], Awaitable[None]]
 """A check of what the files hold (the updates, in the operations' order) that may raise."""
 
 
-class Mutations:
-    """The mutation protocol of one context."""
+@asynccontextmanager
+async def updating(
+    ctx: Context, report: Report, *, decode: bool = False, max_size: int | Absent | None = ABSENT
+) -> AsyncIterator[Opened]:
+    """:func:`updating_all` for one file."""
+    async with updating_all(ctx, [report], decode=decode, max_size=max_size) as [opened]:
+        yield opened
 
-    __slots__ = ("_ctx",)
 
-    def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
+@asynccontextmanager
+async def updating_all(
+    ctx: Context,
+    reports: list[Report],
+    *,
+    decode: bool = False,
+    max_size: int | Absent | None = ABSENT,
+    refuse: Refusal | None = None,
+    authorized: bool = False,
+    record: bool = True,
+) -> AsyncIterator[list[Opened]]:
+    """Open the files of *reports* for a change, all or none; yielded in *reports*' order.
 
-    @asynccontextmanager
-    async def updating(
-        self, report: Report, *, decode: bool = False, max_size: int | Absent | None = ABSENT
-    ) -> AsyncIterator[Opened]:
-        """:meth:`updating_all` for one file."""
-        async with self.updating_all([report], decode=decode, max_size=max_size) as [opened]:
-            yield opened
-
-    @asynccontextmanager
-    async def updating_all(
-        self,
-        reports: list[Report],
-        *,
-        decode: bool = False,
-        max_size: int | Absent | None = ABSENT,
-        refuse: Refusal | None = None,
-        authorized: bool = False,
-        record: bool = True,
-    ) -> AsyncIterator[list[Opened]]:
-        """Open the files of *reports* for a change, all or none; yielded in *reports*' order.
-
-        Every operation is authorized (unless *authorized*: the caller did)
-        before any lock is taken; the locks, then the updates
-        (:meth:`Backend.open_update`, one read each), are taken in the order of
-        the files' keys, so that two operations on the same files cannot
-        deadlock. Two paths naming one file are refused, once authorized. With
-        *decode*, each existing file is decoded. *refuse* may raise on what the
-        files hold, before the checkers vote (``ctxfs_check_version``). *max_size*
-        bounds what is read (default: ``TextOptions.max_edit_bytes``; None: no
-        bound). The block stores the changes (:meth:`store`); when it ends, each
-        is committed (``ctxfs_committed``) and, with *record*, the whole is a step
-        of the owner's session memory; or every one is undone. A ``stale``
-        refusal carries the diff since the owner's version where it is kept.
-        """
-        ctx, opened_fs = self._ctx, self._ctx.opened_fs
-        for report in [] if authorized else reports:
-            await opened_fs.hooks.authorize(ctx, report.op)
-        named: dict[str, Report] = {}
-        for report in reports:
-            if (first := named.setdefault(report.op.key, report)) is not report:
-                raise InvalidArgument(
-                    f"{first.op.path} and {report.op.path} are the same file",
-                    path=first.op.path,
-                )
-        if max_size is ABSENT:
-            max_size = opened_fs.text_options.max_edit_bytes
-        ordered = sorted(reports, key=lambda report: report.op.key)
-        opened: dict[int, Opened] = {}
-        async with AsyncExitStack() as stack:
-            for report in ordered:
-                for lock in opened_fs.hooks.mutation_locks(ctx, report.op):
-                    await stack.enter_async_context(lock)
-            for report in ordered:
-                update = await stack.enter_async_context(
-                    opened_fs.backend.open_update(report.op.path, max_size=max_size)
-                )
-                current, document = update.current, None
-                report.before = current.version if current is not None else None
-                if decode and current is not None:
-                    document = await text_work(
-                        current.size, partial(decoded, opened_fs, report.op.path, current)
-                    )
-                opened[id(report)] = (update, document)
-            updates = [opened[id(report)][0] for report in reports]
-            if refuse is not None:
-                await refuse(updates)
-            for report, update in zip(reports, updates, strict=True):
-                try:
-                    report.seen = await opened_fs.hooks.check_version(ctx, report.op, report.before)
-                except Stale as stale:
-                    memory, current = opened_fs.session_memory, update.current
-                    if memory is None or current is None:
-                        raise
-                    report.seen = await opened_fs.file_context.observation(ctx.owner, report.op.key)
-                    raise await memory.explained(ctx, report, current, stale) from None
-            yield [opened[id(report)] for report in reports]
-            await self._commit(reports, updates, record=record)
-
-    async def change(
-        self,
-        report: Report,
-        apply: Callable[[AnyDocument], Change],
-        *,
-        costly: Callable[[AnyDocument], bool] | None = None,
-    ) -> Change:
-        """Change the text of *report*'s existing file by *apply*; store it unless a dry run.
-
-        *costly* says, cheaply, whether *apply* may take long whatever the size
-        (it then runs in a worker thread).
-        """
-        async with self.updating(report, decode=True) as (update, document):
-            if update.current is None or document is None:
-                raise await update.missing()
-            size = update.current.size
-            change = await text_work(
-                size,
-                lambda: apply(document),
-                # a large file is changed off the loop anyway: no need to ask
-                costly=costly is not None and size <= TEXT_WORK_INLINE_BYTES and costly(document),
+    Every operation is authorized (unless *authorized*: the caller did)
+    before any lock is taken; the locks, then the updates
+    (:meth:`Backend.open_update`, one read each), are taken in the order of
+    the files' keys, so that two operations on the same files cannot
+    deadlock. Two paths naming one file are refused, once authorized. With
+    *decode*, each existing file is decoded. *refuse* may raise on what the
+    files hold, before the checkers vote (``ctxfs_check_version``). *max_size*
+    bounds what is read (default: ``TextOptions.max_edit_bytes``; None: no
+    bound). The block stores the changes (:func:`store`); when it ends, each
+    is committed (``ctxfs_committed``) and, with *record*, the whole is a step
+    of the owner's session memory; or every one is undone. A ``stale``
+    refusal carries the diff since the owner's version where it is kept.
+    """
+    opened_fs = ctx.opened_fs
+    for report in [] if authorized else reports:
+        await opened_fs.hooks.authorize(ctx, report.op)
+    named: dict[str, Report] = {}
+    for report in reports:
+        if (first := named.setdefault(report.op.key, report)) is not report:
+            raise InvalidArgument(
+                f"{first.op.path} and {report.op.path} are the same file",
+                path=first.op.path,
             )
-            if not report.op.dry_run:
-                await self.store(report, update, change.data, document)
-        return change
+    if max_size is ABSENT:
+        max_size = opened_fs.text_options.max_edit_bytes
+    ordered = sorted(reports, key=lambda report: report.op.key)
+    opened: dict[int, Opened] = {}
+    async with AsyncExitStack() as stack:
+        for report in ordered:
+            for lock in opened_fs.hooks.mutation_locks(ctx, report.op):
+                await stack.enter_async_context(lock)
+        for report in ordered:
+            update = await stack.enter_async_context(
+                opened_fs.backend.open_update(report.op.path, max_size=max_size)
+            )
+            current, document = update.current, None
+            report.before = current.version if current is not None else None
+            if decode and current is not None:
+                document = await text_work(
+                    current.size, partial(decoded, opened_fs, report.op.path, current)
+                )
+            opened[id(report)] = (update, document)
+        updates = [opened[id(report)][0] for report in reports]
+        if refuse is not None:
+            await refuse(updates)
+        for report, update in zip(reports, updates, strict=True):
+            try:
+                report.seen = await opened_fs.hooks.check_version(ctx, report.op, report.before)
+            except Stale as stale:
+                memory, current = opened_fs.session_memory, update.current
+                if memory is None or current is None:
+                    raise
+                report.seen = await opened_fs.file_context.observation(ctx.owner, report.op.key)
+                raise await memory.explained(ctx, report, current, stale) from None
+        yield [opened[id(report)] for report in reports]
+        await _commit(ctx, reports, updates, record=record)
 
-    async def store(
-        self,
-        report: Report,
-        update: Update,
-        data: bytes,
-        document: AnyDocument | None = None,
-        *,
-        mode: int | None = None,
-    ) -> None:
-        """Write *data* through *update*; for a changed text, remember its encoding by version.
 
-        *mode*: the permission bits the file gets (see :meth:`Update.write`).
+async def change_text(
+    ctx: Context,
+    report: Report,
+    apply: Callable[[AnyDocument], Change],
+    *,
+    costly: Callable[[AnyDocument], bool] | None = None,
+) -> Change:
+    """Change the text of *report*'s existing file by *apply*; store it unless a dry run.
 
-        Raises:
-            Stale: The file was created by someone else since it was read as missing.
+    *costly* says, cheaply, whether *apply* may take long whatever the size
+    (it then runs in a worker thread).
+    """
+    async with updating(ctx, report, decode=True) as (update, document):
+        if update.current is None or document is None:
+            raise await update.missing()
+        size = update.current.size
+        change = await text_work(
+            size,
+            lambda: apply(document),
+            # a large file is changed off the loop anyway: no need to ask
+            costly=costly is not None and size <= TEXT_WORK_INLINE_BYTES and costly(document),
+        )
+        if not report.op.dry_run:
+            await store(ctx, report, update, change.data, document)
+    return change
 
-        """
-        if update.current is None:
-            await self.making_parents(report)
-        try:
-            report.after = await update.write(data, mode=mode)
-            report.written = data
-        except AlreadyExists:
-            raise Stale(
-                f"{report.op.path} was created by someone else meanwhile", path=report.op.path
-            ) from None
-        if document is not None:
-            self._ctx.opened_fs.known_encodings.remember(report.after, document.encoding)
 
-    async def making_parents(self, report: Report) -> None:
-        """Note in *report* the parents its file's creation (or arrival) is about to make.
+async def store(
+    ctx: Context,
+    report: Report,
+    update: Update,
+    data: bytes,
+    document: AnyDocument | None = None,
+    *,
+    mode: int | None = None,
+) -> None:
+    """Write *data* through *update*; for a changed text, remember its encoding by version.
 
-        They are part of the owner's step (an undo removes them, if empty), and a
-        change rolled back at its commit removes them too.
-        """
-        report.made = await missing_directories(self._ctx, report.op.path.rpartition("/")[0])
+    *mode*: the permission bits the file gets (see :meth:`Update.write`).
 
-    async def _commit(self, reports: list[Report], updates: list[Update], *, record: bool) -> None:
-        """Report each stored operation of *reports*, or undo them all.
+    Raises:
+        Stale: The file was created by someone else since it was read as missing.
 
-        A change the guard cannot record, one an observer fails, and one
-        cancelled meanwhile are put back under the locks, with what the owner had
-        seen of each file.
-        """
-        stored = [
-            (update, report)
-            for update, report in zip(updates, reports, strict=True)
-            if not report.op.dry_run
-        ]
-        ctx, opened_fs = self._ctx, self._ctx.opened_fs
-        try:
-            for _, report in stored:
-                await opened_fs.hooks.committed(ctx, report.op, report.before, report.after)
-        except BaseException as failure:
-            done = [(update, report.after) for update, report in stored]
-            kept = await taken_back(ctx, stored, done)
-            with anyio.CancelScope(shield=True):
-                for update, report in stored:
-                    if update.path not in kept:  # best effort: the store may be down still
-                        with suppress(FsError):
-                            await opened_fs.file_context.restore(
-                                ctx.owner, report.op.key, report.seen
-                            )
-            if isinstance(failure, FsError):
-                raise rolled_back(failure, done, kept, what="the change") from failure
-            if kept and isinstance(failure, Exception):  # an observer's bug: say what is left
-                bug = BackendError(f"an observer failed: {failure!r}", path=stored[0][0].path)
-                raise rolled_back(bug, done, kept, what="the change") from failure
-            raise
-        if not record:
-            return
-        for _, report in stored:  # what the owner was shown, it changed itself: it knows
-            if report.before is not None and report.after is not None:
-                opened_fs.shown.carry(ctx.owner, report.op.path, report.before, report.after)
-        if opened_fs.session_memory is not None:
-            await opened_fs.session_memory.recorded(ctx, stored)
+    """
+    if update.current is None:
+        await making_parents(ctx, report)
+    try:
+        report.after = await update.write(data, mode=mode)
+        report.written = data
+    except AlreadyExists:
+        raise Stale(
+            f"{report.op.path} was created by someone else meanwhile", path=report.op.path
+        ) from None
+    if document is not None:
+        ctx.opened_fs.known_encodings.remember(report.after, document.encoding)
+
+
+async def making_parents(ctx: Context, report: Report) -> None:
+    """Note in *report* the parents its file's creation (or arrival) is about to make.
+
+    They are part of the owner's step (an undo removes them, if empty), and a
+    change rolled back at its commit removes them too.
+    """
+    report.made = await missing_directories(ctx, report.op.path.rpartition("/")[0])
+
+
+async def _commit(
+    ctx: Context, reports: list[Report], updates: list[Update], *, record: bool
+) -> None:
+    """Report each stored operation of *reports*, or undo them all.
+
+    A change the guard cannot record, one an observer fails, and one
+    cancelled meanwhile are put back under the locks, with what the owner had
+    seen of each file.
+    """
+    stored = [
+        (update, report)
+        for update, report in zip(updates, reports, strict=True)
+        if not report.op.dry_run
+    ]
+    opened_fs = ctx.opened_fs
+    try:
+        for _, report in stored:
+            await opened_fs.hooks.committed(ctx, report.op, report.before, report.after)
+    except BaseException as failure:
+        done = [(update, report.after) for update, report in stored]
+        kept = await taken_back(ctx, stored, done)
+        with anyio.CancelScope(shield=True):
+            for update, report in stored:
+                if update.path not in kept:  # best effort: the store may be down still
+                    with suppress(FsError):
+                        await opened_fs.file_context.restore(ctx.owner, report.op.key, report.seen)
+        if isinstance(failure, FsError):
+            raise rolled_back(failure, done, kept, what="the change") from failure
+        if kept and isinstance(failure, Exception):  # an observer's bug: say what is left
+            bug = BackendError(f"an observer failed: {failure!r}", path=stored[0][0].path)
+            raise rolled_back(bug, done, kept, what="the change") from failure
+        raise
+    if not record:
+        return
+    for _, report in stored:  # what the owner was shown, it changed itself: it knows
+        if report.before is not None and report.after is not None:
+            opened_fs.shown.carry(ctx.owner, report.op.path, report.before, report.after)
+    if opened_fs.session_memory is not None:
+        await opened_fs.session_memory.recorded(ctx, stored)
 
 
 async def taken_back(

@@ -11,7 +11,7 @@ import anyio
 
 from ctxfs.core.errors import FsError, InvalidArgument
 from ctxfs.core.moves import moving
-from ctxfs.core.mutations import Opened, Refusal, rolled_back, taken_back
+from ctxfs.core.mutations import Opened, Refusal, rolled_back, store, taken_back, updating_all
 from ctxfs.core.outcomes import OpKind, PatchedFile, PatchOutcome
 from ctxfs.core.reports import Report, reported
 from ctxfs.core.text import AnyDocument, Change, FilePatch, PatchAction, patch_document
@@ -20,7 +20,6 @@ from ctxfs.core.textwork import decoded, rewritten, text_work, utf8_size
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
     from ctxfs.core.context import Context
-    from ctxfs.core.mutations import Mutations
     from ctxfs.core.versions import Version
 
 __all__ = ["apply_patch"]
@@ -33,9 +32,7 @@ _PATCH_KINDS: Final = {
 """The operation each part of a patch is (an update with ``move_to`` is two moves)."""
 
 
-async def apply_patch(
-    ctx: Context, mutations: Mutations, patches: Sequence[FilePatch], *, dry_run: bool
-) -> PatchOutcome:
+async def apply_patch(ctx: Context, patches: Sequence[FilePatch], *, dry_run: bool) -> PatchOutcome:
     """:meth:`ContextFs.apply_patch <ctxfs.core.ContextFs.apply_patch>`."""
     if not patches:
         raise InvalidArgument("the patch changes no file", hint="Give at least one file.")
@@ -44,14 +41,14 @@ async def apply_patch(
             await stack.enter_async_context(_patch_part(ctx, patch, dry_run)) for patch in patches
         ]
         reports = [report for part in parts for report in part.reports]
-        async with mutations.updating_all(reports, refuse=_refuse_missing(parts)) as opened:
+        async with updating_all(ctx, reports, refuse=_refuse_missing(parts)) as opened:
             updates = iter(opened)
             for part in parts:
                 part.opened = [next(updates) for _ in part.reports]
             for part in parts:  # every check, before anything is written
                 part.change = await _patched(ctx, part)
             if not dry_run:
-                await _write_parts(ctx, mutations, parts)
+                await _write_parts(ctx, parts)
     return PatchOutcome(files=tuple(part.outcome() for part in parts), written=not dry_run)
 
 
@@ -118,7 +115,7 @@ async def _patched(ctx: Context, part: _PatchPart) -> tuple[Change, AnyDocument]
     return await text_work(current.size, hunks, costly=len(patch.hunks) > 1)
 
 
-async def _write_parts(ctx: Context, mutations: Mutations, parts: list[_PatchPart]) -> None:
+async def _write_parts(ctx: Context, parts: list[_PatchPart]) -> None:
     """Write every checked part, files side by side; on a failure, put back what was written.
 
     Each part's writes run in a task of their own and none cancels another, so
@@ -131,7 +128,7 @@ async def _write_parts(ctx: Context, mutations: Mutations, parts: list[_PatchPar
 
     async def write(index: int, part: _PatchPart) -> None:
         try:
-            await _write_part(mutations, part, done)
+            await _write_part(ctx, part, done)
         except FsError as failure:
             failures.append((index, failure))
 
@@ -151,7 +148,7 @@ async def _write_parts(ctx: Context, mutations: Mutations, parts: list[_PatchPar
 
 
 async def _write_part(
-    mutations: Mutations, part: _PatchPart, done: list[tuple[Update, Version | None]]
+    ctx: Context, part: _PatchPart, done: list[tuple[Update, Version | None]]
 ) -> None:
     last = part.reports[-1]
     (update, _), (there, _) = part.opened[0], part.opened[-1]
@@ -163,7 +160,7 @@ async def _write_part(
         done += [(update, None), (there, last.after)]
     else:
         change, document = part.change
-        await mutations.store(last, there, change.data, document)
+        await store(ctx, last, there, change.data, document)
         done.append((there, last.after))
         if there is not update:
             await update.delete()

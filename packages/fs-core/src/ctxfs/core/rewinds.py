@@ -35,7 +35,7 @@ from ctxfs.core.errors import (
     Unavailable,
 )
 from ctxfs.core.moves import entries_below, kind_at, move, tree_version
-from ctxfs.core.mutations import rolled_back, taken_back
+from ctxfs.core.mutations import rolled_back, store, taken_back, updating_all
 from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import Report, reported
 from ctxfs.core.sessions import Checkpoint, FileChange, Step
@@ -44,7 +44,6 @@ from ctxfs.core.sessions.base import UNDONE, UNRECORDED
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
     from ctxfs.core.context import Context
-    from ctxfs.core.mutations import Mutations
     from ctxfs.core.observations import Observation
     from ctxfs.core.session_memory import SessionMemory
     from ctxfs.core.versions import Version
@@ -57,7 +56,7 @@ async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
     return await (await _memory(ctx)).store.mark(ctx.owner, label, at=time.time())
 
 
-async def undo(ctx: Context, mutations: Mutations, steps: int, *, dry_run: bool) -> UndoOutcome:
+async def undo(ctx: Context, steps: int, *, dry_run: bool) -> UndoOutcome:
     """:meth:`ContextFs.undo <ctxfs.core.ContextFs.undo>`."""
     memory = await _memory(ctx)
     given: object = steps  # (a caller without type checks may pass anything)
@@ -75,12 +74,10 @@ async def undo(ctx: Context, mutations: Mutations, steps: int, *, dry_run: bool)
         )
     taken, marks = kept[-steps:], [] if dry_run else await memory.store.checkpoints(ctx.owner)
     covered = _covered_records(taken, marks, history)
-    return await _put_back(ctx, mutations, memory, taken, covered, dry_run=dry_run)
+    return await _put_back(ctx, memory, taken, covered, dry_run=dry_run)
 
 
-async def rewind(
-    ctx: Context, mutations: Mutations, checkpoint_id: str, *, dry_run: bool
-) -> UndoOutcome:
+async def rewind(ctx: Context, checkpoint_id: str, *, dry_run: bool) -> UndoOutcome:
     """:meth:`ContextFs.rewind <ctxfs.core.ContextFs.rewind>`."""
     memory = await _memory(ctx)
     marks = await memory.store.checkpoints(ctx.owner)
@@ -110,7 +107,7 @@ async def rewind(
     if not steps:
         return UndoOutcome(steps=(), files=(), written=not dry_run)
     covered = None if dry_run else _covered_records(steps, marks, since)
-    return await _put_back(ctx, mutations, memory, steps, covered, dry_run=dry_run)
+    return await _put_back(ctx, memory, steps, covered, dry_run=dry_run)
 
 
 async def changed(ctx: Context) -> list[ChangedFile]:
@@ -242,7 +239,6 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
 
 async def _put_back(
     ctx: Context,
-    mutations: Mutations,
     memory: SessionMemory,
     steps: Sequence[Step],
     covered: list[int] | None,
@@ -252,7 +248,7 @@ async def _put_back(
     """Undo *steps*; *covered*: :func:`_covered_records`'s answer (None for a dry run)."""
     _refuse_unrecorded(steps)
     if any(change.directory and change.moved_from for step in steps for change in step.changes):
-        return await _move_back(ctx, mutations, memory, steps, covered, dry_run=dry_run)
+        return await _move_back(ctx, memory, steps, covered, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
     entries = list(planned.values())
     seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
@@ -277,12 +273,12 @@ async def _put_back(
             for entry in entries
         ]
         try:
-            async with mutations.updating_all(
-                reports, max_size=None, refuse=refuse, record=False
+            async with updating_all(
+                ctx, reports, max_size=None, refuse=refuse, record=False
             ) as opened:
                 if not dry_run:
                     updates = [update for update, _ in opened]
-                    await _write_back(ctx, mutations, entries, reports, updates)
+                    await _write_back(ctx, entries, reports, updates)
         except _AlreadyBack:
             pass  # (the steps are then dropped, as after writing)
         finally:
@@ -368,7 +364,6 @@ async def _fetch_contents(ctx: Context, memory: SessionMemory, entries: list[_Pl
 
 async def _write_back(
     ctx: Context,
-    mutations: Mutations,
     entries: list[_Planned],
     reports: list[Report],
     updates: list[Update],
@@ -381,7 +376,7 @@ async def _write_back(
             stored.append((update, report))
             if entry.content is not None:  # (a file it makes again gets the mode it had)
                 mode = entry.mode if update.current is None else None
-                await mutations.store(report, update, entry.content, mode=mode)
+                await store(ctx, report, update, entry.content, mode=mode)
                 done.append((update, report.after))
             elif update.current is not None:
                 await update.delete()
@@ -396,7 +391,6 @@ async def _write_back(
 
 async def _move_back(
     ctx: Context,
-    mutations: Mutations,
     memory: SessionMemory,
     steps: Sequence[Step],
     covered: list[int] | None,
@@ -426,7 +420,7 @@ async def _move_back(
         if dry_run:
             directories, kept = await removable(ctx, directories, [there])
         else:
-            await move(ctx, mutations, there, here, overwrite=False, record=False)
+            await move(ctx, there, here, overwrite=False, record=False)
             with anyio.CancelScope(shield=True):  # (moved back: the undo ends whole)
                 directories, kept = await remove_made(ctx, directories)
                 await _drop_steps(ctx, memory, [step], covered)
