@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
+from ctxfs.core.errors import Unavailable
 from ctxfs.core.versions import Version
 
 __all__ = [
@@ -20,8 +21,12 @@ __all__ = [
     "FileChange",
     "SessionStore",
     "Step",
+    "decoded",
     "reference_entry",
 ]
+
+T = TypeVar("T")
+D = TypeVar("D")
 
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 """Bytes of file contents a store keeps in all before giving up the least recently used."""
@@ -315,3 +320,13 @@ def reference_entry(owner: str, version: Version, path: str) -> tuple[Version, b
     """
     key = Version(f"\0ref\0{len(owner)}:{owner}\0{version}")
     return key, path.encode("utf-8", "surrogateescape")
+
+
+def decoded(decode: Callable[[T], D], texts: Iterable[T], *, store: str, hint: str) -> list[D]:
+    """Each of *texts* decoded; one that is damaged makes the *store* ``Unavailable``."""
+    try:
+        return [decode(text) for text in texts]
+    except ValueError as error:
+        raise Unavailable(
+            f"the session store {store} holds a damaged entry: {error}", retryable=False, hint=hint
+        ) from error

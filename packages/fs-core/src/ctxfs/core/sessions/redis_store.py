@@ -12,8 +12,8 @@ which names its keys itself: a single server or primary, not a Redis Cluster.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
 
 from ctxfs.core.errors import Unavailable
 from ctxfs.core.observations.base import shown_url, stored_bytes
@@ -26,13 +26,13 @@ from ctxfs.core.sessions.base import (
     FileChange,
     SessionStore,
     Step,
+    decoded,
 )
 from ctxfs.core.versions import Version
 
 __all__ = ["RedisSessions"]
 
-D = TypeVar("D")
-
+_DAMAGED: Final = "Forget the owner's session (its steps are then gone)."
 _SHARED: Final = """
 local P = ARGV[1]
 local function owned(who) return P .. #who .. ':' .. who .. ':' end
@@ -215,12 +215,13 @@ class RedisSessions(SessionStore):
             Unavailable: Also when a step on the server is damaged.
 
         """
-        texts = await self._call("zrangebyscore", self._owned(owner, b"steps"), f"({after}", "+inf")
-        return self._decoded(Step.decode, texts)
+        name = self._owned(owner, b"steps")
+        texts = await self._call(self._client.zrangebyscore, name, f"({after}", "+inf")
+        return decoded(Step.decode, texts, store=repr(self), hint=_DAMAGED)
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
-        given_up = await self._call("hget", self._owned(owner, b"counts"), "given_up")
+        given_up = await self._call(self._client.hget, self._owned(owner, b"counts"), "given_up")
         return 0 if given_up is None else int(given_up)
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
@@ -251,8 +252,8 @@ class RedisSessions(SessionStore):
             Unavailable: Also when a checkpoint on the server is damaged.
 
         """
-        texts = await self._call("zrange", self._owned(owner, b"checkpoints"), 0, -1)
-        return self._decoded(Checkpoint.decode, texts)
+        texts = await self._call(self._client.zrange, self._owned(owner, b"checkpoints"), 0, -1)
+        return decoded(Checkpoint.decode, texts, store=repr(self), hint=_DAMAGED)
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`SessionStore.forget_owner`: one script."""
@@ -268,30 +269,15 @@ class RedisSessions(SessionStore):
         return b"%ssessions:%d:%s:%s" % (self.prefix, len(raw), raw, what)
 
     async def _script(self, name: str, owner: str, *args: object) -> Any:
+        keyed = [self.prefix + b"sessions:", stored_bytes(owner), *args]
+        return await self._call(self._scripts[name], keys=[], args=keyed)
+
+    async def _call(self, call: Callable[..., Awaitable[Any]], *args: object, **kw: object) -> Any:
         require_asyncio("sessions", "sqlite:/// sessions")
         try:
-            return await self._scripts[name](
-                keys=[], args=[self.prefix + b"sessions:", stored_bytes(owner), *args]
-            )
+            return await call(*args, **kw)
         except RedisError as error:
             raise self._unavailable(error) from error
-
-    async def _call(self, command: str, *args: object) -> Any:
-        require_asyncio("sessions", "sqlite:/// sessions")
-        try:
-            return await getattr(self._client, command)(*args)
-        except RedisError as error:
-            raise self._unavailable(error) from error
-
-    def _decoded(self, decode: Callable[[bytes], D], texts: list[bytes]) -> list[D]:
-        try:
-            return [decode(text) for text in texts]
-        except ValueError as error:
-            raise Unavailable(
-                f"the session store {self!r} holds a damaged entry: {error}",
-                retryable=False,
-                hint="Forget the owner's session (its steps are then gone).",
-            ) from error
 
     def _unavailable(self, error: RedisError) -> Unavailable:
         return unavailable(error, f"session store {self!r}")

@@ -10,12 +10,11 @@ for the whole file: one past the newest blob's. Each call is one transaction.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
-from ctxfs.core.errors import Unavailable
 from ctxfs.core.observations.base import stored_bytes
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
@@ -25,11 +24,14 @@ from ctxfs.core.sessions.base import (
     FileChange,
     SessionStore,
     Step,
+    decoded,
 )
 from ctxfs.core.sqlite_file import SqliteFile, immediate
 from ctxfs.core.versions import Version
 
 __all__ = ["SqliteSessions"]
+
+D = TypeVar("D")
 
 _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS blobs (
@@ -141,10 +143,8 @@ class SqliteSessions(SessionStore):
             Unavailable: Also when a step in the file is damaged.
 
         """
-        try:
-            return await self._file.run(partial(_steps, stored_bytes(owner), after))
-        except _Damaged as error:
-            raise self._damaged(error) from error
+        query = "SELECT step FROM steps WHERE owner = ? AND number > ? ORDER BY number"
+        return await self._decoded(Step.decode, query, stored_bytes(owner), after)
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
@@ -165,10 +165,8 @@ class SqliteSessions(SessionStore):
             Unavailable: Also when a checkpoint in the file is damaged.
 
         """
-        try:
-            return await self._file.run(partial(_checkpoints, stored_bytes(owner)))
-        except _Damaged as error:
-            raise self._damaged(error) from error
+        query = "SELECT checkpoint FROM checkpoints WHERE owner = ? ORDER BY number"
+        return await self._decoded(Checkpoint.decode, query, stored_bytes(owner))
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`SessionStore.forget_owner`: one transaction."""
@@ -219,19 +217,13 @@ class SqliteSessions(SessionStore):
                 _let_go(db, holder, oldest)
             _drop_if_unheld(db, oldest)  # (held by none: a blob left behind)
 
-    def _damaged(self, error: _Damaged) -> Unavailable:
-        return Unavailable(
-            f"the session store {self.path} holds a damaged entry: {error}",
-            retryable=False,
-            hint="Remove the damaged session store (the sessions' steps are then forgotten).",
-        )
+    async def _decoded(self, decode: Callable[[str], D], query: str, *args: object) -> list[D]:
+        rows = await self._file.run(lambda db: db.execute(query, args).fetchall())
+        hint = "Remove the damaged session store (the sessions' steps are then forgotten)."
+        return decoded(decode, (text for (text,) in rows), store=str(self.path), hint=hint)
 
     def __repr__(self) -> str:
         return f"SqliteSessions({str(self.path)!r})"
-
-
-class _Damaged(Exception):
-    """A step or checkpoint in the file is not one."""
 
 
 _TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
@@ -335,22 +327,6 @@ def _trim(db: sqlite3.Connection, table: str, owner: bytes, most: int) -> int | 
 def _given_up(owner: bytes, db: sqlite3.Connection) -> int:
     row = db.execute("SELECT given_up FROM owners WHERE owner = ?", (owner,)).fetchone()
     return 0 if row is None else int(row[0])
-
-
-def _steps(owner: bytes, after: int, db: sqlite3.Connection) -> list[Step]:
-    query = "SELECT step FROM steps WHERE owner = ? AND number > ? ORDER BY number"
-    try:
-        return [Step.decode(text) for (text,) in db.execute(query, (owner, after))]
-    except ValueError as error:
-        raise _Damaged(str(error)) from error
-
-
-def _checkpoints(owner: bytes, db: sqlite3.Connection) -> list[Checkpoint]:
-    query = "SELECT checkpoint FROM checkpoints WHERE owner = ? ORDER BY number"
-    try:
-        return [Checkpoint.decode(text) for (text,) in db.execute(query, (owner,))]
-    except ValueError as error:
-        raise _Damaged(str(error)) from error
 
 
 def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> None:
