@@ -1,11 +1,7 @@
 """Directories an owner creates: made, recorded as a step, and removed again by an undo.
 
-Only where directories are real (:attr:`Capabilities.real_directories`): on an
-object store a directory is a prefix, and making one changes nothing. A step
-that makes directories (``mkdir``, or a file created where its parents were
-missing) records them; an undo of it removes them, deepest first, once the
-files are put back, each only if it is empty: a directory someone else put
-something in is kept (and said), never emptied.
+Only where directories are real (:attr:`Capabilities.real_directories`). An undo
+removes them deepest first, once the files are put back, each only if it is empty.
 """
 
 from __future__ import annotations
@@ -47,10 +43,7 @@ async def mkdir(ctx: Context, path: str) -> None:
 
 
 async def missing_directories(ctx: Context, path: str) -> list[str]:
-    """*path* and those of its parents that do not exist yet, outermost first.
-
-    None where directories are prefixes (making one changes nothing).
-    """
+    """*path* and those of its parents that do not exist yet, outermost first (if real)."""
     opened_fs, missing = ctx.opened_fs, list[str]()
     if not opened_fs.backend.capabilities.real_directories:
         return missing
@@ -104,8 +97,7 @@ async def removable(
 ) -> tuple[list[str], list[str]]:
     """Which of *directories* (deepest first) an undo removing *removed* leaves empty.
 
-    Returns those it can remove, and those it keeps because something else is
-    in them; one already gone is in neither.
+    Returns those it can remove, and those it keeps; one already gone is in neither.
     """
     backend, empty, kept = ctx.opened_fs.backend, list[str](), list[str]()
     for directory in directories:
@@ -119,10 +111,7 @@ async def removable(
 
 
 async def remove_made(ctx: Context, directories: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Remove *directories* (deepest first) that are empty: those removed, and those kept.
-
-    One that is no longer a directory (someone put a file or a link there) is left alone.
-    """
+    """Remove *directories* (deepest first) that are empty: those removed, and those kept."""
     removed, kept, backend = [], [], ctx.opened_fs.backend
     for directory in directories:
         try:

@@ -135,11 +135,8 @@ async def _move_directory(
 ) -> int:
     """Move directory *here* whole to *there* (both authorized); return the entries moved.
 
-    Every entry below it (links not followed) is judged as a ``MOVE`` from its
-    path and to its new one before anything is locked; then every one is locked,
-    in key order, while the backend renames the directory at once; then the
-    owner's observations follow the files (:meth:`PluginHost.moved`); with
-    *record*, the move is a step of the owner's session memory.
+    Every entry below it is judged (two ``MOVE`` operations) before anything is locked,
+    then all are locked, in key order, while the backend renames the directory.
     """
     opened_fs = ctx.opened_fs
     _check_directory_move(here, there, overwrite=overwrite)
@@ -193,11 +190,7 @@ async def _move_directory(
 
 
 async def _move_directory_back(ctx: Context, pairs: Pairs, failure: BaseException) -> None:
-    """Undo a directory move (its *pairs*) whose observers failed: raise what to tell.
-
-    The owner's observations go back to the old keys (best effort: the store
-    may be down still). A cancellation propagates as it is.
-    """
+    """Undo a directory move (its *pairs*) whose observers failed: raise what to tell."""
     opened_fs, (here, there) = ctx.opened_fs, pairs[0]
     try:
         await opened_fs.backend.move_directory(there.path, here.path)
@@ -243,10 +236,7 @@ async def entries_below(ctx: Context, directory: str) -> list[tuple[str, FileKin
 
 
 def tree_version(entries: Iterable[tuple[str, FileKind]]) -> Version:
-    """A version of a directory's tree: the paths below it and their kinds (not what files hold).
-
-    *entries* are as :func:`entries_below` gives them.
-    """
+    """A version of a directory's tree (*entries*): the paths below it and their kinds."""
     listed = "\0".join(sorted(f"{kind.value}:{path}" for path, kind in entries))
     names = listed.encode("utf-8", "surrogateescape")
     return Version(f"tree:{hashlib.sha256(names).hexdigest()[:32]}")

@@ -181,23 +181,14 @@ async def store(
 
 
 async def making_parents(ctx: Context, report: Report) -> None:
-    """Note in *report* the parents its file's creation (or arrival) is about to make.
-
-    They are part of the owner's step (an undo removes them, if empty), and a
-    change rolled back at its commit removes them too.
-    """
+    """Note in *report* the parents its file's creation (or arrival) is about to make."""
     report.made = await missing_directories(ctx, report.op.path.rpartition("/")[0])
 
 
 async def _commit(
     ctx: Context, reports: list[Report], updates: list[Update], *, record: bool
 ) -> None:
-    """Report each stored operation of *reports*, or undo them all.
-
-    A change the guard cannot record, one an observer fails, and one
-    cancelled meanwhile are put back under the locks, with what the owner had
-    seen of each file.
-    """
+    """Report each stored operation of *reports*, or undo them all, and what the owner saw."""
     stored = [
         (update, report)
         for update, report in zip(updates, reports, strict=True)
@@ -233,30 +224,28 @@ async def _commit(
 async def taken_back(
     ctx: Context, stored: list[tuple[Update, Report]], done: list[tuple[Update, Version | None]]
 ) -> list[str]:
-    """Undo *done*, the changes of the operations *stored*, whatever cancels meanwhile.
+    """Undo *done*, the changes of *stored*, shielded; the directories made go if left empty.
 
-    Each operation put back stored nothing (:func:`_put_back`), and the directories
-    the operations made go, if they are left empty. Return the paths left as changed.
+    Return the paths left as changed; the operations put back stored nothing.
     """
     with anyio.CancelScope(shield=True):
         kept = await _undone(done, _move_sources(stored))
-        _put_back(stored, kept)
+        for update, report in stored:
+            if update.path not in kept:
+                report.after = None
         with suppress(FsError):  # (best effort: the store may be down still)
             await remove_made(ctx, made([directory_changes(report.made) for _, report in stored]))
     return kept
 
 
 async def _undone(
-    done: list[tuple[Update, Version | None]], sources: Mapping[int, Update] | None = None
+    done: list[tuple[Update, Version | None]], sources: Mapping[int, Update]
 ) -> list[str]:
-    """Undo *done* (each update, and the version it left; None: it deleted or moved the file).
+    """Undo *done* (each update, and the version it left; None: deleted or moved away).
 
-    *sources* maps each destination a patch moved a file to with new text (by
-    its update's id) to the update of the file's old path. Return the paths
-    that could not be put back. Files moved or deleted come back first, last
-    done first; then the files written are put back, but for the destination
-    of a file that could not come back, which stays as the change left it: a
-    file may end up at two paths, never at none.
+    Files moved or deleted come back first, newest first, then the files written, but
+    for a destination (by update id in *sources*) whose source could not come back: a
+    file may end up at two paths, never at none. Return the paths not put back.
     """
     left = {id(update): version for update, version in done}
     carried = {id(update.moved_to) for update, _ in done if update.moved_to is not None}
@@ -279,7 +268,7 @@ async def _undone(
             )
             lost.add(id(update))
     for update, version in steps:
-        source = (sources or {}).get(id(update))
+        source = sources.get(id(update))
         if version is None:
             continue
         if source is not None and id(source) in lost:
@@ -300,13 +289,6 @@ def _move_sources(stored: list[tuple[Update, Report]]) -> dict[int, Update]:
         for update, report in stored
         if report.op.moved_from is not None and report.op.moved_from in by_path
     }
-
-
-def _put_back(stored: list[tuple[Update, Report]], kept: list[str]) -> None:
-    """After an undo: the operations whose files were put back stored nothing."""
-    for update, report in stored:
-        if update.path not in kept:
-            report.after = None
 
 
 def rolled_back(

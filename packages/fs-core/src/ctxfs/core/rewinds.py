@@ -137,11 +137,7 @@ async def _located_read(ctx: Context, path: str, key: str) -> Operation:
 
 
 async def _current(ctx: Context, path: str) -> tuple[Version | None, bytes | None]:
-    """The version at *path* now (None: no file), and the content, where reading it told.
-
-    A store that hashes content is read whole within the session memory's bound,
-    and that content serves the diff; a larger file is streamed (memory stays bounded).
-    """
+    """The version at *path* now (None: no file), and its content where reading it told."""
     backend, memory = ctx.opened_fs.backend, ctx.opened_fs.session_memory
     try:
         stat = await backend.stat(path)
@@ -165,10 +161,7 @@ async def _current(ctx: Context, path: str) -> tuple[Version | None, bytes | Non
 async def _changed_file(
     ctx: Context, path: str, key: str, seen: Version, *, now: Version | None, data: bytes | None
 ) -> ChangedFile:
-    """How *path* changed since the owner saw *seen*: with the diff, when it can be had.
-
-    *data* is the content at *now*, if :func:`_current` read it already.
-    """
+    """How *path* changed since the owner saw *seen* (*data*: the content *now*, if read)."""
     memory = ctx.opened_fs.session_memory
     diff, author = None, None
     if memory is not None and now is not None:
@@ -206,12 +199,9 @@ class _Planned:
     back: Version | None
     content: bytes | None = None
     gaps: list[tuple[Version | None, Version | None]] = field(default_factory=list)
-    """Where one of the steps left another version than the next found (from, to): a change
-    that is not the owner's, or the same content under a new version (a store that gives
-    one per write)."""
+    """(left, found next) where they differ: another's change, or the same content anew."""
     mode: int | None = None
-    """The permission bits the file had before the steps, where the store keeps them (a file
-    made again gets them; one that exists keeps its own)."""
+    """The permission bits before the steps, for a file made again."""
 
 
 def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
@@ -306,11 +296,9 @@ async def _put_back(
 def _covered_records(
     steps: Sequence[Step], marks: Sequence[Checkpoint], history: Sequence[Step]
 ) -> list[int] | None:
-    """The undo records an undo of *steps* covers, from what the store held before it.
+    """The undo records in *history* that an undo of *steps* covers (dropped with them).
 
-    None where none of the checkpoints *marks* holds one of *steps*; else the numbers of
-    the records (in *history*, every step after the last before *steps* at least) of
-    undos of the same or later steps, which its own record covers (dropped with them).
+    None where no checkpoint of *marks* holds one of *steps*: the undo needs no record.
     """
     oldest = min(step.number for step in steps)
     if not any(mark.step >= oldest for mark in marks):
@@ -321,11 +309,7 @@ def _covered_records(
 async def _drop_steps(
     ctx: Context, memory: SessionMemory, steps: Sequence[Step], covered: list[int] | None
 ) -> None:
-    """Drop the undone *steps*, the undo recorded first where a checkpoint holds one of them.
-
-    *covered* is :func:`_covered_records`'s answer; a record the store cannot take is
-    marked missed.
-    """
+    """Drop the undone *steps* and *covered*, recording the undo first unless *covered* is None."""
     if covered is not None:
         oldest = min(step.number for step in steps)
         record = FileChange(path="", key="", kind=UNDONE, before=None, after=None, undid=oldest)
@@ -455,12 +439,10 @@ async def _refuse_changed(
     updates: list[Update],
     seen_before: list[tuple[str, Observation | None]] | None,
 ) -> None:
-    """Refuse the undo if any file is not as the owner's steps left it, naming each.
+    """Refuse the undo if a file is not as the owner's steps left it; else observe each.
 
-    Else each counts as seen by the owner, what it had seen before added to
-    *seen_before* (for a dry run to put back) where that is given. Every file
-    already as the undo leaves it (an undo whose end was lost, or the owner's
-    own undo just before) is ``_AlreadyBack``.
+    What the owner had seen goes to *seen_before*, if given (a dry run puts it back).
+    Raises ``_AlreadyBack`` if every file is as the undo leaves it already.
     """
     pairs = list(zip(entries, updates, strict=True))
     if all(_holds(update, entry.back, entry.content) for entry, update in pairs):
@@ -498,11 +480,7 @@ async def _refuse_changed(
 
 
 def _holds(update: Update, version: Version | None, content: bytes | None) -> bool:
-    """Whether the file *update* read is at *version* (None: missing), or holds *content*.
-
-    A store that gives every write a version of its own (generations) holds the
-    same content under a new version once an undo put it back.
-    """
+    """Whether the file *update* read is at *version* (None: missing), or holds *content*."""
     current = update.current
     if current is None or version is None:
         return current is None and version is None
@@ -510,10 +488,7 @@ def _holds(update: Update, version: Version | None, content: bytes | None) -> bo
 
 
 async def _refuse_interleaved(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
-    """Refuse the undo if another change came between the owner's steps to a file.
-
-    Putting back the oldest version would undo that change too; nothing is changed.
-    """
+    """Refuse the undo if another change came between the owner's steps to a file."""
     changed_files = []
     for entry in entries:
         for was, became in entry.gaps:
@@ -542,11 +517,7 @@ async def _changed(
     now: Version | None,
     data: bytes | None,
 ) -> dict[str, object]:
-    """A file of a refused undo: the version its steps *left*, the one *now*, and the diff.
-
-    *left* is that version with its content where kept, *data* the content *now*; the
-    diff is there when both are known.
-    """
+    """A file of a refused undo: the version (and content) *left*, the one *now*, the diff."""
     version, old = left
     diff = None if old is None or data is None else await memory.diff(ctx, path, old, data)
     return {"path": path, "left": version, "current": now, "diff": diff and diff.text}

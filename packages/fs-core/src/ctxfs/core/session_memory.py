@@ -1,10 +1,7 @@
 """Session memory: the contents each owner saw and wrote, and the steps it took.
 
-It keeps, in a :class:`~ctxfs.core.sessions.SessionStore`, the content of
-every version an owner read whole or wrote, and records each committed call of
-the owner as a step (its files' versions before and after). From there a
-``stale`` refusal carries the diff since the owner's version, and undo and
-rewind put the owner's files back (:mod:`ctxfs.core.rewinds`).
+From it a ``stale`` refusal carries the diff since the owner's version, and undo
+and rewind put the owner's files back (:mod:`ctxfs.core.rewinds`).
 """
 
 from __future__ import annotations
@@ -41,9 +38,7 @@ MAX_AUTHORS: Final = 100_000
 """Changes whose author a session memory remembers (about 200 bytes each)."""
 
 KEPT_RECENTLY_SECONDS: Final = 10.0
-"""A version kept for an owner this recently is not sent to the store again by a read: a
-re-read costs no store call (its place in the store's least-recently-used order is at most
-this old)."""
+"""A version kept for an owner this recently is not sent to the store again by a read."""
 
 MAX_KEPT_RECENTLY: Final = 10_000
 """Versions a session memory remembers having kept recently."""
@@ -102,10 +97,9 @@ class SessionMemory:
     ) -> None:
         """Keep *data*, the content of *version* at *path*, for *owner*.
 
-        A reference (the path) rather than a copy where the backend keeps versions
-        and *path* is known; within the same size bound as a copy. Unless *again*
-        (a read), a version kept for *owner* in the last :data:`KEPT_RECENTLY_SECONDS`
-        is not sent again. A change's versions are kept by :meth:`record`.
+        A reference (the path) where the backend keeps versions and *path* is known.
+        Unless *again*, a version kept in the last :data:`KEPT_RECENTLY_SECONDS` is not
+        sent again.
         """
         now = time.monotonic()
         kept_at = self._kept.get((owner, version))
@@ -141,10 +135,9 @@ class SessionMemory:
             self._kept.popitem(last=False)
 
     async def content(self, owner: str, version: Version) -> bytes | None:
-        """The content of *version* kept for *owner*, if it is (None if the store fails).
+        """The content of *version* kept for *owner* (a copy, or read back by reference), if any.
 
-        A copy, or else the bytes a kept reference reads back from the backend
-        (None if the backend no longer keeps that version, or fails).
+        None if the store or the backend fails.
         """
         try:
             data = await self.store.content(owner, version)
@@ -163,9 +156,7 @@ class SessionMemory:
     async def recorded(self, ctx: Context, stored: Sequence[tuple[Update, Report]]) -> None:
         """Record the committed changes *stored* as one step of *ctx*'s owner, with contents.
 
-        The versions before and after each change are kept in the same store call as
-        the step (so the store keeps what an undo of the newest steps needs as its most
-        recent).
+        The versions before and after each change are kept in the same store call.
         """
         owner, changes, contents = ctx.owner, [], {}
         sources = {report.op.path: update for update, report in stored}
@@ -226,10 +217,7 @@ class SessionMemory:
             self._unrecorded.add(owner)
 
     async def history_complete(self, owner: str) -> bool:
-        """Whether *owner*'s history in the store tells every step (a missed one marked).
-
-        A step the store failed to record is marked now if it was not yet.
-        """
+        """Whether *owner*'s history tells every step, marking a missed one now if needed."""
         if owner not in self._unrecorded:
             return True
         mark = FileChange(path="", key="", kind=UNRECORDED, before=None, after=None)
@@ -263,9 +251,8 @@ class SessionMemory:
     async def explained(self, ctx: Context, report: Report, current: Blob, stale: Stale) -> Stale:
         """*stale* (a refusal of *report*'s change of the file now at *current*), with its diff.
 
-        When the owner's version is kept, the refusal carries the diff from it to
-        *current* (``details["diff"]``, ``details["diff_whole"]``); a diff shown
-        whole is an observation of *current* (a corrected change needs no read).
+        Where the owner's version is kept, ``details`` carry the diff from it; a diff
+        shown whole is an observation of *current* (a corrected change needs no read).
         """
         seen = report.seen
         if seen is None or not current.whole:
