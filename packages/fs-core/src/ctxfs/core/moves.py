@@ -228,7 +228,13 @@ async def entries_below(ctx: Context, directory: str) -> list[tuple[str, FileKin
         listed = pending.pop()
         for entry in await backend.list(listed, details=False):
             if len(found) == MAX_MOVED_ENTRIES:
-                raise _too_many(directory)
+                raise TooLarge(
+                    f"{directory} holds more than {MAX_MOVED_ENTRIES} entries, more than one "
+                    "move may carry",
+                    path=directory,
+                    hint="Move smaller parts of it (its subdirectories one by one), then the rest.",
+                    details={"max_entries": MAX_MOVED_ENTRIES},
+                )
             found.append((relative_to(entry.path, directory), entry.kind))
             if entry.kind is FileKind.DIRECTORY:
                 pending.append(entry.path)
@@ -274,12 +280,3 @@ def _check_directory_move(here: Operation, there: Operation, *, overwrite: bool)
                 path=here.path,
                 hint="Choose a destination outside the directory being moved.",
             )
-
-
-def _too_many(path: str) -> TooLarge:
-    return TooLarge(
-        f"{path} holds more than {MAX_MOVED_ENTRIES} entries, more than one move may carry",
-        path=path,
-        hint="Move smaller parts of it (its subdirectories one by one), then the rest.",
-        details={"max_entries": MAX_MOVED_ENTRIES},
-    )

@@ -118,13 +118,15 @@ async def _patched(ctx: Context, part: _PatchPart) -> tuple[Change, AnyDocument]
 async def _write_parts(ctx: Context, parts: list[_PatchPart]) -> None:
     """Write every checked part, files side by side; on a failure, put back what was written.
 
-    Each part's writes run in a task of their own and none cancels another, so
-    every write that lands is known, and undone if any part fails (or the patch
-    is cancelled).
+    No part's failure cancels another's writes: every write that lands is known.
     """
     done: list[tuple[Update, Version | None]] = []  # each update, and the version it left
     failures: list[tuple[int, FsError]] = []
-    stored = _stored_by(parts)
+    stored = [
+        (update, report)
+        for part in parts
+        for (update, _), report in zip(part.opened, part.reports, strict=True)
+    ]
 
     async def write(index: int, part: _PatchPart) -> None:
         try:
@@ -178,12 +180,3 @@ def _refuse_missing(parts: list[_PatchPart]) -> Refusal:
                 raise await update.missing()
 
     return refuse
-
-
-def _stored_by(parts: list[_PatchPart]) -> list[tuple[Update, Report]]:
-    """Each update of a patch's *parts*, with the operation it stores for."""
-    return [
-        (update, report)
-        for part in parts
-        for (update, _), report in zip(part.opened, part.reports, strict=True)
-    ]

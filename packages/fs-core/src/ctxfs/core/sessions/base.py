@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final, TypeVar
 
 from ctxfs.core.errors import Unavailable
@@ -65,17 +65,7 @@ class FileChange:
 
     def encode(self) -> dict[str, Any]:
         """The change as plain JSON data (what shared stores keep)."""
-        return {
-            "path": self.path,
-            "key": self.key,
-            "kind": self.kind,
-            "before": self.before,
-            "after": self.after,
-            "moved_from": self.moved_from,
-            "directory": self.directory,
-            "mode": self.mode,
-            "undid": self.undid,
-        }
+        return asdict(self)
 
     @classmethod
     def decode(cls, data: dict[str, Any]) -> FileChange:
