@@ -49,20 +49,15 @@ log = logging.getLogger(__name__)
 class SessionMemory:
     """What the owners of one ``Fs`` saw and wrote, in *store*.
 
-    A store that fails (or has a bug) never fails a call: what it could not keep or
-    record is logged, and is then simply not there (a diff or an undo that needs it
-    says so). A step it could not record is marked in the owner's history by a step
-    of its own (an :data:`~ctxfs.core.sessions.base.UNRECORDED` change) as soon as the
-    store takes one: no undo or rewind reaches past it, and none runs while the mark is
-    pending. The pending mark lives in this process: one that ends before the store
-    takes it leaves no mark. A step being recorded is recorded whole, a cancellation
-    notwithstanding.
+    A store that fails never fails a call: what it could not keep or record is logged,
+    and is then not there. A step it could not record is marked in the owner's history
+    (an :data:`~ctxfs.core.sessions.base.UNRECORDED` change) as soon as the store takes
+    one (a mark pending in this process): no undo or rewind reaches past it, or runs
+    while it is pending. A step being recorded is recorded whole, even if cancelled.
 
-    Where *backend* keeps versions itself (``Capabilities.kept_versions``, a
-    versioned bucket), a version seen at a known path is kept as a reference to
-    it (:func:`~ctxfs.core.sessions.base.reference_entry`), not a copy, and its bytes are read
-    back from the backend when a diff or an undo needs them; still per owner:
-    only an owner that was given the version finds its reference.
+    Where *backend* keeps versions itself (``Capabilities.kept_versions``), a version
+    seen at a known path is kept per owner as a reference to it
+    (:func:`~ctxfs.core.sessions.base.reference_entry`), its bytes read back when needed.
     """
 
     def __init__(

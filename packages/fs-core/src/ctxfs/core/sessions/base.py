@@ -175,9 +175,12 @@ class SessionStore(ABC):
     rather than guess.
     """
 
-    max_bytes: int
-    max_bytes_per_owner: int
-    max_steps: int
+    def __init__(self, *, max_bytes: int, max_bytes_per_owner: int, max_steps: int) -> None:
+        if min(max_bytes, max_bytes_per_owner, max_steps) < 1:
+            raise ValueError("the bounds of a session store must be positive")
+        self.max_bytes = max_bytes
+        self.max_bytes_per_owner = max_bytes_per_owner
+        self.max_steps = max_steps
 
     def fits(self, data: bytes) -> bool:
         """Whether *data* is within both bounds: a content larger than either is never kept."""

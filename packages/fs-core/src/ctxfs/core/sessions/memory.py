@@ -53,11 +53,9 @@ class MemorySessions(SessionStore):
         max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER,
         max_steps: int = DEFAULT_MAX_STEPS,
     ) -> None:
-        if min(max_bytes, max_bytes_per_owner, max_steps) < 1:
-            raise ValueError("the bounds of a session store must be positive")
-        self.max_bytes = max_bytes
-        self.max_bytes_per_owner = max_bytes_per_owner
-        self.max_steps = max_steps
+        super().__init__(
+            max_bytes=max_bytes, max_bytes_per_owner=max_bytes_per_owner, max_steps=max_steps
+        )
         self._lock = threading.Lock()  # one store may serve several event loops' threads
         self._owners: dict[str, _Owner] = {}
         self._blobs: OrderedDict[Version, bytes] = OrderedDict()  # least recently used first

@@ -159,12 +159,10 @@ class RedisSessions(SessionStore):
         max_steps: int = DEFAULT_MAX_STEPS,
         timeout: float = 5.0,
     ) -> None:
-        if min(max_bytes, max_bytes_per_owner, max_steps) < 1:
-            raise ValueError("the bounds of a session store must be positive")
+        super().__init__(
+            max_bytes=max_bytes, max_bytes_per_owner=max_bytes_per_owner, max_steps=max_steps
+        )
         self.prefix = prefix.encode()
-        self.max_bytes = max_bytes
-        self.max_bytes_per_owner = max_bytes_per_owner
-        self.max_steps = max_steps
         self._url = url
         self._client = opened_client(url, timeout=timeout, shown=repr(self))
         self._scripts = {

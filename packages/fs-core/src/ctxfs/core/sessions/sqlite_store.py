@@ -95,12 +95,10 @@ class SqliteSessions(SessionStore):
         max_steps: int = DEFAULT_MAX_STEPS,
         timeout: float = 10.0,
     ) -> None:
-        if min(max_bytes, max_bytes_per_owner, max_steps) < 1:
-            raise ValueError("the bounds of a session store must be positive")
+        super().__init__(
+            max_bytes=max_bytes, max_bytes_per_owner=max_bytes_per_owner, max_steps=max_steps
+        )
         self.path = Path(path)
-        self.max_bytes = max_bytes
-        self.max_bytes_per_owner = max_bytes_per_owner
-        self.max_steps = max_steps
         self._file = SqliteFile(
             self.path,
             schema=_SCHEMA,
