@@ -109,8 +109,8 @@ class ContextFs(Browsing):
 
         Memory stays bounded by the window (and the session memory's copy of a file
         of at most :data:`~ctxfs.core.session_memory.MAX_READ_BYTES`, read whole).
-        *encoding* pins the legacy encoding
-        of a file that is not UTF-8; edits of the version read keep it.
+        *encoding* pins the legacy encoding of a file that is not UTF-8; edits of the
+        version read keep it.
 
         Raises:
             NotFound, IsADirectory, BinaryFile, EncodingError: The file is missing,
