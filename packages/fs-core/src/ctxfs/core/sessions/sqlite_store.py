@@ -146,7 +146,7 @@ class SqliteSessions(SessionStore):
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
-        return await self._file.run(partial(_given_up, stored_bytes(owner)))
+        return await self._file.run(partial(_counted, owner=stored_bytes(owner), column="given_up"))
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`: one transaction."""
@@ -206,7 +206,7 @@ class SqliteSessions(SessionStore):
 
     def _bound(self, db: sqlite3.Connection, owner: bytes) -> None:
         """Give up the least recently used until *owner*'s bytes and all bytes are in bounds."""
-        while _owner_bytes(db, owner) > self.max_bytes_per_owner:
+        while _counted(db, owner, "kept_bytes") > self.max_bytes_per_owner:
             _let_go(db, owner, db.execute(_OWNERS_OLDEST, (owner,)).fetchone()[0])
         while db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
             oldest = db.execute("SELECT version FROM blobs ORDER BY used LIMIT 1").fetchone()[0]
@@ -254,14 +254,10 @@ def _tick(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM blobs").fetchone()[0])
 
 
-def _owner_bytes(db: sqlite3.Connection, owner: bytes) -> int:
-    row = db.execute("SELECT kept_bytes FROM owners WHERE owner = ?", (owner,)).fetchone()
+def _counted(db: sqlite3.Connection, owner: bytes, column: str) -> int:
+    """*owner*'s *column* of ``owners`` (0 without a row)."""
+    row = db.execute(f"SELECT {column} FROM owners WHERE owner = ?", (owner,)).fetchone()
     return 0 if row is None else int(row[0])
-
-
-def _holds(db: sqlite3.Connection, owner: bytes, version: bytes) -> bool:
-    query = "SELECT 1 FROM kept WHERE owner = ? AND version = ?"
-    return db.execute(query, (owner, version)).fetchone() is not None
 
 
 def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
@@ -282,7 +278,8 @@ def _drop_if_unheld(db: sqlite3.Connection, version: bytes) -> None:
 
 def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | None:
     with immediate(db):
-        if not _holds(db, owner, version):
+        held = db.execute("SELECT 1 FROM kept WHERE owner = ? AND version = ?", (owner, version))
+        if held.fetchone() is None:
             return None
         tick = _tick(db)
         db.execute(_TOUCH, (tick, owner, version))
@@ -303,8 +300,8 @@ def _mark(
     with immediate(db):
         db.execute(_NEW_OWNER, (owner,))
         number = _numbered(db, owner, "marked")
-        last = db.execute("SELECT numbered FROM owners WHERE owner = ?", (owner,)).fetchone()[0]
-        checkpoint = Checkpoint(id=f"cp{number}", label=label, step=int(last), at=at)
+        last = _counted(db, owner, "numbered")
+        checkpoint = Checkpoint(id=f"cp{number}", label=label, step=last, at=at)
         db.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (owner, number, checkpoint.encode()))
         _trim(db, "checkpoints", owner, most)
         return checkpoint
@@ -320,11 +317,6 @@ def _trim(db: sqlite3.Connection, table: str, owner: bytes, most: int) -> int | 
         return None
     db.execute(f"DELETE FROM {table} WHERE owner = ? AND number <= ?", (owner, row[0]))
     return int(row[0])
-
-
-def _given_up(owner: bytes, db: sqlite3.Connection) -> int:
-    row = db.execute("SELECT given_up FROM owners WHERE owner = ?", (owner,)).fetchone()
-    return 0 if row is None else int(row[0])
 
 
 def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> None:
