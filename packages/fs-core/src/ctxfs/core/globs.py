@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from enum import Enum
 from functools import lru_cache, partial
 from typing import Final
 
@@ -29,18 +30,15 @@ MAX_ALTERNATIVES: Final = 1000
 """The most patterns one glob's braces may expand to."""
 
 
-class _Wildcard:
+class _Wildcard(Enum):
     """``*`` (any run of characters) or ``?`` (any one character) within a segment."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
+    STAR = "*"
+    ANY = "?"
 
 
-_STAR: Final = _Wildcard("*")
-_ANY: Final = _Wildcard("?")
+_STAR: Final = _Wildcard.STAR
+_ANY: Final = _Wildcard.ANY
 _MOST_STARS_FOR_REGEX: Final = 2
 """Up to this many ``*`` a segment is matched by a regular expression; with more, by the scan."""
 

@@ -64,13 +64,10 @@ class Window:
     def seen_lines(self) -> tuple[tuple[int, int], ...]:
         """The ranges of lines (1-based, inclusive) the window shows uncut."""
         ranges, start = [], self.offset
-        for cut in sorted(self.truncated_lines):
+        for cut in (*sorted(self.truncated_lines), self.offset + self.returned_lines):
             if start < cut:
                 ranges.append((start, cut - 1))
             start = cut + 1
-        last = self.offset + self.returned_lines - 1
-        if start <= last:
-            ranges.append((start, last))
         return tuple(ranges)
 
 
@@ -222,9 +219,7 @@ def _whole_window(
     data: bytes, encoding: TextEncoding, limit: int, options: TextOptions
 ) -> Window | None:
     """The window of a whole file with nothing to cut, cheaply; None if the scanner is needed."""
-    if not data or not encoding.ascii_compatible or encoding.keeps_invalid_bytes:
-        return None
-    if b"\r" in data:
+    if not data or not encoding.ascii_compatible or encoding.keeps_invalid_bytes or b"\r" in data:
         return None
     lines = data.split(b"\n")
     total = len(lines) - 1 if not lines[-1] else len(lines)
@@ -438,8 +433,7 @@ def _prefix_chars(first: int, count: int) -> int:
     total, number, end = 0, first, first + count
     while number < end:
         width = len(format_line_number(number))
-        same_width_end = min(end, 10 ** (width - 1))  # where the prefix grows a character
-        same_width_end = max(same_width_end, number + 1)
+        same_width_end = max(min(end, 10 ** (width - 1)), number + 1)  # the prefix grows there
         total += width * (same_width_end - number)
         number = same_width_end
     return total
