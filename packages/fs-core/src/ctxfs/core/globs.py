@@ -7,9 +7,8 @@ bracex, at most :data:`MAX_ALTERNATIVES`). A pattern (each alternative) without
 ``/`` matches a name at any depth, as in ``.gitignore``; one with ``/`` matches
 the whole path below where the search starts.
 
-No pattern can make matching run away: segments are matched one by one (a
-regular expression for up to two ``*``, else a greedy scan), ``**`` by a table
-over (pattern segment, path segment); one whole-pattern regex would backtrack.
+No pattern makes matching run away: segments match one by one (a regex for up
+to two ``*``, else a greedy scan) and ``**`` by a table over segment pairs.
 """
 
 from __future__ import annotations
