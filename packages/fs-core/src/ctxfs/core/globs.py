@@ -7,15 +7,15 @@ bracex, at most :data:`MAX_ALTERNATIVES`). A pattern (each alternative) without
 ``/`` matches a name at any depth, as in ``.gitignore``; one with ``/`` matches
 the whole path below where the search starts.
 
-No pattern can make matching run away: segments are matched one by one (a
-regular expression for up to two ``*``, else a greedy scan), ``**`` by a table
-over (pattern segment, path segment); one whole-pattern regex would backtrack.
+No pattern makes matching run away: segments match one by one (a regex for up
+to two ``*``, else a greedy scan) and ``**`` by a table over segment pairs.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from enum import Enum
 from functools import lru_cache, partial
 from typing import Final
 
@@ -29,18 +29,15 @@ MAX_ALTERNATIVES: Final = 1000
 """The most patterns one glob's braces may expand to."""
 
 
-class _Wildcard:
+class _Wildcard(Enum):
     """``*`` (any run of characters) or ``?`` (any one character) within a segment."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
+    STAR = "*"
+    ANY = "?"
 
 
-_STAR: Final = _Wildcard("*")
-_ANY: Final = _Wildcard("?")
+_STAR: Final = _Wildcard.STAR
+_ANY: Final = _Wildcard.ANY
 _MOST_STARS_FOR_REGEX: Final = 2
 """Up to this many ``*`` a segment is matched by a regular expression; with more, by the scan."""
 
@@ -49,20 +46,8 @@ _SPECIAL: Final = re.compile(r"[\[\]\\{},:!]")
 _WILDCARDS: Final = re.compile(r"[*?]+")
 
 _Token = str | _Wildcard | re.Pattern[str]  # a literal character, a wildcard, a class
-
-
-class _Segment:
-    """One ``/``-separated part of a pattern, other than ``**``."""
-
-    __slots__ = ("matches",)
-
-    def __init__(self, tokens: tuple[_Token, ...]) -> None:
-        self.matches: Callable[[str], object]
-        """Truthy when a name matches: a regular expression for few ``*``, else the scan."""
-        if tokens.count(_STAR) > _MOST_STARS_FOR_REGEX:
-            self.matches = partial(_scan, tokens)
-        else:
-            self.matches = re.compile("".join(map(_regex_of, tokens)), re.DOTALL).fullmatch
+_Segment = Callable[[str], object]
+"""One ``/``-separated part of a pattern, other than ``**``: truthy for a name it matches."""
 
 
 class GlobMatcher:
@@ -126,14 +111,14 @@ class _Alternative:
         """Whether *path* matches this alternative."""
         fixed = self._fixed
         if fixed is not None and len(fixed) == 1 and self._anywhere:  # "**/name": the name only
-            return bool(fixed[0].matches(path.rpartition("/")[2]))
+            return bool(fixed[0](path.rpartition("/")[2]))
         names = path.split("/")
         if fixed is None:
             return self._from(0, 0, names, {})
         if self._anywhere and len(names) > len(fixed):
             names = names[len(names) - len(fixed) :]
         return len(names) == len(fixed) and all(
-            segment.matches(name) for segment, name in zip(fixed, names, strict=True)
+            segment(name) for segment, name in zip(fixed, names, strict=True)
         )
 
     def may_hold(self, names: list[str]) -> bool:
@@ -141,7 +126,7 @@ class _Alternative:
         for segment, name in zip(self.segments, names, strict=False):
             if segment is None:
                 return True
-            if not segment.matches(name):
+            if not segment(name):
                 return False
         return len(names) < len(self.segments)
 
@@ -169,7 +154,7 @@ class _Alternative:
         if segment is not None:
             return (
                 first < len(names)
-                and bool(segment.matches(names[first]))
+                and bool(segment(names[first]))
                 and self._from(at + 1, first + 1, names, seen)
             )
         if not rest:
@@ -246,7 +231,9 @@ def _compile_segment(segment: str, pattern: str) -> _Segment:
         else:
             tokens.append(char)
         index += 1
-    return _Segment(tuple(tokens))
+    if tokens.count(_STAR) > _MOST_STARS_FOR_REGEX:
+        return partial(_scan, tuple(tokens))
+    return re.compile("".join(map(_regex_of, tokens)), re.DOTALL).fullmatch
 
 
 def _widened(segment: str) -> str:

@@ -42,11 +42,7 @@ async def listed(ctx: Context, path: str, *, details: bool) -> Listing:
             if entry.kind is FileKind.SYMLINK:
                 with suppress(FsError):  # a link that leads nowhere it could be read
                     leads[entry.path].append((await opened_fs.backend.locate(entry.path)).resolved)
-        hidden = await opened_fs.hooks.hidden(ctx, [p for paths in leads.values() for p in paths])
-        return Listing(
-            (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
-            unnamed=entries.unnamed,
-        )
+        return await _unhidden(ctx, entries, leads, [p for paths in leads.values() for p in paths])
 
 
 async def listed_tree(ctx: Context, path: str) -> Listing | None:
@@ -58,11 +54,8 @@ async def listed_tree(ctx: Context, path: str) -> Listing | None:
         if entries is None or not opened_fs.hooks.hides:
             return entries
         leads = {entry.path: _with_parents(entry.path, report.op.path) for entry in entries}
-        every = sorted({p for paths in leads.values() for p in paths})
-        hidden = await opened_fs.hooks.hidden(ctx, every)
-        return Listing(
-            (entry for entry in entries if not any(p in hidden for p in leads[entry.path])),
-            unnamed=entries.unnamed,
+        return await _unhidden(
+            ctx, entries, leads, sorted({p for paths in leads.values() for p in paths})
         )
 
 
@@ -108,6 +101,16 @@ async def searched_lines(ctx: Context, search: LineSearch) -> FileLines | None:
     if found is None:
         return None
     return replace(found, lines={spelled[p]: lines for p, lines in found.lines.items()})
+
+
+async def _unhidden(
+    ctx: Context, entries: Listing, leads: dict[str, list[str]], asked: list[str]
+) -> Listing:
+    """*entries* but those with a path in *leads* a policy hides, asking about *asked*."""
+    hidden = await ctx.opened_fs.hooks.hidden(ctx, asked)
+    return Listing(
+        (e for e in entries if hidden.isdisjoint(leads[e.path])), unnamed=entries.unnamed
+    )
 
 
 def _with_parents(path: str, top: str) -> list[str]:

@@ -1,12 +1,10 @@
 """The string layer of path handling: checks that run before any store is touched.
 
-Callers of ``ctx.fs`` pass root-relative paths with ``/`` separators.
-:func:`normalize_path` turns such input into the canonical form every backend
-receives, or refuses it; :func:`check_path` lets a backend verify, as defence in
-depth, that it was handed a canonical path. Neither ever trims whitespace,
-decodes ``%``-escapes, expands ``~`` or folds ``..``: a string check cannot know
-what ``link/..`` means on disk, so ``..`` is refused outright and containment is
-left to the backend (the kernel, for local disk).
+:func:`normalize_path` turns a caller's root-relative ``/``-separated path into
+the canonical form every backend receives, or refuses it; :func:`check_path`
+lets a backend verify that it was handed one. Neither trims whitespace, decodes
+``%``-escapes, expands ``~`` or folds ``..`` (refused outright: a string cannot
+know what ``link/..`` means on disk, so containment is the backend's).
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -44,8 +43,6 @@ MAX_MATCH_WORK: Final = 500_000
 summary, without comparing (the time limit is checked between matches)."""
 _MAX_SUMMARY_REGIONS: Final = 40
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$")
-
 
 def short_diff(before: str, after: str, *, first_line: int) -> str | None:
     """A unified diff (one line of context) of *before* → *after*, or None when too big.
@@ -55,24 +52,11 @@ def short_diff(before: str, after: str, *, first_line: int) -> str | None:
     """
     if len(before) + len(after) > MAX_DIFF_CHARS:
         return None
-    old_lines, new_lines = _lines(before), _lines(after)
-    if len(old_lines) + len(new_lines) > MAX_DIFF_LINES:
+    old, new = _lines(before), _lines(after)
+    if len(old) + len(new) > MAX_DIFF_LINES:
         return None
-    shift = first_line - 1
-    out = []
-    for line in difflib.unified_diff(old_lines, new_lines, n=1, lineterm=""):
-        if line.startswith(("---", "+++")):
-            continue
-        hunk = _HUNK.match(line)
-        if hunk:
-            old_start, old_count, new_start, new_count = hunk.groups()
-            out.append(
-                f"@@ -{int(old_start) + shift},{old_count or 1} "
-                f"+{int(new_start) + shift},{new_count or 1} @@"
-            )
-        else:
-            out.append(line)
-    return "\n".join(out) if out else None
+    groups = difflib.SequenceMatcher(None, old, new).get_grouped_opcodes(1)
+    return "\n".join(_hunk_lines(groups, old, new, first_line - 1, counted=True)) or None
 
 
 def _lines(text: str) -> list[str]:
@@ -133,16 +117,18 @@ def version_diff(
             groups = list(matcher.get_grouped_opcodes(3))
     if groups is None:
         changed = max(_changed_at_least(old_middle, new_middle), 1)
-        spans = [_span(str(head + bool(part)), str(len(part))) for part in (old_middle, new_middle)]
+        spans = [_span(head, len(part)) for part in (old_middle, new_middle)]
         summary = (
             f"{changed} or more lines changed in {path} (too many to compare): "
             f"lines {spans[0]} → {spans[1]}"
         )
         return VersionDiff(text=summary, whole=False, changed_lines=changed)
     shown = [f"--- a/{path}", f"+++ b/{path}"]
-    regions: list[str] = []
+    regions = [
+        "lines " + " → ".join(_span(*span) for span in _spans(group, first)) for group in groups
+    ]
     changed, size = 0, len(shown[0]) + len(shown[1]) + 2
-    for line in _hunk_lines(groups, old_part, new_part, first, regions):
+    for line in _hunk_lines(groups, old_part, new_part, first):
         if line[0] in "+-":
             changed += 1
         size += len(line) + 1
@@ -166,21 +152,16 @@ def _hunk_lines(
     old: Sequence[str],
     new: Sequence[str],
     first: int,
-    regions: list[str],
+    *,
+    counted: bool = False,
 ) -> Iterator[str]:
     """The lines of each hunk of *groups* (difflib's), numbered from line *first* + 1.
 
-    Each hunk's region is added to *regions* as its header is given.
+    With *counted*, every range in a header gives its count, even of one line.
     """
     for group in groups:
-        (_, old_start, _, new_start, _), (_, _, old_end, _, new_end) = group[0], group[-1]
-        old_span, new_span = (
-            (first + old_start, old_end - old_start),
-            (first + new_start, new_end - new_start),
-        )
-        header = f"@@ -{_range(*old_span)} +{_range(*new_span)} @@"
-        regions.append(_region(header))
-        yield header
+        old_range, new_range = (_range(*span, counted) for span in _spans(group, first))
+        yield f"@@ -{old_range} +{new_range} @@"
         for tag, old_from, old_to, new_from, new_to in group:
             if tag == "equal":
                 yield from (f" {line}" for line in old[old_from:old_to])
@@ -189,11 +170,19 @@ def _hunk_lines(
             yield from (f"+{line}" for line in new[new_from:new_to])
 
 
-def _range(start: int, length: int) -> str:
+def _spans(
+    group: list[tuple[str, int, int, int, int]], first: int
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The old and new ``(lines before, length)`` of the hunk *group*, after line *first*."""
+    (_, old_start, _, new_start, _), (_, _, old_end, _, new_end) = group[0], group[-1]
+    return (first + old_start, old_end - old_start), (first + new_start, new_end - new_start)
+
+
+def _range(start: int, length: int, counted: bool) -> str:
     """A hunk's range of *length* lines after the first *start* lines, as unified diffs spell it."""
-    if length == 1:
+    if length == 1 and not counted:
         return str(start + 1)
-    return f"{start if length == 0 else start + 1},{length}"
+    return f"{start + bool(length)},{length}"
 
 
 class _TooSlow(Exception):
@@ -229,19 +218,11 @@ def _match_work(old: list[str], new: list[str]) -> int:
 def _changed_at_least(old: list[str], new: list[str]) -> int:
     """Lines removed plus added that any diff of *old* → *new* has (their multisets differ)."""
     removed, added = Counter(old), Counter(new)
-    return sum((removed - added).values()) + sum((added - removed).values())
+    return (removed - added).total() + (added - removed).total()
 
 
-def _region(header: str) -> str:
-    match = _HUNK.match(header)
-    if match is None:  # pragma: no cover - difflib writes every header so
-        return header
-    old_start, old_count, new_start, new_count = match.groups()
-    return f"lines {_span(old_start, old_count)} → {_span(new_start, new_count)}"
-
-
-def _span(start: str, count: str | None) -> str:
-    first, lines = int(start), 1 if count is None else int(count)
-    if lines == 0:
-        return f"none after {first}"
-    return str(first) if lines == 1 else f"{first}-{first + lines - 1}"
+def _span(start: int, length: int) -> str:
+    """The *length* lines after the first *start*, as a summary names them."""
+    if length == 0:
+        return f"none after {start}"
+    return str(start + 1) if length == 1 else f"{start + 1}-{start + length}"

@@ -182,17 +182,18 @@ def _judge(codec: str, text: str) -> _Fit | None:
     }
     counts = Counter(sample)
     letters = {char: counts[char] for char in distinct_letters}
-    if not _used_like_the_language(script, letters) or _odd_words(
-        sample[:_CASE_SAMPLE_CHARS], script
-    ):
-        return None
     total = sum(letters.values())
+    cyrillic = script == "CYRILLIC" and total >= _ENOUGH_CYRILLIC
+    if cyrillic:  # its commonest letters must be as common as in real text
+        common = sum(n for char, n in letters.items() if _fold(char) in _COMMON_CYRILLIC)
+        if common / total < _COMMON_CYRILLIC_SHARE:
+            return None
+    if _odd_words(sample[:_CASE_SAMPLE_CHARS], script):
+        return None
     return _Fit(
         tier=_TIER_LETTERS,
         score=total / sum(counts.values()),
-        frequency=_cyrillic_frequency(letters, total)
-        if script == "CYRILLIC" and total >= _ENOUGH_CYRILLIC
-        else None,
+        frequency=_cyrillic_frequency(letters, total) if cyrillic else None,
     )
 
 
@@ -232,15 +233,6 @@ def _possible(name: str, text: str) -> bool:
         or any(not unicodedata.name(char, "").startswith(script) for char in letters)
         or (letters and not _one_alphabet(script, letters))
     )
-
-
-def _used_like_the_language(script: str, letters: dict[str, int]) -> bool:
-    """Whether *letters* (counted) are as common as in real text, where that is known."""
-    total = sum(letters.values())
-    if script == "CYRILLIC" and total >= _ENOUGH_CYRILLIC:
-        common = sum(n for char, n in letters.items() if _fold(char) in _COMMON_CYRILLIC)
-        return common / total >= _COMMON_CYRILLIC_SHARE
-    return True
 
 
 _WORD: Final = re.compile(r"[^\W\d_][^\s\d_!-&(-,./:-@\[-^`{-~]*")

@@ -60,8 +60,13 @@ def strip_line_numbers(old_string: str) -> tuple[str, int] | None:
     Returns the bare text and its first line number, or None when *old_string*
     does not qualify; the caller still checks that the text is at that line.
     """
-    numbers = _prefix_numbers(old_string)
-    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+    numbers = []
+    for line in old_string.removesuffix("\n").split("\n"):
+        prefix = LINE_NUMBER_PREFIX.match(line)
+        if prefix is None:
+            return None
+        numbers.append(int(prefix.group(1)))
+    if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         return None
     bare = _strip_prefixes(old_string)
     return (bare, numbers[0]) if bare else None  # "1" is text, not an empty numbered line
@@ -91,20 +96,6 @@ def strip_new_line_numbers(new_string: str, first_line: int, *, path: str) -> st
             details={"field": "new_string"},
         )
     return _strip_prefixes(new_string)
-
-
-def _prefix_numbers(text: str) -> list[int] | None:
-    """The pasted line number of each line of *text*, or None if a line has none."""
-    numbers, start = [], 0
-    while start < len(text):  # line by line: most texts fail on the first
-        end = text.find("\n", start)
-        end = len(text) if end == -1 else end
-        prefix = LINE_NUMBER_PREFIX.match(text[start:end])
-        if prefix is None:
-            return None
-        numbers.append(int(prefix.group(1)))
-        start = end + 1
-    return numbers
 
 
 def _strip_prefixes(text: str) -> str:

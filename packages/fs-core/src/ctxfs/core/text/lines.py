@@ -48,11 +48,8 @@ class Endings(Generic[AnyStr]):
 
     def ending_at(self, units: AnyStr, position: int) -> AnyStr:
         """Return the ending that starts at *position* (empty if none starts there)."""
-        if units.startswith(self.crlf, position):
-            return self.crlf
-        if units.startswith(self.lf, position) or units.startswith(self.cr, position):
-            return units[position : position + 1]
-        return self.empty
+        match = self.splitter.match(units, position)
+        return match.group() if match else self.empty
 
     def next_ending(self, units: AnyStr, start: int) -> AnyStr:
         """Return the first ending at or after *start*, or empty at the end of *units*."""

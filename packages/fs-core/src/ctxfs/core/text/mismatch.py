@@ -8,6 +8,7 @@ Matching itself stays exact. The search is linear per step and stops at a deadli
 from __future__ import annotations
 
 import difflib
+import functools
 import heapq
 import itertools
 import re
@@ -15,6 +16,8 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any, Final
+
+from ctxfs.core.text.changes import display
 
 __all__ = ["DIAGNOSIS_SECONDS", "MAX_DIAGNOSED_CHARS", "diagnose_no_match", "undiagnosed"]
 
@@ -35,13 +38,9 @@ _QUOTES: Final = dict.fromkeys("\u2018\u2019\u201a\u201b", "'") | dict.fromkeys(
 )
 _SPACES: Final = dict.fromkeys("\u00a0\u2007\u2009\u202f\u3000", " ")
 _TRAILING = re.compile(r"(?<![ \t])[ \t]++(?=\n|\Z)")  # each run tried once: linear
+_strip_trailing = functools.partial(_TRAILING.sub, "")
 _LEADING = re.compile(r"^[ \t]+", re.MULTILINE)
 _ANY_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:[ \t]*(?:│|→|\||:)[ \t]?|[ \t]|$)", re.MULTILINE)
-
-
-def _strip_trailing(text: str) -> str:
-    """*text* without spaces and tabs at the ends of its lines."""
-    return _TRAILING.sub("", text)
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -108,7 +107,7 @@ def diagnose_no_match(
     deadline = time.monotonic() + seconds
     old = old_string.replace("\r\n", "\n").replace("\r", "\n")
     if "\ufffd" in old:
-        shown = text.translate(dict.fromkeys(range(56448, 56576), 65533))
+        shown = display(text)
         if old in shown:
             line = shown.count("\n", 0, shown.index(old)) + 1
             return (

@@ -8,6 +8,7 @@ context line matched loosely keeps its bytes.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -67,7 +68,12 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
             (0-based) names it, and the message shows its first lines.
 
     """
-    file, starts, cursor = _Folded(lines), list[int](), 0
+    starts, cursor = list[int](), 0
+
+    @functools.cache  # the file's lines under each fold, made once, when first needed
+    def file(fold: _Fold) -> Sequence[str]:
+        return lines if fold is None else [fold(line) for line in lines]
+
     for index, hunk in enumerate(patch.hunks):
         if not hunk.old:  # lines added at the end, as the models are taught
             starts.append(len(lines))
@@ -103,30 +109,17 @@ def patch_document(document: AnyDocument, patch: FilePatch) -> Change:
     return document.replace_lines(spans)
 
 
-_FOLDS: Final[tuple[Callable[[str], str] | None, ...]] = (None, str.rstrip, str.strip)
+_Fold = Callable[[str], str] | None
+_FOLDS: Final[tuple[_Fold, ...]] = (None, str.rstrip, str.strip)
 """How lines compare, loosest last (None: exactly)."""
 
 
-class _Folded:
-    """A file's lines under each fold, each view made once, when first needed."""
-
-    def __init__(self, lines: Sequence[str]) -> None:
-        self.lines = lines
-        self._views: dict[int, Sequence[str]] = {}
-
-    def view(self, index: int) -> Sequence[str]:
-        fold = _FOLDS[index]
-        if fold is None:
-            return self.lines
-        if index not in self._views:
-            self._views[index] = [fold(line) for line in self.lines]
-        return self._views[index]
-
-
-def _find(file: _Folded, wanted: Sequence[str], cursor: int, *, at_end: bool) -> int | None:
+def _find(
+    file: Callable[[_Fold], Sequence[str]], wanted: Sequence[str], cursor: int, *, at_end: bool
+) -> int | None:
     """The first line from *cursor* where *wanted* lines follow (at the end, if *at_end*)."""
-    for index, fold in enumerate(_FOLDS):
-        lines = file.view(index)
+    for fold in _FOLDS:
+        lines = file(fold)
         folded = list(wanted) if fold is None else [fold(line) for line in wanted]
         if at_end:
             last = len(lines) - len(folded)

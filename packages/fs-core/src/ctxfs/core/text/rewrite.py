@@ -112,9 +112,9 @@ def _rewrite_folded(document: TextDocument[AnyStr], content: str) -> Change:
     endings, raw = document.endings, document.raw
     lf, new = endings.lf, document.units(content, what="content")
     old = document.__dict__.get("logical") or endings.fold(raw)  # not cached for one use
-    common = _common_prefix(old, new)
+    common = _common_length(old, new, most=min(len(old), len(new)))
     head = len(old) if common == len(old) == len(new) else old.rfind(lf, 0, common) + 1
-    tail = _common_suffix(old, new, most=min(len(old), len(new)) - head)
+    tail = _common_length(old, new, most=min(len(old), len(new)) - head, from_end=True)
     old_end, new_end = len(old) - tail, len(new) - tail
     starts_lines = (old_end == 0 or old[old_end - 1 : old_end] == lf) and (
         new_end == 0 or new[new_end - 1 : new_end] == lf
@@ -180,27 +180,16 @@ def _same_line(
     ) == document.text_of(new[0])
 
 
-def _common_prefix(a: AnyStr, b: AnyStr) -> int:
-    """The length of the longest common prefix of *a* and *b*, comparing in blocks."""
-    shortest, at = min(len(a), len(b)), 0
-    block = _COMPARED
-    while at < shortest:
-        end = min(at + block, shortest)
-        if a[at:end] == b[at:end]:
-            at = end
-        elif block > 1:
-            block //= 16
-        else:
-            return at
-    return shortest
-
-
-def _common_suffix(a: AnyStr, b: AnyStr, *, most: int) -> int:
-    """The length of the longest common suffix of *a* and *b*, at most *most*."""
+def _common_length(a: AnyStr, b: AnyStr, *, most: int, from_end: bool = False) -> int:
+    """How many leading (*from_end*: trailing) units *a* and *b* share, at most *most*."""
     at, block = 0, _COMPARED
     while at < most:
         step = min(block, most - at)
-        if a[len(a) - at - step : len(a) - at] == b[len(b) - at - step : len(b) - at]:
+        if from_end:
+            same = a[len(a) - at - step : len(a) - at] == b[len(b) - at - step : len(b) - at]
+        else:
+            same = a[at : at + step] == b[at : at + step]
+        if same:
             at += step
         elif block > 1:
             block //= 16

@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import functools
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import AnyStr, Final, Generic
@@ -64,13 +64,10 @@ class Window:
     def seen_lines(self) -> tuple[tuple[int, int], ...]:
         """The ranges of lines (1-based, inclusive) the window shows uncut."""
         ranges, start = [], self.offset
-        for cut in sorted(self.truncated_lines):
+        for cut in (*sorted(self.truncated_lines), self.offset + self.returned_lines):
             if start < cut:
                 ranges.append((start, cut - 1))
             start = cut + 1
-        last = self.offset + self.returned_lines - 1
-        if start <= last:
-            ranges.append((start, last))
         return tuple(ranges)
 
 
@@ -110,12 +107,10 @@ async def read_window(
         async for chunk in chunks:
             byte_scanner.feed(chunk)
         return byte_scanner.finish()
-    decode = _decoder(encoding, path)
     text_scanner = _Scanner(TEXT_ENDINGS, encoding, offset, limit, options, unit="characters")
-    text_scanner.feed(decode(head, ended))
-    async for chunk in chunks:
-        text_scanner.feed(decode(chunk, False))
-    text_scanner.feed(decode(b"", True))
+    async with aclosing(_decoded(chunks, head, ended, encoding, path)) as pieces:
+        async for piece in pieces:
+            text_scanner.feed(piece)
     return text_scanner.finish()
 
 
@@ -133,7 +128,6 @@ async def iter_lines(
 
     """
     chunks, encoding, head, ended = await _detect(stream, options, path)
-    decode = _decoder(encoding, path)
     parts: list[str] = []  # the line so far, in pieces: joined once it ends
     held, size, number, skipping = "", 0, 1, False  # skipping: the rest of an over-long line
 
@@ -143,13 +137,8 @@ async def iter_lines(
     def room() -> int | None:  # how much more of the line is kept (None: all of it)
         return None if max_line_chars is None else max_line_chars - size
 
-    async def pieces() -> AsyncGenerator[str]:
-        yield decode(head, ended)
-        async for chunk in chunks:
-            yield decode(chunk, False)
-        yield decode(b"", True)
-
-    async with aclosing(pieces()) as decoded:  # closed too when our caller stops early
+    # closed too when our caller stops early
+    async with aclosing(_decoded(chunks, head, ended, encoding, path)) as decoded:
         async for piece in decoded:
             text = held + piece
             held = "\r" if text.endswith("\r") else ""  # may be the first half of a \r\n
@@ -175,8 +164,10 @@ async def iter_lines(
         yield number, line()
 
 
-def _decoder(encoding: TextEncoding, path: str) -> Callable[[bytes, bool], str]:
-    """Decode a stream chunk by chunk; bytes the encoding refuses raise ``EncodingError``."""
+async def _decoded(
+    chunks: AsyncIterator[bytes], head: bytes, ended: bool, encoding: TextEncoding, path: str
+) -> AsyncGenerator[str]:
+    """The text of *head* and then *chunks*; bytes the encoding refuses raise ``EncodingError``."""
     decoder = codecs.getincrementaldecoder(encoding.codec)("surrogateescape")
 
     def decode(chunk: bytes, final: bool) -> str:
@@ -189,7 +180,10 @@ def _decoder(encoding: TextEncoding, path: str) -> Callable[[bytes, bool], str]:
                 hint="The file is damaged or not text; it cannot be read as text.",
             ) from None
 
-    return decode
+    yield decode(head, ended)
+    async for chunk in chunks:
+        yield decode(chunk, False)
+    yield decode(b"", True)
 
 
 _DETECT_INLINE_BYTES: Final = 1 << 16
@@ -225,9 +219,7 @@ def _whole_window(
     data: bytes, encoding: TextEncoding, limit: int, options: TextOptions
 ) -> Window | None:
     """The window of a whole file with nothing to cut, cheaply; None if the scanner is needed."""
-    if not data or not encoding.ascii_compatible or encoding.keeps_invalid_bytes:
-        return None
-    if b"\r" in data:
+    if not data or not encoding.ascii_compatible or encoding.keeps_invalid_bytes or b"\r" in data:
         return None
     lines = data.split(b"\n")
     total = len(lines) - 1 if not lines[-1] else len(lines)
@@ -441,8 +433,7 @@ def _prefix_chars(first: int, count: int) -> int:
     total, number, end = 0, first, first + count
     while number < end:
         width = len(format_line_number(number))
-        same_width_end = min(end, 10 ** (width - 1))  # where the prefix grows a character
-        same_width_end = max(same_width_end, number + 1)
+        same_width_end = max(min(end, 10 ** (width - 1)), number + 1)  # the prefix grows there
         total += width * (same_width_end - number)
         number = same_width_end
     return total
