@@ -63,13 +63,10 @@ class Fs(AsyncResource):
         text_options = options.get("text_options")
         self.text_options = text_options if text_options is not None else TextOptions()
         self.known_encodings = KnownEncodings()
-        observations = options.get("observations")
-        self._owns_observations = not isinstance(observations, ObservationStore)
-        store = (
-            observations
-            if isinstance(observations, ObservationStore)
-            else open_observations(observations)
-        )
+        store = options.get("observations")
+        self._owns_observations = not isinstance(store, ObservationStore)
+        if not isinstance(store, ObservationStore):
+            store = open_observations(store)
         self.file_context = FileContextPlugin(
             backend,
             lock_timeout=options.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),

@@ -170,8 +170,7 @@ class PluginHost:
             total_lines=total_lines,
             path=op.path,
         )
-        hook = self._observed
-        await resolve(hook(ctx=ctx, path=op.path, version=version, complete=complete))
+        await resolve(self._observed(ctx=ctx, path=op.path, version=version, complete=complete))
 
     async def finished(
         self,
