@@ -37,7 +37,7 @@ class ReadRequest:
         return data if self.whole else data[self.start : self.end]
 
     def check(self, path: str | None, *, size: int) -> None:
-        """Refuse a file of *size* bytes over :attr:`max_size` (``TooLarge``; *path* or None)."""
+        """Refuse *size* bytes over :attr:`max_size` (``TooLarge``, naming *path* if not None)."""
         if self.max_size is not None and size > self.max_size:
             raise TooLarge(
                 f"{path or 'the object'} holds {size} bytes, "
@@ -48,7 +48,7 @@ class ReadRequest:
 
 
 class ReadStream:
-    """The content of one file as chunks, to iterate once with ``async for``, and its version.
+    """One file's content as chunks (iterate once with ``async for``), and its version.
 
     :attr:`version` is the store's token, known at open, or else the hash of the
     chunks, known once iteration has finished.

@@ -219,7 +219,7 @@ def check_expect(
 async def missing_file(backend: Backend, path: str, missing: NotFound | None = None) -> FsError:
     """The error for a file that read as *missing*: ``IsADirectory`` where it is a prefix.
 
-    Only where the store has no real directories, and only after a failed read, is a stat paid.
+    The stat that tells them apart is paid only by a failed read, on a store without directories.
     """
     if not backend.capabilities.real_directories:
         try:
