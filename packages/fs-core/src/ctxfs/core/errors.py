@@ -1,10 +1,9 @@
 """Errors raised through ``ctx.fs``, each with a stable code.
 
-Every failure a caller can meet is an :class:`FsError` carrying an
-:class:`ErrorCode`, the logical path it concerns, whether retrying the same call
-may succeed, a hint a model can act on, and structured details. Each concrete
-class also inherits the builtin a Python caller would expect, so
-``except FileNotFoundError`` keeps working::
+Every failure is an :class:`FsError` carrying an :class:`ErrorCode`, the path it
+concerns, whether retrying may succeed, a hint a model can act on, and structured
+details. Each class also inherits the builtin a Python caller would expect
+(``except FileNotFoundError`` works)::
 
     FsError
     ├── NotFound ............... FileNotFoundError    not_found

@@ -19,9 +19,8 @@ def require(
     feature that needs it, as the message's subject (``"the s3 backend"``).
 
     Raises:
-        FsError: *module* is not installed; an *error* (``InvalidArgument`` unless told),
-            whose hint is the ``pip install`` line and whose details name *module* and
-            *install*.
+        FsError: *module* is not installed: an *error*, whose hint is the ``pip
+            install`` line and whose details name *module* and *install*.
 
     """
     try:

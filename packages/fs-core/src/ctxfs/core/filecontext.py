@@ -19,7 +19,7 @@ where it has one, within one bounded wait that ends in ``Busy``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
@@ -51,11 +51,10 @@ _MAX_RANGES: Final = 64
 
 
 class FileContextPlugin:
-    """Records observations per (owner, file) and enforces the rules above.
+    """Records observations per (owner, file key: :attr:`Operation.key`) and enforces the rules.
 
-    A file is its identity (:attr:`Operation.key`), not its spelling. Observations
-    live in *observations*; by default in this process, the least recently used
-    forgotten beyond *max_observations* (the owner must then read again).
+    Observations live in *observations*; by default in this process, the least
+    recently used forgotten beyond *max_observations* (the owner must then read again).
     """
 
     def __init__(
@@ -103,9 +102,9 @@ class FileContextPlugin:
     ) -> None:
         """Record that *owner* read the file *key*: all of it, or *lines* of *total_lines*.
 
-        *path* is how the owner reached it (kept for :meth:`ContextFs.changed`). A window
-        of a version already seen whole stays complete; windows of one
-        version that add up to every line make it complete.
+        *path* is how the owner reached it (for :meth:`ContextFs.changed`). A window of
+        a version seen whole stays complete; windows of one version that add up to
+        every line make it complete.
         """
         if complete and path:  # the whole version, at path: whatever was seen before
             whole = Observation(version=version, complete=True, path=path)
@@ -138,7 +137,7 @@ class FileContextPlugin:
     ) -> tuple[FsError | None, Observation | None]:
         """The rules' vote on *op* of the file at *current*, and what *owner* had seen of it.
 
-        The store is asked for a created file too, so a failing store refuses before any write.
+        The store is asked for a created file too: a failing store refuses before any write.
         """
         if op.kind not in _GUARDED:
             return None, None
@@ -182,10 +181,9 @@ class FileContextPlugin:
         await self.observations.put(ctx.owner, op.key, observation)
 
     async def follow(self, owner: str, moves: Sequence[tuple[Operation, Operation]]) -> None:
-        """Carry *owner*'s observations along a directory move: ``(leaving, arriving)`` pairs.
+        """Move *owner*'s observations from each leaving key to the arriving one (a directory move).
 
-        The leaving key is forgotten; other owners' observations stay at the old keys
-        (they must read the file at its new path).
+        Other owners' observations stay at the old keys (they must read the file again).
         """
         for old, new in moves:
             seen = await self.observations.get(owner, old.key)
@@ -208,11 +206,8 @@ class FileContextPlugin:
         async with self.locks.hold(key, timeout=self.lock_timeout):
             remaining = max(0.0, deadline - anyio.current_time())
             backend_lock = self.backend.lock(key, timeout=remaining)
-            if backend_lock is None:
+            async with nullcontext() if backend_lock is None else backend_lock:
                 yield
-            else:
-                async with backend_lock:
-                    yield
 
 
 _GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE, OpKind.MOVE})

@@ -47,10 +47,10 @@ class FsOptions(TypedDict, total=False):
 class Fs(AsyncResource):
     """A backend, the plugins that watch over it, and the contexts working on it.
 
-    An anyio ``AsyncResource``: leaving ``async with fs:`` closes the backend.
-    Each ``Fs`` has its own plugin manager; nothing is global. The file-context
-    plugin (:attr:`file_context`), the guard, is registered first, and the host
-    asks it itself: no other plugin, block or unregistration can take it away.
+    Leaving ``async with fs:`` closes the backend. Each ``Fs`` has its own plugin
+    manager; nothing is global. The guard, the file-context plugin
+    (:attr:`file_context`), is registered first and asked by the host itself: no
+    other plugin, block or unregistration can take it away.
 
     Args:
         backend: The store.
@@ -63,13 +63,10 @@ class Fs(AsyncResource):
         text_options = options.get("text_options")
         self.text_options = text_options if text_options is not None else TextOptions()
         self.known_encodings = KnownEncodings()
-        observations = options.get("observations")
-        self._owns_observations = not isinstance(observations, ObservationStore)
-        store = (
-            observations
-            if isinstance(observations, ObservationStore)
-            else open_observations(observations)
-        )
+        store = options.get("observations")
+        self._owns_observations = not isinstance(store, ObservationStore)
+        if not isinstance(store, ObservationStore):
+            store = open_observations(store)
         self.file_context = FileContextPlugin(
             backend,
             lock_timeout=options.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
@@ -109,9 +106,8 @@ class Fs(AsyncResource):
     async def forget_owner(self, owner: str) -> None:
         """Forget what *owner* has seen, for an owner that ended (an MCP session, an agent run).
 
-        Nothing it read licenses a change any more: a context of that owner must
-        read a file again before it changes it. The memory its observations
-        held is free again at once (in a shared store, their entries are gone).
+        Nothing it read licenses a change any more: it must read a file again before
+        changing it. Its observations' memory (or shared store entries) is freed at once.
 
         Raises:
             Unavailable: The observation store cannot be reached.

@@ -1,8 +1,8 @@
 """The hooks of project ``ctxfs``: where plugins see and steer every ``ctx.fs`` call.
 
 Any implementation may return an awaitable (``async def`` does): the host awaits
-every returned value before it decides anything, so no hook is ``firstresult``.
-Decisions never depend on pluggy's call order.
+every returned value before it decides anything (no hook is ``firstresult``, and
+no decision depends on pluggy's call order).
 
 One mutation (write, edit, delete) runs the hooks in this order::
 
@@ -14,12 +14,11 @@ One mutation (write, edit, delete) runs the hooks in this order::
       ctxfs_committed          observers learn the new version, still under the locks
     ctxfs_finished             every operation, success or failure, reports how it ended
 
-A read runs ``ctxfs_authorize``, then the backend, then ``ctxfs_observed``, then
+A read runs ``ctxfs_authorize``, the backend, ``ctxfs_observed``, then
 ``ctxfs_finished``. A toolset (ctxfs-tools) asks ``ctxfs_tool_exposure`` for every
-tool, once per step, before it offers any.
-
-Third-party plugins are found through the entry point group ``ctxfs.plugins``;
-an implementation of an undeclared hook fails when the plugin manager is set up.
+tool, once per step, before it offers any. Third-party plugins are found through
+the entry point group ``ctxfs.plugins``; an implementation of an undeclared hook
+fails when the plugin manager is set up.
 """
 
 from __future__ import annotations
@@ -50,11 +49,10 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec(historic=True)
 def ctxfs_addhooks(pluginmanager: pluggy.PluginManager) -> None:
-    """Add hook specifications from another package.
+    """Add hook specifications from another package (``pluginmanager.add_hookspecs``).
 
-    Historic: called for every plugin as it is registered, so
-    ``pluginmanager.add_hookspecs(module)`` works whatever order plugins load in.
-    Must be synchronous.
+    Historic: called for every plugin as it registers, whatever order plugins load
+    in. Must be synchronous.
 
     Args:
         pluginmanager: The plugin manager of the ``Fs`` being set up.
@@ -66,11 +64,10 @@ def ctxfs_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 def ctxfs_authorize(ctx: Context, op: Operation) -> FsError | Awaitable[FsError | None] | None:
     """Vote on an operation before anything is locked, read or written.
 
-    Every implementation runs and every awaitable is awaited; if any refused,
-    the call fails with that refusal and nothing else happens. Return None to
-    allow; to refuse, return (or raise, which skips the remaining implementations)
-    an :class:`~ctxfs.core.errors.FsError`, usually ``Denied``, ``NotEnabled``,
-    ``CheckedOut`` or ``TooLarge``.
+    Every implementation runs; if any refused, the call fails with that refusal and
+    nothing else happens. Return None to allow; to refuse, return (or raise, which
+    skips the remaining implementations) an :class:`~ctxfs.core.errors.FsError`,
+    usually ``Denied``, ``NotEnabled``, ``CheckedOut`` or ``TooLarge``.
 
     Args:
         ctx: The execution context (owner, workspace) asking.
@@ -83,11 +80,11 @@ def ctxfs_authorize(ctx: Context, op: Operation) -> FsError | Awaitable[FsError 
 def ctxfs_mutation_lock(ctx: Context, op: Operation) -> AbstractAsyncContextManager[object] | None:
     """Return a lock to hold around the read-compare-write of a mutation, or None.
 
-    Called after authorization. The host enters every returned lock in call
-    order, leaves them in reverse, and runs ``ctxfs_check_version``, the store
-    write and ``ctxfs_committed`` inside them. A lock not acquired within its
-    bounded wait raises ``Busy`` (retryable) or ``CheckedOut``. Must return
-    synchronously; the lock itself is asynchronous.
+    Called after authorization, synchronously (the lock itself is asynchronous).
+    The host enters the locks in call order, leaves them in reverse, and runs
+    ``ctxfs_check_version``, the store write and ``ctxfs_committed`` inside them.
+    A lock not acquired within its bounded wait raises ``Busy`` (retryable) or
+    ``CheckedOut``.
 
     Args:
         ctx: The execution context asking.
@@ -102,10 +99,10 @@ def ctxfs_check_version(
 ) -> FsError | Awaitable[FsError | None] | None:
     """Vote on a mutation given the version the store holds now, under the locks.
 
-    Every implementation runs and every awaitable is awaited; any refusal
-    fails the call with nothing written. The file-context plugin refuses here
-    with ``NotObserved`` (the owner never saw this file, or for a whole-file
-    write saw only part of it) or ``Stale`` (the owner saw another version).
+    Every implementation runs; any refusal fails the call with nothing written.
+    The file-context plugin refuses here with ``NotObserved`` (the owner never saw
+    this file, or for a whole-file write saw only part of it) or ``Stale`` (the
+    owner saw another version).
 
     Args:
         ctx: The execution context asking.
@@ -119,9 +116,7 @@ def ctxfs_check_version(
 def ctxfs_observed(
     ctx: Context, path: str, version: Version, complete: bool
 ) -> Awaitable[None] | None:
-    """Learn that the owner of *ctx* has just seen *path* at *version*.
-
-    Called after every successful read.
+    """Learn that the owner of *ctx* has just seen *path* at *version* (every successful read).
 
     Args:
         ctx: The execution context that read.
@@ -138,15 +133,14 @@ def ctxfs_committed(
 ) -> Awaitable[None] | None:
     """Learn that a mutation has been stored; called under the mutation locks.
 
-    The file-context plugin records the owner's new observation first. A
-    mutation is either committed with its observation or not at all: if any
+    The file-context plugin records the owner's new observation first. If any
     implementation raises (the observation store failed, say) or the call is
-    cancelled meanwhile, the mutation is undone, still under the locks, and the
-    call fails with what was raised (the files as they were).
+    cancelled meanwhile, the mutation is undone under the locks and the call fails
+    with what was raised: a mutation is committed with its observation or not at all.
 
     A directory move reports a ``MOVE`` pair (leaving and arriving) for the
-    directory and for every entry below it, with *before* and *after* both
-    None: the files were not read, and their content did not change.
+    directory and every entry below it, with *before* and *after* None (no
+    content changed).
 
     Args:
         ctx: The execution context whose mutation it was.
@@ -168,9 +162,8 @@ def ctxfs_finished(
     """Learn how an operation ended: called once for every ``ctx.fs`` operation.
 
     Runs last, after the locks are released, for successes and failures alike
-    (policy refusals, invalid paths and store errors included); an exception
-    that is not an ``FsError`` is reported as ``BackendError`` and then
-    propagates. An audit ledger listens here.
+    (policy refusals, invalid paths and store errors included); an exception that
+    is not an ``FsError`` is reported as ``BackendError``, then propagates.
 
     Args:
         ctx: The execution context whose operation it was.
@@ -186,12 +179,11 @@ def ctxfs_finished(
 def ctxfs_hidden(
     ctx: Context, paths: Sequence[str]
 ) -> Collection[str] | Awaitable[Collection[str] | None] | None:
-    """Name the paths, among *paths*, to leave out of what *ctx* sees listed.
+    """Name the paths, among *paths*, to leave out of what *ctx* sees listed (None: none).
 
     Called for every listing (and so every walk of the search tools) with the
-    entries' paths and, for symbolic links, what they resolve to. An entry is
-    left out if any implementation names its path or its link's resolution.
-    Return None to hide nothing.
+    entries' paths and, for symbolic links, what they resolve to. An entry is left
+    out if any implementation names its path or its link's resolution.
 
     Args:
         ctx: The execution context listing.
@@ -208,11 +200,11 @@ def ctxfs_tool_exposure(
 
     Called once per step for every tool a toolset offers by exposure
     (``search_tools``, ``call_tool`` and provider tools follow the tools they serve).
-    Return ``"direct"``, ``"deferred"`` (found through ``search_tools``, run
-    through ``call_tool``), ``"hidden"``, or None for no opinion; any spelling
-    counts (``"Hidden"``). The most restrictive answer wins, so a plugin can hide
-    but never reveal. An implementation that raises, or answers anything else,
-    hides the tool for the step (logged; a call of it fails with the error).
+    Return ``"direct"``, ``"deferred"`` (found through ``search_tools``, run through
+    ``call_tool``), ``"hidden"``, or None for no opinion, in any case. The most
+    restrictive answer wins: a plugin can hide but never reveal. An implementation
+    that raises, or answers anything else, hides the tool for the step (logged; a
+    call of it fails with the error).
 
     Args:
         ctx: The execution context the tools are offered to.

@@ -1,8 +1,7 @@
 """In-process exclusion per key, shared by tasks and threads, with bounded waits.
 
-Acquisition tries without blocking and sleeps with a capped backoff until the
-deadline, so a cancelled waiter never leaves an acquisition behind. After ``fork``
-the child starts with no lock held.
+Acquisition tries without blocking and sleeps with a capped backoff until the deadline,
+so a cancelled waiter leaves no acquisition behind. A forked child holds no lock.
 """
 
 from __future__ import annotations

@@ -40,6 +40,10 @@ class _File:
     version: Version
     mtime: float
 
+    @classmethod
+    def of(cls, data: bytes) -> _File:
+        return cls(data=bytes(data), version=content_version(data), mtime=time.time())
+
 
 @dataclass
 class MemoryStore:
@@ -154,12 +158,13 @@ class MemoryBackend(Backend):
         for change in self.faults._take_changes(path):
             self._force(path, change)
         with self.store.lock:
-            self._check_writable(path)
+            if path in self.store.directories:
+                raise IsADirectory(f"{path or 'the root'} is a directory", path=path)
+            self._check_parents(path)
             existing = self.store.files.get(path)
             check_expect(path, expect, existing.version if existing is not None else None)
             self._make_parents(path)
-            stored = _File(data=bytes(data), version=content_version(data), mtime=time.time())
-            self.store.files[path] = stored
+            stored = self.store.files[path] = _File.of(data)
             return stored.version
 
     async def _delete(self, path: str, expect: Version | None) -> None:
@@ -179,18 +184,14 @@ class MemoryBackend(Backend):
     async def _list(self, path: str) -> list[Stat]:
         await self._enter("list", path)
         with self.store.lock:
-            if path not in self.store.directories:
-                self._stat_locked(path)  # raises NotFound or NotADirectory
-                raise NotADirectory(f"{path} is not a directory", path=path)
+            self._check_directory(path)
             return [self._stat_locked(child) for child in self._children(path)]
 
     async def _move_directory(self, source: str, destination: str) -> None:
         """Rename directory *source* to *destination* under the store lock: at once."""
         await self._enter("move_directory", source)
         with self.store.lock:
-            if source not in self.store.directories:
-                self._stat_locked(source)  # raises NotFound or NotADirectory
-                raise NotADirectory(f"{source} is not a directory", path=source)
+            self._check_directory(source)
             if destination in self.store.directories or destination in self.store.files:
                 raise AlreadyExists(f"{destination} already exists", path=destination)
             self._check_parents(destination)
@@ -225,6 +226,11 @@ class MemoryBackend(Backend):
             version=file.version,
         )
 
+    def _check_directory(self, path: str) -> None:
+        if path not in self.store.directories:
+            self._stat_locked(path)  # raises NotFound or NotADirectory
+            raise NotADirectory(f"{path} is not a directory", path=path)
+
     def _file(self, path: str) -> _File:
         file = self.store.files.get(path)
         if file is not None:
@@ -240,11 +246,6 @@ class MemoryBackend(Backend):
             parent = parent.rpartition("/")[0]
             if parent in self.store.files:
                 raise NotADirectory(f"{parent} is a file, not a directory", path=path)
-
-    def _check_writable(self, path: str) -> None:
-        if path in self.store.directories:
-            raise IsADirectory(f"{path or 'the root'} is a directory", path=path)
-        self._check_parents(path)
 
     def _make_parents(self, path: str) -> None:
         parent = path.rpartition("/")[0]
@@ -267,9 +268,7 @@ class MemoryBackend(Backend):
                 self.store.files.pop(path, None)
             else:
                 self._make_parents(path)
-                self.store.files[path] = _File(
-                    data=data, version=content_version(data), mtime=time.time()
-                )
+                self.store.files[path] = _File.of(data)
 
     def __repr__(self) -> str:
         return f"MemoryBackend(files={len(self.store.files)})"

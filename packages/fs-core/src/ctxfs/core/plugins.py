@@ -1,12 +1,10 @@
 """Plugin managers: one per ``Fs``, built-in plugins first, then entry points, then yours.
 
 Set ``CTXFS_DISABLE_PLUGINS`` to a comma-separated list of plugin names (entry
-point names, or the names given at registration) to keep them from loading:
-a blocked entry point is never imported.
-
-The guard (the file-context plugin, registered as :data:`FILE_CONTEXT_PLUGIN`)
-is asked by :class:`PluginHost` itself, never through pluggy: blocking or
-unregistering it, or wrapping its hooks, takes nothing away from it.
+point names, or the names given at registration) to keep them from loading: a
+blocked entry point is never imported. The guard (the file-context plugin,
+:data:`FILE_CONTEXT_PLUGIN`) is asked by :class:`PluginHost` itself, never through
+pluggy: blocking or unregistering it, or wrapping its hooks, takes nothing from it.
 """
 
 from __future__ import annotations
@@ -53,12 +51,10 @@ def create_plugin_manager(
 ) -> pluggy.PluginManager:
     """Return a new plugin manager with every plugin registered and validated.
 
-    Order: the hook specifications (and, through ``ctxfs_addhooks``, those other
-    packages add as their plugins register); the *builtin* plugins as
-    ``(plugin, name)`` pairs; the names listed in ``CTXFS_DISABLE_PLUGINS`` are
-    blocked; entry points of group ``ctxfs.plugins`` are loaded (unless
-    *load_entrypoints* is false); then *plugins*. Finally every implementation
-    is checked against a specification.
+    In order: the hook specifications (and, through ``ctxfs_addhooks``, those other
+    packages add); the *builtin* ``(plugin, name)`` pairs; the names in
+    ``CTXFS_DISABLE_PLUGINS`` blocked; the ``ctxfs.plugins`` entry points (if
+    *load_entrypoints*); *plugins*. Then every implementation is checked.
 
     Raises:
         pluggy.PluginValidationError: A plugin implements a hook no specification
@@ -70,7 +66,8 @@ def create_plugin_manager(
     manager.hook.ctxfs_addhooks.call_historic(kwargs={"pluginmanager": manager})
     for plugin, name in builtin:
         manager.register(plugin, name=name)
-    for name in blocked_plugin_names():
+    blocked = (name.strip() for name in os.environ.get(DISABLE_ENV, "").split(","))
+    for name in filter(None, blocked):
         manager.set_blocked(name)
     if load_entrypoints:
         manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
@@ -80,26 +77,17 @@ def create_plugin_manager(
     return manager
 
 
-def blocked_plugin_names() -> list[str]:
-    """Return the plugin names listed in ``CTXFS_DISABLE_PLUGINS``."""
-    return [name.strip() for name in os.environ.get(DISABLE_ENV, "").split(",") if name.strip()]
-
-
 async def resolve(results: Sequence[T | Awaitable[T]]) -> list[T]:
     """Await every awaitable among hook *results*, in order, and return the values."""
     return [await result if inspect.isawaitable(result) else result for result in results]
 
 
 class PluginHost:
-    """Typed calls into the hooks of one plugin manager.
-
-    The host awaits what implementations return and applies the rule of each
-    hook ("any refusal wins"), so callers never touch ``manager.hook`` directly.
+    """Typed calls into the hooks of one plugin manager, each hook's rule applied.
 
     The *guard* (the file-context plugin) is registered as a plugin, but the host
-    asks it itself, first, and every other plugin through pluggy: no other
-    plugin (a hook wrapper, say) can drop its vote or its lock, and taking it
-    out of the plugin manager takes nothing away from the host.
+    asks it itself, first, and every other plugin through pluggy: no other plugin
+    (a hook wrapper, say) can drop its vote or its lock.
     """
 
     def __init__(self, manager: pluggy.PluginManager, *, guard: FileContextPlugin) -> None:
@@ -113,18 +101,11 @@ class PluginHost:
 
     @property
     def asks_tool_exposure(self) -> bool:
-        """Whether any plugin implements ``ctxfs_tool_exposure``.
-
-        If none does, a toolset's offer is its configuration's alone: it can be
-        worked out once.
-        """
+        """Whether any plugin implements ``ctxfs_tool_exposure`` (else an offer is fixed)."""
         return bool(self.manager.hook.ctxfs_tool_exposure.get_hookimpls())
 
     async def tool_exposure(self, ctx: Context, tool: str, *, writes: bool) -> list[object]:
-        """Every ``ctxfs_tool_exposure`` answer for *tool*, awaited (None: no opinion).
-
-        The answers are returned as given; the toolset validates them.
-        """
+        """Every ``ctxfs_tool_exposure`` answer for *tool*, awaited, as given (None: no opinion)."""
         hook = self.manager.hook.ctxfs_tool_exposure
         return await resolve(hook(ctx=ctx, tool=tool, writes=writes))
 
@@ -139,8 +120,7 @@ class PluginHost:
         if not paths or not hook.get_hookimpls():
             return set()
         named: set[str] = set()
-        for answer in await resolve(hook(ctx=ctx, paths=paths)):
-            named.update(answer or ())
+        named.update(*(answer or () for answer in await resolve(hook(ctx=ctx, paths=paths))))
         return named
 
     async def authorize(self, ctx: Context, op: Operation) -> None:
@@ -159,8 +139,8 @@ class PluginHost:
     ) -> Observation | None:
         """Raise the first refusal any ``ctxfs_check_version`` implementation gives.
 
-        The guard votes first. Returns what the owner had seen of the file (the
-        guard's observation), for an undone change to put back.
+        The guard votes first; its observation (what the owner had seen) is returned,
+        for an undone change to put back.
         """
         guard, seen = await self.guard.check(ctx.owner, op, current)
         votes = self._check_version(ctx=ctx, op=op, current=current)
@@ -190,8 +170,7 @@ class PluginHost:
             total_lines=total_lines,
             path=op.path,
         )
-        hook = self._observed
-        await resolve(hook(ctx=ctx, path=op.path, version=version, complete=complete))
+        await resolve(self._observed(ctx=ctx, path=op.path, version=version, complete=complete))
 
     async def finished(
         self,
@@ -215,10 +194,9 @@ class PluginHost:
     async def moved(self, ctx: Context, moves: Sequence[tuple[Operation, Operation]]) -> None:
         """Tell every observer that a directory move carried each ``(leaving, arriving)`` pair.
 
-        Called under the locks, once the directory has moved. The guard carries
-        the owner's observations from each leaving key to the arriving one; other
-        observers learn of every operation through ``ctxfs_committed``, with no
-        versions (the files were not read: their content did not change).
+        Called under the locks, once moved. The guard carries the owner's observations
+        to the arriving keys; the others learn of each operation through
+        ``ctxfs_committed``, without versions (no content changed).
         """
         await self.guard.follow(ctx.owner, moves)
         for pair in moves:

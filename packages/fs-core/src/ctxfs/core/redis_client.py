@@ -1,7 +1,4 @@
-"""The Redis client a shared store uses: opening it, and its errors as ctxfs errors.
-
-The observation store and the session store use it alike (``ctxfs-core[redis]``).
-"""
+"""The Redis client of a shared store (observations, sessions; ``ctxfs-core[redis]``)."""
 
 from __future__ import annotations
 

@@ -28,14 +28,13 @@ BackendFactory = Callable[..., Backend]
 def open_fs(url_or_path: str | os.PathLike[str], /, **options: Any) -> Fs:
     """Open the store at *url_or_path* and return an :class:`Fs` over it.
 
-    ``"memory://"`` is a private in-memory store; ``"memory://name"`` one shared
-    by name within the process. A plain path or ``file://`` URL is local disk
-    (ctxfs-local); ``s3://bucket/prefix``, ``gs://``, ``az://`` and ``sftp://``
-    come with ctxfs-remote's extras, and ``fsspec+<protocol>://`` opens any
-    fsspec filesystem. A scheme ``family+name`` falls back to the factory of
-    ``family``. The :class:`~ctxfs.core.fs.FsOptions` among *options*
-    (``plugins``, ``load_entrypoints``, ``lock_timeout``, ``text_options``) go
-    to :class:`Fs`; the others to the backend.
+    ``"memory://"`` is a private in-memory store, ``"memory://name"`` one shared by
+    name within the process. A plain path or ``file://`` URL is local disk
+    (ctxfs-local); ``s3://bucket/prefix``, ``gs://``, ``az://`` and ``sftp://`` come
+    with ctxfs-remote's extras, and ``fsspec+<protocol>://`` opens any fsspec
+    filesystem (a scheme ``family+name`` falls back to ``family``'s factory). The
+    :class:`~ctxfs.core.fs.FsOptions` among *options* go to :class:`Fs`; the others
+    to the backend.
 
     Raises:
         InvalidArgument: No installed package provides the scheme, or the

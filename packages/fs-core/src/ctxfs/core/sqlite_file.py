@@ -1,8 +1,8 @@
-"""A SQLite file a shared store keeps its entries in: the connections, threads and errors.
+"""The SQLite file of a shared store (observations, sessions): connections, threads, errors.
 
-The observation store and the session store use it alike: a call runs on the
-event loop when the file is free at once, else waits in a worker thread; SQLite's
-errors become ``Busy`` and ``Unavailable``; a connection that failed is opened again.
+A call runs on the event loop when the file is free at once, else waits in a worker
+thread; SQLite's errors become ``Busy`` and ``Unavailable``; a failed connection is
+opened again.
 """
 
 from __future__ import annotations
@@ -77,11 +77,10 @@ class SqliteFile:
             return call(db)
 
     async def run(self, call: Callable[[sqlite3.Connection], T], *, off_loop: bool = False) -> T:
-        """``call(db)``, on the loop if the file is free at once (and not *off_loop*).
+        """``call(db)``: on the loop if the file is free now (unless *off_loop*), else in a thread.
 
-        Else it runs in a worker thread, waiting for the file. *call* makes its own
-        transaction (``BEGIN IMMEDIATE`` to write); it may run twice (a connection
-        SQLite opened read-only is opened again), never half.
+        *call* makes its own transaction (``BEGIN IMMEDIATE`` to write); it may run
+        twice (a connection SQLite opened read-only is opened again), never half.
 
         Raises:
             Unavailable: The file cannot be used.
@@ -136,8 +135,8 @@ class SqliteFile:
     ) -> Iterator[sqlite3.Connection]:
         """*connection*'s database, SQLite's errors as ctxfs errors (``_Locked`` if *at_once*).
 
-        After any other error the connection is opened again at its next use (SQLite
-        keeps a file it could not write read-only for good). A read-only refusal is
+        After another error the connection is opened again at its next use (SQLite keeps
+        a file it could not write read-only for good); a read-only refusal is
         ``_ReadOnly`` unless this is the *last* attempt.
         """
         try:
@@ -189,7 +188,7 @@ class _Connection:
         self.closed = False
 
     def usable(self) -> sqlite3.Connection:
-        """The connection, opened again if it failed (the file set up anew if it was replaced).
+        """The connection, opened (and the file set up) again if it failed.
 
         Raises:
             sqlite3.ProgrammingError: The store was closed.

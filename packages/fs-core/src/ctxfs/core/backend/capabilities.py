@@ -54,9 +54,8 @@ class Capabilities:
     line_search: bool = False
     """Whether :meth:`Backend.search_lines` has an engine of its own (else it is not called)."""
     kept_versions: bool = False
-    """Whether the store keeps a file's earlier versions itself (a versioned bucket), so that
-    :meth:`Backend.read_version` reads them back: the session memory then keeps a reference
-    (the path) instead of a copy of each version an owner saw."""
+    """Whether the store keeps a file's earlier versions (a versioned bucket) for
+    :meth:`Backend.read_version`: the session memory then keeps no copy of them."""
 
     def check_size(self, path: str, data: bytes) -> None:
         """Refuse *data* for *path* where it is more than one conditional write carries.

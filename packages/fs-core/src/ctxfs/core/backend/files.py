@@ -65,9 +65,8 @@ class Blob:
 class Listing(builtins.list[Stat]):
     """A directory's entries, as :meth:`Backend.list` returns them: a list of :class:`Stat`.
 
-    :attr:`unnamed` holds what the store reported that no path can name (an
-    object key with an empty, ``.`` or ``..`` segment, planted by another
-    writer): left out of the list, but not out of sight.
+    :attr:`unnamed` holds what the store reported that no path can name (an object
+    key with an empty, ``.`` or ``..`` segment): left out of the list, not out of sight.
     """
 
     def __init__(self, entries: Iterable[Stat] = (), *, unnamed: tuple[str, ...] = ()) -> None:
@@ -76,11 +75,7 @@ class Listing(builtins.list[Stat]):
 
     @classmethod
     def of(cls, directory: str, entries: Iterable[Stat]) -> Listing:
-        """The listing of *directory* from a store's *entries*, by :meth:`Backend.list`'s rules.
-
-        Sorted by name; reserved names left out; entries no path can name
-        counted in :attr:`unnamed` (and logged).
-        """
+        """The listing of *directory* from a store's *entries*, by :meth:`Backend.list`'s rules."""
         kept, unnamed = [], []
         for entry in entries:
             if not _names_an_entry_of(directory, entry):
@@ -139,8 +134,7 @@ class Location:
 def _names_an_entry_of(directory: str, entry: Stat) -> bool:
     """Whether *entry* is a child of *directory* whose name is a segment (not empty, . or ..).
 
-    Names a path check refuses for other reasons (a control character) are kept:
-    a local directory may hold them, and tools show them escaped.
+    Names refused for other reasons (a control character) are kept: tools show them escaped.
     """
     name = entry.name
     return name not in ("", ".", "..") and entry.path == (

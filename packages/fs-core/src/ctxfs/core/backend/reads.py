@@ -37,10 +37,7 @@ class ReadRequest:
         return data if self.whole else data[self.start : self.end]
 
     def check(self, path: str | None, *, size: int) -> None:
-        """Refuse a file of *size* bytes that exceeds :attr:`max_size` (``TooLarge``).
-
-        *path* names the file in the error (None: a driver's error, named later).
-        """
+        """Refuse *size* bytes over :attr:`max_size` (``TooLarge``, naming *path* if not None)."""
         if self.max_size is not None and size > self.max_size:
             raise TooLarge(
                 f"{path or 'the object'} holds {size} bytes, "
@@ -51,11 +48,10 @@ class ReadRequest:
 
 
 class ReadStream:
-    """The content of one file as a sequence of chunks, and the version it makes up.
+    """One file's content as chunks (iterate once with ``async for``), and its version.
 
-    Iterate it once with ``async for``. Stores with their own version token know
-    :attr:`version` at open; otherwise it is the hash of the chunks and becomes
-    available once iteration has finished.
+    :attr:`version` is the store's token, known at open, or else the hash of the
+    chunks, known once iteration has finished.
     """
 
     def __init__(

@@ -35,8 +35,8 @@ class FileSearch:
     seconds: float | None = None
     """Stop after this long; the answer then covers what was searched (``complete`` False)."""
     found_so_far: Callable[[int], None] | None = field(default=None, compare=False)
-    """Told, from any thread, how many files the engine has found so far (holding a
-    match, or listed), as it goes; for the progress of a long search."""
+    """Told, from any thread, how many files the engine has found so far (the progress
+    of a long search)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,8 +64,8 @@ class LineSearch:
 class CutLine(str):
     """A line too long to give whole: the part of it around its first match.
 
-    The string is the part given, at most a few times :attr:`LineSearch.cut_chars`
-    on either side of the match; positions are in characters, within the line.
+    At most a few times :attr:`LineSearch.cut_chars` on either side of the match;
+    positions are in characters, within the line.
     """
 
     start: int

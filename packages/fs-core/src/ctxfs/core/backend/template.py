@@ -31,21 +31,18 @@ __all__ = ["Backend"]
 class Backend(AsyncResource):
     """A store of files under one root, as a template.
 
-    A backend declares :attr:`capabilities` as plain data (:class:`Capabilities`):
-    what it guarantees, and which optional engines core may call
-    (``tree_listing``: :meth:`_list_tree`; ``file_search``: :meth:`search_files`;
-    ``line_search``: :meth:`search_lines`; ``directory_moves``:
-    :meth:`_move_directory`; ``kept_versions``: :meth:`_read_version`). Core
-    calls an optional engine only where it is declared, whatever a subclass
-    overrides.
+    :attr:`capabilities` declares, as data, what the backend guarantees and which
+    optional engines core may call (``tree_listing``: :meth:`_list_tree`;
+    ``file_search``: :meth:`search_files`; ``line_search``: :meth:`search_lines`;
+    ``directory_moves``: :meth:`_move_directory`; ``kept_versions``:
+    :meth:`_read_version`): only those declared, whatever a subclass overrides.
 
     The public methods check paths (canonical, no reserved name, not the root
     where a file is meant), ranges, sizes and pinned versions, then call the
-    primitives a backend implements (the ``_`` methods), which receive canonical
-    paths only. Every method is a coroutine except the ``open_*`` context
-    managers and :meth:`lock`, and raises :class:`~ctxfs.core.errors.FsError`
-    subclasses only: a store's exceptions are translated at this boundary.
-    ``async with backend:`` closes it.
+    primitives (the ``_`` methods), which receive canonical paths only. Every
+    method is a coroutine except the ``open_*`` context managers and :meth:`lock`,
+    and raises :class:`~ctxfs.core.errors.FsError` subclasses only: a store's
+    exceptions are translated at this boundary. ``async with backend:`` closes it.
     """
 
     @property
@@ -128,10 +125,8 @@ class Backend(AsyncResource):
     async def read_version(self, path: str, version: Version) -> bytes | None:
         """The whole content *path* had at *version*, read back from the store's own history.
 
-        None where the store no longer keeps that version (or never did: always
-        None unless :attr:`Capabilities.kept_versions`); whatever the file holds now
-        does not matter. Called by the session memory for a version an owner read
-        whole or wrote, when a diff or an undo needs it.
+        None where the store no longer keeps that version (always, unless
+        :attr:`Capabilities.kept_versions`); what the file holds now does not matter.
 
         Raises:
             IsADirectory: *path* is the root.
@@ -264,12 +259,8 @@ class Backend(AsyncResource):
         if listed is None:
             return None
         tree = Listing.tree(path, listed)
-        if (
-            not tree
-            and not tree.unnamed
-            and path
-            and (await self._stat(path)).kind is not FileKind.DIRECTORY
-        ):
+        empty = not tree and not tree.unnamed
+        if empty and path and (await self._stat(path)).kind is not FileKind.DIRECTORY:
             raise NotADirectory(f"{path} is a file, not a directory", path=path)
         return tree
 
@@ -340,10 +331,10 @@ class Backend(AsyncResource):
     async def _read(self, path: str, request: ReadRequest) -> Blob:
         """Read canonical file *path* as *request* asks.
 
-        Refuse ``request.max_size`` before fetching where the store can, and pin
-        ``request.version`` where it can (the template checks both afterwards).
-        A directory is ``IsADirectory`` where the store has real ones; elsewhere
-        ``NotFound``, and the template tells a prefix from a missing file.
+        Refuse ``request.max_size`` before fetching, and pin ``request.version``,
+        where the store can (the template checks both afterwards). A directory is
+        ``IsADirectory`` where the store has real ones, else ``NotFound`` (the
+        template tells a prefix from a missing file).
         """
 
     async def _read_version(self, path: str, version: Version) -> bytes | None:
@@ -395,10 +386,9 @@ class Backend(AsyncResource):
         return None
 
     async def _move_directory(self, source: str, destination: str) -> None:
-        """Rename canonical directory *source* to *destination*, as :meth:`move_directory` says.
+        """Rename directory *source* to *destination*, as :meth:`move_directory` says.
 
-        Called only where :attr:`Capabilities.directory_moves` is True, with
-        checked paths.
+        Called only where :attr:`Capabilities.directory_moves` is True, with checked paths.
         """
         del destination
         raise _no_directory_moves(self.capabilities, source)
@@ -417,10 +407,9 @@ class Backend(AsyncResource):
 
     @asynccontextmanager
     async def _open_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
-        """Read canonical file *path* for an update.
+        """Read canonical file *path* for an update: by default a :class:`ConditionalUpdate`.
 
-        The default is a :class:`ConditionalUpdate` over the version read;
-        backends with a lock of their own may hold it from the read to the change.
+        A backend with a lock of its own may hold it from the read to the change.
         """
         try:
             current: Blob | None = await self._read(path, request)

@@ -1,11 +1,7 @@
 """The read-compare-write of one file: :class:`Update`, the routine every store shares.
 
-:meth:`Backend.open_update <ctxfs.core.backend.Backend.open_update>` reads the
-file (under the store's lock, where it has one) and yields an :class:`Update`.
-Its :meth:`~Update.write`, :meth:`~Update.delete`, :meth:`~Update.move` and
-:meth:`~Update.undo` are one routine for every store, written once here; a
-store supplies two primitives, :meth:`~Update._put` and :meth:`~Update._remove`
-(and, where it renames, :meth:`~Update._move` and :meth:`~Update._undo_move`).
+A store supplies two primitives, :meth:`~Update._put` and :meth:`~Update._remove`
+(and, where it renames, :meth:`~Update._move` and :meth:`~Update._undo_move`);
 :class:`ConditionalUpdate` supplies them through the store's compare-and-swap.
 """
 
@@ -29,12 +25,10 @@ __all__ = ["ConditionalUpdate", "Update", "check_expect", "missing_file"]
 class Update:
     """A file read for a read-compare-write, as :meth:`Backend.open_update` yields it.
 
-    :attr:`current` is what the file held when the update opened (None: it did
-    not exist). :meth:`write` and :meth:`delete` then succeed only if the file
-    is still in that state, as far as :attr:`Capabilities.cas_scope` reaches, so
-    the one read serves both the caller's check and the store's condition.
-    Each change runs to its end once begun, a cancellation notwithstanding (it
-    is delivered after), so the caller always knows what the store holds.
+    Its changes succeed only if the file is still as read (:attr:`current`), as far
+    as :attr:`Capabilities.cas_scope` reaches. Each change runs to its end once
+    begun, a cancellation being delivered after, so the caller always knows what
+    the store holds.
     """
 
     def __init__(self, backend: Backend, path: str, current: Blob | None) -> None:
@@ -133,20 +127,16 @@ class Update:
             await self._undo_move(self.moved_to, written)
 
     async def missing(self) -> FsError:
-        """The error for a file that was not there when read.
-
-        ``NotFound``, or ``IsADirectory`` where a directory (an object-store
-        prefix) stands at the path.
-        """
+        """The error for a file missing when read: ``NotFound``, or ``IsADirectory`` (a prefix)."""
         return await missing_file(self.backend, self.path)
 
     # -- the store's primitives ---------------------------------------------------------------
 
     async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
-        """Store *data* at the path, which holds version *was* (None: nothing); return its version.
+        """Store *data* over version *was* (None: no file) and return its version.
 
-        Refuse (``Stale``, ``AlreadyExists``) where the file is no longer so, as
-        far as the store's condition or lock reaches. *mode*: see :meth:`write`.
+        ``Stale`` or ``AlreadyExists`` where the file is no longer so, as far as the
+        store's condition or lock reaches. *mode*: see :meth:`write`.
         """
         raise NotImplementedError  # pragma: no cover - every Update subclass has its own
 
@@ -204,9 +194,8 @@ class ConditionalUpdate(Update):
 def check_expect(
     path: str, expect: Expect, current: Version | Callable[[], Version] | None
 ) -> None:
-    """Refuse a write whose precondition *expect* the file's *current* state fails.
+    """Refuse a write whose *expect* the file's *current* state fails (under the store's lock).
 
-    For backends that compare versions themselves, under their own lock.
     *current* is the file's version, a function computing it (called only when
     *expect* is a version), or None when the file does not exist.
 
@@ -230,8 +219,7 @@ def check_expect(
 async def missing_file(backend: Backend, path: str, missing: NotFound | None = None) -> FsError:
     """The error for a file that read as *missing*: ``IsADirectory`` where it is a prefix.
 
-    Stores without real directories read a prefix as missing; the stat that
-    tells the two apart is paid only by a read that failed.
+    The stat that tells them apart is paid only by a failed read, on a store without directories.
     """
     if not backend.capabilities.real_directories:
         try:

@@ -25,11 +25,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_OBSERVATIONS: Final = 100_000
-"""Observations the in-process store keeps (about 300 bytes each, 30 MB in all) before
-forgetting those of the owner least recently active."""
+"""Observations the in-process store keeps in all (about 30 MB)."""
 DEFAULT_MAX_PER_OWNER: Final = 10_000
-"""Observations the in-process store keeps for one owner before forgetting that owner's
-least recently used: no one owner fills the store."""
+"""Observations the in-process store keeps for one owner: no one owner fills the store."""
 DEFAULT_MAX_AGE: Final = 7 * 24 * 3600.0
 """Seconds an observation lasts in a shared store without being renewed."""
 
@@ -89,9 +87,9 @@ class Observation:
 class ObservationStore(ABC):
     """The port: observations by (owner, file key).
 
-    Implementations make :meth:`update` atomic against every other user of the
-    store, never block the event loop for long, and raise ``Unavailable`` (or
-    ``Busy``) rather than guess.
+    :meth:`update` is atomic against every other user of the store; no call blocks
+    the event loop for long, and a store raises ``Unavailable`` (or ``Busy``) rather
+    than guess.
     """
 
     @abstractmethod
@@ -105,13 +103,11 @@ class ObservationStore(ABC):
 
     @abstractmethod
     async def owned(self, owner: str) -> dict[str, Observation]:
-        """Every file key *owner* has an observation of, with it (the store's current answers).
+        """Every file key *owner* has an observation of, with it (empty for an unknown owner).
 
-        Empty for an owner the store knows nothing of. Entries past a shared store's
-        ``max_age`` and damaged ones are left out. A stored key that is not UTF-8
-        comes back as :func:`stored_text` gives it (as ``os.fsdecode`` would): that
-        key's :meth:`get` answers the same. A read, not a snapshot: updates made
-        meanwhile may or may not show.
+        Entries past a shared store's ``max_age`` and damaged ones are left out. A key
+        that is not UTF-8 comes back as :func:`stored_text` gives it (its :meth:`get`
+        answers the same). A read, not a snapshot: concurrent updates may or may not show.
 
         Raises:
             Unavailable: The store cannot be reached or read.
@@ -134,8 +130,7 @@ class ObservationStore(ABC):
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
         """Make *observation* what *owner* saw of *key* (None forgets it), whatever it was.
 
-        An :meth:`update` that needs not read the entry; the default is one, and a
-        store may do it in a single write.
+        An :meth:`update` that needs not read the entry (a store may do it in one write).
 
         Raises:
             Unavailable: The store cannot be reached or written.
@@ -147,7 +142,7 @@ class ObservationStore(ABC):
     async def forget_owner(self, owner: str) -> None:  # noqa: B027 - see the docstring
         """Forget everything *owner* saw (an owner that ended: an MCP session, an agent run).
 
-        The default does nothing: the entries expire or are evicted alone.
+        The default does nothing: the entries expire or are evicted.
 
         Raises:
             Unavailable: The store cannot be reached or written.
@@ -159,10 +154,7 @@ class ObservationStore(ABC):
 
 
 def stored_bytes(text: str) -> bytes:
-    """*text* (an owner, a file key) as the bytes a shared store keeps.
-
-    Names that are not UTF-8 (``os.fsdecode``'s escapes) keep their identity.
-    """
+    """*text* (an owner, a file key) as the bytes a shared store keeps, escapes kept."""
     try:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # other lone surrogates (an owner can be any string)
@@ -170,10 +162,9 @@ def stored_bytes(text: str) -> bytes:
 
 
 def stored_text(raw: bytes) -> str:
-    """The text (a file key) a shared store keeps as *raw*: ``stored_bytes`` undone.
+    """The text a shared store keeps as *raw*: ``stored_bytes(stored_text(raw)) == raw``.
 
-    Bytes that are not UTF-8 come back as ``os.fsdecode``'s escapes, so that
-    ``stored_bytes(stored_text(raw)) == raw`` always.
+    Bytes that are not UTF-8 come back as ``os.fsdecode``'s escapes.
     """
     return raw.decode("utf-8", "surrogateescape")
 

@@ -20,7 +20,7 @@ class MemoryObservations(ObservationStore):
     """Observations in this process only, bounded in all and per owner.
 
     Beyond *max_per_owner*, an owner's least recently used are forgotten; beyond
-    *max_observations*, the least recently active owner loses its oldest first.
+    *max_observations*, the least recently active owner's.
 
     Raises:
         ValueError: A bound is not a positive number.

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Final
 
 import anyio
 
-from ctxfs.core.errors import Busy, Unavailable
+from ctxfs.core.errors import Busy
 from ctxfs.core.observations.base import (
     DEFAULT_MAX_AGE,
     Change,
@@ -63,52 +65,31 @@ class RedisObservations(ObservationStore):
 
     async def get(self, owner: str, key: str) -> Observation | None:
         """See :meth:`ObservationStore.get`."""
-        _require_asyncio()
-        try:
+        with self._errors():
             return Observation.stored(await self._client.get(self._name(owner, key)))
-        except RedisError as error:
-            raise self._unavailable(error) from error
 
     async def owned(self, owner: str) -> dict[str, Observation]:
-        """See :meth:`ObservationStore.owned`: the owner's keys, found by ``SCAN``, then ``MGET``.
+        """See :meth:`ObservationStore.owned`: each ``SCAN`` step's keys read by one ``MGET``.
 
-        No index of an owner's keys is kept, so ``SCAN`` walks the whole database in
-        steps of ``COUNT`` 1000, with ``MATCH`` on the owner's start (never ``KEYS``,
-        which would hold the server up); each step's keys are read by one ``MGET``.
-        Redis drops expired entries itself; one that expires or is forgotten between
-        the two is left out, and so is a damaged one.
+        No index of an owner's keys is kept: ``SCAN`` walks the database (never ``KEYS``,
+        which would hold the server up). An entry that expires or is forgotten in between
+        is left out, as is a damaged one.
         """
-        _require_asyncio()
-        start = self._name(owner, "")
-        pattern = _glob_escaped(start) + b"*"
+        start = len(self._name(owner, ""))
         owned: dict[str, Observation] = {}
-
-        async def read(names: list[bytes]) -> None:
-            for name, text in zip(names, await self._client.mget(names), strict=True):
-                observation = Observation.stored(text)
-                if observation is not None:
-                    owned[stored_text(name[len(start) :])] = observation
-
-        try:
-            batch: list[bytes] = []
-            async for name in self._client.scan_iter(match=pattern, count=_BATCH):
-                batch.append(name)
-                if len(batch) >= _BATCH:
-                    await read(batch)
-                    batch = []
-            if batch:
-                await read(batch)
-        except RedisError as error:
-            raise self._unavailable(error) from error
+        with self._errors():
+            async for names in self._scanned(owner):
+                for name, text in zip(names, await self._client.mget(names), strict=True):
+                    observation = Observation.stored(text)
+                    if observation is not None:
+                        owned[stored_text(name[start:])] = observation
         return owned
 
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`: ``WATCH``, read, ``MULTI``/``EXEC``, retried."""
-        _require_asyncio()
         name = self._name(owner, key)
-        expiry = max(1, round(self.max_age * 1000))
         deadline = anyio.current_time() + _CONFLICT_SECONDS
-        try:
+        with self._errors():
             async with self._client.pipeline(transaction=True) as pipe:
                 while True:
                     try:
@@ -118,7 +99,7 @@ class RedisObservations(ObservationStore):
                         if observation is None:
                             pipe.delete(name)
                         else:
-                            pipe.set(name, observation.encode(), px=expiry)
+                            pipe.set(name, observation.encode(), px=self._expiry)
                         await pipe.execute()
                     except WatchError:
                         if anyio.current_time() > deadline:
@@ -128,37 +109,21 @@ class RedisObservations(ObservationStore):
                             ) from None
                     else:
                         return
-        except RedisError as error:
-            raise self._unavailable(error) from error
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
         """See :meth:`ObservationStore.put`: one ``SET`` (or ``DEL``)."""
-        _require_asyncio()
         name = self._name(owner, key)
-        try:
+        with self._errors():
             if observation is None:
                 await self._client.delete(name)
             else:
-                expiry = max(1, round(self.max_age * 1000))
-                await self._client.set(name, observation.encode(), px=expiry)
-        except RedisError as error:
-            raise self._unavailable(error) from error
+                await self._client.set(name, observation.encode(), px=self._expiry)
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`ObservationStore.forget_owner`: the owner's keys, found by ``SCAN``."""
-        _require_asyncio()
-        pattern = _glob_escaped(self._name(owner, "")) + b"*"
-        try:
-            batch: list[bytes] = []
-            async for name in self._client.scan_iter(match=pattern, count=_BATCH):
-                batch.append(name)
-                if len(batch) >= _BATCH:
-                    await self._client.unlink(*batch)
-                    batch.clear()
-            if batch:
-                await self._client.unlink(*batch)
-        except RedisError as error:
-            raise self._unavailable(error) from error
+        with self._errors():
+            async for names in self._scanned(owner):
+                await self._client.unlink(*names)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -169,8 +134,31 @@ class RedisObservations(ObservationStore):
         raw_owner = stored_bytes(owner)
         return b"%s%d:%s%s" % (self.prefix, len(raw_owner), raw_owner, stored_bytes(key))
 
-    def _unavailable(self, error: RedisError) -> Unavailable:
-        return unavailable(error, f"observation store {self!r}")
+    @property
+    def _expiry(self) -> int:
+        """*max_age* in milliseconds (``PX``), at least one."""
+        return max(1, round(self.max_age * 1000))
+
+    async def _scanned(self, owner: str) -> AsyncIterator[list[bytes]]:
+        """*owner*'s keys, found by ``SCAN`` (``COUNT`` ``_BATCH``), in batches of ``_BATCH``."""
+        pattern = _glob_escaped(self._name(owner, "")) + b"*"
+        batch: list[bytes] = []
+        async for name in self._client.scan_iter(match=pattern, count=_BATCH):
+            batch.append(name)
+            if len(batch) >= _BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Refuse a loop other than asyncio's, and make Redis's errors ``Unavailable``."""
+        require_asyncio("observations", "sqlite:/// observations")
+        try:
+            yield
+        except RedisError as error:
+            raise unavailable(error, f"observation store {self!r}") from error
 
     def __repr__(self) -> str:
         return f"RedisObservations({shown_url(self._url)!r})"
@@ -179,7 +167,3 @@ class RedisObservations(ObservationStore):
 def _glob_escaped(name: bytes) -> bytes:
     """*name* matched literally by a Redis ``MATCH`` pattern."""
     return bytes(b for byte in name for b in ((92, byte) if byte in b"*?[]\\^-" else (byte,)))
-
-
-def _require_asyncio() -> None:
-    require_asyncio("observations", "sqlite:/// observations")

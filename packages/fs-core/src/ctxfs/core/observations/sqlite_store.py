@@ -33,12 +33,11 @@ _SELECT: Final = "SELECT observation FROM observations WHERE owner = ? AND key =
 
 
 class SqliteObservations(ObservationStore):
-    """Observations in a SQLite file.
+    """Observations in a SQLite file, shared by the host's processes, surviving restarts.
 
-    Shared by the host's processes, surviving restarts. Each update is one
-    ``BEGIN IMMEDIATE`` transaction (write-ahead log). A call runs on the event
-    loop when the file is free at once, else waits in a worker thread. Entries
-    not renewed for *max_age* seconds are removed when the store is opened.
+    Each update is one ``BEGIN IMMEDIATE`` transaction (write-ahead log). A call runs
+    on the event loop when the file is free at once, else waits in a worker thread.
+    Entries not renewed for *max_age* seconds are removed when the store is opened.
 
     Raises:
         Unavailable: The file cannot be opened, or is not a SQLite database.
@@ -67,25 +66,23 @@ class SqliteObservations(ObservationStore):
 
     async def get(self, owner: str, key: str) -> Observation | None:
         """See :meth:`ObservationStore.get`."""
-        return await self._file.run(partial(_get, (stored_bytes(owner), stored_bytes(key))))
+        return await self._file.run(partial(_get, _entry(owner, key)))
 
     async def owned(self, owner: str) -> dict[str, Observation]:
-        """See :meth:`ObservationStore.owned`: one ``SELECT``, in a worker thread.
+        """See :meth:`ObservationStore.owned`: one ``SELECT``, in a worker thread (it may be long).
 
-        (An owner may have many entries.) Entries not renewed for *max_age* seconds
-        are left out, though the file keeps them until it is opened again.
+        Entries not renewed for *max_age* seconds are left out (the file keeps them until reopened).
         """
         since = time.time() - self.max_age
         return await self._file.run(partial(_owned, stored_bytes(owner), since), off_loop=True)
 
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`: one ``BEGIN IMMEDIATE`` transaction."""
-        await self._file.run(partial(_update, (stored_bytes(owner), stored_bytes(key)), change))
+        await self._file.run(partial(_update, _entry(owner, key), change))
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
         """See :meth:`ObservationStore.put`: one statement."""
-        call = partial(_put, (stored_bytes(owner), stored_bytes(key)), observation)
-        await self._file.run(call)
+        await self._file.run(partial(_put, _entry(owner, key), observation))
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`ObservationStore.forget_owner`: one ``DELETE``."""
@@ -97,6 +94,10 @@ class SqliteObservations(ObservationStore):
 
     def __repr__(self) -> str:
         return f"SqliteObservations({str(self.path)!r})"
+
+
+def _entry(owner: str, key: str) -> tuple[bytes, bytes]:
+    return stored_bytes(owner), stored_bytes(key)
 
 
 def _expire(before: float, db: sqlite3.Connection) -> None:
@@ -112,12 +113,8 @@ def _owned(owner: bytes, since: float, db: sqlite3.Connection) -> dict[str, Obse
     rows = db.execute(
         "SELECT key, observation FROM observations WHERE owner = ? AND seen >= ?", (owner, since)
     ).fetchall()
-    owned: dict[str, Observation] = {}
-    for key, text in rows:
-        observation = Observation.stored(text)
-        if observation is not None:
-            owned[stored_text(bytes(key))] = observation
-    return owned
+    owned = {stored_text(bytes(key)): Observation.stored(text) for key, text in rows}
+    return {key: seen for key, seen in owned.items() if seen is not None}
 
 
 def _update(entry: tuple[bytes, bytes], change: Change, db: sqlite3.Connection) -> None:

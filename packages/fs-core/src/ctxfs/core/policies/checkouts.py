@@ -1,6 +1,6 @@
 """``CheckOuts``: a person's lease on a file stops agents from changing it.
 
-A lease is not a lock to wait on: the agent gets ``checked_out``, with who holds
+A lease is not a lock to wait on: the agent gets ``checked_out``, saying who holds
 the file and until when.
 """
 

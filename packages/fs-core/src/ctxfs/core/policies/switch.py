@@ -1,7 +1,7 @@
 """``IntegrationSwitch``: what a switched-off capability governs can be read, not changed.
 
-While a capability (:class:`Integrations`) is off, changes to the paths it
-governs (``key_of``) are refused ``not_enabled``, and the writing tools are hidden.
+While a capability is off, changes to the paths it governs are refused
+``not_enabled``, and the writing tools are hidden.
 """
 
 from __future__ import annotations

@@ -16,10 +16,9 @@ Method = Literal["get", "owned", "update", "forget_owner"]
 class FaultyObservations(ObservationStore):
     """Another store (in memory by default), with failures to inject.
 
-    While :attr:`down` is set, every call raises ``Unavailable``; a failure
-    queued with :meth:`fail_next` is raised by one call of its method only. A
-    failed call changes nothing in the store. :attr:`calls` counts the calls
-    made, failed or not.
+    While :attr:`down` is set, every call raises ``Unavailable``; a failure queued
+    with :meth:`fail_next` is raised by one call of its method. A failed call changes
+    nothing. :attr:`calls` counts the calls made, failed or not.
     """
 
     def __init__(self, store: ObservationStore | None = None) -> None:
@@ -30,10 +29,7 @@ class FaultyObservations(ObservationStore):
         self._failures: list[tuple[Method, int, Exception]] = []
 
     def fail_next(self, method: Method, error: Exception | None = None, *, after: int = 0) -> None:
-        """Make a call of *method* raise *error* (``Unavailable`` by default).
-
-        The next call, or the one after *after* calls that succeed.
-        """
+        """Make *method*'s call after *after* successful ones raise *error* (``Unavailable``)."""
         failure = error or Unavailable("the observation store failed")
         self._failures.append((method, after, failure))
 

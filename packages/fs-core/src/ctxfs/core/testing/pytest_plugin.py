@@ -1,10 +1,4 @@
-"""pytest fixtures for code that takes a ``ctx.fs``; loaded automatically with ctxfs-core.
-
-``memory_backend`` is a fresh :class:`~ctxfs.core.memory.MemoryBackend` (with
-its ``faults`` and ``calls``), ``memory_fs`` an :class:`~ctxfs.core.fs.Fs` over
-it without entry-point plugins (tests stay independent of what is installed),
-and ``memory_ctx`` a context of owner ``"agent-1"`` on it.
-"""
+"""pytest fixtures for code that takes a ``ctx.fs``; loaded automatically with ctxfs-core."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 from ctxfs.core.backend import Backend
 from ctxfs.core.errors import InvalidArgument, NotFound, NotObserved, Stale
 from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import ConformanceBase
+from ctxfs.core.testing.conformance.support import ConformanceBase, contexts
 
 __all__ = ["ContentConformance"]
 
@@ -36,8 +36,7 @@ class ContentConformance(ConformanceBase):
             await ctx.fs.read_bytes("bin/blob.dat", offset=-1)
 
     async def test_bytes_keep_the_guards_of_text(self, backend: Backend) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        alice, bob = contexts(backend, "alice", "bob")
         await bob.fs.write_bytes("a.bin", b"one\r\ntwo\r\n")
         with pytest.raises(NotObserved):
             await alice.fs.write_bytes("a.bin", b"mine")
@@ -56,8 +55,7 @@ class ContentConformance(ConformanceBase):
         await alice.fs.delete("a.bin")  # any part read licenses a delete
 
     async def test_a_rewrite_needs_the_file_read_as_it_is(self, backend: Backend) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        alice, bob = contexts(backend, "alice", "bob")
         await bob.fs.write_bytes("a.json", b'{"n": 1}\r\n')
         seen: list[bytes] = []
 
@@ -93,8 +91,7 @@ class ContentConformance(ConformanceBase):
     async def test_a_rewrite_stores_the_change_and_the_observation_follows(
         self, backend: Backend
     ) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        alice, bob = contexts(backend, "alice", "bob")
         await bob.fs.write_bytes("a.json", b'{"n": 1}\r\n')
         await alice.fs.read("a.json")
         await bob.fs.read("a.json")

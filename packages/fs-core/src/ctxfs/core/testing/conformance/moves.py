@@ -18,7 +18,7 @@ from ctxfs.core.errors import (
     Stale,
 )
 from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import ConformanceBase, exists
+from ctxfs.core.testing.conformance.support import ConformanceBase, contexts, exists
 from ctxfs.core.versions import ABSENT
 
 __all__ = ["MoveConformance"]
@@ -28,8 +28,7 @@ class MoveConformance(ConformanceBase):
     """File and directory moves through ctx.fs."""
 
     async def test_a_move_takes_the_file_and_its_observation_along(self, backend: Backend) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        alice, bob = contexts(backend, "alice", "bob")
         await bob.fs.write("a.txt", "one\ntwo\n")
         await alice.fs.read("a.txt", offset=2, limit=1)
         moved = await alice.fs.move("a.txt", "pkg/deep/b.txt")
@@ -44,8 +43,7 @@ class MoveConformance(ConformanceBase):
             await bob.fs.edit("pkg/deep/b.txt", "two", "dos")  # bob never read it there
 
     async def test_a_move_needs_the_source_read_as_it_is(self, backend: Backend) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        alice, bob = contexts(backend, "alice", "bob")
         await bob.fs.write("a.txt", "one\n")
         with pytest.raises(NotObserved):
             await alice.fs.move("a.txt", "b.txt")
@@ -62,8 +60,7 @@ class MoveConformance(ConformanceBase):
     async def test_a_move_over_a_file_needs_overwrite_and_that_file_read(
         self, backend: Backend
     ) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        alice, bob = contexts(backend, "alice", "bob")
         await bob.fs.write("a.txt", "from a\n")
         await bob.fs.write("b.txt", "from b\n")
         await alice.fs.read("a.txt")
@@ -92,8 +89,7 @@ class MoveConformance(ConformanceBase):
         assert (await backend.read("a.txt")).data == b"one\n"
 
     async def test_crosswise_moves_finish_without_deadlock(self, backend: Backend) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        agents = [fs.context(owner="alice"), fs.context(owner="bob")]
+        agents = contexts(backend, "alice", "bob")
         await agents[0].fs.write("a.txt", "a\n")
         await agents[0].fs.write("b.txt", "b\n")
         for agent in agents:

@@ -9,8 +9,7 @@ import pytest
 from ctxfs.core.backend import Backend
 from ctxfs.core.context import Context
 from ctxfs.core.errors import FsError, NoMatch, Stale
-from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import ConformanceBase, exists
+from ctxfs.core.testing.conformance.support import ConformanceBase, contexts, exists
 from ctxfs.core.text import FilePatch, Hunk, PatchAction
 from ctxfs.core.versions import ABSENT
 
@@ -35,8 +34,7 @@ class PatchConformance(ConformanceBase):
         assert not await exists(backend, "new.txt")
 
     async def test_a_patch_applies_whole_or_not_at_all(self, backend: Backend) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        alice, bob = contexts(backend, "alice", "bob")
         for path, text in {"a.py": "x = 1\ny = 2\n", "b.py": "b = 1\n", "c.py": "c\n"}.items():
             await bob.fs.write(path, text)
             await alice.fs.read(path)
@@ -69,8 +67,7 @@ class PatchConformance(ConformanceBase):
         await alice.fs.edit("pkg/a.py", "y = 2", "y = 20")  # observed where it now is
 
     async def test_crosswise_patches_finish_without_deadlock(self, backend: Backend) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        agents = [fs.context(owner="alice"), fs.context(owner="bob")]
+        agents = contexts(backend, "alice", "bob")
         for path in ("a.txt", "b.txt"):
             await agents[0].fs.write(path, "line\n")
             for agent in agents:

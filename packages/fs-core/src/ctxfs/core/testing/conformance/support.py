@@ -7,13 +7,16 @@ from typing import ClassVar
 import pytest
 
 from ctxfs.core.backend import Backend
+from ctxfs.core.context import Context
 from ctxfs.core.errors import NotFound
+from ctxfs.core.fs import Fs
 
 __all__ = [
     "MIB",
     "PATH_ATTACKS",
     "RESERVED",
     "ConformanceBase",
+    "contexts",
     "exists",
     "open_and_leave_stream",
     "open_and_leave_update",
@@ -38,6 +41,12 @@ class ConformanceBase:
     def backend(self) -> Backend:
         """Override: return (or yield) a fresh, empty backend for one test."""
         pytest.fail("a BackendConformance subclass must define the 'backend' fixture")
+
+
+def contexts(backend: Backend, *owners: str) -> list[Context]:
+    """Contexts of *owners* on one ``Fs`` over *backend*, without entry-point plugins."""
+    fs = Fs(backend, load_entrypoints=False)
+    return [fs.context(owner=owner) for owner in owners]
 
 
 async def exists(backend: Backend, path: str) -> bool:

@@ -8,8 +8,7 @@ import pytest
 
 from ctxfs.core.backend import Backend
 from ctxfs.core.errors import Busy, NotFound, NotObserved, Stale
-from ctxfs.core.fs import Fs
-from ctxfs.core.testing.conformance.support import ConformanceBase
+from ctxfs.core.testing.conformance.support import ConformanceBase, contexts
 from ctxfs.core.versions import ABSENT
 
 __all__ = ["UpdateConformance"]
@@ -86,8 +85,7 @@ class UpdateConformance(ConformanceBase):
     # -- ctx.fs on this backend ---------------------------------------------------------
 
     async def test_observation_rules_hold(self, backend: Backend) -> None:
-        fs = Fs(backend, load_entrypoints=False)
-        alice, bob = fs.context(owner="alice"), fs.context(owner="bob")
+        alice, bob = contexts(backend, "alice", "bob")
         await alice.fs.write("notes.txt", "one\ntwo\n")
         with pytest.raises(NotObserved):
             await bob.fs.edit("notes.txt", "one", "uno")
