@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final, Self, TypeVar
 from urllib.parse import urlsplit
 
-import anyio
+from anyio.to_thread import run_sync
 
 from ctxfs.core import FsError, InvalidArgument
 from ctxfs.core.kit import (
@@ -165,7 +165,7 @@ class LocalBackend(Backend):
     # -- the primitives ----------------------------------------------------------------------
 
     async def _stat(self, path: str) -> Stat:
-        return await _run(self.root_dir.stat, path)
+        return await run_sync(self.root_dir.stat, path)
 
     async def _locate(self, path: str) -> Location:
         return await self._inline(self.root_dir.locate, path)
@@ -190,7 +190,7 @@ class LocalBackend(Backend):
                 if 0 < info.st_size <= seen:
                     break  # the whole file as it was at open: no extra visit to learn of EOF
                 if seen >= hole_end:
-                    read = await _run(reads.read_at, fd, seen, chunk_size, info.st_size)
+                    read = await run_sync(reads.read_at, fd, seen, chunk_size, info.st_size)
                     if isinstance(read, bytes):
                         chunk = read
                         continue
@@ -216,37 +216,37 @@ class LocalBackend(Backend):
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         """Atomically replace or create a file, under the file's CAS lock."""
         async with self._cas_locked(path):
-            return await _run(writes.write, self.root_dir, path, data, expect)
+            return await run_sync(writes.write, self.root_dir, path, data, expect)
 
     async def _delete(self, path: str, expect: Version | None) -> None:
         """Delete a file or an empty directory, under the file's CAS lock."""
         async with self._cas_locked(path):
-            await _run(writes.delete, self.root_dir, path, expect)
+            await run_sync(writes.delete, self.root_dir, path, expect)
 
     async def _list(self, path: str) -> builtins.list[Stat]:
         """List a directory; temporary files are reaped."""
-        return await _run(
+        return await run_sync(
             partial(listing.list_entries, temp_max_age=self.temp_max_age), self.root_dir, path
         )
 
     async def _list_names(self, path: str) -> Listing:
         """A directory's names and kinds, no ``stat``; kept while it is unchanged."""
         names = partial(listing.list_names, temp_max_age=self.temp_max_age)
-        return await _run(names, self.root_dir, self._names, path)
+        return await run_sync(names, self.root_dir, self._names, path)
 
     async def _details(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
         """``stat`` the entries (of one directory) in one worker trip."""
         if all(entry.mtime is not None for entry in entries):
             return entries
-        return await _run(listing.details, self.root_dir, entries)
+        return await run_sync(listing.details, self.root_dir, entries)
 
     async def _move_directory(self, source: str, destination: str) -> None:
         """Rename directory *source* to *destination* (``RENAME_NOREPLACE``), durably."""
-        await _run(writes.move_directory, self.root_dir, source, destination)
+        await run_sync(writes.move_directory, self.root_dir, source, destination)
 
     async def _mkdir(self, path: str) -> None:
         """Create a directory and its parents, one level at a time."""
-        await _run(writes.mkdir, self.root_dir, path)
+        await run_sync(writes.mkdir, self.root_dir, path)
 
     async def search_files(self, search: FileSearch) -> FileMatches | None:
         """Ripgrep's answer, confined by Landlock (None where either is missing).
@@ -257,12 +257,12 @@ class LocalBackend(Backend):
         left out unless they may be read.
         """
         # the first call runs the binary once (what it loads): not on the event loop
-        engine = await anyio.to_thread.run_sync(find_ripgrep) if self.ripgrep else None
+        engine = await run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
         found = None
         if self.answers.holds(search):
-            found = await anyio.to_thread.run_sync(self.answers.recall, self.root_fd, search)
+            found = await run_sync(self.answers.recall, self.root_fd, search)
         if found is None:
             since_ns = self.answers.started()
             found = await engine.search(self.root, self.root_fd, search)
@@ -270,7 +270,7 @@ class LocalBackend(Backend):
                 self.answers.remember(search, found, since_ns=since_ns)
         if found is None or self.root_dir.read_hard_links or search.pattern is None:
             return found
-        counts, linked = await _run(_single_named, self.root_fd, found.counts)
+        counts, linked = await run_sync(_single_named, self.root_fd, found.counts)
         return replace(found, counts=counts, skipped={"hard_linked": linked} if linked else {})
 
     async def search_lines(self, search: LineSearch) -> FileLines | None:
@@ -278,10 +278,10 @@ class LocalBackend(Backend):
 
         Each file is opened here as a read opens it, and ripgrep reads that.
         """
-        engine = await anyio.to_thread.run_sync(find_ripgrep) if self.ripgrep else None
+        engine = await run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
-        opened = await _run(_open_searchable, self.root_dir, search.paths)
+        opened = await run_sync(_open_searchable, self.root_dir, search.paths)
         if not opened:  # none is a regular file that may be read: none to give
             return FileLines(lines={})
         try:
@@ -314,7 +314,7 @@ class LocalBackend(Backend):
         """Run *function*, a few system calls, on the event loop where reads are inline."""
         if self.inline_reads:
             return function(*args)
-        return await _run(function, *args)
+        return await run_sync(function, *args)
 
     async def _open_and_read(
         self, opened: Callable[[], Opened | None], read: Callable[[int, os.stat_result], T]
@@ -330,7 +330,7 @@ class LocalBackend(Backend):
                 found = opened()
                 return None if found is None else read(*found)
 
-            return await _run(both)
+            return await run_sync(both)
         found = opened()
         if found is None:
             return None
@@ -338,10 +338,6 @@ class LocalBackend(Backend):
         if info.st_size <= INLINE_READ_MAX:
             return read(fd, info)
         return await _run_owning(fd, partial(read, fd, info))
-
-
-async def _run(function: Callable[..., T], *args: object) -> T:
-    return await anyio.to_thread.run_sync(partial(function, *args))
 
 
 async def _run_owning(fd: int, work: Callable[[], T]) -> T:
@@ -358,7 +354,7 @@ async def _run_owning(fd: int, work: Callable[[], T]) -> T:
         return work()
 
     try:
-        return await _run(run)
+        return await run_sync(run)
     finally:
         if not ran:  # cancelled before a worker took it
             with contextlib.suppress(OSError):
