@@ -1,10 +1,9 @@
 """``LocalBackend``: a directory on local disk, confined by the kernel, written atomically.
 
-The root is opened once (:mod:`ctxfs.local.root`); every later operation
-starts from that descriptor, so renaming or swapping paths cannot redirect it.
-Reads are in :mod:`ctxfs.local.reads`, changes in :mod:`ctxfs.local.writes`,
-listings in :mod:`ctxfs.local.listing`. Versions are the ``xxh3_128`` hash of
-the content (no timestamp shortcut: none is provably safe).
+The root is opened once (:mod:`ctxfs.local.root`); every later operation starts from that
+descriptor, so renaming or swapping paths cannot redirect it. Reads are in :mod:`ctxfs.local.reads`,
+changes in :mod:`ctxfs.local.writes`, listings in :mod:`ctxfs.local.listing`. Versions are the
+``xxh3_128`` hash of the content (no timestamp shortcut: none is provably safe).
 """
 
 from __future__ import annotations
@@ -225,14 +224,13 @@ class LocalBackend(Backend):
 
     async def _list(self, path: str) -> builtins.list[Stat]:
         """List a directory; temporary files are reaped."""
-        return await run_sync(
-            partial(listing.list_entries, temp_max_age=self.temp_max_age), self.root_dir, path
-        )
+        return await run_sync(listing.list_entries, self.root_dir, path, self.temp_max_age)
 
     async def _list_names(self, path: str) -> Listing:
         """A directory's names and kinds, no ``stat``; kept while it is unchanged."""
-        names = partial(listing.list_names, temp_max_age=self.temp_max_age)
-        return await run_sync(names, self.root_dir, self._names, path)
+        return await run_sync(
+            listing.list_names, self.root_dir, self._names, path, self.temp_max_age
+        )
 
     async def _details(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
         """``stat`` the entries (of one directory) in one worker trip."""
@@ -251,10 +249,9 @@ class LocalBackend(Backend):
     async def search_files(self, search: FileSearch) -> FileMatches | None:
         """Ripgrep's answer, confined by Landlock (None where either is missing).
 
-        The same question asked again while nothing below the directory has
-        changed (the next page) gets the same answer without a search
-        (:mod:`ctxfs.local.answers`). Files with other names (hard links) are
-        left out unless they may be read.
+        Asked again while nothing below the directory has changed (the next page), it is
+        given again without a search. Files with other names are left out unless they may be
+        read.
         """
         # the first call runs the binary once (what it loads): not on the event loop
         engine = await run_sync(find_ripgrep) if self.ripgrep else None
@@ -321,8 +318,8 @@ class LocalBackend(Backend):
     ) -> T | None:
         """*read* the file *opened* opens (None: missing, not read); *read* closes it.
 
-        On the event loop where reads are inline and the file is small; else in
-        a worker thread (one trip, where reads are not inline).
+        On the event loop where reads are inline and the file is small, else in a worker
+        thread.
         """
         if not self.inline_reads:
 
@@ -341,10 +338,9 @@ class LocalBackend(Backend):
 
 
 async def _run_owning(fd: int, work: Callable[[], T]) -> T:
-    """Run *work*, which closes *fd*, in a worker thread; close *fd* here if it never ran.
+    """Run *work*, which closes *fd*, in a worker thread; close *fd* here only if it never ran.
 
-    A worker that ran has closed the descriptor already: closing it again could
-    close another thread's newer descriptor of the same number.
+    Closing it twice could close another thread's newer descriptor of the same number.
     """
     ran = False
 
@@ -362,10 +358,7 @@ async def _run_owning(fd: int, work: Callable[[], T]) -> T:
 
 
 def _open_searchable(root: RootDirectory, paths: tuple[str, ...]) -> dict[str, int]:
-    """Each path a search may read, opened as a read opens it (others left out).
-
-    A FIFO, socket or device is left out at once: the open does not wait for a writer.
-    """
+    """Each path a search may read, opened as a read opens it (a FIFO's open does not wait)."""
     opened: dict[str, int] = {}
     for path in paths:
         with contextlib.suppress(FsError):
