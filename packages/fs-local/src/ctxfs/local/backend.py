@@ -65,27 +65,25 @@ class LocalBackend(Backend):
 
     Args:
         root: The directory; it must exist (it is never created).
-        follow_symlinks: Follow symlinks whose targets stay inside the root
-            (default). A write or edit never replaces a symlink: it is refused
-            and names the link's target. When false, any symlink on a path is
-            refused (``denied``).
-        allow_hard_links: Serve files that have other names too. Off by default:
-            a hard link can make a file outside the root look like one inside.
-        read_hard_links: Serve such files for reading and searching only (a
-            uv-installed ``.venv`` is made of them); changing one stays refused.
-        resolver: ``"auto"`` (openat2 where the kernel has it), ``"openat2"`` or
-            ``"walk"`` (the portable fallback). ``$CTXFS_LOCAL_RESOLVER`` sets the default.
-        state_dir: Private directory for lock files, outside the root
-            (default: ``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``).
-        temp_max_age: Seconds after which a stray temporary file is reaped even
-            if its writer may still be alive.
-        inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event
-            loop itself (microseconds on a local disk, where a worker thread costs
-            hundreds). Turn off for a root on a network filesystem, whose reads
-            can stall. Writes always run in a worker thread.
-        ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the
-            root by Landlock, where both are available; else searches walk and
-            read through the backend.
+        follow_symlinks: Follow symlinks whose targets stay inside the root (default). A write
+            or edit never replaces a symlink: it is refused and names the link's target. When
+            false, any symlink on a path is refused (``denied``).
+        allow_hard_links: Serve files that have other names too. Off by default: a hard link
+            can make a file outside the root look like one inside.
+        read_hard_links: Serve such files for reading and searching only (a uv-installed
+            ``.venv`` is made of them); changing one stays refused.
+        resolver: ``"auto"`` (openat2 where the kernel has it), ``"openat2"`` or ``"walk"`` (the
+            portable fallback). ``$CTXFS_LOCAL_RESOLVER`` sets the default.
+        state_dir: Private directory for lock files, outside the root (default:
+            ``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``).
+        temp_max_age: Seconds after which a stray temporary file is reaped even if its writer
+            may still be alive.
+        inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event loop itself
+            (microseconds on a local disk, where a worker thread costs hundreds). Turn off for a
+            root on a network filesystem, whose reads can stall. Writes always run in a worker
+            thread.
+        ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the root by
+            Landlock, where both are available; else searches walk and read through the backend.
 
     """
 
