@@ -247,9 +247,8 @@ class LocalBackend(Backend):
     async def search_files(self, search: FileSearch) -> FileMatches | None:
         """Ripgrep's answer, confined by Landlock (None where either is missing).
 
-        Asked again while nothing below the directory has changed (the next page), it is
-        given again without a search. Files with other names are left out unless they may be
-        read.
+        Asked again while nothing below the directory has changed (the next page), the answer is
+        given again without a search. Files with other names are left out unless they may be read.
         """
         # the first call runs the binary once (what it loads): not on the event loop
         engine = await run_sync(find_ripgrep) if self.ripgrep else None
@@ -316,8 +315,7 @@ class LocalBackend(Backend):
     ) -> T | None:
         """*read* the file *opened* opens (None: missing, not read); *read* closes it.
 
-        On the event loop where reads are inline and the file is small, else in a worker
-        thread.
+        On the event loop where reads are inline and the file is small, else in a thread.
         """
         if not self.inline_reads:
 
