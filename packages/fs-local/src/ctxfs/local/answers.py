@@ -1,19 +1,10 @@
-"""Search answers given again while nothing below the searched directory has changed.
+"""Search answers given again (the next page) while nothing below the searched directory changed.
 
-The next page of a search asks the same question again. :class:`RecentAnswers`
-keeps ripgrep's last answers by question, each with the time its search began,
-and gives one again only if :func:`changed_since` finds nothing changed since
-then: no entry below the directory, nor the directory or one of its parents up to
-the root, has a status change time (``ctime``) at or after that time. Every
-write, create, delete, rename, link and mode change moves it on, and no call
-sets it back. Checking costs a ``stat`` of each entry and reads no file.
-
-The kernel stamps times from a coarse clock, so a change within
-:data:`~ctxfs.local.listing.SETTLE_SECONDS` before the search began counts as
-changed. Directories ripgrep never enters are not looked at: those named by the
-search's ``skip_dirs``, and hidden ones unless it includes hidden files (their
-ignore rules, ``.git/info/exclude``, are). A check that would stat more entries
-than the search read files (plus a margin) stops and says "changed": searching
+Unchanged means no entry below the directory, nor the directory or a parent up to the root, has a
+status change time (``ctime``, which every change moves on and no call sets back) at or after the
+search began, less :data:`~ctxfs.local.listing.SETTLE_SECONDS` for the kernel's coarse clock.
+Directories ripgrep never enters are not looked at (but ``.git/info/exclude`` is). A check that
+would ``stat`` more entries than the search read files, plus a margin, says "changed": searching
 again is then as cheap.
 """
 
@@ -68,8 +59,7 @@ class RecentAnswers:
     def remember(self, search: FileSearch, found: FileMatches, *, since_ns: int) -> None:
         """Keep *found*, the complete answer to *search* started at *since_ns*.
 
-        Not a listing (no pattern): checking that it still holds would cost a
-        ``stat`` per entry, more than listing again.
+        Not a listing: checking one would cost more than listing again.
         """
         if search.pattern is None or not found.complete or len(found.counts) > self.max_files:
             return
@@ -93,10 +83,7 @@ class RecentAnswers:
             return _question(search) in self._answers
 
     def recall(self, root_fd: int, search: FileSearch) -> FileMatches | None:
-        """The answer to *search*, if one is kept and nothing it covers has changed since.
-
-        Looks at the tree: meant for a worker thread.
-        """
+        """The answer to *search*, if one is kept and nothing it covers has changed since."""
         question = _question(search)
         with self._lock:
             answer = self._answers.get(question)
@@ -119,34 +106,29 @@ def _question(search: FileSearch) -> FileSearch:
 def changed_since(root_fd: int, search: FileSearch, since_ns: int, *, budget: int) -> bool:
     """Whether anything *search* covers changed status at or after *since_ns* (see above).
 
-    True also when the directory is gone or no longer a directory, or when more
-    than *budget* entries would have to be looked at.
+    True also when the directory is gone, or more than *budget* entries would be looked at.
     """
     try:
         fd = _descend(root_fd, search.path, since_ns)
     except OSError:
         return True
-    if fd is None:
-        return True
-    return _tree_changed(fd, search, since_ns, budget)
+    return fd is None or _tree_changed(fd, search, since_ns, budget)
 
 
 def _descend(root_fd: int, path: str, since_ns: int) -> int | None:
     """The directory *path* opened, None if it or a parent on the way changed status."""
+    names = [part for part in path.split("/") if part]
     fd = os.open(".", _DIRECTORY, dir_fd=root_fd)
-    for name in [part for part in path.split("/") if part]:
-        if os.fstat(fd).st_ctime_ns >= since_ns:
-            os.close(fd)
-            return None
+    while os.fstat(fd).st_ctime_ns < since_ns:
+        if not names:
+            return fd
         try:
-            child = os.open(name, _DIRECTORY, dir_fd=fd)
+            child = os.open(names.pop(0), _DIRECTORY, dir_fd=fd)
         finally:
             os.close(fd)
         fd = child
-    if os.fstat(fd).st_ctime_ns >= since_ns:
-        os.close(fd)
-        return None
-    return fd
+    os.close(fd)
+    return None
 
 
 class _Changed(Exception):

@@ -1,10 +1,9 @@
 """``LocalBackend``: a directory on local disk, confined by the kernel, written atomically.
 
-The root is opened once (:mod:`ctxfs.local.root`); every later operation
-starts from that descriptor, so renaming or swapping paths cannot redirect it.
-Reads are in :mod:`ctxfs.local.reads`, changes in :mod:`ctxfs.local.writes`,
-listings in :mod:`ctxfs.local.listing`. Versions are the ``xxh3_128`` hash of
-the content (no timestamp shortcut: none is provably safe).
+The root is opened once (:mod:`ctxfs.local.root`); every later operation starts from that
+descriptor, so renaming or swapping paths cannot redirect it. Reads are in :mod:`ctxfs.local.reads`,
+changes in :mod:`ctxfs.local.writes`, listings in :mod:`ctxfs.local.listing`. Versions are the
+``xxh3_128`` hash of the content (no timestamp shortcut: none is provably safe).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Final, Self, TypeVar
 from urllib.parse import urlsplit
 
-import anyio
+from anyio.to_thread import run_sync
 
 from ctxfs.core import FsError, InvalidArgument
 from ctxfs.core.kit import (
@@ -66,27 +65,25 @@ class LocalBackend(Backend):
 
     Args:
         root: The directory; it must exist (it is never created).
-        follow_symlinks: Follow symlinks whose targets stay inside the root
-            (default). A write or edit never replaces a symlink: it is refused
-            and names the link's target. When false, any symlink on a path is
-            refused (``denied``).
-        allow_hard_links: Serve files that have other names too. Off by default:
-            a hard link can make a file outside the root look like one inside.
-        read_hard_links: Serve such files for reading and searching only (a
-            uv-installed ``.venv`` is made of them); changing one stays refused.
-        resolver: ``"auto"`` (openat2 where the kernel has it), ``"openat2"`` or
-            ``"walk"`` (the portable fallback). ``$CTXFS_LOCAL_RESOLVER`` sets the default.
-        state_dir: Private directory for lock files, outside the root
-            (default: ``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``).
-        temp_max_age: Seconds after which a stray temporary file is reaped even
-            if its writer may still be alive.
-        inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event
-            loop itself (microseconds on a local disk, where a worker thread costs
-            hundreds). Turn off for a root on a network filesystem, whose reads
-            can stall. Writes always run in a worker thread.
-        ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the
-            root by Landlock, where both are available; else searches walk and
-            read through the backend.
+        follow_symlinks: Follow symlinks whose targets stay inside the root (default). A write
+            or edit never replaces a symlink: it is refused and names the link's target. When
+            false, any symlink on a path is refused (``denied``).
+        allow_hard_links: Serve files that have other names too. Off by default: a hard link
+            can make a file outside the root look like one inside.
+        read_hard_links: Serve such files for reading and searching only (a uv-installed
+            ``.venv`` is made of them); changing one stays refused.
+        resolver: ``"auto"`` (openat2 where the kernel has it), ``"openat2"`` or ``"walk"`` (the
+            portable fallback). ``$CTXFS_LOCAL_RESOLVER`` sets the default.
+        state_dir: Private directory for lock files, outside the root (default:
+            ``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``).
+        temp_max_age: Seconds after which a stray temporary file is reaped even if its writer
+            may still be alive.
+        inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event loop itself
+            (microseconds on a local disk, where a worker thread costs hundreds). Turn off for a
+            root on a network filesystem, whose reads can stall. Writes always run in a worker
+            thread.
+        ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the root by
+            Landlock, where both are available; else searches walk and read through the backend.
 
     """
 
@@ -165,7 +162,7 @@ class LocalBackend(Backend):
     # -- the primitives ----------------------------------------------------------------------
 
     async def _stat(self, path: str) -> Stat:
-        return await _run(self.root_dir.stat, path)
+        return await run_sync(self.root_dir.stat, path)
 
     async def _locate(self, path: str) -> Location:
         return await self._inline(self.root_dir.locate, path)
@@ -190,7 +187,7 @@ class LocalBackend(Backend):
                 if 0 < info.st_size <= seen:
                     break  # the whole file as it was at open: no extra visit to learn of EOF
                 if seen >= hole_end:
-                    read = await _run(reads.read_at, fd, seen, chunk_size, info.st_size)
+                    read = await run_sync(reads.read_at, fd, seen, chunk_size, info.st_size)
                     if isinstance(read, bytes):
                         chunk = read
                         continue
@@ -216,53 +213,50 @@ class LocalBackend(Backend):
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         """Atomically replace or create a file, under the file's CAS lock."""
         async with self._cas_locked(path):
-            return await _run(writes.write, self.root_dir, path, data, expect)
+            return await run_sync(writes.write, self.root_dir, path, data, expect)
 
     async def _delete(self, path: str, expect: Version | None) -> None:
         """Delete a file or an empty directory, under the file's CAS lock."""
         async with self._cas_locked(path):
-            await _run(writes.delete, self.root_dir, path, expect)
+            await run_sync(writes.delete, self.root_dir, path, expect)
 
     async def _list(self, path: str) -> builtins.list[Stat]:
         """List a directory; temporary files are reaped."""
-        return await _run(
-            partial(listing.list_entries, temp_max_age=self.temp_max_age), self.root_dir, path
-        )
+        return await run_sync(listing.list_entries, self.root_dir, path, self.temp_max_age)
 
     async def _list_names(self, path: str) -> Listing:
         """A directory's names and kinds, no ``stat``; kept while it is unchanged."""
-        names = partial(listing.list_names, temp_max_age=self.temp_max_age)
-        return await _run(names, self.root_dir, self._names, path)
+        return await run_sync(
+            listing.list_names, self.root_dir, self._names, path, self.temp_max_age
+        )
 
     async def _details(self, entries: builtins.list[Stat]) -> builtins.list[Stat]:
         """``stat`` the entries (of one directory) in one worker trip."""
         if all(entry.mtime is not None for entry in entries):
             return entries
-        return await _run(listing.details, self.root_dir, entries)
+        return await run_sync(listing.details, self.root_dir, entries)
 
     async def _move_directory(self, source: str, destination: str) -> None:
         """Rename directory *source* to *destination* (``RENAME_NOREPLACE``), durably."""
-        await _run(writes.move_directory, self.root_dir, source, destination)
+        await run_sync(writes.move_directory, self.root_dir, source, destination)
 
     async def _mkdir(self, path: str) -> None:
         """Create a directory and its parents, one level at a time."""
-        await _run(writes.mkdir, self.root_dir, path)
+        await run_sync(writes.mkdir, self.root_dir, path)
 
     async def search_files(self, search: FileSearch) -> FileMatches | None:
         """Ripgrep's answer, confined by Landlock (None where either is missing).
 
-        The same question asked again while nothing below the directory has
-        changed (the next page) gets the same answer without a search
-        (:mod:`ctxfs.local.answers`). Files with other names (hard links) are
-        left out unless they may be read.
+        Asked again while nothing below the directory has changed (the next page), the answer is
+        given again without a search. Files with other names are left out unless they may be read.
         """
         # the first call runs the binary once (what it loads): not on the event loop
-        engine = await anyio.to_thread.run_sync(find_ripgrep) if self.ripgrep else None
+        engine = await run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
         found = None
         if self.answers.holds(search):
-            found = await anyio.to_thread.run_sync(self.answers.recall, self.root_fd, search)
+            found = await run_sync(self.answers.recall, self.root_fd, search)
         if found is None:
             since_ns = self.answers.started()
             found = await engine.search(self.root, self.root_fd, search)
@@ -270,7 +264,7 @@ class LocalBackend(Backend):
                 self.answers.remember(search, found, since_ns=since_ns)
         if found is None or self.root_dir.read_hard_links or search.pattern is None:
             return found
-        counts, linked = await _run(_single_named, self.root_fd, found.counts)
+        counts, linked = await run_sync(_single_named, self.root_fd, found.counts)
         return replace(found, counts=counts, skipped={"hard_linked": linked} if linked else {})
 
     async def search_lines(self, search: LineSearch) -> FileLines | None:
@@ -278,10 +272,10 @@ class LocalBackend(Backend):
 
         Each file is opened here as a read opens it, and ripgrep reads that.
         """
-        engine = await anyio.to_thread.run_sync(find_ripgrep) if self.ripgrep else None
+        engine = await run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
-        opened = await _run(_open_searchable, self.root_dir, search.paths)
+        opened = await run_sync(_open_searchable, self.root_dir, search.paths)
         if not opened:  # none is a regular file that may be read: none to give
             return FileLines(lines={})
         try:
@@ -314,15 +308,14 @@ class LocalBackend(Backend):
         """Run *function*, a few system calls, on the event loop where reads are inline."""
         if self.inline_reads:
             return function(*args)
-        return await _run(function, *args)
+        return await run_sync(function, *args)
 
     async def _open_and_read(
         self, opened: Callable[[], Opened | None], read: Callable[[int, os.stat_result], T]
     ) -> T | None:
         """*read* the file *opened* opens (None: missing, not read); *read* closes it.
 
-        On the event loop where reads are inline and the file is small; else in
-        a worker thread (one trip, where reads are not inline).
+        On the event loop where reads are inline and the file is small, else in a thread.
         """
         if not self.inline_reads:
 
@@ -330,7 +323,7 @@ class LocalBackend(Backend):
                 found = opened()
                 return None if found is None else read(*found)
 
-            return await _run(both)
+            return await run_sync(both)
         found = opened()
         if found is None:
             return None
@@ -340,15 +333,10 @@ class LocalBackend(Backend):
         return await _run_owning(fd, partial(read, fd, info))
 
 
-async def _run(function: Callable[..., T], *args: object) -> T:
-    return await anyio.to_thread.run_sync(partial(function, *args))
-
-
 async def _run_owning(fd: int, work: Callable[[], T]) -> T:
-    """Run *work*, which closes *fd*, in a worker thread; close *fd* here if it never ran.
+    """Run *work*, which closes *fd*, in a worker thread; close *fd* here only if it never ran.
 
-    A worker that ran has closed the descriptor already: closing it again could
-    close another thread's newer descriptor of the same number.
+    Closing it twice could close another thread's newer descriptor of the same number.
     """
     ran = False
 
@@ -358,7 +346,7 @@ async def _run_owning(fd: int, work: Callable[[], T]) -> T:
         return work()
 
     try:
-        return await _run(run)
+        return await run_sync(run)
     finally:
         if not ran:  # cancelled before a worker took it
             with contextlib.suppress(OSError):
@@ -366,10 +354,7 @@ async def _run_owning(fd: int, work: Callable[[], T]) -> T:
 
 
 def _open_searchable(root: RootDirectory, paths: tuple[str, ...]) -> dict[str, int]:
-    """Each path a search may read, opened as a read opens it (others left out).
-
-    A FIFO, socket or device is left out at once: the open does not wait for a writer.
-    """
+    """Each path a search may read, opened as a read opens it (a FIFO's open does not wait)."""
     opened: dict[str, int] = {}
     for path in paths:
         with contextlib.suppress(FsError):

@@ -1,21 +1,11 @@
 """Cross-process locks: ``flock`` on lock files in a private state directory, outside the root.
 
-Lock files are never created in the user's tree and never unlinked (unlinking
-a lock file splits its waiters across two inodes). Keys are files' identities
-(:attr:`Location.key <ctxfs.core.Location.key>`: the absolute path the kernel
-resolves a file to), so every spelling of a file, and every workspace root
-above it, meets the same lock. They are hashed into a fixed
-number of buckets per kind, so the directory stays small. Within one process a
-bucket's ``flock`` is shared by the holders of its different keys (a holder of
-many keys, a move, meets its own buckets again), while holders of one key
-exclude each other; across processes two keys sharing a bucket only wait for
-each other a little more.
-
-An acquisition opens its own descriptor (``O_NOFOLLOW``, checked to be a
-regular file with one link) and polls ``LOCK_NB`` with capped backoff, so a
-wait is bounded and a cancelled wait leaves nothing acquired. Closing the
-descriptor releases the lock; after ``fork`` the child closes the descriptors
-it inherited, so it can neither release nor keep its parent's locks.
+Lock files are never unlinked (that would split their waiters across two inodes). Keys are
+:attr:`Location.key <ctxfs.core.Location.key>` (one for every spelling and root above a file),
+hashed into a fixed number of buckets per kind. Within a process a bucket's ``flock`` is shared by
+its different keys (a move meets its own buckets again) while holders of one key exclude each other.
+An acquisition polls ``LOCK_NB`` on its own descriptor with capped backoff, so a cancelled wait
+acquires nothing; closing the descriptor releases, and a forked child closes the ones it inherited.
 """
 
 from __future__ import annotations
@@ -87,7 +77,9 @@ class LockDirectory:
                         return False
                     bucket.keys.add(key)
                     return True
-                if not _try_flock(fd):
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
                     return False
                 _BUCKETS[where] = _Bucket(fd=fd, keys={key})
                 mine = True
@@ -95,11 +87,9 @@ class LockDirectory:
 
         try:
             await acquire_with_backoff(attempt, timeout=timeout, what=key)
-        except BaseException:
-            _close(fd)
-            raise
-        if not mine:
-            _close(fd)
+        finally:
+            if not mine:  # it raises only before an attempt succeeds
+                _close(fd)
         try:
             yield
         finally:
@@ -120,14 +110,6 @@ class LockDirectory:
     def close(self) -> None:
         """Close the directory (held locks are released as their holders leave)."""
         os.close(self.fd)
-
-
-def _try_flock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 @dataclass

@@ -1,18 +1,8 @@
 """Landlock: let a child process read beneath the root and nothing else, kernel-enforced.
 
-Linux's Landlock (5.13+) lets an unprivileged process give up file-system rights
-for itself and every process it starts. :class:`ReadOnlyBeneath` prepares a
-rule set that allows reading files and listing directories beneath one
-directory (plus a few named files, such as the shared libraries a program needs
-to start) and denies every other read, every write and every creation, so the
-searching program (ripgrep) cannot open anything outside the root, whatever
-links it meets or however the tree changes while it walks.
-
-A Landlock domain belongs to a thread and passes to the processes it starts.
-:func:`start_confined` therefore confines a fresh thread, which exists only to
-start the program and then ends: the rest of this process is never confined,
-and the program is started with ``vfork`` (no ``preexec_fn``), whose cost does
-not grow with this process's memory, and which is safe with threads running.
+Linux's Landlock (5.13+) lets an unprivileged thread give up file-system rights for itself and the
+processes it starts. :func:`start_confined` confines a fresh thread that only starts the program
+(``vfork``, no ``preexec_fn``) and ends, so the rest of this process is never confined.
 """
 
 from __future__ import annotations
@@ -129,7 +119,6 @@ def start_confined(rules: ReadOnlyBeneath, start: Callable[[], _T]) -> _T:
 
     Raises:
         OSError: The thread could not be confined (*start* was not called).
-        BaseException: Whatever *start* raised.
 
     """
     outcome: list[_T] = []

@@ -1,16 +1,10 @@
-"""Directory names without a ``stat`` per entry, remembered while the directory is unchanged.
+"""Directory listings, and names without a ``stat`` per entry, remembered while unchanged.
 
-A page of a large directory (``ctx.fs.list_page``) needs every name, to sort
-and count them, but the size and time of the page's entries only.
-:class:`DirectoryNames` reads the names and their kinds (from the directory
-entries themselves, ``d_type``), and keeps the sorted listing of a directory
-whose identity and times have not changed since: the next page neither reads
-the directory nor sorts it again.
-
-A directory changed within the same clock tick as a listing could keep its
-times, so, as Git does with its index, a listing of a directory modified in
-the last :data:`SETTLE_SECONDS` is not remembered; nor is one that left out a
-reserved name (a write under way, or a crash's leftover to reap the next time).
+A page of a large directory needs every name but the details of its own entries only:
+:class:`DirectoryNames` keeps the sorted names and kinds (``d_type``) of a directory whose identity
+and times are unchanged. As Git does with its index, a directory modified in the last
+:data:`SETTLE_SECONDS` (its times may not show a change in the same clock tick) is not remembered,
+nor one whose listing left out a reserved name.
 """
 
 from __future__ import annotations
@@ -65,8 +59,7 @@ class DirectoryNames:
     ) -> Listing:
         """The listing of directory *path* (open as *dir_fd*), made by *finish* from its entries.
 
-        A listing that leaves some out (reserved names) is not kept. Call from a
-        worker thread.
+        A listing that leaves some out (reserved names) is not kept. Blocks.
         """
         info = os.fstat(dir_fd)
         stamp = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
@@ -96,7 +89,7 @@ class DirectoryNames:
                 self._held -= len(oldest.entries)
 
 
-def list_entries(root: RootDirectory, path: str, *, temp_max_age: float) -> list[Stat]:
+def list_entries(root: RootDirectory, path: str, temp_max_age: float) -> list[Stat]:
     """The entries of directory *path*, with details; temporary files are reaped."""
     root.check()  # a deleted root still lists as empty through its descriptor
     dir_fd = root.open(path, DIR_FLAGS)
@@ -118,7 +111,7 @@ def list_entries(root: RootDirectory, path: str, *, temp_max_age: float) -> list
 
 
 def list_names(
-    root: RootDirectory, names: DirectoryNames, path: str, *, temp_max_age: float
+    root: RootDirectory, names: DirectoryNames, path: str, temp_max_age: float
 ) -> Listing:
     """Directory *path*'s listing, kinds only, kept in *names*; temporary files are reaped."""
     root.check()
@@ -158,10 +151,7 @@ def details(root: RootDirectory, entries: list[Stat]) -> list[Stat]:
 
 
 def _reap(dir_fd: int, name: str, max_age: float, info: os.stat_result | None = None) -> None:
-    """Remove a temporary file whose writer is gone, or which is older than *max_age*.
-
-    *info* is its ``lstat``, if the caller has it.
-    """
+    """Remove temporary file *name* (*info*: its ``lstat``) if its writer is gone or it is old."""
     if info is None:
         try:
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

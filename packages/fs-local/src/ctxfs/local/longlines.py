@@ -1,11 +1,8 @@
-"""Lines too long to give whole, cut around their first match, read in bounded chunks.
+"""Lines too long to give whole (ripgrep omits them), cut around their first match.
 
-ripgrep omits a line over :attr:`LineSearch.max_line_chars` from its output;
-it can still say where the line's first match begins (a byte offset). From
-there :func:`cut_lines` finds the line's ends and its context lines, counts
-characters and decodes only the parts it gives, one chunk at a time, so a
-single 500 MB line costs a few MB here however long it is. Text that is not
-UTF-8 anywhere in a line it looks at leaves the file to be read instead.
+From the byte offset of the match, :func:`cut_lines` finds the line's ends and its context lines and
+decodes only the parts it gives, a chunk at a time, so a 500 MB line costs a few MB. Text that is
+not UTF-8 leaves the file to be read instead.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ import codecs
 import os
 from typing import Final
 
-from ctxfs.core import CutLine
+from ctxfs.core import CutLine, LineSearch
 
 __all__ = ["cut_lines"]
 
@@ -23,15 +20,14 @@ _BOM: Final = codecs.BOM_UTF8
 _UTF16: Final = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
-def cut_lines(
-    fd: int, firsts: dict[int, int], *, before: int, after: int, width: int, cap: int
-) -> list[tuple[int, str]] | None:
+def cut_lines(fd: int, firsts: dict[int, int], search: LineSearch) -> list[tuple[int, str]] | None:
     """Matching lines *firsts* (number: byte offset of the first match) and their context.
 
-    Lines longer than *cap* characters come as :class:`CutLine` holding at least
-    *width* characters on either side of the match (context lines: from their
+    Lines longer than ``search.max_line_chars`` come as :class:`CutLine` holding at least
+    ``search.cut_chars`` characters on either side of the match (context lines: from their
     start); the others whole. None if the text is not UTF-8 (or is UTF-16).
     """
+    before, after, width, cap = search.before, search.after, search.cut_chars, search.max_line_chars
     head = os.pread(fd, len(_BOM), 0)
     if head[:2] in _UTF16:
         return None  # ripgrep's offsets count the text it decoded, not these bytes

@@ -44,9 +44,8 @@ def read_open(path: str, request: ReadRequest, fd: int, info: os.stat_result) ->
             else:
                 version = hash_fd(fd)
                 first = request.start or 0
-                end = info.st_size if request.end is None else request.end
-                last = min(end, info.st_size)
-                data = os.pread(fd, max(0, last - first), first) if last > first else b""
+                last = info.st_size if request.end is None else min(request.end, info.st_size)
+                data = os.pread(fd, last - first, first) if last > first else b""
             size = os.fstat(fd).st_size
     finally:
         os.close(fd)
@@ -99,10 +98,9 @@ def open_entry(
 
 
 def _refuse_link(root: RootDirectory, dir_fd: int, name: str, path: str) -> None:
-    """Refuse to update the symlink *name*, unless it dangles (then return).
+    """Refuse to update symlink *name*, unless it dangles (then return).
 
-    A link that leads out of the root, or one the policy does not follow, is
-    refused as a read of it would be; a link inside the root is never replaced.
+    One leading out, or not followed, is refused as a read of it is; one inside is never replaced.
     """
     try:
         os.close(root.open(path, os.O_PATH))
@@ -114,9 +112,8 @@ def _refuse_link(root: RootDirectory, dir_fd: int, name: str, path: str) -> None
 def read_entry(path: str, fd: int, info: os.stat_result) -> tuple[Blob, Seen]:
     """Read the whole file open at *fd* (*info*: its fstat at open), then close it.
 
-    The file must have the same identity after the read as before it, and hold
-    as many bytes as were read: a writer that changed it meanwhile would leave a
-    mix of two states, which is ``Stale``.
+    ``Stale`` unless its identity is unchanged and it holds as many bytes as were read (a writer
+    meanwhile would leave a mix of two states).
     """
     try:
         with translated(path):

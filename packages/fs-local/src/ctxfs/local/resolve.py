@@ -1,21 +1,11 @@
 """Opening a root-relative path so that the kernel, not a string check, keeps it inside the root.
 
-Two resolvers give the same answers:
-
-- :class:`Openat2Resolver` asks Linux's ``openat2`` (5.6+) to resolve the path
-  relative to the root fd with ``RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS``
-  (and ``RESOLVE_NO_SYMLINKS`` when symlinks are refused): the kernel refuses
-  every escape, including through symlinks swapped in mid-walk.
-- :class:`WalkResolver` walks the path one component at a time with
-  ``O_NOFOLLOW`` opens relative to the directory fd reached so far. Symlinks it
-  meets are expanded by the resolver itself (relative targets only, ``..``
-  popping its own stack of directory fds, at most 40 hops), so the walk can
-  never leave the root, whatever is renamed meanwhile.
-
-Symlink policy, the same for both: with ``follow_symlinks`` a symlink whose
-target stays inside the root is followed; one that leaves it (absolute
-targets included) is ``outside_root``. Without it, any symlink on the path is
-``denied``.
+:class:`Openat2Resolver` has Linux's ``openat2`` (5.6+) resolve it with ``RESOLVE_BENEATH`` and
+``RESOLVE_NO_MAGICLINKS``; :class:`WalkResolver` opens one component at a time ``O_NOFOLLOW``
+beneath the last, expanding symlinks itself (relative targets only, ``..`` popping its own stack
+of fds, at most 40 hops). Both answer alike: with ``follow_symlinks`` a symlink whose target stays
+inside the root is followed and one that leaves it is ``outside_root``; without it any symlink on
+the path is ``denied``.
 """
 
 from __future__ import annotations
@@ -30,7 +20,7 @@ from collections import deque
 from typing import Final
 
 from ctxfs.core import Denied, FsError, InvalidPath, OutsideRoot, Unavailable
-from ctxfs.local.oserrors import translate
+from ctxfs.local.oserrors import translate, translated
 
 __all__ = ["Openat2Resolver", "Resolver", "WalkResolver", "choose_resolver"]
 
@@ -129,11 +119,8 @@ class WalkResolver(Resolver):
         """Walk *path* beneath *root_fd*; see :meth:`Resolver.open`."""
         walk = _Walk(root_fd, path, follow_symlinks=follow_symlinks)
         try:
-            return walk.run(flags)
-        except FsError:
-            raise  # already ours (FsError subclasses are OSErrors too)
-        except OSError as error:
-            raise translate(error, path) from error
+            with translated(path):
+                return walk.run(flags)
         finally:
             walk.close()
 
@@ -187,8 +174,9 @@ class _Walk:
 
     def _expand(self, name: str, where: int) -> bool:
         """Queue a symlink's target in place of *name*; False if *name* is no symlink."""
-        target = _symlink_target(name, where)
-        if target is None:
+        try:
+            target = os.readlink(name, dir_fd=where)
+        except OSError:
             return False
         if not self.follow_symlinks:
             raise _refusal(OSError(errno.ELOOP, "symlink"), self.path, follow_symlinks=False)
@@ -209,9 +197,7 @@ class _Walk:
 
 
 def choose_resolver(root_fd: int, preference: str) -> Resolver:
-    """Return the resolver for *preference*: ``"auto"``, ``"openat2"`` or ``"walk"``.
-
-    ``auto`` uses openat2 where the kernel offers it and the walk elsewhere.
+    """Return the resolver for *preference*: ``"auto"`` (openat2 if any), ``"openat2"``, ``"walk"``.
 
     Raises:
         ValueError: The preference is unknown, or ``openat2`` was demanded and is unavailable.
@@ -227,13 +213,6 @@ def choose_resolver(root_fd: int, preference: str) -> Resolver:
     if preference == "openat2":
         raise ValueError("openat2 is not available on this system")
     return WalkResolver()
-
-
-def _symlink_target(name: str, dir_fd: int) -> str | None:
-    try:
-        return os.readlink(name, dir_fd=dir_fd)
-    except OSError:
-        return None
 
 
 def _refusal(error: OSError, path: str, *, follow_symlinks: bool) -> FsError:

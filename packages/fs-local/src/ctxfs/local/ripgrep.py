@@ -1,23 +1,11 @@
 """ripgrep as fs-local's search engine, confined to the root by Landlock.
 
-:meth:`LocalBackend.search_files` runs ``rg`` (from the ``ripgrep`` wheel, or
-``$PATH``) to find the files that hold a match and count their matching lines.
-ripgrep walks and reads at its own speed, with its own ignore-file rules; the
-kernel keeps it beneath the root: the child process gets a Landlock rule set
-that lets it read the root's tree, its own binary and the shared libraries it
-loads, and nothing else (:mod:`ctxfs.local.landlock`). A link, or a directory
-swapped for a link mid-walk, cannot make it open anything outside.
-
-Used only when all of this holds: the binary is found, the kernel has Landlock,
-and ripgrep understands the pattern (else the caller's own walk runs). Files are
-searched as ripgrep reads them: UTF-8, or UTF-16 with a byte-order mark. A glob
-filter becomes ignore rules in a file held in memory, which ripgrep reads through
-``/dev/fd``: it enters only the directories that may hold a match, and searches
-only the files that may match (the caller matches them exactly).
-
-A matching or context line longer than the search's cap is omitted by ripgrep;
-a second run says where each such line's first match is, and
-:mod:`ctxfs.local.longlines` gives the part around it.
+``rg`` (from the ``ripgrep`` wheel, or ``$PATH``) walks and reads with its own ignore rules, in a
+child process that Landlock lets read the root's tree and the files it needs to start, nothing else
+(:mod:`ctxfs.local.landlock`): no link, nor a directory swapped for one mid-walk, leads it outside.
+Where the binary, Landlock or ripgrep's understanding of the pattern is missing, the caller's own
+walk runs. A glob becomes ignore rules ripgrep reads from memory (``/dev/fd``); a line too long to
+give is found again by a second run (:mod:`ctxfs.local.longlines`).
 """
 
 from __future__ import annotations
@@ -148,10 +136,8 @@ class Ripgrep:
     ) -> FileLines | None:
         """Run *search* beneath the root on the files *opened* (path: descriptor).
 
-        ripgrep reads each through ``/dev/fd/N``, the very file opened (through
-        the resolver) for it, so a path swapped since cannot lead it elsewhere;
-        Landlock still refuses any file outside the root. None if ripgrep
-        refuses the pattern.
+        ripgrep reads each through ``/dev/fd/N``, so a path swapped since cannot lead it
+        elsewhere. None if ripgrep refuses the pattern.
         """
         names = {f"/dev/fd/{fd}": path for path, fd in opened.items()}
         search, fds = replace(search, paths=tuple(names)), tuple(opened.values())
@@ -168,17 +154,7 @@ class Ripgrep:
             if ran is None or ran[1]:
                 return None if ran is None else FileLines(lines={}, complete=False)
             for name, firsts in _first_matches(ran[0], long_search.paths).items():
-                cut = await anyio.to_thread.run_sync(
-                    functools.partial(
-                        cut_lines,
-                        opened[names[name]],
-                        firsts,
-                        before=search.before,
-                        after=search.after,
-                        width=search.cut_chars,
-                        cap=search.max_line_chars,
-                    )
-                )
+                cut = await anyio.to_thread.run_sync(cut_lines, opened[names[name]], firsts, search)
                 if cut is not None:
                     found[name] = cut
         return FileLines(lines={names[name]: lines for name, lines in found.items()})
@@ -186,8 +162,7 @@ class Ripgrep:
     async def search(self, root: Path, root_fd: int, search: FileSearch) -> FileMatches | None:
         """Run *search* beneath the root (*root_fd*); None if ripgrep refuses the pattern.
 
-        ripgrep is killed at ``search.seconds`` (the answer then covers the files
-        it finished) or when the caller is cancelled.
+        Stopped at ``search.seconds``, the answer covers the files it finished.
         """
         rules = None if search.glob is None else _in_memory(_glob_rules(search.path, search.glob))
         try:
@@ -219,10 +194,9 @@ class Ripgrep:
         pass_fds: tuple[int, ...] = (),
         found_so_far: Callable[[int], None] | None = None,
     ) -> tuple[bytes, bool] | None:
-        """Ripgrep's output, and whether it was stopped at *seconds*; None: pattern refused.
+        """Ripgrep's output, and whether it was killed at *seconds*; None: pattern refused.
 
-        A refused pattern is ripgrep's "error" status with no output. ripgrep is
-        killed at *seconds*, or when the caller is cancelled.
+        A refused pattern is ripgrep's "error" status with no output; a cancelled caller kills it.
         """
         process = await anyio.to_thread.run_sync(self._start, root, root_fd, arguments, pass_fds)
         try:
@@ -265,8 +239,7 @@ def _finish(
 ) -> tuple[bytes, bool]:
     """Ripgrep's output, read as it comes, and whether it had to be stopped at *seconds*.
 
-    With *found_so_far*, the number of records so far (one NUL each) is told
-    after each read.
+    *found_so_far* is told the number of records (NULs) so far after each read.
     """
     assert process.stdout is not None
     deadline = None if seconds is None else time.monotonic() + seconds
@@ -311,7 +284,7 @@ def _parsed(output: bytes, search: FileSearch, *, prefix: str) -> FileMatches:
         number, _, rest = record.partition(b"\n")
         if not number.isdigit():
             break
-        counts[_path(path, prefix)] = int(number)
+        counts[os.fsdecode(path).removeprefix(prefix)] = int(number)
         path = rest
     found = _SEARCHED.search(rest if len(records) > 1 else output)
     return FileMatches(counts=counts, searched=int(found.group(1)) if found else len(counts))
@@ -322,9 +295,8 @@ def _lines(
 ) -> tuple[dict[str, list[tuple[int, str]]], set[str]]:
     r"""The ``path\0number:text`` (``-`` for context) records, by path, in order.
 
-    A file with a binary-file notice (a record with no NUL) or text that is not
-    UTF-8 is left out of the answer; one with a line ripgrep omitted (too long)
-    too, but named apart (the second value).
+    A file with a binary-file notice or text that is not UTF-8 is left out; one with a line
+    ripgrep omitted (too long) too, but named apart (the second value).
     """
     found: dict[str, list[tuple[int, str]]] = {path: [] for path in paths}
     unanswered: set[str] = set()
@@ -366,10 +338,8 @@ def _first_matches(output: bytes, paths: tuple[str, ...]) -> dict[str, dict[int,
 def _glob_rules(directory: str, glob: str) -> bytes:
     """Ignore-file rules that leave only what *glob* may match below *directory*.
 
-    Everything is ignored but the files the glob's outline
-    (:meth:`GlobMatcher.outline`) matches and the directories that may lead to
-    one, so ripgrep neither enters nor reads the rest. The tree's own ignore
-    files rank higher: the rules only narrow its walk, to a superset of the matches.
+    They keep the files the glob's :meth:`~GlobMatcher.outline` matches and the directories on
+    the way, no more; the tree's own ignore files rank higher.
     """
     rules = ["*"]
     for segments in glob_matcher(glob).outline(below=directory):
@@ -391,11 +361,6 @@ def _in_memory(data: bytes) -> int:
         os.close(fd)
         raise
     return fd
-
-
-def _path(raw: bytes, prefix: str) -> str:
-    text = os.fsdecode(raw)
-    return text[len(prefix) :] if prefix and text.startswith(prefix) else text
 
 
 def _escaped(name: str) -> str:

@@ -1,10 +1,8 @@
 """The confined root: one directory descriptor every path resolves beneath, and its entries.
 
-:class:`RootDirectory` opens paths through :mod:`ctxfs.local.resolve` (symbolic links
-followed only inside the root, and only where allowed), refuses what is not a
-regular file (a FIFO, socket or device is refused at once: opens are
-non-blocking) and files with other names, unless allowed, and tells what a
-path resolves to. Its methods block: the backend runs them in worker threads.
+:class:`RootDirectory` opens paths through :mod:`ctxfs.local.resolve`, applies the link policies,
+refuses what is not a regular file (at once: opens are non-blocking) and tells what a path resolves
+to. Its methods block.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -68,26 +66,21 @@ def stat_of(path: str, info: os.stat_result) -> Stat:
     )
 
 
+@dataclass(eq=False)
 class RootDirectory:
     """The directory *path*, open as *fd*, with the backend's link policies."""
 
-    def __init__(
-        self,
-        path: Path,
-        fd: int,
-        resolver: Resolver,
-        *,
-        follow_symlinks: bool,
-        allow_hard_links: bool,
-        read_hard_links: bool,
-    ) -> None:
-        self.path = path
-        self.text = str(path)
-        self.fd = fd
-        self.resolver = resolver
-        self.follow_symlinks = follow_symlinks
-        self.allow_hard_links = allow_hard_links
-        self.read_hard_links = read_hard_links
+    path: Path
+    fd: int
+    resolver: Resolver
+    _: KW_ONLY
+    follow_symlinks: bool
+    allow_hard_links: bool
+    read_hard_links: bool
+    text: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.text = str(self.path)
 
     def open(self, path: str, flags: int) -> int:
         """Open *path* beneath the root with *flags*."""
@@ -99,20 +92,18 @@ class RootDirectory:
 
     def check(self) -> None:
         """Raise ``Unavailable`` if the root has been deleted."""
-        if os.fstat(self.fd).st_nlink == 0:
-            raise Unavailable(
-                f"the workspace root {self.path} has been deleted",
-                retryable=False,
-                hint="The workspace directory no longer exists; nothing can be read or written.",
-            )
+        if (gone := self.gone()) is not None:
+            raise gone
 
     def gone(self) -> FsError | None:
         """The error of a deleted root, or None (for ``translated(on_missing=...)``)."""
-        try:
-            self.check()
-        except Unavailable as gone:
-            return gone
-        return None
+        if os.fstat(self.fd).st_nlink:
+            return None
+        return Unavailable(
+            f"the workspace root {self.path} has been deleted",
+            retryable=False,
+            hint="The workspace directory no longer exists; nothing can be read or written.",
+        )
 
     def open_file(self, path: str) -> tuple[int, os.stat_result]:
         """Open regular file *path* for reading, blocking; with its ``fstat``."""
@@ -190,8 +181,7 @@ class RootDirectory:
         """The root-relative path of what is open at *fd* (what the kernel resolved).
 
         Raises:
-            Unavailable: There is no ``/proc`` to ask, or the root has moved since
-                it was opened.
+            Unavailable: There is no ``/proc`` to ask, or the root has moved since opened.
 
         """
         try:
@@ -242,9 +232,8 @@ class RootDirectory:
     ) -> int:
         """Open directory *path*; with *create*, make missing levels one at a time.
 
-        Each missing level is made and opened (``O_NOFOLLOW``) relative to its
-        parent's descriptor, and added to *made* with that descriptor, which is
-        then left open for the caller to close.
+        Each is made and opened (``O_NOFOLLOW``) at its parent's descriptor, and added to
+        *made* with that descriptor, which the caller then closes.
         """
         try:
             return self.open(path, DIR_FLAGS)
@@ -252,24 +241,19 @@ class RootDirectory:
             if not create or not path:
                 raise
         parts = path.split("/")
-        existing = len(parts) - 1
-        while True:
+        for existing in range(len(parts) - 1, -1, -1):
             try:
                 fd = self.open("/".join(parts[:existing]), DIR_FLAGS)
                 break
             except NotFound:
                 if existing == 0:
                     raise
-                existing -= 1
         kept = False  # fd is a parent in *made*: the caller closes it
         try:
             for name in parts[existing:]:
                 with translated(path, on_missing=self.gone):
-                    try:
+                    with contextlib.suppress(FileExistsError):
                         os.mkdir(name, 0o777, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                    else:
                         if made is not None:
                             made.append((fd, name))
                             kept = True

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
 
-import anyio
+from anyio.to_thread import run_sync
 
 from ctxfs.core.kit import ABSENT, Backend, Blob, Update, Version
 from ctxfs.local import writes
 from ctxfs.local.root import RootDirectory, Seen
-
-T = TypeVar("T")
 
 __all__ = ["LockedUpdate"]
 
@@ -39,29 +35,27 @@ class LockedUpdate(Update):
     async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
         expect = self.seen if self._as_read else (ABSENT if was is None else was)
         write = partial(writes.write, like=self.seen.info, mode=mode)
-        version = await _run(write, self.root, self.path, data, expect)
+        version = await run_sync(write, self.root, self.path, data, expect)
         self._as_read = False
         return version
 
     async def _remove(self, *, was: Version) -> None:
         expect = self.seen if self._as_read else was
-        await _run(writes.delete, self.root, self.path, expect)
+        await run_sync(writes.delete, self.root, self.path, expect)
         self._as_read = False
 
     async def _move(self, destination: Update) -> Version:
         assert self.current is not None
         assert isinstance(destination, LockedUpdate)
-        await _run(writes.move, self.root, self.path, self.seen, destination.path, destination.seen)
+        await run_sync(
+            writes.move, self.root, self.path, self.seen, destination.path, destination.seen
+        )
         self._as_read = destination._as_read = False
         return self.current.version
 
     async def _undo_move(self, destination: Update, written: Version) -> None:
         assert isinstance(destination, LockedUpdate)
         del written  # the file moved is known by its inode
-        await _run(writes.move_back, self.root, destination.path, self.seen, self.path)
+        await run_sync(writes.move_back, self.root, destination.path, self.seen, self.path)
         if destination.current is not None:  # the file the move replaced
             await destination._undo(None)
-
-
-async def _run(function: Callable[..., T], *args: object) -> T:
-    return await anyio.to_thread.run_sync(partial(function, *args))

@@ -1,11 +1,10 @@
 """Changes beneath a :class:`~ctxfs.local.root.RootDirectory`: atomic, durable, not via links.
 
-A write goes to a temporary file in the target's own directory (``O_EXCL |
-O_NOFOLLOW``), written in full, given the old mode, ``fsync``-ed and renamed
-over the target within that directory, whose entry is then ``fsync``-ed too.
-A precondition is a version (compared by hash), ``ABSENT``, or a :class:`Seen`
-entry (compared by identity, under the CAS lock held since the read). Each
-function blocks.
+A write goes to a temporary file in the target's own directory (``O_EXCL | O_NOFOLLOW``), written in
+full, given the old mode, ``fsync``-ed and renamed over the target within that directory, whose
+entry is then ``fsync``-ed too. A precondition is a version (compared by hash), ``ABSENT``, or a
+:class:`Seen` entry (compared by identity, under the CAS lock held since the read). Each function
+blocks.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from functools import partial
 from typing import Final
 
@@ -127,26 +127,21 @@ def move(root: RootDirectory, source: str, seen: Seen, target: str, target_seen:
     A target seen missing must still be missing (``RENAME_NOREPLACE``); the
     target's missing directories are made.
     """
-    parent, _, name = source.rpartition("/")
     target_parent, _, target_name = target.rpartition("/")
-    dir_fd = root.open_dir(parent, create=False)
-    try:
-        with root.made_dir(target_parent) as target_dir_fd:
-            current = root.entry(dir_fd, name, source)
-            _check_precondition(root, dir_fd, name, source, current=current, expect=seen)
-            there = root.entry(target_dir_fd, target_name, target)
-            _check_precondition(
-                root, target_dir_fd, target_name, target, current=there, expect=target_seen
-            )
-            with translated(target, on_missing=root.gone):
-                if target_seen.identity is None:
-                    _rename_noreplace(dir_fd, name, target_name, target_dir_fd=target_dir_fd)
-                else:
-                    os.replace(name, target_name, src_dir_fd=dir_fd, dst_dir_fd=target_dir_fd)
-                os.fsync(target_dir_fd)
-                os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    with _parent_of(root, source) as (dir_fd, name), root.made_dir(target_parent) as target_dir_fd:
+        current = root.entry(dir_fd, name, source)
+        _check_precondition(root, dir_fd, name, source, current=current, expect=seen)
+        there = root.entry(target_dir_fd, target_name, target)
+        _check_precondition(
+            root, target_dir_fd, target_name, target, current=there, expect=target_seen
+        )
+        with translated(target, on_missing=root.gone):
+            if target_seen.identity is None:
+                _rename_noreplace(dir_fd, name, target_name, target_dir_fd=target_dir_fd)
+            else:
+                os.replace(name, target_name, src_dir_fd=dir_fd, dst_dir_fd=target_dir_fd)
+            os.fsync(target_dir_fd)
+            os.fsync(dir_fd)
 
 
 def move_back(root: RootDirectory, moved: str, seen: Seen, source: str) -> None:
@@ -155,33 +150,25 @@ def move_back(root: RootDirectory, moved: str, seen: Seen, source: str) -> None:
     The entry must still be the file moved (its inode, size and modification
     time: a rename changes only its change time).
     """
-    parent, _, name = moved.rpartition("/")
     source_parent, _, source_name = source.rpartition("/")
-    dir_fd = root.open_dir(parent, create=False)
-    try:
-        with root.made_dir(source_parent) as source_dir_fd:
-            there = identity(root.entry(dir_fd, name, moved))
-            if there is None or seen.identity is None or there[:4] != seen.identity[:4]:
-                raise Stale(f"{moved} changed since it was moved there", path=moved)
-            with translated(source, on_missing=root.gone):
-                _rename_noreplace(dir_fd, name, source_name, target_dir_fd=source_dir_fd)
-                os.fsync(source_dir_fd)
-                os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    with _parent_of(root, moved) as (dir_fd, name), root.made_dir(source_parent) as source_dir_fd:
+        there = identity(root.entry(dir_fd, name, moved))
+        if there is None or seen.identity is None or there[:4] != seen.identity[:4]:
+            raise Stale(f"{moved} changed since it was moved there", path=moved)
+        with translated(source, on_missing=root.gone):
+            _rename_noreplace(dir_fd, name, source_name, target_dir_fd=source_dir_fd)
+            os.fsync(source_dir_fd)
+            os.fsync(dir_fd)
 
 
 def move_directory(root: RootDirectory, source: str, destination: str) -> None:
     """Rename directory *source* to *destination*, which must not exist; durable on return.
 
-    Both parents are opened as :func:`move` opens them (confined beneath
-    the root); the entries themselves are never followed: a symbolic link at
-    *source* is refused, and one at *destination* is something that exists.
+    The entries are never followed: a symbolic link at *source* is refused, and one at
+    *destination* is something that exists.
     """
-    parent, _, name = source.rpartition("/")
     target_parent, _, target_name = destination.rpartition("/")
-    dir_fd = root.open_dir(parent, create=False)
-    try:
+    with _parent_of(root, source) as (dir_fd, name):
         with translated(source, on_missing=root.gone):
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if not stat.S_ISDIR(info.st_mode):
@@ -196,15 +183,11 @@ def move_directory(root: RootDirectory, source: str, destination: str) -> None:
             )
             os.fsync(target_dir_fd)
             os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def delete(root: RootDirectory, path: str, expect: Version | Seen | None) -> None:
     """Delete file *path* under *expect*, or empty directory *path* (then *expect* is None)."""
-    parent, _, name = path.rpartition("/")
-    dir_fd = root.open_dir(parent, create=False)
-    try:
+    with _parent_of(root, path) as (dir_fd, name):
         with translated(path, on_missing=root.gone):
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if stat.S_ISLNK(info.st_mode):
@@ -225,6 +208,15 @@ def delete(root: RootDirectory, path: str, expect: Version | Seen | None) -> Non
                 os.unlink(name, dir_fd=dir_fd)
         with translated(path):
             os.fsync(dir_fd)
+
+
+@contextlib.contextmanager
+def _parent_of(root: RootDirectory, path: str) -> Iterator[tuple[int, str]]:
+    """The directory holding *path* (it must exist), open for the block, and *path*'s name."""
+    parent, _, name = path.rpartition("/")
+    dir_fd = root.open_dir(parent, create=False)
+    try:
+        yield dir_fd, name
     finally:
         os.close(dir_fd)
 
@@ -239,9 +231,7 @@ def mkdir(root: RootDirectory, path: str) -> None:
         raise
 
 
-def _write_temp(
-    dir_fd: int, data: bytes, current: os.stat_result | None, mode: int | None = None
-) -> str:
+def _write_temp(dir_fd: int, data: bytes, current: os.stat_result | None, mode: int | None) -> str:
     """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name.
 
     It gets *mode*, else *current*'s mode and owner, else the default (less the umask).
@@ -277,11 +267,10 @@ def _rename_noreplace(
     target_dir_fd: int | None = None,
     directory: bool = False,
 ) -> None:
-    """Rename *source* to *target* only if *target* does not exist (not even as a symlink).
+    """Rename *source* to *target* (in *target_dir_fd*, by default the same) if it does not exist.
 
-    *target* is in *target_dir_fd* (by default the same directory). A file
-    system without ``renameat2`` flags falls back to link-then-unlink, which a
-    *directory* cannot do: it is then refused (``EOPNOTSUPP``), never replaced.
+    Without ``renameat2`` flags it links then unlinks, which a *directory* cannot: then it is
+    refused (``EOPNOTSUPP``), never replaced.
     """
     to_fd = dir_fd if target_dir_fd is None else target_dir_fd
     renameat2 = getattr(_LIBC, "renameat2", None)
