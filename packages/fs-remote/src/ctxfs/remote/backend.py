@@ -60,7 +60,7 @@ from ctxfs.core.kit import (
 from ctxfs.remote.ioloop import on_io_loop
 from ctxfs.remote.keys import KeySpace
 from ctxfs.remote.retry import DEFAULT_DEADLINE, DEFAULT_RETRIES, RETRY_OPTIONS, Retries
-from ctxfs.remote.store import ObjectInfo, ObjectStore
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
 
 __all__ = ["ObjectStoreBackend", "ProbeResult", "pop_backend_options"]
 
@@ -310,22 +310,14 @@ class ObjectStoreBackend(Backend):
     async def _list(self, path: str) -> list[Stat]:
         """The files and sub-prefixes directly under *path*."""
         await self._ready()
-        prefix = self.keys.directory(path)
-        listing = await self._io(path or "the root", self.store.scan, prefix)
-        entries = [
-            _file_stat(self.keys.path(info.key), info)
-            for info in listing.objects
-            if not info.key.endswith("/")  # console-made "directory marker" objects
-        ]
-        entries += [
-            Stat(path=self.keys.path(sub), kind=FileKind.DIRECTORY) for sub in listing.prefixes
-        ]
+        listing = await self._io(path or "the root", self.store.scan, self.keys.directory(path))
         if not path or listing.objects or listing.prefixes:
+            entries = self._files(listing) + [
+                Stat(path=self.keys.path(sub), kind=FileKind.DIRECTORY) for sub in listing.prefixes
+            ]
             return [entry for entry in entries if entry.name]
-        try:
-            await self._io(path, self.store.head, self.keys.key(path))
-        except NotFound:
-            raise NotFound(f"{path} does not exist", path=path) from None
+        if await self._current(path, self.keys.key(path)) is None:
+            raise NotFound(f"{path} does not exist", path=path)
         raise NotADirectory(f"{path} is a file, not a directory", path=path)
 
     async def _list_tree(self, path: str) -> list[Stat]:
@@ -334,6 +326,9 @@ class ObjectStoreBackend(Backend):
         listing = await self._io(
             path or "the root", self.store.scan, self.keys.directory(path), deep=True
         )
+        return self._files(listing)
+
+    def _files(self, listing: Listing) -> list[Stat]:
         return [
             _file_stat(self.keys.path(info.key), info)
             for info in listing.objects
@@ -363,25 +358,21 @@ class ObjectStoreBackend(Backend):
         except (Stale, AlreadyExists):
             # A retried attempt may have landed before the condition refused it (the
             # answer to the first was lost): the object then carries our write id.
-            landed = await self._landed(path, key, write_id)
-            if landed is not None:
-                return landed
+            landed = await self._current(path, key)
+            if landed is not None and landed.write_id == write_id:
+                return landed.version
             raise
 
-    async def _landed(self, path: str, key: str, write_id: str) -> Version | None:
-        """The object's version if it is the one write *write_id* stored, else None."""
+    async def _current(self, path: str, key: str) -> ObjectInfo | None:
+        """The object at *key* now, None if there is none."""
         try:
-            info = await self._io(path, self.store.head, key)
+            return await self._io(path, self.store.head, key)
         except NotFound:
             return None
-        return info.version if info.write_id == write_id else None
 
     async def _check_expect(self, path: str, key: str, expect: Expect) -> None:
-        try:
-            current: Version | None = (await self._io(path, self.store.head, key)).version
-        except NotFound:
-            current = None
-        check_expect(path, expect, current)
+        current = await self._current(path, key)
+        check_expect(path, expect, None if current is None else current.version)
 
     async def _delete(self, path: str, expect: Version | None) -> None:
         """Delete a file (conditionally with *expect*); directories vanish with their last file."""
@@ -404,11 +395,8 @@ class ObjectStoreBackend(Backend):
     async def _mkdir(self, path: str) -> None:
         """Nothing to create: a directory exists while objects live under it."""
         await self._ready()
-        try:
-            await self._io(path, self.store.head, self.keys.key(path))
-        except NotFound:
-            return
-        raise AlreadyExists(f"{path} is a file", path=path)
+        if await self._current(path, self.keys.key(path)) is not None:
+            raise AlreadyExists(f"{path} is a file", path=path)
 
     async def aclose(self) -> None:
         """Close the driver's client."""

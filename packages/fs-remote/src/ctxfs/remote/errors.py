@@ -9,7 +9,7 @@ anything unknown is ``BackendError``. No client exception escapes a driver.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -54,11 +54,11 @@ def translate(exc: BaseException) -> FsError:
 
 
 @contextmanager
-def translated() -> Iterator[None]:
-    """Raise any exception from the block as a ctxfs error (``FsError`` passes through)."""
+def translated(error: Callable[[BaseException], FsError] = translate) -> Iterator[None]:
+    """Raise any exception from the block as its *error* (``FsError`` passes through)."""
     try:
         yield
     except FsError:
         raise
     except Exception as exc:
-        raise translate(exc) from exc
+        raise error(exc) from exc

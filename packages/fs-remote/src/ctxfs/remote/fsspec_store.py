@@ -11,7 +11,9 @@ filesystem doing network I/O would hold up every other store's calls meanwhile.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import fsspec
 
 from ctxfs.core import (
     ABSENT,
@@ -24,12 +26,10 @@ from ctxfs.core import (
     Version,
     content_version,
 )
+from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options
 from ctxfs.remote.errors import translated
 from ctxfs.remote.keys import KeySpace, split_url
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
-
-if TYPE_CHECKING:
-    from ctxfs.remote.backend import ObjectStoreBackend
 
 __all__ = ["FsspecStore", "open_fsspec"]
 
@@ -127,10 +127,6 @@ def open_fsspec(url: str, **options: Any) -> ObjectStoreBackend:
     Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``
     and ``max_cas_size`` configure the backend; the others go to the filesystem.
     """
-    import fsspec  # noqa: PLC0415
-
-    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-
     scheme, _, rest = url.partition("://")
     protocol = scheme.removeprefix("fsspec+")
     bucket, prefix = split_url(f"{protocol}://{rest}")

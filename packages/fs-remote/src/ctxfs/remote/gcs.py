@@ -33,15 +33,15 @@ from ctxfs.core import (
     Stale,
     Version,
 )
+from ctxfs.core.kit import require
+from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options
 from ctxfs.remote.errors import from_status, translated
 from ctxfs.remote.keys import KeySpace, split_url
 from ctxfs.remote.retry import DEFAULT_DEADLINE
-from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, byte_range, object_size
 
 if TYPE_CHECKING:
     import aiohttp
-
-    from ctxfs.remote.backend import ObjectStoreBackend
 
 __all__ = ["GcsStore", "open_gcs"]
 
@@ -110,9 +110,7 @@ class GcsStore(ObjectStore):
         params = {"alt": "media"}
         if version is not None:
             params["ifGenerationMatch"] = _generation(version)
-        headers = {}
-        if not request.whole:
-            headers["Range"] = f"bytes={first}-" + ("" if end is None else str(end - 1))
+        headers = byte_range(request)
         async with self._request("GET", self._objects(key), params=params, headers=headers) as r:
             if r.status == 416:  # start at or past the end
                 return b"", await self._pinned_head(key, version)
@@ -260,9 +258,6 @@ def open_gcs(url: str, **options: Any) -> ObjectStoreBackend:
     ``gcsfs.GCSFileSystem`` (``project``, ``token``, ``endpoint_url``, ...).
     ``STORAGE_EMULATOR_HOST`` points it at an emulator.
     """
-    from ctxfs.core.kit import require  # noqa: PLC0415
-    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-
     gcsfs_core = require("gcsfs.core", install="ctxfs-remote[gcs]", needed_by="the gcs backend")
     bucket, prefix = split_url(url)
     settings = pop_backend_options(options)
