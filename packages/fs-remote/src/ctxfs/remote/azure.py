@@ -1,12 +1,9 @@
 """Azure Blob Storage through adlfs's configuration and the SDK's async blob clients.
 
-Versions are ``etag:<ETag>``. A read is a ``download_blob``: body and ETag from
-the same response, ranges pinned with an ``If-Match`` condition (the SDK also
-pins the follow-up chunks of a large download to the first one's ETag). A
-write is an ``upload_blob`` with ``etag`` and ``MatchConditions.IfNotModified``,
-or ``overwrite=False`` to create only; a delete is a conditional ``delete_blob``.
-adlfs supplies configuration (``AZURE_STORAGE_CONNECTION_STRING``, account
-names, keys and credentials) and the service client.
+Versions are ``etag:<ETag>``, from the same response as the body; reads, writes
+and deletes are pinned with ``MatchConditions.IfNotModified`` (the SDK pins the
+later chunks of a large download to the first one's ETag), creates with
+``overwrite=False``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """``ObjectStoreBackend``: the ctxfs backend contract over any object-store driver.
 
-Directories are key prefixes (``real_directories=False``). Versions are the
-store's own tokens, read fresh with the content, never from a listing cache.
-Conditional writes are the store's own, trusted once the probe (at open, or
-before the first call) has seen the store refuse a second create and a stale
-update of a ``.ctxfs-probe-*`` object: ``cas_scope`` is then ``GLOBAL``.
-Otherwise it is ``PROCESS``: versions are checked here under a per-key lock
-(``require_global_cas=True`` refuses the store instead). The probe also asks
-whether the store keeps every version of an object (S3 bucket versioning, GCS
-object versioning): ``kept_versions`` is then declared, and earlier versions are
-read back from the store (the session memory keeps references, not copies).
-
-Transient failures are retried within one deadline (:mod:`ctxfs.remote.retry`),
-then raised ``Unavailable``. Every write carries a unique id in the object's
-metadata, so a refused retry of a write that had in fact landed finds its id
-there and succeeds, while identical bytes from another writer still conflict.
+Directories are key prefixes; versions are the store's own tokens, read with the
+content. Conditional writes are the store's own once the probe has seen it refuse
+a second create and a stale update (``cas_scope`` ``GLOBAL``); until then, or if
+it does not, versions are checked here under a per-key lock (``PROCESS``). The
+probe also asks whether the store keeps every version (``kept_versions``).
+Transient failures are retried (:mod:`ctxfs.remote.retry`). Every write carries a
+unique id in the object's metadata, so that a refused retry of a write that had
+in fact landed succeeds, while identical bytes from another writer conflict.
 """
 
 from __future__ import annotations
@@ -169,12 +162,9 @@ class ObjectStoreBackend(Backend):
     @property
     def capabilities(self) -> Capabilities:
         """GLOBAL once the probe found conditions enforced (or it is off); PROCESS before."""
-        if not self._probe_wanted or (self._probe is not None and self._probe.enforced):
-            scope = self.store.scope
-        else:
-            scope = CasScope.PROCESS
+        trusted = not self._probe_wanted or (self._probe is not None and self._probe.enforced)
         return Capabilities(
-            cas_scope=scope,
+            cas_scope=self.store.scope if trusted else CasScope.PROCESS,
             range_reads=True,
             real_directories=False,
             symlinks=False,
@@ -257,12 +247,7 @@ class ObjectStoreBackend(Backend):
     # -- reading --------------------------------------------------------------------------------
 
     async def _locate(self, path: str) -> Location:
-        """The path as it is (no links); the key names the object globally (``s3://b/k``).
-
-        So two roots over one bucket (a prefix and a prefix inside it) meet in
-        one key, and observation stores shared by many servers never confuse
-        two buckets' files.
-        """
+        """The path as it is (no links); the key names the object globally (``s3://b/k``)."""
         return Location(resolved=path, key=f"{self.store.name}/{self.keys.key(path)}")
 
     async def _stat(self, path: str) -> Stat:

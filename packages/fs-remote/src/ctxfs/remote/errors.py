@@ -1,10 +1,8 @@
 """What the stores' failures mean in ctxfs terms: the parts every driver shares.
 
-Each driver maps its client's own exceptions (botocore's ``ClientError``,
-gcsfs's status codes, azure-core's ``HttpResponseError``, asyncssh's SFTP
-codes) and hands anything else to :func:`translate`, which knows the transport
-layer: timeouts and lost connections are ``Unavailable`` (retryable), and
-anything unknown is ``BackendError``. No client exception escapes a driver.
+Each driver maps its client's own exceptions and hands anything else to
+:func:`translate`: timeouts and lost connections are ``Unavailable``
+(retryable), anything unknown is ``BackendError``. No client exception escapes.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Any fsspec filesystem as a store, with compare-and-swap in this process.
 
-For filesystems with no conditional writes of their own, above all fsspec's
-``memory://``. Versions are ``xxh3:`` hashes of the content. Every call runs on
-the single IO loop thread and does its read-compare-write with no await in
-between, so writers going through ctxfs in this process cannot interleave
-(``cas_scope`` ``PROCESS``); writers elsewhere are not seen. Calls are made
-synchronously on that thread: meant for in-memory and local filesystems, since a
-filesystem doing network I/O would hold up every other store's calls meanwhile.
+For filesystems with no conditional writes, above all ``memory://``. Versions are
+``xxh3:`` hashes of the content. Each call reads, compares and writes on the IO
+loop's thread with no await between, so writers through ctxfs in this process
+cannot interleave (``cas_scope`` ``PROCESS``). Meant for in-memory and local
+filesystems: network I/O here would hold up every other store's calls.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""Google Cloud Storage through gcsfs's session and credentials, on the JSON API.
+"""Google Cloud Storage on the JSON API, through gcsfs's session and credentials.
 
-Versions are ``gen:<generation>``. A read is one media ``GET``; the generation
-comes back in ``X-Goog-Generation`` with the body and is checked against a
-pinned version (as well as sent as ``ifGenerationMatch``), so even a server that
-ignores the condition cannot hand out bytes of another generation. A write is a
-multipart upload with ``ifGenerationMatch`` (0: create-only): the media upload
-is avoided because emulators ignore conditions there. Where the bucket keeps
-noncurrent generations (object versioning), an earlier version is one media
-``GET`` of its generation. gcsfs supplies
-configuration (``STORAGE_EMULATOR_HOST``, tokens, projects) and the HTTP
-session; its retries and caches are not used.
+Versions are ``gen:<generation>``. A read is one media ``GET`` whose
+``X-Goog-Generation`` is checked against a pinned version (which is also sent as
+``ifGenerationMatch``), so even a server that ignores the condition cannot mix
+generations. A write is a multipart upload with ``ifGenerationMatch`` (0:
+create-only); emulators ignore conditions on media uploads. gcsfs supplies the
+configuration (``STORAGE_EMULATOR_HOST``, tokens) and the HTTP session; its
+retries and caches are not used.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """S3 (and S3-compatible stores) through s3fs's aiobotocore client.
 
-Versions are ``etag:<ETag>``. A read is one ``GetObject``: body and ETag from
-the same response; ranges carry ``If-Match`` when pinned. A write is one
-``PutObject`` with ``If-Match: <etag>`` or ``If-None-Match: *``; a delete is a
-``DeleteObject`` with ``If-Match``. In a bucket with versioning on, an earlier
-version is found by its ETag among the key's versions (``ListObjectVersions``,
-newest first, :data:`MAX_VERSION_PAGES` pages at most), then read by its
-``VersionId``: the ETag names the content, so no ``VersionId`` need be kept.
-s3fs supplies configuration (credentials, ``AWS_ENDPOINT_URL`` and the rest of
-botocore's environment) and the session; its listing cache is never consulted.
+Versions are ``etag:<ETag>``: body and ETag come from one ``GetObject``, and
+writes and deletes carry ``If-Match: <etag>`` or ``If-None-Match: *``. In a
+versioned bucket an earlier version is found by its ETag among the key's
+versions and read by its ``VersionId``. s3fs supplies the configuration
+(botocore's environment) and the session; its listing cache is never consulted.
 """
 
 from __future__ import annotations
