@@ -187,11 +187,9 @@ def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind 
 def open_azure(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``az://container[/prefix]`` (also ``abfs://``).
 
-    ``abfs://container@account.dfs.core.windows.net/prefix`` names the account
-    too. Keyword options ``probe``, ``require_global_cas``, ``retries``,
-    ``deadline`` and ``max_cas_size`` configure the backend; the others go to
-    ``adlfs.AzureBlobFileSystem`` (``account_name``, ``credential``,
-    ``connection_string``, ...), which also reads ``AZURE_STORAGE_*`` variables.
+    ``abfs://container@account.dfs.core.windows.net/prefix`` names the account too. The
+    backend's options (:data:`~ctxfs.remote.backend.BACKEND_OPTIONS`) configure it; the
+    others go to ``adlfs.AzureBlobFileSystem`` (``account_name``, ``credential``, ...).
     """
     adlfs = require("adlfs", install="ctxfs-remote[azure]", needed_by="the azure backend")
     container, prefix = split_url(url)

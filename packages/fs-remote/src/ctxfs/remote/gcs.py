@@ -250,10 +250,8 @@ def _info_from_headers(key: str, headers: Mapping[str, str]) -> ObjectInfo:
 def open_gcs(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``gs://bucket[/prefix]`` (also ``gcs://``).
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``
-    and ``max_cas_size`` configure the backend; the others go to
-    ``gcsfs.GCSFileSystem`` (``project``, ``token``, ``endpoint_url``, ...).
-    ``STORAGE_EMULATOR_HOST`` points it at an emulator.
+    The backend's options (:data:`~ctxfs.remote.backend.BACKEND_OPTIONS`) configure it;
+    the others go to ``gcsfs.GCSFileSystem`` (``project``, ``token``, ``endpoint_url``, ...).
     """
     gcsfs_core = require("gcsfs.core", install="ctxfs-remote[gcs]", needed_by="the gcs backend")
     bucket, prefix = split_url(url)

@@ -252,11 +252,9 @@ def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind 
 def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``s3://bucket[/prefix]``.
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``,
-    ``max_cas_size`` and ``kept_versions`` configure the backend; the others go to
-    ``s3fs.S3FileSystem`` (``endpoint_url``, ``key``, ``secret``, ``client_kwargs``, ...).
-    Without them, botocore's standard environment applies (``AWS_ENDPOINT_URL``,
-    ``AWS_ACCESS_KEY_ID``, profiles, ...). botocore's own retries are off, and its
+    The backend's options (:data:`~ctxfs.remote.backend.BACKEND_OPTIONS`) configure it;
+    the others go to ``s3fs.S3FileSystem`` (``endpoint_url``, ``key``, ``secret``, ...),
+    else botocore's environment applies. botocore's own retries are off, and its
     connect timeout is the deadline, unless ``config_kwargs`` says otherwise.
     """
     s3fs = require("s3fs", install="ctxfs-remote[s3]", needed_by="the s3 backend")

@@ -381,49 +381,36 @@ class _LeasedUpdate(Update):
     async def _change(
         self, version: Version | None, was: Version | None, act: SftpCall[None]
     ) -> None:
-        """Run *act* under the lock, unless a cut-off attempt already left *version* there."""
+        """Run *act* while the lock is still ours with time to write, unless it landed already.
+
+        A retry follows a lost connection: the attempt cut off may have left *version*.
+
+        Raises:
+            Stale: The lease ran out or nearly has, or the file is neither as it
+                was (*was*) nor as this change would leave it.
+
+        """
         attempts = itertools.count(1)
 
         async def run(sftp: asyncssh.SFTPClient) -> None:
-            if not await self._landed(sftp, version, was=was, retry=next(attempts) > 1):
-                await act(sftp)
+            retry = next(attempts) > 1
+            left = await self.leases.remaining(sftp, self.full, self.token)
+            if left is None or left < self.leases.margin:
+                raise Stale(
+                    f"the lock on {self.path} ran out before the change was written; "
+                    "nothing was written",
+                    path=self.path,
+                    details={"lease_seconds_left": left},
+                )
+            if retry:
+                now, _ = await self.client.file_version(sftp, self.full, self.path)
+                if now == version:
+                    return
+                if now != was:
+                    raise Stale(f"{self.path} changed while it was being updated", path=self.path)
+            await act(sftp)
 
         await self.client.call(self.path, run)
-
-    async def _landed(
-        self,
-        sftp: asyncssh.SFTPClient,
-        version: Version | None,
-        *,
-        was: Version | None,
-        retry: bool,
-    ) -> bool:
-        """Check the lock is still ours, with time to write; on a *retry*, whether it landed.
-
-        A retry follows a lost connection: the attempt cut off may have published.
-
-        Raises:
-            Stale: The lease ran out or nearly has (another writer may have changed
-                the file, or could break the lock while this one writes), or the
-                file is neither as it was (*was*) nor as this change would leave it.
-
-        """
-        left = await self.leases.remaining(sftp, self.full, self.token)
-        if left is None or left < self.leases.margin:
-            raise Stale(
-                f"the lock on {self.path} ran out before the change was written; "
-                "nothing was written",
-                path=self.path,
-                details={"lease_seconds_left": left},
-            )
-        if not retry:
-            return False
-        now, _ = await self.client.file_version(sftp, self.full, self.path)
-        if now == version:
-            return True
-        if now != was:
-            raise Stale(f"{self.path} changed while it was being updated", path=self.path)
-        return False
 
 
 async def _publish(
