@@ -61,6 +61,10 @@ class SftpClient:
     ) -> None:
         self.host, self.port, self.username = host, port, username
         self.root = posixpath.normpath(root)
+        self.server = f"sftp://{host}:{port}"
+        """The server, as a URL without a path."""
+        self.name = f"{self.server}{self.root}"
+        """The server and root, as a URL."""
         self.keys = KeySpace("")
         self.retrying = retrying
         self.real_root: str | None = None
@@ -71,16 +75,6 @@ class SftpClient:
         self._connecting: asyncio.Lock | None = None
         self._generation = 0
         """Counts connections made: a retry drops only the one that failed."""
-
-    @property
-    def server(self) -> str:
-        """The server, as a URL without a path."""
-        return f"sftp://{self.host}:{self.port}"
-
-    @property
-    def name(self) -> str:
-        """The server and root, as a URL."""
-        return f"{self.server}{self.root}"
 
     async def call(self, path: str, fn: SftpCall[T]) -> T:
         """Run ``fn(sftp)`` on the IO loop; a lost connection is dropped and the call retried."""
