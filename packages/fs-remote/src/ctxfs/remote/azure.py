@@ -1,18 +1,15 @@
 """Azure Blob Storage through adlfs's configuration and the SDK's async blob clients.
 
-Versions are ``etag:<ETag>``. A read is a ``download_blob``: body and ETag from
-the same response, ranges pinned with an ``If-Match`` condition (the SDK also
-pins the follow-up chunks of a large download to the first one's ETag). A
-write is an ``upload_blob`` with ``etag`` and ``MatchConditions.IfNotModified``,
-or ``overwrite=False`` to create only; a delete is a conditional ``delete_blob``.
-adlfs supplies configuration (``AZURE_STORAGE_CONNECTION_STRING``, account
-names, keys and credentials) and the service client.
+Versions are ``etag:<ETag>``, from the same response as the body; reads, writes
+and deletes are pinned with ``MatchConditions.IfNotModified`` (the SDK pins the
+later chunks of a large download to the first one's ETag), creates with
+``overwrite=False``.
 """
 
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ctxfs.core import (
     ABSENT,
@@ -27,13 +24,12 @@ from ctxfs.core import (
     Unavailable,
     Version,
 )
-from ctxfs.remote.errors import from_status, translate
+from ctxfs.core.kit import require
+from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options
+from ctxfs.remote.errors import from_status, translate, translated
 from ctxfs.remote.keys import KeySpace, split_url
 from ctxfs.remote.retry import DEFAULT_DEADLINE
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
-
-if TYPE_CHECKING:
-    from ctxfs.remote.backend import ObjectStoreBackend
 
 __all__ = ["AzureStore", "open_azure"]
 
@@ -78,19 +74,15 @@ class AzureStore(ObjectStore):
         properties = downloader.properties
         size = object_size(getattr(properties, "content_range", None), properties.size)
         request.check(None, size=size)
-        try:
+        with translated(_error):
             data: bytes = await downloader.readall()
-        except Exception as exc:
-            raise _error(exc) from exc
         return data, _info(key, properties, size)
 
     async def _properties(self, key: str, version: Version | None) -> ObjectInfo:
-        try:
+        with translated(_error):
             properties = await self._blob(key).get_blob_properties(
                 **_condition(version), **self._once
             )
-        except Exception as exc:
-            raise _error(exc) from exc
         return _info(key, properties, int(properties.size))
 
     async def head(self, key: str) -> ObjectInfo:
@@ -116,24 +108,19 @@ class AzureStore(ObjectStore):
         return _version(result["etag"])
 
     async def remove(self, key: str, *, expect: Version | None = None) -> None:
-        try:
+        with translated(_error):
             await self._blob(key).delete_blob(**_condition(expect), **self._once)
-        except Exception as exc:
-            raise _error(exc) from exc
 
     async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
         container = self.fs.service_client.get_container_client(self.container)
         listing = Listing()
+        options = {"name_starts_with": prefix or None, "results_per_page": limit, **self._once}
         items = (
-            container.list_blobs(
-                name_starts_with=prefix or None, results_per_page=limit, **self._once
-            )
+            container.list_blobs(**options)
             if deep
-            else container.walk_blobs(
-                name_starts_with=prefix or None, delimiter="/", results_per_page=limit, **self._once
-            )
+            else container.walk_blobs(delimiter="/", **options)
         )
-        try:
+        with translated(_error):
             async for item in items:
                 if item.name.endswith("/"):
                     listing.prefixes.append(item.name)
@@ -141,8 +128,6 @@ class AzureStore(ObjectStore):
                     listing.objects.append(_info(item.name, item, int(item.size)))
                 if limit is not None and len(listing.objects) + len(listing.prefixes) >= limit:
                     break
-        except Exception as exc:
-            raise _error(exc) from exc
         return listing
 
     async def close(self) -> None:
@@ -202,15 +187,10 @@ def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind 
 def open_azure(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``az://container[/prefix]`` (also ``abfs://``).
 
-    ``abfs://container@account.dfs.core.windows.net/prefix`` names the account
-    too. Keyword options ``probe``, ``require_global_cas``, ``retries``,
-    ``deadline`` and ``max_cas_size`` configure the backend; the others go to
-    ``adlfs.AzureBlobFileSystem`` (``account_name``, ``credential``,
-    ``connection_string``, ...), which also reads ``AZURE_STORAGE_*`` variables.
+    ``abfs://container@account.dfs.core.windows.net/prefix`` names the account too. The
+    backend's options (:data:`~ctxfs.remote.backend.BACKEND_OPTIONS`) configure it; the
+    others go to ``adlfs.AzureBlobFileSystem`` (``account_name``, ``credential``, ...).
     """
-    from ctxfs.core.kit import require  # noqa: PLC0415
-    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-
     adlfs = require("adlfs", install="ctxfs-remote[azure]", needed_by="the azure backend")
     container, prefix = split_url(url)
     if "@" in container:

@@ -1,20 +1,13 @@
 """``ObjectStoreBackend``: the ctxfs backend contract over any object-store driver.
 
-Directories are key prefixes (``real_directories=False``). Versions are the
-store's own tokens, read fresh with the content, never from a listing cache.
-Conditional writes are the store's own, trusted once the probe (at open, or
-before the first call) has seen the store refuse a second create and a stale
-update of a ``.ctxfs-probe-*`` object: ``cas_scope`` is then ``GLOBAL``.
-Otherwise it is ``PROCESS``: versions are checked here under a per-key lock
-(``require_global_cas=True`` refuses the store instead). The probe also asks
-whether the store keeps every version of an object (S3 bucket versioning, GCS
-object versioning): ``kept_versions`` is then declared, and earlier versions are
-read back from the store (the session memory keeps references, not copies).
-
-Transient failures are retried within one deadline (:mod:`ctxfs.remote.retry`),
-then raised ``Unavailable``. Every write carries a unique id in the object's
-metadata, so a refused retry of a write that had in fact landed finds its id
-there and succeeds, while identical bytes from another writer still conflict.
+Directories are key prefixes; versions are the store's own tokens, read with the
+content. Conditional writes are the store's own once the probe has seen it refuse
+a second create and a stale update (``cas_scope`` ``GLOBAL``); until then, or if
+it does not, versions are checked here under a per-key lock (``PROCESS``). The
+probe also asks whether the store keeps every version (``kept_versions``).
+Transient failures are retried (:mod:`ctxfs.remote.retry`). Every write carries a
+unique id in the object's metadata, so that a refused retry of a write that had
+in fact landed succeeds, while identical bytes from another writer conflict.
 """
 
 from __future__ import annotations
@@ -60,7 +53,7 @@ from ctxfs.core.kit import (
 from ctxfs.remote.ioloop import on_io_loop
 from ctxfs.remote.keys import KeySpace
 from ctxfs.remote.retry import DEFAULT_DEADLINE, DEFAULT_RETRIES, RETRY_OPTIONS, Retries
-from ctxfs.remote.store import ObjectInfo, ObjectStore
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
 
 __all__ = ["ObjectStoreBackend", "ProbeResult", "pop_backend_options"]
 
@@ -169,12 +162,9 @@ class ObjectStoreBackend(Backend):
     @property
     def capabilities(self) -> Capabilities:
         """GLOBAL once the probe found conditions enforced (or it is off); PROCESS before."""
-        if not self._probe_wanted or (self._probe is not None and self._probe.enforced):
-            scope = self.store.scope
-        else:
-            scope = CasScope.PROCESS
+        trusted = not self._probe_wanted or (self._probe is not None and self._probe.enforced)
         return Capabilities(
-            cas_scope=scope,
+            cas_scope=self.store.scope if trusted else CasScope.PROCESS,
             range_reads=True,
             real_directories=False,
             symlinks=False,
@@ -257,12 +247,7 @@ class ObjectStoreBackend(Backend):
     # -- reading --------------------------------------------------------------------------------
 
     async def _locate(self, path: str) -> Location:
-        """The path as it is (no links); the key names the object globally (``s3://b/k``).
-
-        So two roots over one bucket (a prefix and a prefix inside it) meet in
-        one key, and observation stores shared by many servers never confuse
-        two buckets' files.
-        """
+        """The path as it is (no links); the key names the object globally (``s3://b/k``)."""
         return Location(resolved=path, key=f"{self.store.name}/{self.keys.key(path)}")
 
     async def _stat(self, path: str) -> Stat:
@@ -310,22 +295,14 @@ class ObjectStoreBackend(Backend):
     async def _list(self, path: str) -> list[Stat]:
         """The files and sub-prefixes directly under *path*."""
         await self._ready()
-        prefix = self.keys.directory(path)
-        listing = await self._io(path or "the root", self.store.scan, prefix)
-        entries = [
-            _file_stat(self.keys.path(info.key), info)
-            for info in listing.objects
-            if not info.key.endswith("/")  # console-made "directory marker" objects
-        ]
-        entries += [
-            Stat(path=self.keys.path(sub), kind=FileKind.DIRECTORY) for sub in listing.prefixes
-        ]
+        listing = await self._io(path or "the root", self.store.scan, self.keys.directory(path))
         if not path or listing.objects or listing.prefixes:
+            entries = self._files(listing) + [
+                Stat(path=self.keys.path(sub), kind=FileKind.DIRECTORY) for sub in listing.prefixes
+            ]
             return [entry for entry in entries if entry.name]
-        try:
-            await self._io(path, self.store.head, self.keys.key(path))
-        except NotFound:
-            raise NotFound(f"{path} does not exist", path=path) from None
+        if await self._current(path, self.keys.key(path)) is None:
+            raise NotFound(f"{path} does not exist", path=path)
         raise NotADirectory(f"{path} is a file, not a directory", path=path)
 
     async def _list_tree(self, path: str) -> list[Stat]:
@@ -334,6 +311,9 @@ class ObjectStoreBackend(Backend):
         listing = await self._io(
             path or "the root", self.store.scan, self.keys.directory(path), deep=True
         )
+        return self._files(listing)
+
+    def _files(self, listing: Listing) -> list[Stat]:
         return [
             _file_stat(self.keys.path(info.key), info)
             for info in listing.objects
@@ -363,25 +343,21 @@ class ObjectStoreBackend(Backend):
         except (Stale, AlreadyExists):
             # A retried attempt may have landed before the condition refused it (the
             # answer to the first was lost): the object then carries our write id.
-            landed = await self._landed(path, key, write_id)
-            if landed is not None:
-                return landed
+            landed = await self._current(path, key)
+            if landed is not None and landed.write_id == write_id:
+                return landed.version
             raise
 
-    async def _landed(self, path: str, key: str, write_id: str) -> Version | None:
-        """The object's version if it is the one write *write_id* stored, else None."""
+    async def _current(self, path: str, key: str) -> ObjectInfo | None:
+        """The object at *key* now, None if there is none."""
         try:
-            info = await self._io(path, self.store.head, key)
+            return await self._io(path, self.store.head, key)
         except NotFound:
             return None
-        return info.version if info.write_id == write_id else None
 
     async def _check_expect(self, path: str, key: str, expect: Expect) -> None:
-        try:
-            current: Version | None = (await self._io(path, self.store.head, key)).version
-        except NotFound:
-            current = None
-        check_expect(path, expect, current)
+        current = await self._current(path, key)
+        check_expect(path, expect, None if current is None else current.version)
 
     async def _delete(self, path: str, expect: Version | None) -> None:
         """Delete a file (conditionally with *expect*); directories vanish with their last file."""
@@ -404,11 +380,8 @@ class ObjectStoreBackend(Backend):
     async def _mkdir(self, path: str) -> None:
         """Nothing to create: a directory exists while objects live under it."""
         await self._ready()
-        try:
-            await self._io(path, self.store.head, self.keys.key(path))
-        except NotFound:
-            return
-        raise AlreadyExists(f"{path} is a file", path=path)
+        if await self._current(path, self.keys.key(path)) is not None:
+            raise AlreadyExists(f"{path} is a file", path=path)
 
     async def aclose(self) -> None:
         """Close the driver's client."""

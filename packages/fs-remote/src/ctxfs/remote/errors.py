@@ -1,15 +1,13 @@
 """What the stores' failures mean in ctxfs terms: the parts every driver shares.
 
-Each driver maps its client's own exceptions (botocore's ``ClientError``,
-gcsfs's status codes, azure-core's ``HttpResponseError``, asyncssh's SFTP
-codes) and hands anything else to :func:`translate`, which knows the transport
-layer: timeouts and lost connections are ``Unavailable`` (retryable), and
-anything unknown is ``BackendError``. No client exception escapes a driver.
+Each driver maps its client's own exceptions and hands anything else to
+:func:`translate`: timeouts and lost connections are ``Unavailable``
+(retryable), anything unknown is ``BackendError``. No client exception escapes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -54,11 +52,11 @@ def translate(exc: BaseException) -> FsError:
 
 
 @contextmanager
-def translated() -> Iterator[None]:
-    """Raise any exception from the block as a ctxfs error (``FsError`` passes through)."""
+def translated(error: Callable[[BaseException], FsError] = translate) -> Iterator[None]:
+    """Raise any exception from the block as its *error* (``FsError`` passes through)."""
     try:
         yield
     except FsError:
         raise
     except Exception as exc:
-        raise translate(exc) from exc
+        raise error(exc) from exc

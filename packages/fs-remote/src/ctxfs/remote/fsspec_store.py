@@ -1,17 +1,17 @@
 """Any fsspec filesystem as a store, with compare-and-swap in this process.
 
-For filesystems with no conditional writes of their own, above all fsspec's
-``memory://``. Versions are ``xxh3:`` hashes of the content. Every call runs on
-the single IO loop thread and does its read-compare-write with no await in
-between, so writers going through ctxfs in this process cannot interleave
-(``cas_scope`` ``PROCESS``); writers elsewhere are not seen. Calls are made
-synchronously on that thread: meant for in-memory and local filesystems, since a
-filesystem doing network I/O would hold up every other store's calls meanwhile.
+For filesystems with no conditional writes, above all ``memory://``. Versions are
+``xxh3:`` hashes of the content. Each call reads, compares and writes on the IO
+loop's thread with no await between, so writers through ctxfs in this process
+cannot interleave (``cas_scope`` ``PROCESS``). Meant for in-memory and local
+filesystems: network I/O here would hold up every other store's calls.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import fsspec
 
 from ctxfs.core import (
     ABSENT,
@@ -24,12 +24,10 @@ from ctxfs.core import (
     Version,
     content_version,
 )
+from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options
 from ctxfs.remote.errors import translated
 from ctxfs.remote.keys import KeySpace, split_url
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
-
-if TYPE_CHECKING:
-    from ctxfs.remote.backend import ObjectStoreBackend
 
 __all__ = ["FsspecStore", "open_fsspec"]
 
@@ -42,7 +40,8 @@ class FsspecStore(ObjectStore):
     def __init__(self, fs: Any, root: str) -> None:
         self.fs = fs
         self.root = root.strip("/")
-        self.name = f"{_protocol(fs)}://{self.root}"
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        self.name = f"{protocol}://{self.root}"
 
     def _path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
@@ -55,14 +54,11 @@ class FsspecStore(ObjectStore):
             data: bytes = self.fs.cat_file(path)
         return data
 
-    def _info(self, key: str, data: bytes) -> ObjectInfo:
-        return ObjectInfo(key=key, size=len(data), version=content_version(data))
-
     async def get(self, key: str, request: ReadRequest) -> tuple[bytes, ObjectInfo]:
         data = self._current(key)
         if data is None:
             raise NotFound("no such object")
-        info = self._info(key, data)
+        info = ObjectInfo(key=key, size=len(data), version=content_version(data))
         if request.version is not None and info.version != request.version:
             raise Stale("the object is at another version")
         request.check(None, size=info.size)
@@ -106,31 +102,19 @@ class FsspecStore(ObjectStore):
             if entry["type"] == "directory":
                 listing.prefixes.append(f"{key}/")
             else:
+                version = content_version(self._current(key) or b"")
                 listing.objects.append(
-                    ObjectInfo(key=key, size=int(entry["size"]), version=self._version(key))
+                    ObjectInfo(key=key, size=int(entry["size"]), version=version)
                 )
         return listing
-
-    def _version(self, key: str) -> Version:
-        data = self._current(key)
-        return content_version(data if data is not None else b"")
-
-
-def _protocol(fs: Any) -> str:
-    protocol = fs.protocol
-    return str(protocol if isinstance(protocol, str) else protocol[0])
 
 
 def open_fsspec(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``fsspec+<protocol>://bucket[/prefix]``, e.g. ``fsspec+memory://b``.
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``
-    and ``max_cas_size`` configure the backend; the others go to the filesystem.
+    The backend's options (:data:`~ctxfs.remote.backend.BACKEND_OPTIONS`) configure it;
+    the others go to the filesystem.
     """
-    import fsspec  # noqa: PLC0415
-
-    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-
     scheme, _, rest = url.partition("://")
     protocol = scheme.removeprefix("fsspec+")
     bucket, prefix = split_url(f"{protocol}://{rest}")

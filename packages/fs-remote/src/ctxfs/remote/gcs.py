@@ -1,15 +1,12 @@
-"""Google Cloud Storage through gcsfs's session and credentials, on the JSON API.
+"""Google Cloud Storage on the JSON API, through gcsfs's session and credentials.
 
-Versions are ``gen:<generation>``. A read is one media ``GET``; the generation
-comes back in ``X-Goog-Generation`` with the body and is checked against a
-pinned version (as well as sent as ``ifGenerationMatch``), so even a server that
-ignores the condition cannot hand out bytes of another generation. A write is a
-multipart upload with ``ifGenerationMatch`` (0: create-only): the media upload
-is avoided because emulators ignore conditions there. Where the bucket keeps
-noncurrent generations (object versioning), an earlier version is one media
-``GET`` of its generation. gcsfs supplies
-configuration (``STORAGE_EMULATOR_HOST``, tokens, projects) and the HTTP
-session; its retries and caches are not used.
+Versions are ``gen:<generation>``. A read is one media ``GET`` whose
+``X-Goog-Generation`` is checked against a pinned version (which is also sent as
+``ifGenerationMatch``), so even a server that ignores the condition cannot mix
+generations. A write is a multipart upload with ``ifGenerationMatch`` (0:
+create-only); emulators ignore conditions on media uploads. gcsfs supplies the
+configuration (``STORAGE_EMULATOR_HOST``, tokens) and the HTTP session; its
+retries and caches are not used.
 """
 
 from __future__ import annotations
@@ -33,15 +30,15 @@ from ctxfs.core import (
     Stale,
     Version,
 )
+from ctxfs.core.kit import require
+from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options
 from ctxfs.remote.errors import from_status, translated
 from ctxfs.remote.keys import KeySpace, split_url
 from ctxfs.remote.retry import DEFAULT_DEADLINE
-from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, byte_range, object_size
 
 if TYPE_CHECKING:
     import aiohttp
-
-    from ctxfs.remote.backend import ObjectStoreBackend
 
 __all__ = ["GcsStore", "open_gcs"]
 
@@ -110,9 +107,7 @@ class GcsStore(ObjectStore):
         params = {"alt": "media"}
         if version is not None:
             params["ifGenerationMatch"] = _generation(version)
-        headers = {}
-        if not request.whole:
-            headers["Range"] = f"bytes={first}-" + ("" if end is None else str(end - 1))
+        headers = byte_range(request)
         async with self._request("GET", self._objects(key), params=params, headers=headers) as r:
             if r.status == 416:  # start at or past the end
                 return b"", await self._pinned_head(key, version)
@@ -255,14 +250,9 @@ def _info_from_headers(key: str, headers: Mapping[str, str]) -> ObjectInfo:
 def open_gcs(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``gs://bucket[/prefix]`` (also ``gcs://``).
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``
-    and ``max_cas_size`` configure the backend; the others go to
-    ``gcsfs.GCSFileSystem`` (``project``, ``token``, ``endpoint_url``, ...).
-    ``STORAGE_EMULATOR_HOST`` points it at an emulator.
+    The backend's options (:data:`~ctxfs.remote.backend.BACKEND_OPTIONS`) configure it;
+    the others go to ``gcsfs.GCSFileSystem`` (``project``, ``token``, ``endpoint_url``, ...).
     """
-    from ctxfs.core.kit import require  # noqa: PLC0415
-    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-
     gcsfs_core = require("gcsfs.core", install="ctxfs-remote[gcs]", needed_by="the gcs backend")
     bucket, prefix = split_url(url)
     settings = pop_backend_options(options)

@@ -1,10 +1,7 @@
 """Keys: where root-relative paths live in a store, confined lexically under a prefix.
 
-An object store has no kernel to confine paths, so confinement is by
-construction: a key is the configured prefix, a slash and a canonical path that
-:func:`~ctxfs.core.kit.check_path` accepted (no ``..``, no absolute path, no
-backslash, no scheme, no empty segment, no name reserved for the backends' own
-objects: probes, lock files, temporary files).
+An object store has no kernel to confine paths: a key is the configured prefix,
+a slash and a path that :func:`~ctxfs.core.kit.check_path` accepted.
 """
 
 from __future__ import annotations
@@ -65,13 +62,12 @@ class KeySpace:
 
         """
         check_path(path)
-        if path:
-            try:
-                path.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidPath(
-                    f"{path!r} is not valid Unicode, which object keys must be", path=path
-                ) from None
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidPath(
+                f"{path!r} is not valid Unicode, which object keys must be", path=path
+            ) from None
         return "/".join(part for part in (self.prefix, path) if part)
 
     def directory(self, path: str) -> str:

@@ -1,14 +1,11 @@
 """One retry loop for every remote store: a bounded number of retries within one deadline.
 
-A store call that fails ``Unavailable`` and retryable (a timeout, a lost
-connection, a 5xx) is tried again after an exponential pause with jitter, until it succeeds, fails
-otherwise, has been retried :attr:`Retries.retries` times, or the next attempt
-would start after :attr:`Retries.deadline` seconds; then the last failure is
-raised. An attempt that is under way is never cut short (a large transfer may
-take longer than the deadline): the clients' own connect timeouts are set no
-longer than the deadline, and their own retries are off, so that this loop is
-the only one. Each retry is logged (logger ``ctxfs.remote``, level WARNING),
-which the ``ctxfs`` command prints on stderr.
+A store call failing ``Unavailable`` and retryable (a timeout, a lost connection,
+a 5xx) is tried again after an exponential pause with jitter, at most
+:attr:`Retries.retries` times and none starting after :attr:`Retries.deadline`
+seconds. An attempt under way is never cut short; the clients' own retries are
+off and their connect timeouts no longer than the deadline. Each retry is logged
+(logger ``ctxfs.remote``, level WARNING).
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """S3 (and S3-compatible stores) through s3fs's aiobotocore client.
 
-Versions are ``etag:<ETag>``. A read is one ``GetObject``: body and ETag from
-the same response; ranges carry ``If-Match`` when pinned. A write is one
-``PutObject`` with ``If-Match: <etag>`` or ``If-None-Match: *``; a delete is a
-``DeleteObject`` with ``If-Match``. In a bucket with versioning on, an earlier
-version is found by its ETag among the key's versions (``ListObjectVersions``,
-newest first, :data:`MAX_VERSION_PAGES` pages at most), then read by its
-``VersionId``: the ETag names the content, so no ``VersionId`` need be kept.
-s3fs supplies configuration (credentials, ``AWS_ENDPOINT_URL`` and the rest of
-botocore's environment) and the session; its listing cache is never consulted.
+Versions are ``etag:<ETag>``: body and ETag come from one ``GetObject``, and
+writes and deletes carry ``If-Match: <etag>`` or ``If-None-Match: *``. In a
+versioned bucket an earlier version is found by its ETag among the key's
+versions and read by its ``VersionId``. s3fs supplies the configuration
+(botocore's environment) and the session; its listing cache is never consulted.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ctxfs.core import (
     ABSENT,
@@ -29,13 +25,12 @@ from ctxfs.core import (
     Unavailable,
     Version,
 )
-from ctxfs.remote.errors import RETRYABLE_STATUS, from_status, translate
+from ctxfs.core.kit import require
+from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options
+from ctxfs.remote.errors import RETRYABLE_STATUS, from_status, translate, translated
 from ctxfs.remote.keys import KeySpace, split_url
 from ctxfs.remote.retry import DEFAULT_DEADLINE
-from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, object_size
-
-if TYPE_CHECKING:
-    from ctxfs.remote.backend import ObjectStoreBackend
+from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore, byte_range, object_size
 
 __all__ = ["S3Store", "open_s3"]
 
@@ -69,10 +64,8 @@ class S3Store(ObjectStore):
         first, end = request.start or 0, request.end
         if end is not None and end <= first:
             return b"", await self._head(s3, call)
-        if not request.whole:
-            call["Range"] = f"bytes={first}-" + ("" if end is None else str(end - 1))
         try:
-            response = await s3.get_object(**call)
+            response = await s3.get_object(**call, **byte_range(request))
         except Exception as exc:
             if _code(exc) == "InvalidRange":  # start at or past the end
                 return b"", await self._head(s3, call)
@@ -81,24 +74,16 @@ class S3Store(ObjectStore):
         size = object_size(response.get("ContentRange"), response["ContentLength"])
         try:
             request.check(None, size=size)
-        except TooLarge:
-            body.close()
-            raise
-        try:
-            data: bytes = await body.read()
-        except Exception as exc:
-            raise _error(exc) from exc
+            with translated(_error):
+                data: bytes = await body.read()
         finally:
             body.close()
         return data, _info(key, response, size)
 
-    async def _head(self, s3: Any, request: dict[str, Any]) -> ObjectInfo:
-        head = {k: v for k, v in request.items() if k in ("Bucket", "Key", "IfMatch")}
-        try:
-            response = await s3.head_object(**head)
-        except Exception as exc:
-            raise _error(exc) from exc
-        return _info(head["Key"], response, int(response["ContentLength"]))
+    async def _head(self, s3: Any, call: dict[str, Any]) -> ObjectInfo:
+        with translated(_error):
+            response = await s3.head_object(**call)
+        return _info(call["Key"], response, int(response["ContentLength"]))
 
     async def head(self, key: str) -> ObjectInfo:
         return await self._head(await self._client(), {"Bucket": self.bucket, "Key": key})
@@ -131,18 +116,14 @@ class S3Store(ObjectStore):
         await self._head(s3, request)  # S3 answers 204 for a missing key
         if expect is not None:
             request["IfMatch"] = _etag(expect)
-        try:
+        with translated(_error):
             await s3.delete_object(**request)
-        except Exception as exc:
-            raise _error(exc) from exc
 
     async def keeps_versions(self) -> bool:
         """Whether ``GetBucketVersioning`` says ``Enabled`` (``Suspended`` overwrites: no)."""
         s3 = await self._client()
-        try:
+        with translated(_error):
             response = await s3.get_bucket_versioning(Bucket=self.bucket)
-        except Exception as exc:
-            raise _error(exc) from exc
         return bool(response.get("Status") == "Enabled")
 
     async def get_version(self, key: str, version: Version) -> bytes | None:
@@ -151,7 +132,7 @@ class S3Store(ObjectStore):
             return None
         etag, s3 = _etag(version), await self._client()
         request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": key}
-        try:
+        with translated(_error):
             for _ in range(MAX_VERSION_PAGES):
                 page = await s3.list_object_versions(**request)
                 for item in page.get("Versions", []):  # by key, then newest first
@@ -163,8 +144,6 @@ class S3Store(ObjectStore):
                     return None
                 request["KeyMarker"] = page["NextKeyMarker"]
                 request["VersionIdMarker"] = page["NextVersionIdMarker"]
-        except Exception as exc:
-            raise _error(exc) from exc
         return None
 
     async def _get_version(self, s3: Any, key: str, version_id: str, etag: str) -> bytes | None:
@@ -189,7 +168,7 @@ class S3Store(ObjectStore):
         if limit is not None:
             request["MaxKeys"] = limit
         listing = Listing()
-        try:
+        with translated(_error):
             while True:
                 page = await s3.list_objects_v2(**request)
                 listing.objects.extend(
@@ -205,8 +184,6 @@ class S3Store(ObjectStore):
                 if limit is not None or not page.get("IsTruncated"):
                     return listing
                 request["ContinuationToken"] = page["NextContinuationToken"]
-        except Exception as exc:
-            raise _error(exc) from exc
 
     async def close(self) -> None:
         creator = getattr(self.fs, "_s3creator", None)
@@ -275,16 +252,11 @@ def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind 
 def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``s3://bucket[/prefix]``.
 
-    Keyword options ``probe``, ``require_global_cas``, ``retries``, ``deadline``,
-    ``max_cas_size`` and ``kept_versions`` configure the backend; the others go to
-    ``s3fs.S3FileSystem`` (``endpoint_url``, ``key``, ``secret``, ``client_kwargs``, ...).
-    Without them, botocore's standard environment applies (``AWS_ENDPOINT_URL``,
-    ``AWS_ACCESS_KEY_ID``, profiles, ...). botocore's own retries are off, and its
+    The backend's options (:data:`~ctxfs.remote.backend.BACKEND_OPTIONS`) configure it;
+    the others go to ``s3fs.S3FileSystem`` (``endpoint_url``, ``key``, ``secret``, ...),
+    else botocore's environment applies. botocore's own retries are off, and its
     connect timeout is the deadline, unless ``config_kwargs`` says otherwise.
     """
-    from ctxfs.core.kit import require  # noqa: PLC0415
-    from ctxfs.remote.backend import ObjectStoreBackend, pop_backend_options  # noqa: PLC0415
-
     s3fs = require("s3fs", install="ctxfs-remote[s3]", needed_by="the s3 backend")
     bucket, prefix = split_url(url)
     settings = pop_backend_options(options)

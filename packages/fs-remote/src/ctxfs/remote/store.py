@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ctxfs.core import CasScope, Expect, ReadRequest, Version
 
-__all__ = ["Listing", "ObjectInfo", "ObjectStore", "object_size"]
+__all__ = ["Listing", "ObjectInfo", "ObjectStore", "byte_range", "object_size"]
 
 
 def object_size(content_range: str | None, length: int | str) -> int:
@@ -26,6 +26,14 @@ def object_size(content_range: str | None, length: int | str) -> int:
     None or empty for a whole one, whose *length* is then the object's size.
     """
     return int(content_range.rpartition("/")[2] if content_range else length)
+
+
+def byte_range(request: ReadRequest) -> dict[str, str]:
+    """The HTTP ``Range`` header of a ranged *request*; none for a whole read."""
+    if request.whole:
+        return {}
+    last = "" if request.end is None else request.end - 1
+    return {"Range": f"bytes={request.start or 0}-{last}"}
 
 
 @dataclass(frozen=True, kw_only=True)

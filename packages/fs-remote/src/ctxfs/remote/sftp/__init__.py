@@ -1,33 +1,16 @@
-"""SFTP through asyncssh, with a cooperative compare-and-swap.
+"""SFTP through asyncssh, with a cooperative compare-and-swap (``cas_scope`` ``COOPERATIVE``).
 
-SFTP has no conditional write. ctxfs builds one from the two atomic operations
-an OpenSSH server offers, for writers that follow the same protocol
-(``cas_scope`` ``COOPERATIVE``):
-
-1. take ``.ctxfs-lock.<name>`` beside the file by exclusive create; it holds a
-   lease (owner and expiry). A lease past its expiry is broken by renaming it
-   away (only one breaker can win the rename), so a crashed writer delays
-   others by at most the lease (:mod:`~ctxfs.remote.sftp.lease`);
-2. under the lock, compare the current content with the expected version
-   (``xxh3:``, the version of every read); an update
-   (:meth:`~ctxfs.core.Backend.open_update`) reads the file under the lock and
-   so compares nothing again;
-3. write ``.ctxfs-tmp.<random>``, fsync it, give it the old file's mode, and
-   publish it: ``posix-rename`` to replace, plain ``rename`` (which refuses to
-   clobber) to create; readers never see a partial file;
-4. remove the lock, if it is still ours.
-
-Writers that bypass the protocol (another SFTP client, a shell) are not stopped;
-the lease relies on the writers' clocks agreeing to within the lease.
-Paths stay under the root: besides the lexical checks, the server resolves each
-path (``realpath``) and a symbolic link leading outside is refused. That check
-and the use that follows are two requests, so a link swapped in between by
-someone with shell access on the server is not caught.
-
-The modules: :mod:`~ctxfs.remote.sftp.client` (the connection, errors,
-confinement), :mod:`~ctxfs.remote.sftp.lease` (the lock protocol) and
-:mod:`~ctxfs.remote.sftp.backend` (the backend). They import asyncssh, which
-``ctxfs-remote[sftp]`` installs; this module does not, so that it can say so.
+SFTP has no conditional write. A writer takes a lock file with a lease beside the
+file by exclusive create (:mod:`~ctxfs.remote.sftp.lease`), compares the content's
+hash with the expected version under it, publishes a fsynced temporary file by
+rename, and removes the lock. Writers that bypass the protocol are not stopped,
+and the lease relies on the writers' clocks agreeing.
+Paths stay under the root: the server resolves each one (``realpath``) and a
+symbolic link leading outside is refused (a link swapped in between that check
+and the use that follows is not caught). :mod:`~ctxfs.remote.sftp.client` holds
+the connection, errors and confinement, :mod:`~ctxfs.remote.sftp.backend` the
+backend. They import asyncssh (``ctxfs-remote[sftp]``); this module does not, so
+that it can say so.
 """
 
 from __future__ import annotations

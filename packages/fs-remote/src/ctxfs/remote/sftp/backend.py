@@ -16,16 +16,7 @@ from typing import Any, Final, Self
 import anyio
 import asyncssh
 
-from ctxfs.core import (
-    AlreadyExists,
-    FsError,
-    InvalidArgument,
-    IsADirectory,
-    NotADirectory,
-    NotARegularFile,
-    NotFound,
-    Stale,
-)
+from ctxfs.core import AlreadyExists, FsError, InvalidArgument, NotADirectory, NotFound, Stale
 from ctxfs.core.kit import (
     RESERVED_PREFIX,
     Backend,
@@ -45,7 +36,7 @@ from ctxfs.core.kit import (
     content_version,
 )
 from ctxfs.remote.retry import DEFAULT_DEADLINE, Retries
-from ctxfs.remote.sftp.client import READ_BLOCK, SftpClient, is_missing
+from ctxfs.remote.sftp.client import READ_BLOCK, SftpCall, SftpClient, is_missing, regular
 from ctxfs.remote.sftp.lease import DEFAULT_LEASE, DEFAULT_LOCK_TIMEOUT, Leases
 
 __all__ = ["SftpBackend"]
@@ -128,12 +119,7 @@ class SftpBackend(Backend):
     # -- reading ------------------------------------------------------------------------------
 
     async def _locate(self, path: str) -> Location:
-        """What the server resolves *path* to: its real path beneath the root.
-
-        The key is where the file lives on the server, as a URL
-        (``sftp://host:port/real/dir/name``): every spelling of it, from any root
-        on that server, meets there.
-        """
+        """What the server resolves *path* to; the key is where the file lives, as a URL."""
         full = self.client.full(path)
 
         async def run(sftp: asyncssh.SFTPClient) -> Location:
@@ -168,11 +154,7 @@ class SftpBackend(Backend):
         self, sftp: asyncssh.SFTPClient, full: str, path: str, request: ReadRequest
     ) -> asyncssh.SFTPAttrs:
         """The attributes of *full*, a regular file inside the root within the size asked."""
-        attrs = await self.client.attributes(sftp, full, path, follow=True)
-        if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
-            raise IsADirectory(f"{path} is a directory", path=path)
-        if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
-            raise NotARegularFile(f"{path} is not a regular file", path=path)
+        attrs = regular(await self.client.attributes(sftp, full, path, follow=True), path)
         request.check(path, size=attrs.size or 0)
         return attrs
 
@@ -181,9 +163,7 @@ class SftpBackend(Backend):
         """Stream from one open handle: a rename-published file never changes under it."""
         full = self.client.full(path)
 
-        async def open_handle(
-            sftp: asyncssh.SFTPClient,
-        ) -> tuple[asyncssh.SFTPClientFile, int]:
+        async def open_handle(sftp: asyncssh.SFTPClient) -> tuple[asyncssh.SFTPClientFile, int]:
             attrs = await self._readable(sftp, full, path, ReadRequest())
             return await sftp.open(full, "rb", block_size=READ_BLOCK), attrs.size or 0
 
@@ -199,7 +179,7 @@ class SftpBackend(Backend):
             yield ReadStream(chunks(), size=size)
         finally:
             with anyio.CancelScope(shield=True):
-                await self.client.call_once(path, partial(_close, handle))
+                await self.client.call_once(path, lambda _: handle.close())
 
     async def _list(self, path: str) -> list[Stat]:
         """The entries of a directory, not following links."""
@@ -355,16 +335,14 @@ class SftpBackend(Backend):
             await self.client.confined(sftp, full, path)
             try:
                 attrs = await sftp.stat(full)
-            except asyncssh.SFTPError:
-                attrs = None  # missing: made below, with its parents
-            if attrs is not None:
+            except asyncssh.SFTPError:  # missing: made with its parents
+                try:
+                    await sftp.makedirs(full, exist_ok=True)
+                except asyncssh.SFTPError as exc:
+                    raise await self.client.refine(sftp, exc, path) from exc
+            else:
                 if attrs.type != asyncssh.FILEXFER_TYPE_DIRECTORY:
                     raise AlreadyExists(f"{path} is a file", path=path)
-                return
-            try:
-                await sftp.makedirs(full, exist_ok=True)
-            except asyncssh.SFTPError as exc:
-                raise await self.client.refine(sftp, exc, path) from exc
 
         await self.client.call(path, run)
 
@@ -389,61 +367,50 @@ class _LeasedUpdate(Update):
     async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
         """Publish *data* over the file, which holds *was* (None: missing) unless this landed."""
         version = content_version(data)
-        attempts = itertools.count(1)
         mode = self.mode if mode is None else mode
-
-        async def run(sftp: asyncssh.SFTPClient) -> Version:
-            if await self._landed(sftp, version, was=was, retry=next(attempts) > 1):
-                return version
-            await _publish(sftp, self.full, data, mode=mode, replace=was is not None)
-            return version
-
-        return await self.client.call(self.path, run)
+        await self._change(
+            version,
+            was,
+            lambda sftp: _publish(sftp, self.full, data, mode=mode, replace=was is not None),
+        )
+        return version
 
     async def _remove(self, *, was: Version) -> None:
+        await self._change(None, was, lambda sftp: sftp.remove(self.full))
+
+    async def _change(
+        self, version: Version | None, was: Version | None, act: SftpCall[None]
+    ) -> None:
+        """Run *act* while the lock is still ours with time to write, unless it landed already.
+
+        A retry follows a lost connection: the attempt cut off may have left *version*.
+
+        Raises:
+            Stale: The lease ran out or nearly has, or the file is neither as it
+                was (*was*) nor as this change would leave it.
+
+        """
         attempts = itertools.count(1)
 
         async def run(sftp: asyncssh.SFTPClient) -> None:
-            if await self._landed(sftp, None, was=was, retry=next(attempts) > 1):
-                return
-            await sftp.remove(self.full)
+            retry = next(attempts) > 1
+            left = await self.leases.remaining(sftp, self.full, self.token)
+            if left is None or left < self.leases.margin:
+                raise Stale(
+                    f"the lock on {self.path} ran out before the change was written; "
+                    "nothing was written",
+                    path=self.path,
+                    details={"lease_seconds_left": left},
+                )
+            if retry:
+                now, _ = await self.client.file_version(sftp, self.full, self.path)
+                if now == version:
+                    return
+                if now != was:
+                    raise Stale(f"{self.path} changed while it was being updated", path=self.path)
+            await act(sftp)
 
         await self.client.call(self.path, run)
-
-    async def _landed(
-        self,
-        sftp: asyncssh.SFTPClient,
-        version: Version | None,
-        *,
-        was: Version | None,
-        retry: bool,
-    ) -> bool:
-        """Check the lock is still ours, with time to write; on a *retry*, whether it landed.
-
-        A retry follows a lost connection: the attempt cut off may have published.
-
-        Raises:
-            Stale: The lease ran out or nearly has (another writer may have changed
-                the file, or could break the lock while this one writes), or the
-                file is neither as it was (*was*) nor as this change would leave it.
-
-        """
-        left = await self.leases.remaining(sftp, self.full, self.token)
-        if left is None or left < self.leases.margin:
-            raise Stale(
-                f"the lock on {self.path} ran out before the change was written; "
-                "nothing was written",
-                path=self.path,
-                details={"lease_seconds_left": left},
-            )
-        if not retry:
-            return False
-        now, _ = await self.client.file_version(sftp, self.full, self.path)
-        if now == version:
-            return True
-        if now != was:
-            raise Stale(f"{self.path} changed while it was being updated", path=self.path)
-        return False
 
 
 async def _publish(
@@ -491,8 +458,3 @@ async def _read_chunk(
     del sftp
     data: bytes = await handle.read(size)
     return data
-
-
-async def _close(handle: asyncssh.SFTPClientFile, sftp: asyncssh.SFTPClient) -> None:
-    del sftp
-    await handle.close()

@@ -1,9 +1,8 @@
 """The SFTP connection of one backend: connect on first use, translate errors, retry a loss.
 
-Every call runs a function of the ``asyncssh.SFTPClient`` on the IO loop
-(:mod:`ctxfs.remote.ioloop`). A lost connection is dropped and the call retried
-within the backend's :class:`~ctxfs.remote.retry.Retries`; anything asyncssh
-raises comes out as a ctxfs error naming the path.
+Every call runs a function of the ``asyncssh.SFTPClient`` on the IO loop; a lost
+connection is dropped and the call retried within the backend's
+:class:`~ctxfs.remote.retry.Retries`. Errors come out as ctxfs errors naming the path.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from ctxfs.remote.ioloop import on_io_loop
 from ctxfs.remote.keys import KeySpace
 from ctxfs.remote.retry import Retries
 
-__all__ = ["READ_BLOCK", "SftpCall", "SftpClient", "is_missing", "sftp_error"]
+__all__ = ["READ_BLOCK", "SftpCall", "SftpClient", "is_missing", "regular", "sftp_error"]
 
 T = TypeVar("T")
 
@@ -62,6 +61,10 @@ class SftpClient:
     ) -> None:
         self.host, self.port, self.username = host, port, username
         self.root = posixpath.normpath(root)
+        self.server = f"sftp://{host}:{port}"
+        """The server, as a URL without a path."""
+        self.name = f"{self.server}{self.root}"
+        """The server and root, as a URL."""
         self.keys = KeySpace("")
         self.retrying = retrying
         self.real_root: str | None = None
@@ -73,22 +76,8 @@ class SftpClient:
         self._generation = 0
         """Counts connections made: a retry drops only the one that failed."""
 
-    @property
-    def server(self) -> str:
-        """The server, as a URL without a path."""
-        return f"sftp://{self.host}:{self.port}"
-
-    @property
-    def name(self) -> str:
-        """The server and root, as a URL."""
-        return f"{self.server}{self.root}"
-
     async def call(self, path: str, fn: SftpCall[T]) -> T:
-        """Run ``fn(sftp)`` on the IO loop; a lost connection is dropped and the call retried.
-
-        Only the connection the failed attempt used is dropped: another call may
-        have connected afresh meanwhile.
-        """
+        """Run ``fn(sftp)`` on the IO loop; a lost connection is dropped and the call retried."""
         used: list[int] = []
 
         async def recover() -> None:
@@ -136,11 +125,9 @@ class SftpClient:
         return posixpath.join(real, rest) if rest else real
 
     async def located(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> str:
-        """Where file *full* lives: its directory's real path, and its own name.
+        """Where file *full* lives, inside the root: its directory's real path and its own name.
 
-        Every spelling of one file (through a linked directory) gives the same
-        answer, so its lock file is one; a link at the file's own name is kept
-        as it is (it is the entry a change replaces). Checked to lie inside the root.
+        So every spelling of one file has one lock; a link at its name is the entry replaced.
         """
         real = await self.confined(sftp, full, path)
         if full == self.root:
@@ -155,11 +142,7 @@ class SftpClient:
     async def attributes(
         self, sftp: asyncssh.SFTPClient, full: str, path: str, *, follow: bool
     ) -> asyncssh.SFTPAttrs:
-        """The attributes of *full*, once it is known to lie inside the root.
-
-        ``stat`` with *follow*, else ``lstat`` (a symbolic link is reported as one).
-        Failures name *path* (``NotFound``, ``NotADirectory``, ``OutsideRoot``, ...).
-        """
+        """The attributes of *full* (``lstat`` unless *follow*), checked to lie inside the root."""
         await self.confined(sftp, full, path)
         try:
             return await (sftp.stat(full) if follow else sftp.lstat(full))
@@ -210,11 +193,7 @@ class SftpClient:
             if isinstance(error, NotFound):
                 return None
             raise error from exc
-        if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
-            raise IsADirectory(f"{path} is a directory", path=path)
-        if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
-            raise NotARegularFile(f"{path} is not a regular file", path=path)
-        return attrs
+        return regular(attrs, path)
 
     async def refine(self, sftp: asyncssh.SFTPClient, exc: BaseException, path: str) -> FsError:
         """The error for *exc* on *path*: ``NotADirectory`` when a parent is a file."""
@@ -267,6 +246,15 @@ class SftpClient:
         if connection is not None:
             connection.close()
             await connection.wait_closed()
+
+
+def regular(attrs: asyncssh.SFTPAttrs, path: str) -> asyncssh.SFTPAttrs:
+    """*attrs*, if they are a regular file's (else ``IsADirectory`` or ``NotARegularFile``)."""
+    if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
+        raise IsADirectory(f"{path} is a directory", path=path)
+    if attrs.type != asyncssh.FILEXFER_TYPE_REGULAR:
+        raise NotARegularFile(f"{path} is not a regular file", path=path)
+    return attrs
 
 
 def is_missing(exc: BaseException) -> bool:

@@ -1,14 +1,12 @@
 """The cooperative lock of SFTP writers: a lock file beside the file, holding a lease.
 
 ``.ctxfs-lock.<name>`` is taken by exclusive create and holds JSON
-``{"owner": token, "expires": time}``. While it exists, other writers following
-the protocol wait (a bounded wait, then ``Busy``). A lock whose lease has
-expired belongs to a writer that crashed: it is broken by renaming it away,
-which only one breaker can win; so is a lock that holds no lease and is older
-than one (a writer that crashed between creating and filling it). A writer that
-lost its connection while holding the lock finds its own token there and carries
-on ("reclaimed"). A lock is removed only by its owner, and a change is published
-under it only while the lease has a third of its length left.
+``{"owner": token, "expires": time}``; other writers wait for it (then ``Busy``).
+A lock past its lease, or one older than a lease that holds none (its writer
+crashed while filling it), is broken by renaming it away, which only one breaker
+can win. A writer that lost its connection finds its own token there and carries
+on ("reclaimed"). Only the owner removes a lock, and a change is published under
+it only while a third of the lease is left.
 """
 
 from __future__ import annotations
@@ -67,8 +65,7 @@ class Leases:
     ) -> AsyncIterator[bool]:
         """Hold the lock of file *full* as *token*; yield whether it was ours already.
 
-        The lock is given back at the end as well as can be: one that cannot be
-        (a lost connection) lapses with its lease.
+        One that cannot be given back at the end (a lost connection) lapses with its lease.
         """
         reclaimed = await self.take(sftp, full, path, token)
         try:
@@ -105,11 +102,7 @@ class Leases:
         return float(held.get("expires", 0.0)) - time.time()
 
     async def release(self, sftp: asyncssh.SFTPClient, full: str, token: str) -> None:
-        """Remove the lock of file *full*, if it is still *token*'s.
-
-        A lock that is gone, or holds something else, is left alone; a failure to
-        reach the server is raised (so that the caller can retry).
-        """
+        """Remove the lock of file *full* if it is still *token*'s (a lost server is raised)."""
         lock = _lock_of(full)
         try:
             held = await self._lease(sftp, lock)
