@@ -1,15 +1,8 @@
 """Jupyter notebooks (nbformat 4): rendered for a model, and edited one cell at a time.
 
-:func:`render_notebook` turns a notebook's bytes into the text a model reads
-(cells with their ids, sources and text outputs) and the images its outputs
-hold, as data for a read path to attach. :func:`edit_notebook` replaces,
-inserts or deletes one cell and returns the new bytes, with every byte outside
-that cell as it was. Both use the standard library's :mod:`json`: the file's
-own layout must survive an edit, which a load-and-dump library (nbformat)
-would rewrite, and its validation is not needed to find and splice a cell.
-
-Each name loads its module on first use: a read of a text file, or a listing of
-the tools, needs the notebook model's names at most.
+Both parse with the standard library's :mod:`json`, not nbformat: an edit keeps every
+byte outside its cell, which a load-and-dump library would rewrite. Each name loads its
+module on first use (a text read, or a listing of the tools, needs at most the model's).
 """
 
 from __future__ import annotations
@@ -68,37 +61,30 @@ __all__ = [
     "strip_ansi",
 ]
 
-_HOMES: Final = {
-    **dict.fromkeys(
-        ("CellChange", "CellEdit", "EditMode", "edit_notebook", "new_cell_id"), "cells"
+_EXPORTS: Final = {
+    "cells": ("CellChange", "CellEdit", "EditMode", "edit_notebook", "new_cell_id"),
+    "model": (
+        "NOTEBOOK_SUFFIX",
+        "CellType",
+        "NotANotebook",
+        "Notebook",
+        "cell_id_of",
+        "is_notebook_path",
+        "parse_notebook",
+        "source_text",
     ),
-    **dict.fromkeys(
-        (
-            "NOTEBOOK_SUFFIX",
-            "CellType",
-            "NotANotebook",
-            "Notebook",
-            "cell_id_of",
-            "is_notebook_path",
-            "parse_notebook",
-            "source_text",
-        ),
-        "model",
-    ),
-    **dict.fromkeys(
-        (
-            "DEFAULT_MAX_IMAGES",
-            "DEFAULT_MAX_OUTPUT_CHARS",
-            "IMAGE_TYPES",
-            "NotebookImage",
-            "RenderedNotebook",
-            "render_notebook",
-            "strip_ansi",
-        ),
-        "view",
+    "view": (
+        "DEFAULT_MAX_IMAGES",
+        "DEFAULT_MAX_OUTPUT_CHARS",
+        "IMAGE_TYPES",
+        "NotebookImage",
+        "RenderedNotebook",
+        "render_notebook",
+        "strip_ansi",
     ),
 }
-"""The module (under ``ctxfs.tools.notebooks``) each public name comes from."""
+"""The public names, by the module (under ``ctxfs.tools.notebooks``) each comes from."""
+_HOMES: Final = {name: home for home, names in _EXPORTS.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
