@@ -213,11 +213,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
 
 
 def _once(step: Step, args: ReadArgs, data: ReadData) -> ReadData:
-    """*data*, or, for a window the owner was shown whole at this version, that it is unchanged.
-
-    A window is its file, version, and the offset and limit asked for; one read with
-    an explicit encoding, or not shown whole (cut lines, the output limit), is not kept.
-    """
+    """*data*, or, for a window the owner was shown whole at this version, that it is unchanged."""
     shown_whole = (
         data.content is not None
         and bool(data.returned_lines)
