@@ -1,14 +1,25 @@
 """Jupyter notebooks (nbformat 4): rendered for a model, and edited one cell at a time.
 
 Both parse with the standard library's :mod:`json`, not nbformat: an edit keeps every
-byte outside its cell, which a load-and-dump library would rewrite. Each name loads its
-module on first use (a text read, or a listing of the tools, needs at most the model's).
+byte outside its cell, which a load-and-dump library would rewrite. The names of
+:mod:`.cells` and :mod:`.view` load their module on first use (a text read needs neither).
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any, Final
+
+from ctxfs.tools.notebooks.model import (
+    NOTEBOOK_SUFFIX,
+    CellType,
+    NotANotebook,
+    Notebook,
+    cell_id_of,
+    is_notebook_path,
+    parse_notebook,
+    source_text,
+)
 
 if TYPE_CHECKING:
     from ctxfs.tools.notebooks.cells import (
@@ -17,16 +28,6 @@ if TYPE_CHECKING:
         EditMode,
         edit_notebook,
         new_cell_id,
-    )
-    from ctxfs.tools.notebooks.model import (
-        NOTEBOOK_SUFFIX,
-        CellType,
-        NotANotebook,
-        Notebook,
-        cell_id_of,
-        is_notebook_path,
-        parse_notebook,
-        source_text,
     )
     from ctxfs.tools.notebooks.view import (
         DEFAULT_MAX_IMAGES,
@@ -63,16 +64,6 @@ __all__ = [
 
 _EXPORTS: Final = {
     "cells": ("CellChange", "CellEdit", "EditMode", "edit_notebook", "new_cell_id"),
-    "model": (
-        "NOTEBOOK_SUFFIX",
-        "CellType",
-        "NotANotebook",
-        "Notebook",
-        "cell_id_of",
-        "is_notebook_path",
-        "parse_notebook",
-        "source_text",
-    ),
     "view": (
         "DEFAULT_MAX_IMAGES",
         "DEFAULT_MAX_OUTPUT_CHARS",
@@ -83,7 +74,7 @@ _EXPORTS: Final = {
         "strip_ansi",
     ),
 }
-"""The public names, by the module (under ``ctxfs.tools.notebooks``) each comes from."""
+"""The names loaded on first use, by the module (under ``ctxfs.tools.notebooks``) of each."""
 _HOMES: Final = {name: home for home, names in _EXPORTS.items() for name in names}
 
 
