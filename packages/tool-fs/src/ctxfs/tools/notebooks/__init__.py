@@ -1,21 +1,25 @@
 """Jupyter notebooks (nbformat 4): rendered for a model, and edited one cell at a time.
 
-:func:`render_notebook` turns a notebook's bytes into the text a model reads
-(cells with their ids, sources and text outputs) and the images its outputs
-hold, as data for a read path to attach. :func:`edit_notebook` replaces,
-inserts or deletes one cell and returns the new bytes, with every byte outside
-that cell as it was. Both use the standard library's :mod:`json`: the file's
-own layout must survive an edit, which a load-and-dump library (nbformat)
-would rewrite, and its validation is not needed to find and splice a cell.
-
-Each name loads its module on first use: a read of a text file, or a listing of
-the tools, needs the notebook model's names at most.
+Both parse with the standard library's :mod:`json`, not nbformat: an edit keeps every
+byte outside its cell, which a load-and-dump library would rewrite. The names of
+:mod:`.cells` and :mod:`.view` load their module on first use (a text read needs neither).
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any, Final
+
+from ctxfs.tools.notebooks.model import (
+    NOTEBOOK_SUFFIX,
+    CellType,
+    NotANotebook,
+    Notebook,
+    cell_id_of,
+    is_notebook_path,
+    parse_notebook,
+    source_text,
+)
 
 if TYPE_CHECKING:
     from ctxfs.tools.notebooks.cells import (
@@ -24,16 +28,6 @@ if TYPE_CHECKING:
         EditMode,
         edit_notebook,
         new_cell_id,
-    )
-    from ctxfs.tools.notebooks.model import (
-        NOTEBOOK_SUFFIX,
-        CellType,
-        NotANotebook,
-        Notebook,
-        cell_id_of,
-        is_notebook_path,
-        parse_notebook,
-        source_text,
     )
     from ctxfs.tools.notebooks.view import (
         DEFAULT_MAX_IMAGES,
@@ -68,37 +62,20 @@ __all__ = [
     "strip_ansi",
 ]
 
-_HOMES: Final = {
-    **dict.fromkeys(
-        ("CellChange", "CellEdit", "EditMode", "edit_notebook", "new_cell_id"), "cells"
-    ),
-    **dict.fromkeys(
-        (
-            "NOTEBOOK_SUFFIX",
-            "CellType",
-            "NotANotebook",
-            "Notebook",
-            "cell_id_of",
-            "is_notebook_path",
-            "parse_notebook",
-            "source_text",
-        ),
-        "model",
-    ),
-    **dict.fromkeys(
-        (
-            "DEFAULT_MAX_IMAGES",
-            "DEFAULT_MAX_OUTPUT_CHARS",
-            "IMAGE_TYPES",
-            "NotebookImage",
-            "RenderedNotebook",
-            "render_notebook",
-            "strip_ansi",
-        ),
-        "view",
+_EXPORTS: Final = {
+    "cells": ("CellChange", "CellEdit", "EditMode", "edit_notebook", "new_cell_id"),
+    "view": (
+        "DEFAULT_MAX_IMAGES",
+        "DEFAULT_MAX_OUTPUT_CHARS",
+        "IMAGE_TYPES",
+        "NotebookImage",
+        "RenderedNotebook",
+        "render_notebook",
+        "strip_ansi",
     ),
 }
-"""The module (under ``ctxfs.tools.notebooks``) each public name comes from."""
+"""The names loaded on first use, by the module (under ``ctxfs.tools.notebooks``) of each."""
+_HOMES: Final = {name: home for home, names in _EXPORTS.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:

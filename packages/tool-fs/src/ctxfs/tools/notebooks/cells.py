@@ -266,9 +266,8 @@ def _new_cell(
     if kind is CellType.CODE:
         cell["execution_count"] = None
         cell["outputs"] = []
-    neighbour = index - 1 if index > 0 else 0
     cell["source"] = _source_value(edit.source, _lines_form(notebook, None))
-    return _ordered(cell, _key_order(notebook, neighbour))
+    return _ordered(cell, _key_order(notebook, index - 1))
 
 
 def _replaced(notebook: Notebook, index: int, edit: CellEdit) -> dict[str, Any]:

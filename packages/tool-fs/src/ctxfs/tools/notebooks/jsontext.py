@@ -142,25 +142,18 @@ def layout_of(text: str, start: int, members: list[Member]) -> Layout:
     """The layout of the object at *start* with *members* (the top of a document)."""
     newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text and "\n" not in text else "\n"
     ensure_ascii = text.isascii() and "\\u" in text and _escapes_beyond_ascii(text)
-    if not members:
-        return Layout(
-            indent=" ",
-            item_separator=",",
-            key_separator=": ",
-            newline=newline,
-            ensure_ascii=ensure_ascii,
-        )
-    first = members[0]
-    lead = text[start + 1 : first.key_start]
-    indent = None
-    if "\n" in lead or "\r" in lead:
-        indent = lead[max(lead.rfind("\n"), lead.rfind("\r")) + 1 :]
-    _, key_end = _DECODER.raw_decode(text, first.key_start)
-    key_separator = text[key_end : first.value.start]
-    item_separator = ","
-    if len(members) > 1:
-        between = text[first.value.end : members[1].key_start]
-        item_separator = between if indent is None else between.split("\n")[0].split("\r")[0]
+    indent: str | None = " "
+    item_separator, key_separator = ",", ": "
+    if members:
+        first = members[0]
+        lead = text[start + 1 : first.key_start]
+        line_break = max(lead.rfind("\n"), lead.rfind("\r"))
+        indent = lead[line_break + 1 :] if line_break >= 0 else None
+        _, key_end = _DECODER.raw_decode(text, first.key_start)
+        key_separator = text[key_end : first.value.start]
+        if len(members) > 1:
+            between = text[first.value.end : members[1].key_start]
+            item_separator = between if indent is None else between.split("\n")[0].split("\r")[0]
     return Layout(
         indent=indent,
         item_separator=item_separator,

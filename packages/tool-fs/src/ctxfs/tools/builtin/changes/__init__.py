@@ -56,13 +56,7 @@ class ChangesTool(Tool[ChangesArgs, ChangesData]):
     async def run(self, step: Step, args: ChangesArgs) -> ChangesData:
         under = normalize_path(args.path)
         files = [
-            ChangedFileData(
-                path=changed.path,
-                seen=changed.seen,
-                current=changed.current,
-                diff=changed.diff,
-                diff_whole=changed.diff_whole,
-            )
+            ChangedFileData.model_validate(changed, from_attributes=True)
             for changed in await step.ctx.fs.changed()
             if not under or changed.path == under or changed.path.startswith(under + "/")
         ]

@@ -248,12 +248,10 @@ class GrepTool(Tool[GrepArgs, GrepData]):
     def render(self, data: GrepData, args: GrepArgs) -> str:
         lines = _listed(data)
         files = count(data.files_searched, "file")
-        noun = "matching files" if data.output_mode is not OutputMode.CONTENT else "matches"
-        unit = (
-            ("file", "files")
-            if data.output_mode is not OutputMode.CONTENT
-            else ("match", "matches")
-        )
+        if data.output_mode is OutputMode.CONTENT:
+            noun, unit = "matches", ("match", "matches")
+        else:
+            noun, unit = "matching files", ("file", "files")
         if data.total == 0:
             lines.append(f"(no match in {files})")
         elif data.next_offset is None and data.offset == 1:
@@ -310,18 +308,8 @@ def _reporter(step: Step) -> query.SearchProgress | None:
 
 def _search_key(args: GrepArgs) -> tuple[object, ...]:
     """What decides a search's items (not its page, nor its context lines)."""
-    return (
-        "grep",
-        normalize_path(args.path),
-        args.pattern,
-        args.ignore_case,
-        args.multiline,
-        args.output_mode,
-        args.glob,
-        args.type,
-        args.hidden,
-        args.include_ignored,
-    )
+    decisive = args.model_dump(exclude={"path", "offset", "limit", "context", "before", "after"})
+    return ("grep", normalize_path(args.path), *decisive.values())
 
 
 _REASONS = {

@@ -1,15 +1,4 @@
-"""Tasks beside a search: its progress reports, and reading its next files ahead.
-
-:class:`Background` runs tasks beside an ``async with`` block and cancels them
-when the block ends, letting the block's own exception go on unchanged (an anyio
-task group would wrap it in an ``ExceptionGroup``). Its tasks must not fail.
-
-:class:`ReadAhead` keeps up to the store's
-:attr:`~ctxfs.core.Capabilities.concurrent_reads` small files being read whole,
-in the order the search takes them and no further ahead: memory stays bounded
-by that many files of at most :data:`READ_AHEAD_MAX_BYTES`. Larger files, and
-files of unknown size, are streamed in their turn.
-"""
+"""Tasks beside a search: its progress reports, and reading its next files ahead."""
 
 from __future__ import annotations
 
@@ -31,7 +20,11 @@ READ_AHEAD_MAX_BYTES: Final = 1 << 20
 
 
 class Background:
-    """Tasks run beside an ``async with`` block, cancelled when it ends."""
+    """Tasks run beside an ``async with`` block, cancelled when it ends; they must not fail.
+
+    The block's own exception goes on unchanged (an anyio task group would wrap it in an
+    ``ExceptionGroup``).
+    """
 
     def __init__(self) -> None:
         self._group: TaskGroup | None = None
@@ -67,7 +60,9 @@ class _Pending:
 class ReadAhead(Background):
     """*files* read ahead, *width* at once, those *wanted* says (none for a width of 1).
 
-    Use it in ``async with``, and :meth:`take` each file in turn.
+    Use it in ``async with``, and :meth:`take` each file in turn. Memory stays bounded by
+    *width* files of at most :data:`READ_AHEAD_MAX_BYTES`; larger ones, and ones of unknown
+    size, are streamed in their turn.
     """
 
     def __init__(

@@ -1,15 +1,12 @@
 """What grep matches: line patterns searched under a deadline, and file types.
 
-Patterns are Python regular expressions, run by the ``regex`` engine (``re``'s
-syntax and meaning) because it can stop a search and let go of the GIL. Every
-pattern but a literal one is searched with a timeout, the rest of the call's
-deadline. A pattern that could backtrack without bound (a repeated group
-holding a quantifier or alternatives, a backreference, more than one unbounded
-repeat, many stacked optional parts) also has a time limit per line, so a
-catastrophic one fails the call at its first bad line instead of using up the
-deadline line after line. ``regex`` is imported by the first pattern compiled.
-
-A file type (``type="py"``) is one of ripgrep's type names, as file-name globs.
+Patterns are Python regular expressions, run by the ``regex`` engine (``re``'s syntax
+and meaning), which can stop a search and let go of the GIL; it is imported by the first
+pattern compiled. Every pattern but a literal one is searched with a timeout, the rest of
+the call's deadline; one that could backtrack without bound (:func:`_can_backtrack`) also
+has a time limit per line, so that it fails the call at its first bad line instead of
+using up the deadline line after line. A file type (``type="py"``) is one of ripgrep's
+type names, as file-name globs.
 """
 
 from __future__ import annotations
@@ -212,9 +209,8 @@ def _can_backtrack(pattern: str) -> bool:
     It may with a backreference or a conditional group, with a repeated group
     that holds a quantifier or alternatives (``(a+)+``, ``(a|aa)*``, ``(a?b?){2,}``),
     with more than one unbounded repeat (``a*a*b`` is quadratic per start), and
-    with stacked optional parts whose choices multiply past a few dozen.
-    Anything else costs at most the square of the line's length, times a small
-    factor, for lines searched without a time limit (see ``UNTIMED_LINE_CHARS``).
+    with stacked optional parts whose choices multiply past a few dozen. Anything else
+    costs at most the square of the line's length, times a small factor.
     """
     groups: list[bool] = [False]  # per open group: it holds a quantifier or an alternative
     last_group = False  # the atom before a quantifier is a group that holds one

@@ -1,17 +1,11 @@
 """Grep through ``ctx.fs``: the matching lines, the files holding them, or counts per file.
 
-Files are searched in sorted path order (:class:`.scan.Scan`), and a search
-stops once it has its page: totals are then "at least", exact when every file
-was searched. The search's memo (:mod:`.memo`) lets the next page count
-unchanged files without reading them. A call stops at its deadline and says so.
-A multiline search reads each file whole (up to :data:`MULTILINE_MAX_CHARS`);
-asking only for the files that match stops reading a file at its first match.
-On a store with latency, files are read ahead (:mod:`.background`).
-
-Where the backend has a search engine of its own (fs-local: ripgrep), it finds
-the files that match and counts their lines, then gives the lines of the files
-the page falls in (those it cannot give are read here); a multiline search
-always runs here.
+Files are searched in sorted path order (:class:`.scan.Scan`) until the page is found
+(totals are then "at least") or the call's deadline passes; the search's memo
+(:mod:`.memo`) lets the next page count unchanged files without reading them. Where the
+backend has a search engine of its own (fs-local: ripgrep), it finds the files that match
+and counts their lines, then gives the lines of the files the page falls in; a multiline
+search always runs here, reading each file whole.
 """
 
 from __future__ import annotations
@@ -182,10 +176,8 @@ def _file_search(query: GrepQuery, root: str) -> FileSearch:
 async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileMatches) -> Grep:
     """The result from a backend engine's counts per file.
 
-    Totals come from the counts; the hits of the page are found by searching
-    only the files the page falls in, skipping whole files before it: in the
-    lines the engine gives of them (each authorized like a read), or, for a file
-    it leaves out, by reading it through ``ctx.fs``.
+    Only the files the page falls in are searched: in the lines the engine gives of
+    them (each authorized like a read), or, for a file it leaves out, through ``ctx.fs``.
     """
     keep = query.file_filter
     counts = {
@@ -237,53 +229,43 @@ async def _search_lines(
         return entry.path not in given and search.unknown(entry)
 
     async with ReadAhead(ctx, files, width=width, wanted=wanted) as ahead:
-        await _search_lines_of(ctx, files, search, ahead, given)
-
-
-async def _search_lines_of(
-    ctx: Context,
-    files: list[Stat],
-    search: Scan,
-    ahead: ReadAhead,
-    given: dict[str, list[tuple[int, str]]],
-) -> None:
-    for index, entry in enumerate(files):
-        # Small files are read without suspending: let other tasks run, and a cancel land.
-        await anyio.lowlevel.checkpoint()
-        if search.out_of_time():
-            return
-        if not (read := await search.to_read(entry)):
-            if read is None:
+        for index, entry in enumerate(files):
+            # Small files are read without suspending: let other tasks run, and a cancel land.
+            await anyio.lowlevel.checkpoint()
+            if search.out_of_time():
                 return
-            continue
-        path, start, flushed = entry.path, len(search.batch), False
-        try:
-            if (known_lines := given.get(path)) is None and (whole := await ahead.take(index)):
-                known_lines = list(enumerate(whole, 1))
-            numbered = (
-                ctx.fs.lines(path, max_line_chars=LINE_MAX_CHARS + 1)
-                if known_lines is None
-                else _each(known_lines)
-            )
-            async with aclosing(numbered) as lines:
-                async for number, line in lines:
-                    if len(line) > LINE_MAX_CHARS and not isinstance(line, CutLine):
-                        raise _too_long(path, number)
-                    if search.add(path, number, line):
-                        start, flushed = 0, True
-                        if not await search.flush():
-                            return
-                        if search.settled(path):
-                            break
-                        if search.page_done():
-                            search.found.complete = False
-                            return
-        except FsError as error:  # this file cannot be searched (its lines not yet searched go)
-            search.drop(start)
-            search.skipped(entry, _reason(error), remember=not flushed)
-            continue
-        search.read_whole(entry)
-    await search.flush()
+            if not (read := await search.to_read(entry)):
+                if read is None:
+                    return
+                continue
+            path, start, flushed = entry.path, len(search.batch), False
+            try:
+                if (known_lines := given.get(path)) is None and (whole := await ahead.take(index)):
+                    known_lines = list(enumerate(whole, 1))
+                numbered = (
+                    ctx.fs.lines(path, max_line_chars=LINE_MAX_CHARS + 1)
+                    if known_lines is None
+                    else _each(known_lines)
+                )
+                async with aclosing(numbered) as lines:
+                    async for number, line in lines:
+                        if len(line) > LINE_MAX_CHARS and not isinstance(line, CutLine):
+                            raise _too_long(path, number)
+                        if search.add(path, number, line):
+                            start, flushed = 0, True
+                            if not await search.flush():
+                                return
+                            if search.settled(path):
+                                break
+                            if search.page_done():
+                                search.found.complete = False
+                                return
+            except FsError as error:  # this file cannot be searched (its lines not yet searched go)
+                search.drop(start)
+                search.skipped(entry, _reason(error), remember=not flushed)
+                continue
+            search.read_whole(entry)
+        await search.flush()
 
 
 async def _each(lines: list[tuple[int, str]]) -> AsyncGenerator[tuple[int, str]]:
@@ -320,11 +302,7 @@ def _too_long(path: str, number: int) -> TooLarge:
 
 
 def _reason(error: FsError) -> str:
-    """Why a file was skipped: the error's code, or a reason of its own.
-
-    ``hard_linked``: a file with other names; ``line_too_long``: one with a line
-    over :data:`LINE_MAX_CHARS`.
-    """
+    """Why a file was skipped: the error's code, or ``hard_linked`` or ``line_too_long``."""
     if error.details.get("hard_links"):
         return "hard_linked"
     return "line_too_long" if error.details.get("line_too_long") else str(error.code)

@@ -42,14 +42,7 @@ class MultiEditTool(Tool[MultiEditArgs, EditData]):
     )
 
     async def run(self, step: Step, args: MultiEditArgs) -> EditData:
-        edits = [
-            Replacement(
-                old_string=item.old_string,
-                new_string=item.new_string,
-                replace_all=item.replace_all,
-            )
-            for item in args.edits
-        ]
+        edits = [Replacement(**item.model_dump()) for item in args.edits]
         outcome = await step.ctx.fs.multi_edit(args.file_path, edits, dry_run=args.dry_run)
         return self.data(outcome)
 

@@ -87,18 +87,12 @@ class NotebookEditTool(Tool[NotebookEditArgs, NotebookEditData]):
         outcome = await step.ctx.fs.rewrite_bytes(args.file_path, change)
         made = changes[-1]
         return self.data(
+            made,
             target=outcome.path,
-            cell_id=made.cell_id,
-            edit_mode=args.edit_mode,
-            cell_type=made.cell_type,
-            previous_cell_type=made.previous_type,
-            index=made.index,
-            cells=made.cells,
-            kept_outputs=made.kept_outputs,
             version=outcome.version,
             previous_version=outcome.previous_version,
-            rewritten_whole=made.rewritten_whole,
-            ids=made.ids,
+            edit_mode=args.edit_mode,
+            previous_cell_type=made.previous_type,
         )
 
     def render(self, data: NotebookEditData, args: NotebookEditArgs) -> str:

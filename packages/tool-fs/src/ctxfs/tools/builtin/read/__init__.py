@@ -1,21 +1,10 @@
 """``read``: a window of a text file, numbered; an image, shown; a PDF's pages; a notebook's cells.
 
-What a file is comes from its bytes, not its name: a PNG, JPEG, GIF or WebP
-image is shown to the model (downscaled to the provider-safe limits); a PDF
-(``%PDF-``) is the text of a range of its pages; a ``.ipynb`` file holding a
-notebook is its cells (one that does not is text, with a line saying why); any
-other file is text, or refused as binary.
-
-A text window the owner was shown whole, asked for again at the same version,
-is answered in one line (:attr:`ReadOptions.short_rereads`; ``fresh`` shows it
-again): the model has it in an earlier result. The windows shown are in
-``ctx.opened_fs.shown`` (:mod:`ctxfs.core.shown`).
-
-A file named like an image, a PDF or a notebook is looked at first (its first
-bytes, no observation), any other read as text first; a text read refused as
-binary or ambiguous looks at the first bytes before it fails. An image, a PDF or
-a notebook is read whole: a complete observation. Each kind but text is one
-reader in :mod:`.media`.
+What a file is comes from its first bytes, not its name (:func:`.media.kind_of`): an
+image is shown, downscaled to the provider-safe limits; a PDF is the text of a range of
+its pages; a ``.ipynb`` file that holds no notebook is text, with a line saying why. A
+text window the owner was shown whole, asked again at the same version, is answered in
+one line (:attr:`ReadOptions.short_rereads`; ``fresh`` shows it again).
 """
 
 from __future__ import annotations
@@ -224,11 +213,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
 
 
 def _once(step: Step, args: ReadArgs, data: ReadData) -> ReadData:
-    """*data*, or, for a window the owner was shown whole at this version, that it is unchanged.
-
-    A window is its file, version, and the offset and limit asked for; one read with
-    an explicit encoding, or not shown whole (cut lines, the output limit), is not kept.
-    """
+    """*data*, or, for a window the owner was shown whole at this version, that it is unchanged."""
     shown_whole = (
         data.content is not None
         and bool(data.returned_lines)

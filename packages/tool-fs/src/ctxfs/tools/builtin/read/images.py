@@ -88,6 +88,11 @@ class PreparedImage:
     """Frames of the original (an animation has more than one; its first is sent)."""
 
     @property
+    def sent_bytes(self) -> int:
+        """The size of the image as sent."""
+        return len(self.data)
+
+    @property
     def unchanged(self) -> bool:
         """Whether the bytes sent are the file's own."""
         return (

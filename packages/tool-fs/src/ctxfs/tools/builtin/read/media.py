@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import anyio.to_thread
@@ -96,7 +96,7 @@ class Reading:
     """What a reader shows: fields of the read data, and images for the model."""
 
     fields: Mapping[str, Any]
-    media: tuple[MediaPart, ...] = field(default=())
+    media: tuple[MediaPart, ...] = ()
 
 
 def kind_of(head: bytes, path: str) -> Kind:
@@ -165,18 +165,7 @@ class NotebookInfo(BaseModel):
 async def _image(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     del part
     image = await _prepared(step, blob.data, image_type(blob.data) or "", blob.path)
-    info = ImageInfo(
-        media_type=image.media_type,
-        width=image.width,
-        height=image.height,
-        sent_bytes=len(image.data),
-        original_media_type=image.original_media_type,
-        original_width=image.original_width,
-        original_height=image.original_height,
-        original_bytes=image.original_bytes,
-        frames=image.frames,
-        unchanged=image.unchanged,
-    )
+    info = ImageInfo.model_validate(image, from_attributes=True)
     return Reading(fields={"kind": "image", "image": info}, media=(_part(image),))
 
 
@@ -208,9 +197,7 @@ async def _media_work(step: Step, work: Callable[[], T]) -> T:
 
 
 def _part(image: PreparedImage) -> MediaPart:
-    return MediaPart(
-        media_type=image.media_type, data=image.data, width=image.width, height=image.height
-    )
+    return MediaPart.model_validate(image, from_attributes=True)
 
 
 async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
@@ -223,16 +210,7 @@ async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
             pdf_text, blob.data, pages, max_chars=budget, seconds=seconds, path=blob.path
         ),
     )
-    info = PdfInfo(
-        total_pages=shown.total_pages,
-        first_page=shown.first_page,
-        last_page=shown.last_page,
-        next_page=shown.next_page,
-        cut_page=shown.cut_page,
-        textless_pages=list(shown.textless_pages),
-        skipped_pages=list(shown.skipped_pages),
-        time_limit_reached=shown.time_limit_reached,
-    )
+    info = PdfInfo.model_validate(shown, from_attributes=True)
     fields = {"kind": "pdf", "content": shown.text, "output_capped": shown.budget_reached}
     return Reading(fields={**fields, "pdf": info})
 

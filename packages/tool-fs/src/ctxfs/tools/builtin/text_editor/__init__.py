@@ -13,7 +13,6 @@ step changed the file (``ctx.fs.undo(1)``), and is refused otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
@@ -147,10 +146,6 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
             "name": self.name,
             "max_characters": limits.text.max_output_chars,
         }
-
-    def parse(self, arguments: Mapping[str, Any]) -> EditorCommand:
-        """Validate one command."""
-        return EditorCommand.model_validate(arguments)
 
     async def answer(self, step: Step, args: EditorCommand) -> ToolResult:
         command = args.root
