@@ -34,10 +34,7 @@ from typing import Any, Final
 from ctxfs.tools.extras import needs_extra
 
 with needs_extra(
-    "claude-agent",
-    module=__name__,
-    distribution="claude-agent-sdk",
-    packages=("claude_agent_sdk",),
+    "claude-agent", module=__name__, distribution="claude-agent-sdk", packages=("claude_agent_sdk",)
 ):
     from claude_agent_sdk import (
         McpSdkServerConfig,

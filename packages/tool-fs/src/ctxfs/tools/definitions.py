@@ -102,7 +102,7 @@ def input_schema(model: type[BaseModel], *, page_limit: int | None = None) -> di
     models' docstrings stay out: the tool's description says what a model needs. *page_limit* is
     stated on the ``limit`` field.
     """
-    schema = _json_schema(model)
+    schema = copy.deepcopy(_built_schema(model))
     schema.pop("description", None)
     defs = {
         name: {key: value for key, value in sub.items() if key != "description"}
@@ -116,13 +116,9 @@ def input_schema(model: type[BaseModel], *, page_limit: int | None = None) -> di
     return schema
 
 
-def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A fresh copy of *model*'s JSON schema without titles (pydantic builds it only once)."""
-    return copy.deepcopy(_built_schema(model))
-
-
 @functools.cache
 def _built_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """*model*'s JSON schema without titles, made once (shared: copy it before changing it)."""
     shipped = _shipped_schemas().get(schema_key(model))
     return shipped if shipped is not None else built_schema(model)
 
@@ -170,7 +166,7 @@ def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     Both keep the check cheap: an MCP client validates every structured result against its tool's
     schema, at a cost that grows with the fields a result carries.
     """
-    schema = _json_schema(model)
+    schema = copy.deepcopy(_built_schema(model))
     return _without_nulls(_inline(schema, schema.pop("$defs", {})))
 
 
