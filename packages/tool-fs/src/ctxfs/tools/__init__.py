@@ -14,12 +14,12 @@
 
 Tools: ``read``, ``write``, ``edit``, ``multi_edit``, ``apply_patch``, ``notebook_edit``,
 ``delete``, ``move``, ``create_directory``, ``list_dir``, ``glob``, ``grep`` (and, when some are
-deferred, ``search_tools`` and ``call_tool``). Each is one package of
-:mod:`ctxfs.tools.builtin`; a tool of your own is a :class:`Tool` subclass and
-one line: ``FsToolset(tools=(*BUILTIN_TOOLS, MyTool()))``.
+deferred, ``search_tools`` and ``call_tool``). Each is one package of :mod:`ctxfs.tools.builtin`; a
+tool of your own is a :class:`Tool` subclass and one line:
+``FsToolset(tools=(*BUILTIN_TOOLS, MyTool()))``.
 
-Each name loads its module on first use, so that a program that needs a few
-(``ctxfs --version``, a harness of its own tools) does not pay for them all.
+Each name loads its module on first use, so that a program that needs a few (``ctxfs --version``, a
+harness of its own tools) does not pay for them all.
 """
 
 from __future__ import annotations

@@ -12,26 +12,19 @@
     )
     async for message in query(prompt="Fix the typo in README.md", options=options): ...
 
-:func:`server` makes the SDK's own in-process server (``create_sdk_mcp_server``)
-whose tools run :meth:`FsToolset.execute` for one agent's context. Claude Code
-names them ``mcp__<server>__<tool>`` (``mcp__ctxfs__read``), after the key the
-server has in ``mcp_servers``; :func:`allowed_tools` lists those names, so that
-the agent calls them without asking for permission.
+:func:`server` makes the SDK's in-process server (``create_sdk_mcp_server``), whose tools run
+:meth:`FsToolset.execute` in one agent's context. Claude Code names them ``mcp__<server>__<tool>``
+after the server's key in ``mcp_servers``; :func:`allowed_tools` lists those names, so that the
+agent calls them without asking for permission.
 
-The model reads the result's text (on a failure it holds the error code and the
-hint, and the result is an error result); an image is an image block after the
-text. The SDK lists the tools once, when the server is made, so the list is the
-configuration's (:meth:`FsToolset.configured`); each call is worked out anew, so
-a tool an exposure plugin hides in that step is refused with an error result.
-The SDK checks arguments against the tool's input schema before a call runs:
-arguments it rejects come back as its own ``Input validation error: ...``.
+The model reads the result's text (on a failure: the error code and the hint), then any image. The
+SDK lists the tools once, so the list is the configuration's (:meth:`FsToolset.configured`); a tool
+an exposure plugin hides in a step is refused with an error result. Arguments the SDK rejects
+against the input schema come back as its own ``Input validation error: ...``.
 
-Claude Code also has file tools of its own, which know nothing of ctxfs: to have
-every file access go through ctxfs, pass :data:`BUILTIN_FILE_TOOLS` as
-``disallowed_tools`` (``Read``, ``Write``, ``Edit``, ``MultiEdit``, ``Glob``,
-``Grep``, ``NotebookEdit``, and the older ``NotebookRead`` and ``LS``). ``Bash``
-(``PowerShell`` on Windows) reaches files too: disallow it as well, or pass
-``tools=[]`` to take away every built-in tool.
+Claude Code's own file tools know nothing of ctxfs: pass :data:`BUILTIN_FILE_TOOLS` as
+``disallowed_tools``. ``Bash`` (``PowerShell`` on Windows) reaches files too: disallow it as well,
+or pass ``tools=[]`` to take away every built-in tool.
 """
 
 from __future__ import annotations
@@ -41,10 +34,7 @@ from typing import Any, Final
 from ctxfs.tools.extras import needs_extra
 
 with needs_extra(
-    "claude-agent",
-    module=__name__,
-    distribution="claude-agent-sdk",
-    packages=("claude_agent_sdk",),
+    "claude-agent", module=__name__, distribution="claude-agent-sdk", packages=("claude_agent_sdk",)
 ):
     from claude_agent_sdk import (
         McpSdkServerConfig,
@@ -56,7 +46,6 @@ with needs_extra(
 from ctxfs.core import Context
 from ctxfs.tools import __version__
 from ctxfs.tools.definitions import ToolDefinition
-from ctxfs.tools.results import ToolResult
 from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["BUILTIN_FILE_TOOLS", "allowed_tools", "server"]
@@ -78,10 +67,7 @@ BUILTIN_FILE_TOOLS: Final = (
 def server(
     ctx: Context, toolset: FsToolset | None = None, *, name: str = "ctxfs"
 ) -> McpSdkServerConfig:
-    """The ctxfs tools of *ctx*'s owner as an SDK MCP server, for ``ClaudeAgentOptions``.
-
-    Pass it as ``mcp_servers={name: server(ctx)}``: Claude Code names each tool
-    ``mcp__<key>__<tool>`` after that key (see :func:`allowed_tools`).
+    """The ctxfs tools of *ctx*'s owner as an SDK MCP server (``mcp_servers={name: ...}``).
 
     Args:
         ctx: The agent's context: every call runs as its owner, guarded by what it saw.
@@ -89,9 +75,8 @@ def server(
         name: The server's name, as it introduces itself to Claude Code.
 
     Returns:
-        The config ``create_sdk_mcp_server`` makes; its ``instance`` is an
-        ``mcp.server.Server`` listing the configured tools. A call never raises:
-        failures, and calls of a tool hidden in that step, are error results.
+        The config ``create_sdk_mcp_server`` makes. A call never raises: failures, and calls
+        of a tool hidden in that step, are error results.
 
     """
     toolset = toolset if toolset is not None else FsToolset()
@@ -118,7 +103,14 @@ def allowed_tools(toolset: FsToolset | None = None, *, name: str = "ctxfs") -> l
 
 def _sdk_tool(ctx: Context, toolset: FsToolset, definition: ToolDefinition) -> SdkMcpTool[Any]:
     async def call(arguments: dict[str, Any]) -> dict[str, Any]:
-        return _sdk_result(await toolset.execute(ctx, definition.name, arguments))
+        """The result in the SDK's shape: the text, then each image."""
+        result = await toolset.execute(ctx, definition.name, arguments)
+        images = [
+            {"type": "image", "data": part.base64_data, "mimeType": part.media_type}
+            for part in result.media
+        ]
+        content = [{"type": "text", "text": result.text}, *images]
+        return {"content": content, "is_error": result.is_error}
 
     annotations = ToolAnnotations(
         read_only_hint=definition.read_only,
@@ -133,15 +125,3 @@ def _sdk_tool(ctx: Context, toolset: FsToolset, definition: ToolDefinition) -> S
         handler=call,
         annotations=annotations,
     )
-
-
-def _sdk_result(result: ToolResult) -> dict[str, Any]:
-    """A tool handler's result in the SDK's shape: the text, then each image."""
-    images = [
-        {"type": "image", "data": part.base64_data, "mimeType": part.media_type}
-        for part in result.media
-    ]
-    return {
-        "content": [{"type": "text", "text": result.text}, *images],
-        "is_error": result.is_error,
-    }

@@ -1,7 +1,7 @@
 """What the model is offered: exposure, the toolset's options, definitions and their schemas.
 
-Each tool writes its own description from the live limits it runs with, so
-descriptions never promise what the code does not do.
+Each tool writes its own description from the live limits it runs with, so descriptions never
+promise what the code does not do.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import enum
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Final
@@ -97,12 +97,12 @@ class ToolDefinition:
 def input_schema(model: type[BaseModel], *, page_limit: int | None = None) -> dict[str, Any]:
     """The JSON schema of arguments *model*, as plain as :func:`output_schema`'s.
 
-    References are inlined (no ``$defs``: strict clients refuse them), and an
-    argument that may be null is optional instead (null takes its default, see
-    :class:`~ctxfs.tools.ToolArgs`). The models' docstrings stay out: the tool's
-    description says what a model needs. *page_limit* is stated on the ``limit`` field.
+    References are inlined (no ``$defs``: strict clients refuse them), and an argument that may be
+    null is optional instead (null takes its default, see :class:`~ctxfs.tools.ToolArgs`). The
+    models' docstrings stay out: the tool's description says what a model needs. *page_limit* is
+    stated on the ``limit`` field.
     """
-    schema = _json_schema(model)
+    schema = copy.deepcopy(_built_schema(model))
     schema.pop("description", None)
     defs = {
         name: {key: value for key, value in sub.items() if key != "description"}
@@ -116,13 +116,9 @@ def input_schema(model: type[BaseModel], *, page_limit: int | None = None) -> di
     return schema
 
 
-def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A fresh copy of *model*'s JSON schema without titles (pydantic builds it only once)."""
-    return copy.deepcopy(_built_schema(model))
-
-
 @functools.cache
 def _built_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """*model*'s JSON schema without titles, made once (shared: copy it before changing it)."""
     shipped = _shipped_schemas().get(schema_key(model))
     return shipped if shipped is not None else built_schema(model)
 
@@ -154,34 +150,23 @@ def _shipped_schemas() -> dict[str, dict[str, Any]]:
 
 def _clean(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's titles; keep everything a validator or a model uses."""
-    cleaned: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if isinstance(value, dict):
-            cleaned[key] = (
-                {name: _clean(sub) for name, sub in value.items()}
-                if key in ("properties", "$defs")
-                else _clean(value)
-            )
-        elif isinstance(value, list):
-            cleaned[key] = [_clean(item) if isinstance(item, dict) else item for item in value]
-        else:
-            cleaned[key] = value
-    return cleaned
+    return {
+        key: value
+        for key, value in _nested(schema, _clean).items()
+        if key != "title" or not isinstance(value, str)
+    }
 
 
 def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The schema of *model*'s plain form: self-contained, and with no nulls.
 
-    References are inlined, so the schema reads the same in every client. The
-    plain form (:attr:`~ctxfs.tools.ToolResult.structured`) leaves out a field
-    that holds nothing (None, or an empty default the schema states), so a
-    field that may be None is optional here and never null. Both keep the
-    check cheap: an MCP client validates every structured result against its
-    tool's schema, at a cost that grows with the fields a result carries.
+    References are inlined, so the schema reads the same in every client. The plain form
+    (:attr:`~ctxfs.tools.ToolResult.structured`) leaves out a field that holds nothing (None, or an
+    empty default the schema states), so a field that may be None is optional here and never null.
+    Both keep the check cheap: an MCP client validates every structured result against its tool's
+    schema, at a cost that grows with the fields a result carries.
     """
-    schema = _json_schema(model)
+    schema = copy.deepcopy(_built_schema(model))
     return _without_nulls(_inline(schema, schema.pop("$defs", {})))
 
 
@@ -198,31 +183,12 @@ def _inline(schema: dict[str, Any], defs: Mapping[str, dict[str, Any]]) -> dict[
             if "enum" in kept:
                 nullable["enum"] = [*kept["enum"], None]
             return nullable
-    inlined: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "properties":
-            inlined[key] = {name: _inline(sub, defs) for name, sub in value.items()}
-        elif isinstance(value, dict):
-            inlined[key] = _inline(value, defs)
-        elif isinstance(value, list):
-            inlined[key] = [_inline(i, defs) if isinstance(i, dict) else i for i in value]
-        else:
-            inlined[key] = value
-    return inlined
+    return _nested(schema, lambda sub: _inline(sub, defs))
 
 
 def _without_nulls(schema: dict[str, Any]) -> dict[str, Any]:
     """*schema* for values whose None fields are left out: each such field is optional."""
-    cleaned: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "properties":
-            cleaned[key] = {name: _without_nulls(_never_null(prop)) for name, prop in value.items()}
-        elif isinstance(value, dict):
-            cleaned[key] = _without_nulls(value)
-        elif isinstance(value, list):
-            cleaned[key] = [_without_nulls(i) if isinstance(i, dict) else i for i in value]
-        else:
-            cleaned[key] = value
+    cleaned = _nested(schema, _without_nulls, prop=lambda prop: _without_nulls(_never_null(prop)))
     nullable = [name for name, prop in schema.get("properties", {}).items() if _nullable_type(prop)]
     required = [name for name in schema.get("required", []) if name not in nullable]
     if required:
@@ -230,6 +196,26 @@ def _without_nulls(schema: dict[str, Any]) -> dict[str, Any]:
     else:
         cleaned.pop("required", None)
     return cleaned
+
+
+def _nested(
+    schema: dict[str, Any],
+    visit: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    prop: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """*schema* with *visit* (*prop* for a property) applied to each schema nested in it."""
+
+    def each(key: str, value: Any) -> Any:
+        if isinstance(value, dict):
+            if key == "properties":
+                return {name: (prop or visit)(sub) for name, sub in value.items()}
+            return visit(value)
+        if isinstance(value, list):
+            return [visit(item) if isinstance(item, dict) else item for item in value]
+        return value
+
+    return {key: each(key, value) for key, value in schema.items()}
 
 
 def _nullable_type(prop: dict[str, Any]) -> bool:

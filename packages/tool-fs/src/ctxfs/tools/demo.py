@@ -1,9 +1,9 @@
 """``ctxfs demo``: two scripted agents on a throw-away workspace, through the real tools.
 
-Alice and Bob both read ``app.py`` (a CRLF file). Bob edits it first, so Alice's
-edit fails ``stale``; she reads again and redoes it. Every call goes through
-:meth:`FsToolset.execute` on the local backend, exactly as a model's would,
-and the demo prints each call and the text the model would see.
+Alice and Bob both read ``app.py`` (a CRLF file). Bob edits it first, so Alice's edit fails
+``stale``; she reads again and redoes it. Every call goes through :meth:`FsToolset.execute` on the
+local backend, exactly as a model's would, and the demo prints each call and the text the model
+would see.
 """
 
 from __future__ import annotations
@@ -26,6 +26,11 @@ FILES: Final = {
     "README.md": b"# demo\n\nA throw-away workspace made by `ctxfs demo`.\n",
 }
 
+_TYPED: Final = {
+    "file_path": "app.py",
+    "old_string": "def greet(name):",
+    "new_string": "def greet(name: str) -> str:",
+}
 SCRIPT: Final[list[tuple[str, str, dict[str, Any], str]]] = [
     ("alice", "list_dir", {"path": ""}, "looks around"),
     ("alice", "read", {"file_path": "app.py"}, "reads app.py"),
@@ -36,27 +41,9 @@ SCRIPT: Final[list[tuple[str, str, dict[str, Any], str]]] = [
         {"file_path": "app.py", "old_string": '"Hello, "', "new_string": '"Hi, "'},
         "changes the greeting first",
     ),
-    (
-        "alice",
-        "edit",
-        {
-            "file_path": "app.py",
-            "old_string": "def greet(name):",
-            "new_string": "def greet(name: str) -> str:",
-        },
-        "edits what she read: refused, the file changed",
-    ),
+    ("alice", "edit", _TYPED, "edits what she read: refused, the file changed"),
     ("alice", "read", {"file_path": "app.py"}, "reads again, as the error says"),
-    (
-        "alice",
-        "edit",
-        {
-            "file_path": "app.py",
-            "old_string": "def greet(name):",
-            "new_string": "def greet(name: str) -> str:",
-        },
-        "redoes her edit on Bob's version",
-    ),
+    ("alice", "edit", _TYPED, "redoes her edit on Bob's version"),
     ("alice", "grep", {"pattern": "greet"}, "checks every use"),
     ("bob", "write", {"file_path": "NOTES.md", "content": "Reviewed app.py.\n"}, "adds a note"),
 ]
@@ -83,8 +70,8 @@ async def run_demo(*, keep: bool = False, out: TextIO) -> int:
                 for line in result.text.splitlines():
                     print(f"     {line}", file=out)
                 print(file=out, flush=True)
-        endings = (root / "app.py").read_bytes().count(b"\r\n")
-        lines = (root / "app.py").read_bytes().count(b"\n")
+        app = (root / "app.py").read_bytes()
+        endings, lines = app.count(b"\r\n"), app.count(b"\n")
         print(f"app.py kept its CRLF line endings ({endings} of {lines} lines).", file=out)
         print("Both changes are in; neither agent overwrote what it had not seen.", file=out)
     finally:

@@ -8,16 +8,12 @@
     ctx = fs.context(owner="agent-1")
     agent = LlmAgent(name="coder", model="gemini-2.5-flash", tools=[google_adk.toolset(ctx)])
 
-The toolset is bound to one agent's :class:`~ctxfs.core.Context`. Each listing
-works out its step's offer (:meth:`FsToolset.offer`: plugins vote) and the
-tools' calls run under it through :meth:`FsToolset.execute`. ADK lists a
-toolset once per invocation (one ``Runner.run_async``: it keeps the list for
-the invocation's model calls), so that is the step here. A tool declares its
-JSON schema as it is (``parameters_json_schema``). The model reads
-``{"result": text}``, or ``{"error": text, "code": ..., "hint": ...}`` for a
-failure (:func:`function_response`); an image a ``read`` returns is a part of
-the response, which ADK hands the model in ``FunctionResponse.parts``.
-Failures are responses the model reads, never exceptions.
+The toolset is bound to one agent's :class:`~ctxfs.core.Context`. ADK lists a toolset once per
+invocation (one ``Runner.run_async``), so that is the step: each listing works out the step's offer
+(:meth:`FsToolset.offer`: plugins vote), and the tools' calls run under it through
+:meth:`FsToolset.execute`. A tool declares its JSON schema as it is. The model reads
+:func:`function_response`: failures are responses, never exceptions, and an image a ``read`` returns
+is a part of the response (``FunctionResponse.parts``).
 """
 
 from __future__ import annotations
@@ -43,11 +39,7 @@ __all__ = ["CtxfsToolset", "OfferedTool", "function_response", "toolset"]
 
 
 def toolset(ctx: Context, toolset: FsToolset | None = None) -> CtxfsToolset:
-    """The ctxfs file tools of the agent whose context is *ctx*, as an ADK toolset.
-
-    Put it in an agent's ``tools``. *toolset* gives the tools and their options
-    (default: ``FsToolset()``).
-    """
+    """The ctxfs file tools of *ctx*'s agent, as an ADK toolset (see :class:`CtxfsToolset`)."""
     return CtxfsToolset(ctx, toolset)
 
 
@@ -78,15 +70,7 @@ class CtxfsToolset(BaseToolset):
 
 
 class OfferedTool(BaseTool):
-    """One ctxfs tool as listed in a step, with that step's offer (its calls run under it).
-
-    Args:
-        definition: The tool as offered: name, description, JSON schema of its arguments.
-        offer: The step's offer.
-        ctx: The agent's context, which its calls run in.
-        toolset: The tools that run its calls.
-
-    """
+    """One ctxfs tool as listed in a step, in *ctx*; its calls run under the step's *offer*."""
 
     def __init__(
         self, definition: ToolDefinition, offer: Offer, *, ctx: Context, toolset: FsToolset
@@ -98,11 +82,7 @@ class OfferedTool(BaseTool):
         self.toolset = toolset
 
     def _get_declaration(self) -> types.FunctionDeclaration:
-        """The declaration ADK sends the model: the arguments' JSON schema as it is.
-
-        (``BaseTool``'s hook for a declaration, which ADK's default
-        ``process_llm_request`` reads.)
-        """
+        """The declaration ADK sends the model: the arguments' JSON schema as it is."""
         return types.FunctionDeclaration(
             name=self.name,
             description=self.description,
@@ -118,9 +98,9 @@ class OfferedTool(BaseTool):
 def function_response(result: ToolResult) -> dict[str, Any]:
     """*result* as the function response an ADK tool returns.
 
-    ``{"result": text}`` on success; ``{"error": text, "code": code, "hint": hint}``
-    on failure (the text holds the code and the hint too). An image is an inline
-    ``types.Part`` under ``"images"``; ADK moves it to ``FunctionResponse.parts``.
+    ``{"result": text}`` on success; ``{"error": text, "code": code, "hint": hint}`` on failure (the
+    text holds the code and the hint too). An image is an inline ``types.Part`` under ``"images"``;
+    ADK moves it to ``FunctionResponse.parts``.
     """
     error = result.data.error
     response: dict[str, Any]

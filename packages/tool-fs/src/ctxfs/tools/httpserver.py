@@ -1,17 +1,9 @@
 """MCP over streamable HTTP: who may call, from where, and how many sessions each may hold.
 
-::
-
-    http_app(server, options) ... the Starlette app ``ctxfs serve --transport http`` runs
-    ├── Tokens .................. bearer tokens, each naming its principal (the SDK's
-    │                             TokenVerifier; compared in constant time)
-    ├── allowed Host / Origin ... checked on every bind address (DNS rebinding)
-    └── SessionLimits ........... around the SDK's session manager: sessions capped per
-                                  principal; when room runs out, the longest-idle session
-                                  is ended first; idle sessions end
-
-A request's principal is the one its token names; :class:`ctxfs.tools.mcpserver.McpTools`
-makes it the owner of the request's observations. Tokens never reach a log.
+:func:`http_app` is the Starlette app ``ctxfs serve --transport http`` runs: bearer :class:`Tokens`,
+each naming its principal (whom :class:`~ctxfs.tools.mcpserver.McpTools` makes the owner of the
+request's observations); allowed Host and Origin headers, checked on every bind address (DNS
+rebinding); and :class:`SessionLimits` around the SDK's session manager. Tokens never reach a log.
 """
 
 from __future__ import annotations
@@ -88,10 +80,9 @@ class TokenFileError(ValueError):
 class Tokens:
     """Bearer tokens, each naming the principal it authenticates.
 
-    Implements the ``mcp`` SDK's ``TokenVerifier``: a token is compared with
-    every configured one in constant time (as SHA-256 digests, so lengths
-    leak nothing either). A principal may have several tokens (rotation); a
-    token names one principal.
+    Implements the ``mcp`` SDK's ``TokenVerifier``: a token is compared with every configured one in
+    constant time (as SHA-256 digests, so lengths leak nothing either). A principal may have several
+    tokens (rotation); a token names one principal.
 
     Raises:
         TokenFileError: A principal's name or a token is malformed, or a token repeats.
@@ -203,15 +194,15 @@ def allowed_origins_and_hosts(
 ) -> TransportSecuritySettings:
     """The Host and Origin values accepted on bind address *host*.
 
-    Always the loopback names (any port) and the bind address itself (unless
-    it is a wildcard such as ``0.0.0.0``), plus *hosts*; origins are ``http://``
-    and ``https://`` on each accepted host, plus *origins*. A ``:*`` suffix
-    means any port. Requests without an Origin header (programs, not browsers)
-    pass the Origin check.
+    Always the loopback names (any port) and the bind address itself (unless it is a wildcard such
+    as ``0.0.0.0``), plus *hosts*; origins are ``http://`` and ``https://`` on each accepted host,
+    plus *origins*. A ``:*`` suffix means any port. Requests without an Origin header (programs, not
+    browsers) pass the Origin check.
     """
     names = list(LOOPBACK_NAMES)
     bound = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    if bound not in names and not _is_wildcard(host):
+    address = _address(host)
+    if bound not in names and not (address is not None and address.is_unspecified):
         names.append(bound)
     accepted = [*(f"{name}:*" for name in names), *names, *hosts]
     plain = [name.removesuffix(":*") for name in accepted]
@@ -222,11 +213,6 @@ def allowed_origins_and_hosts(
         allowed_hosts=list(dict.fromkeys(accepted)),
         allowed_origins=list(dict.fromkeys([*allowed, *origins])),
     )
-
-
-def _is_wildcard(host: str) -> bool:
-    address = _address(host)
-    return address is not None and address.is_unspecified
 
 
 def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -243,20 +229,16 @@ def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 class SessionLimits:
     """ASGI middleware around the SDK's streamable HTTP app: sessions per principal, idle sessions.
 
-    A request without a session ID (of the handshake era) may open a session.
-    When its principal holds *per_principal* sessions already, that
-    principal's longest-idle session is ended first (or the request is
-    refused with 503 if none is idle); when the server holds *max_sessions*,
-    the longest-idle session of the principal holding the most is ended. A
-    session with no request in flight (an open GET stream counts) for
-    *idle_seconds* is ended. A session with a request in flight is never ended
-    this way. Sessions a principal did not authenticate (``--no-auth``) share
-    one cap.
+    A request without a session ID (of the handshake era) may open a session. When its principal
+    holds *per_principal* sessions already, that principal's longest-idle session is ended first (or
+    the request is refused with 503 if none is idle); when the server holds *max_sessions*, the
+    longest-idle session of the principal holding the most is ended. A session with no request in
+    flight (an open GET stream counts) for *idle_seconds* is ended. Sessions no principal
+    authenticated (``--no-auth``) share one cap.
 
-    A session is ended as its client would end it: a ``DELETE`` through the
-    SDK's app. *on_session_end* hears the ID of every session that ends, however
-    it ends (that ``DELETE``, the client's own, a session the SDK lost, the
-    server's shutdown). Enter :meth:`run` while the app serves.
+    A session is ended as its client would end it: a ``DELETE`` through the SDK's app.
+    *on_session_end* hears the ID of every session that ends, however it ends. Enter :meth:`run`
+    while the app serves.
     """
 
     def __init__(

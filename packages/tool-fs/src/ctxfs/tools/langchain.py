@@ -8,19 +8,12 @@
     fs_tools = tools(fs.context(owner="agent-1"))
     model = model.bind_tools(fs_tools)  # and ToolNode(fs_tools) runs the model's calls
 
-Each tool of the configuration's offer (:meth:`FsToolset.configured`) is a
-:class:`CtxfsTool` bound to the agent's context, with the tool's JSON schema as
-its ``args_schema``. A call runs through :meth:`FsToolset.execute`, which asks
-the plugins for the step's offer, so a tool a plugin hides is refused with an
-error result. The model reads the result's text (with its images as ``image``
-content blocks); the structured data is the ``ToolMessage``'s ``artifact``. An
-error result is a ``ToolException`` the tool handles itself, so it reaches the
-model as a ``ToolMessage`` with ``status="error"`` whose text holds the code and
-the next step. Sync calls (``invoke``) all run on one event loop the tool set
-owns, an anyio blocking portal in a daemon thread started at the first sync call,
-so stores bound to a loop (Redis, SQLite) see one loop however many calls come;
-async calls (``ainvoke``) run on the caller's loop. Where a context's stores are
-bound to a loop, make its calls all sync or all async.
+Each tool of the configuration's offer (:meth:`FsToolset.configured`) is a :class:`CtxfsTool` bound
+to the agent's context, with the tool's JSON schema as its ``args_schema``; its calls run through
+:meth:`FsToolset.execute`. Sync calls (``invoke``) all run on one event loop the tool set owns
+(:class:`SyncLoop`), so stores bound to a loop (Redis, SQLite) see one loop however many calls come;
+async calls (``ainvoke``) run on the caller's loop. Where a context's stores are bound to a loop,
+make its calls all sync or all async.
 """
 
 from __future__ import annotations
@@ -65,10 +58,9 @@ Content = str | list[TextContentBlock | ImageContentBlock]
 def tools(ctx: Context, toolset: FsToolset | None = None) -> list[BaseTool]:
     """The tools of *toolset*'s configured offer (default ``FsToolset()``), bound to *ctx*.
 
-    One tool per tool of the offer, named as models call it (with the tool prefix), the
-    discovery pair included while some tool is deferred. The list is fixed: a plugin that
-    hides a tool in a step makes its calls fail with an error result, not leave the list.
-    The tools share one :class:`SyncLoop` for their sync calls.
+    Named as models call them (with the tool prefix), the discovery pair included while some tool is
+    deferred. The list is fixed: a tool a plugin hides in a step fails its calls with an error
+    result. The tools share one :class:`SyncLoop` for their sync calls.
     """
     toolset = toolset if toolset is not None else FsToolset()
     loop = SyncLoop()
@@ -81,12 +73,12 @@ def tools(ctx: Context, toolset: FsToolset | None = None) -> list[BaseTool]:
 class CtxfsTool(BaseTool):
     """One ctxfs tool for LangChain, bound to one agent's context.
 
-    ``invoke`` and ``ainvoke`` with a model's tool call return a ``ToolMessage``: its
-    content is what the model reads, its ``artifact`` the result's structured data, and its
-    ``status`` ``"error"`` for an error result (whose text holds the code and the hint;
-    there is no artifact then). Invoked with the arguments alone, they return the content.
-    Failures are never exceptions out of the tool. Its ``metadata`` says whether the tool
-    is ``read_only``, ``destructive`` and ``idempotent`` (for a human-in-the-loop step).
+    ``invoke`` and ``ainvoke`` with a model's tool call return a ``ToolMessage``: its content is
+    what the model reads, its ``artifact`` the result's structured data, and its ``status``
+    ``"error"`` for an error result (whose text holds the code and the hint; there is no artifact
+    then). Invoked with the arguments alone, they return the content. Failures are never exceptions
+    out of the tool. Its ``metadata`` says whether the tool is ``read_only``, ``destructive`` and
+    ``idempotent`` (for a human-in-the-loop step).
     """
 
     ctx: Context
@@ -145,9 +137,9 @@ def _answer(result: ToolResult) -> tuple[Content, dict[str, Any]]:
 class SyncLoop:
     """The one event loop the sync calls of a tool set run on, whichever thread makes them.
 
-    An anyio blocking portal (asyncio) in a daemon thread, started at the first call; its
-    loop ends once this object is collected. Stores bound to the loop that first used them
-    (a Redis client, a lock) therefore see the same loop on every sync call.
+    An anyio blocking portal (asyncio) in a daemon thread, started at the first call; its loop ends
+    once this object is collected. Stores bound to the loop that first used them (a Redis client, a
+    lock) therefore see the same loop on every sync call.
     """
 
     def __init__(self) -> None:

@@ -1,24 +1,20 @@
 """The tools as an MCP server, on the ``mcp`` SDK's low-level ``Server``.
 
-A call runs as :meth:`FsToolset.execute` runs it (our models validate; the
-low-level server validates nothing). A result carries the model's text, any
-image (``ImageContent``), the structured data less what the MCP result says
-already (:data:`SAID_BY_THE_RESULT`), and ``is_error``. A call of a tool the
-client is not offered is the JSON-RPC error ``-32602``. The store is the one
-given, or the one the client's MCP roots name (:mod:`ctxfs.tools.roots`).
+A call runs as :meth:`FsToolset.execute` runs it (the low-level server validates nothing). A result
+carries the model's text, any image, the structured data less what the MCP result says already
+(:data:`SAID_BY_THE_RESULT`), and ``is_error``. A call of a tool the client is not offered is the
+JSON-RPC error ``-32602``. The store is the one given, or the one the client's MCP roots name
+(:mod:`ctxfs.tools.roots`).
 
-A request's owner (whose observations count):
+A request's owner (whose observations count) is the principal its bearer token names over HTTP
+(:mod:`ctxfs.tools.httpserver`), else the server's ``--owner`` (over stdio, one across restarts):
 
-- over HTTP, the principal its bearer token names (:mod:`ctxfs.tools.httpserver`);
-  without tokens and over stdio, the server's ``--owner``;
 - ``principal:name`` when the client names itself in ``_meta`` as ``io.ctxfs/owner``;
-- for a handshake-era (``initialize``) client over HTTP, a session of its own,
-  ``principal/session-...``, forgotten when the session ends;
-- over stdio, the server's owner across restarts.
+- else, for a handshake-era (``initialize``) client over HTTP, a session of its own,
+  ``principal/session-...``, forgotten when the session ends.
 
-A client that dropped earlier results from its model's context (compaction)
-sends ``io.ctxfs/forget_shown: true`` in a call's ``_meta``: the owner's reads
-show their text again (:meth:`Context.forget_shown <ctxfs.core.Context.forget_shown>`).
+A call with ``io.ctxfs/forget_shown: true`` in its ``_meta`` (the client dropped earlier results
+from its model's context) has the owner's reads show their text again.
 """
 
 from __future__ import annotations
@@ -114,16 +110,12 @@ class McpTools:
         self.owner = owner
         self.workspace = workspace
         self.per_session = per_session
-        self._session_owners: dict[object, str] = {}
-        """The owners of the sessions still open: by ID over HTTP, else by connection."""
+        self._session_owners: dict[object, str] = {}  # by session ID over HTTP, else connection
         self._input_schemas: dict[str, dict[str, Any]] = {}
-        """The input schema of each tool asked for (:meth:`input_schema`), made once."""
         self._numbers = itertools.count(1)
         self._instance = secrets.token_hex(6)  # session owners of this process are its own
-        self._no_store = ""
-        """Why no store is served (:meth:`use`); empty while one may still be named."""
-        self._named: anyio.Event | None = None
-        """Set when :meth:`use` names a store, or says why there is none."""
+        self._no_store = ""  # why no store is served; empty while one may still be named
+        self._named: anyio.Event | None = None  # set when use() names a store, or says why not
 
     def use(self, fs: Fs | None, *, why: str = "") -> None:
         """Serve *fs* from now on; None: no store, and requests are refused saying *why*."""
@@ -160,9 +152,9 @@ class McpTools:
         """The owner of *request*'s observations (the rule in the module's docstring)."""
         principal = principal_of(request.request)
         base = self.owner if principal is None else principal
-        named = _named_owner(base, request.meta)
-        if named is not None:
-            return named
+        named = (request.meta or {}).get(OWNER_META_KEY)
+        if isinstance(named, str) and named:
+            return f"{base}:{named}"
         if not self.per_session or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return base  # stdio, or stateless: the principal (or the server's owner)
         headers = getattr(request.request, "headers", None)  # over HTTP
@@ -176,11 +168,9 @@ class McpTools:
     async def session_ended(self, session: object) -> None:
         """Forget what the owner of *session* saw: no one can call as it again.
 
-        *session* is an HTTP session's ID, for the session manager to call
-        when a session ends (closed, idle, ended to make room), or a
-        connection's lifespan state (:meth:`connection`). It runs to its end
-        under cancellation, for :data:`FORGET_SECONDS` at most; a store that
-        cannot be reached is logged, not raised.
+        *session* is an HTTP session's ID or a connection's lifespan state (:meth:`connection`). It
+        runs to its end under cancellation, for :data:`FORGET_SECONDS` at most; a store that cannot
+        be reached is logged, not raised.
         """
         owner = self._session_owners.pop(session, None)
         if owner is None or self.fs is None:
@@ -196,10 +186,9 @@ class McpTools:
     async def connection(self, server: Server[object]) -> AsyncIterator[object]:
         """The lifespan of *server*: the state of a connection the SDK serves alone.
 
-        The SDK enters it for each connection it serves by itself (stdio, in
-        process), whose requests then name it; its owner's observations go
-        when it ends. (The HTTP session manager enters it once for all its
-        sessions, which their IDs tell apart.)
+        Entered for each connection the SDK serves by itself (stdio, in process), whose requests
+        name it; its owner's observations go when it ends. (The HTTP session manager enters it once
+        for all its sessions.)
         """
         del server
         state = object()
@@ -211,8 +200,7 @@ class McpTools:
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         """The input schema of tool *name*, as listed (None: no such tool, or no store yet).
 
-        What the SDK checks a stateless call's ``Mcp-Param-*`` headers against;
-        without it, the SDK would list every tool for every call to find it.
+        What the SDK checks a stateless call's ``Mcp-Param-*`` headers against, made once.
         """
         schema = self._input_schemas.get(name)
         if schema is None:
@@ -254,8 +242,6 @@ class McpTools:
         self, request: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult:
         """Run one tool call; every failure is an ``is_error`` result with its code.
-
-        A client that sent a progress token hears how a long search goes.
 
         Raises:
             MCPError: ``-32602`` (invalid params), for a tool this client is not
@@ -303,12 +289,6 @@ def _without_said(schema: dict[str, Any]) -> dict[str, Any]:
     kept["properties"] = {k: v for k, v in properties.items() if k not in SAID_BY_THE_RESULT}
     required = [name for name in schema.get("required", []) if name not in SAID_BY_THE_RESULT]
     return {**kept, "required": required} if required else kept
-
-
-def _named_owner(base: str, meta: Mapping[str, Any] | None) -> str | None:
-    """The owner a request names in ``_meta`` (``base:name``, within *base*), or None."""
-    named = (meta or {}).get(OWNER_META_KEY)
-    return f"{base}:{named}" if isinstance(named, str) and named else None
 
 
 def create_server(tools: McpTools, *, name: str = "ctxfs") -> Server[Any]:

@@ -1,11 +1,10 @@
 r"""File names that are not UTF-8, across the model boundary.
 
-A local file name may hold bytes that are not UTF-8; Python carries each as a
-lone surrogate (``os.fsdecode``), which no JSON encoder or UTF-8 wire accepts.
-Results show each such byte as ``\xNN`` (the text says so), structured data
-adds the raw bytes of each escaped name in base64 (``raw_names``), and a path
-argument may spell those bytes ``\xNN`` again (only ``\x80``-``\xff``, which can
-stand for no separator, dot or control character).
+A local file name may hold bytes that are not UTF-8; Python carries each as a lone surrogate
+(``os.fsdecode``), which no JSON encoder or UTF-8 wire accepts. Results show each such byte as
+``\xNN`` (the text says so), structured data adds the raw bytes of each escaped name in base64
+(``raw_names``), and a path argument may spell those bytes ``\xNN`` again (only ``\x80``-``\xff``,
+which can stand for no separator, dot or control character).
 """
 
 from __future__ import annotations
@@ -60,8 +59,8 @@ def escaped_data(data: dict[str, Any]) -> dict[str, Any]:
 def unescaped_path(path: str) -> str:
     r"""*path* with each ``\xNN`` (``80``-``ff``) turned back into the byte it shows.
 
-    The bytes are decoded as a file name is (UTF-8, the rest escaped), so bytes
-    that spell a character become that character: one name, one spelling.
+    The bytes are decoded as a file name is (UTF-8, the rest escaped), so bytes that spell a
+    character become that character: one name, one spelling.
     """
     if "\\x" not in path:
         return path

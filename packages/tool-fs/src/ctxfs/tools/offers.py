@@ -1,10 +1,9 @@
 """What a step offers, worked out by layers around the registry, each only ever stricter.
 
-:class:`Registered` offers every tool directly; :class:`Configured`,
-:class:`ReadOnly` and :class:`Chosen` each wrap a layer and may defer or hide
-what it offers, never reveal; :class:`Discovery` adds ``search_tools`` and
-``call_tool`` while some tool is deferred. These layers are the configuration's
-and need no event loop; :func:`voted` then asks the plugins
+:class:`Registered` offers every tool directly; :class:`Configured`, :class:`ReadOnly` and
+:class:`Chosen` each wrap a layer and may defer or hide what it offers, never reveal;
+:class:`Discovery` adds ``search_tools`` and ``call_tool`` while some tool is deferred. These layers
+are the configuration's and need no event loop; :func:`voted` then asks the plugins
 (``ctxfs_tool_exposure``) in each step, and may only tighten that offer too.
 """
 
@@ -74,10 +73,8 @@ class Offer:
             name: max(level, levels.get(name, level), key=_RANK.__getitem__)
             for name, level in self.exposure.items()
         }
-        failed = self.failures if not failures else {**self.failures, **failures}
-        return replace(
-            self, exposure=MappingProxyType(exposure), failures=MappingProxyType(dict(failed))
-        )
+        failed = MappingProxyType({**self.failures, **(failures or {})})
+        return replace(self, exposure=MappingProxyType(exposure), failures=failed)
 
 
 class OfferLayer(ABC):
@@ -106,7 +103,7 @@ class Configured(OfferLayer):
     exposure: Mapping[str, Exposure]
 
     def offer(self) -> Offer:
-        return (self.inner.offer()).stricter(self.exposure)
+        return self.inner.offer().stricter(self.exposure)
 
 
 @dataclass(frozen=True)
@@ -117,7 +114,7 @@ class ReadOnly(OfferLayer):
     writers: frozenset[str]
 
     def offer(self) -> Offer:
-        return (self.inner.offer()).stricter(dict.fromkeys(self.writers, Exposure.HIDDEN))
+        return self.inner.offer().stricter(dict.fromkeys(self.writers, Exposure.HIDDEN))
 
 
 @dataclass(frozen=True)
@@ -135,9 +132,9 @@ class Chosen(OfferLayer):
 async def voted(offer: Offer, ctx: Context, tools: Mapping[str, Tool[Any, Any]]) -> Offer:
     """*offer* after every plugin's ``ctxfs_tool_exposure`` vote on each of *tools* it holds.
 
-    The strictest answer wins. A plugin that raises, or answers what is no
-    exposure, hides the tool for the step: it is logged, and a call of the tool
-    fails with the error (:attr:`Offer.failures`).
+    The strictest answer wins. A plugin that raises, or answers what is no exposure, hides the tool
+    for the step: it is logged, and a call of the tool fails with the error
+    (:attr:`Offer.failures`).
     """
     levels: dict[str, Exposure] = {}
     failures: dict[str, FsError] = {}

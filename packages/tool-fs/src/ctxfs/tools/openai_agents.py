@@ -9,15 +9,9 @@
     agent = Agent(name="coder", model="gpt-5", tools=tools(ctx))
     await Runner.run(agent, "Fix the typo in README.md")
 
-:func:`tools` makes one ``FunctionTool`` per tool the configuration offers,
-bound to the agent's :class:`~ctxfs.core.Context`; each is enabled in a step
-only while that step's offer holds it (plugins may hide a tool). A call runs
-through :meth:`FsToolset.execute`: the model reads the result's text, and an
-image as a ``ToolOutputImage`` after it. Failures are results the model reads
-(code and next action), never exceptions. :func:`apply_patch_tool` gives the
-SDK's hosted ``apply_patch`` an editor that runs each operation as a
-``ctx.fs.apply_patch`` under the same checks; ``tools(ctx, hosted_apply_patch=True)``
-offers it in place of the ``apply_patch`` function (never both: they share a name).
+:func:`tools` makes one ``FunctionTool`` per tool the configuration offers, bound to the agent's
+:class:`~ctxfs.core.Context`; :func:`apply_patch_tool` gives the SDK's hosted ``apply_patch`` an
+editor that runs each operation through ctxfs under the same checks.
 """
 
 from __future__ import annotations
@@ -45,7 +39,6 @@ from ctxfs.core import Context
 from ctxfs.tools.builtin.patch_call import answer_patch_call
 from ctxfs.tools.definitions import ToolDefinition
 from ctxfs.tools.providers import openai_strict
-from ctxfs.tools.results import ToolResult
 from ctxfs.tools.toolset import FsToolset
 
 __all__ = ["CtxfsEditor", "apply_patch_tool", "tools"]
@@ -60,16 +53,16 @@ def tools(
     """The ctxfs file tools for an ``Agent``, bound to the agent's context *ctx*.
 
     One ``FunctionTool`` per tool of the configuration's offer (:meth:`FsToolset.configured`),
-    with OpenAI strict schemas where the arguments allow. Each tool's ``is_enabled`` asks the
-    step's offer (:meth:`FsToolset.offer`), so a tool a plugin hides is not offered in that
-    step. A call returns the result's text, and its images as ``ToolOutputImage``; a failure
-    is such a result too (its text holds the error code and the next action), never raised.
+    strict where the arguments allow, enabled while the step's offer (:meth:`FsToolset.offer`) holds
+    it. A call returns the result's text, then its images (``ToolOutputImage``); a failure is such a
+    result too (the error code and the next action), never raised.
 
     Args:
         ctx: The agent's context: its owner is who must have read a file before changing it.
         toolset: The tools and their options (default: ``FsToolset()``).
         hosted_apply_patch: Offer the SDK's hosted ``apply_patch`` (:func:`apply_patch_tool`,
-            what GPT models are trained on) in place of the ``apply_patch`` function.
+            what GPT models are trained on) in place of the ``apply_patch`` function (never
+            both: they share a name).
 
     """
     toolset = toolset if toolset is not None else FsToolset()
@@ -84,47 +77,39 @@ def tools(
 
 
 def _function_tool(ctx: Context, toolset: FsToolset, definition: ToolDefinition) -> FunctionTool:
-    name = definition.name
+    name, schema = definition.name, definition.input_schema
 
     async def invoke(run: ToolContext[Any], arguments: str) -> str | list[Any]:
+        """The result as the SDK takes a tool's output: the text, then any images."""
         del run
-        return _output(await toolset.execute(ctx, name, arguments))
+        result = await toolset.execute(ctx, name, arguments)
+        if not result.media:
+            return result.text
+        images = [ToolOutputImage(image_url=part.data_url) for part in result.media]
+        return [ToolOutputText(text=result.text), *images]
 
     async def offered(run: RunContextWrapper[Any], agent: AgentBase) -> bool:
         del run, agent
         offer = await toolset.offer(ctx)
         return name in {toolset.options.tool_prefix + tool for tool in offer.offered}
 
-    strict = definition.strict
     return FunctionTool(
         name=name,
         description=definition.description,
-        params_json_schema=openai_strict(definition.input_schema)
-        if strict
-        else definition.input_schema,
+        params_json_schema=openai_strict(schema) if definition.strict else schema,
         on_invoke_tool=invoke,
-        strict_json_schema=strict,
+        strict_json_schema=definition.strict,
         is_enabled=offered,
     )
-
-
-def _output(result: ToolResult) -> str | list[Any]:
-    """*result* as the SDK takes a tool's output: the text, then any images."""
-    if not result.media:
-        return result.text
-    images = [ToolOutputImage(image_url=part.data_url) for part in result.media]
-    return [ToolOutputText(text=result.text), *images]
 
 
 def apply_patch_tool(ctx: Context, toolset: FsToolset | None = None) -> ApplyPatchTool:
     """The SDK's hosted ``apply_patch`` tool, its operations run through ctxfs in *ctx*.
 
-    Each ``create_file``, ``update_file`` (a V4A diff, optionally with ``move_to``) or
-    ``delete_file`` operation is one ``ctx.fs.apply_patch`` with the checks of every change:
-    an update of a file changed since the owner read it is refused ``stale``. A refused
-    operation changes nothing and is the SDK's ``failed`` result, whose output holds the error
-    code and the next action. It runs while the step offers the ``apply_patch`` function (not
-    under ``read_only``, nor while a plugin hides it), so offer it in its place:
+    Each operation is one ``ctx.fs.apply_patch`` with the checks of every change (an update of a
+    file changed since the owner read it is refused ``stale``). A refused operation changes nothing
+    and is the SDK's ``failed`` result, whose output holds the error code and the next action. It
+    runs while the step offers the ``apply_patch`` function, so offer it in its place:
     ``tools(ctx, hosted_apply_patch=True)``.
 
     Args:
@@ -138,8 +123,8 @@ def apply_patch_tool(ctx: Context, toolset: FsToolset | None = None) -> ApplyPat
 class CtxfsEditor:
     """An ``ApplyPatchEditor`` that runs each operation as a ``ctx.fs.apply_patch``.
 
-    Every method returns an ``ApplyPatchResult``: ``completed`` with what changed, or
-    ``failed`` with the error text; it never raises but for cancellation.
+    Every method returns an ``ApplyPatchResult`` (``completed`` or ``failed``, with the text); it
+    never raises but for cancellation.
     """
 
     def __init__(self, ctx: Context, toolset: FsToolset) -> None:
@@ -163,8 +148,7 @@ class CtxfsEditor:
         call: dict[str, Any] = {"type": operation.type, "path": operation.path}
         if operation.type != "delete_file":
             moved = operation.type == "update_file" and operation.move_to
-            call["diff"] = (f"{_MOVE_TO}{operation.move_to}\n" if moved else "") + (
-                operation.diff or ""
-            )
+            head = f"{_MOVE_TO}{operation.move_to}\n" if moved else ""
+            call["diff"] = head + (operation.diff or "")
         answer = await answer_patch_call(self.toolset, self.ctx, {"operation": call})
         return ApplyPatchResult(status=answer["status"], output=answer["output"])

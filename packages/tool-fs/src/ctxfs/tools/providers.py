@@ -1,10 +1,9 @@
 """The offered tools in each provider's shape, its own tools in place of those they stand for.
 
-``generic``: ``{"name", "description", "parameters"}`` with plain JSON schemas.
-``openai``: function tools, strict where a tool's arguments allow it, in the Chat
-Completions shape, or the Responses shape with ``openai_api="responses"``, where
-the Responses API's built-in ``apply_patch`` stands for the ``apply_patch``
-function. ``anthropic``: custom tools, with read, write, edit and list_dir
+``generic``: ``{"name", "description", "parameters"}`` with plain JSON schemas. ``openai``: function
+tools, strict where a tool's arguments allow it, in the Chat Completions shape, or the Responses
+shape with ``openai_api="responses"``, where the Responses API's built-in ``apply_patch`` stands for
+the ``apply_patch`` function. ``anthropic``: custom tools, with read, write, edit and list_dir
 advertised as Anthropic's text editor while all four are offered directly.
 """
 
@@ -98,8 +97,8 @@ def _function(tool: ToolDefinition, *, responses: bool) -> dict[str, Any]:
 def openai_strict(schema: dict[str, Any]) -> dict[str, Any]:
     """The same schema, valid in OpenAI strict mode.
 
-    In every object, every property becomes required (optional ones accept null
-    instead), defaults go, and additional properties are refused.
+    In every object, every property becomes required (optional ones accept null instead), defaults
+    go, and additional properties are refused.
     """
     return _strict(copy.deepcopy(schema))
 

@@ -8,13 +8,11 @@
     agent = Agent("openai:gpt-5", deps_type=Context, toolsets=[CtxfsToolset()])
     await agent.run("Fix the typo in README.md", deps=fs.context(owner="agent-1"))
 
-The run's ``deps`` is the agent's :class:`~ctxfs.core.Context` (or pass
-``context=`` to find it in the deps). Each step lists the tools of its offer
-(:meth:`FsToolset.offer`: plugins are asked once per step) and its calls run
-under that offer through :meth:`FsToolset.execute`, whose models validate the
-arguments. The model reads the result's text; the structured data is the tool
-return's ``metadata``, an image is ``BinaryContent`` after the text. Failures
-are results the model reads, not exceptions.
+The run's ``deps`` is the agent's :class:`~ctxfs.core.Context` (or pass ``context=`` to find it in
+the deps). Each step lists the tools of its offer (:meth:`FsToolset.offer`: plugins are asked once
+per step), and its calls run under that offer through :meth:`FsToolset.execute`. The model reads the
+result's text, then any image (``BinaryContent``); the structured data is the tool return's
+``metadata``. Failures are results the model reads, not exceptions.
 """
 
 from __future__ import annotations
@@ -107,10 +105,9 @@ class CtxfsToolset(AbstractToolset[Any]):
         """Run the call under the step's offer; the model reads the text and sees the images."""
         offer = tool.offer if isinstance(tool, OfferedTool) else None
         result = await self.toolset.execute(self.context(ctx), name, tool_args, offer=offer)
-        if not result.media:
-            return ToolReturn(return_value=result.text, metadata=result.structured)
         images = [BinaryContent(part.data, media_type=part.media_type) for part in result.media]
-        return ToolReturn(return_value=[result.text, *images], metadata=result.structured)
+        value = [result.text, *images] if images else result.text
+        return ToolReturn(return_value=value, metadata=result.structured)
 
 
 @dataclass(kw_only=True)

@@ -1,17 +1,10 @@
 """One result, two projections: text for the model and structured data for programs.
 
-:class:`ToolResult` is what :meth:`FsToolset.execute` returns. Its ``data`` is
-a :class:`ResultData` model (each tool's own subclass), typed for Python
-callers; :attr:`ToolResult.structured` is the same as plain JSON types, what
-MCP's structured content and ``ctxfs call --json`` carry. The data models' JSON
-schemas are the tools' output schemas. A result may also carry
-:attr:`ToolResult.media` (an image ``read`` returns); the structured data holds
-only what describes it, never its bytes.
-
-Below the models: the pieces every tool's text is made of, and a result in
-each provider's own shape, what a harness sends back to the model
-(:func:`anthropic_tool_result`, :func:`openai_function_call_output`,
-:func:`openai_chat_messages`).
+:class:`ToolResult` is what :meth:`FsToolset.execute` returns: the model's text, any
+:attr:`~ToolResult.media`, and ``data``, the tool's own :class:`ResultData` model (whose JSON schema
+is the tool's output schema); :attr:`ToolResult.structured` is that data as plain JSON types. Below:
+the pieces every tool's text is made of, and a result in each provider's own shape, what a harness
+sends back to the model.
 """
 
 from __future__ import annotations
@@ -117,8 +110,8 @@ class ResultData(BaseModel):
     def of(cls, outcome: object = None, /, **fields: Any) -> Self:
         """The successful data of *outcome* (a dataclass, a model or None) and *fields*.
 
-        Fields are taken by name (the outcome's ``path`` is the ``target``), never
-        copied by hand; each tool's data model adds its own fields.
+        Fields are taken by name (the outcome's ``path`` is the ``target``), never copied by hand;
+        each tool's data model adds its own fields.
         """
         return cls.model_validate({**_fields_of(outcome), "status": "ok", **fields})
 
@@ -302,9 +295,9 @@ class ToolResult(BaseModel):
     def structured(self) -> dict[str, Any]:
         """:attr:`data` as plain JSON types, what clients check against the output schema.
 
-        Fields holding nothing are left out: None, and the result's own fields at an
-        empty default (``false``, ``[]``, ``{}``). Names that are not UTF-8 are escaped
-        as in :attr:`text`, ``raw_names`` mapping each to its bytes in base64.
+        Fields holding nothing are left out: None, and the result's own fields at an empty default
+        (``false``, ``[]``, ``{}``). Names that are not UTF-8 are escaped as in :attr:`text`,
+        ``raw_names`` mapping each to its bytes in base64.
         """
         plain = self.data.model_dump(mode="json", exclude_none=True)
         for name, empty in _empty_defaults(type(self.data)).items():
@@ -413,8 +406,8 @@ def cut(text: str) -> str:
 def around(text: str, start: int, width: int) -> tuple[str, int]:
     """The part of a line, at most *width* long, that shows position *start*.
 
-    Returns the part, with some of what leads up to *start*, and where it begins.
-    *text* is the line, or a :class:`~ctxfs.core.CutLine` of it holding the part.
+    Returns the part, with some of what leads up to *start*, and where it begins. *text* is the
+    line, or a :class:`~ctxfs.core.CutLine` of it holding the part.
     """
     given, length = (text.start, text.length) if isinstance(text, CutLine) else (0, len(text))
     if length <= width:
@@ -547,11 +540,10 @@ def openai_function_call_output(result: ToolResult, call_id: str) -> dict[str, A
 def openai_chat_messages(answers: Iterable[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
     """The Chat Completions messages answering one assistant turn's tool calls.
 
-    *answers* pairs each ``tool_call_id`` with its result. A ``tool`` message can
-    carry only text, and the API wants the tool messages of a turn right after
-    the assistant's message: so one ``tool`` message per call comes first, then,
-    if any result holds images, one ``user`` message with them, each after a
-    line naming the call it belongs to.
+    *answers* pairs each ``tool_call_id`` with its result. A ``tool`` message can carry only text,
+    and the API wants the tool messages of a turn right after the assistant's message: so one
+    ``tool`` message per call comes first, then, if any result holds images, one ``user`` message
+    with them, each after a line naming the call it belongs to.
     """
     messages: list[dict[str, Any]] = []
     images: list[dict[str, Any]] = []

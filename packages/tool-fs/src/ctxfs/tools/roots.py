@@ -1,14 +1,11 @@
 """The workspace of ``ctxfs serve`` started without ``--root``: its client's MCP roots.
 
-:class:`ClientRoots` asks the client for its roots (``roots/list``) once its
-``notifications/initialized`` arrives, and again at each
-``notifications/roots/list_changed``. The first root is the workspace (a
-client that lists several has its first served; the others are not): its
-store is opened, and served in place of the one before, which is closed. A
-request that arrives before the roots are known waits for them
-(:data:`~ctxfs.tools.mcpserver.ROOTS_WAIT`). A client that offers no roots gets
-every request refused saying so (:data:`~ctxfs.tools.mcpserver.NO_ROOTS`), and
-the server says it once on stderr; so does a first root that cannot be opened.
+:class:`ClientRoots` asks the client for its roots (``roots/list``) once it is initialized, and
+again at each ``notifications/roots/list_changed``. The first root is the workspace: its store is
+opened and served in place of the one before, which is closed. A request that arrives before the
+roots are known waits for them (:data:`~ctxfs.tools.mcpserver.ROOTS_WAIT`). A client that offers no
+roots, or whose first root cannot be opened, has every request refused saying why
+(:data:`~ctxfs.tools.mcpserver.NO_ROOTS`), and the server says it once on stderr.
 """
 
 from __future__ import annotations
@@ -44,8 +41,7 @@ class ClientRoots(AsyncResource):
     def __init__(self, server: Server[Any], tools: McpTools, open_root: Opener) -> None:
         self.tools = tools
         self.open_root = open_root
-        self.root: str | None = None
-        """The directory served now."""
+        self.root: str | None = None  # the directory served now
         self._opened: AsyncExitStack | None = None
         server.add_notification_handler(
             "notifications/initialized", NotificationParams, self._initialized

@@ -1,19 +1,16 @@
 """MCP over stdio: the ``mcp`` SDK's transport, fed lines within bounds.
 
-:func:`serve_stdio` runs a server on the SDK's ``stdio_server`` and
-``Server.run``, and adds what they leave to the application:
+:func:`serve_stdio` runs a server on the SDK's ``stdio_server`` and ``Server.run``, and adds:
 
-- a line is at most ``max_message_bytes`` long (4 MiB, as the SDK's limit of an
-  HTTP body): a longer one is dropped as it arrives, never held whole;
-- a line that is too long, is not JSON, or is not a JSON-RPC message gets the
-  error reply the JSON-RPC spec names (id null), and the server reads on;
-  blank lines are skipped;
-- when the client closes stdin, the requests it sent before are answered
-  first (those it cancelled excepted, for 30 seconds at most); only then does
-  the server see the end, which would cancel them.
+- a line longer than ``max_message_bytes`` (4 MiB, the SDK's limit of an HTTP body) is
+  dropped as it arrives, never held whole;
+- a line that is too long, not JSON, or not a JSON-RPC message gets the JSON-RPC error reply
+  (id null), and the server reads on; blank lines are skipped;
+- when the client closes stdin, the requests it sent before (and did not cancel) are
+  answered first, for 30 seconds at most.
 
-While it serves, fd 0 reads ``/dev/null`` and fd 1 writes to stderr (the SDK
-diverts fd 1), so stray reads see EOF and stray prints miss the wire.
+While it serves, fd 0 reads ``/dev/null`` and fd 1 writes to stderr (the SDK diverts fd 1), so stray
+reads see EOF and stray prints miss the wire.
 """
 
 from __future__ import annotations
@@ -85,8 +82,7 @@ def _wire_in() -> Iterator[int]:
 class _BoundedLines(io.TextIOWrapper):
     """The lines of descriptor *fd*, read by :meth:`readline` only (no other read method).
 
-    A line longer than *limit* bytes (its newline aside) is dropped as it
-    arrives and read as :data:`_TOO_LONG`; blank lines are skipped; bytes that
+    A line longer than *limit* bytes (its newline aside) is read as :data:`_TOO_LONG`; bytes that
     are not UTF-8 are replaced (U+FFFD), as by the SDK's own reader.
     """
 
@@ -135,8 +131,7 @@ class _Stream(AsyncResource):
     """Closing, and use as an async context manager, of a wrapped stream."""
 
     def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        """The SDK's stream (its stdio transport's, which it does not type)."""
+        self.stream = stream  # the SDK's stdio transport's, which it does not type
 
     async def aclose(self) -> None:
         await self.stream.aclose()
@@ -156,11 +151,7 @@ class _Replies(_Stream):
 
 
 class _Requests(_Stream):
-    """The client's messages; a line that is no message is answered here and skipped.
-
-    The end of the input is reported once the requests read before it are
-    answered (or were cancelled by the client).
-    """
+    """The client's messages; a line that is no message is answered here and skipped."""
 
     def __init__(
         self, stream: Any, replies: _Replies, unanswered: _Unanswered, *, max_line_bytes: int

@@ -1,10 +1,9 @@
 """What a tool is: one object that declares everything about itself.
 
-A tool holds its arguments, its result data, whether it writes, its
-description (from the live limits), how it runs on ``ctx.fs`` and how its
-result reads. A built-in tool is a package of :mod:`ctxfs.tools.builtin`; any
-tool registered in an :class:`~ctxfs.tools.FsToolset` is offered to every
-provider, the MCP server and pydantic-ai::
+A tool holds its arguments, its result data, whether it writes, its description (from the live
+limits), how it runs on ``ctx.fs`` and how its result reads. A built-in tool is a package of
+:mod:`ctxfs.tools.builtin`; any tool registered in an :class:`~ctxfs.tools.FsToolset` is offered to
+every provider, the MCP server and pydantic-ai::
 
     class CountArgs(ToolArgs):
         file_path: str = Field(description="Path of the file.")
@@ -77,9 +76,9 @@ _PATH_FIELDS: Final = frozenset({"path", "file_path"})
 class ToolArgs(BaseModel):
     r"""Base of every argument model: unknown fields are errors, values are immutable.
 
-    An optional argument sent as null takes its default: OpenAI's strict mode
-    makes models send every argument, null for the ones they leave out. A path
-    may spell bytes of a name that are not UTF-8 as results show them (``\xNN``).
+    An optional argument sent as null takes its default: OpenAI's strict mode makes models send
+    every argument, null for the ones they leave out. A path may spell bytes of a name that are not
+    UTF-8 as results show them (``\xNN``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # (as ResultData)
@@ -160,8 +159,8 @@ class Step:
     async def run_tool(self, name: str, arguments: Mapping[str, Any] | str) -> ToolResult:
         """Run tool *name* with the model's *arguments*, as its own call (errors are results).
 
-        *arguments* is a mapping or its JSON text. For a tool that runs another on the
-        model's behalf: whether the other may run is the caller's to check against :attr:`offer`.
+        *arguments* is a mapping or its JSON text. For a tool that runs another on the model's
+        behalf: whether the other may run is the caller's to check against :attr:`offer`.
         """
         return await self.toolset.run(self, name, arguments)
 
@@ -169,9 +168,9 @@ class Step:
 class Tool(Generic[ArgsT, DataT]):
     """A model-facing tool. Subclass it; the class attributes declare what it is.
 
-    Give a :attr:`summary` (or implement :meth:`description`, for a text with the
-    limits' numbers), then implement :meth:`run` and :meth:`render`, or :meth:`answer`
-    for a tool that answers with another tool's result.
+    Give a :attr:`summary` (or implement :meth:`description`, for a text with the limits' numbers),
+    then implement :meth:`run` and :meth:`render`, or :meth:`answer` for a tool that answers with
+    another tool's result.
     """
 
     name: ClassVar[str]

@@ -1,11 +1,8 @@
 """``FsToolset``: a registry of tools, run through one executor path.
 
-What a step offers is worked out once (:meth:`FsToolset.offer`, by the layers of
-:mod:`ctxfs.tools.offers`) and serves both the listing and the calls of that
-step. :meth:`FsToolset.execute` never raises for anything a model can do wrong,
-a plugin can answer or the store can do: validation failures, unknown tools,
-``FsError`` and unexpected exceptions alike come back as error results with a
-stable code. Only cancellation propagates.
+What a step offers is worked out once (:meth:`FsToolset.offer`) and serves both the listing and the
+calls of that step. :meth:`FsToolset.execute` turns every failure into an error result with a stable
+code; only cancellation propagates.
 """
 
 from __future__ import annotations
@@ -115,9 +112,8 @@ class FsToolset:
     async def offer(self, ctx: Context) -> Offer:
         """Work out what this step offers: configuration, then every plugin's vote.
 
-        The strictest answer wins, so a plugin can hide but never reveal (see
-        :func:`~ctxfs.tools.offers.voted`). Without a plugin that has a say, the
-        offer is the configuration's (:meth:`configured`).
+        The strictest answer wins, so a plugin can hide but never reveal
+        (:func:`~ctxfs.tools.offers.voted`).
         """
         offer = self.configured()
         if not ctx.opened_fs.hooks.asks_tool_exposure:
@@ -157,19 +153,17 @@ class FsToolset:
         """The tool JSON for *provider*, for this step (:mod:`ctxfs.tools.providers`).
 
         Answer calls of the Responses API's ``apply_patch`` with
-        :func:`~ctxfs.tools.answer_patch_call`; ``anthropic_text_editor=False``
-        offers Anthropic the four tools its text editor would stand for.
+        :func:`~ctxfs.tools.answer_patch_call`; ``anthropic_text_editor=False`` offers Anthropic the
+        four tools its text editor would stand for.
         """
         offer = offer if offer is not None else await self.offer(ctx)
-        offered = await self.tools(ctx, offer=offer)
-        step = Step(ctx=ctx, toolset=self, offer=offer, provider=provider)
         wanted = provider != "anthropic" or anthropic_text_editor
         return shaped(
-            offered,
+            self.listed(ctx, offer),
             provider=provider,
             openai_api=openai_api,
             aliases=self._aliases.offered(offer, provider) if wanted else (),
-            limits=step.limits,
+            limits=Step(ctx=ctx, toolset=self, offer=offer, provider=provider).limits,
             prefix=self.options.tool_prefix,
         )
 
@@ -187,15 +181,11 @@ class FsToolset:
     ) -> ToolResult:
         """Run tool *name* with the model's *arguments* (a mapping or a JSON string).
 
-        A long call (a search) reports how far it is to *progress*, if given,
-        after :attr:`ToolsetOptions.progress_seconds` and as often after that.
-
-        *offer* is the step's (as listed); without one, it is worked out for this
-        call. With ``provider="anthropic"``, *name* may also be Anthropic's text
-        editor tool (``str_replace_based_edit_tool``); its commands run as the
-        same ctx.fs operations. Never raises for a model's mistake, a plugin's
-        answer or a store failure: those come back as error results. Only
-        cancellation propagates.
+        *offer* is the step's (as listed); without one, it is worked out for this call. A long call
+        (a search) reports to *progress*, if given, every :attr:`ToolsetOptions.progress_seconds`.
+        With ``provider="anthropic"``, *name* may be Anthropic's text editor tool
+        (``str_replace_based_edit_tool``). Never raises for a model's mistake, a plugin's answer or
+        a store failure: those are error results. Only cancellation propagates.
         """
         try:
             offer = offer if offer is not None else await self.offer(ctx)

@@ -1,24 +1,18 @@
 """Walking the workspace through ``ctx.fs`` (glob, grep): the files below a directory, sorted.
 
-A walk visits directories breadth first, in sorted order, and leaves out what
-its :class:`WalkFilter` says, counting each kind; given a glob, it
-enters only the directories a match may lie in. On a store that lists a whole
-tree at once (an object store: one flat listing of the prefix), it walks that
-listing instead of listing each directory. Symlinked directories are not
-followed, what a policy hides is never listed (nor counted), and a walk stops,
-saying so, after a bounded number of entries.
+A walk visits directories breadth first, in sorted order, and leaves out what its
+:class:`WalkFilter` says, counting each kind; given a glob, it enters only the directories a match
+may lie in. On a store that lists a whole tree at once (an object store), it walks that listing.
+Symlinked directories are not followed, what a policy hides is never listed (nor counted), and a
+walk stops, saying so, after a bounded number of entries.
 
-What a walk leaves out follows ripgrep's defaults:
-
-- names starting with ``.`` (hidden), unless asked for them;
-- directories named in ``ToolsetOptions.ignore`` (``.git``, ``node_modules``, ...);
-- what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude, unless asked
-  to include ignored files. Each ignore file applies to the directory it sits in
-  and below, in git's syntax (pathspec's ``GitIgnoreSpec``); a deeper file
-  overrides a shallower one, and in one directory ``.ignore`` overrides
-  ``.gitignore``, which overrides ``.git/info/exclude``. As with ripgrep's
-  ``--no-require-git``, ``.gitignore`` counts outside a git repository too. A
-  directory left out is not entered, so nothing below it can be included again.
+What a walk leaves out follows ripgrep's defaults: hidden names (starting with ``.``) unless asked
+for; directories named in ``ToolsetOptions.ignore``; and, unless asked to include ignored files,
+what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude. Each ignore file applies, in
+git's syntax, to its directory and below; a deeper file overrides a shallower one, and in one
+directory ``.ignore`` overrides ``.gitignore``, which overrides the exclude file. ``.gitignore``
+counts outside a git repository too (ripgrep's ``--no-require-git``). A directory left out is not
+entered.
 """
 
 from __future__ import annotations
@@ -156,8 +150,8 @@ async def walk(
 ) -> Walk:
     """Collect the files below *root* that *only* keeps, up to *max_entries* entries.
 
-    With *glob*, only the directories where a path it matches may lie are entered
-    (it is matched against paths below *root*; the caller matches the files).
+    With *glob*, only the directories where a path it matches may lie are entered (it is matched
+    against paths below *root*; the caller matches the files).
     """
     root = normalize_path(root)
     result = Walk()
@@ -165,7 +159,7 @@ async def walk(
     lister = ctx.fs.list if flat is None else _directories(root, flat)
     pending: deque[tuple[str, IgnoreRules]] = deque([(root, IgnoreRules())])
     seen = 0
-    while pending:
+    while pending and not result.truncated:
         directory, rules = pending.popleft()
         try:
             entries = await lister(directory)
@@ -184,8 +178,7 @@ async def walk(
             if seen > max_entries:
                 result.truncated = True
                 result.not_listed = sorted([directory, *(path for path, _ in pending)])
-                result.files.sort(key=lambda entry: entry.path)
-                return result
+                break
             is_directory = entry.kind is FileKind.DIRECTORY
             if is_directory and entry.name in only.skip_dirs:
                 continue
@@ -230,10 +223,9 @@ async def files_below(
 ) -> Walk:
     """The files below *root* that *only* keeps, by the backend's own engine where it has one.
 
-    Such an engine (fs-local: ripgrep) lists them at its own speed, without their
-    metadata, and does not say what it left out; else this is :func:`walk`. A
-    listing stopped at *seconds* is marked truncated. *glob* narrows it first to
-    the files it may match (the caller matches them exactly).
+    Such an engine (fs-local: ripgrep) lists them at its own speed, without their metadata, and does
+    not say what it left out; else this is :func:`walk`. A listing stopped at *seconds* is marked
+    truncated. *glob* narrows it first to the files it may match (the caller matches them exactly).
     """
     root = normalize_path(root)
     search = FileSearch(

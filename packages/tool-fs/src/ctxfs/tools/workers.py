@@ -1,25 +1,14 @@
 """Several worker processes behind one listening socket: ``ctxfs serve --workers N``.
 
-One Python process serves on one core. :func:`serve_forked` forks *count*
-workers that each serve (on a socket of their own bound with ``SO_REUSEPORT``,
-say: the kernel then spreads new connections over them), and supervises them
-until it is told to stop:
+:func:`serve_forked` forks workers that each serve (on a socket of their own bound with
+``SO_REUSEPORT``, say) and supervises them until SIGTERM or SIGINT, which stops every worker (each
+finishes what it is answering). A worker that dies on its own is started again; three running that
+die within :data:`QUICK_DEATH_SECONDS` of their start stop everything (status 1). A supervisor that
+dies, however it dies, takes its workers with it (``PR_SET_PDEATHSIG`` on Linux; elsewhere each
+checks its parent every second).
 
-- SIGTERM or SIGINT stops every worker (each finishes what it is answering)
-  and returns 0 once all have ended;
-- a worker that dies on its own is started again; one that dies within
-  :data:`QUICK_DEATH_SECONDS` of its start three times running means the
-  workers cannot run (a bad option, a store that cannot open): everything stops,
-  and the status is 1;
-- a supervisor that dies, however it dies (``kill -9``), takes its workers
-  with it: each is sent SIGTERM (Linux's ``PR_SET_PDEATHSIG``; elsewhere each
-  checks its parent every second), and one whose supervisor died before it
-  could ask stops at once.
-
-What the workers share must live outside them (the observation store, the
-locks fs-local takes on disk): the caller arranges that. What lasts one run
-only goes in a :class:`RunDirectory`, which the last process of the run to end
-removes.
+What the workers share must live outside them (the observation store, fs-local's locks on disk);
+what lasts one run only goes in a :class:`RunDirectory`.
 """
 
 from __future__ import annotations
@@ -56,9 +45,8 @@ _PR_SET_PDEATHSIG: Final = 1
 def serve_forked(count: int, work: Callable[[], int], *, shared: RunDirectory | None = None) -> int:
     """Run ``work()`` in *count* forked workers until SIGTERM or SIGINT; return a status.
 
-    Each worker holds *shared* until it ends, however it is told to (the
-    caller holds it in this process). Call it before any thread or event loop
-    starts in this process (it forks).
+    Each worker holds *shared* until it ends, however it is told to (the caller holds it in this
+    process). Call it before any thread or event loop starts in this process (it forks).
     """
     stopping = False
     started: dict[int, float] = {}
@@ -68,7 +56,8 @@ def serve_forked(count: int, work: Callable[[], int], *, shared: RunDirectory | 
         del frame
         stopping = True
         for pid in started:
-            _signal(pid, signal.SIGTERM if signum == signal.SIGINT else signum)
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.kill(pid, signal.SIGTERM if signum == signal.SIGINT else signum)
 
     def start() -> None:
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # stop() sees every worker
@@ -95,7 +84,8 @@ def serve_forked(count: int, work: Callable[[], int], *, shared: RunDirectory | 
             if quick >= _QUICK_DEATHS:
                 log.error("the workers die as they start; stopping")
                 stop(signal.SIGTERM, None)
-                _reap(started)
+                while started:
+                    started.pop(os.wait()[0], None)
                 return 1
             start()
     finally:
@@ -157,17 +147,6 @@ def _watch(supervisor: int) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _reap(started: dict[int, float]) -> None:
-    while started:
-        pid, _ = os.wait()
-        started.pop(pid, None)
-
-
-def _signal(pid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
-        os.kill(pid, signum)
-
-
 def _how(status: int) -> str:
     if os.WIFSIGNALED(status):
         return f"signal {os.WTERMSIG(status)}"
@@ -178,11 +157,10 @@ def _how(status: int) -> str:
 class RunDirectory:
     """A directory the processes of one run share, removed by the last of them to leave it.
 
-    Each process using it holds a shared POSIX lock on its ``.lock`` file; the
-    kernel drops a process's lock when it ends, however it ends. A process that
-    leaves removes the directory if no other holds it: after a normal stop the
-    supervisor does, after the supervisor is killed the last of its workers
-    does. A run killed whole (every process at once) leaves it behind, and
+    Each process using it holds a shared POSIX lock on its ``.lock`` file; the kernel drops a
+    process's lock when it ends, however it ends. A process that leaves removes the directory if no
+    other holds it: after a normal stop the supervisor does, after the supervisor is killed the last
+    of its workers does. A run killed whole (every process at once) leaves it behind, and
     :meth:`make` removes it at the next start.
     """
 

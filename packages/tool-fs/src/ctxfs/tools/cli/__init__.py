@@ -1,12 +1,11 @@
 """The ``ctxfs`` command: ``serve`` the tools over MCP, ``call`` one tool, run the ``demo``.
 
-Every failure is one line on stderr and a non-zero exit: 2 for a usage or
-configuration error, 1 for a tool call that failed (its code in the line).
-Logs go to stderr; on ``serve --transport stdio`` stdout carries MCP only. A
-reader that stops early (``ctxfs demo | head -1``) ends the command quietly,
-with status 141 as for a program SIGPIPE ends. Each command imports what it
-needs as it runs: ``--help`` and ``--version`` load no store, no tool and no
-MCP SDK, and ``call`` no MCP SDK either.
+Every failure is one line on stderr and a non-zero exit: 2 for a usage or configuration error, 1 for
+a tool call that failed (its code in the line). Logs go to stderr; on ``serve --transport stdio``
+stdout carries MCP only. A reader that stops early (``ctxfs demo | head -1``) ends the command
+quietly, with status 141 as for a program SIGPIPE ends. Each command imports what it needs as it
+runs: ``--help`` and ``--version`` load no store, no tool and no MCP SDK, and ``call`` no MCP SDK
+either.
 """
 
 from __future__ import annotations

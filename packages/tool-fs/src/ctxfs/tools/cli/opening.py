@@ -1,9 +1,8 @@
 """The store and the toolset a command line names, under its policies.
 
-``--root`` expands ``~`` and ``$VARIABLES`` (an MCP client's JSON configuration
-has no shell to do it), ``--url``, ``--observations`` and ``--sessions`` expand ``$VARIABLES``;
-each is refused if it comes out empty (an unset variable must not mean the
-working directory).
+``--root`` expands ``~`` and ``$VARIABLES`` (an MCP client's JSON configuration has no shell to do
+it), ``--url``, ``--observations`` and ``--sessions`` expand ``$VARIABLES``; each is refused if it
+comes out empty (an unset variable must not mean the working directory).
 """
 
 from __future__ import annotations
@@ -72,10 +71,10 @@ def toolset_of(args: argparse.Namespace) -> FsToolset:
 def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
     """The store at *where* (a directory, or a store's URL) under the options' policies.
 
-    With *kept* (``call``, stdio ``serve``) and no ``--observations``, observations
-    live in the root's own SQLite file in the user's state directory: each such
-    process is one client's, and its successor must find what it saw. The session
-    memory (``--sessions``) lives likewise, in a file of its own.
+    With *kept* (``call``, stdio ``serve``) and no ``--observations``, observations live in the
+    root's own SQLite file in the user's state directory: each such process is one client's, and its
+    successor must find what it saw. The session memory (``--sessions``) lives likewise, in a file
+    of its own.
     """
     from ctxfs.core import Fs, InvalidArgument, open_backend  # noqa: PLC0415
 
@@ -119,9 +118,8 @@ def _store_url(args: argparse.Namespace, option: str) -> str | None:
 def client_owner() -> str:
     """The owner ``call`` and stdio ``serve`` work for by default: the process that started them.
 
-    A client that starts a process per call is one owner across them; two
-    clients are two. The parent is named by its pid and start time, so a pid
-    used again is another owner.
+    A client that starts a process per call is one owner across them; two clients are two. The
+    parent is named by its pid and start time, so a pid used again is another owner.
     """
     parent = os.getppid()
     try:
@@ -135,8 +133,8 @@ def client_owner() -> str:
 def _kept_store(backend: Backend, where: str, kind: str) -> str:
     """The URL of the SQLite store of *kind* kept for the root of *backend* (opened from *where*).
 
-    One file per root (the directory the kernel resolves, or the store's URL), in
-    ``observations/`` (or ``sessions/``: *kind*) of the user's state directory, made private.
+    One file per root (the directory the kernel resolves, or the store's URL), in ``observations/``
+    (or ``sessions/``: *kind*) of the user's state directory, made private.
     """
     from ctxfs.core import sqlite_url  # noqa: PLC0415
     from ctxfs.local import LocalBackend, default_state_dir  # noqa: PLC0415

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import itertools
 import logging
 import os
+import re
 import socket
 import sys
 from contextlib import AsyncExitStack
@@ -98,11 +98,7 @@ async def _serve_http(
     async with fs:
         per_session = not options.stateless  # stateless: every request is its principal's
         tools = McpTools(
-            fs,
-            toolset,
-            owner=args.owner,
-            workspace=args.workspace,
-            per_session=per_session,
+            fs, toolset, owner=args.owner, workspace=args.workspace, per_session=per_session
         )
         app = http_app(create_server(tools), options, on_session_end=tools.session_ended)
         config = uvicorn.Config(app, log_level="warning")
@@ -115,10 +111,9 @@ async def _serve_http(
 def serve_in_workers(args: argparse.Namespace) -> int:
     """``serve --transport http --workers N``: one port, N processes, stateless, shared store.
 
-    A port anything holds is refused, workers of a killed server too (binding with
-    ``SO_REUSEPORT`` would share it with them). Without ``--observations`` (or
-    ``--sessions``), the workers share a SQLite file in a
-    :class:`~ctxfs.tools.workers.RunDirectory` (on tmpfs where there is one).
+    A port anything holds is refused, workers of a killed server too (binding with ``SO_REUSEPORT``
+    would share it with them). Without ``--observations`` (or ``--sessions``), the workers share a
+    SQLite file in a :class:`~ctxfs.tools.workers.RunDirectory` (on tmpfs where there is one).
     """
     from ctxfs.core import sqlite_url  # noqa: PLC0415
     from ctxfs.tools.workers import RunDirectory, serve_forked  # noqa: PLC0415
@@ -169,24 +164,16 @@ def check_mcp() -> None:
 
 def _release(version: str) -> tuple[int, ...]:
     """The leading numbers of *version* (``2.3.1rc1`` is ``(2, 3, 1)``)."""
-    numbers = []
-    for part in version.split("."):
-        digits = "".join(itertools.takewhile(str.isdigit, part))
-        if not digits:
-            break
-        numbers.append(int(digits))
-    return tuple(numbers)
+    leading = re.match(r"\d+(\.\d+)*", version)
+    return tuple(map(int, leading.group().split("."))) if leading else ()
 
 
 def _bound(host: str, port: int, *, listen: bool, shared: bool) -> socket.socket:
     """A TCP socket bound to *host*:*port*, listening if *listen*; ``SO_REUSEPORT`` if *shared*.
 
-    Each worker listens on a socket of its own, so the kernel spreads new
-    connections evenly over them (one shared socket would let the first worker
-    awake take a burst of them all); the parent holds one that does not listen,
-    so the port stays taken. Made as TCP explicitly: asyncio turns Nagle's
-    algorithm off only on sockets it can tell are TCP, and a reply written in
-    two parts would otherwise wait out the client's delayed acknowledgement.
+    Each worker listens on a socket of its own, so the kernel spreads new connections evenly over
+    them; the parent holds one that does not listen, so the port stays taken. Made as TCP
+    explicitly: asyncio turns Nagle's algorithm off only on sockets it can tell are TCP.
 
     Raises:
         UsageError: The port is not one, the host is unknown, or the address is taken.
@@ -235,8 +222,8 @@ def _http_options(
 ) -> tuple[HttpOptions, str | None]:
     """The HTTP options the command line asks for, and the token made for this run if any.
 
-    Refuses what would be unsafe: no tokens off loopback, ``--no-auth`` off loopback; and
-    no store named (the client's MCP roots name one over stdio only).
+    Refuses what would be unsafe: no tokens off loopback, ``--no-auth`` off loopback; and no store
+    named (the client's MCP roots name one over stdio only).
     """
     from ctxfs.tools.httpserver import HttpOptions, TokenFileError, Tokens, is_loopback  # noqa: PLC0415
 
