@@ -6,10 +6,12 @@ stderr every module the process imports, whenever it does.
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import anyio
 import pytest
@@ -18,6 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 import ctxfs.tools
+import ctxfs.tools.notebooks
 from tests.tools.media import pdf
 
 pytestmark = pytest.mark.anyio
@@ -140,6 +143,15 @@ async def test_serving_a_text_read_over_stdio_imports_only_what_the_sdk_does(
     assert loaded(ours - theirs, *ONLY_SOME_CALLS) == []
 
 
-def test_every_name_ctxfs_tools_exports_is_there() -> None:
-    assert [name for name in ctxfs.tools.__all__ if not hasattr(ctxfs.tools, name)] == []
-    assert set(dir(ctxfs.tools)) >= set(ctxfs.tools.__all__)
+@pytest.mark.parametrize("package", [ctxfs.tools, ctxfs.tools.notebooks])
+def test_every_name_a_package_exports_is_there(package: ModuleType) -> None:
+    assert [name for name in package.__all__ if not hasattr(package, name)] == []
+    assert set(dir(package)) >= set(package.__all__)
+
+
+def test_the_notebook_names_loaded_on_first_use_are_their_modules_own() -> None:
+    exports = ctxfs.tools.notebooks._EXPORTS  # a list kept by hand beside each module's
+    homes = {home: importlib.import_module(f"ctxfs.tools.notebooks.{home}") for home in exports}
+    assert {home: sorted(names) for home, names in exports.items()} == {
+        home: sorted(module.__all__) for home, module in homes.items()
+    }
