@@ -4,7 +4,9 @@ The wall clocks (``time.time``, ``datetime.now`` and the like) of the test proce
 and of every Python process it starts, read :data:`FAR_FUTURE` at the session's start
 and tick on from there. The monotonic clock and the kernel's file times keep the real
 time, as do processes that ignore ``PYTHONPATH`` (``python -I``) and other programs.
-Run it without workers (``-n 0``): an xdist worker would find time_machine imported.
+With workers (``-n 2``), each worker is such a process: it starts on the far clock, so the
+plugin leaves it as it is; pass :data:`WORKERS_WARNING` too (a worker's pytest finds
+time_machine imported before it could rewrite it).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import time_machine
 FAR_FUTURE = dt.datetime(2099, 12, 31, 23, 0, tzinfo=dt.UTC)
 OFFSET_ENV = "CTXFS_TEST_CLOCK_OFFSET"
 """Seconds every process of the run adds to the real wall clock."""
+WORKERS_WARNING = "ignore:Module already imported so cannot be rewritten; time_machine"
+"""The ``-W`` filter a run with workers needs."""
 
 _CHILD = f"""\
 import os, time, time_machine
@@ -32,6 +36,10 @@ _SITE = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if OFFSET_ENV in os.environ:  # a process of the run (an xdist worker): already on the clock
+        if time.time() < FAR_FUTURE.timestamp():
+            raise pytest.UsageError(f"{OFFSET_ENV} is set, yet this process is not on the clock")
+        return
     offset = FAR_FUTURE.timestamp() - time.time()
     site = Path(tempfile.mkdtemp(prefix="ctxfs-far-future-"))
     (site / "sitecustomize.py").write_text(_CHILD)
@@ -46,6 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _TRAVEL not in config.stash:
+        return
     config.stash[_TRAVEL].stop()
     shutil.rmtree(config.stash[_SITE], ignore_errors=True)
 

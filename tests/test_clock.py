@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.far_future import FAR_FUTURE
+from tests.far_future import FAR_FUTURE, WORKERS_WARNING
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,8 +25,8 @@ wall clock with file times the kernel stamps."""
 @pytest.mark.timeout(900)
 def test_the_in_process_suites_pass_far_in_the_future() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.far_future", "-n", "0",
-         "-m", "", *ON_THE_CLOCK],
+        [sys.executable, "-m", "pytest", "-p", "tests.far_future", "-n", "2",
+         "-W", WORKERS_WARNING, "-m", "", *ON_THE_CLOCK],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     report = done.stdout[-4000:] + done.stderr[-2000:]

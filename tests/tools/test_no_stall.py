@@ -4,7 +4,8 @@ Each case is an input that used to keep the loop busy for seconds to minutes (a
 ``replace_all`` with 64k matches, the diagnosis of a long near-miss, grep patterns that
 backtrack per line or add up over lines). A second session reads a small file every few
 milliseconds meanwhile; the worst wait, counted from when the read was due, must stay
-under 100 ms.
+under a quarter of a second: far below the seconds those inputs held it, with room for a slow
+machine's scheduling under a parallel test run.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tests.tools.media import shared_pdf
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 DUE_EVERY = 0.005
-WORST_WAIT = 0.1
+WORST_WAIT = 0.25
 
 
 async def worst_read_wait(
