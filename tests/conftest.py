@@ -111,7 +111,15 @@ def redis_url() -> str:
     return f"redis://127.0.0.1:{REDIS_PORT}/0?prefix=ctxfs-test-{uuid.uuid4().hex[:12]}:"
 
 
-# CI explores a fixed, larger sample (reproducible); developers get fresh random examples.
-settings.register_profile("ci", derandomize=True, max_examples=400, deadline=None)
-settings.register_profile("dev", deadline=None)
+# CI explores a fixed, larger sample (reproducible); developers get a quarter of it, fresh each
+# run. `--hypothesis-profile dev` picks the smaller sample in CI too.
+CI_SAMPLE = 400
+settings.register_profile("ci", derandomize=True, max_examples=CI_SAMPLE, deadline=None)
+settings.register_profile("dev", max_examples=CI_SAMPLE // 4, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def examples(in_ci: int) -> int:
+    """A property test's sample: *in_ci* examples in CI's profile, scaled as the loaded
+    profile's default is to CI's in the others."""
+    return max(in_ci * settings().max_examples // CI_SAMPLE, 1)

@@ -18,7 +18,8 @@ ON_THE_CLOCK = [
 ]  # fmt: skip
 """Suites whose clocks the plugin moves (leases, observations, audit records, tokens, sessions):
 in-process, or in Python processes they start. fs-local's tests are left out: they compare the
-wall clock with file times the kernel stamps."""
+wall clock with file times the kernel stamps. Property tests draw the developers' smaller
+sample: the dates are the point here."""
 
 
 @pytest.mark.slow
@@ -26,7 +27,7 @@ wall clock with file times the kernel stamps."""
 def test_the_in_process_suites_pass_far_in_the_future() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tests.far_future", "-n", "2",
-         "-W", WORKERS_WARNING, "-m", "", *ON_THE_CLOCK],
+         "-W", WORKERS_WARNING, "-m", "", "--hypothesis-profile", "dev", *ON_THE_CLOCK],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     report = done.stdout[-4000:] + done.stderr[-2000:]

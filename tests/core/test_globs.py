@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from ctxfs.core import InvalidArgument
 from ctxfs.core.globs import glob_matcher
+from tests.conftest import examples
 
 
 def reference(pattern: str) -> re.Pattern[str]:
@@ -78,7 +79,7 @@ SEGMENTS = st.lists(PIECES, min_size=1, max_size=4).map("".join)
 PATTERNS = st.lists(SEGMENTS, min_size=1, max_size=3).map("/".join)
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(PATTERNS, PATHS)
 def test_the_matcher_agrees_with_the_regular_expression(pattern: str, path: str) -> None:
     expected = reference(pattern).fullmatch(path) is not None
@@ -152,7 +153,7 @@ def test_a_walk_enters_only_the_directories_that_may_hold_a_match(
     assert [directory for directory in not_entered if matcher.may_hold(directory)] == []
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(PATTERNS, PATHS)
 def test_outline_and_directories_keep_every_match(pattern: str, path: str) -> None:
     matcher = glob_matcher(pattern)

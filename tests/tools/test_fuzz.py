@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ctxfs.core import ABSENT, Fs, MemoryBackend
 from ctxfs.tools import BUILTIN_TOOLS, Exposure, FsToolset, ToolResult, ToolsetOptions
 from ctxfs.tools.builtin.text_editor import EditorCommand
+from tests.conftest import examples
 from tests.tools.test_execute import snapshot
 
 FIELDS = sorted(
@@ -68,7 +69,7 @@ async def scenario(name: str, args: Any) -> tuple[ToolResult, dict[str, bytes], 
     return result, before, await snapshot(ctx)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(TOOLS) | st.text(max_size=10), args=arguments)
 def test_any_arguments_give_a_result_and_failures_change_nothing(name: str, args: Any) -> None:
     result, before, after = anyio.run(scenario, name, args)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxfs.tools.builtin.grep.patterns import LinePattern, OutOfTime
+from tests.conftest import examples
 
 
 def limited(pattern: str) -> bool:
@@ -58,7 +59,7 @@ def patterns() -> st.SearchStrategy[str]:
     return st.recursive(ATOMS, pieces, max_leaves=12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(patterns())
 def test_a_pattern_searched_without_a_limit_cannot_run_away(pattern: str) -> None:
     # Inputs built to make backtracking explode; a pattern let off the line limit (only the

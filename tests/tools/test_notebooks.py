@@ -23,6 +23,7 @@ from ctxfs.tools.notebooks import (
     render_notebook,
 )
 from ctxfs.tools.notebooks.jsontext import array_elements, object_members, skip_space
+from tests.conftest import examples
 
 ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\u(?!00[0-7])[0-9a-fA-F]{4}")
 """A ``\\u`` escape of a character beyond ASCII, in JSON text."""
@@ -348,7 +349,7 @@ def made_cell(kind: str, source: str, as_lines: bool, number: int) -> dict[str, 
     return cell
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cells=cells, style=styles, edits=edits)
 def test_random_edits_keep_the_json_valid_and_untouched_cells_byte_for_byte(
     cells: list[tuple[str, str, bool]], style: Style, edits: list[tuple[str, int, str, str | None]]

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ctxfs.core import ABSENT, EncodingError, ErrorCode, Fs, FsError, MemoryBackend
 from ctxfs.core.text import TextOptions, detect_encoding
+from tests.conftest import examples
 from tests.core.text.corpus import CODE_PAGES, PARAGRAPHS, WIDE_ENCODINGS
 
 pytestmark = pytest.mark.anyio
@@ -76,7 +77,7 @@ def test_utf16_and_utf32_without_a_bom_are_read_right(language: str, page: str) 
     assert reading(text.encode(page)) == text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     case=st.sampled_from(CASES),
     cut=st.tuples(st.integers(0, 60), st.integers(1, 60)),

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ctxfs.core import ABSENT, Fs, FsError, MemoryBackend
 from ctxfs.core.text import AnyDocument, TextOptions, decode_document
 from ctxfs.core.text.rewrite import rewrite_by_lines
+from tests.conftest import examples
 from tests.core.text.reference import reference_lines
 
 OPTIONS = TextOptions()
@@ -88,7 +89,7 @@ def raw_spans(raw: str, logical_starts: list[int], length: int) -> list[tuple[in
     return [(to_raw[start], to_raw[start + length]) for start in logical_starts]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=text_files(), pick=st.data(), new=RUN | st.builds("\n".join, st.lists(RUN, max_size=3)))
 def test_edit_changes_only_its_spans_and_is_the_literal_replacement(
     data: bytes, pick: st.DataObject, new: str
@@ -124,7 +125,7 @@ def test_edit_changes_only_its_spans_and_is_the_literal_replacement(
     assert fold(result_raw) == logical.replace(old, folded_new), "not the literal replacement"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=text_files())
 def test_writing_back_what_was_read_is_byte_identical(data: bytes) -> None:
     async def scenario() -> bytes | None:
@@ -144,7 +145,7 @@ def test_writing_back_what_was_read_is_byte_identical(data: bytes) -> None:
     assert written == data
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=text_files(), pick=st.data(), inserted=st.builds("\n".join, st.lists(RUN, max_size=3)))
 def test_insert_keeps_every_other_byte(data: bytes, pick: st.DataObject, inserted: str) -> None:
     document = document_of(data)
@@ -189,7 +190,7 @@ def rewrites(draw: st.DrawFn) -> str:
     return "".join(pieces)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(data=text_files(), new=rewrites(), keep=st.data())
 def test_rewrite_in_place_is_the_line_by_line_rewrite(
     data: bytes, new: str, keep: st.DataObject
@@ -222,7 +223,7 @@ def line_spans(draw: st.DrawFn, total: int) -> list[tuple[int, int, list[str]]]:
     return [(start, stop, draw(st.lists(RUN, max_size=3))) for start, stop in pairs]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=text_files(), pick=st.data())
 def test_replacing_lines_keeps_every_line_outside_the_spans(
     data: bytes, pick: st.DataObject

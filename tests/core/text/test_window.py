@@ -21,6 +21,7 @@ from ctxfs.core.text import (
     truncation_marker,
 )
 from ctxfs.core.versions import content_version
+from tests.conftest import examples
 from tests.core.text.reference import reference_lines, stream_of
 
 pytestmark = pytest.mark.anyio
@@ -141,7 +142,7 @@ lines_strategy = st.lists(
 )  # fmt: skip
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     lines=lines_strategy,
     final_break=st.booleans(),
@@ -209,7 +210,7 @@ async def test_ctx_fs_read_streams_and_reports_the_version(
     assert outcome.encoding == "utf-8"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     lines=lines_strategy,
     final_break=st.booleans(),
@@ -243,7 +244,7 @@ def test_number_lines_uses_the_one_line_number_format(lines: list[str], first: i
     assert number_lines(text, first) == expected
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     text=st.text(alphabet="ab é✓\n\r\t", max_size=300),
     limit=st.integers(1, 12),
