@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import openai
 import pytest
-from openai.types.responses import ResponseApplyPatchToolCall
 
 from ctxfs.core import Context, NotFound
 from ctxfs.tools import FsToolset, PatchData, answer_patch_call
 from tests.tools.conftest import Seed
-from tests.tools.test_providers import fake_api, responses_turn
+from tests.tools.test_providers import fake_api, openai_client, responses_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -190,7 +188,8 @@ async def test_the_responses_apply_patch_round_trips_with_a_scripted_model(
         {"type": "update_file", "path": "src/util.py", "diff": "@@\n-missing line\n+x\n"},
     ]
     http, sent = fake_api(patch_call_turn(*operations), responses_turn())
-    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+    client = openai_client(http)
+    from openai.types.responses import ResponseApplyPatchToolCall  # noqa: PLC0415 (see openai_client)
 
     first = client.responses.create(model="m", input="patch it", tools=definitions)  # type: ignore[arg-type]
     calls = [item for item in first.output if isinstance(item, ResponseApplyPatchToolCall)]

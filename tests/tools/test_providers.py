@@ -12,11 +12,9 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import httpx2
-import openai
 import pytest
 
 from ctxfs.core import Context, Fs, NotFound
@@ -28,6 +26,10 @@ from ctxfs.tools.results import (
 )
 from tests.tools.conftest import FILE_TOOLS, Seed
 from tests.tools.media import dimensions, image
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 pytestmark = pytest.mark.anyio
 
@@ -45,6 +47,22 @@ def fake_api(*responses: dict[str, Any]) -> tuple[httpx2.Client, Sent]:
         return httpx2.Response(200, json=queue.pop(0))
 
     return httpx2.Client(transport=httpx2.MockTransport(handler)), sent
+
+
+# The SDKs load in the tests that drive them: every worker collects this module, and they take
+# seconds to import.
+def openai_client(http: httpx2.Client) -> openai.OpenAI:
+    """The ``openai`` SDK's client, its requests sent to *http*."""
+    import openai  # noqa: PLC0415
+
+    return openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+
+
+def anthropic_client(http: httpx2.Client) -> anthropic.Anthropic:
+    """The ``anthropic`` SDK's client, its requests sent to *http*."""
+    import anthropic  # noqa: PLC0415
+
+    return anthropic.Anthropic(api_key="test", base_url="http://api.invalid", http_client=http)
 
 
 # -- OpenAI ------------------------------------------------------------------------------------
@@ -73,7 +91,7 @@ async def test_openai_chat_completions_sends_our_tools_unchanged_and_runs_the_ca
     definitions = await tools.definitions(ctx, provider="openai")
     read_call = {"file_path": "a.txt", "offset": None, "limit": None}
     http, sent = fake_api(chat_turn(("read", read_call)), chat_turn())
-    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+    client = openai_client(http)
 
     messages: list[Any] = [{"role": "user", "content": "read a.txt"}]
     reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)  # type: ignore[arg-type]
@@ -146,7 +164,7 @@ async def test_openai_responses_sends_our_tools_unchanged_and_runs_the_calls(
     # Strict mode: the model sends every argument, null for the ones it leaves out.
     grep_call = dict.fromkeys(arguments_of(definitions, "grep")) | {"pattern": "x ="}
     http, sent = fake_api(responses_turn(("grep", grep_call)), responses_turn())
-    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+    client = openai_client(http)
 
     first = client.responses.create(model="m", input="find x", tools=definitions)  # type: ignore[arg-type]
     (call,) = [item for item in first.output if item.type == "function_call"]
@@ -218,9 +236,7 @@ class Conversation:
     ) -> None:
         self.tools, self.ctx, self.definitions = tools, ctx, definitions
         http, self.sent = fake_api(*turns)
-        self.client = anthropic.Anthropic(
-            api_key="test", base_url="http://api.invalid", http_client=http
-        )
+        self.client = anthropic_client(http)
         self.messages: list[Any] = [{"role": "user", "content": "tidy the workspace"}]
 
     def ask(self) -> anthropic.types.Message:
@@ -447,7 +463,7 @@ async def test_an_image_result_goes_back_to_anthropic_as_a_tool_result_with_an_i
     tools = FsToolset()
     definitions = await tools.definitions(ctx, provider="anthropic")
     http, sent = fake_api(messages_turn({"command": "view", "path": "big.png"}), messages_turn())
-    client = anthropic.Anthropic(api_key="test", base_url="http://api.invalid", http_client=http)
+    client = anthropic_client(http)
     messages: list[Any] = [{"role": "user", "content": "look at big.png"}]
     reply = client.messages.create(model="m", max_tokens=64, tools=definitions, messages=messages)  # type: ignore[arg-type]
     (use,) = [block for block in reply.content if block.type == "tool_use"]
@@ -477,7 +493,7 @@ async def test_an_image_result_goes_back_to_the_responses_api_as_input_image(
 ) -> None:
     await seed("logo.png", image((30, 20)))
     http, sent = fake_api(responses_turn())
-    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+    client = openai_client(http)
     result = await tools.execute(ctx, "read", {"file_path": "logo.png"}, provider="openai")
     item = openai_function_call_output(result, "call_0")
     client.responses.create(model="m", previous_response_id="resp_0", input=[item])  # type: ignore[list-item]
@@ -501,7 +517,7 @@ async def test_chat_completions_gets_the_text_in_tool_messages_and_the_images_af
     read_image = {"file_path": "logo.png", "offset": None, "limit": None, "pages": None}
     read_text = {"file_path": "a.txt", "offset": None, "limit": None, "pages": None}
     http, sent = fake_api(chat_turn(("read", read_image), ("read", read_text)), chat_turn())
-    client = openai.OpenAI(api_key="test", base_url="http://api.invalid/v1", http_client=http)
+    client = openai_client(http)
     definitions = await tools.definitions(ctx, provider="openai")
     messages: list[Any] = [{"role": "user", "content": "look"}]
     reply = client.chat.completions.create(model="m", messages=messages, tools=definitions)  # type: ignore[arg-type]

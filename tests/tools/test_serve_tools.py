@@ -6,16 +6,17 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from agents import Agent, FunctionTool, RunContextWrapper
-from agents.mcp import MCPServerStdio, MCPServerStdioParams
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from ctxfs.tools.cli import main
 from tests.tools.conftest import DEFAULT_TOOLS
+
+if TYPE_CHECKING:
+    from agents.mcp import MCPServerStdioParams
 
 pytestmark = pytest.mark.anyio
 
@@ -65,6 +66,10 @@ async def test_the_default_definitions_cost_no_more_than_the_reference_servers(
 
 
 async def test_every_tool_passes_the_agents_sdk_strict_conversion(workspace: Path) -> None:
+    # The SDK loads here, not at collection, which every worker does: it takes seconds.
+    from agents import Agent, FunctionTool, RunContextWrapper  # noqa: PLC0415
+    from agents.mcp import MCPServerStdio  # noqa: PLC0415
+
     executable, *args = command(workspace, "--observations", "memory://")
     params: MCPServerStdioParams = {"command": executable, "args": args, "env": dict(os.environ)}
     async with MCPServerStdio(params=params, name="ctxfs") as server:
