@@ -192,8 +192,9 @@ async def test_workers_behind_one_port_share_observations_and_stop_together(
     options = two_workers(workspace, tmp_path)
     with serve_http(*options) as served:
         store = run_store_of(served.banner[0])
-        workers = children_of(served.process.pid)
-        assert len(workers) == 2
+        pid = served.process.pid  # the banner comes as the workers are being forked
+        assert eventually(lambda: len(children_of(pid)) == 2), children_of(pid)
+        workers = children_of(pid)
         for era in (None, "legacy"):
             (workspace / "notes.md").write_bytes(CRLF)
             for _ in range(3):  # new connections each time: both workers take some
@@ -283,7 +284,9 @@ def test_the_run_store_of_a_run_killed_whole_is_reclaimed_at_the_next_start(
     options = two_workers(workspace, tmp_path)
     with serve_http(*options) as served:
         left = run_store_of(served.banner[0])
-        workers = children_of(served.process.pid)
+        supervisor = served.process.pid
+        assert eventually(lambda: len(children_of(supervisor)) == 2), children_of(supervisor)
+        workers = children_of(supervisor)
         served.process.send_signal(signal.SIGSTOP)  # it starts no worker in their place
         for pid in workers:
             os.kill(pid, signal.SIGKILL)
