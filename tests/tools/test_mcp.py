@@ -132,9 +132,13 @@ async def test_every_failure_is_an_error_result_with_its_code() -> None:
 # -- a subprocess over stdio -------------------------------------------------------------------
 
 
-@pytest.fixture(params=["auto", "legacy"])
+@pytest.fixture(params=["auto", pytest.param("legacy", marks=pytest.mark.slow)])
 def era(request: pytest.FixtureRequest) -> str:
-    """The client's mode: the 2026 protocol, or the initialize handshake."""
+    """The client's mode: the 2026 protocol, or the initialize handshake.
+
+    Each era's server starts a process; the quick loop speaks the current one, and the
+    in-process tests above speak the handshake.
+    """
     mode: str = request.param
     return mode
 
