@@ -195,13 +195,14 @@ async def test_strict_schemas_are_accepted_by_the_sdk_strict_converter(
     tools: FsToolset, ctx: Context
 ) -> None:
     """``openai``'s own strict-schema conversion leaves our schemas as they are."""
-    from openai.lib._pydantic import to_strict_json_schema  # noqa: PLC0415
+    import openai  # noqa: PLC0415 (see openai_client)
 
     for tool in await tools.definitions(ctx, provider="openai"):
         function = tool["function"]
         if not function["strict"]:
             continue
-        sdk = to_strict_json_schema(tools.tool(function["name"]).arguments)
+        converted = openai.pydantic_function_tool(tools.tool(function["name"]).arguments)
+        sdk: dict[str, Any] = dict(converted["function"].get("parameters", {}))
         assert set(sdk["required"]) == set(function["parameters"]["required"])
         assert sdk["additionalProperties"] is False
         assert function["parameters"]["additionalProperties"] is False
