@@ -120,6 +120,6 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 def examples(in_ci: int) -> int:
-    """A property test's sample: *in_ci* examples in CI's profile, scaled as the loaded
-    profile's default is to CI's in the others."""
+    """A property test's sample: *in_ci* examples under CI's profile, and under another the
+    share of *in_ci* that its default is of CI's (a quarter under ``dev``)."""
     return max(in_ci * settings().max_examples // CI_SAMPLE, 1)

@@ -202,7 +202,7 @@ async def test_strict_schemas_are_accepted_by_the_sdk_strict_converter(
         if not function["strict"]:
             continue
         converted = openai.pydantic_function_tool(tools.tool(function["name"]).arguments)
-        sdk: dict[str, Any] = dict(converted["function"].get("parameters", {}))
+        sdk: dict[str, Any] = dict(converted["function"]["parameters"])
         assert set(sdk["required"]) == set(function["parameters"]["required"])
         assert sdk["additionalProperties"] is False
         assert function["parameters"]["additionalProperties"] is False
