@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from ctxfs.core import (
     MemoryBackend,
 )
 from ctxfs.core.text import TextOptions, decode_document
+from ctxfs.core.text.document import strip_line_numbers
 from ctxfs.core.text.mismatch import MAX_DIAGNOSED_CHARS, diagnose_no_match
 from tests.core.text.corpus import PARAGRAPHS
 
@@ -123,6 +125,19 @@ def test_content_that_starts_with_numbers_survives_stripping() -> None:
     )
     assert change.data == b"intro\n3 plums\n\n5 pears\n"
     assert change.stripped_line_numbers
+
+
+def test_an_old_string_without_numbers_is_not_split_to_find_out() -> None:
+    # A long old_string that is not in the file is checked for pasted numbers before the edit
+    # fails: its first line settles it, and the check holds no copy of the rest.
+    old_string = "no such text\n" * 1_000_000
+    tracemalloc.start()
+    try:
+        assert strip_line_numbers(old_string) is None
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, f"the check held {peak:,} bytes for {len(old_string):,} characters"
 
 
 def test_new_string_keeps_numbers_that_do_not_continue_the_pasted_ones() -> None:

@@ -60,13 +60,16 @@ def strip_line_numbers(old_string: str) -> tuple[str, int] | None:
     Returns the bare text and its first line number, or None when *old_string*
     does not qualify; the caller still checks that the text is at that line.
     """
-    numbers = []
-    for line in old_string.removesuffix("\n").split("\n"):
-        prefix = LINE_NUMBER_PREFIX.match(line)
+    numbers, start = [], 0
+    while start < len(old_string):  # a line at a time, no split: most texts fail on the first
+        end = old_string.find("\n", start)
+        end = len(old_string) if end == -1 else end
+        prefix = LINE_NUMBER_PREFIX.match(old_string[start:end])
         if prefix is None:
             return None
         numbers.append(int(prefix.group(1)))
-    if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        start = end + 1
+    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         return None
     bare = _strip_prefixes(old_string)
     return (bare, numbers[0]) if bare else None  # "1" is text, not an empty numbered line
