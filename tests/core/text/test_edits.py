@@ -441,6 +441,12 @@ async def test_outcomes_carry_a_short_diff_when_small(memory_ctx: Context) -> No
     assert (written.first_line, written.last_line) == (5, 5)
 
 
+async def test_a_short_diff_keeps_lines_that_start_like_its_headers(memory_ctx: Context) -> None:
+    await memory_ctx.fs.write("q.sql", "select 1;\n-- old note\n++ counter\n")
+    edited = await memory_ctx.fs.edit("q.sql", "-- old note\n++ counter", "-- new note")
+    assert edited.diff == "@@ -2,2 +2,1 @@\n--- old note\n-++ counter\n+-- new note"
+
+
 async def test_large_changes_have_no_diff(memory_ctx: Context) -> None:
     await memory_ctx.fs.write("big.txt", "".join(f"line {n}\n" for n in range(100)))
     edited = await memory_ctx.fs.edit("big.txt", "line", "LINE", replace_all=True)

@@ -216,9 +216,13 @@ class SqliteSessions(SessionStore):
             _drop_if_unheld(db, oldest)  # (held by none: a blob left behind)
 
     async def _decoded(self, decode: Callable[[str], D], query: str, *args: object) -> list[D]:
-        rows = await self._file.run(lambda db: db.execute(query, args).fetchall())
         hint = "Remove the damaged session store (the sessions' steps are then forgotten)."
-        return decoded(decode, (text for (text,) in rows), store=str(self.path), hint=hint)
+
+        def read(db: sqlite3.Connection) -> list[D]:  # decoded where the call runs
+            texts = [text for (text,) in db.execute(query, args).fetchall()]
+            return decoded(decode, texts, store=str(self.path), hint=hint)
+
+        return await self._file.run(read)
 
     def __repr__(self) -> str:
         return f"SqliteSessions({str(self.path)!r})"
