@@ -192,9 +192,7 @@ async def test_workers_behind_one_port_share_observations_and_stop_together(
     options = two_workers(workspace, tmp_path)
     with serve_http(*options) as served:
         store = run_store_of(served.banner[0])
-        pid = served.process.pid  # the banner comes as the workers are being forked
-        assert eventually(lambda: len(children_of(pid)) == 2), children_of(pid)
-        workers = children_of(pid)
+        workers = forked_workers(served.process.pid)
         for era in (None, "legacy"):
             (workspace / "notes.md").write_bytes(CRLF)
             for _ in range(3):  # new connections each time: both workers take some
@@ -225,6 +223,12 @@ def children_of(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+def forked_workers(supervisor: int) -> list[int]:
+    """The *supervisor*'s two workers, once both are forked (its banner comes as they are)."""
+    assert eventually(lambda: len(children_of(supervisor)) == 2), children_of(supervisor)
+    return children_of(supervisor)
+
+
 def running(pid: int) -> bool:
     try:
         return "zombie" not in Path(f"/proc/{pid}/status").read_text()
@@ -250,9 +254,7 @@ def test_workers_die_with_a_killed_supervisor_and_remove_the_run_store(
     with serve_http(*options) as served:
         store = run_store_of(served.banner[0])
         assert store.is_dir()
-        pid = served.process.pid  # the banner comes as the workers are being forked
-        assert eventually(lambda: len(children_of(pid)) == 2), children_of(pid)
-        workers = children_of(pid)
+        workers = forked_workers(served.process.pid)
         try:
             served.process.kill()
             served.process.wait(timeout=10)
@@ -284,9 +286,7 @@ def test_the_run_store_of_a_run_killed_whole_is_reclaimed_at_the_next_start(
     options = two_workers(workspace, tmp_path)
     with serve_http(*options) as served:
         left = run_store_of(served.banner[0])
-        supervisor = served.process.pid
-        assert eventually(lambda: len(children_of(supervisor)) == 2), children_of(supervisor)
-        workers = children_of(supervisor)
+        workers = forked_workers(served.process.pid)
         served.process.send_signal(signal.SIGSTOP)  # it starts no worker in their place
         for pid in workers:
             os.kill(pid, signal.SIGKILL)
