@@ -193,6 +193,12 @@ async def test_steps_are_numbered_bounded_and_never_renumbered(opener: Opener) -
     assert [step.number for step in await store.steps("a")] == [3]
     assert (await store.record("a", [], at=6.0)).number == 6  # never 4 again
     await store.drop_steps("a", [])
+    await store.record("a", [change("/r/f", "v7")], at=7.0)
+    assert [step.number for step in await store.steps("a")] == [3, 6, 7]  # undone: room again
+    assert await store.given_up("a") == 2
+    await store.record("a", [change("/r/f", "v8")], at=8.0)
+    assert [step.number for step in await store.steps("a")] == [6, 7, 8]
+    assert await store.given_up("a") == 3
     assert await store.steps("b") == []
 
 

@@ -1,8 +1,8 @@
 """Session memory in a SQLite file: it survives restarts, and a host's processes share it.
 
 Tables: ``blobs`` (each content once, by version, with its last use), ``kept`` (the
-versions kept for each owner, with their last use), ``owners`` (an owner's bytes kept
-and the last step and checkpoint numbers given), ``totals`` (the bytes of all blobs),
+versions kept for each owner, with their last use), ``owners`` (an owner's bytes and
+steps kept, and the last step and checkpoint numbers given), ``totals`` (the bytes of all blobs),
 ``steps`` and ``checkpoints`` (encoded, by owner and number). The last use is one clock
 for the whole file: one past the newest blob's. Each call is one transaction.
 """
@@ -47,7 +47,7 @@ _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS owners (
         owner BLOB PRIMARY KEY, kept_bytes INTEGER NOT NULL DEFAULT 0,
         numbered INTEGER NOT NULL DEFAULT 0, marked INTEGER NOT NULL DEFAULT 0,
-        given_up INTEGER NOT NULL DEFAULT 0
+        given_up INTEGER NOT NULL DEFAULT 0, steps INTEGER NOT NULL DEFAULT 0
     ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER)",
     "INSERT OR IGNORE INTO totals VALUES (0, 0)",
@@ -189,19 +189,15 @@ class SqliteSessions(SessionStore):
         db: sqlite3.Connection,
     ) -> Step:
         with immediate(db):
-            db.execute(_NEW_OWNER, (owner,))
+            number, kept_steps = db.execute(_NEXT_STEP, (owner,)).fetchone()
             tick = _tick(db) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
             self._bound(db, owner)
-            step = Step(number=_numbered(db, owner, "numbered"), changes=changes, at=at)
-            db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, step.number, step.encode()))
-            # (numbers are never reused: no more than max_steps are kept until one is above it)
-            last_gone = (
-                _trim(db, "steps", owner, self.max_steps) if step.number > self.max_steps else None
-            )
-            if last_gone is not None:
-                db.execute("UPDATE owners SET given_up = ? WHERE owner = ?", (last_gone, owner))
+            step = Step(number=number, changes=changes, at=at)
+            db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, number, step.encode()))
+            if kept_steps > self.max_steps:
+                _give_up_steps(db, owner, kept_steps - self.max_steps)
             return step
 
     def _bound(self, db: sqlite3.Connection, owner: bytes) -> None:
@@ -231,9 +227,13 @@ class SqliteSessions(SessionStore):
 _TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
 _ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
 _NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
-_NEW_BLOB: Final = "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?)"
+_NEXT_STEP: Final = (
+    "INSERT INTO owners (owner, numbered, steps) VALUES (?, 1, 1) ON CONFLICT (owner) "
+    "DO UPDATE SET numbered = numbered + 1, steps = steps + 1 RETURNING numbered, steps"
+)
+_NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?, ?, ?)"
 _USE_BLOB: Final = "UPDATE blobs SET used = ? WHERE version = ? RETURNING size"
-_NEW_KEPT: Final = "INSERT OR IGNORE INTO kept VALUES (?, ?, ?)"
+_NEW_KEPT: Final = "INSERT INTO kept VALUES (?, ?, ?)"
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
 
 
@@ -242,15 +242,13 @@ def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, 
 
     Inside the caller's transaction; *tick* is above every use in the file.
     """
-    if db.execute(_NEW_BLOB, (version, data, len(data), tick)).rowcount:
+    used = db.execute(_USE_BLOB, (tick, version)).fetchone()
+    if used is None:
+        db.execute(_NEW_BLOB, (version, data, len(data), tick))
         db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
-        size = len(data)
-    else:
-        (size,) = db.execute(_USE_BLOB, (tick, version)).fetchone()
-    if db.execute(_NEW_KEPT, (owner, version, tick)).rowcount:
-        db.execute(_ADD_BYTES, (size, owner))
-    else:
-        db.execute(_TOUCH, (tick, owner, version))
+    if not db.execute(_TOUCH, (tick, owner, version)).rowcount:
+        db.execute(_NEW_KEPT, (owner, version, tick))
+        db.execute(_ADD_BYTES, (len(data) if used is None else used[0], owner))
 
 
 def _tick(db: sqlite3.Connection) -> int:
@@ -292,42 +290,42 @@ def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | No
         return None if row is None else bytes(row[0])
 
 
-def _numbered(db: sqlite3.Connection, owner: bytes, column: str) -> int:
-    """The next number of *column* (``numbered``, ``marked``) for *owner* (whose row exists)."""
-    query = f"UPDATE owners SET {column} = {column} + 1 WHERE owner = ? RETURNING {column}"
-    return int(db.execute(query, (owner,)).fetchone()[0])
-
-
 def _mark(
     owner: bytes, label: str | None, at: float, most: int, db: sqlite3.Connection
 ) -> Checkpoint:
     with immediate(db):
         db.execute(_NEW_OWNER, (owner,))
-        number = _numbered(db, owner, "marked")
-        last = _counted(db, owner, "numbered")
+        query = "UPDATE owners SET marked = marked + 1 WHERE owner = ? RETURNING marked, numbered"
+        number, last = db.execute(query, (owner,)).fetchone()
         checkpoint = Checkpoint(id=f"cp{number}", label=label, step=last, at=at)
         db.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (owner, number, checkpoint.encode()))
-        _trim(db, "checkpoints", owner, most)
+        newest_gone = db.execute(
+            "SELECT number FROM checkpoints WHERE owner = ? ORDER BY number DESC LIMIT 1 OFFSET ?",
+            (owner, most),
+        ).fetchone()
+        if newest_gone is not None:  # the oldest beyond *most* go
+            query = "DELETE FROM checkpoints WHERE owner = ? AND number <= ?"
+            db.execute(query, (owner, newest_gone[0]))
         return checkpoint
 
 
-def _trim(db: sqlite3.Connection, table: str, owner: bytes, most: int) -> int | None:
-    """Give up *owner*'s oldest rows of *table* beyond the newest *most*; the last one's number."""
-    row = db.execute(
-        f"SELECT number FROM {table} WHERE owner = ? ORDER BY number DESC LIMIT 1 OFFSET ?",
-        (owner, most),
+def _give_up_steps(db: sqlite3.Connection, owner: bytes, excess: int) -> None:
+    """Give up *owner*'s oldest *excess* steps (more are kept), noting the last one's number."""
+    (last,) = db.execute(
+        "SELECT number FROM steps WHERE owner = ? ORDER BY number LIMIT 1 OFFSET ?",
+        (owner, excess - 1),
     ).fetchone()
-    if row is None:
-        return None
-    db.execute(f"DELETE FROM {table} WHERE owner = ? AND number <= ?", (owner, row[0]))
-    return int(row[0])
+    db.execute("DELETE FROM steps WHERE owner = ? AND number <= ?", (owner, last))
+    query = "UPDATE owners SET given_up = ?, steps = steps - ? WHERE owner = ?"
+    db.execute(query, (last, excess, owner))
 
 
 def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> None:
     with immediate(db):
-        db.executemany(
+        dropped = db.executemany(
             "DELETE FROM steps WHERE owner = ? AND number = ?", [(owner, n) for n in numbers]
-        )
+        ).rowcount
+        db.execute("UPDATE owners SET steps = steps - ? WHERE owner = ?", (dropped, owner))
 
 
 def _forget(owner: bytes, db: sqlite3.Connection) -> None:
