@@ -72,7 +72,9 @@ async def test_no_search_shows_anything_from_outside_the_root(
     seen_inside = 0
     async with Fs(backend, load_entrypoints=False) as fs:
         ctx = fs.context(owner="racer")
-        for index in range(SEARCHES[engine]):
+        for index in range(10 * SEARCHES[engine]):  # more while none met the directory
+            if index >= SEARCHES[engine] and seen_inside:
+                break
             mode = ("content", "files_with_matches", "count")[index % 3]
             found = await tools.execute(
                 ctx, "grep", {"pattern": "needle", "output_mode": mode, "include_ignored": True}

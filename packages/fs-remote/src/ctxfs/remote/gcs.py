@@ -1,12 +1,14 @@
-"""Google Cloud Storage on the JSON API, through gcsfs's session and credentials.
+"""Google Cloud Storage on the JSON API, with gcsfs's configuration and credentials.
 
 Versions are ``gen:<generation>``. A read is one media ``GET`` whose
 ``X-Goog-Generation`` is checked against a pinned version (which is also sent as
 ``ifGenerationMatch``), so even a server that ignores the condition cannot mix
 generations. A write is a multipart upload with ``ifGenerationMatch`` (0:
 create-only); emulators ignore conditions on media uploads. gcsfs supplies the
-configuration (``STORAGE_EMULATOR_HOST``, tokens) and the HTTP session; its
-retries and caches are not used.
+configuration (the endpoint or ``STORAGE_EMULATOR_HOST``, ``session_kwargs``,
+``requests_timeout``) and the credentials; the store holds its own HTTP session
+(a client certificate goes in ``session_kwargs``' connector). gcsfs's retries and
+caches are not used.
 """
 
 from __future__ import annotations
@@ -59,9 +61,10 @@ class GcsStore(ObjectStore):
         self.name = f"gs://{bucket}"
         self.connect_timeout = connect_timeout
         """Seconds to wait for a connection (the retry deadline: :mod:`ctxfs.remote.retry`)."""
+        self._session: aiohttp.ClientSession | None = None
 
     def _bucket_url(self) -> str:
-        return f"{self.fs._location}/storage/v1/b/{quote(self.bucket, safe='')}"
+        return f"{self.fs.base}b/{quote(self.bucket, safe='')}"
 
     def _objects(self, key: str | None = None) -> str:
         url = f"{self._bucket_url()}/o"
@@ -77,15 +80,18 @@ class GcsStore(ObjectStore):
         headers: Mapping[str, str] | None = None,
         data: io.BytesIO | None = None,
     ) -> AsyncIterator[aiohttp.ClientResponse]:
-        from aiohttp import ClientTimeout  # noqa: PLC0415 - the gcs extra's (open_gcs checks it)
+        from aiohttp import ClientSession, ClientTimeout  # noqa: PLC0415 - the gcs extra's
 
         with translated():
-            await self.fs._set_session()
-            async with self.fs.session.request(
+            if self._session is None:
+                self._session = ClientSession(**self.fs.session_kwargs)
+            sent = dict(headers or {})
+            self.fs.credentials.apply(sent)  # (a token, refreshed when it expires)
+            async with self._session.request(
                 method,
                 url,
                 params=dict(params or {}),
-                headers=self.fs._get_headers(dict(headers or {})),
+                headers=sent,
                 data=data,
                 timeout=ClientTimeout(
                     total=self.fs.requests_timeout, sock_connect=self.connect_timeout
@@ -152,7 +158,8 @@ class GcsStore(ObjectStore):
                 f"\r\n--{boundary}--\r\n".encode(),
             ]
         )
-        url = f"{self.fs._location}/upload/storage/v1/b/{quote(self.bucket, safe='')}/o"
+        endpoint = self.fs.base.removesuffix("/storage/v1/")
+        url = f"{endpoint}/upload/storage/v1/b/{quote(self.bucket, safe='')}/o"
         headers = {"Content-Type": f'multipart/related; boundary="{boundary}"'}
         try:
             stored = await self._json(
@@ -205,9 +212,8 @@ class GcsStore(ObjectStore):
             params["pageToken"] = token
 
     async def close(self) -> None:
-        session = self.fs._session
+        session, self._session = self._session, None
         if session is not None:
-            self.fs._session = None
             await session.close()
 
 

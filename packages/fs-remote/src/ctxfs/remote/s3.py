@@ -51,10 +51,15 @@ class S3Store(ObjectStore):
         self.fs = fs
         self.bucket = bucket
         self.name = f"s3://{bucket}"
+        self._clients: dict[int, Any] = {}  # the clients s3fs gave, to be closed
+        self._closed = False  # (s3fs then holds a closed client: a new one is asked for)
 
     async def _client(self) -> Any:
-        await self.fs.set_session()
-        return await self.fs.get_s3(self.bucket)
+        session = await self.fs.set_session(refresh=self._closed)
+        self._closed = False
+        client = await self.fs.get_s3(self.bucket)  # (another one with cache_regions)
+        self._clients[id(session)], self._clients[id(client)] = session, client
+        return client
 
     async def get(self, key: str, request: ReadRequest) -> tuple[bytes, ObjectInfo]:
         s3 = await self._client()
@@ -186,10 +191,10 @@ class S3Store(ObjectStore):
                 request["ContinuationToken"] = page["NextContinuationToken"]
 
     async def close(self) -> None:
-        creator = getattr(self.fs, "_s3creator", None)
-        if creator is not None and getattr(self.fs, "_s3", None) is not None:
-            self.fs._s3 = None
-            await creator.__aexit__(None, None, None)
+        clients, self._clients = self._clients, {}
+        self._closed = self._closed or bool(clients)
+        for client in clients.values():
+            await client.close()
 
 
 def _etag(version: Version) -> str:
