@@ -2,9 +2,10 @@
 
 Tables: ``blobs`` (each content once, by version, with its last use), ``kept`` (the
 versions kept for each owner, with their last use), ``owners`` (an owner's bytes and
-steps kept, and the last step and checkpoint numbers given), ``totals`` (the bytes of all blobs),
-``steps`` and ``checkpoints`` (encoded, by owner and number). The last use is one clock
-for the whole file: one past the newest blob's. Each call is one transaction.
+steps kept, and the last step and checkpoint numbers given), ``totals`` (the bytes of
+all blobs), ``steps`` and ``checkpoints`` (encoded, by owner and number). The last use
+is one clock for the whole file: one past the newest blob's. Each call is one
+transaction.
 """
 
 from __future__ import annotations
@@ -310,7 +311,7 @@ def _mark(
 
 
 def _give_up_steps(db: sqlite3.Connection, owner: bytes, excess: int) -> None:
-    """Give up *owner*'s oldest *excess* steps (more are kept), noting the last one's number."""
+    """Give up *owner*'s oldest *excess* steps, noting the newest of them as ``given_up``."""
     (last,) = db.execute(
         "SELECT number FROM steps WHERE owner = ? ORDER BY number LIMIT 1 OFFSET ?",
         (owner, excess - 1),
