@@ -26,7 +26,6 @@ from ctxfs.core.sessions import (
     open_sessions,
 )
 from ctxfs.core.sessions.base import reference_entry
-from ctxfs.core.sqlite_file import CHECKPOINT_EVERY
 from tests.conftest import REDIS_PORT
 
 pytestmark = pytest.mark.anyio
@@ -412,21 +411,4 @@ async def test_a_damaged_step_is_unavailable_not_guessed(tmp_path: Path) -> None
         other.execute("UPDATE steps SET step = 'garbage'")
     with pytest.raises(Unavailable, match="damaged"):
         await store.steps("a")
-    await store.aclose()
-
-
-async def test_the_log_reaches_the_file_behind_the_calls(tmp_path: Path) -> None:
-    # Each call appends to the write-ahead log; no commit copies it into the file (that
-    # fsyncs): a thread does, every CHECKPOINT_EVERY calls. 64 contents of 8 KiB are far
-    # below the 1,000 pages after which SQLite itself would, in the commit that passes them.
-    path = tmp_path / "s.db"
-    store = SqliteSessions(path)
-    for n in range(CHECKPOINT_EVERY):
-        await store.keep("a", Version(f"xxh3:{n}"), bytes([n]) * 8192)
-    for _ in range(1000):  # the thread's checkpoint: 10 s at most
-        if path.stat().st_size >= CHECKPOINT_EVERY * 8192:
-            break
-        await anyio.sleep(0.01)
-    assert path.stat().st_size >= CHECKPOINT_EVERY * 8192
-    assert await store.content("a", Version("xxh3:5")) == bytes([5]) * 8192
     await store.aclose()

@@ -1,9 +1,8 @@
 """The SQLite file of a shared store (observations, sessions): connections, threads, errors.
 
 A call runs on the event loop when the file is free at once, else waits in a worker
-thread; the write-ahead log is copied into the file (a checkpoint, with its ``fsync``)
-in a thread of its own, not by a commit on the loop; SQLite's errors become ``Busy``
-and ``Unavailable``; a failed connection is opened again.
+thread; SQLite's errors become ``Busy`` and ``Unavailable``; a failed connection is
+opened again.
 """
 
 from __future__ import annotations
@@ -11,23 +10,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import TypeVar
 
 import anyio
 
 from ctxfs.core.errors import Busy, Unavailable
 
-__all__ = ["CHECKPOINT_EVERY", "SqliteFile", "immediate"]
+__all__ = ["SqliteFile", "immediate"]
 
 T = TypeVar("T")
-
-CHECKPOINT_EVERY: Final = 64
-"""Calls between two checkpoints (and one after each call that moves much data)."""
-
-_LAST_RESORT_PAGES: Final = 10_000
 
 
 class SqliteFile:
@@ -54,8 +48,6 @@ class SqliteFile:
         self.what = what
         self.hint = hint
         self._limiter: anyio.CapacityLimiter | None = None  # made in the loop that uses it
-        self._calls = 0
-        self._checkpointing: threading.Thread | None = None
         self._waiting = _Connection(partial(self._opened, timeout), self)  # in a worker thread
         try:
             self._at_once = _Connection(partial(self._opened, 0), self)  # on the loop: never waits
@@ -96,13 +88,9 @@ class SqliteFile:
 
         """
         try:
-            result = await self._attempt(call, last=False, off_loop=off_loop)
+            return await self._attempt(call, last=False, off_loop=off_loop)
         except _ReadOnly:  # a connection SQLite opened read-only, the file being so then
-            result = await self._attempt(call, last=True, off_loop=off_loop)  # (opened again)
-        self._calls += 1
-        if off_loop or self._calls % CHECKPOINT_EVERY == 0:
-            self._checkpoint_behind()
-        return result
+            return await self._attempt(call, last=True, off_loop=off_loop)  # (opened again)
 
     def close(self) -> None:
         """Close the connections; the file may not be used afterwards."""
@@ -117,27 +105,9 @@ class SqliteFile:
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
             db.execute("PRAGMA synchronous=NORMAL")  # (the write-ahead log keeps it safe)
-            # A thread copies the log into the file (_checkpoint); a commit does only if the
-            # log grew past this many pages meanwhile (many short processes, none copying it).
-            db.execute(f"PRAGMA wal_autocheckpoint={_LAST_RESORT_PAGES}")
         except sqlite3.Error as error:
             raise self._unavailable(error) from error
         return db
-
-    def _checkpoint_behind(self) -> None:
-        """Start a checkpoint in a thread of its own, unless one runs."""
-        if self._checkpointing is None or not self._checkpointing.is_alive():
-            name = f"ctxfs {self.what} checkpoint"
-            self._checkpointing = threading.Thread(target=self._checkpoint, name=name, daemon=True)
-            self._checkpointing.start()
-
-    def _checkpoint(self) -> None:
-        """Copy what the log holds into the file, as far as readers allow (``PASSIVE``)."""
-        with self._waiting.lock:
-            if self._waiting.closed:
-                return
-            with suppress(Busy, Unavailable), self._using(self._waiting) as db:
-                db.execute("PRAGMA wal_checkpoint(PASSIVE)")  # (a failure: the next one tries)
 
     async def _attempt(
         self, call: Callable[[sqlite3.Connection], T], *, last: bool, off_loop: bool
