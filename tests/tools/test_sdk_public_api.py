@@ -44,7 +44,7 @@ def _imports(tree: ast.AST) -> tuple[set[str], list[str]]:
         for dotted, local in pairs:
             if dotted.partition(".")[0] in SDK:
                 imported.add(local)
-                if any(map(_private, dotted.split("."))):
+                if any(map(is_private, dotted.split("."))):
                     found.append(f"line {node.lineno}: import of {dotted}")
     return imported, found
 
@@ -61,28 +61,35 @@ def _uses(tree: ast.AST, imported: set[str]) -> list[str]:
             found += [
                 f"line {line}: {node.name}.{name} in a subclass of an SDK class"
                 for line, name in named
-                if _private(name)
+                if is_private(name)
             ]
     for node in ast.walk(tree):
         if node in subclassed:
             continue
         if (
             isinstance(node, ast.Attribute)
-            and _private(node.attr)
+            and is_private(node.attr)
             and _root(node.value) not in ("self", "cls")
         ):
             found.append(f"line {node.lineno}: private attribute {node.attr}")
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("getattr", "hasattr", "setattr")
-            and len(node.args) > 1
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
-            and _private(node.args[1].value)
-        ):
-            found.append(f"line {node.lineno}: {node.func.id} of {node.args[1].value}")
+        elif (given := private_name_given(node)) is not None:
+            found.append(given)
     return found
+
+
+def private_name_given(node: ast.AST) -> str | None:
+    """``line N: getattr of _name`` when *node* names a private attribute to ``getattr`` and kin."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr", "setattr")
+        and len(node.args) > 1
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+        and is_private(node.args[1].value)
+    ):
+        return f"line {node.lineno}: {node.func.id} of {node.args[1].value}"
+    return None
 
 
 def _defined_or_read(node: ast.AST) -> tuple[int, str] | None:
@@ -94,7 +101,7 @@ def _defined_or_read(node: ast.AST) -> tuple[int, str] | None:
     return None
 
 
-def _private(name: str) -> bool:
+def is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
