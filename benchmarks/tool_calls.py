@@ -25,7 +25,7 @@ GROUP = "Tool-call overhead: `FsToolset.execute` on fs-local, ~10 KB file"
 
 
 async def cases(workdir: Path) -> list[Case]:
-    """A read of a 2,000-line window and a one-line edit, as tool calls."""
+    """A window read and a one-line edit as tool calls; the edit with the stores in files."""
     ours_root, base_root = workdir / "tools-ctxfs", workdir / "tools-baseline"
     kept_root = workdir / "tools-kept"
     for root in (ours_root, base_root, kept_root):
