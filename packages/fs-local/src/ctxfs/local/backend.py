@@ -80,8 +80,9 @@ class LocalBackend(Backend):
             may still be alive.
         inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event loop itself
             (microseconds on a local disk, where a worker thread costs hundreds). Turn off for a
-            root on a network filesystem, whose reads can stall. Writes always run in a worker
-            thread.
+            root on a network filesystem, whose reads can stall. A change of a file that size
+            runs there too where the file is on a filesystem kept in memory (tmpfs: its
+            ``fsync`` waits for nothing); other writes run in a worker thread.
         ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the root by
             Landlock, where both are available; else searches walk and read through the backend.
 
@@ -124,6 +125,8 @@ class LocalBackend(Backend):
             ) from error
         self.temp_max_age = temp_max_age
         self.inline_reads = inline_reads
+        device = os.fstat(self.root_fd).st_dev
+        self._memory_device = device if writes.kept_in_memory(device) else None
         self.ripgrep = ripgrep
         self._names = DirectoryNames()
         self.answers = RecentAnswers()
@@ -208,7 +211,9 @@ class LocalBackend(Backend):
             opened = partial(reads.open_entry, self.root_dir, path, request.max_size)
             found = await self._open_and_read(opened, partial(reads.read_entry, path))
             current, seen = (None, Seen(None)) if found is None else found
-            yield LockedUpdate(self, self.root_dir, path, current, seen)
+            in_memory = seen.info is not None and seen.info.st_dev == self._memory_device
+            inline_max = INLINE_READ_MAX if self.inline_reads and in_memory else -1
+            yield LockedUpdate(self, self.root_dir, path, current, seen, inline_max=inline_max)
 
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         """Atomically replace or create a file, under the file's CAS lock."""

@@ -19,15 +19,24 @@ class LockedUpdate(Update):
 
     Its first change checks only that the entry is still the one read (its
     identity, :class:`~ctxfs.local.root.Seen`); an undo, after it, checks the
-    version this update left. A move is a rename.
+    version this update left. A move is a rename. A write of up to *inline_max*
+    bytes runs on the event loop (-1: none does).
     """
 
     def __init__(
-        self, backend: Backend, root: RootDirectory, path: str, current: Blob | None, seen: Seen
+        self,
+        backend: Backend,
+        root: RootDirectory,
+        path: str,
+        current: Blob | None,
+        seen: Seen,
+        *,
+        inline_max: int = -1,
     ) -> None:
         super().__init__(backend, path, current)
         self.root = root
         self.seen = seen
+        self.inline_max = inline_max
         self._as_read = True
         if seen.info is not None:
             self.mode = stat.S_IMODE(seen.info.st_mode)
@@ -35,7 +44,10 @@ class LockedUpdate(Update):
     async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
         expect = self.seen if self._as_read else (ABSENT if was is None else was)
         write = partial(writes.write, like=self.seen.info, mode=mode)
-        version = await run_sync(write, self.root, self.path, data, expect)
+        if len(data) <= self.inline_max:
+            version = write(self.root, self.path, data, expect)
+        else:
+            version = await run_sync(write, self.root, self.path, data, expect)
         self._as_read = False
         return version
 

@@ -25,8 +25,9 @@ from ctxfs.local.oserrors import translated
 from ctxfs.local.reads import hash_fd
 from ctxfs.local.root import READ_FLAGS, TEMP_PREFIX, RootDirectory, Seen, identity
 
-__all__ = ["delete", "mkdir", "move", "move_back", "move_directory", "write"]
+__all__ = ["delete", "kept_in_memory", "mkdir", "move", "move_back", "move_directory", "write"]
 
+_MEMORY_FILESYSTEMS: Final = frozenset({"tmpfs", "ramfs"})
 _RENAME_NOREPLACE: Final = 1
 _DIRECTORY_RACES: Final = 3
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -55,6 +56,23 @@ def write(
         except _DirectoryGone:
             continue  # a failed create removed the directory it had made: make it again
     raise Busy(f"the directory of {path} keeps being removed", path=path)
+
+
+def kept_in_memory(device: int, *, mounts: str = "/proc/self/mountinfo") -> bool:
+    """Whether *device* holds tmpfs or ramfs: kept in memory, its ``fsync`` waits for nothing.
+
+    Told by the kernel's table of *mounts*; False where that cannot be read.
+    """
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as table:
+            for line in table:  # "ID PARENT MAJOR:MINOR ROOT POINT ... - TYPE SOURCE ..."
+                fields, _, filesystem = line.partition(" - ")
+                if fields.split(" ", 3)[2:3] == [wanted]:
+                    return filesystem.split(" ", 1)[0] in _MEMORY_FILESYSTEMS
+    except OSError:
+        pass
+    return False
 
 
 def _write_once(
