@@ -49,7 +49,6 @@ __all__ = [
     "anthropic_tool_result",
     "around",
     "count",
-    "cut",
     "edited",
     "error_text",
     "escape",
@@ -396,11 +395,6 @@ def escape(text: str) -> str:
 def count(number: int, noun: str, plural: str | None = None) -> str:
     """``1 line``, ``2 lines``; ``1 entry``, ``2 entries`` with *plural*."""
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
-
-
-def cut(text: str) -> str:
-    """*text*, cut to a few hundred characters for a one-line listing."""
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + " …"
 
 
 def around(text: str, start: int, width: int) -> tuple[str, int]:

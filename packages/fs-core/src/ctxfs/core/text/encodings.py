@@ -238,11 +238,6 @@ class KnownEncodings:
         with self._guard:
             return self._known.get(version)
 
-    def clear(self) -> None:
-        """Forget every recorded encoding."""
-        with self._guard:
-            self._known.clear()
-
     def remember(self, version: str, encoding: TextEncoding) -> None:
         """Record the encoding of *version*, forgetting the oldest beyond capacity."""
         with self._guard:
