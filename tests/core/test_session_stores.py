@@ -101,7 +101,7 @@ async def test_a_content_two_owners_keep_is_stored_once(opener: Opener) -> None:
         assert store.kept_bytes == 60
     elif isinstance(store, SqliteSessions):
         with sqlite3.connect(store.path) as db:
-            assert db.execute("SELECT count(*), sum(size) FROM blobs").fetchone() == (1, 60)
+            assert db.execute("SELECT count(*), sum(size) FROM uses").fetchone() == (1, 60)
     else:
         assert isinstance(store, RedisSessions)
         client = aioredis.Redis(port=REDIS_PORT)

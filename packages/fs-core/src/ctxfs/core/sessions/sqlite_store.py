@@ -1,11 +1,11 @@
 """Session memory in a SQLite file: it survives restarts, and a host's processes share it.
 
-Tables: ``blobs`` (each content once, by version, with its last use), ``kept`` (the
-versions kept for each owner, with their last use), ``owners`` (an owner's bytes and
-steps kept, and the last step and checkpoint numbers given), ``totals`` (the bytes of
-all blobs), ``steps`` and ``checkpoints`` (encoded, by owner and number). The last use
-is one clock for the whole file: one past the newest blob's. Each call is one
-transaction.
+Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size and last
+use, apart so that a use rewrites no content), ``kept`` (the versions kept for each
+owner, with their last use), ``owners`` (an owner's bytes and steps kept, and the last
+step and checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
+``checkpoints`` (encoded, by owner and number). The last use is one clock for the whole
+file: one past the newest blob's. Each call is one transaction.
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ __all__ = ["SqliteSessions"]
 D = TypeVar("D")
 
 _SCHEMA: Final = (
-    """CREATE TABLE IF NOT EXISTS blobs (
-        version BLOB PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL, used INTEGER NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS blobs_by_use ON blobs (used)",
+    "CREATE TABLE IF NOT EXISTS blobs (version BLOB PRIMARY KEY, data BLOB NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS uses (
+        version BLOB PRIMARY KEY, size INTEGER NOT NULL, used INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS uses_by_use ON uses (used)",
     """CREATE TABLE IF NOT EXISTS kept (
         owner BLOB NOT NULL, version BLOB NOT NULL, used INTEGER NOT NULL,
         PRIMARY KEY (owner, version)
@@ -206,7 +207,7 @@ class SqliteSessions(SessionStore):
         while _counted(db, owner, "kept_bytes") > self.max_bytes_per_owner:
             _let_go(db, owner, db.execute(_OWNERS_OLDEST, (owner,)).fetchone()[0])
         while db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
-            oldest = db.execute("SELECT version FROM blobs ORDER BY used LIMIT 1").fetchone()[0]
+            oldest = db.execute("SELECT version FROM uses ORDER BY used LIMIT 1").fetchone()[0]
             holders = db.execute("SELECT owner FROM kept WHERE version = ?", (oldest,))
             for (holder,) in holders.fetchall():
                 _let_go(db, holder, oldest)
@@ -232,8 +233,8 @@ _NEXT_STEP: Final = (
     "INSERT INTO owners (owner, numbered, steps) VALUES (?, 1, 1) ON CONFLICT (owner) "
     "DO UPDATE SET numbered = numbered + 1, steps = steps + 1 RETURNING numbered, steps"
 )
-_NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?, ?, ?)"
-_USE_BLOB: Final = "UPDATE blobs SET used = ? WHERE version = ? RETURNING size"
+_NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?)"
+_USE_BLOB: Final = "UPDATE uses SET used = ? WHERE version = ? RETURNING size"
 _NEW_KEPT: Final = "INSERT INTO kept VALUES (?, ?, ?)"
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
 
@@ -245,7 +246,8 @@ def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, 
     """
     used = db.execute(_USE_BLOB, (tick, version)).fetchone()
     if used is None:
-        db.execute(_NEW_BLOB, (version, data, len(data), tick))
+        db.execute(_NEW_BLOB, (version, data))
+        db.execute("INSERT INTO uses VALUES (?, ?, ?)", (version, len(data), tick))
         db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
     if not db.execute(_TOUCH, (tick, owner, version)).rowcount:
         db.execute(_NEW_KEPT, (owner, version, tick))
@@ -254,7 +256,7 @@ def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, 
 
 def _tick(db: sqlite3.Connection) -> int:
     """The file's clock: one past the last use of any blob (every use touches its blob)."""
-    return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM blobs").fetchone()[0])
+    return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM uses").fetchone()[0])
 
 
 def _counted(db: sqlite3.Connection, owner: bytes, column: str) -> int:
@@ -265,7 +267,7 @@ def _counted(db: sqlite3.Connection, owner: bytes, column: str) -> int:
 
 def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
     """*owner* keeps *version* no more; the blob goes when no owner keeps it."""
-    (size,) = db.execute("SELECT size FROM blobs WHERE version = ?", (version,)).fetchone()
+    (size,) = db.execute("SELECT size FROM uses WHERE version = ?", (version,)).fetchone()
     db.execute("DELETE FROM kept WHERE owner = ? AND version = ?", (owner, version))
     db.execute(_ADD_BYTES, (-size, owner))
     _drop_if_unheld(db, version)
@@ -273,9 +275,10 @@ def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
 
 def _drop_if_unheld(db: sqlite3.Connection, version: bytes) -> None:
     if db.execute("SELECT 1 FROM kept WHERE version = ?", (version,)).fetchone() is None:
-        size = db.execute("SELECT size FROM blobs WHERE version = ?", (version,)).fetchone()
+        size = db.execute("SELECT size FROM uses WHERE version = ?", (version,)).fetchone()
         if size is not None:
             db.execute("DELETE FROM blobs WHERE version = ?", (version,))
+            db.execute("DELETE FROM uses WHERE version = ?", (version,))
             db.execute("UPDATE totals SET bytes = bytes - ?", size)
 
 
@@ -286,7 +289,7 @@ def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | No
             return None
         tick = _tick(db)
         db.execute(_TOUCH, (tick, owner, version))
-        db.execute("UPDATE blobs SET used = ? WHERE version = ?", (tick, version))
+        db.execute("UPDATE uses SET used = ? WHERE version = ?", (tick, version))
         row = db.execute("SELECT data FROM blobs WHERE version = ?", (version,)).fetchone()
         return None if row is None else bytes(row[0])
 
