@@ -1,10 +1,13 @@
-"""Shared fixtures: the event loops to run on, throw-away distributions, the Redis server."""
+"""Shared fixtures: the event loops to run on, a tmpfs directory, throw-away distributions,
+the Redis server."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
@@ -14,6 +17,7 @@ import pytest
 from hypothesis import settings
 
 from ctxfs.core.plugins import DISABLE_ENV
+from ctxfs.local.writes import kept_in_memory
 
 collect_ignore = [] if os.environ.get("CTXFS_HARNESS") else ["harnesses"]
 """A harness's tests run in its own environment (``nox -s harness``), which sets CTXFS_HARNESS."""
@@ -48,6 +52,18 @@ def _state_dir_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def _no_blocked_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's own CTXFS_DISABLE_PLUGINS must not change test outcomes."""
     monkeypatch.delenv(DISABLE_ENV, raising=False)
+
+
+@pytest.fixture
+def memory_path() -> Iterator[Path]:
+    """A fresh directory under ``/dev/shm`` where that is tmpfs (as on most Linux hosts),
+    removed afterwards; else the test skips."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not kept_in_memory(shm.stat().st_dev):
+        pytest.skip("needs /dev/shm on tmpfs")
+    path = Path(tempfile.mkdtemp(dir=shm))
+    yield path
+    shutil.rmtree(path)
 
 
 InstallDist = Callable[..., Path]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,22 +9,17 @@ import pytest
 
 from ctxfs.core.testing import BackendConformance
 from ctxfs.local import LocalBackend
-from tests.local.test_memory_filesystems import memory_directory
 
 
 @pytest.fixture(params=["openat2", "walk", "openat2 on tmpfs"])
 async def root(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[LocalBackend]:
     """A root on disk with each resolver, and one on tmpfs (small changes on the event loop)."""
     resolver, _, where = str(request.param).partition(" on ")
-    base = Path(tempfile.mkdtemp(dir=memory_directory())) if where else tmp_path
+    base: Path = request.getfixturevalue("memory_path") if where else tmp_path
     (base / "root").mkdir()
-    try:
-        options = {"resolver": resolver, "state_dir": base / "state"}
-        async with LocalBackend(base / "root", **options) as backend:  # type: ignore[arg-type]
-            yield backend
-    finally:
-        if where:
-            shutil.rmtree(base)
+    options = {"resolver": resolver, "state_dir": base / "state"}
+    async with LocalBackend(base / "root", **options) as backend:  # type: ignore[arg-type]
+        yield backend
 
 
 class TestLocalBackend(BackendConformance):

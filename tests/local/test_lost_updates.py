@@ -7,13 +7,10 @@ threads, then anyio tasks, all through the public ``ctx.fs`` API on one file.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -21,7 +18,6 @@ import pytest
 
 from ctxfs.core import Busy, Context, Fs, Stale
 from ctxfs.local import LocalBackend
-from tests.local.test_memory_filesystems import memory_directory
 
 pytestmark = pytest.mark.slow
 
@@ -60,15 +56,13 @@ WORKER = textwrap.dedent(
 
 
 @pytest.fixture(params=["disk", "tmpfs"])
-def counter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+def counter(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, Path]:
     """The counter's root, on disk or on tmpfs (where edits write on the event loop)."""
     on_disk = request.param == "disk"
-    root = tmp_path / "root" if on_disk else Path(tempfile.mkdtemp(dir=memory_directory()))
+    root: Path = tmp_path / "root" if on_disk else request.getfixturevalue("memory_path")
     root.mkdir(exist_ok=True)
     (root / "counter.txt").write_text("0\n")
-    yield root, tmp_path / "state"
-    if not on_disk:
-        shutil.rmtree(root)
+    return root, tmp_path / "state"
 
 
 def final_count(root: Path) -> int:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,21 +15,6 @@ from ctxfs.local.backend import INLINE_READ_MAX
 from ctxfs.local.writes import kept_in_memory
 
 pytestmark = pytest.mark.anyio
-
-
-def memory_directory() -> Path:
-    """``/dev/shm``, where it is on tmpfs (as on most Linux hosts); else the test skips."""
-    shm = Path("/dev/shm")
-    if not shm.is_dir() or not kept_in_memory(shm.stat().st_dev):
-        pytest.skip("needs /dev/shm on tmpfs")
-    return shm
-
-
-@pytest.fixture
-def memory_root() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(dir=memory_directory()))
-    yield root
-    shutil.rmtree(root)
 
 
 @pytest.fixture
@@ -71,19 +53,19 @@ def test_kept_in_memory_is_told_by_the_mount_table(tmp_path: Path) -> None:
     ids=["small", "large", "inline-reads-off"],
 )
 async def test_where_a_change_on_tmpfs_runs(
-    memory_root: Path, threads: list[object], size: int, inline_reads: bool, in_a_thread: bool
+    memory_path: Path, threads: list[object], size: int, inline_reads: bool, in_a_thread: bool
 ) -> None:
-    file = memory_root / "f.txt"
+    file = memory_path / "f.txt"
     file.write_bytes(b"x" * (size - 7) + b"MARKER\n")
     file.chmod(0o640)
-    fs = Fs(LocalBackend(memory_root, inline_reads=inline_reads), load_entrypoints=False)
+    fs = Fs(LocalBackend(memory_path, inline_reads=inline_reads), load_entrypoints=False)
     ctx = fs.context(owner="agent")
     await ctx.fs.read("f.txt", limit=1)
     await ctx.fs.edit("f.txt", "MARKER", "EDITED")
     assert bool(threads) is in_a_thread
     assert file.read_bytes() == b"x" * (size - 7) + b"EDITED\n"
     assert stat.S_IMODE(file.stat().st_mode) == 0o640
-    assert os.listdir(memory_root) == ["f.txt"]  # no temporary file left
+    assert os.listdir(memory_path) == ["f.txt"]  # no temporary file left
     await fs.aclose()
 
 
