@@ -13,6 +13,7 @@ both sides edit real files in the same temporary directory, in one run.
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -76,7 +77,7 @@ async def cases(workdir: Path) -> tuple[list[Case], list[str]]:
         for side, ctx in contexts.items():
             (workdir / f"edit-reads-{side}" / name).write_bytes(data)
             await ctx.fs.read(name, limit=1)
-            edits[side] = toggle(lambda old, new, ctx=ctx, name=name: ctx.fs.edit(name, old, new))
+            edits[side] = toggle(partial(ctx.fs.edit, name))
         read, cpu = {}, {}
         small = size < 1 << 20
         for side, edit in edits.items():

@@ -152,15 +152,15 @@ class Wire:
             self.buffer += await self.stream.receive()
         raw, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
         lines = raw.split(b"\r\n")
-        headers = {}
+        answer_headers: dict[bytes, bytes] = {}
         for line in lines[1:]:
             name, _, value = line.partition(b":")
-            headers[name.strip().lower()] = value.strip()
-        size = int(headers.get(b"content-length", b"0"))
+            answer_headers[name.strip().lower()] = value.strip()
+        size = int(answer_headers.get(b"content-length", b"0"))
         while len(self.buffer) < size:
             self.buffer += await self.stream.receive()
         content, self.buffer = self.buffer[:size], self.buffer[size:]
-        return int(lines[0].split()[1]), headers, content
+        return int(lines[0].split()[1]), answer_headers, content
 
     async def call(self, tool: str, body: bytes) -> bytes:
         """POST a call of *tool*; its answer, which must be no error."""

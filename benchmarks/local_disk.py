@@ -112,7 +112,7 @@ async def cases(workdir: Path) -> list[Case]:
             Case(group=GROUP, name=f"read 2,000-line window, {label}", ours=ours_read,
                  baseline=base_read, target=target, calls=calls),
             Case(group=GROUP, name=f"edit one line, {label}",
-                 ours=toggle(lambda old, new, n=name: ctx.fs.edit(n, old, new)),
+                 ours=toggle(partial(ctx.fs.edit, name)),
                  baseline=toggle(partial(baseline_edit, base_root / name, lock)),
                  target=target, calls=calls, rounds=rounds),
             Case(group=GROUP, name=f"edit one line, {label}, encoding not yet known",

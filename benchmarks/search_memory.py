@@ -13,6 +13,8 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -93,10 +95,10 @@ def section(workdir: Path) -> list[str]:
         "| search | engine | found | peak growth | target | met |",
         "|---|---|---|---|---|---|",
     ]
-    cases = (
-        ("200,000 files", "files", lambda root: many_files(root, 200_000)),
-        ("one 1 GiB file of short lines", "gigabyte", lambda r: one_file(r, size=1 << 30, line=64)),
-        ("one 500 MiB line", "line", lambda r: one_file(r, size=500 << 20, line=500 << 20)),
+    cases: tuple[tuple[str, str, Callable[[Path], None]], ...] = (
+        ("200,000 files", "files", partial(many_files, count=200_000)),
+        ("one 1 GiB file of short lines", "gigabyte", partial(one_file, size=1 << 30, line=64)),
+        ("one 500 MiB line", "line", partial(one_file, size=500 << 20, line=500 << 20)),
     )
     for title, name, make in cases:
         root = workdir / f"search-memory-{name}"

@@ -72,6 +72,11 @@ class RecentAnswers:
                 _, oldest = self._answers.popitem(last=False)
                 held -= len(oldest.found.counts)
 
+    def clear(self) -> None:
+        """Forget every answer."""
+        with self._lock:
+            self._answers.clear()
+
     def holds(self, search: FileSearch) -> bool:
         """Whether an answer to *search* is kept (it may be out of date: see :meth:`recall`)."""
         with self._lock:

@@ -238,6 +238,11 @@ class KnownEncodings:
         with self._guard:
             return self._known.get(version)
 
+    def clear(self) -> None:
+        """Forget every recorded encoding (as after files changed outside ctxfs)."""
+        with self._guard:
+            self._known.clear()
+
     def remember(self, version: str, encoding: TextEncoding) -> None:
         """Record the encoding of *version*, forgetting the oldest beyond capacity."""
         with self._guard:
