@@ -94,6 +94,16 @@ async def test_the_files_mode_pages_reuse_the_answer_too(
     assert first["total"] == second["total"] == 200
 
 
+async def test_cleared_answers_are_searched_again(ctx: Context, counted: list[FileSearch]) -> None:
+    await page(ctx, 1)
+    backend = ctx.opened_fs.backend
+    assert isinstance(backend, LocalBackend)
+    backend.answers.clear()
+    second = await page(ctx, 51)
+    assert len(counted) == 2
+    assert second["total"] == 300
+
+
 def _write_in_place(root: Path) -> None:
     with (root / "d0" / "f000.txt").open("r+") as file:  # no rename: the directory keeps its time
         file.write("needle\n")

@@ -6,6 +6,7 @@ import pytest
 
 from ctxfs.core import BinaryFile, EncodingError
 from ctxfs.core.text import TextOptions, decode_document, detect_encoding
+from ctxfs.core.text.encodings import KnownEncodings, TextEncoding
 
 OPTIONS = TextOptions()
 
@@ -125,3 +126,14 @@ def test_options_are_validated() -> None:
             TextOptions(encoding_overrides={"*.x": bytes_codec})
     with pytest.raises(ValueError, match="max_output_chars"):
         TextOptions(max_line_chars=5000, max_output_chars=1000)
+
+
+def test_known_encodings_are_bounded_and_can_be_forgotten() -> None:
+    known = KnownEncodings(capacity=2)
+    for version in ("v1", "v2", "v3"):
+        known.remember(version, TextEncoding(codec="cp1252"))
+    assert known.get("v1") is None  # the oldest went beyond capacity
+    assert known.get("v3") == TextEncoding(codec="cp1252")
+    known.clear()
+    assert known.get("v2") is None
+    assert known.get("v3") is None
