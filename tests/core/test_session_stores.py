@@ -412,3 +412,15 @@ async def test_a_damaged_step_is_unavailable_not_guessed(tmp_path: Path) -> None
     with pytest.raises(Unavailable, match="damaged"):
         await store.steps("a")
     await store.aclose()
+
+
+async def test_a_file_of_another_layout_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    earlier = tmp_path / "s.db"  # blobs as ctxfs kept them before the uses table
+    with sqlite3.connect(earlier) as db:
+        db.execute("CREATE TABLE blobs (version BLOB PRIMARY KEY, data BLOB, size INT, used INT)")
+    with pytest.raises(Unavailable, match="made by another version of ctxfs") as caught:
+        SqliteSessions(earlier)
+    assert caught.value.details["other_layout"] == str(earlier)
+    with sqlite3.connect(earlier) as db:
+        tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    assert tables == [("blobs",)]  # no table of this layout was added

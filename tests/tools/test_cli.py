@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -384,6 +386,34 @@ def test_each_call_finds_what_the_one_before_saw_in_its_roots_own_store(tmp_path
     assert (root / "a.txt").read_text() == "two\n"
     stores = Path(os.environ["CTXFS_STATE_DIR"]) / "observations"
     assert stores.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_kept_session_file_of_an_earlier_layout_is_replaced(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    name = hashlib.sha256(os.fsencode(os.path.realpath(tmp_path))).hexdigest()[:32]
+    kept = Path(os.environ["CTXFS_STATE_DIR"]) / "sessions" / f"{name}.db"
+    kept.parent.mkdir(mode=0o700, exist_ok=True)
+    earlier = "CREATE TABLE blobs (version BLOB PRIMARY KEY, data BLOB, size INT, used INT)"
+    with sqlite3.connect(kept) as db:
+        db.execute(earlier)
+    read = '{"file_path": "a.txt"}'
+    result = run("call", "--root", str(tmp_path), "read", read)
+    assert result.returncode == 0, result.stderr
+    assert "made by another version of ctxfs (its table blobs differs); it is replaced" in (
+        result.stderr
+    )
+    with sqlite3.connect(kept) as db:
+        assert db.execute("SELECT count(*) FROM uses").fetchone() == (1,)  # the read, kept anew
+    named = tmp_path / "named.db"
+    with sqlite3.connect(named) as db:
+        db.execute(earlier)
+    result = run("call", "--root", str(tmp_path), "--sessions", f"sqlite:///{named}", "read", read)
+    assert result.returncode == 2
+    assert result.stderr.startswith("ctxfs: error [unavailable]: the session store"), result.stderr
+    with sqlite3.connect(named) as db:  # a file the options name is never replaced
+        assert db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == [
+            ("blobs",)
+        ]
 
 
 def test_call_with_a_damaged_observation_store_fails_clearly(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 A call runs on the event loop when the file is free at once, else waits in a worker
 thread; SQLite's errors become ``Busy`` and ``Unavailable``; a failed connection is
-opened again.
+opened again. A file whose tables differ from the schema's is refused at opening.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ class SqliteFile:
         hint: What to do when the file cannot be used (``Unavailable``'s hint).
 
     Raises:
-        Unavailable: The file cannot be opened, or is not a SQLite database.
+        Unavailable: The file cannot be opened, is not a SQLite database, or has a table
+            the schema declares otherwise (made by another version of ctxfs).
 
     """
 
@@ -53,6 +54,7 @@ class SqliteFile:
             self._at_once = _Connection(partial(self._opened, 0), self)  # on the loop: never waits
             with self._using(self._waiting) as db:
                 db.execute("PRAGMA journal_mode=WAL")
+                self._check_layout(db)
                 self.set_up(db)
         except BaseException:
             self._waiting.db.close()
@@ -98,6 +100,24 @@ class SqliteFile:
             with connection.lock:
                 connection.closed = True
                 connection.db.close()
+
+    def _check_layout(self, db: sqlite3.Connection) -> None:
+        """Refuse a file whose tables differ from the schema's (made by another ctxfs)."""
+        declared = sqlite3.connect(":memory:")
+        try:
+            self.set_up(declared)
+            for (table,) in declared.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+                found = _columns(db, table)
+                if found and found != _columns(declared, table):
+                    raise Unavailable(
+                        f"the {self.what} {self.path} was made by another version of ctxfs "
+                        f"(its table {table} differs)",
+                        retryable=False,
+                        hint=self.hint,
+                        details={"other_layout": str(self.path)},
+                    )
+        finally:
+            declared.close()
 
     def _opened(self, timeout: float) -> sqlite3.Connection:
         try:
@@ -161,6 +181,11 @@ class SqliteFile:
         return Unavailable(
             f"the {self.what} {self.path} cannot be used: {error}", retryable=False, hint=self.hint
         )
+
+
+def _columns(db: sqlite3.Connection, table: str) -> list[tuple[object, ...]]:
+    """Name, type, NOT NULL, default and key of each column of *table* (none: no such table)."""
+    return [row[1:] for row in db.execute(f'PRAGMA table_info("{table}")')]
 
 
 @contextmanager

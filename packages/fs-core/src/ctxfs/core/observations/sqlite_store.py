@@ -40,7 +40,8 @@ class SqliteObservations(ObservationStore):
     Entries not renewed for *max_age* seconds are removed when the store is opened.
 
     Raises:
-        Unavailable: The file cannot be opened, or is not a SQLite database.
+        Unavailable: The file cannot be opened, is not a SQLite database, or was made
+            by a ctxfs whose tables differ.
 
     """
 

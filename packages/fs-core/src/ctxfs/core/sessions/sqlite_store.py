@@ -84,7 +84,8 @@ class SqliteSessions(SessionStore):
 
     Raises:
         ValueError: A bound is not a positive number.
-        Unavailable: The file cannot be opened, or is not a SQLite database.
+        Unavailable: The file cannot be opened, is not a SQLite database, or was made
+            by a ctxfs whose tables differ.
 
     """
 

@@ -8,8 +8,10 @@ comes out empty (an unset variable must not mean the working directory).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib
+import logging
 import os
 import shlex
 import urllib.parse
@@ -28,6 +30,8 @@ __all__ = [
     "store_of",
     "toolset_of",
 ]
+
+log = logging.getLogger("ctxfs.cli")
 
 STORE_PACKAGES: Final = {
     "file": "ctxfs-local",
@@ -74,9 +78,10 @@ def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
     With *kept* (``call``, stdio ``serve``) and no ``--observations``, observations live in the
     root's own SQLite file in the user's state directory: each such process is one client's, and its
     successor must find what it saw. The session memory (``--sessions``) lives likewise, in a file
-    of its own.
+    of its own. Such a file made by a ctxfs whose tables differ is replaced by an empty one (with a
+    warning); a file the options name is refused instead.
     """
-    from ctxfs.core import Fs, InvalidArgument, open_backend  # noqa: PLC0415
+    from ctxfs.core import Fs, InvalidArgument, Unavailable, open_backend  # noqa: PLC0415
 
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
@@ -99,11 +104,23 @@ def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
                 f"pip install {shlex.quote(package)}"
             ) from error
         raise
+    own: set[str] = set()  # the files ctxfs chose itself
     if observations is None and kept:
-        observations = _kept_store(backend, where, "observations")
+        observations = _kept_store(backend, where, "observations", own)
     if sessions is None and kept:
-        sessions = _kept_store(backend, where, "sessions")
-    return Fs(backend, plugins=plugins, observations=observations, sessions=sessions)
+        sessions = _kept_store(backend, where, "sessions", own)
+    while True:
+        try:
+            return Fs(backend, plugins=plugins, observations=observations, sessions=sessions)
+        except Unavailable as error:
+            made_before = error.details.get("other_layout")
+            if made_before not in own:
+                raise
+            own.remove(made_before)  # made by an earlier ctxfs: start it again
+            log.warning("%s; it is replaced by an empty one", error.message)
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(made_before + suffix)
 
 
 def _store_url(args: argparse.Namespace, option: str) -> str | None:
@@ -130,11 +147,11 @@ def client_owner() -> str:
     return f"client-{parent}-{started}"
 
 
-def _kept_store(backend: Backend, where: str, kind: str) -> str:
+def _kept_store(backend: Backend, where: str, kind: str, own: set[str]) -> str:
     """The URL of the SQLite store of *kind* kept for the root of *backend* (opened from *where*).
 
     One file per root (the directory the kernel resolves, or the store's URL), in ``observations/``
-    (or ``sessions/``: *kind*) of the user's state directory, made private.
+    (or ``sessions/``: *kind*) of the user's state directory, made private; added to *own*.
     """
     from ctxfs.core import sqlite_url  # noqa: PLC0415
     from ctxfs.local import LocalBackend, default_state_dir  # noqa: PLC0415
@@ -143,6 +160,7 @@ def _kept_store(backend: Backend, where: str, kind: str) -> str:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     root = str(backend.root) if isinstance(backend, LocalBackend) else where
     name = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]
+    own.add(str(directory / f"{name}.db"))
     return sqlite_url(directory / f"{name}.db")
 
 
