@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from anyio.to_thread import run_sync
 
-from ctxfs.core import Fs
+from ctxfs.core import Context, Fs, FsError, Operation, Unavailable, hookimpl
 from ctxfs.local import LocalBackend, update
 from ctxfs.local.backend import INLINE_READ_MAX
 from ctxfs.local.writes import kept_in_memory
@@ -79,4 +82,65 @@ async def test_a_change_on_disk_runs_in_a_thread(tmp_path: Path, threads: list[o
     await ctx.fs.edit("f.txt", "MARKER", "EDITED")
     assert len(threads) == 1
     assert (tmp_path / "f.txt").read_bytes() == b"EDITED\n"
+    await ctx.fs.write("new.txt", "made\n")  # no directory seen: not on the loop either
+    assert len(threads) == 2
     await fs.aclose()
+
+
+class FailingObserver:
+    """Fails every commit: the change is undone."""
+
+    @hookimpl
+    async def ctxfs_committed(
+        self, ctx: Context, op: Operation, before: object, after: object
+    ) -> None:
+        raise Unavailable("the audit log is down")
+
+
+async def test_an_undo_on_tmpfs_runs_in_a_thread(memory_path: Path, threads: list[object]) -> None:
+    """An undo checks the file by its content, which may be any size by then: not on the loop."""
+    (memory_path / "f.txt").write_bytes(b"MARKER\n")
+    plugins = [FailingObserver()]
+    fs = Fs(LocalBackend(memory_path), load_entrypoints=False, plugins=plugins)
+    ctx = fs.context(owner="agent")
+    await ctx.fs.read("f.txt")
+    with pytest.raises(FsError):
+        await ctx.fs.edit("f.txt", "MARKER", "EDITED")
+    assert len(threads) == 1  # the undo; the change itself ran on the loop
+    assert (memory_path / "f.txt").read_bytes() == b"MARKER\n"
+    await fs.aclose()
+
+
+@contextmanager
+def bound(source: Path, target: Path) -> Iterator[None]:
+    """*source* bind-mounted on *target*; the test skips where mounting is not allowed."""
+    mounted = subprocess.run(["mount", "--bind", source, target], capture_output=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {mounted.stderr.decode().strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", target], check=True)
+
+
+async def test_a_tmpfs_file_in_a_directory_on_disk_is_changed_in_a_thread(
+    memory_path: Path, tmp_path: Path, threads: list[object]
+) -> None:
+    """Where a change runs follows its directory, where the new file is written and synced."""
+    if kept_in_memory(os.stat(tmp_path).st_dev):
+        pytest.skip("the temporary directory is on tmpfs here")
+    (memory_path / "disk").mkdir()
+    (tmp_path / "g.txt").write_bytes(b"on disk\n")
+    (memory_path / "g.txt").write_bytes(b"MARKER\n")
+    with (
+        bound(tmp_path, memory_path / "disk"),
+        bound(memory_path / "g.txt", memory_path / "disk" / "g.txt"),
+    ):
+        fs = Fs(LocalBackend(memory_path), load_entrypoints=False)
+        ctx = fs.context(owner="agent")
+        await ctx.fs.read("disk/g.txt")
+        with pytest.raises(Unavailable):  # the kernel refuses to replace a mount point
+            await ctx.fs.edit("disk/g.txt", "MARKER", "EDITED")
+        assert threads  # not on the loop: its fsync would wait for the disk
+        await fs.aclose()
+    assert sorted(os.listdir(tmp_path)) == ["g.txt"]  # no temporary file left

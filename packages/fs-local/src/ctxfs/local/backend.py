@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Final, Self, TypeVar
+from typing import Final, Self, TypeVar, TypeVarTuple
 from urllib.parse import urlsplit
 
 from anyio.to_thread import run_sync
@@ -57,7 +57,7 @@ INLINE_READ_MAX: Final = 256 * 1024
 _CAS_LOCK_TIMEOUT: Final = 30.0
 
 T = TypeVar("T")
-Opened = tuple[int, os.stat_result]
+Ts = TypeVarTuple("Ts")
 
 
 class LocalBackend(Backend):
@@ -81,8 +81,9 @@ class LocalBackend(Backend):
         inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event loop itself
             (microseconds on a local disk, where a worker thread costs hundreds). Turn off for a
             root on a network filesystem, whose reads can stall. A change of a file that size
-            runs there too where the file is on a filesystem kept in memory (tmpfs: its
-            ``fsync`` waits for nothing); other writes run in a worker thread.
+            runs there too where its directory is on the root's filesystem, kept in memory
+            (tmpfs: its ``fsync`` waits for nothing); other writes and undos run in a worker
+            thread.
         ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the root by
             Landlock, where both are available; else searches walk and read through the backend.
 
@@ -211,7 +212,8 @@ class LocalBackend(Backend):
             opened = partial(reads.open_entry, self.root_dir, path, request.max_size)
             found = await self._open_and_read(opened, partial(reads.read_entry, path))
             current, seen = (None, Seen(None)) if found is None else found
-            in_memory = seen.info is not None and seen.info.st_dev == self._memory_device
+            device = seen.directory_device  # (where the new file is written)
+            in_memory = device is not None and device == self._memory_device
             inline_max = INLINE_READ_MAX if self.inline_reads and in_memory else -1
             yield LockedUpdate(self, self.root_dir, path, current, seen, inline_max=inline_max)
 
@@ -316,11 +318,14 @@ class LocalBackend(Backend):
         return await run_sync(function, *args)
 
     async def _open_and_read(
-        self, opened: Callable[[], Opened | None], read: Callable[[int, os.stat_result], T]
+        self,
+        opened: Callable[[], tuple[int, os.stat_result, *Ts] | None],
+        read: Callable[[int, os.stat_result, *Ts], T],
     ) -> T | None:
-        """*read* the file *opened* opens (None: missing, not read); *read* closes it.
+        """*read* what *opened* opens (None: missing, not read); *read* closes the file.
 
-        On the event loop where reads are inline and the file is small, else in a thread.
+        *opened* gives a descriptor, its ``fstat`` and what else *read* takes. On the event
+        loop where reads are inline and the file is small, else in a thread.
         """
         if not self.inline_reads:
 
@@ -332,10 +337,9 @@ class LocalBackend(Backend):
         found = opened()
         if found is None:
             return None
-        fd, info = found
-        if info.st_size <= INLINE_READ_MAX:
-            return read(fd, info)
-        return await _run_owning(fd, partial(read, fd, info))
+        if found[1].st_size <= INLINE_READ_MAX:
+            return read(*found)
+        return await _run_owning(found[0], partial(read, *found))
 
 
 async def _run_owning(fd: int, work: Callable[[], T]) -> T:

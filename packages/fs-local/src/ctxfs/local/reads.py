@@ -67,8 +67,11 @@ def open_and_read(
 
 def open_entry(
     root: RootDirectory, path: str, max_size: int | None
-) -> tuple[int, os.stat_result] | None:
-    """Open file *path* for an update, not following a final symlink; None if missing."""
+) -> tuple[int, os.stat_result, int] | None:
+    """Open file *path* for an update, not following a final symlink; None if missing.
+
+    With the descriptor and its ``fstat``, the device of the file's directory.
+    """
     parent, _, name = path.rpartition("/")
     try:
         dir_fd = root.open_dir(parent, create=False)
@@ -76,6 +79,7 @@ def open_entry(
         return None
     try:
         with translated(path):
+            directory_device = os.fstat(dir_fd).st_dev
             entry = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             if stat.S_ISLNK(entry.st_mode):
                 _refuse_link(root, dir_fd, name, path)
@@ -94,7 +98,7 @@ def open_entry(
     except BaseException:
         os.close(fd)
         raise
-    return fd, info
+    return fd, info, directory_device
 
 
 def _refuse_link(root: RootDirectory, dir_fd: int, name: str, path: str) -> None:
@@ -109,7 +113,9 @@ def _refuse_link(root: RootDirectory, dir_fd: int, name: str, path: str) -> None
     raise root.symlink_refusal(dir_fd, name, path)
 
 
-def read_entry(path: str, fd: int, info: os.stat_result) -> tuple[Blob, Seen]:
+def read_entry(
+    path: str, fd: int, info: os.stat_result, directory_device: int
+) -> tuple[Blob, Seen]:
     """Read the whole file open at *fd* (*info*: its fstat at open), then close it.
 
     ``Stale`` unless its identity is unchanged and it holds as many bytes as were read (a writer
@@ -124,7 +130,7 @@ def read_entry(path: str, fd: int, info: os.stat_result) -> tuple[Blob, Seen]:
     if identity(after) != identity(info) or len(data) != after.st_size:
         raise Stale(f"{path} changed while it was read; read it again", path=path)
     blob = Blob(data=data, version=content_version(data), size=len(data))
-    return blob, Seen(identity(after), info=after)
+    return blob, Seen(identity(after), info=after, directory_device=directory_device)
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -42,6 +42,8 @@ class Seen:
     identity: tuple[int, ...] | None
     info: os.stat_result | None = field(default=None, compare=False)
     """Its metadata as read (mode and owner, for a file put back)."""
+    directory_device: int | None = field(default=None, compare=False)
+    """The device of its directory, where a change writes (None: not known)."""
 
 
 def identity(info: os.stat_result | None) -> tuple[int, ...] | None:

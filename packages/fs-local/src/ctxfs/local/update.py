@@ -19,8 +19,8 @@ class LockedUpdate(Update):
 
     Its first change checks only that the entry is still the one read (its
     identity, :class:`~ctxfs.local.root.Seen`); an undo, after it, checks the
-    version this update left. A move is a rename. A write of up to *inline_max*
-    bytes runs on the event loop (-1: none does).
+    version this update left. A move is a rename. A first change of up to
+    *inline_max* bytes runs on the event loop (-1: none does).
     """
 
     def __init__(
@@ -44,7 +44,7 @@ class LockedUpdate(Update):
     async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
         expect = self.seen if self._as_read else (ABSENT if was is None else was)
         write = partial(writes.write, like=self.seen.info, mode=mode)
-        if len(data) <= self.inline_max:
+        if self._as_read and len(data) <= self.inline_max:  # (an undo may hash what is there)
             version = write(self.root, self.path, data, expect)
         else:
             version = await run_sync(write, self.root, self.path, data, expect)
