@@ -618,6 +618,31 @@ async def test_an_undo_puts_back_each_file_with_its_mode(
     assert not (root / "elsewhere.sh").exists()
 
 
+async def test_an_undo_puts_back_the_mode_of_a_file_the_steps_replaced(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    place = make_place(request, tmp_path, "local", "sqlite")
+    root = Path(place.url)
+    modes = {"run.sh": 0o755, "notes.txt": 0o600, "key.pem": 0o600}
+    for name, mode in modes.items():
+        (root / name).write_text(f"{name}\n")
+        (root / name).chmod(mode)
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        for name in modes:
+            await a.read(name)
+        await a.move("run.sh", "notes.txt", overwrite=True)  # notes.txt: 0755 until undone
+        await a.undo()
+        await a.delete("key.pem")
+        await a.write("key.pem", "made again\n")  # with the default mode
+        await a.undo(2)
+    for name, mode in modes.items():
+        assert ((root / name).read_text(), (root / name).stat().st_mode & 0o7777) == (
+            f"{name}\n",
+            mode,
+        ), name
+
+
 async def test_on_a_store_that_versions_every_write_an_undo_sees_its_own_content(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -201,7 +201,9 @@ class _Planned:
     gaps: list[tuple[Version | None, Version | None]] = field(default_factory=list)
     """(left, found next) where they differ: another's change, or the same content anew."""
     mode: int | None = None
-    """The permission bits before the steps, for a file made again."""
+    """The permission bits before the steps, for a file they made anew."""
+    replaced: bool = False
+    """Whether a step deleted, made or moved a file at the path (not only changed it)."""
 
 
 def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
@@ -211,6 +213,7 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
         for change in step.changes:
             if change.directory:
                 continue
+            replaced = None in (change.before, change.after) or change.moved_from is not None
             entry = planned.get(change.key)
             if entry is None:
                 planned[change.key] = _Planned(
@@ -219,11 +222,13 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
                     left=change.after,
                     back=change.before,
                     mode=change.mode,
+                    replaced=replaced,
                 )
                 continue
             if change.after != entry.back:
                 entry.gaps.append((change.after, entry.back))
             entry.back, entry.mode = change.before, change.mode
+            entry.replaced = entry.replaced or replaced
     return {key: entry for key, entry in planned.items() if entry.left != entry.back or entry.gaps}
 
 
@@ -358,8 +363,9 @@ async def _write_back(
     try:
         for entry, report, update in zip(entries, reports, updates, strict=True):
             stored.append((update, report))
-            if entry.content is not None:  # (a file it makes again gets the mode it had)
-                mode = entry.mode if update.current is None else None
+            if entry.content is not None:
+                # the mode it had, where the steps made the file anew (an edit keeps it)
+                mode = entry.mode if update.current is None or entry.replaced else None
                 await store(ctx, report, update, entry.content, mode=mode)
                 done.append((update, report.after))
             elif update.current is not None:
