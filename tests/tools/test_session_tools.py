@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,29 @@ async def test_changes_lists_the_files_changed_since_with_their_diffs(
     assert [file["path"] for file in under.structured["files"]] == ["src/app.py"]
     stale = await call(ctx, "edit", _edit("src/app.py", "x = 2", "x = 3"))
     assert stale.error_code is ErrorCode.STALE  # listing changes is no read
+
+
+async def test_changes_holds_diffs_up_to_the_output_limit(
+    fs: Fs, ctx: Context, other: Context
+) -> None:
+    fs.text_options = replace(fs.text_options, max_output_chars=2_000, max_line_chars=100)
+    paths = [f"f{number:02}.txt" for number in range(20)]
+    for path in paths:
+        await written(ctx, path, "old line\n" * 50)
+        await call(other, "read", {"file_path": path})
+        rewritten = await call(other, "write", {"file_path": path, "content": "new line\n" * 50})
+        assert not rewritten.is_error, rewritten.text
+    listed = await deferred(ctx, "changes", {})
+    files = listed.structured["files"]
+    assert [file["path"] for file in files] == paths
+    shown = [file for file in files if "diff" in file]
+    assert shown
+    assert sum(len(file["diff"]) for file in shown) <= 2_000
+    assert all(file["diff_left_out"] for file in files[len(shown) :])
+    assert len(listed.text) < 2_000 + 200 * len(paths)  # each file a line or two besides
+    assert "(diff left out, the answer being long: ask for this path alone)" in listed.text
+    alone = await deferred(ctx, "changes", {"path": paths[-1]})
+    assert "-old line" in alone.text
 
 
 # -- undo ----------------------------------------------------------------------------------------

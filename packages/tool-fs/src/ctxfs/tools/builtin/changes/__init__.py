@@ -35,6 +35,9 @@ class ChangedFileData(BaseModel):
     diff_whole: bool = Field(
         default=False, description="Whether diff is the whole diff, not a summary."
     )
+    diff_left_out: bool = Field(
+        default=False, description="The diff was left out: the answer held enough diffs."
+    )
 
 
 class ChangesData(ResultData):
@@ -60,6 +63,11 @@ class ChangesTool(Tool[ChangesArgs, ChangesData]):
             for changed in await step.ctx.fs.changed()
             if not under or changed.path == under or changed.path.startswith(under + "/")
         ]
+        budget = step.ctx.opened_fs.text_options.max_output_chars  # (for the diffs together)
+        for file in files:
+            if file.diff is not None and len(file.diff) > budget:
+                file.diff, file.diff_left_out = None, True
+            budget -= len(file.diff or "")
         return self.data(target=under or None, files=files)
 
     def render(self, data: ChangesData, args: ChangesArgs) -> str:
@@ -72,7 +80,10 @@ class ChangesTool(Tool[ChangesArgs, ChangesData]):
                 lines.append(f"{file.path}: deleted (you saw version {file.seen})")
                 continue
             lines.append(f"{file.path}: version {file.seen} -> {file.current}")
-            lines.append(file.diff or "(your version is not kept: read the file to see it)")
+            if file.diff_left_out:
+                lines.append("(diff left out, the answer being long: ask for this path alone)")
+            else:
+                lines.append(file.diff or "(your version is not kept: read the file to see it)")
         lines.append("(read a file again before you change it)")
         return "\n".join(lines)
 
