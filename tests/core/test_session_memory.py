@@ -643,6 +643,34 @@ async def test_an_undo_puts_back_the_mode_of_a_file_the_steps_replaced(
         ), name
 
 
+class _DropFails(MemorySessions):
+    """A session store that cannot drop steps (down for a moment)."""
+
+    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+        raise Unavailable("the session store cannot be reached")
+
+
+async def test_a_store_failing_once_the_files_are_back_fails_no_undo(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    place = make_place(request, tmp_path, "local", "memory")
+    place.sessions = _DropFails()
+    root = Path(place.url)
+    (root / "f.txt").write_text("original\n")
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.read("f.txt")
+        await a.edit("f.txt", "original", "changed")
+        await a.write("new/dir/g.txt", "g\n")
+        undone = await a.undo(2)
+        assert undone.directories == ("new/dir", "new")
+        assert (root / "f.txt").read_text() == "original\n"
+        assert not (root / "new").exists()
+        again = await a.undo(2)  # the steps are still there: found already undone
+        assert again.steps == undone.steps
+        assert (root / "f.txt").read_text() == "original\n"
+
+
 async def test_on_a_store_that_versions_every_write_an_undo_sees_its_own_content(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -6,12 +6,13 @@ removes them deepest first, once the files are put back, each only if it is empt
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 from ctxfs.core.backend import FileKind
-from ctxfs.core.errors import InvalidArgument, NotADirectory, NotARegularFile, NotFound
+from ctxfs.core.errors import FsError, InvalidArgument, NotADirectory, NotARegularFile, NotFound
 from ctxfs.core.outcomes import OpKind
 from ctxfs.core.paths import join_path
 from ctxfs.core.reports import reported
@@ -19,6 +20,8 @@ from ctxfs.core.sessions import FileChange
 
 if TYPE_CHECKING:
     from ctxfs.core.context import Context
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "authorize_removals",
@@ -111,7 +114,10 @@ async def removable(
 
 
 async def remove_made(ctx: Context, directories: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Remove *directories* (deepest first) that are empty: those removed, and those kept."""
+    """Remove *directories* (deepest first) that are empty: those removed, and those kept.
+
+    One is kept where it is not empty, or where the store failed to remove it (logged).
+    """
     removed, kept, backend = [], [], ctx.opened_fs.backend
     for directory in directories:
         try:
@@ -122,6 +128,9 @@ async def remove_made(ctx: Context, directories: Sequence[str]) -> tuple[list[st
             kept.append(directory)
         except (NotFound, NotADirectory, NotARegularFile):  # gone meanwhile, or a link now
             continue
+        except FsError:  # the store failed: left where it is
+            log.warning("a directory made could not be removed: %s", directory, exc_info=True)
+            kept.append(directory)
         else:
             removed.append(directory)
     return removed, kept

@@ -10,6 +10,7 @@ diff.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, suppress
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from ctxfs.core.observations import Observation
     from ctxfs.core.session_memory import SessionMemory
     from ctxfs.core.versions import Version
+
+log = logging.getLogger(__name__)
 
 __all__ = ["changed", "checkpoint", "rewind", "undo"]
 
@@ -284,9 +287,7 @@ async def _put_back(
             removed = {entry.path for entry in entries if entry.back is None}
             directories, kept = await removable(ctx, directories, removed)
         else:
-            with anyio.CancelScope(shield=True):  # (the files are back: the undo ends whole)
-                directories, kept = await remove_made(ctx, directories)
-                await _drop_steps(ctx, memory, steps, covered)
+            directories, kept = await _settle(ctx, memory, steps, covered, directories)
     return UndoOutcome(
         steps=tuple(step.number for step in reversed(steps)),
         files=tuple(
@@ -309,6 +310,27 @@ def _covered_records(
     if not any(mark.step >= oldest for mark in marks):
         return None
     return [step.number for step in history if (step.undid or 0) >= oldest]
+
+
+async def _settle(
+    ctx: Context,
+    memory: SessionMemory,
+    steps: Sequence[Step],
+    covered: list[int] | None,
+    directories: Sequence[str],
+) -> tuple[list[str], list[str]]:
+    """Once the files are back, shielded: remove the directories made and drop the steps.
+
+    A failure here fails no undo; it is logged, and steps left in the history are found
+    already undone by the next undo, which drops them.
+    """
+    with anyio.CancelScope(shield=True):
+        removed, kept = await remove_made(ctx, directories)
+        try:
+            await _drop_steps(ctx, memory, steps, covered)
+        except FsError:
+            log.warning("an undo could not drop the steps it undid", exc_info=True)
+    return removed, kept
 
 
 async def _drop_steps(
@@ -411,9 +433,7 @@ async def _move_back(
             directories, kept = await removable(ctx, directories, [there])
         else:
             await move(ctx, there, here, overwrite=False, record=False)
-            with anyio.CancelScope(shield=True):  # (moved back: the undo ends whole)
-                directories, kept = await remove_made(ctx, directories)
-                await _drop_steps(ctx, memory, [step], covered)
+            directories, kept = await _settle(ctx, memory, [step], covered, directories)
     return UndoOutcome(
         steps=(step.number,),
         files=(RestoredFile(path=here, was=None, now=None),),

@@ -156,7 +156,8 @@ class UndoData(ResultData):
         default_factory=list, description="Directories the undone changes made, removed."
     )
     kept_directories: list[str] = Field(
-        default_factory=list, description="Directories they made, kept: others' files are in them."
+        default_factory=list,
+        description="Directories they made, kept: not empty, or not removable.",
     )
     written: bool = Field(default=True, description="False for a dry run: nothing changed.")
 
@@ -440,7 +441,10 @@ def undone(data: UndoData, what: str) -> str:
         lines = [f"Dry run, nothing written: undoing {what} would {' and '.join(done)}."]
     lines += [f"  {path}/: removed (you had made the directory)" for path in data.directories]
     kept = data.kept_directories
-    lines += [f"  {path}/: kept (you had made it; others' files are in it)" for path in kept]
+    lines += [
+        f"  {path}/: kept (you had made it; it is not empty, or could not be removed)"
+        for path in kept
+    ]
     for file in data.files:
         if file.now is None:
             lines.append(f"  {file.path}: removed (you had created it)")
