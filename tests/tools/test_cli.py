@@ -500,3 +500,63 @@ def test_call_on_an_image_prints_what_a_model_without_sight_reads(
         30,
         len(png),
     )
+
+
+OWNER_OF_A_SERVER = (
+    "from ctxfs.tools.cli.opening import server_owner; print(server_owner(), flush=True); input()"
+)
+
+
+def test_servers_a_client_runs_at_once_are_distinct_owners_and_one_after_another_the_same(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "CTXFS_STATE_DIR": str(tmp_path)}
+
+    def started() -> tuple[subprocess.Popen[str], str]:
+        server = subprocess.Popen(
+            [sys.executable, "-c", OWNER_OF_A_SERVER],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert server.stdout is not None
+        return server, server.stdout.readline().strip()
+
+    first, owner = started()
+    second, other = started()
+    assert owner.startswith(f"client-{os.getpid()}-")
+    assert other == f"{owner}-2"  # at once: its reads license nothing of the first's
+    for server in (first, second):
+        server.communicate("\n", timeout=30)
+    successor, again = started()  # one after another: what the first saw, it saw
+    successor.communicate("\n", timeout=30)
+    assert again == owner
+
+
+def test_an_unusable_state_directory_is_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    (tmp_path / "state").write_text("a file where the directory should be")
+    for command in (["call", "--root", str(root), "read", '{"file_path": "a.txt"}'],
+                    ["serve", "--root", str(root)]):  # fmt: skip
+        done = subprocess.run(
+            [CTXFS, *command], capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, "CTXFS_STATE_DIR": str(tmp_path / "state")}, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 2
+        assert done.stderr == (
+            f"ctxfs: error [unavailable]: the state directory {tmp_path / 'state'} cannot be "
+            "used: Not a directory\n"
+        )
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"file_path": "a.txt", "offset": 1' + "0" * 4400 + "}", "[" * 50_000 + "]" * 50_000],
+    ids=["a 4,401-digit number", "50,000 brackets deep"],
+)
+def test_call_arguments_json_cannot_hold_are_a_usage_error(tmp_path: Path, arguments: str) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    result = run("call", "--root", str(tmp_path), "read", arguments)
+    assert result.returncode == 2
+    assert result.stderr.startswith("ctxfs: the arguments are not JSON: ")
+    assert len(result.stderr.splitlines()) == 1

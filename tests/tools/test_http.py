@@ -423,8 +423,10 @@ def refused(*options: str, env: dict[str, str] | None = None) -> str:
 BAD_TOKEN_FILES = {
     "alice\n": "expected `principal token`, got 1 fields",
     "alice tok en-0123456789abcdef\n": "got 3 fields",
-    "al:ice secret-token-0123456789\n": "'al:ice' is not a principal name",
-    "alice short\n": "the token of 'alice' is not 16 or more visible ASCII characters",
+    "al:ice secret-token-0123456789\n": "line 1: the principal is no name of letters",
+    "alice short\n": "line 1: the token is not 16 or more visible ASCII characters",
+    "secret-token-0123456789abcdef alice\n": "line 1: the token is not 16 or more",  # swapped
+    "S3cret+Tok/0123456789= alice\n": "line 1: the principal is no name",  # swapped
     "alice same-token-0123456789\nbob same-token-0123456789\n": "the token of line 1 again",
     "# nothing but comments\n\n": "holds no `principal token` line",
 }

@@ -268,3 +268,45 @@ def test_a_call_sent_with_the_handshake_is_served(started: subprocess.Popen[byte
     answer = reply(started)
     assert answer["id"] == 17
     assert answer["result"]["structuredContent"]["content"] == "one\ntwo\n"
+
+
+SLOW_READS = """
+import anyio
+from ctxfs.core import hookimpl
+
+class Slow:
+    @hookimpl
+    async def ctxfs_authorize(self, ctx, op):
+        await anyio.sleep(2)
+
+SLOW = Slow()
+"""
+
+
+def test_a_client_gone_during_a_call_ends_the_server_quietly(tmp_path: Path) -> None:
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "slow_reads.py").write_text(SLOW_READS)
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "a.txt").write_text("one\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "plugin"), "CTXFS_STATE_DIR": str(tmp_path)}
+    command = ["serve", "--root", str(tmp_path / "root"), "--plugin", "slow_reads:SLOW"]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ctxfs.tools.cli", *command],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    assert server.stdin is not None
+    assert server.stdout is not None
+    assert server.stderr is not None
+    call = {"name": "read", "arguments": {"file_path": "a.txt"}}
+    for message in (INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                              "params": call}):  # fmt: skip
+        server.stdin.write((json.dumps(message) + "\n").encode())
+        server.stdin.flush()
+        if message is INITIALIZE:
+            server.stdout.readline()
+    time.sleep(0.5)  # the call is running
+    server.stdout.close()  # the client is gone (its host was killed)
+    server.stdin.close()
+    assert server.wait(timeout=60) == 141  # as any program whose reader went away
+    assert server.stderr.read() == b""
+    server.stderr.close()

@@ -42,7 +42,7 @@ from ctxfs.core.kit import (
 )
 from ctxfs.local import listing, reads, writes
 from ctxfs.local.answers import RecentAnswers
-from ctxfs.local.flocks import LockDirectory, default_state_dir
+from ctxfs.local.flocks import LockDirectory, default_state_dir, unusable_state_dir
 from ctxfs.local.listing import DirectoryNames
 from ctxfs.local.resolve import choose_resolver
 from ctxfs.local.ripgrep import find_ripgrep
@@ -390,4 +390,7 @@ def _lock_directory(root: Path, state_dir: str | os.PathLike[str] | None) -> Loc
     state = Path(os.path.realpath(state_dir or default_state_dir()))
     if state == root or root in state.parents:
         raise InvalidArgument(f"the state directory {state} must lie outside the root")
-    return LockDirectory(state)
+    try:
+        return LockDirectory(state)
+    except OSError as error:
+        raise unusable_state_dir(state, error) from error

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ctxfs.core import InvalidArgument
+from ctxfs.core import InvalidArgument, Unavailable
 from ctxfs.core.kit import acquire_with_backoff
 
-__all__ = ["BUCKETS", "LockDirectory", "default_state_dir"]
+__all__ = ["BUCKETS", "LockDirectory", "default_state_dir", "unusable_state_dir"]
 
 BUCKETS: Final = 4096
 """Lock files per kind, for every workspace of one state directory."""
@@ -38,6 +38,15 @@ def default_state_dir() -> Path:
         return Path(configured)
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "ctxfs"
+
+
+def unusable_state_dir(state_dir: Path, error: OSError) -> Unavailable:
+    """The refusal of a state directory that cannot be used (*error*: why)."""
+    return Unavailable(
+        f"the state directory {state_dir} cannot be used: {error.strerror or error}",
+        retryable=False,
+        hint="Point CTXFS_STATE_DIR (or state_dir) at a directory this user can write.",
+    )
 
 
 class LockDirectory:

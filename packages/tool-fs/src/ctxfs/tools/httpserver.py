@@ -162,15 +162,13 @@ def _digest(token: str) -> bytes:
 
 
 def _check_pair(principal: str, token: str, *, where: str) -> None:
+    # (neither field is shown: swapped, the principal's would be the token)
     if not PRINCIPAL.fullmatch(principal):
         raise TokenFileError(
-            f"{where}{principal!r} is not a principal name "
-            "(letters, digits, '.', '_' and '-', at most 64)"
+            f"{where}the principal is no name of letters, digits, '.', '_' and '-' (at most 64)"
         )
     if not TOKEN.fullmatch(token):
-        raise TokenFileError(
-            f"{where}the token of {principal!r} is not 16 or more visible ASCII characters"
-        )
+        raise TokenFileError(f"{where}the token is not 16 or more visible ASCII characters")
 
 
 def principal_of(http_request: object) -> str | None:

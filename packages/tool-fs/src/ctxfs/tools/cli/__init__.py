@@ -52,7 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except (BrokenPipeError, BaseExceptionGroup) as error:  # (a group: while tasks ran)
+        if isinstance(error, BaseExceptionGroup) and error.split(BrokenPipeError)[1] is not None:
+            raise
         return _reader_gone()
     try:
         sys.stdout.flush()

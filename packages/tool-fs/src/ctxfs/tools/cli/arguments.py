@@ -165,8 +165,9 @@ def _store_options(command: argparse.ArgumentParser, *, roots: bool = False) -> 
         "--owner",
         help="the owner of the observations (what counts as read); default: for call and "
         "stdio serve, the process that started ctxfs (successive processes of one client "
-        "share what they saw, two clients do not; name one where a wrapper such as uvx or "
-        "npx starts each), for HTTP serve 'mcp' (then each token's principal)",
+        "share what they saw, two clients do not, nor two servers one client runs at once; "
+        "name one where a wrapper such as uvx or npx starts each), for HTTP serve 'mcp' (then "
+        "each token's principal)",
     )
     command.add_argument(
         "--observations",

@@ -16,7 +16,7 @@ async def call(args: argparse.Namespace) -> int:
     """Run one tool call; print its text (or, with ``--json``, its structured result)."""
     try:
         arguments = json.loads(args.arguments)
-    except json.JSONDecodeError as error:
+    except (ValueError, RecursionError) as error:  # (a 5,000-digit number; 50,000 brackets)
         raise UsageError(f"the arguments are not JSON: {error}") from error
     if not isinstance(arguments, dict):
         raise UsageError(

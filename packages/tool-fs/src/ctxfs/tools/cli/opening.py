@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import hashlib
 import importlib
 import logging
 import os
 import shlex
 import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ __all__ = [
     "client_owner",
     "location",
     "opened",
+    "server_owner",
     "store_of",
     "toolset_of",
 ]
@@ -147,6 +150,55 @@ def client_owner() -> str:
     return f"client-{parent}-{started}"
 
 
+def server_owner() -> str:
+    """The owner stdio ``serve`` works for by default: :func:`client_owner`, while it is free.
+
+    Servers a client runs one after another share what they saw; those it runs at the same
+    time are distinct owners (the second gets ``-2``, ...), so that no server's read licenses
+    another's change. An owner is held by a lock in the state directory until the process ends.
+    """
+    base = client_owner()
+    directory = _state_directory("owners")
+    for number in range(1, _OWNER_BUCKETS + 1):
+        owner = base if number == 1 else f"{base}-{number}"
+        bucket = hashlib.sha256(owner.encode()).hexdigest()[:3]  # (a clash only adds a suffix)
+        try:
+            fd = os.open(directory / bucket, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as error:
+            raise _unusable(error) from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        _held_owners.append(fd)  # (released by the kernel when the process ends)
+        return owner
+    return f"{base}-pid{os.getpid()}"
+
+
+_OWNER_BUCKETS: Final = 4096
+_held_owners: list[int] = []
+
+
+def _state_directory(kind: str) -> Path:
+    """The directory *kind* of the user's state directory, made private if missing."""
+    from ctxfs.local import default_state_dir  # noqa: PLC0415
+
+    directory = default_state_dir() / kind
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as error:
+        raise _unusable(error) from error
+    return directory
+
+
+def _unusable(error: OSError) -> Exception:
+    from ctxfs.local import default_state_dir  # noqa: PLC0415
+    from ctxfs.local.flocks import unusable_state_dir  # noqa: PLC0415
+
+    return unusable_state_dir(default_state_dir(), error)
+
+
 def _kept_store(backend: Backend, where: str, kind: str, own: set[str]) -> str:
     """The URL of the SQLite store of *kind* kept for the root of *backend* (opened from *where*).
 
@@ -154,10 +206,9 @@ def _kept_store(backend: Backend, where: str, kind: str, own: set[str]) -> str:
     (or ``sessions/``: *kind*) of the user's state directory, made private; added to *own*.
     """
     from ctxfs.core import sqlite_url  # noqa: PLC0415
-    from ctxfs.local import LocalBackend, default_state_dir  # noqa: PLC0415
+    from ctxfs.local import LocalBackend  # noqa: PLC0415
 
-    directory = default_state_dir() / kind
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory = _state_directory(kind)
     root = str(backend.root) if isinstance(backend, LocalBackend) else where
     name = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]
     own.add(str(directory / f"{name}.db"))

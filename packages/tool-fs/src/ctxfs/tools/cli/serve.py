@@ -20,9 +20,9 @@ import anyio
 
 from ctxfs.tools.cli.opening import (
     UsageError,
-    client_owner,
     location,
     opened,
+    server_owner,
     store_of,
     toolset_of,
 )
@@ -60,7 +60,7 @@ async def serve(args: argparse.Namespace) -> int:
     toolset = toolset_of(args)
     named = args.root is not None or args.url is not None
     fs = store_of(args, location(args), kept=True) if named else None
-    owner = args.owner or client_owner()
+    owner = args.owner or server_owner()
     tools = McpTools(fs, toolset, owner=owner, workspace=args.workspace, per_session=False)
     server = create_server(tools)
     async with AsyncExitStack() as serving:
