@@ -560,3 +560,23 @@ def test_call_arguments_json_cannot_hold_are_a_usage_error(tmp_path: Path, argum
     assert result.returncode == 2
     assert result.stderr.startswith("ctxfs: the arguments are not JSON: ")
     assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--progress", "-1"], "progress_seconds must be a positive time"),
+        (["--progress", "nan"], "progress_seconds must be a positive time"),
+        (["--max-message-bytes", "9" * 20], "is more than 1073741824 (1 GiB)"),
+    ],
+)
+def test_numbers_no_run_could_use_are_refused_at_start(
+    tmp_path: Path, option: list[str], said: str
+) -> None:
+    command = ["serve", "--root", str(tmp_path), *option]
+    done = subprocess.run(
+        [CTXFS, *command], capture_output=True, text=True, timeout=60, check=False,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert said in done.stderr

@@ -10,6 +10,7 @@ import copy
 import enum
 import functools
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -71,6 +72,10 @@ class CommonOptions:
     asked: the CLI, an MCP client with a progress token), and as often after that."""
 
     def __post_init__(self) -> None:
+        if not 0 < self.progress_seconds < math.inf:  # (nan compares false)
+            raise ValueError(
+                f"progress_seconds must be a positive time, not {self.progress_seconds}"
+            )
         if not re.fullmatch(r"[A-Za-z0-9_-]*", self.tool_prefix):
             raise ValueError(
                 f"a tool prefix may hold only letters, digits, '_' and '-', "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Final
 
 from ctxfs.tools import __version__
 from ctxfs.tools.cli.commands import call, demo
@@ -49,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
     )
     serve_command.add_argument(
         "--max-message-bytes",
-        type=_positive,
+        type=_message_bytes,
         default=4 << 20,
         metavar="N",
         help="the longest message a client may send, a line or a body (default: 4 MiB)",
@@ -200,6 +201,16 @@ def _names(text: str) -> frozenset[str]:
     if not names:
         raise argparse.ArgumentTypeError("name at least one tool")
     return names
+
+
+def _message_bytes(text: str) -> int:
+    number = _positive(text)
+    if number > MAX_MESSAGE_BYTES:
+        raise argparse.ArgumentTypeError(f"{text} is more than {MAX_MESSAGE_BYTES} (1 GiB)")
+    return number
+
+
+MAX_MESSAGE_BYTES: Final = 1 << 30
 
 
 def _positive(text: str) -> int:
