@@ -643,18 +643,10 @@ async def test_an_undo_puts_back_the_mode_of_a_file_the_steps_replaced(
         ), name
 
 
-class _DropFails(MemorySessions):
-    """A session store that cannot drop steps (down for a moment)."""
-
-    async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
-        raise Unavailable("the session store cannot be reached")
-
-
-async def test_a_store_failing_once_the_files_are_back_fails_no_undo(
-    tmp_path: Path, request: pytest.FixtureRequest
+async def test_a_made_directory_the_store_fails_to_remove_is_kept_not_a_failed_undo(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     place = make_place(request, tmp_path, "local", "memory")
-    place.sessions = _DropFails()
     root = Path(place.url)
     (root / "f.txt").write_text("original\n")
     async with place.open() as fs:
@@ -662,13 +654,19 @@ async def test_a_store_failing_once_the_files_are_back_fails_no_undo(
         await a.read("f.txt")
         await a.edit("f.txt", "original", "changed")
         await a.write("new/dir/g.txt", "g\n")
+        delete = fs.backend.delete
+
+        async def failing(path: str, *args: Any, **kwargs: Any) -> None:
+            if path.startswith("new") and not path.endswith(".txt"):
+                raise Unavailable("the store failed to remove it")
+            await delete(path, *args, **kwargs)
+
+        monkeypatch.setattr(fs.backend, "delete", failing)
         undone = await a.undo(2)
-        assert undone.directories == ("new/dir", "new")
+        assert (undone.directories, undone.kept_directories) == ((), ("new/dir", "new"))
         assert (root / "f.txt").read_text() == "original\n"
-        assert not (root / "new").exists()
-        again = await a.undo(2)  # the steps are still there: found already undone
-        assert again.steps == undone.steps
-        assert (root / "f.txt").read_text() == "original\n"
+        assert not (root / "new" / "dir" / "g.txt").exists()
+        assert [step.number for step in await fs.session_memory.store.steps(A)] == []  # type: ignore[union-attr]
 
 
 async def test_on_a_store_that_versions_every_write_an_undo_sees_its_own_content(

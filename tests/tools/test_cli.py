@@ -565,8 +565,8 @@ def test_call_arguments_json_cannot_hold_are_a_usage_error(tmp_path: Path, argum
 @pytest.mark.parametrize(
     ("option", "said"),
     [
-        (["--progress", "-1"], "progress_seconds must be a positive time"),
-        (["--progress", "nan"], "progress_seconds must be a positive time"),
+        (["--progress", "-1"], "progress_seconds must be 0 or more seconds"),
+        (["--progress", "nan"], "progress_seconds must be 0 or more seconds"),
         (["--max-message-bytes", "9" * 20], "is more than 1073741824 (1 GiB)"),
     ],
 )

@@ -27,7 +27,7 @@ from mcp.types import (
 )
 from pydantic import FileUrl
 
-from ctxfs.core import ABSENT, Fs, MemoryBackend, MemoryObservations
+from ctxfs.core import ABSENT, Fs, MemoryBackend, MemoryObservations, hookimpl
 from ctxfs.tools.mcpserver import NO_ROOTS, OWNER_META_KEY, McpTools, create_server
 from tests.tools.conftest import DEFAULT_TOOLS
 from tests.tools.media import dimensions, image, pdf
@@ -48,6 +48,26 @@ async def memory_server() -> tuple[Any, Fs]:
 
 
 # -- in memory ---------------------------------------------------------------------------------
+
+
+class _ExposureDown:
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: object, tool: str) -> None:
+        if tool == "read":
+            raise RuntimeError("the exposure store is down")
+
+
+async def test_a_tool_whose_offer_a_plugin_failed_to_decide_is_an_error_result() -> None:
+    fs = Fs(MemoryBackend(), load_entrypoints=False, plugins=[_ExposureDown()])
+    await fs.backend.write("notes.md", CRLF, expect=ABSENT)
+    async with Client(create_server(McpTools(fs)), raise_exceptions=True) as client:
+        result = await client.call_tool("read", {"file_path": "notes.md"})
+    assert result.is_error
+    assert result.structured_content is not None
+    assert result.structured_content["error"]["code"] == "backend_error"
+    assert (
+        "could not tell whether 'read' is offered" in result.structured_content["error"]["message"]
+    )
 
 
 async def test_tools_carry_schemas_and_annotations() -> None:

@@ -10,7 +10,6 @@ diff.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, suppress
@@ -48,8 +47,6 @@ if TYPE_CHECKING:
     from ctxfs.core.observations import Observation
     from ctxfs.core.session_memory import SessionMemory
     from ctxfs.core.versions import Version
-
-log = logging.getLogger(__name__)
 
 __all__ = ["changed", "checkpoint", "rewind", "undo"]
 
@@ -287,7 +284,9 @@ async def _put_back(
             removed = {entry.path for entry in entries if entry.back is None}
             directories, kept = await removable(ctx, directories, removed)
         else:
-            directories, kept = await _settle(ctx, memory, steps, covered, directories)
+            with anyio.CancelScope(shield=True):  # (the files are back: the undo ends whole)
+                directories, kept = await remove_made(ctx, directories)
+                await _drop_steps(ctx, memory, steps, covered)
     return UndoOutcome(
         steps=tuple(step.number for step in reversed(steps)),
         files=tuple(
@@ -310,27 +309,6 @@ def _covered_records(
     if not any(mark.step >= oldest for mark in marks):
         return None
     return [step.number for step in history if (step.undid or 0) >= oldest]
-
-
-async def _settle(
-    ctx: Context,
-    memory: SessionMemory,
-    steps: Sequence[Step],
-    covered: list[int] | None,
-    directories: Sequence[str],
-) -> tuple[list[str], list[str]]:
-    """Once the files are back, shielded: remove the directories made and drop the steps.
-
-    A failure here fails no undo; it is logged, and steps left in the history are found
-    already undone by the next undo, which drops them.
-    """
-    with anyio.CancelScope(shield=True):
-        removed, kept = await remove_made(ctx, directories)
-        try:
-            await _drop_steps(ctx, memory, steps, covered)
-        except FsError:
-            log.warning("an undo could not drop the steps it undid", exc_info=True)
-    return removed, kept
 
 
 async def _drop_steps(
@@ -433,7 +411,9 @@ async def _move_back(
             directories, kept = await removable(ctx, directories, [there])
         else:
             await move(ctx, there, here, overwrite=False, record=False)
-            directories, kept = await _settle(ctx, memory, [step], covered, directories)
+            with anyio.CancelScope(shield=True):  # (moved back: the undo ends whole)
+                directories, kept = await remove_made(ctx, directories)
+                await _drop_steps(ctx, memory, [step], covered)
     return UndoOutcome(
         steps=(step.number,),
         files=(RestoredFile(path=here, was=None, now=None),),

@@ -72,9 +72,9 @@ class CommonOptions:
     asked: the CLI, an MCP client with a progress token), and as often after that."""
 
     def __post_init__(self) -> None:
-        if not 0 < self.progress_seconds < math.inf:  # (nan compares false)
+        if not 0 <= self.progress_seconds < math.inf:  # (nan compares false)
             raise ValueError(
-                f"progress_seconds must be a positive time, not {self.progress_seconds}"
+                f"progress_seconds must be 0 or more seconds, not {self.progress_seconds}"
             )
         if not re.fullmatch(r"[A-Za-z0-9_-]*", self.tool_prefix):
             raise ValueError(

@@ -245,14 +245,16 @@ class McpTools:
 
         Raises:
             MCPError: ``-32602`` (invalid params), for a tool this client is not
-                offered, as the MCP specification has it for an unknown tool.
+                offered, as the MCP specification has it for an unknown tool (one whose
+                offer a plugin failed to decide is an error result instead).
 
         """
         ctx = await self.context(request)
         if (request.meta or {}).get(FORGET_SHOWN_META_KEY) is True:
             ctx.forget_shown()
         offer = await self.toolset.offer(ctx)
-        if self._registered(params.name) not in offer.offered:
+        registered = self._registered(params.name)
+        if registered not in offer.offered and registered not in offer.failures:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         asked = (request.meta or {}).get("progress_token") is not None
         result = await self.toolset.execute(
