@@ -388,6 +388,7 @@ def test_each_call_finds_what_the_one_before_saw_in_its_roots_own_store(tmp_path
     assert stores.stat().st_mode & 0o777 == 0o700
 
 
+@pytest.mark.slow
 def test_a_kept_session_file_of_an_earlier_layout_is_replaced(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("one\n")
     name = hashlib.sha256(os.fsencode(os.path.realpath(tmp_path))).hexdigest()[:32]
@@ -507,6 +508,7 @@ OWNER_OF_A_SERVER = (
 )
 
 
+@pytest.mark.slow
 def test_servers_a_client_runs_at_once_are_distinct_owners_and_one_after_another_the_same(
     tmp_path: Path,
 ) -> None:
@@ -531,6 +533,7 @@ def test_servers_a_client_runs_at_once_are_distinct_owners_and_one_after_another
     assert again == owner
 
 
+@pytest.mark.slow
 def test_an_unusable_state_directory_is_one_line(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
@@ -549,6 +552,7 @@ def test_an_unusable_state_directory_is_one_line(tmp_path: Path) -> None:
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "arguments",
     ['{"file_path": "a.txt", "offset": 1' + "0" * 4400 + "}", "[" * 50_000 + "]" * 50_000],
@@ -562,6 +566,7 @@ def test_call_arguments_json_cannot_hold_are_a_usage_error(tmp_path: Path, argum
     assert len(result.stderr.splitlines()) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("option", "said"),
     [

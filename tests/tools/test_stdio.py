@@ -283,6 +283,7 @@ SLOW = Slow()
 """
 
 
+@pytest.mark.slow
 def test_a_client_gone_during_a_call_ends_the_server_quietly(tmp_path: Path) -> None:
     (tmp_path / "plugin").mkdir()
     (tmp_path / "plugin" / "slow_reads.py").write_text(SLOW_READS)
