@@ -451,7 +451,7 @@ def test_unsafe_bindings_are_refused(workspace: Path, tmp_path: Path) -> None:
     assert "loopback only" in refused(*root, "--host", "0.0.0.0", "--no-auth")
     assert "contradict" in refused(*root, "--no-auth", "--token-file", str(token_file(tmp_path)))
     assert "CTXFS_TOKEN" in refused(*root, env={"CTXFS_TOKEN": "short"})
-    assert "--owner: 'a b' is not a principal name" in refused(*root, "--owner", "a b")
+    assert "--owner: the principal is no name" in refused(*root, "--owner", "a b")
     assert "cannot read the token file" in refused(*root, "--token-file", str(tmp_path / "none"))
 
 
