@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from ctxfs.core import Backend, Fs
+    from ctxfs.core import Backend, Fs, Unavailable
     from ctxfs.tools.toolset import FsToolset
 
 __all__ = [
@@ -150,6 +150,12 @@ def client_owner() -> str:
     return f"client-{parent}-{started}"
 
 
+_OWNER_BUCKETS: Final = 4096
+"""Lock files of owners in the state directory at most (``owners/``)."""
+_held_owners: list[int] = []
+"""The locks this process holds, until it ends."""
+
+
 def server_owner() -> str:
     """The owner stdio ``serve`` works for by default: :func:`client_owner`, while it is free.
 
@@ -176,10 +182,6 @@ def server_owner() -> str:
     return f"{base}-pid{os.getpid()}"
 
 
-_OWNER_BUCKETS: Final = 4096
-_held_owners: list[int] = []
-
-
 def _state_directory(kind: str) -> Path:
     """The directory *kind* of the user's state directory, made private if missing."""
     from ctxfs.local import default_state_dir  # noqa: PLC0415
@@ -192,7 +194,7 @@ def _state_directory(kind: str) -> Path:
     return directory
 
 
-def _unusable(error: OSError) -> Exception:
+def _unusable(error: OSError) -> Unavailable:
     from ctxfs.local import default_state_dir  # noqa: PLC0415
     from ctxfs.local.flocks import unusable_state_dir  # noqa: PLC0415
 
