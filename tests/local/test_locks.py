@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxfs.core import Busy, InvalidArgument
+from ctxfs.core import Busy, Fs, InvalidArgument
 from ctxfs.local import LocalBackend, flocks
 
 pytestmark = pytest.mark.anyio
@@ -86,6 +86,25 @@ async def test_waits_are_bounded(workspace: tuple[Path, Path]) -> None:
                 pass  # pragma: no cover
         assert 0.25 < anyio.current_time() - started < 2
         assert caught.value.retryable
+
+
+async def test_busy_names_the_path_as_spelled_not_the_hosts(workspace: tuple[Path, Path]) -> None:
+    root, state = workspace
+    (root / "d").mkdir()
+    (root / "d" / "a.txt").write_text("one\n")
+    fs = Fs(LocalBackend(root, state_dir=state), load_entrypoints=False, lock_timeout=0.2)
+    async with fs:
+        ctx = fs.context(owner="agent")
+        await ctx.fs.read("d/a.txt")
+        key = (await fs.backend.locate("d/a.txt")).key
+        assert key.startswith("/")  # the kernel's path on this host
+        for hold in (fs.file_context.locks.hold(key, timeout=1), fs.backend.lock(key, timeout=1)):
+            assert hold is not None
+            async with hold:
+                with pytest.raises(Busy) as caught:
+                    await ctx.fs.edit("./d/a.txt", "one", "two")
+            assert caught.value.path == "d/a.txt"  # (normalized, relative to the root)
+            assert str(root) not in str(caught.value)
 
 
 def test_a_forked_child_neither_keeps_nor_releases_the_parents_lock(

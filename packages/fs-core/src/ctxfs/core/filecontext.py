@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from ctxfs.core.errors import FsError, NotObserved, Stale
+from ctxfs.core.errors import Busy, FsError, NotObserved, Stale
 from ctxfs.core.hookspecs import hookimpl
 from ctxfs.core.locks import KeyedLocks
 from ctxfs.core.observations import (
@@ -198,16 +198,26 @@ class FileContextPlugin:
     ) -> AbstractAsyncContextManager[object]:
         """Hold the file's in-process lock, then the backend's, within one deadline."""
         del ctx
-        return self._hold(op.key)
+        return self._hold(op)
 
     @asynccontextmanager
-    async def _hold(self, key: str) -> AsyncIterator[None]:
+    async def _hold(self, op: Operation) -> AsyncIterator[None]:
         deadline = anyio.current_time() + self.lock_timeout
-        async with self.locks.hold(key, timeout=self.lock_timeout):
-            remaining = max(0.0, deadline - anyio.current_time())
-            backend_lock = self.backend.lock(key, timeout=remaining)
-            async with nullcontext() if backend_lock is None else backend_lock:
-                yield
+        try:
+            async with self.locks.hold(op.key, timeout=self.lock_timeout):
+                remaining = max(0.0, deadline - anyio.current_time())
+                backend_lock = self.backend.lock(op.key, timeout=remaining)
+                async with nullcontext() if backend_lock is None else backend_lock:
+                    yield
+        except Busy as busy:
+            if busy.path != op.key:
+                raise
+            waited = busy.details.get("waited_seconds", self.lock_timeout)
+            raise Busy(  # the path as the caller spelled it, not the key (a host's path)
+                f"{op.path!r} is being changed by someone else (waited {waited:g}s)",
+                path=op.path,
+                details=busy.details,
+            ) from busy
 
 
 _GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE, OpKind.MOVE})
