@@ -27,7 +27,7 @@ import anyio
 
 from ctxfs.core.errors import Busy, FsError, NotObserved, Stale
 from ctxfs.core.hookspecs import hookimpl
-from ctxfs.core.locks import KeyedLocks
+from ctxfs.core.locks import KeyedLocks, held_by_another
 from ctxfs.core.observations import (
     DEFAULT_MAX_OBSERVATIONS,
     LineRanges,
@@ -213,11 +213,8 @@ class FileContextPlugin:
             if busy.path != op.key:
                 raise
             waited = busy.details.get("waited_seconds", self.lock_timeout)
-            raise Busy(  # the path as the caller spelled it, not the key (a host's path)
-                f"{op.path!r} is being changed by someone else (waited {waited:g}s)",
-                path=op.path,
-                details=busy.details,
-            ) from busy
+            # the path as the caller spelled it, not the key (on fs-local, a host's path)
+            raise held_by_another(op.path, waited=waited) from busy
 
 
 _GUARDED = frozenset({OpKind.WRITE, OpKind.EDIT, OpKind.INSERT, OpKind.DELETE, OpKind.MOVE})

@@ -17,7 +17,7 @@ import anyio
 
 from ctxfs.core.errors import Busy
 
-__all__ = ["KeyedLocks", "acquire_with_backoff"]
+__all__ = ["KeyedLocks", "acquire_with_backoff", "held_by_another"]
 
 _FIRST_DELAY = 0.0005
 _MAX_DELAY = 0.02
@@ -78,13 +78,18 @@ async def acquire_with_backoff(
     while not try_acquire(False):
         remaining = deadline - anyio.current_time()
         if remaining <= 0:
-            raise Busy(
-                f"{what!r} is being changed by someone else (waited {timeout:g}s)",
-                path=what,
-                details={"waited_seconds": timeout},
-            )
+            raise held_by_another(what, waited=timeout)
         await anyio.sleep(min(delay, remaining))
         delay = min(delay * 2, _MAX_DELAY)
+
+
+def held_by_another(path: str, *, waited: float) -> Busy:
+    """The refusal of a wait of *waited* seconds for the lock of *path*."""
+    return Busy(
+        f"{path!r} is being changed by someone else (waited {waited:g}s)",
+        path=path,
+        details={"waited_seconds": waited},
+    )
 
 
 _ALL: weakref.WeakSet[KeyedLocks] = weakref.WeakSet()

@@ -212,9 +212,9 @@ def _kept_store(backend: Backend, where: str, kind: str, own: set[str]) -> str:
 
     directory = _state_directory(kind)
     root = str(backend.root) if isinstance(backend, LocalBackend) else where
-    name = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]
-    own.add(str(directory / f"{name}.db"))
-    return sqlite_url(directory / f"{name}.db")
+    kept = directory / f"{hashlib.sha256(os.fsencode(root)).hexdigest()[:32]}.db"
+    own.add(str(kept))
+    return sqlite_url(kept)
 
 
 def location(args: argparse.Namespace) -> str:
