@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import hashlib
 import importlib
 import logging
@@ -163,6 +162,8 @@ def server_owner() -> str:
     time are distinct owners (the second gets ``-2``, ...), so that no server's read licenses
     another's change. An owner is held by a lock in the state directory until the process ends.
     """
+    import fcntl  # noqa: PLC0415 - stdio serve's alone, not every command's start-up
+
     base = client_owner()
     directory = _state_directory("owners")
     for number in range(1, _OWNER_BUCKETS + 1):
