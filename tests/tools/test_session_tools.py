@@ -114,6 +114,21 @@ async def test_an_unchanged_reread_is_one_line_until_asked_fresh_or_forgotten(
     assert changed.structured["content"] == "one\n2\nthree\n"
 
 
+async def test_a_version_seen_before_another_is_shown_again(ctx: Context, other: Context) -> None:
+    await written(ctx, "notes.md", "one\ntwo\n")
+    first = await call(ctx, "read", {"file_path": "notes.md"})
+    edit = {"file_path": "notes.md", "old_string": "two", "new_string": "2"}
+    assert not (await call(ctx, "edit", edit)).is_error
+    assert not (await deferred(ctx, "undo", {})).is_error  # back to the version first shown
+    assert (await call(ctx, "read", {"file_path": "notes.md"})).text == first.text
+    assert not (await call(other, "read", {"file_path": "notes.md"})).is_error
+    assert not (await call(other, "edit", edit)).is_error  # someone else's version, then
+    assert (await call(ctx, "read", {"file_path": "notes.md"})).text.startswith("1 one\n2 2\n")
+    back = {"file_path": "notes.md", "old_string": "2", "new_string": "two"}
+    assert not (await call(other, "edit", back)).is_error  # ... the first one again
+    assert (await call(ctx, "read", {"file_path": "notes.md"})).text == first.text
+
+
 async def test_a_window_is_its_offset_and_limit_as_asked(ctx: Context) -> None:
     await written(ctx, "notes.md", "one\ntwo\nthree\n")
     head = {"file_path": "notes.md", "limit": 2}
