@@ -233,6 +233,9 @@ async def test_changes_holds_diffs_up_to_the_output_limit(
     assert shown
     assert sum(len(file["diff"]) for file in shown) <= 2_000
     assert all(file["diff_left_out"] for file in files[len(shown) :])
+    assert [bool(file.get("diff_whole")) for file in files] == [True] * len(shown) + [False] * (
+        len(paths) - len(shown)
+    )
     assert len(listed.text) < 2_000 + 200 * len(paths)  # each file a line or two besides
     assert "(diff left out, the answer being long: ask for this path alone)" in listed.text
     alone = await deferred(ctx, "changes", {"path": paths[-1]})

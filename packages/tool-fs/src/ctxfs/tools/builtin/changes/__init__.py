@@ -66,7 +66,7 @@ class ChangesTool(Tool[ChangesArgs, ChangesData]):
         budget = step.ctx.opened_fs.text_options.max_output_chars  # (for the diffs together)
         for file in files:
             if file.diff is not None and len(file.diff) > budget:
-                file.diff, file.diff_left_out = None, True
+                file.diff, file.diff_whole, file.diff_left_out = None, False, True
             budget -= len(file.diff or "")
         return self.data(target=under or None, files=files)
 
