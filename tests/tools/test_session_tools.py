@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -214,6 +215,44 @@ async def test_changes_lists_the_files_changed_since_with_their_diffs(
     assert [file["path"] for file in under.structured["files"]] == ["src/app.py"]
     stale = await call(ctx, "edit", _edit("src/app.py", "x = 2", "x = 3"))
     assert stale.error_code is ErrorCode.STALE  # listing changes is no read
+
+
+async def test_changes_says_what_took_a_files_place(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret\n")
+    names = ["dir.txt", "fifo.txt", "gone.txt", "link.txt", "sub/below.txt"]
+    async with open_fs(str(root), load_entrypoints=False) as fs:
+        ctx = fs.context(owner="agent")
+        for name in names:
+            (root / name).write_text("x\n")
+            await ctx.fs.read(name)
+        for name in names[:4]:
+            (root / name).unlink()
+        (root / "dir.txt").mkdir()
+        os.mkfifo(root / "fifo.txt")
+        (root / "link.txt").symlink_to(outside / "secret.txt")
+        (root / "sub").rename(root / "moved")
+        (root / "sub").symlink_to(outside)
+        listed = await deferred(ctx, "changes", {})
+    files = listed.structured["files"]
+    assert [(file["path"], file.get("current_kind")) for file in files] == [
+        ("dir.txt", "directory"),
+        ("fifo.txt", "other"),
+        ("gone.txt", None),
+        ("link.txt", "symlink"),
+        ("sub/below.txt", "symlink"),
+    ]
+    lines = [line.split(" (you saw")[0] for line in listed.text.splitlines()[1:-1]]
+    assert lines == [
+        "dir.txt: a directory now",
+        "fifo.txt: a special file now (not a regular file)",
+        "gone.txt: deleted",
+        "link.txt: a link out of the root now (it or a parent directory)",
+        "sub/below.txt: a link out of the root now (it or a parent directory)",
+    ]
+    assert "secret" not in listed.text
 
 
 async def test_changes_holds_diffs_up_to_the_output_limit(

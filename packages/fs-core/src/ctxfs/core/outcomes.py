@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ctxfs.core.backend.files import FileKind
 from ctxfs.core.versions import Version
 
 __all__ = [
@@ -245,6 +246,9 @@ class ChangedFile:
     """The version the owner last saw (or wrote)."""
     current: Version | None
     """The version there now; None: the file is gone."""
+    current_kind: FileKind | None = None
+    """What the path names now where that is no file: a directory, a special file, or a link
+    (the path's or a parent's) out of the root; None: a file, or nothing."""
     diff: str | None = None
     """What changed since :attr:`seen`, when its content is kept: a unified diff, or a
     summary when too much changed (:attr:`diff_whole` false)."""

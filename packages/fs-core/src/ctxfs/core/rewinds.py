@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -119,11 +119,14 @@ async def changed(ctx: Context) -> list[ChangedFile]:
         path = seen.path or key
         try:  # what the policies let the owner read now (where the kernel resolves it), only
             await opened_fs.hooks.authorize(ctx, await _located_read(ctx, path, key))
-            now, data = await _current(ctx, path)
-        except (Refused, InvalidPath, OutsideRoot):
+            now, data, kind = await _current(ctx, path)
+        except OutsideRoot:  # the path, or a parent, is a link out of the root now
+            now, data, kind = None, None, FileKind.SYMLINK
+        except (Refused, InvalidPath):
             continue
         if now != seen.version:
-            found.append(await _changed_file(ctx, path, key, seen.version, now=now, data=data))
+            changed_file = await _changed_file(ctx, path, key, seen.version, now=now, data=data)
+            found.append(replace(changed_file, current_kind=kind))
     return sorted(found, key=lambda changed_file: changed_file.path)
 
 
@@ -136,26 +139,28 @@ async def _located_read(ctx: Context, path: str, key: str) -> Operation:
     return Operation(kind=OpKind.READ, path=path, resolved=where.resolved, key=where.key)
 
 
-async def _current(ctx: Context, path: str) -> tuple[Version | None, bytes | None]:
-    """The version at *path* now (None: no file), and its content where reading it told."""
+async def _current(ctx: Context, path: str) -> tuple[Version | None, bytes | None, FileKind | None]:
+    """*path*'s version now (None: no file), its content if read, its kind if not a file."""
     backend, memory = ctx.opened_fs.backend, ctx.opened_fs.session_memory
     try:
         stat = await backend.stat(path)
     except (NotFound, NotADirectory):
-        return None, None
-    if stat.version is not None or stat.kind is not FileKind.FILE:
-        return stat.version, None
+        return None, None, None
+    if stat.kind is not FileKind.FILE:
+        return None, None, stat.kind
+    if stat.version is not None:
+        return stat.version, None, None
     try:
         if memory is not None:
             with suppress(TooLarge):
                 blob = await backend.read(path, max_size=memory.store.max_bytes_per_owner)
-                return blob.version, blob.data
+                return blob.version, blob.data, None
         async with backend.open_read(path) as stream:
             async for _ in stream:
                 pass
     except NotFound:  # gone meanwhile
-        return None, None
-    return stream.version, None
+        return None, None, None
+    return stream.version, None, None
 
 
 async def _changed_file(

@@ -7,6 +7,8 @@ Deferred by default: found through ``search_tools``.
 
 from __future__ import annotations
 
+from typing import Final
+
 from pydantic import BaseModel, Field
 
 from ctxfs.core import normalize_path
@@ -29,6 +31,10 @@ class ChangedFileData(BaseModel):
     path: str
     seen: str = Field(description="The version you last read or wrote.")
     current: str | None = Field(default=None, description="The version now; absent: deleted.")
+    current_kind: str | None = Field(
+        default=None,
+        description="What is there now, if no file: directory, symlink (out of the root), other.",
+    )
     diff: str | None = Field(
         default=None, description="What changed since your version, when it is kept."
     )
@@ -77,7 +83,8 @@ class ChangesTool(Tool[ChangesArgs, ChangesData]):
         lines = [f"{count(len(data.files), 'file')} you read or wrote{where} changed since:"]
         for file in data.files:
             if file.current is None:
-                lines.append(f"{file.path}: deleted (you saw version {file.seen})")
+                now = _NOW_THERE.get(file.current_kind or "", "deleted")
+                lines.append(f"{file.path}: {now} (you saw version {file.seen})")
                 continue
             lines.append(f"{file.path}: version {file.seen} -> {file.current}")
             if file.diff_left_out:
@@ -87,5 +94,11 @@ class ChangesTool(Tool[ChangesArgs, ChangesData]):
         lines.append("(read a file again before you change it)")
         return "\n".join(lines)
 
+
+_NOW_THERE: Final = {
+    "directory": "a directory now",
+    "symlink": "a link out of the root now (it or a parent directory)",
+    "other": "a special file now (not a regular file)",
+}
 
 CHANGES = ChangesTool()
