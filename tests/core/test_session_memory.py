@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from ctxfs.core import (
@@ -805,6 +806,65 @@ async def test_an_undone_directory_move_moves_back_only_the_tree_it_moved(
             "archive/e/f.txt": b"A's\n",
             "g/f.txt": None,
         }
+
+
+class _WritesDuringTheUndo:
+    """Another owner's write into the moved directory while the undo's move is authorized."""
+
+    def __init__(self) -> None:
+        self.then: Callable[[], Awaitable[object]] | None = None
+
+    @hookimpl
+    async def ctxfs_authorize(self, ctx: Any, op: Operation) -> None:
+        if self.then is not None and ctx.owner == A and op.kind.value == "move":
+            then, self.then = self.then, None
+            await then()
+
+
+async def test_an_entry_made_while_a_directory_move_is_undone_stops_it(local_place: Place) -> None:
+    during = _WritesDuringTheUndo()
+    async with local_place.open(plugins=[during]) as fs:
+        await seed(fs, {"src/x.txt": b"x\n"})
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        await a.move("src", "lib")
+        during.then = lambda: b.write("lib/new.txt", "B's\n")
+        with pytest.raises(Stale, match="changed since your move"):
+            await a.undo()
+        assert await snapshot(fs, ["lib/x.txt", "lib/new.txt", "src/x.txt"]) == {
+            "lib/x.txt": b"x\n",
+            "lib/new.txt": b"B's\n",
+            "src/x.txt": None,
+        }
+
+
+class _CancelsWhenTheMoveEnds:
+    """The caller's deadline passing as observers hear that a move ended."""
+
+    scope: anyio.CancelScope | None = None
+
+    @hookimpl
+    async def ctxfs_finished(self, ctx: Any, op: Operation, error: Any) -> None:
+        if self.scope is not None and op.kind.value == "move":
+            self.scope.cancel()
+        await anyio.lowlevel.checkpoint()
+
+
+async def test_a_directory_move_undone_when_the_call_is_cancelled_ends_whole(
+    local_place: Place,
+) -> None:
+    deadline = _CancelsWhenTheMoveEnds()
+    async with local_place.open(plugins=[deadline]) as fs:
+        await seed(fs, {"d/f.txt": b"x\n"})
+        a = fs.context(owner=A).fs
+        await a.move("d", "p/q/e")  # makes p and p/q
+        with anyio.CancelScope() as deadline.scope:
+            await a.undo()
+        assert deadline.scope.cancelled_caught
+        deadline.scope = None
+        assert sorted(entry.name for entry in await fs.backend.list("")) == ["d"]
+        assert await snapshot(fs, ["d/f.txt"]) == {"d/f.txt": b"x\n"}
+        with pytest.raises(InvalidArgument, match="only 0 step"):
+            await a.undo()  # the step went with the move back
 
 
 async def test_an_undone_move_removes_the_directories_it_made(fs: Fs) -> None:

@@ -420,9 +420,10 @@ class ContextFs(Browsing):
                 content to put back is not kept (the store's bound), or the session
                 store missed a step among them.
             Stale: A file was changed by someone else since the owner's step, or
-                between two of them (or a directory moved back is not the tree the
-                step moved); the error names each (``details["changed"]``) with its
-                diff, and nothing changed.
+                between two of them (or a directory to move back holds other names
+                than the step moved; files changed inside it move back with it); the
+                error names each (``details["changed"]``) with its diff, and nothing
+                changed.
             Unavailable: The session store missed a step and cannot be told so yet.
             NotEnabled: The ``Fs`` keeps no session memory.
             FsError: Any refusal of a policy, ``Busy``, or what the store raised.

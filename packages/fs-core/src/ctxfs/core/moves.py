@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final, TypeAlias
@@ -20,6 +20,7 @@ from ctxfs.core.errors import (
     InvalidArgument,
     NotADirectory,
     NotFound,
+    Stale,
     TooLarge,
 )
 from ctxfs.core.globs import relative_to
@@ -34,7 +35,15 @@ if TYPE_CHECKING:
     from ctxfs.core.backend import Update
     from ctxfs.core.context import Context
 
-__all__ = ["MAX_MOVED_ENTRIES", "entries_below", "kind_at", "move", "moving", "tree_version"]
+__all__ = [
+    "MAX_MOVED_ENTRIES",
+    "another_tree",
+    "entries_below",
+    "kind_at",
+    "move",
+    "moving",
+    "tree_version",
+]
 
 MAX_MOVED_ENTRIES: Final = 1000
 """Most entries (files, directories, links, at any depth) one directory move carries:
@@ -65,8 +74,15 @@ async def move(
     *,
     overwrite: bool,
     record: bool = True,
+    tree: Version | None = None,
+    then: Callable[[], Awaitable[None]] | None = None,
 ) -> MoveOutcome:
-    """:meth:`ContextFs.move <ctxfs.core.ContextFs.move>` (*record*: as a step of the owner's)."""
+    """:meth:`ContextFs.move <ctxfs.core.ContextFs.move>` (*record*: as a step of the owner's).
+
+    With *tree* (an undo's): only the directory whose :func:`tree_version` is *tree* moves,
+    checked under its locks; *then* runs, shielded, once it has moved, before the observers
+    hear that the move ended.
+    """
     async with moving(ctx, source, destination, file=False) as (leaving, arriving):
         if not leaving.op.path or not arriving.op.path:
             raise InvalidArgument(
@@ -76,8 +92,11 @@ async def move(
             await ctx.opened_fs.hooks.authorize(ctx, report.op)
         if (await kind_at(ctx, leaving.op.path)) is FileKind.DIRECTORY:
             moved = await _move_directory(
-                ctx, leaving.op, arriving.op, overwrite=overwrite, record=record
+                ctx, leaving.op, arriving.op, overwrite=overwrite, record=record, tree=tree
             )
+            if then is not None:
+                with anyio.CancelScope(shield=True):
+                    await then()
             return MoveOutcome(
                 path=leaving.op.path,
                 destination=arriving.op.path,
@@ -85,6 +104,8 @@ async def move(
                 directory=True,
                 moved=moved,
             )
+        if tree is not None:
+            raise another_tree(leaving.op.path)
         check_file_spelling(source, leaving.op.path)
         check_file_spelling(destination, arriving.op.path)
         await _move_file(ctx, leaving, arriving, overwrite=overwrite, record=record)
@@ -93,6 +114,16 @@ async def move(
         destination=arriving.op.path,
         version=arriving.stored,
         replaced=arriving.before,
+    )
+
+
+def another_tree(path: str) -> Stale:
+    """The refusal to undo a directory move to *path* whose tree is no longer the one moved."""
+    return Stale(
+        f"{path} changed since your move (entries came, went or were renamed, or it is "
+        "no longer the directory you moved); nothing was moved back",
+        path=path,
+        hint=f"Leave it, or move what you need from {path} by hand.",
     )
 
 
@@ -131,7 +162,13 @@ async def _move_file(
 
 
 async def _move_directory(
-    ctx: Context, here: Operation, there: Operation, *, overwrite: bool, record: bool = True
+    ctx: Context,
+    here: Operation,
+    there: Operation,
+    *,
+    overwrite: bool,
+    record: bool,
+    tree: Version | None,
 ) -> int:
     """Move directory *here* whole to *there* (both authorized); return the entries moved.
 
@@ -149,6 +186,8 @@ async def _move_directory(
             hint="Choose a destination that does not exist yet.",
         )
     entries = await entries_below(ctx, here.path)
+    if tree is not None and tree_version(entries) != tree:
+        raise another_tree(here.path)
     pairs = [(here, there)]
     pairs += [await _entry_pair(ctx, here, there, relative, kind) for relative, kind in entries]
     for pair in pairs[1:]:

@@ -34,7 +34,7 @@ from ctxfs.core.errors import (
     TooLarge,
     Unavailable,
 )
-from ctxfs.core.moves import entries_below, kind_at, move, tree_version
+from ctxfs.core.moves import another_tree, entries_below, kind_at, move, tree_version
 from ctxfs.core.mutations import rolled_back, store, taken_back, updating_all
 from ctxfs.core.outcomes import ChangedFile, Operation, OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import Report, reported
@@ -402,7 +402,7 @@ async def _move_back(
         )
     there, here = moves[0].path, moves[0].moved_from
     assert here is not None
-    await _refuse_another_tree(ctx, there, moves[0].after)
+    await _refuse_another_tree(ctx, there, moves[0].after)  # (the move checks it under the locks)
     if await kind_at(ctx, here) is not None:  # (the move back checks it again, under the locks)
         raise AlreadyExists(
             f"{here} exists again, so the move to {there} cannot be undone; nothing changed",
@@ -415,10 +415,22 @@ async def _move_back(
         if dry_run:
             directories, kept = await removable(ctx, directories, [there])
         else:
-            await move(ctx, there, here, overwrite=False, record=False)
-            with anyio.CancelScope(shield=True):  # (moved back: the undo ends whole)
+
+            async def moved_back() -> None:  # (shielded: the undo ends whole)
+                nonlocal directories, kept
                 directories, kept = await remove_made(ctx, directories)
                 await _drop_steps(ctx, memory, [step], covered)
+
+            kept = []
+            await move(
+                ctx,
+                there,
+                here,
+                overwrite=False,
+                record=False,
+                tree=moves[0].after,
+                then=moved_back,
+            )
     return UndoOutcome(
         steps=(step.number,),
         files=(RestoredFile(path=here, was=None, now=None),),
@@ -435,12 +447,7 @@ async def _refuse_another_tree(ctx: Context, there: str, moved: Version | None) 
     except (NotFound, NotADirectory):
         now = None
     if now != moved or await kind_at(ctx, there) is not FileKind.DIRECTORY:
-        raise Stale(
-            f"{there} changed since your move (entries came, went or were renamed, or it is "
-            "no longer the directory you moved); nothing was moved back",
-            path=there,
-            hint=f"Leave it, or move what you need from {there} by hand.",
-        )
+        raise another_tree(there)
 
 
 async def _refuse_changed(
