@@ -46,7 +46,7 @@ def test_call_prints_what_the_model_would_read(
     assert [entry["name"] for entry in data["entries"]] == ["a.txt"]
 
 
-def test_call_failures_are_one_line_with_the_code(
+def test_a_call_failure_is_a_line_with_the_code_then_what_helps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "a.txt").write_text("one\n")
@@ -54,8 +54,13 @@ def test_call_failures_are_one_line_with_the_code(
     assert main(["call", "--root", str(tmp_path), "write", write]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("ctxfs: error [not_observed]: ")
-    assert captured.err.count("\n") == 1
+    first, *rest = captured.err.splitlines()
+    assert first.startswith("ctxfs: error [not_observed]: ")
+    assert rest == ["Next: Read the file first, then retry the change."]
+    assert main(["call", "--root", str(tmp_path), "--json", "write", write]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"{first}\n"  # the rest is in the JSON
+    assert json.loads(captured.out)["error"]["hint"] == rest[0].removeprefix("Next: ")
     assert (tmp_path / "a.txt").read_text() == "one\n"
 
 
@@ -356,6 +361,8 @@ def test_call_read_then_edit_through_a_shared_observation_store(tmp_path: Path) 
     assert call("b", "edit", file_path="a.txt", old_string="one", new_string="1").returncode == 0
     stale = call("a", "edit", file_path="a.txt", old_string="2", new_string="two")
     assert stale.stderr.startswith("ctxfs: error [stale]"), stale.stderr
+    assert "\n-one\n+1\n" in stale.stderr  # what changed since its version, as the model sees it
+    assert "\nNext: " in stale.stderr
     assert (root / "a.txt").read_text() == "1\n2\n"
 
 

@@ -33,8 +33,11 @@ async def call(args: argparse.Namespace) -> int:
         print(json.dumps(result.structured, indent=2, ensure_ascii=False))
     elif not result.is_error:
         print(result.text)
-    if result.data.error is not None:
-        print(f"ctxfs: error [{result.error_code}]: {result.data.error.message}", file=sys.stderr)
+    failure = result.data.error
+    if failure is not None:
+        said = f"error [{failure.code.value}]: {failure.message}"
+        rest = "" if args.json else result.text.removeprefix(f"E{said[1:]}")  # diff, next step
+        print(f"ctxfs: {said}{rest}", file=sys.stderr)
         return 1
     return 0
 
