@@ -419,6 +419,20 @@ def test_a_line_that_is_no_message_gets_the_json_rpc_error_and_the_server_reads_
     assert sorted(reply["id"] for reply in replies if "result" in reply) == [1, 2, 3, 4]
 
 
+def test_a_request_whose_id_is_no_string_nor_integer_is_answered_invalid(
+    workspace: Path,
+) -> None:
+    odd = [b'{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % i for i in (b"1.5", b"null", b"{}")]
+    odd += [b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', b'{"jsonrpc": "2.0", "id": 1.0}']
+    notified = b'{"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}'
+    replies = wire(*odd, notified, ping(7), b'{"jsonrpc": "2.0", "id": "8", "method": "ping"}',
+                   root=workspace)  # fmt: skip
+    errors = [reply for reply in replies if "error" in reply]
+    assert [(error["id"], error["error"]["code"]) for error in errors] == [(None, -32600)] * 5
+    assert "must be a string or an integer" in errors[0]["error"]["message"]
+    assert sorted(str(reply["id"]) for reply in replies if "result" in reply) == ["7", "8"]
+
+
 def test_a_line_longer_than_the_limit_is_dropped_and_answered(workspace: Path) -> None:
     # 64 MiB of one line, with no newline until its end: it is never held whole (the reader
     # keeps at most the limit), and the request after it is served.

@@ -4,8 +4,9 @@
 
 - a line longer than ``max_message_bytes`` (4 MiB, the SDK's limit of an HTTP body) is
   dropped as it arrives, never held whole;
-- a line that is too long, not JSON, or not a JSON-RPC message gets the JSON-RPC error reply
-  (id null), and the server reads on; blank lines are skipped;
+- a line that is too long, not JSON, or not a JSON-RPC message (an id neither a string nor an
+  integer included, which the SDK would take for a notification's) gets the JSON-RPC error
+  reply (id null), and the server reads on; blank lines are skipped;
 - when the client closes stdin, the requests it sent before (and did not cancel) are
   answered first, for 30 seconds at most.
 
@@ -16,6 +17,7 @@ reads see EOF and stray prints miss the wire.
 from __future__ import annotations
 
 import io
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +50,8 @@ DEFAULT_MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_REQUEST_BODY_SIZE
 
 _TOO_LONG: Final = "\x00 the line is too long\n"
 """What a line longer than the limit is read as: no JSON, told apart by :func:`_refusal`."""
+_BAD_ID: Final = "\x00 the id is neither a string nor an integer\n"
+"""What a message whose id is neither a string nor an integer is read as (:func:`_refusal`)."""
 _DRAIN_SECONDS: Final = 30.0
 """How long the requests still running when the input ends may take to be answered."""
 
@@ -101,7 +105,19 @@ class _BoundedLines(io.TextIOWrapper):
                     line = self.source.readline(1 << 16)
                 return _TOO_LONG
             if not line or line.strip():
-                return line.decode("utf-8", "replace")
+                text = line.decode("utf-8", "replace")
+                return _BAD_ID if _has_bad_id(text) else text
+
+
+def _has_bad_id(line: str) -> bool:
+    """Whether *line* is a JSON object with an id that is neither a string nor an integer."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    return isinstance(message["id"], bool) or not isinstance(message["id"], str | int)
 
 
 class _Unanswered:
@@ -201,6 +217,9 @@ def _refusal(error: Exception, max_line_bytes: int) -> ErrorData:
         first = error.errors()[0]
         if first["input"] == _TOO_LONG:
             message = f"Invalid Request: the line is longer than {max_line_bytes} bytes"
+            return ErrorData(code=INVALID_REQUEST, message=message)
+        if first["input"] == _BAD_ID:
+            message = "Invalid Request: the id must be a string or an integer"
             return ErrorData(code=INVALID_REQUEST, message=message)
         if first["type"] == "json_invalid":
             return ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
