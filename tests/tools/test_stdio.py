@@ -187,7 +187,7 @@ def test_a_client_that_closes_before_its_first_message_ends_the_server(
 ) -> None:
     assert started.stdin is not None
     started.stdin.close()
-    assert started.wait(timeout=10) == 0
+    assert started.wait(timeout=60) == 0  # (its start-up included: a loaded machine is slow)
 
 
 def test_requests_sent_before_the_client_closes_are_all_answered(
