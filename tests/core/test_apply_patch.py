@@ -12,6 +12,7 @@ from ctxfs.core import (
     Hunk,
     InvalidArgument,
     MemoryBackend,
+    NoChange,
     NoMatch,
     NotFound,
     NotObserved,
@@ -111,6 +112,32 @@ async def test_a_patch_whose_last_hunk_does_not_apply_changes_nothing(
     assert not await present(memory_backend, "new.txt")
     for path, data in tree.items():
         assert (await memory_backend.read(path)).data == data
+
+
+async def test_hunks_that_change_nothing_are_no_change_unless_the_file_moves(
+    memory_backend: MemoryBackend, memory_ctx: Context, tree: dict[str, bytes]
+) -> None:
+    same = hunk(["import os"], ["import os"])
+    with pytest.raises(NoChange, match=r"the hunks for src/app\.py change nothing"):
+        await memory_ctx.fs.apply_patch(
+            [FilePatch(action=DELETE, path="old.txt"), update("src/app.py", same)]
+        )
+    assert await present(memory_backend, "old.txt")
+    await memory_ctx.fs.apply_patch([update("src/app.py", same, move_to="app.py")])
+    assert (await memory_backend.read("app.py")).data == tree["src/app.py"]
+    assert not await present(memory_backend, "src/app.py")
+
+
+async def test_the_anchors_of_a_hunk_that_only_adds_lines_must_be_there(
+    memory_backend: MemoryBackend, memory_ctx: Context, tree: dict[str, bytes]
+) -> None:
+    added = hunk([], ["    return 2"], anchors=("def no_such_function():",))
+    with pytest.raises(NoMatch, match="its @@ line 'def no_such_function\\(\\):' is not"):
+        await memory_ctx.fs.apply_patch([update("src/util.py", added)])
+    assert (await memory_backend.read("src/util.py")).data == tree["src/util.py"]
+    found = hunk([], ["# the end"], anchors=("def helper():",))
+    await memory_ctx.fs.apply_patch([update("src/util.py", found)])
+    assert (await memory_backend.read("src/util.py")).data == tree["src/util.py"] + b"# the end\n"
 
 
 async def test_a_stale_file_fails_before_anything_is_written(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfs.core import Stale
+from ctxfs.core import FilePatch, Hunk, PatchAction, Stale
 from ctxfs.local import LocalBackend
 from tests.local.conftest import Layout, MakeFs
 
@@ -83,3 +83,20 @@ async def test_a_writer_bypassing_ctxfs_during_the_read_itself_is_caught(
             async with backend.open_update("a.txt"):
                 pass  # pragma: no cover - never entered
     assert target.read_bytes() == b"ALPHA\n"
+
+
+async def test_a_patch_that_moves_and_changes_a_script_keeps_its_mode(
+    make_fs: MakeFs, layout: Layout
+) -> None:
+    for name in ("run.sh", "kept.sh"):
+        (layout.root / name).write_bytes(b"#!/bin/sh\necho hi\n")
+        (layout.root / name).chmod(0o751)
+    ctx = make_fs().context(owner="agent")
+    changed = Hunk(old=("echo hi",), new=("echo hello",))
+    for name, move_to in (("run.sh", "bin/run.sh"), ("kept.sh", None)):
+        await ctx.fs.read(name)
+        patch = FilePatch(action=PatchAction.UPDATE, path=name, hunks=(changed,), move_to=move_to)
+        await ctx.fs.apply_patch([patch])
+    for name in ("bin/run.sh", "kept.sh"):
+        assert (layout.root / name).read_bytes() == b"#!/bin/sh\necho hello\n"
+        assert (layout.root / name).stat().st_mode & 0o777 == 0o751

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from ctxfs.core.errors import FsError, InvalidArgument
+from ctxfs.core.errors import FsError, InvalidArgument, NoChange
 from ctxfs.core.moves import moving
 from ctxfs.core.mutations import Opened, Refusal, rolled_back, store, taken_back, updating_all
 from ctxfs.core.outcomes import OpKind, PatchedFile, PatchOutcome
@@ -112,7 +112,12 @@ async def _patched(ctx: Context, part: _PatchPart) -> tuple[Change, AnyDocument]
         document = decoded(ctx.opened_fs, path, current)
         return patch_document(document, located), document
 
-    return await text_work(current.size, hunks, costly=len(patch.hunks) > 1)
+    try:
+        return await text_work(current.size, hunks, costly=len(patch.hunks) > 1)
+    except NoChange:
+        if patch.move_to is None:
+            raise
+        return None  # a move, no more
 
 
 async def _write_parts(ctx: Context, parts: list[_PatchPart]) -> None:
@@ -162,7 +167,8 @@ async def _write_part(
         done += [(update, None), (there, last.after)]
     else:
         change, document = part.change
-        await store(ctx, last, there, change.data, document)
+        mode = update.mode if there is not update else None  # (moved: the bits go with it)
+        await store(ctx, last, there, change.data, document, mode=mode)
         done.append((there, last.after))
         if there is not update:
             await update.delete()

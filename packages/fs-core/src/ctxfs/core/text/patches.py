@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from ctxfs.core.errors import NoMatch
+from ctxfs.core.errors import NoChange, NoMatch
 from ctxfs.core.text.document import AnyDocument, Change
 
 __all__ = ["FilePatch", "Hunk", "PatchAction", "locate_hunks", "patch_document"]
@@ -75,15 +75,15 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
         return lines if fold is None else [fold(line) for line in lines]
 
     for index, hunk in enumerate(patch.hunks):
-        if not hunk.old:  # lines added at the end, as the models are taught
-            starts.append(len(lines))
-            cursor = len(lines)
-            continue
         for anchor in hunk.anchors:
             after = _find(file, (anchor,), cursor, at_end=False)
             if after is None:
                 raise _not_found(patch, index, f"its @@ line {anchor!r} is")
             cursor = after + 1
+        if not hunk.old:  # lines added at the end (below its anchors), as the models are taught
+            starts.append(len(lines))
+            cursor = len(lines)
+            continue
         start = _find(file, hunk.old, cursor, at_end=hunk.at_end)
         if start is None:
             raise _not_found(patch, index, "its context and removed lines are")
@@ -97,6 +97,7 @@ def patch_document(document: AnyDocument, patch: FilePatch) -> Change:
 
     Raises:
         NoMatch: As :func:`locate_hunks`.
+        NoChange: The hunks add and remove the same lines.
         EncodingError: An added line cannot be written in the file's encoding.
 
     """
@@ -106,6 +107,13 @@ def patch_document(document: AnyDocument, patch: FilePatch) -> Change:
         for tag, old_from, old_to, new_from, new_to in matcher.get_opcodes():
             if tag != "equal":
                 spans.append((start + old_from, start + old_to, hunk.new[new_from:new_to]))
+    if not spans:
+        raise NoChange(
+            f"the hunks for {patch.path} change nothing: the lines they remove are the lines "
+            "they add",
+            path=patch.path,
+            hint="Mark with - the lines as they are and with + the lines as they should be.",
+        )
     return document.replace_lines(spans)
 
 
