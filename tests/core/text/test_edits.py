@@ -471,3 +471,22 @@ def test_a_bare_number_is_text_not_an_empty_numbered_line(old: str) -> None:
     with pytest.raises(FsError) as caught:
         edit(b"two\nthree\n", old, "x")
     assert caught.value.code is ErrorCode.NO_MATCH
+
+
+@pytest.mark.parametrize(
+    ("data", "content", "written"),
+    [
+        (b"a\rb\n", "a\n\nb\n", b"a\r\r\nb\n"),  # a new empty line after a lone \r
+        (
+            "ééé\rb\n\udcff".encode(errors="surrogateescape"),
+            "ééé\n\nb\n\ufffd",
+            "ééé\r\r\nb\n\udcff".encode(errors="surrogateescape"),
+        ),  # (invalid bytes: line by line)
+        (b"a\rb\n", "a\nc\n", b"a\rc\n"),
+    ],
+)
+def test_a_rewrite_never_fuses_a_kept_lone_cr_with_a_new_line_feed(
+    data: bytes, content: str, written: bytes
+) -> None:
+    change = decode_document(data, OPTIONS, path="f").rewrite(content)
+    assert change.data == written

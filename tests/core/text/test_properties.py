@@ -215,6 +215,26 @@ def test_rewrite_in_place_is_the_line_by_line_rewrite(
     assert document.rewrite(content) == expected
 
 
+@settings(max_examples=examples(500), deadline=None)
+@given(data=text_files(), new=rewrites(), keep=st.data())
+def test_a_rewrite_reads_back_as_the_content_written(
+    data: bytes, new: str, keep: st.DataObject
+) -> None:
+    # Kept lines keep their endings and new ones take the file's: a lone \r kept next to a new
+    # \n must not fuse with it into one break (a line would be lost).
+    document = document_of(data)
+    assume(not document.encoding.keeps_invalid_bytes)
+    lines = fold(document.raw_text).splitlines(keepends=True)
+    head = keep.draw(st.integers(0, len(lines)))
+    tail = keep.draw(st.integers(0, len(lines) - head))
+    content = "".join(lines[:head]) + new + "".join(lines[len(lines) - tail :])
+    try:
+        change = document.rewrite(content)
+    except FsError:
+        return
+    assert fold(decoded_as(document, change.data)) == fold(content)
+
+
 @st.composite
 def line_spans(draw: st.DrawFn, total: int) -> list[tuple[int, int, list[str]]]:
     """Spans of lines ``[start, stop)`` in order and apart, each with its new lines."""

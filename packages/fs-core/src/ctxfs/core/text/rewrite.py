@@ -11,7 +11,7 @@ from ctxfs.core.text.changes import (
     refuse_added_replacement_chars,
 )
 from ctxfs.core.text.diffs import MAX_DIFF_CHARS, MAX_DIFF_LINES, short_diff
-from ctxfs.core.text.splicing import slicer
+from ctxfs.core.text.splicing import seal, slicer
 
 if TYPE_CHECKING:
     from ctxfs.core.text.document import TextDocument
@@ -64,17 +64,18 @@ def rewrite_by_lines(document: TextDocument[Any], content: str) -> Change:
         - sum(count_replacement_chars(line, encoding) for line, _ in replaced),
         path=document.path,
     )
-    ending = endings.dominant(document.raw)
-    units: list[Any] = [line + ending_ for line, ending_ in old_lines[:head]]
-    units += [line + (ending if ending_ else ending_) for line, ending_ in added]
-    units += [line + ending_ for line, ending_ in old_lines[len(old_lines) - tail :]]
+    ending, empty = endings.dominant(document.raw), endings.empty
+    kept_head = empty.join(line + ending_ for line, ending_ in old_lines[:head])
+    middle = empty.join(line + (ending if ending_ else ending_) for line, ending_ in added)
+    kept_tail = empty.join(line + ending_ for line, ending_ in old_lines[len(old_lines) - tail :])
+    middle = _sealed(document, kept_head[-1:], middle, kept_tail[:1])
     diff = None
     if len(replaced) + len(added) <= MAX_DIFF_LINES:
         before = "".join(document.text_of(line) + "\n" for line, _ in replaced)
         after = "".join(document.text_of(line) + "\n" for line, _ in added)
         diff = short_diff(before, after, first_line=head + 1)
     return Change(
-        data=document.encode(endings.empty.join(units)),
+        data=document.encode(kept_head + middle + kept_tail),
         replacements=0,
         first_line=head + 1,
         last_line=head + max(1, len(added)),
@@ -146,6 +147,7 @@ def _rewrite_folded(document: TextDocument[AnyStr], content: str) -> Change:
     del old
     middle = added.replace(lf, ending) if ending != lf else added
     del added
+    middle = _sealed(document, raw[raw_head - 1 : raw_head], middle, raw[raw_tail : raw_tail + 1])
     return Change(
         data=_spliced_whole(document, raw_head, middle, raw_tail),
         total_lines=total_lines,
@@ -153,6 +155,20 @@ def _rewrite_folded(document: TextDocument[AnyStr], content: str) -> Change:
         first_line=head_lines + 1,
         last_line=head_lines + max(1, added_lines),
         diff=diff,
+    )
+
+
+def _sealed(
+    document: TextDocument[AnyStr], before: AnyStr, middle: AnyStr, after: AnyStr
+) -> AnyStr:
+    r"""*middle*, kept from fusing with a lone ``\r`` before it or a ``\n`` after it."""
+    return seal(
+        document.endings,
+        before or None,
+        middle,
+        after or None,
+        path=document.path,
+        hint="Change this spot with edit: the line breaks on either side of it do not combine.",
     )
 
 

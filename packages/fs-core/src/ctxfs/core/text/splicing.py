@@ -64,6 +64,7 @@ def seal(
     after: AnyStr | None,
     *,
     path: str,
+    hint: str = "Include one of the two line breaks in old_string.",
 ) -> AnyStr:
     r"""Keep *piece* from fusing a lone ``\r`` and a ``\n`` into one ``\r\n``.
 
@@ -82,7 +83,7 @@ def seal(
                 f"this edit of {path} would fuse a \\r line break with the \\n "
                 "after it into one line break",
                 path=path,
-                hint="Include one of the two line breaks in old_string.",
+                hint=hint,
             )
         return piece
     if before == cr and piece.startswith(lf):
