@@ -15,6 +15,7 @@ from ctxfs.core import (
 )
 from ctxfs.core.text import TextOptions, decode_document
 from ctxfs.core.text.document import strip_line_numbers
+from ctxfs.core.text.edits import Replacement, replace_in_turn
 from ctxfs.core.text.mismatch import MAX_DIAGNOSED_CHARS, diagnose_no_match
 from tests.core.text.corpus import PARAGRAPHS
 
@@ -490,3 +491,16 @@ def test_a_rewrite_never_fuses_a_kept_lone_cr_with_a_new_line_feed(
 ) -> None:
     change = decode_document(data, OPTIONS, path="f").rewrite(content)
     assert change.data == written
+
+
+def test_edits_in_turn_change_a_file_with_invalid_bytes_and_show_them_in_the_diff() -> None:
+    data = "héllo wörld\n".encode() * 3 + b"bad \xff byte\nalpha\nbeta\n"
+    document = decode_document(data, OPTIONS, path="f")
+    edits = [
+        Replacement(old_string="alpha", new_string="A"),
+        Replacement(old_string="byte\nA", new_string="byte\nAA"),
+    ]
+    change = replace_in_turn(document, edits, OPTIONS)
+    assert change.data == data.replace(b"alpha", b"AA")
+    assert (change.first_line, change.last_line) == (5, 5)
+    assert change.diff == "@@ -5,1 +5,1 @@\n-alpha\n+AA"

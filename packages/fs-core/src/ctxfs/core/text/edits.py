@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctxfs.core.errors import EmptyOldString, FsError, InvalidArgument, NoChange
+from ctxfs.core.text.changes import display
+from ctxfs.core.text.diffs import short_diff
 from ctxfs.core.text.document import AnyDocument, Change, decode_document
 from ctxfs.core.text.options import TextOptions
 
@@ -63,14 +65,32 @@ def replace_in_turn(
         current = decode_document(
             change.data, options, path=document.path, encoding=document.encoding
         )
-    whole = document.rewrite(current.logical_text)
+    if document.encoding.keeps_invalid_bytes:  # (its text carries them as escapes)
+        first, last, diff = _changed_lines(document.logical_text, current.logical_text)
+    else:
+        whole = document.rewrite(current.logical_text)
+        first, last, diff = whole.first_line, whole.last_line, whole.diff
     return Change(
-        data=change.data,
-        replacements=replacements,
-        first_line=whole.first_line,
-        last_line=whole.last_line,
-        diff=whole.diff,
+        data=change.data, replacements=replacements, first_line=first, last_line=last, diff=diff
     )
+
+
+def _changed_lines(before: str, after: str) -> tuple[int, int, str | None]:
+    """The first and last changed lines of *after* (1-based), and the diff, invalid bytes shown."""
+    old, new = before.split("\n"), after.split("\n")
+    head, shortest = 0, min(len(old), len(new))
+    while head < shortest and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    replaced, added = old[head : len(old) - tail], new[head : len(new) - tail]
+    diff = short_diff(
+        display("".join(line + "\n" for line in replaced)),
+        display("".join(line + "\n" for line in added)),
+        first_line=head + 1,
+    )
+    return head + 1, head + max(1, len(added)), diff
 
 
 def _of_edit(error: FsError, index: int, count: int) -> FsError:
