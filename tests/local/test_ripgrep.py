@@ -88,3 +88,17 @@ async def test_a_long_ripgrep_search_tells_how_many_files_it_found_so_far(
     assert found.structured["timed_out"] is True
     assert len(heard) >= 3  # every 0.2 s while ripgrep ran
     assert heard[-1] == (1, None, "1 file with matches so far")
+
+
+async def test_a_pattern_too_long_for_a_command_line_is_searched_all_the_same(
+    tmp_path: Path,
+) -> None:
+    if find_ripgrep() is None:
+        skip_without_ripgrep()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "a.txt").write_text("x = ident_011999\n")
+    pattern = "|".join(f"ident_{number:06d}" for number in range(12_000))  # 156 KB
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state", ripgrep=True)
+    async with Fs(backend, load_entrypoints=False) as fs:
+        found = await FsToolset().execute(fs.context(owner="a"), "grep", {"pattern": pattern})
+    assert found.text.startswith("a.txt:1: x = ident_011999\n"), found.text

@@ -475,6 +475,10 @@ FAILURES = [
             "not a valid regular expression", data={"field": "pattern"}),
     Failure("grep bad glob", "grep", {"pattern": "x", "glob": "[z"}, ErrorCode.INVALID_ARGUMENT,
             "unclosed '['"),
+    Failure("glob reversed range", "glob", {"pattern": "*.[z-a]"}, ErrorCode.INVALID_ARGUMENT,
+            "has a bad class '[z-a]': bad character range z-a", data={"field": "pattern"}),
+    Failure("grep reversed range", "grep", {"pattern": "x", "glob": "f[9-0]"},
+            ErrorCode.INVALID_ARGUMENT, "has a bad class '[9-0]'"),
     Failure("unknown tool", "shell", {"command": "ls"}, ErrorCode.INVALID_ARGUMENT,
             "the tools offered are: " + ", ".join(DEFAULT_TOOLS)),
 ]  # fmt: skip

@@ -226,7 +226,15 @@ def _compile_segment(segment: str, pattern: str) -> _Segment:
             body = segment[index + 1 : close]
             if body[:1] in ("!", "^"):
                 body = "^/" + body[1:]  # a class stays within its segment
-            tokens.append(re.compile("[" + body.replace("\\", "\\\\") + "]"))
+            try:
+                tokens.append(re.compile("[" + body.replace("\\", "\\\\") + "]"))
+            except re.error as error:  # a reversed range: [z-a]
+                raise InvalidArgument(
+                    f"the glob pattern {pattern!r} has a bad class "
+                    f"{segment[index : close + 1]!r}: {error.msg}",
+                    hint="Write each range in a class low to high, as in [a-z].",
+                    details={"field": "pattern"},
+                ) from None
             index = close
         else:
             tokens.append(char)

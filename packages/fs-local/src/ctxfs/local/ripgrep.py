@@ -10,6 +10,7 @@ give is found again by a second run (:mod:`ctxfs.local.longlines`).
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -196,9 +197,17 @@ class Ripgrep:
     ) -> tuple[bytes, bool] | None:
         """Ripgrep's output, and whether it was killed at *seconds*; None: pattern refused.
 
-        A refused pattern is ripgrep's "error" status with no output; a cancelled caller kills it.
+        A refused pattern is ripgrep's "error" status with no output, or one too long to pass;
+        a cancelled caller kills it.
         """
-        process = await anyio.to_thread.run_sync(self._start, root, root_fd, arguments, pass_fds)
+        try:
+            process = await anyio.to_thread.run_sync(
+                self._start, root, root_fd, arguments, pass_fds
+            )
+        except OSError as error:  # a pattern too long for a command line (128 KiB)
+            if error.errno != errno.E2BIG:
+                raise
+            return None
         try:
             output, timed_out = await anyio.to_thread.run_sync(
                 _finish, process, seconds, found_so_far, abandon_on_cancel=True
