@@ -240,6 +240,17 @@ def test_a_replaced_code_cell_keeps_its_outputs() -> None:
     )
 
 
+def test_a_cell_the_file_left_untyped_is_replaced_only_with_a_type() -> None:
+    untyped = markdown("m", "# Title")
+    del untyped["cell_type"]
+    data = NBFORMAT.dumps(notebook(untyped))
+    with pytest.raises(InvalidArgument, match="cell m has no cell_type") as caught:
+        edit_notebook(data, CellEdit(cell_id="m", source="fixed"))
+    assert caught.value.details == {"field": "cell_type"}
+    typed = edit_notebook(data, CellEdit(cell_id="m", source="fixed", cell_type=CellType.MARKDOWN))
+    assert json.loads(typed.data)["cells"][0]["cell_type"] == "markdown"
+
+
 def test_a_notebook_without_ids_names_cells_by_index() -> None:
     old = notebook(markdown(None, "a"), code(None, "b"), minor=4)
     data = NBFORMAT.dumps(old)

@@ -272,8 +272,15 @@ def _new_cell(
 
 def _replaced(notebook: Notebook, index: int, edit: CellEdit) -> dict[str, Any]:
     old = notebook.cells[index]
-    kind = str(edit.cell_type or old.get("cell_type"))
-    cell = {**old, "cell_type": kind}
+    kind = edit.cell_type or old.get("cell_type")
+    if not isinstance(kind, str):  # (a cell the file left untyped)
+        raise InvalidArgument(
+            f"cell {cell_id_of(old, index)} has no cell_type",
+            path=notebook.path or None,
+            hint="Give its cell_type too: code or markdown.",
+            details={"field": "cell_type"},
+        )
+    cell = {**old, "cell_type": str(kind)}
     cell["source"] = _source_value(edit.source, _lines_form(notebook, index))
     if kind == "code":
         cell.pop("attachments", None)
