@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend
+from ctxfs.local import LocalBackend
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from tests.tools.conftest import Seed
 
@@ -479,3 +480,43 @@ async def test_a_walk_stopped_at_its_limit_names_the_directories_it_did_not_fini
         assert len(shown) == 7  # a's five files, and two of b's, in path order
     rest = await run(tools, ctx, "grep", pattern="needle", path="c")
     assert rest.structured["total"] == 5
+
+
+# -- every engine reads a pattern and a file's lines alike ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "found"),
+    [
+        ("foo$", [("win.txt", 1)]),  # before a \r\n
+        ("gamma", [("cr.txt", 3), ("win.txt", 3)]),  # a lone \r breaks a line
+        (r"\<a", [("odd.txt", 1)]),  # Python: a literal "<" (ripgrep: a word's start)
+        ("(?x)a[ b]", [("odd.txt", 2), ("odd.txt", 3)]),  # a class's space counts (not in rg)
+        ("[a-z&&[^aeiou]]", []),  # no set operations: "&&", "[", ... are characters
+    ],
+)
+async def test_each_engine_finds_the_same_lines(
+    tools: FsToolset, ctx: Context, seed: Seed, pattern: str, found: list[tuple[str, int]]
+) -> None:
+    await seed("win.txt", b"foo\r\nbar\r\ngamma\r\n")
+    await seed("cr.txt", b"alpha\rbeta\ngamma\n")
+    await seed("odd.txt", b"x <a\nx a y\nab\n")
+    grep = await run(tools, ctx, "grep", pattern=pattern)
+    assert [(match["path"], match["line"]) for match in grep.structured.get("matches", [])] == found
+    assert grep.structured["total"] == len(found)
+
+
+async def test_paging_never_stands_still_where_an_engine_counts_otherwise(
+    fs: Fs, tools: FsToolset, ctx: Context
+) -> None:
+    if not isinstance(fs.backend, LocalBackend):
+        pytest.skip("a name holding a line break is made on a disk")
+    for name in ("a.txt", "b\nc.txt", "z.txt"):  # ripgrep counts b\nc.txt; no path names it
+        (fs.backend.root / name).write_bytes(b"x\n")
+    shown, offset = [], 1
+    for _ in range(4):
+        page = await run(tools, ctx, "grep", pattern="x", limit=1, offset=offset)
+        shown += [match["path"] for match in page.structured.get("matches", [])]
+        if (offset := page.structured.get("next_offset")) is None:
+            break
+    assert shown == ["a.txt", "z.txt"]

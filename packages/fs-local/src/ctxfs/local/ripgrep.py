@@ -37,6 +37,9 @@ _LIBRARY: Final = re.compile(rb"(/\S+) \(0x[0-9a-f]+\)")
 _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
 _NUMBERED: Final = re.compile(rb"(\d+)[:-]")
 _OFFSET: Final = re.compile(rb"(\d+):(\d+):")
+_VERBOSE: Final = re.compile(r"\(\?[a-zA-Z]*x")
+_ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
+"""The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
 
 
@@ -82,7 +85,11 @@ class Ripgrep:
         *ignore_file* holds the rules of :func:`_glob_rules` for ``search.glob``.
         """
         args = [self.binary, "--no-config", "--no-messages", "--null", "--no-ignore-global"]
-        args += ["--no-require-git", "--stats" if search.pattern is not None else "--files"]
+        args += [
+            "--no-require-git",
+            "--crlf",
+            "--stats" if search.pattern is not None else "--files",
+        ]
         if search.pattern is not None:
             args += ["--count", "--with-filename", "--regexp", search.pattern]
         if search.ignore_case:
@@ -124,7 +131,15 @@ class Ripgrep:
         return self._named_files(search, ["--byte-offset", "--only-matching", "--max-columns=1"])
 
     def _named_files(self, search: LineSearch, args: list[str]) -> list[str]:
-        args = [self.binary, "--no-config", "--no-messages", "--null", "--no-heading", *args]
+        args = [
+            self.binary,
+            "--no-config",
+            "--no-messages",
+            "--null",
+            "--no-heading",
+            "--crlf",
+            *args,
+        ]
         args += ["--with-filename", "--line-number", "--no-ignore", "--hidden"]
         if search.max_count is not None:
             args.append(f"--max-count={search.max_count}")
@@ -138,8 +153,10 @@ class Ripgrep:
         """Run *search* beneath the root on the files *opened* (path: descriptor).
 
         ripgrep reads each through ``/dev/fd/N``, so a path swapped since cannot lead it
-        elsewhere. None if ripgrep refuses the pattern.
+        elsewhere. None if ripgrep refuses the pattern, or would read it otherwise.
         """
+        if not _read_alike(search.pattern):
+            return None
         names = {f"/dev/fd/{fd}": path for path, fd in opened.items()}
         search, fds = replace(search, paths=tuple(names)), tuple(opened.values())
         ran = await self._run(
@@ -158,13 +175,30 @@ class Ripgrep:
                 cut = await anyio.to_thread.run_sync(cut_lines, opened[names[name]], firsts, search)
                 if cut is not None:
                     found[name] = cut
+        if found:  # a lone \r breaks a line for ctxfs, not for ripgrep: such files are read here
+            paths = tuple(sorted(found))
+            arguments = self._lone_cr_arguments(paths)
+            ran = await self._run(root, root_fd, arguments, search.seconds, pass_fds=fds)
+            if ran is None or ran[1]:
+                return None if ran is None else FileLines(lines={}, complete=False)
+            for listed in ran[0].split(b"\0"):
+                found.pop(os.fsdecode(listed), None)
         return FileLines(lines={names[name]: lines for name, lines in found.items()})
+
+    def _lone_cr_arguments(self, paths: tuple[str, ...]) -> list[str]:
+        r"""The command line naming which of *paths* hold a ``\r`` that ends no ``\r\n``."""
+        args = [self.binary, "--no-config", "--no-messages", "--null", "--files-with-matches"]
+        args += ["--no-ignore", "--hidden", "--regexp", r"\r[^\n]"]  # (not --crlf: it refuses \r)
+        return [*args, "--", *paths]
 
     async def search(self, root: Path, root_fd: int, search: FileSearch) -> FileMatches | None:
         """Run *search* beneath the root (*root_fd*); None if ripgrep refuses the pattern.
 
-        Stopped at ``search.seconds``, the answer covers the files it finished.
+        Or would read it otherwise than Python does (:func:`_read_alike`). Stopped at
+        ``search.seconds``, the answer covers the files it finished.
         """
+        if search.pattern is not None and not _read_alike(search.pattern):
+            return None
         rules = None if search.glob is None else _in_memory(_glob_rules(search.path, search.glob))
         try:
             ignore_file = None if rules is None else f"/dev/fd/{rules}"
@@ -274,8 +308,38 @@ def _finish(
     return b"".join(chunks), timed_out
 
 
+def _read_alike(pattern: str) -> bool:
+    r"""Whether ripgrep surely reads *pattern* as Python's ``regex`` does.
+
+    Not with verbose mode (spaces in a class differ), a class's set operations (``&&``,
+    ``--``, ``~~``) or a class inside a class, nor an escaped letter or digit Rust reads
+    otherwise (``\<``, ``\z``, ``\N``...).
+    """
+    if _VERBOSE.search(pattern):
+        return False
+    at, in_class = 0, False
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":
+            escaped = pattern[at + 1 : at + 2]
+            if (escaped.isalnum() and escaped not in _ESCAPED_ALIKE) or escaped in "<>":
+                return False
+            at += 2
+            continue
+        if in_class and (char == "[" or pattern[at : at + 2] in ("&&", "--", "~~")):
+            return False
+        if char == "[" and not in_class:
+            in_class = True
+            at += 1 + (pattern[at + 1 : at + 2] == "^")
+            at += pattern[at : at + 1] == "]"  # a "]" first is one of the class's characters
+            continue
+        in_class = in_class and char != "]"
+        at += 1
+    return True
+
+
 def _parsed(output: bytes, search: FileSearch, *, prefix: str) -> FileMatches:
-    r"""The ``path\0count\n`` records ripgrep printed (or ``path\0`` names), then its stats.
+    r"""The ``path\0count\r\n`` records ripgrep printed (or ``path\0`` names), then its stats.
 
     Split on NUL first, so a name holding a line break keeps it.
     """
@@ -291,6 +355,7 @@ def _parsed(output: bytes, search: FileSearch, *, prefix: str) -> FileMatches:
     path, rest = records[0], b""
     for record in records[1:]:
         number, _, rest = record.partition(b"\n")
+        number = number.removesuffix(b"\r")  # (--crlf ends its own lines so too)
         if not number.isdigit():
             break
         counts[os.fsdecode(path).removeprefix(prefix)] = int(number)

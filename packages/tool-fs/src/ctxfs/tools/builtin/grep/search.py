@@ -70,10 +70,12 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
             await _searched(ctx, replace(query, memo=None), found, files, given=given)
             found.complete = found.lines_matched < _lines_wanted(query) and not found.timed_out
             return found
-    elif not query.multiline and (
-        (accelerated := await _engine_counts(ctx, query, root)) is not None
+    elif (
+        not query.multiline
+        and (accelerated := await _engine_counts(ctx, query, root)) is not None
+        and (counted := await _from_counts(ctx, query, root, accelerated)) is not None
     ):
-        return await _from_counts(ctx, query, root, accelerated)
+        return counted
     else:
         found.walk = await walk(
             ctx, root, only=query.only, max_entries=query.max_entries, glob=query.glob
@@ -173,11 +175,15 @@ def _file_search(query: GrepQuery, root: str) -> FileSearch:
     )
 
 
-async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileMatches) -> Grep:
-    """The result from a backend engine's counts per file.
+async def _from_counts(
+    ctx: Context, query: GrepQuery, root: str, matches: FileMatches
+) -> Grep | None:
+    """The result from a backend engine's counts per file; None where they prove wrong.
 
     Only the files the page falls in are searched: in the lines the engine gives of
     them (each authorized like a read), or, for a file it leaves out, through ``ctx.fs``.
+    Where that search finds fewer lines than the counts promise the page (a file that
+    cannot be read here, a line the engine splits otherwise), the counts are not used.
     """
     keep = query.file_filter
     counts = {
@@ -214,6 +220,9 @@ async def _from_counts(ctx: Context, query: GrepQuery, root: str, matches: FileM
     local = Grep()
     files = [Stat(path=path, kind=FileKind.FILE) for path in wanted]
     await _searched(ctx, shifted, local, files, given=given)
+    promised = min(page.count, found.total - page.first + 1)
+    if len(local.hits) < promised and not local.timed_out:
+        return None
     found.hits, found.skipped = local.hits, found.skipped + local.skipped
     found.timed_out = found.timed_out or local.timed_out
     return found
