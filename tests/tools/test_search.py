@@ -517,6 +517,7 @@ async def test_paging_never_stands_still_where_an_engine_counts_otherwise(
     for _ in range(4):
         page = await run(tools, ctx, "grep", pattern="x", limit=1, offset=offset)
         shown += [match["path"] for match in page.structured.get("matches", [])]
-        if (offset := page.structured.get("next_offset")) is None:
+        if page.structured.get("next_offset") is None:
             break
+        offset = page.structured["next_offset"]
     assert shown == ["a.txt", "z.txt"]
