@@ -99,6 +99,24 @@ async def test_read_says_which_lines_were_cut_and_which_encoding(
     )
 
 
+async def test_read_judges_the_whole_file_where_a_byte_past_its_start_misleads(
+    tools: FsToolset, ctx: Context, seed: Seed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    head = b"x = 1  # plain ascii\n" * ((3 << 20) // 21)  # past what decides at first
+    lines = head.count(b"\n") + 1
+    await seed("tail.txt", head + "# café au lait, naïve façade\n".encode("cp1252"))
+    tail = await run(tools, ctx, "read", file_path="tail.txt", offset=lines)
+    assert tail.text.startswith(f"{lines} # café au lait, naïve façade\n"), tail.text
+    assert tail.structured["encoding"] == "cp1252"
+    monkeypatch.setattr("ctxfs.core.reads.JUDGED_WHOLE_BYTES", 2 << 20)  # too large to judge
+    shown = await run(tools, ctx, "read", file_path="tail.txt", offset=lines, fresh=True)
+    assert shown.text.startswith(f"{lines} # caf\ufffd au lait, na\ufffdve fa\ufffdade\n")
+    assert shown.structured["encoding"] == "utf-8, invalid bytes shown as \ufffd"
+    assert "(bytes that are not valid text show as \ufffd; keep them out of old_string)" in (
+        shown.text
+    )
+
+
 async def test_write_creates_then_updates_after_a_full_read(tools: FsToolset, ctx: Context) -> None:
     created = await run(tools, ctx, "write", file_path="src/new.py", content="a = 1\nb = 2\n")
     assert created.text == "Created src/new.py (2 lines, 12 bytes)."

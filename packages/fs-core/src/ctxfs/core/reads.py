@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Final
 
 from ctxfs.core.errors import InvalidArgument
 from ctxfs.core.outcomes import BytesOutcome, OpKind, ReadOutcome
 from ctxfs.core.reports import reported
 from ctxfs.core.text import TextEncoding, TextOptions, iter_lines, read_window
+from ctxfs.core.text.window import Window
 from ctxfs.core.versions import Absent
 
 if TYPE_CHECKING:
+    from ctxfs.core.backend import ReadStream
     from ctxfs.core.context import Context
 
-__all__ = ["numbered_lines", "read_bytes", "read_text"]
+__all__ = ["JUDGED_WHOLE_BYTES", "numbered_lines", "read_bytes", "read_text"]
+
+JUDGED_WHOLE_BYTES: Final = 64 << 20
+"""The largest file whose encoding a read judges whole where its start misled (held meanwhile)."""
 
 
 async def read_text(
@@ -30,17 +36,28 @@ async def read_text(
         if encoding is not None:
             options = _pinned(options, encoding)
         memory = opened_fs.session_memory
-        async with opened_fs.backend.open_read(op.path, chunk_size=options.chunk_size) as stream:
-            if memory is not None and (stream.size or 0) <= memory.max_read_bytes:
-                stream.record(memory.max_read_bytes)
-            window = await read_window(
-                stream,
-                offset=offset,
-                limit=limit,
-                options=options,
-                path=op.path,
-                known=opened_fs.known_encodings if encoding is None else None,
-            )
+
+        async def windowed(options: TextOptions) -> tuple[ReadStream, Window]:
+            async with opened_fs.backend.open_read(
+                op.path, chunk_size=options.chunk_size
+            ) as stream:
+                if memory is not None and (stream.size or 0) <= memory.max_read_bytes:
+                    stream.record(memory.max_read_bytes)
+                window = await read_window(
+                    stream,
+                    offset=offset,
+                    limit=limit,
+                    options=options,
+                    path=op.path,
+                    known=opened_fs.known_encodings if encoding is None else None,
+                )
+            return stream, window
+
+        stream, window = await windowed(options)
+        if window.misread and encoding is None and (stream.size or 0) <= JUDGED_WHOLE_BYTES:
+            # a byte past the start is not in the encoding chosen there: the whole file decides
+            whole = max(stream.size or 0, options.detect_bytes)
+            stream, window = await windowed(replace(options, detect_bytes=whole))
         report.after = stream.version
         if encoding is not None and window.encoding == options.legacy_encodings[0]:
             opened_fs.known_encodings.remember(stream.version, TextEncoding(codec=window.encoding))

@@ -50,6 +50,8 @@ class Window:
     """Whether the output budget ended the window before the line limit."""
     encoding: str
     """The encoding the text was decoded with, e.g. ``"utf-8"`` or ``"utf-16-le with BOM"``."""
+    misread: bool = False
+    """The window holds bytes the encoding chosen from the file's start does not."""
 
     @property
     def complete(self) -> bool:
@@ -367,6 +369,7 @@ class _Scanner(Generic[AnyStr]):
         else:
             last_terminated = True
         shown, count, truncated, capped = self._fit(complete, last_terminated=last_terminated)
+        misread = self.escaped and not self.encoding.keeps_invalid_bytes
         following = self.offset + count
         next_offset = following if capped or (count and following <= total) else None
         return Window(
@@ -377,7 +380,8 @@ class _Scanner(Generic[AnyStr]):
             next_offset=next_offset,
             truncated_lines=tuple(truncated),
             output_capped=capped,
-            encoding=self.encoding.label,
+            encoding=self.encoding.label + (", invalid bytes shown as \ufffd" if misread else ""),
+            misread=misread,
         )
 
     def _fit(self, lines: list[str], *, last_terminated: bool) -> tuple[str, int, list[int], bool]:
