@@ -106,6 +106,20 @@ def test_undecidable_text_is_refused() -> None:
     assert caught.value.details["tried"] == list(OPTIONS.legacy_encodings)
 
 
+@pytest.mark.parametrize(
+    ("text", "codec"),
+    [
+        ("Съешь же ещё этих мягких французских булок, да выпей чаю.\n", "koi8-r"),  # not Arabic
+        ("مرحبا بالعالم. هذا نص تجريبي باللغة العربية لاختبار الترميز.\n", "iso8859-6"),  # not Thai
+    ],
+)
+def test_text_in_no_encoding_tried_is_refused_not_misread(text: str, codec: str) -> None:
+    with pytest.raises(EncodingError) as caught:
+        detect_encoding(text.encode(codec), OPTIONS, path="f", complete=True)
+    assert "reads it surely as text" in caught.value.message
+    assert "naming it (encoding)" in caught.value.hint
+
+
 def test_no_legacy_encodings_means_refusal() -> None:
     data = SAMPLES["cp1252"].encode("cp1252")
     with pytest.raises(EncodingError):

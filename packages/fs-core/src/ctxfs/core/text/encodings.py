@@ -126,8 +126,9 @@ def detect_encoding(
         return TextEncoding(codec="utf-8", keeps_invalid_bytes=True)
     tried = ", ".join(options.legacy_encodings) or "none configured"
     raise EncodingError(
-        f"{path} is not UTF-8 and no other encoding fits it exactly (tried: {tried})",
+        f"{path} is not UTF-8, and no encoding tried reads it surely as text (tried: {tried})",
         path=path,
+        hint="If you know its encoding, read it again naming it (encoding); else leave it.",
         details={"tried": list(options.legacy_encodings)},
     )
 

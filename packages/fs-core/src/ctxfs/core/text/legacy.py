@@ -248,7 +248,7 @@ def _odd_words(text: str, script: str) -> bool:
 
     Such a word has a capital after a small letter, a symbol between letters
     (``pr№ft``), another script's mark on an ASCII letter, or, outside Latin,
-    letters of two scripts (``Cafщ``).
+    letters of two scripts (``Cafщ``); and stray characters count too (:func:`_stray`).
     """
     words = odd = 0
     for match in _WORD.finditer(text):
@@ -257,7 +257,32 @@ def _odd_words(text: str, script: str) -> bool:
             continue
         words += 1
         odd += _odd_word(word, script)
+    odd += sum(1 for pair in pairwise(f" {text} ") if _stray(*pair))
     return odd == words > 0 or (odd >= 2 and odd * 10 > words)
+
+
+def _stray(before: str, char: str) -> bool:
+    """Whether *char* after *before* reads like no text.
+
+    So do a mark or a kashida no letter carries, a symbol touching a letter beyond ASCII,
+    and, in Thai, a vowel sign or a leading vowel without its consonant.
+    """
+    if _THAI_LEADING_VOWEL <= before <= _THAI_LEADING_VOWEL_END:
+        return not _THAI_CONSONANT <= char <= _THAI_CONSONANT_END
+    if _is_mark(char) or char == _KASHIDA:
+        if _THAI_MARK <= char <= _THAI_MARK_END:
+            return not (_THAI_CONSONANT <= before <= _THAI_CONSONANT_END or _is_mark(before))
+        return not (before.isalpha() or _is_mark(before) or before == _KASHIDA)
+    symbols = unicodedata.category(before)[0] == "S", unicodedata.category(char)[0] == "S"
+    return (symbols[0] and char > "\x7f" and char.isalpha()) or (
+        symbols[1] and before > "\x7f" and before.isalpha()
+    )
+
+
+_KASHIDA: Final = "\u0640"
+_THAI_CONSONANT, _THAI_CONSONANT_END = "\u0e01", "\u0e2e"
+_THAI_LEADING_VOWEL, _THAI_LEADING_VOWEL_END = "\u0e40", "\u0e44"
+_THAI_MARK, _THAI_MARK_END = "\u0e31", "\u0e4e"
 
 
 def _odd_word(word: str, script: str) -> bool:
