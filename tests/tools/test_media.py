@@ -316,6 +316,17 @@ def pages_of(result: ToolResult) -> ReadData:
     return data
 
 
+async def test_text_that_only_starts_like_a_pdf_is_read_as_text(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("notes.md", b"%PDF-1.7 support: what our exporter writes.\nSecond line.\n")
+    whole = await read(tools, ctx, "notes.md")
+    assert whole.text.startswith("1 %PDF-1.7 support: what our exporter writes.\n2 Second line.\n")
+    head = await tools.execute(ctx, "read", {"file_path": "notes.md", "limit": 1, "fresh": True})
+    assert head.text.startswith("1 %PDF-1.7 support"), head.text
+    assert (await tools.execute(ctx, "read", {"file_path": "notes.md", "pages": "1"})).is_error
+
+
 async def test_a_pdf_reads_page_by_page_with_its_total_and_end(
     tools: FsToolset, ctx: Context, seed: Seed, fs: Fs
 ) -> None:

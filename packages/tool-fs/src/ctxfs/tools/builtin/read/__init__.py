@@ -16,6 +16,7 @@ from pydantic import AliasChoices, Field, field_validator
 from ctxfs.core import (
     BinaryFile,
     EncodingError,
+    FsError,
     InvalidArgument,
     ShownWindow,
     TooLarge,
@@ -141,6 +142,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
     async def _shown(self, step: Step, args: ReadArgs) -> Shown:
         fs, path = step.ctx.fs, args.file_path
         head = None  # the first bytes, which tell an image or a PDF (not an observation)
+        as_text = None  # text that starts like a PDF: shown as text unless it is one
         if args.pages is None and not path.lower().endswith(_MEDIA_SUFFIXES):
             try:
                 text = await self._text(step, args)
@@ -151,7 +153,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
             else:
                 if text.offset != 1 or not (text.content or "").startswith("%PDF-"):
                     return _once(step, args, text), ()
-                # else a PDF with no binary bytes near its start
+                as_text = text  # else a PDF with no binary bytes near its start, maybe
         if head is None:
             head = await fs.read_bytes(path, length=_HEAD_BYTES, observe=False)
         kind = kind_of(head.data, path)
@@ -164,17 +166,21 @@ class ReadTool(Tool[ReadArgs, ReadData]):
                     details={"field": "pages"},
                 )
             return _once(step, args, await self._text(step, args)), ()  # named like an image
-        _check_arguments(args, kind, head.path)
-        most = step.limits.of(ReadOptions).max_media_bytes
-        _check_size(head.path, head.size, most)  # before the read that observes it
-        blob = await fs.read_bytes(path, length=most + 1)
-        _check_size(blob.path, blob.size, most)  # (it grew meanwhile)
-        part = Part(offset=args.offset, limit=args.limit, pages=args.pages)
         try:
+            _check_arguments(args, kind, head.path)
+            most = step.limits.of(ReadOptions).max_media_bytes
+            _check_size(head.path, head.size, most)  # before the read that observes it
+            blob = await fs.read_bytes(path, length=most + 1)
+            _check_size(blob.path, blob.size, most)  # (it grew meanwhile)
+            part = Part(offset=args.offset, limit=args.limit, pages=args.pages)
             reading = await READERS[kind](step, blob, part)
         except NotANotebook as refusal:  # named .ipynb, holding something else: read as text
             text = await self._text(step, args, not_a_notebook=refusal.message)
             return _once(step, args, text), ()
+        except FsError:
+            if as_text is None or args.pages is not None:
+                raise
+            return _once(step, args, as_text), ()  # text that only starts like a PDF
         data = self.data(target=blob.path, version=blob.version, **reading.fields)
         return data, reading.media
 
