@@ -124,3 +124,20 @@ async def test_policies_judge_a_rewrite_as_an_edit_before_the_change_runs(
         (OpKind.EDIT, "locked.json"),
         (OpKind.EDIT, "a.json"),
     ]
+
+
+async def test_an_encoding_named_in_a_read_is_that_owners_for_its_next_edit(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    data = "hello world\nпривет\n".encode("cp1251")
+    await memory_backend.write("p.txt", data, expect=ABSENT)
+    other = memory_ctx.opened_fs.context(owner="other")
+    await memory_ctx.fs.read("p.txt", encoding="cp1251")
+    await other.fs.read("p.txt", encoding="koi8_r")  # another owner, another reading
+    await memory_ctx.fs.edit("p.txt", "world", "мир")
+    assert (await memory_backend.read("p.txt")).data == "hello мир\nпривет\n".encode("cp1251")
+    await memory_backend.write("c.txt", "café\n".encode("cp1252"), expect=ABSENT)
+    await memory_ctx.fs.read("c.txt", encoding="cp1251")  # shown as "cafй"
+    assert (await memory_ctx.fs.read("c.txt")).encoding == "cp1252"  # then as detected
+    await memory_ctx.fs.edit("c.txt", "café", "the")  # as the last read showed it
+    assert (await memory_backend.read("c.txt")).data == b"the\n"

@@ -223,7 +223,7 @@ class ContextFs(Browsing):
             mutations.updating(self._ctx, report) as (update, _),
         ):
             document, change = await rewritten(
-                self._ctx.opened_fs, report.op.path, update.current, content, size=size
+                self._ctx, report.op.path, update.current, content, size=size
             )
             await mutations.store(self._ctx, report, update, change.data, document)
         return WriteOutcome(

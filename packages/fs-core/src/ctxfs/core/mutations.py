@@ -104,7 +104,7 @@ async def updating_all(
             report.before = current.version if current is not None else None
             if decode and current is not None:
                 document = await text_work(
-                    current.size, partial(decoded, opened_fs, report.op.path, current)
+                    current.size, partial(decoded, ctx, report.op.path, current)
                 )
             opened[id(report)] = (update, document)
         updates = [opened[id(report)][0] for report in reports]

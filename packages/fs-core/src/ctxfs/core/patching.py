@@ -101,15 +101,13 @@ async def _patched(ctx: Context, part: _PatchPart) -> tuple[Change, AnyDocument]
         return None
     if patch.action is PatchAction.ADD:
         content = patch.content or ""
-        document, change = await rewritten(
-            ctx.opened_fs, path, current, content, size=report.op.size or 0
-        )
+        document, change = await rewritten(ctx, path, current, content, size=report.op.size or 0)
         return change, document
     assert current is not None  # refused before, when missing
     located = replace(patch, path=path)
 
     def hunks() -> tuple[Change, AnyDocument]:
-        document = decoded(ctx.opened_fs, path, current)
+        document = decoded(ctx, path, current)
         return patch_document(document, located), document
 
     try:

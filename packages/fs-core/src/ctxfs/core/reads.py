@@ -59,8 +59,10 @@ async def read_text(
             whole = max(stream.size or 0, options.detect_bytes)
             stream, window = await windowed(replace(options, detect_bytes=whole))
         report.after = stream.version
-        if encoding is not None and window.encoding == options.legacy_encodings[0]:
-            opened_fs.known_encodings.remember(stream.version, TextEncoding(codec=window.encoding))
+        named = encoding is not None and window.encoding == options.legacy_encodings[0]
+        opened_fs.known_encodings.pin(  # what the owner's edits of this version decode with
+            ctx.owner, stream.version, TextEncoding(codec=window.encoding) if named else None
+        )
         await opened_fs.hooks.observed(
             ctx,
             op,

@@ -11,7 +11,7 @@ from ctxfs.core.text import AnyDocument, Change, decode_document
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Blob
-    from ctxfs.core.fs import Fs
+    from ctxfs.core.context import Context
 
 __all__ = ["TEXT_WORK_INLINE_BYTES", "decoded", "rewritten", "text_work", "utf8_size"]
 
@@ -43,17 +43,20 @@ async def utf8_size(text: str) -> int:
     return await text_work(len(text), measure)
 
 
-def decoded(opened_fs: Fs, path: str, blob: Blob) -> AnyDocument:
-    """Decode a whole file, detecting its encoding once per version."""
-    known = opened_fs.known_encodings.get(blob.version)
-    options = opened_fs.text_options.for_path(path)
+def decoded(ctx: Context, path: str, blob: Blob) -> AnyDocument:
+    """Decode a whole file in the encoding its owner named reading it, else as detected."""
+    known_encodings = ctx.opened_fs.known_encodings
+    pinned = known_encodings.pinned(ctx.owner, blob.version)
+    known = pinned or known_encodings.get(blob.version)
+    options = ctx.opened_fs.text_options.for_path(path)
     document = decode_document(blob.data, options, path=path, encoding=known)
-    opened_fs.known_encodings.remember(blob.version, document.encoding)
+    if pinned is None:
+        known_encodings.remember(blob.version, document.encoding)
     return document
 
 
 async def rewritten(
-    opened_fs: Fs, path: str, current: Blob | None, content: str, *, size: int
+    ctx: Context, path: str, current: Blob | None, content: str, *, size: int
 ) -> tuple[AnyDocument, Change]:
     """The file a write read (*current*; None: a new one) decoded, and its change to *content*.
 
@@ -62,9 +65,9 @@ async def rewritten(
 
     def rewrite() -> tuple[AnyDocument, Change]:
         document = (
-            decoded(opened_fs, path, current)
+            decoded(ctx, path, current)
             if current is not None
-            else decode_document(b"", opened_fs.text_options, path=path)
+            else decode_document(b"", ctx.opened_fs.text_options, path=path)
         )
         return document, document.rewrite(content)
 
