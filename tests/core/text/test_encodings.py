@@ -120,6 +120,16 @@ def test_text_in_no_encoding_tried_is_refused_not_misread(text: str, codec: str)
     assert "naming it (encoding)" in caught.value.hint
 
 
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_wide_encoding_named_with_its_byte_order_reads_text_without_a_bom(codec: str) -> None:
+    data = "日本語のテキストです。\nもう一行。\n".encode(codec)  # too few NULs to tell alone
+    with pytest.raises(BinaryFile) as caught:
+        detect_encoding(data, OPTIONS, path="f", complete=True)
+    assert "utf-16-le" in caught.value.hint
+    named = detect_encoding(data, OPTIONS.pinned(codec), path="f", complete=True)
+    assert named == TextEncoding(codec=codec)
+
+
 def test_no_legacy_encodings_means_refusal() -> None:
     data = SAMPLES["cp1252"].encode("cp1252")
     with pytest.raises(EncodingError):

@@ -82,11 +82,25 @@ _STRAY_BYTES_TOLERATED: Final = 8
 _VALIDATION_SLICE: Final = 1 << 20
 
 
+def _round_trips(data: bytes, codec: str, complete: bool) -> bool:
+    """Whether *data* (*complete*: the whole file) decodes in *codec* and encodes back."""
+    try:
+        text = codecs.getincrementaldecoder(codec)().decode(data, final=complete)
+    except UnicodeDecodeError:
+        return False
+    return not complete or text.encode(codec) == data
+
+
 def sniff_binary(sample: bytes, options: TextOptions, *, path: str) -> None:
     """Raise ``BinaryFile`` if *sample* (the file's leading bytes, no BOM) looks binary."""
     sample = sample[: options.sniff_bytes]
     if b"\x00" in sample:
-        raise BinaryFile(f"{path} holds binary data (NUL bytes)", path=path)
+        raise BinaryFile(
+            f"{path} holds binary data (NUL bytes)",
+            path=path,
+            hint="This is a binary file; text tools cannot read or edit it (if it is UTF-16 or "
+            "UTF-32 text without a BOM, name the encoding with its byte order: utf-16-le).",
+        )
     if sample:
         controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
         if controls / len(sample) > options.max_control_ratio:
@@ -107,6 +121,14 @@ def detect_encoding(
         if data.startswith(bom) and _bom_fits(data, bom, codec, complete=complete):
             return TextEncoding(codec=codec, bom=bom)
     wide = _unmarked_wide(data, complete=complete)
+    if wide is None and len(options.legacy_encodings) == 1:  # one named: its NULs are text
+        named = options.legacy_encodings[0]
+        if (
+            named.endswith(("-le", "-be"))
+            and named.startswith("utf-")
+            and _round_trips(data, named, complete)
+        ):
+            wide = named
     if wide is not None:
         return TextEncoding(codec=wide)
     sniff_binary(data, options, path=path)
