@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -521,3 +522,20 @@ async def test_paging_never_stands_still_where_an_engine_counts_otherwise(
             break
         offset = page.structured["next_offset"]
     assert shown == ["a.txt", "z.txt"]
+
+
+async def test_a_multiline_search_skips_a_line_past_its_bound_without_holding_it(
+    tools: FsToolset, ctx: Context, seed: Seed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ctxfs.tools.builtin.grep.search.MULTILINE_MAX_CHARS", 1 << 20)
+    await seed("one.txt", b"abcdefgh" * (2 << 20) + b"\n")  # 16 MiB in one line
+    await seed("small.txt", b"abc\nzzz\n")
+    tracemalloc.start()
+    try:
+        found = await run(tools, ctx, "grep", pattern="c\nz", multiline=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found.text.splitlines()[-1] == "(1 file skipped: 1 too large)", found.text
+    assert "small.txt" in found.text
+    assert peak < 8 << 20  # the line was never held whole (16 MiB, and more decoded)

@@ -252,8 +252,8 @@ async def all_lines(ctx: Context, path: str, *, max_chars: int) -> list[str]:
         FsError: It cannot be read as text (``BinaryFile``, ``EncodingError``, a refusal).
 
     """
-    lines, chars = [], 0
-    async with aclosing(ctx.fs.lines(path, max_line_chars=None)) as numbered:
+    lines, chars = [], 0  # a longer line comes cut, its length past the bound: never held whole
+    async with aclosing(ctx.fs.lines(path, max_line_chars=max_chars + 1)) as numbered:
         async for _, line in numbered:
             chars += len(line) + 1
             if chars > max_chars:
