@@ -109,6 +109,21 @@ def test_undecidable_text_is_refused() -> None:
 @pytest.mark.parametrize(
     ("text", "codec"),
     [
+        ("<p>Наша компания предлагает лучшие товары.</p>\n<b>Москва</b>, улица <i>Ленина</i>\n", "cp1251"),
+        ("title=Ошибка\nmessage=Файл не найден\nbutton.ok=Готово\nbutton.cancel=Отмена\nlabel.name=Имя пользователя\n", "cp1251"),
+        ("Температура воздуха сегодня составит +25°С, а ночью около +15°С.\n", "cp1251"),
+        ("[Allgemein]\nTitel=Übersicht\nFehler=Datei ungültig\nSchließen=Schließen\n", "cp1252"),
+        ("<p>مرحبا بالعالم</p>\n<p>شكرا جزيلا</p>\n<b>القاهرة</b>\n", "cp1256"),
+    ],
+)  # fmt: skip
+def test_markup_and_settings_in_a_legacy_encoding_are_read(text: str, codec: str) -> None:
+    # ASCII symbols touch letters in markup (">Москва<", "=Ошибка"): text, not strays
+    assert detect_encoding(text.encode(codec), OPTIONS, path="f", complete=True).codec == codec
+
+
+@pytest.mark.parametrize(
+    ("text", "codec"),
+    [
         ("Съешь же ещё этих мягких французских булок, да выпей чаю.\n", "koi8-r"),  # not Arabic
         ("مرحبا بالعالم. هذا نص تجريبي باللغة العربية لاختبار الترميز.\n", "iso8859-6"),  # not Thai
     ],

@@ -264,8 +264,8 @@ def _odd_words(text: str, script: str) -> bool:
 def _stray(before: str, char: str) -> bool:
     """Whether *char* after *before* reads like no text.
 
-    So do a mark or a kashida no letter carries, a symbol touching a letter beyond ASCII,
-    and, in Thai, a vowel sign or a leading vowel without its consonant.
+    So do a mark or a kashida no letter carries, a symbol beyond ASCII touching a letter
+    beyond ASCII, and, in Thai, a vowel sign or a leading vowel without its consonant.
     """
     if _THAI_LEADING_VOWEL <= before <= _THAI_LEADING_VOWEL_END:
         return not _THAI_CONSONANT <= char <= _THAI_CONSONANT_END
@@ -273,10 +273,14 @@ def _stray(before: str, char: str) -> bool:
         if _THAI_MARK <= char <= _THAI_MARK_END:
             return not (_THAI_CONSONANT <= before <= _THAI_CONSONANT_END or _is_mark(before))
         return not (before.isalpha() or _is_mark(before) or before == _KASHIDA)
-    symbols = unicodedata.category(before)[0] == "S", unicodedata.category(char)[0] == "S"
-    return (symbols[0] and char > "\x7f" and char.isalpha()) or (
-        symbols[1] and before > "\x7f" and before.isalpha()
+    return (_odd_symbol(before) and char > "\x7f" and char.isalpha()) or (
+        _odd_symbol(char) and before > "\x7f" and before.isalpha()
     )
+
+
+def _odd_symbol(char: str) -> bool:
+    """A symbol beyond ASCII that text keeps apart from letters (``<``, ``=`` and ``°`` join)."""
+    return char > "\x7f" and char != "°" and unicodedata.category(char)[0] == "S"
 
 
 _KASHIDA: Final = "\u0640"
