@@ -141,3 +141,20 @@ async def test_an_encoding_named_in_a_read_is_that_owners_for_its_next_edit(
     assert (await memory_ctx.fs.read("c.txt")).encoding == "cp1252"  # then as detected
     await memory_ctx.fs.edit("c.txt", "café", "the")  # as the last read showed it
     assert (await memory_backend.read("c.txt")).data == b"the\n"
+
+
+async def test_an_encoding_named_reaches_neither_another_owner_nor_another_path(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    data = "hello!\nПривет, как дела? Сегодня хорошая погода в Москве.\n".encode("cp1251")
+    for path in ("p.txt", "same.txt"):
+        await memory_backend.write(path, data, expect=ABSENT)
+    other = memory_ctx.opened_fs.context(owner="other")
+    await memory_ctx.fs.read("same.txt")  # as detected: cp1251
+    await memory_ctx.fs.read("p.txt", encoding="koi8_r")  # the same bytes, named otherwise
+    await memory_ctx.fs.edit("p.txt", "hello!", "hi!")  # ASCII: written alike in both
+    await memory_ctx.fs.edit("same.txt", "hello!", "Здравствуйте!")
+    assert (await memory_backend.read("same.txt")).data.startswith("Здравствуйте!".encode("cp1251"))
+    assert (await other.fs.read("p.txt")).encoding == "cp1251"  # the version the edit made
+    await other.fs.edit("p.txt", "hi!", "Здравствуйте!")
+    assert (await memory_backend.read("p.txt")).data.startswith("Здравствуйте!".encode("cp1251"))

@@ -176,8 +176,12 @@ async def store(
         raise Stale(
             f"{report.op.path} was created by someone else meanwhile", path=report.op.path
         ) from None
-    if document is not None:
-        ctx.opened_fs.known_encodings.remember(report.after, document.encoding)
+    if document is not None and report.after is not None:
+        known, path = ctx.opened_fs.known_encodings, report.op.path
+        if report.before is not None and known.pinned(ctx.owner, path, report.before):
+            known.pin(ctx.owner, path, report.after, document.encoding)  # named: the owner's
+        else:
+            known.remember(report.after, document.encoding)
 
 
 async def making_parents(ctx: Context, report: Report) -> None:

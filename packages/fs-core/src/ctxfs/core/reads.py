@@ -61,7 +61,10 @@ async def read_text(
         report.after = stream.version
         named = encoding is not None and window.encoding == options.legacy_encodings[0]
         opened_fs.known_encodings.pin(  # what the owner's edits of this version decode with
-            ctx.owner, stream.version, TextEncoding(codec=window.encoding) if named else None
+            ctx.owner,
+            op.path,
+            stream.version,
+            TextEncoding(codec=window.encoding) if named else None,
         )
         await opened_fs.hooks.observed(
             ctx,

@@ -46,7 +46,7 @@ async def utf8_size(text: str) -> int:
 def decoded(ctx: Context, path: str, blob: Blob) -> AnyDocument:
     """Decode a whole file in the encoding its owner named reading it, else as detected."""
     known_encodings = ctx.opened_fs.known_encodings
-    pinned = known_encodings.pinned(ctx.owner, blob.version)
+    pinned = known_encodings.pinned(ctx.owner, path, blob.version)
     known = pinned or known_encodings.get(blob.version)
     options = ctx.opened_fs.text_options.for_path(path)
     document = decode_document(blob.data, options, path=path, encoding=known)

@@ -251,30 +251,31 @@ def _valid_utf8(data: bytes, *, complete: bool) -> bool:
 class KnownEncodings:
     """Encodings established for versions (a version never changes encoding), bounded LRU.
 
-    Apart, the encodings owners named reading a version (:meth:`pin`): each owner's own.
+    Apart, the encodings owners named reading a file's version (:meth:`pin`): each owner's own.
     """
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = capacity
         self._known: OrderedDict[str, TextEncoding] = OrderedDict()
-        self._pins: OrderedDict[tuple[str, str], TextEncoding] = OrderedDict()
+        self._pins: OrderedDict[tuple[str, str, str], TextEncoding] = OrderedDict()
         self._guard = threading.Lock()
 
-    def pin(self, owner: str, version: str, encoding: TextEncoding | None) -> None:
-        """Record the encoding *owner* last read *version* in (None: the one detected)."""
+    def pin(self, owner: str, path: str, version: str, encoding: TextEncoding | None) -> None:
+        """Record the encoding *owner* last read *version* of *path* in (None: as detected)."""
+        key = (owner, path, version)
         with self._guard:
             if encoding is None:
-                self._pins.pop((owner, version), None)
+                self._pins.pop(key, None)
                 return
-            self._pins[(owner, version)] = encoding
-            self._pins.move_to_end((owner, version))
+            self._pins[key] = encoding
+            self._pins.move_to_end(key)
             while len(self._pins) > self.capacity:
                 self._pins.popitem(last=False)
 
-    def pinned(self, owner: str, version: str) -> TextEncoding | None:
-        """The encoding *owner* named when it last read *version*, if it named one."""
+    def pinned(self, owner: str, path: str, version: str) -> TextEncoding | None:
+        """The encoding *owner* named when it last read *version* of *path*, if it named one."""
         with self._guard:
-            return self._pins.get((owner, version))
+            return self._pins.get((owner, path, version))
 
     def get(self, version: str) -> TextEncoding | None:
         """Return the encoding recorded for *version*, if any."""
