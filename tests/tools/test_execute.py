@@ -31,6 +31,7 @@ from ctxfs.core import (
     Unavailable,
     hookimpl,
 )
+from ctxfs.core.text import TextEncoding, encodings, window
 from ctxfs.local import LocalBackend
 from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions
 from tests.tools.conftest import DEFAULT_TOOLS, Seed
@@ -105,11 +106,27 @@ async def test_read_judges_the_whole_file_where_a_byte_past_its_start_misleads(
     head = b"x = 1  # plain ascii\n" * ((3 << 20) // 21)  # past what decides at first
     lines = head.count(b"\n") + 1
     await seed("tail.txt", head + "# café au lait, naïve façade\n".encode("cp1252"))
+    judged: list[int] = []  # the bytes each detection weighed
+    detect = encodings.detect_encoding
+
+    def weighing(data: bytes, *args: Any, **kwargs: Any) -> TextEncoding:
+        judged.append(len(data))
+        return detect(data, *args, **kwargs)
+
+    monkeypatch.setattr(window, "detect_encoding", weighing)
     tail = await run(tools, ctx, "read", file_path="tail.txt", offset=lines)
     assert tail.text.startswith(f"{lines} # café au lait, naïve façade\n"), tail.text
     assert tail.structured["encoding"] == "cp1252"
+    assert max(judged) > 3 << 20  # the whole file, once
+    judged.clear()
+    again = await run(tools, ctx, "read", file_path="tail.txt", offset=lines, fresh=True)
+    assert again.text == tail.text
+    assert max(judged) < 2 << 20  # the start only: the whole was judged before
+    named = await run(tools, ctx, "read", file_path="tail.txt", offset=lines, encoding="cp1250")
+    assert named.text.startswith(f"{lines} # café au lait, naďve façade\n"), named.text
     monkeypatch.setattr("ctxfs.core.reads.JUDGED_WHOLE_BYTES", 2 << 20)  # too large to judge
-    shown = await run(tools, ctx, "read", file_path="tail.txt", offset=lines, fresh=True)
+    await seed("other.txt", head + "# café au lait, naïve façade\n".encode("cp1252") + b"\n")
+    shown = await run(tools, ctx, "read", file_path="other.txt", offset=lines)
     assert shown.text.startswith(f"{lines} # caf\ufffd au lait, na\ufffdve fa\ufffdade\n")
     assert shown.structured["encoding"] == "utf-8, invalid bytes shown as \ufffd"
     assert "(bytes that are not valid text show as \ufffd; keep them out of old_string)" in (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
@@ -37,7 +37,9 @@ async def read_text(
             options = _pinned(options, encoding)
         memory = opened_fs.session_memory
 
-        async def windowed(options: TextOptions) -> tuple[ReadStream, Window]:
+        async def windowed(
+            options: TextOptions, judged: TextEncoding | None = None
+        ) -> tuple[ReadStream, Window]:
             async with opened_fs.backend.open_read(
                 op.path, chunk_size=options.chunk_size
             ) as stream:
@@ -50,14 +52,17 @@ async def read_text(
                     options=options,
                     path=op.path,
                     known=opened_fs.known_encodings if encoding is None else None,
+                    decoded_as=judged,
                 )
             return stream, window
 
         stream, window = await windowed(options)
-        if window.misread and encoding is None and (stream.size or 0) <= JUDGED_WHOLE_BYTES:
-            # a byte past the start is not in the encoding chosen there: the whole file decides
-            whole = max(stream.size or 0, options.detect_bytes)
-            stream, window = await windowed(replace(options, detect_bytes=whole))
+        if window.misread and encoding is not None:  # ASCII at the start: the one named
+            stream, window = await windowed(
+                options, TextEncoding(codec=options.legacy_encodings[0])
+            )
+        elif window.misread:  # a byte past the start is not in the encoding chosen there
+            stream, window = await _judged_whole(ctx, options, windowed, stream, window)
         report.after = stream.version
         named = encoding is not None and window.encoding == options.legacy_encodings[0]
         opened_fs.known_encodings.pin(  # what the owner's edits of this version decode with
@@ -144,6 +149,27 @@ async def numbered_lines(
         ):
             async for item in numbered:
                 yield item
+
+
+async def _judged_whole(
+    ctx: Context,
+    options: TextOptions,
+    windowed: Callable[[TextOptions, TextEncoding | None], Awaitable[tuple[ReadStream, Window]]],
+    stream: ReadStream,
+    window: Window,
+) -> tuple[ReadStream, Window]:
+    """The window again, its file's encoding judged whole (once per version), as edits do."""
+    known = ctx.opened_fs.known_encodings
+    judged = known.get(stream.version)
+    if judged is not None and not judged.told_by_bytes:
+        return await windowed(options, judged)
+    if (stream.size or 0) > JUDGED_WHOLE_BYTES:
+        return stream, window
+    whole = max(stream.size or 0, options.detect_bytes)
+    stream, window = await windowed(replace(options, detect_bytes=whole), None)
+    if window.decoded_as is not None and not window.misread:
+        known.remember(stream.version, window.decoded_as)
+    return stream, window
 
 
 def _pinned(options: TextOptions, encoding: str) -> TextOptions:

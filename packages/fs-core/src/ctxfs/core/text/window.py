@@ -52,6 +52,8 @@ class Window:
     """The encoding the text was decoded with, e.g. ``"utf-8"`` or ``"utf-16-le with BOM"``."""
     misread: bool = False
     """The window holds bytes the encoding chosen from the file's start does not."""
+    decoded_as: TextEncoding | None = None
+    """The encoding itself (:attr:`encoding` is its label)."""
 
     @property
     def complete(self) -> bool:
@@ -81,12 +83,13 @@ async def read_window(
     options: TextOptions,
     path: str,
     known: KnownEncodings | None = None,
+    decoded_as: TextEncoding | None = None,
 ) -> Window:
     """Read lines ``offset .. offset + limit - 1`` (1-based) of the text in *stream*.
 
     With *known*, a whole file whose bytes alone tell its encoding
-    (:attr:`TextEncoding.told_by_bytes`) is detected once per version; a legacy
-    encoding is never taken from there (another call may have pinned it).
+    (:attr:`TextEncoding.told_by_bytes`) is detected once per version. With
+    *decoded_as* (judged before), nothing is detected.
 
     Raises:
         InvalidArgument: *offset* or *limit* is below 1.
@@ -99,7 +102,7 @@ async def read_window(
         raise InvalidArgument(f"offset must be 1 or more, got {offset}", path=path)
     if limit < 1:
         raise InvalidArgument(f"limit must be 1 or more, got {limit}", path=path)
-    chunks, encoding, head, ended = await _detect(stream, options, path, known)
+    chunks, encoding, head, ended = await _detect(stream, options, path, known, decoded_as)
     whole = _whole_window(head, encoding, limit, options) if ended and offset == 1 else None
     if whole is not None:
         return whole
@@ -193,7 +196,11 @@ _DETECT_INLINE_BYTES: Final = 1 << 16
 
 
 async def _detect(
-    stream: ReadStream, options: TextOptions, path: str, known: KnownEncodings | None = None
+    stream: ReadStream,
+    options: TextOptions,
+    path: str,
+    known: KnownEncodings | None = None,
+    decoded_as: TextEncoding | None = None,
 ) -> tuple[AsyncIterator[bytes], TextEncoding, bytes, bool]:
     """Read enough of *stream* to choose the encoding; return the rest and what was read."""
     chunks = aiter(stream)
@@ -205,6 +212,8 @@ async def _detect(
             break
         head += chunk
     recorded = known.get(stream.version) if known is not None and ended else None
+    if decoded_as is not None and head.startswith(decoded_as.bom):
+        return chunks, decoded_as, head[len(decoded_as.bom) :], ended
     if recorded is not None and recorded.told_by_bytes:
         return chunks, recorded, head[len(recorded.bom) :], ended
     detect = functools.partial(detect_encoding, head, options, path=path, complete=ended)
@@ -242,6 +251,7 @@ def _whole_window(
         truncated_lines=(),
         output_capped=False,
         encoding=encoding.label,
+        decoded_as=encoding,
     )
 
 
@@ -382,6 +392,7 @@ class _Scanner(Generic[AnyStr]):
             output_capped=capped,
             encoding=self.encoding.label + (", invalid bytes shown as \ufffd" if misread else ""),
             misread=misread,
+            decoded_as=self.encoding,
         )
 
     def _fit(self, lines: list[str], *, last_terminated: bool) -> tuple[str, int, list[int], bool]:
