@@ -190,6 +190,14 @@ def rewrites(draw: st.DrawFn) -> str:
     return "".join(pieces)
 
 
+def kept_around(document: AnyDocument, new: str, keep: st.DataObject) -> str:
+    """*new*, between a head and a tail of the file's lines (as many as *keep* draws)."""
+    lines = fold(document.raw_text).splitlines(keepends=True)
+    head = keep.draw(st.integers(0, len(lines)))
+    tail = keep.draw(st.integers(0, len(lines) - head))
+    return "".join(lines[:head]) + new + "".join(lines[len(lines) - tail :])
+
+
 @settings(max_examples=examples(500), deadline=None)
 @given(data=text_files(), new=rewrites(), keep=st.data())
 def test_rewrite_in_place_is_the_line_by_line_rewrite(
@@ -201,11 +209,7 @@ def test_rewrite_in_place_is_the_line_by_line_rewrite(
     document = document_of(data)
     assume(not document.encoding.keeps_invalid_bytes)
     assume(document.raw)  # an empty file has no ending to follow: the content keeps its own
-    text = fold(document.raw_text)
-    lines = text.splitlines(keepends=True)
-    head = keep.draw(st.integers(0, len(lines)))
-    tail = keep.draw(st.integers(0, len(lines) - head))
-    content = "".join(lines[:head]) + new + "".join(lines[len(lines) - tail :])
+    content = kept_around(document, new, keep)
     try:
         expected = rewrite_by_lines(document, content)
     except FsError as refused:
@@ -224,10 +228,7 @@ def test_a_rewrite_reads_back_as_the_content_written(
     # \n must not fuse with it into one break (a line would be lost).
     document = document_of(data)
     assume(not document.encoding.keeps_invalid_bytes)
-    lines = fold(document.raw_text).splitlines(keepends=True)
-    head = keep.draw(st.integers(0, len(lines)))
-    tail = keep.draw(st.integers(0, len(lines) - head))
-    content = "".join(lines[:head]) + new + "".join(lines[len(lines) - tail :])
+    content = kept_around(document, new, keep)
     try:
         change = document.rewrite(content)
     except FsError:
