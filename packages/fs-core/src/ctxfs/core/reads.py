@@ -163,9 +163,9 @@ async def _judged_whole(
     judged = known.get(stream.version)
     if judged is not None and not judged.told_by_bytes:
         return await windowed(options, judged)
-    if (stream.size or 0) > JUDGED_WHOLE_BYTES:
+    if stream.size is None or stream.size > JUDGED_WHOLE_BYTES:  # (unknown: read it all again?)
         return stream, window
-    whole = max(stream.size or 0, options.detect_bytes)
+    whole = max(stream.size, options.detect_bytes)
     stream, window = await windowed(replace(options, detect_bytes=whole), None)
     if window.decoded_as is not None and not window.misread:
         known.remember(stream.version, window.decoded_as)
