@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
@@ -125,8 +125,9 @@ async def changed(ctx: Context) -> list[ChangedFile]:
         except (Refused, InvalidPath):
             continue
         if now != seen.version:
-            changed_file = await _changed_file(ctx, path, key, seen.version, now=now, data=data)
-            found.append(replace(changed_file, current_kind=kind))
+            found.append(
+                await _changed_file(ctx, path, key, seen.version, now=now, data=data, kind=kind)
+            )
     return sorted(found, key=lambda changed_file: changed_file.path)
 
 
@@ -164,9 +165,16 @@ async def _current(ctx: Context, path: str) -> tuple[Version | None, bytes | Non
 
 
 async def _changed_file(
-    ctx: Context, path: str, key: str, seen: Version, *, now: Version | None, data: bytes | None
+    ctx: Context,
+    path: str,
+    key: str,
+    seen: Version,
+    *,
+    now: Version | None,
+    data: bytes | None,
+    kind: FileKind | None,
 ) -> ChangedFile:
-    """How *path* changed since the owner saw *seen* (*data*: the content *now*, if read)."""
+    """How *path* changed since the owner saw *seen* (*data*: its content now, if read)."""
     memory = ctx.opened_fs.session_memory
     diff, author = None, None
     if memory is not None and now is not None:
@@ -187,6 +195,7 @@ async def _changed_file(
         path=path,
         seen=seen,
         current=now,
+        current_kind=kind,
         diff=None if diff is None else diff.text,
         diff_whole=diff is not None and diff.whole,
         changed_by=None if author is None else author[0],

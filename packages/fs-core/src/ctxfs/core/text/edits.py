@@ -10,6 +10,7 @@ from ctxfs.core.text.changes import display
 from ctxfs.core.text.diffs import short_diff
 from ctxfs.core.text.document import AnyDocument, Change, decode_document
 from ctxfs.core.text.options import TextOptions
+from ctxfs.core.text.rewrite import common_ends
 
 __all__ = ["Replacement", "check_edit_strings", "check_replacements", "replace_in_turn"]
 
@@ -78,12 +79,7 @@ def replace_in_turn(
 def _changed_lines(before: str, after: str) -> tuple[int, int, str | None]:
     """The first and last changed lines of *after* (1-based), and the diff, invalid bytes shown."""
     old, new = before.split("\n"), after.split("\n")
-    head, shortest = 0, min(len(old), len(new))
-    while head < shortest and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < shortest - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
+    head, tail = common_ends(old, new)
     replaced, added = old[head : len(old) - tail], new[head : len(new) - tail]
     diff = short_diff(
         display("".join(line + "\n" for line in replaced)),

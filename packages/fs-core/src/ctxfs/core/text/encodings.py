@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ctxfs.core.errors import BinaryFile, EncodingError
-from ctxfs.core.text.legacy import detect_legacy, is_single_byte
+from ctxfs.core.text.legacy import detect_legacy, is_single_byte, strict_round_trip
 from ctxfs.core.text.options import TextOptions
 
 __all__ = ["UTF8", "KnownEncodings", "TextEncoding", "detect_encoding", "sniff_binary"]
@@ -82,15 +82,6 @@ _STRAY_BYTES_TOLERATED: Final = 8
 _VALIDATION_SLICE: Final = 1 << 20
 
 
-def _round_trips(data: bytes, codec: str, complete: bool) -> bool:
-    """Whether *data* (*complete*: the whole file) decodes in *codec* and encodes back."""
-    try:
-        text = codecs.getincrementaldecoder(codec)().decode(data, final=complete)
-    except UnicodeDecodeError:
-        return False
-    return not complete or text.encode(codec) == data
-
-
 def sniff_binary(sample: bytes, options: TextOptions, *, path: str) -> None:
     """Raise ``BinaryFile`` if *sample* (the file's leading bytes, no BOM) looks binary."""
     sample = sample[: options.sniff_bytes]
@@ -123,11 +114,8 @@ def detect_encoding(
     wide = _unmarked_wide(data, complete=complete)
     if wide is None and len(options.legacy_encodings) == 1:  # one named: its NULs are text
         named = options.legacy_encodings[0]
-        if (
-            named.endswith(("-le", "-be"))
-            and named.startswith("utf-")
-            and _round_trips(data, named, complete)
-        ):
+        ordered = named.startswith("utf-") and named.endswith(("-le", "-be"))
+        if ordered and strict_round_trip(data, named, complete=complete) is not None:
             wide = named
     if wide is not None:
         return TextEncoding(codec=wide)

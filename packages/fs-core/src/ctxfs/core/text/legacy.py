@@ -25,7 +25,7 @@ from typing import Final, NamedTuple
 
 from ctxfs.core.errors import EncodingError
 
-__all__ = ["detect_legacy", "is_single_byte"]
+__all__ = ["detect_legacy", "is_single_byte", "strict_round_trip"]
 
 _TIER_SCRIPT, _TIER_IDEOGRAPHS, _TIER_LETTERS = 3, 2, 1
 _SAMPLE_BYTES: Final = 1 << 16
@@ -54,7 +54,7 @@ def detect_legacy(
 
     """
     if len(candidates) == 1:  # pinned: it wins wherever it round-trips
-        fits_exactly = _strict_round_trip(data, candidates[0], complete=complete) is not None
+        fits_exactly = strict_round_trip(data, candidates[0], complete=complete) is not None
         return codecs.lookup(candidates[0]).name if fits_exactly else None
     first = _NON_ASCII_BYTE.search(data)
     start = 0 if first is None else data.rfind(b"\n", 0, first.start()) + 1
@@ -62,12 +62,12 @@ def detect_legacy(
     whole = complete and len(head) == len(data)
     fits: dict[str, _Fit] = {}  # reading -> how it fits, named by its first codec
     for codec in candidates:
-        text = _strict_round_trip(head, codec, complete=whole)
+        text = strict_round_trip(head, codec, complete=whole)
         if text is None or text in fits:
             continue
         judged = _judge(codec, text)
         if judged is not None and (
-            whole or not complete or _strict_round_trip(data, codec, complete=True) is not None
+            whole or not complete or strict_round_trip(data, codec, complete=True) is not None
         ):
             fits[text] = judged._replace(codec=codecs.lookup(codec).name)
     if not fits:
@@ -151,7 +151,8 @@ def is_single_byte(codec: str) -> bool:
     return getattr(module, "decoding_table", None) is not None
 
 
-def _strict_round_trip(data: bytes, codec: str, *, complete: bool) -> str | None:
+def strict_round_trip(data: bytes, codec: str, *, complete: bool) -> str | None:
+    """*data* decoded in *codec*, if it decodes (*complete*: the whole file, encoding back)."""
     decoder = codecs.getincrementaldecoder(codec)()
     try:
         text = decoder.decode(data, final=complete)

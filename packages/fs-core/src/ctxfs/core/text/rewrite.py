@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AnyStr, Final
+import operator
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, AnyStr, Final, TypeVar
 
 from ctxfs.core.text.changes import (
     Change,
@@ -16,7 +19,9 @@ from ctxfs.core.text.splicing import seal, slicer
 if TYPE_CHECKING:
     from ctxfs.core.text.document import TextDocument
 
-__all__ = ["rewrite_by_lines", "rewrite_whole"]
+__all__ = ["common_ends", "rewrite_by_lines", "rewrite_whole"]
+
+T = TypeVar("T")
 
 _COMPARED: Final = 1 << 16
 _MAX_DIFF_UNITS: Final = 4 * MAX_DIFF_CHARS + 2
@@ -49,14 +54,7 @@ def rewrite_by_lines(document: TextDocument[Any], content: str) -> Change:
     endings, encoding = document.endings, document.encoding
     old_lines = endings.split_lines(document.raw)
     new_lines = endings.split_lines(document.units(content, what="content"))
-    head, shortest = 0, min(len(old_lines), len(new_lines))
-    while head < shortest and _same_line(document, old_lines[head], new_lines[head]):
-        head += 1
-    tail = 0
-    while tail < shortest - head and _same_line(
-        document, old_lines[-1 - tail], new_lines[-1 - tail]
-    ):
-        tail += 1
+    head, tail = common_ends(old_lines, new_lines, partial(_same_line, document))
     replaced = old_lines[head : len(old_lines) - tail]
     added = new_lines[head : len(new_lines) - tail]
     refuse_added_replacement_chars(
@@ -82,6 +80,19 @@ def rewrite_by_lines(document: TextDocument[Any], content: str) -> Change:
         diff=diff,
         total_lines=len(new_lines),
     )
+
+
+def common_ends(
+    old: Sequence[T], new: Sequence[T], same: Callable[[T, T], bool] = operator.eq
+) -> tuple[int, int]:
+    """How many leading, then trailing, items *old* and *new* share (*same* compares them)."""
+    head, shortest = 0, min(len(old), len(new))
+    while head < shortest and same(old[head], new[head]):
+        head += 1
+    tail = 0
+    while tail < shortest - head and same(old[-1 - tail], new[-1 - tail]):
+        tail += 1
+    return head, tail
 
 
 def _written_whole(document: TextDocument[AnyStr], content: str) -> Change:

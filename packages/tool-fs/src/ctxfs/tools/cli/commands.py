@@ -35,9 +35,9 @@ async def call(args: argparse.Namespace) -> int:
         print(result.text)
     failure = result.data.error
     if failure is not None:
-        said = f"error [{failure.code.value}]: {failure.message}"
-        rest = "" if args.json else result.text.removeprefix(f"E{said[1:]}")  # diff, next step
-        print(f"ctxfs: {said}{rest}", file=sys.stderr)
+        said = f"[{failure.code.value}]: {failure.message}"
+        rest = "" if args.json else result.text.removeprefix(f"Error {said}")  # diff, next step
+        print(f"ctxfs: error {said}{rest}", file=sys.stderr)
         return 1
     return 0
 
