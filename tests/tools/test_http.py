@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import signal
 import socket
 import sqlite3
@@ -23,6 +24,8 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from ctxfs.tools.httpserver import (
     TokenFileError,
@@ -120,6 +123,21 @@ async def test_naming_another_principals_owner_gets_none_of_its_observations(
             assert code_of(refused) == "not_observed", name
         assert code_of(await alice.call_tool("edit", EDIT)) == "not_observed"
     assert (workspace / "notes.md").read_bytes() == CRLF
+
+
+@pytest.mark.parametrize("name", ["", "a" * 129, "agent\x00", "agent\n2", 7])
+async def test_an_owner_name_out_of_bounds_is_refused(
+    served: Served, workspace: Path, name: object
+) -> None:
+    # 1 to 128 characters, none a control character: the server keeps every name it is given
+    async with client(served.url, TOKENS["alice"]) as alice:
+        meta = {OWNER_META_KEY: name}
+        with pytest.raises(MCPError, match="must be 1 to 128 characters") as refused:
+            await alice.call_tool("read", {"file_path": "notes.md"}, meta=meta)  # type: ignore[arg-type]
+        assert refused.value.error.code == INVALID_PARAMS
+        longest = {OWNER_META_KEY: "é" * 128}
+        read = await alice.call_tool("read", {"file_path": "notes.md"}, meta=longest)  # type: ignore[arg-type]
+        assert code_of(read) is None
 
 
 async def test_handshake_era_sessions_stay_owners_of_their_own(
@@ -353,6 +371,12 @@ def test_a_session_answers_only_the_token_that_opened_it(served: Served, workspa
     assert post(served.url, ping, token=TOKENS["alice"], **headers).status_code == 200
     assert post(served.url, ping, token=TOKENS["bob"], **headers).status_code == 404
     assert post(served.url, ping, token=TOKENS["alice"], **headers).status_code == 200
+    assert served.process.stderr is not None
+    assert select.select([served.process.stderr], [], [], 10)[0], "the refusal is logged"
+    logged = served.next_line()
+    assert "credential does not match" in logged
+    assert session not in logged  # (the SDK's own log too names a session by 8 characters)
+    assert f"{session[:8]}…" in logged
 
 
 # -- tokens ----------------------------------------------------------------------------------------
@@ -577,6 +601,79 @@ def test_a_session_with_a_request_in_flight_is_never_ended_to_make_room(
             assert refused.json()["error"]["message"] == "Too many open sessions"
             assert post(served.url, initialize(), token=bob).status_code == 200
             assert all(alive(served.url, alice, session) for session in sessions)
+
+
+def test_a_request_the_sdk_refuses_ends_no_session_to_make_room(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # alice holds her one session, idle: a request to open another that the SDK refuses
+    # (a foreign Host, as a rebinding page sends; a body that is no JSON) ends none; one it
+    # opens does.
+    tokens = str(token_file(tmp_path))
+    options = ["--root", str(workspace), "--token-file", tokens, "--sessions-per-principal", "1"]
+    with serve_http(*options) as served:
+        alice = TOKENS["alice"]
+        session = post(served.url, initialize(), token=alice).headers["mcp-session-id"]
+        assert post(served.url, initialize(), token=alice, host="evil.example").status_code == 421
+        headers = {"Authorization": f"Bearer {alice}", "Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}  # fmt: skip
+        assert httpx2.post(served.url, content=b"{garbage", headers=headers).status_code == 400
+        assert alive(served.url, alice, session)
+        assert post(served.url, initialize(), token=alice).status_code == 200
+        assert not alive(served.url, alice, session)
+
+
+def test_a_2026_request_naming_a_session_leaves_the_session_and_its_owner_be(
+    served: Served, workspace: Path
+) -> None:
+    # The SDK serves a 2026-07-28 request alone, whatever session ID it carries: its 404 (an
+    # unknown method) is no sign that the session is gone, and the session's reads still count.
+    alice = TOKENS["alice"]
+    session = post(served.url, initialize(), token=alice).headers["mcp-session-id"]
+    assert read_in_session(served.url, alice, session, "notes.md").status_code == 200
+    modern = "2026-07-28"
+    envelope = {"io.modelcontextprotocol/protocolVersion": modern,
+                "io.modelcontextprotocol/clientCapabilities": {}}  # fmt: skip
+    unknown = {"jsonrpc": "2.0", "id": 1, "method": "no/such", "params": {"_meta": envelope}}
+    answer = post(served.url, unknown, token=alice, mcp_session_id=session,
+                  mcp_protocol_version=modern, mcp_method="no/such")  # fmt: skip
+    assert answer.status_code == 404
+    edit = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "edit", "arguments": EDIT}}  # fmt: skip
+    edited = post(served.url, edit, token=alice, mcp_session_id=session,
+                  mcp_protocol_version=LEGACY)  # fmt: skip
+    assert edited.json()["result"]["isError"] is False, edited.text
+    assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"
+
+
+@pytest.mark.parametrize("request_id", [1.5, None, {}, True, [1]])
+def test_an_id_neither_string_nor_integer_is_refused_as_over_stdio(
+    served: Served, request_id: object
+) -> None:
+    ping = {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
+    for headers in ({}, {"mcp_protocol_version": "2026-07-28", "mcp_method": "ping"}):
+        answer = post(served.url, ping, token=TOKENS["alice"], **headers)
+        assert answer.status_code == 400
+        assert answer.json() == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": "Invalid Request: the id must be a string or an integer",
+            },
+        }
+
+
+@pytest.mark.parametrize("body", [[{"jsonrpc": "2.0", "id": 1, "method": "ping"}], None, 3, {}])
+def test_a_body_that_is_no_single_message_is_an_invalid_request(
+    served: Served, body: object
+) -> None:
+    answer = post(served.url, body, token=TOKENS["alice"])  # type: ignore[arg-type]
+    assert answer.status_code == 400
+    assert answer.json()["error"] == {
+        "code": -32600,
+        "message": "Invalid Request: the body is not one JSON-RPC message",
+    }
 
 
 async def test_a_killed_and_restarted_http_server_keeps_what_a_principal_read(

@@ -49,6 +49,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ctxfs.tools.messages import OneMessage
+
 __all__ = [
     "HttpOptions",
     "SessionLimits",
@@ -228,11 +230,13 @@ class SessionLimits:
     """ASGI middleware around the SDK's streamable HTTP app: sessions per principal, idle sessions.
 
     A request without a session ID (of the handshake era) may open a session. When its principal
-    holds *per_principal* sessions already, that principal's longest-idle session is ended first (or
+    holds *per_principal* sessions already, that principal's longest-idle session is ended (or
     the request is refused with 503 if none is idle); when the server holds *max_sessions*, the
-    longest-idle session of the principal holding the most is ended. A session with no request in
+    longest-idle session of the principal holding the most is ended. A session is ended only once
+    the SDK has opened the new one: a request it refuses ends none. A session with no request in
     flight (an open GET stream counts) for *idle_seconds* is ended. Sessions no principal
-    authenticated (``--no-auth``) share one cap.
+    authenticated (``--no-auth``) share one cap. A request of the 2026 protocol stands alone, a
+    session ID or not, as the SDK serves it.
 
     A session is ended as its client would end it: a ``DELETE`` through the SDK's app.
     *on_session_end* hears the ID of every session that ends, however it ends. Enter :meth:`run`
@@ -282,12 +286,12 @@ class SessionLimits:
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         principal = _principal(scope)
-        if session_id is not None:
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            await self.app(scope, receive, send)  # the 2026 protocol: every request stands alone
+        elif session_id is not None:
             await self._in_session(session_id, principal, scope, receive, send)
-        elif version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+        else:
             await self._opening_session(principal, scope, receive, send)
-        else:  # the 2026 protocol: every request stands alone
-            await self.app(scope, receive, send)
 
     async def _in_session(
         self, session_id: str, principal: _Principal, scope: Scope, receive: Receive, send: Send
@@ -310,37 +314,54 @@ class SessionLimits:
         self, principal: _Principal, scope: Scope, receive: Receive, send: Send
     ) -> None:
         async with self._admission:
-            admitted = await self._make_room(principal)
-            if admitted:
+            counted = self._has_room(principal)  # (counted against the caps while it opens)
+            if counted:
                 self._opening[principal] += 1
-        if not admitted:
-            log.warning("refusing a session: no room, and no idle session to end")
+        if not counted:
             await _too_many(scope, receive, send)
             return
         opened: _Session | None = None
+        refused = False
 
         async def watched(message: Message) -> None:
-            nonlocal opened
+            nonlocal counted, opened, refused
+            if refused:
+                return  # (the body of the answer replaced)
             if message["type"] == "http.response.start" and message["status"] < 400:
                 session_id = Headers(raw=message["headers"]).get(MCP_SESSION_ID_HEADER)
-                if session_id is not None:  # known before its client learns of it
-                    opened = self._sessions[session_id] = _Session(principal, scope)
-                    self._opening[principal] -= 1
+                if session_id is not None:  # opened: room is made now, before its client knows
+                    async with self._admission:
+                        self._opening[principal] -= 1
+                        counted = False
+                        if await self._make_room(principal):
+                            opened = self._sessions[session_id] = _Session(principal, scope)
+                        else:
+                            refused = True
+                    if refused:
+                        await self._delete(session_id, scope)
+                        await _too_many(scope, receive, send)
+                        return
             await send(message)
 
         try:
             await self.app(scope, receive, watched)
         finally:
-            if opened is None:
+            if counted:
                 self._opening[principal] -= 1
-            else:
+            if opened is not None:
                 opened.in_flight -= 1
                 opened.idle_since = anyio.current_time()
 
+    def _has_room(self, principal: _Principal) -> bool:
+        """Whether a session of *principal* could open (ending an idle one at most)."""
+        held = self._held()
+        if held[principal] >= self.per_principal:
+            return self._idle(principal) is not None
+        return held.total() < self.max_sessions or any(map(self._idle, held))
+
     async def _make_room(self, principal: _Principal) -> bool:
         """Make room for a session of *principal*, ending an idle one; False if none is idle."""
-        held = Counter(session.principal for session in self._sessions.values())
-        held.update(self._opening)
+        held = self._held()
         if held[principal] >= self.per_principal:
             return await self._end_idle(principal)  # the total shrinks with it
         if held.total() < self.max_sessions:
@@ -350,16 +371,26 @@ class SessionLimits:
                 return True
         return False
 
-    async def _end_idle(self, principal: _Principal) -> bool:
-        """End the longest-idle session of *principal*; False if none is idle."""
+    def _held(self) -> Counter[_Principal]:
+        """Sessions open and opening, by principal."""
+        held = Counter(session.principal for session in self._sessions.values())
+        held.update(self._opening)
+        return held
+
+    def _idle(self, principal: _Principal) -> str | None:
+        """The ID of *principal*'s longest-idle session (None: none is idle)."""
         idle = [
             (session.idle_since, session_id)
             for session_id, session in self._sessions.items()
             if session.principal == principal and not session.in_flight
         ]
-        if not idle:
+        return min(idle)[1] if idle else None
+
+    async def _end_idle(self, principal: _Principal) -> bool:
+        """End the longest-idle session of *principal*; False if none is idle."""
+        session_id = self._idle(principal)
+        if session_id is None:
             return False
-        _, session_id = min(idle)
         log.info("ending idle session %s to make room", session_id[:8])
         await self._end(session_id)
         return True
@@ -382,17 +413,20 @@ class SessionLimits:
     async def _end(self, session_id: str) -> None:
         """End session *session_id* as its client would (a ``DELETE``), then forget it."""
         session = self._sessions.pop(session_id, None)
-        if session is None:
-            return
-        headers = [(name, value) for name, value in session.scope["headers"] if name == b"host"]
+        if session is not None:
+            await self._delete(session_id, session.scope)
+            self._forget(session_id)
+
+    async def _delete(self, session_id: str, opening: Scope) -> None:
+        """A ``DELETE`` of *session_id* through the SDK's app, made from the *opening* request."""
+        headers = [(name, value) for name, value in opening["headers"] if name == b"host"]
         scope = {
-            **session.scope,
+            **opening,
             "method": "DELETE",
             "headers": [*headers, (MCP_SESSION_ID_HEADER.encode(), session_id.encode())],
             "query_string": b"",
         }
         await _answered(self.app, scope, _no_body, _discard)
-        self._forget(session_id)
 
     def _forget(self, session_id: str) -> None:
         """Have :meth:`_ended` run for *session_id*, in the background."""
@@ -448,10 +482,24 @@ async def _discard(message: Message) -> None:
 
 
 async def _too_many(scope: Scope, receive: Receive, send: Send) -> None:
+    log.warning("refusing a session: no room, and no idle session to end")
     error = ErrorData(code=INTERNAL_ERROR, message="Too many open sessions")
     body = JSONRPCError(jsonrpc="2.0", id=None, error=error)
     json = body.model_dump_json(by_alias=True, exclude_unset=True)
     await Response(json, status_code=503, media_type="application/json")(scope, receive, send)
+
+
+class _ShortSessionIds(logging.Filter):
+    """Shows a session ID in the SDK's log by its first 8 characters, as ctxfs's own log does."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        shown = _SESSION_ID.sub(lambda found: found[0][:8] + "…", record.getMessage())
+        record.msg, record.args = shown, ()
+        return True
+
+
+_SESSION_ID: Final = re.compile(r"\b[0-9a-f]{32}\b")
+_SDK_LOGGERS: Final = ("mcp.server.streamable_http_manager", "mcp.server.streamable_http")
 
 
 # -- the app ---------------------------------------------------------------------------------------
@@ -506,6 +554,10 @@ def http_app(
         session_idle_timeout=None,  # SessionLimits ends idle sessions, and knows it did
         max_sessions=None,
     )
+    for name in _SDK_LOGGERS:
+        sdk_log = logging.getLogger(name)
+        if not any(isinstance(known, _ShortSessionIds) for known in sdk_log.filters):
+            sdk_log.addFilter(_ShortSessionIds())
     endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
     sessions = None
     if not options.stateless:
@@ -516,6 +568,7 @@ def http_app(
             idle_seconds=options.session_idle_seconds,
             on_session_end=on_session_end,
         )
+    endpoint = OneMessage(endpoint, max_body_bytes=options.max_body_bytes)
     middleware: list[Middleware] = []
     if options.tokens is not None:
         endpoint = RequireAuthMiddleware(endpoint, required_scopes=[])

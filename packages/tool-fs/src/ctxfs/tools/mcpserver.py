@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -58,6 +59,7 @@ __all__ = [
     "FORGET_SHOWN_META_KEY",
     "NO_ROOTS",
     "OWNER_META_KEY",
+    "OWNER_NAME",
     "ROOTS_WAIT",
     "SAID_BY_THE_RESULT",
     "McpTools",
@@ -67,7 +69,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 OWNER_META_KEY: Final = "io.ctxfs/owner"
-"""The ``_meta`` key a client may name its owner with."""
+"""The ``_meta`` key a client may name its owner with (:data:`OWNER_NAME`)."""
+OWNER_NAME: Final = re.compile(r"[^\x00-\x1f\x7f]{1,128}")
+"""An owner's name in ``_meta``: 1 to 128 characters, none a control character."""
 FORGET_SHOWN_META_KEY: Final = "io.ctxfs/forget_shown"
 """The ``_meta`` key (true) of a call after which reads show their text again."""
 SAID_BY_THE_RESULT: Final = frozenset({"status", "tool"})
@@ -149,11 +153,19 @@ class McpTools:
         return fs.context(owner=self.owner_of(request), workspace=self.workspace)
 
     def owner_of(self, request: ServerRequestContext[Any, Any]) -> str:
-        """The owner of *request*'s observations (the rule in the module's docstring)."""
+        """The owner of *request*'s observations (the rule in the module's docstring).
+
+        Raises:
+            MCPError: ``-32602`` (invalid params), for an owner name that is not :data:`OWNER_NAME`.
+
+        """
         principal = principal_of(request.request)
         base = self.owner if principal is None else principal
         named = (request.meta or {}).get(OWNER_META_KEY)
-        if isinstance(named, str) and named:
+        if named is not None:
+            if not isinstance(named, str) or not OWNER_NAME.fullmatch(named):
+                message = f"{OWNER_META_KEY} must be 1 to 128 characters, none a control character"
+                raise MCPError(code=INVALID_PARAMS, message=message)
             return f"{base}:{named}"
         if not self.per_session or request.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return base  # stdio, or stateless: the principal (or the server's owner)

@@ -40,6 +40,8 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from ctxfs.tools.messages import BAD_ID, has_bad_id
+
 if TYPE_CHECKING:
     from mcp.server import Server
 
@@ -112,12 +114,9 @@ class _BoundedLines(io.TextIOWrapper):
 def _has_bad_id(line: str) -> bool:
     """Whether *line* is a JSON object with an id that is neither a string nor an integer."""
     try:
-        message = json.loads(line)
+        return has_bad_id(json.loads(line))
     except (ValueError, RecursionError):
         return False
-    if not isinstance(message, dict) or "id" not in message:
-        return False
-    return isinstance(message["id"], bool) or not isinstance(message["id"], str | int)
 
 
 class _Unanswered:
@@ -219,8 +218,7 @@ def _refusal(error: Exception, max_line_bytes: int) -> ErrorData:
             message = f"Invalid Request: the line is longer than {max_line_bytes} bytes"
             return ErrorData(code=INVALID_REQUEST, message=message)
         if first["input"] == _BAD_ID:
-            message = "Invalid Request: the id must be a string or an integer"
-            return ErrorData(code=INVALID_REQUEST, message=message)
+            return BAD_ID
         if first["type"] == "json_invalid":
             return ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
     message = "Invalid Request: the line is not a JSON-RPC message"

@@ -1,0 +1,87 @@
+"""The JSON-RPC messages the MCP servers refuse before the SDK reads them (stdio and HTTP alike).
+
+A message whose id is neither a string nor an integer (the SDK would take it for a notification
+and answer nothing), and over HTTP a body that is JSON but no single JSON-RPC message (a batch,
+``null``), get ``-32600`` Invalid Request with id null.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import pydantic_core
+from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from pydantic import ValidationError
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["BAD_ID", "NOT_A_MESSAGE", "OneMessage", "has_bad_id"]
+
+BAD_ID: Final = ErrorData(
+    code=INVALID_REQUEST, message="Invalid Request: the id must be a string or an integer"
+)
+NOT_A_MESSAGE: Final = ErrorData(
+    code=INVALID_REQUEST, message="Invalid Request: the body is not one JSON-RPC message"
+)
+
+
+def has_bad_id(message: object) -> bool:
+    """Whether *message* (parsed JSON) is an object whose id is neither a string nor an integer."""
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    return isinstance(message["id"], bool) or not isinstance(message["id"], str | int)
+
+
+class OneMessage:
+    """ASGI middleware: a JSON POST body must be one JSON-RPC message with a usable id.
+
+    A body that is not JSON, or longer than *max_body_bytes*, goes on to *app*, which answers it.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a body that is no single JSON-RPC message (HTTP 400); pass on the rest."""
+        headers = Headers(scope=scope)
+        json_body = headers.get("content-type", "").startswith("application/json")
+        if scope["method"] != "POST" or not json_body:
+            await self.app(scope, receive, send)
+            return
+        received: list[Message] = []
+        size, more = 0, True
+        while more and size <= self.max_body_bytes:
+            message = await receive()
+            received.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        if not more and size <= self.max_body_bytes:
+            refusal = _refusal(b"".join(m.get("body", b"") for m in received))
+            if refusal is not None:
+                body = JSONRPCError(jsonrpc="2.0", id=None, error=refusal)
+                json = body.model_dump_json(by_alias=True, exclude_unset=True)
+                await Response(json, 400, media_type="application/json")(scope, receive, send)
+                return
+
+        async def replayed() -> Message:
+            return received.pop(0) if received else await receive()
+
+        await self.app(scope, replayed, send)
+
+
+def _refusal(body: bytes) -> ErrorData | None:
+    try:
+        message = pydantic_core.from_json(body)
+    except ValueError:
+        return None  # (the SDK's parse error)
+    if has_bad_id(message):
+        return BAD_ID
+    try:
+        jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValidationError:
+        return NOT_A_MESSAGE
+    return None
