@@ -1,4 +1,4 @@
-"""A small HTTP proxy in front of a test server: it counts requests and can drop conditions.
+"""A small HTTP proxy in front of a test server: it counts requests, drops conditions, fakes faults.
 
 Dropping ``If-Match``/``If-None-Match`` headers (S3) or ``ifGenerationMatch``
 parameters (GCS) turns a real server into one that silently ignores
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import http.client
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +38,8 @@ class Proxy:
     """``(method, path)`` of every request, in order."""
     url: str = ""
     faults: list[Fault] = field(default_factory=list)
+    not_found: Callable[[str], bytes] | None = None
+    """The body of every 404, from the request's path and query (None: the upstream's)."""
 
 
 @contextmanager
@@ -83,6 +85,8 @@ def proxy(
                     upstream.close()
             if fault is not None:
                 status, reason, response_headers, payload = fault.status, "Injected", [], b""
+            if status == 404 and seen.not_found is not None:
+                payload = seen.not_found(self.path)
             self.send_response(status, reason)
             for key, value in response_headers:
                 if key.lower() not in _HOP_BY_HOP | {"content-length"}:

@@ -52,12 +52,12 @@ class Server:
                 pytest.fail(message)
             pytest.skip(message)
 
-    def create_bucket(self, *, versioned: bool = False) -> str:
+    def create_bucket(self, *, versioned: bool = False, name: str | None = None) -> str:
         """A new, empty bucket (container, directory) on the server; returns its name.
 
         *versioned*: the bucket keeps every version of an object (S3 and GCS only).
         """
-        name = f"ctxfs-{uuid.uuid4().hex[:16]}"
+        name = name or f"ctxfs-{uuid.uuid4().hex[:16]}"
         if self.name == "s3":
             import s3fs  # noqa: PLC0415
 

@@ -7,6 +7,7 @@ lock, planting a symbolic link, checking modes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import asyncssh
 import pytest
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import SFTP
@@ -158,6 +160,74 @@ async def test_an_update_whose_lease_nearly_ran_out_writes_nothing(
                 await update.write(b"two")
     assert (local / "a.txt").read_bytes() == b"one"
     assert sorted(p.name for p in local.iterdir()) == ["a.txt"]
+
+
+@pytest.mark.parametrize("through", ["write", "update"])
+async def test_an_upload_that_outlasts_its_lease_publishes_nothing(
+    root: tuple[str, Path], monkeypatch: pytest.MonkeyPatch, through: str
+) -> None:
+    # A's upload stalls past its lease; B breaks the lock and writes from the same base. A must
+    # then hear stale and leave B's bytes: both succeeding would lose B's update.
+    url, local = root
+    uploading, stalled = anyio.Event(), asyncssh.SFTPClientFile.fsync
+
+    async def slow_fsync(handle: asyncssh.SFTPClientFile) -> None:
+        if not uploading.is_set():
+            uploading.set()
+            await anyio.sleep(1.5)
+        await stalled(handle)
+
+    async with sftp(url, lease=1.0) as a, sftp(url, lease=1.0, lock_timeout=10) as b:
+        base = await a.write("a.txt", b"base", expect=ABSENT)
+        monkeypatch.setattr(asyncssh.SFTPClientFile, "fsync", slow_fsync)
+        outcomes: dict[str, object] = {}
+
+        async def write_a() -> None:
+            try:
+                if through == "write":
+                    await a.write("a.txt", b"from A", expect=base)
+                else:
+                    async with a.open_update("a.txt") as update:
+                        await update.write(b"from A")
+                outcomes["A"] = "written"
+            except Stale as refused:
+                outcomes["A"] = refused
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(write_a)
+            await uploading.wait()
+            await b.write("a.txt", b"from B", expect=base)  # waits for A's lease to end
+    assert isinstance(outcomes["A"], Stale), outcomes
+    assert "ran out before the change was written" in str(outcomes["A"])
+    assert (local / "a.txt").read_bytes() == b"from B"
+    assert sorted(p.name for p in local.iterdir()) == ["a.txt"]
+
+
+async def test_a_name_that_is_not_utf8_is_listed_as_fs_local_lists_it(
+    root: tuple[str, Path],
+) -> None:
+    url, local = root
+    async with sftp(url) as backend:
+        await backend.write("ok.txt", b"ok", expect=ABSENT)
+        with open(os.path.join(os.fsencode(local), b"bad\xff.txt"), "wb") as bad:
+            bad.write(b"no")
+        listed = sorted(entry.path for entry in await backend.list(""))
+    assert listed == ["bad\udcff.txt", "ok.txt"]
+
+
+async def test_a_name_of_255_bytes_is_written_under_a_lock_named_by_its_hash(
+    root: tuple[str, Path],
+) -> None:
+    url, local = root
+    name = "n" * 255
+    async with sftp(url) as backend:
+        version = await backend.write(name, b"one", expect=ABSENT)
+        async with backend.open_update(name) as update:
+            locks = [p.name for p in local.iterdir() if p.name.startswith(".ctxfs-lock.")]
+            assert locks == [f".ctxfs-lock.sha256.{hashlib.sha256(name.encode()).hexdigest()}"]
+            await update.write(b"two")
+        assert (await backend.read(name)).version != version
+    assert sorted(p.name for p in local.iterdir()) == [name]
 
 
 async def _update(backend: Any, path: str) -> None:

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import functools
+import json
+import socket
 import sys
+import threading
 import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import pytest
@@ -16,7 +22,9 @@ from tests.remote.servers import AZURE, AZURITE, GCS, S3, SFTP, Server
 from ctxfs.core import (
     ABSENT,
     Backend,
+    BackendError,
     ErrorCode,
+    FileKind,
     FsError,
     InvalidArgument,
     NotFound,
@@ -28,6 +36,7 @@ from ctxfs.core import (
     open_fs,
 )
 from ctxfs.remote import ObjectStoreBackend
+from ctxfs.remote.ioloop import on_io_loop
 
 pytestmark = pytest.mark.anyio
 
@@ -128,6 +137,27 @@ async def test_reserved_names_are_refused_and_hidden(server: Server, url_for: Ur
         assert [entry.name for entry in await backend.list("")] == ["a.txt"]
 
 
+@pytest.mark.parametrize("store", [S3, GCS, AZURE], ids=lambda s: s.name)
+async def test_directory_markers_are_directories_on_every_store(
+    store: Server, url_for: UrlFor
+) -> None:
+    # "d/" objects, as consoles and other tools make them: a directory, never an entry of its own.
+    async with opened(store, url_for(store)) as backend:
+        assert isinstance(backend, ObjectStoreBackend)
+        prefix = backend.keys.key("d").removesuffix("d")
+        for key in ("d/", "d/f.txt", "empty/"):
+            await on_io_loop(
+                backend.store.put, prefix + key, b"x" * key.endswith("txt"), expect=None
+            )
+        inside = await backend.list("d")
+        assert [entry.path for entry in inside] == ["d/f.txt"]
+        assert inside.unnamed == ()
+        root = await backend.list("")
+        assert [(entry.path, entry.kind) for entry in root] == [
+            ("d", FileKind.DIRECTORY), ("empty", FileKind.DIRECTORY)]  # fmt: skip
+        assert await backend.list("empty") == []
+
+
 # -- failures ----------------------------------------------------------------------------------
 
 
@@ -154,6 +184,55 @@ async def test_an_unreachable_store_is_unavailable_after_bounded_retries(store: 
     assert time.monotonic() - started < 60
 
 
+async def test_a_gcs_endpoint_that_never_answers_is_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A server that takes the connection and says nothing: the request fails once the answer
+    # has stalled STALLED_SECONDS (gcsfs sets no timeout of its own).
+    monkeypatch.setattr("ctxfs.remote.gcs.STALLED_SECONDS", 0.5)
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        options = GCS.options | {"endpoint_url": endpoint, "retries": 0, "probe": False}
+        with anyio.fail_after(20):
+            async with open_fs("gs://bucket/root", load_entrypoints=False, **options) as fs:
+                with pytest.raises(Unavailable) as caught:
+                    await fs.context(owner="agent").fs.read("a.txt")
+    assert caught.value.retryable is True
+
+
+@pytest.mark.parametrize("store", [S3, GCS], ids=lambda s: s.name)
+async def test_an_endpoint_answering_a_web_page_is_a_backend_error(store: Server) -> None:
+    # A wrong endpoint that answers 200 with HTML: the driver cannot read it, and says so.
+    PAGE = b"<html>welcome</html>"  # noqa: N806
+
+    class Page(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.send_response(200)  # (at once: the body may wait for a 100 Continue)
+            self.send_header("Connection", "close")
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(PAGE)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(PAGE)
+
+        do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = answer  # noqa: N815
+
+        def log_message(self, format: str, *args: object) -> None:
+            del format, args
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Page) as page:
+        threading.Thread(target=page.serve_forever, daemon=True).start()
+        endpoint = f"http://127.0.0.1:{page.server_address[1]}"
+        options = store.options | {"endpoint_url": endpoint, "retries": 0}
+        for probe in (True, False):
+            with pytest.raises(BackendError):
+                async with open_fs(
+                    store.url("bucket", "root"), load_entrypoints=False, probe=probe, **options
+                ) as fs:
+                    await fs.context(owner="agent").fs.write("a.txt", "one\n")
+        page.shutdown()
+
+
 async def test_transient_failures_are_retried_and_a_landed_write_is_not_a_conflict(
     url_for: UrlFor,
 ) -> None:
@@ -175,6 +254,64 @@ async def test_transient_failures_are_retried_and_a_landed_write_is_not_a_confli
             with pytest.raises(Unavailable):
                 await backend.read("a.txt")
             assert len(flaky.requests) == 4  # the first try and three retries
+
+
+def gcs_not_found(path: str) -> bytes:
+    """The body of GCS's 404 for a missing object (fake-gcs-server says only ``Not Found``)."""
+    where = urlsplit(path).path
+    message = f"No such object: {unquote(where.split('/b/')[-1].replace('/o/', '/', 1))}"
+    if "alt=media" in path:
+        return message.encode()
+    error = {"code": 404, "message": message, "errors": [{"reason": "notFound"}]}
+    return json.dumps({"error": error}).encode()
+
+
+@pytest.mark.slow
+async def test_gcs_tells_a_missing_object_from_a_missing_bucket() -> None:
+    # In a bucket whose name says "bucket", GCS's own 404 bodies: a new file is made, a missing
+    # one is not_found; a bucket that does not exist is backend_error at open.
+    GCS.require()
+    bucket = GCS.create_bucket(name="acme-bucket-not-" + uuid.uuid4().hex[:8])
+    with proxy(GCS.port) as gcs:
+        gcs.not_found = gcs_not_found
+        options = GCS.options | {"endpoint_url": gcs.url}
+        async with open_fs(f"gs://{bucket}/ws", load_entrypoints=False, **options) as fs:
+            ctx = fs.context(owner="agent")
+            assert (await ctx.fs.write("notes.md", "not here\n")).created
+            with pytest.raises(NotFound):
+                await ctx.fs.read("missing.txt")
+            with pytest.raises(NotFound):
+                await ctx.fs.list("no-dir")
+    with pytest.raises(BackendError, match="the bucket does not exist"):
+        async with open_fs("gs://no-such-bucket-here/ws", load_entrypoints=False, **GCS.options):
+            pass  # pragma: no cover - the probe at open fails
+
+
+@pytest.mark.parametrize("store", [S3, GCS, AZURE], ids=lambda s: s.name)
+async def test_a_delete_whose_answer_was_lost_is_not_a_failure(
+    store: Server, url_for: UrlFor
+) -> None:
+    # The DELETE lands, its answer is lost (503): the retry finds nothing, and that is success;
+    # a file another writer changed meanwhile is still stale.
+    url = url_for(store)
+    with proxy(store.port) as flaky:
+        if store is AZURE:
+            extra = {"connection_string": AZURITE.replace("http://127.0.0.1:10000", flaky.url)}
+        else:
+            extra = {"endpoint_url": flaky.url}
+        async with opened(store, url, **extra) as backend:
+            for expect in (True, False):
+                version = await backend.write("a.txt", b"one", expect=ABSENT)
+                flaky.faults = [Fault("DELETE", 503, forward=True)]
+                await backend.delete("a.txt", expect=version if expect else None)
+                with pytest.raises(NotFound):
+                    await backend.stat("a.txt")
+            version = await backend.write("a.txt", b"one", expect=ABSENT)
+            await backend.write("a.txt", b"two", expect=version)
+            flaky.faults = [Fault("DELETE", 503)]
+            with pytest.raises(Stale):
+                await backend.delete("a.txt", expect=version)
+            assert (await backend.read("a.txt")).data == b"two"
 
 
 async def test_s3_conditional_request_conflicts_are_retried(url_for: UrlFor) -> None:

@@ -112,6 +112,8 @@ class AzureStore(ObjectStore):
             await self._blob(key).delete_blob(**_condition(expect), **self._once)
 
     async def scan(self, prefix: str, *, limit: int | None = None, deep: bool = False) -> Listing:
+        from azure.storage.blob.aio import BlobPrefix  # noqa: PLC0415 - the azure extra's
+
         container = self.fs.service_client.get_container_client(self.container)
         listing = Listing()
         options = {"name_starts_with": prefix or None, "results_per_page": limit, **self._once}
@@ -122,7 +124,7 @@ class AzureStore(ObjectStore):
         )
         with translated(_error):
             async for item in items:
-                if item.name.endswith("/"):
+                if isinstance(item, BlobPrefix):
                     listing.prefixes.append(item.name)
                 else:
                     listing.objects.append(_info(item.name, item, int(item.size)))

@@ -243,6 +243,12 @@ class ObjectStoreBackend(Backend):
             )
         except FsError as error:
             raise _named(error, what) from error
+        except Exception as error:  # an answer the driver could not read (a wrong endpoint)
+            unread = BackendError(
+                f"the store's answer is not what its API sends ({type(error).__name__}: {error})",
+                hint="Check that the store's URL and endpoint name the store itself.",
+            )
+            raise _named(unread, what) from error
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -367,15 +373,35 @@ class ObjectStoreBackend(Backend):
             if self._emulating and expect is not None:
                 async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
                     await self._check_expect(path, key, expect)
-                    await self._io(path, self.store.remove, key)
+                    await self._remove(path, key, None)
             else:
-                await self._io(path, self.store.remove, key, expect=expect)
+                await self._remove(path, key, expect)
         except NotFound:
             if await self._has_entries(path):
                 raise InvalidArgument(
                     f"{path} is a directory that is not empty", path=path
                 ) from None
             raise
+
+    async def _remove(self, path: str, key: str, expect: Version | None) -> None:
+        """Remove *key*; a retry that finds it gone after an attempt went unanswered succeeds."""
+        attempts = 0
+
+        async def attempt() -> None:  # (on the IO loop)
+            nonlocal attempts
+            attempts += 1
+            try:
+                await self.store.remove(key, expect=expect)
+            except (NotFound, Stale):
+                if attempts == 1:
+                    raise
+                try:
+                    await self.store.head(key)
+                except NotFound:
+                    return  # the attempt whose answer was lost removed it
+                raise
+
+        await self._io(path, attempt)
 
     async def _mkdir(self, path: str) -> None:
         """Nothing to create: a directory exists while objects live under it."""

@@ -48,6 +48,12 @@ MAX_UPLOAD_SIZE: Final = 5 << 30
 """The largest body ctxfs sends in one conditional multipart upload (5 GiB)."""
 WRITE_ID: Final = "ctxfs-write"
 """The custom-metadata key holding each write's id."""
+STALLED_SECONDS: Final = 60.0
+"""Seconds a response may send nothing before the request fails ``unavailable`` (botocore's and
+Azure's read timeout; gcsfs's ``requests_timeout`` bounds a whole request, and is unset by
+default)."""
+NO_BUCKET: Final = "The specified bucket does not exist"
+"""How a JSON API 404 names a missing bucket (a missing object's says ``No such object``)."""
 
 
 class GcsStore(ObjectStore):
@@ -94,7 +100,9 @@ class GcsStore(ObjectStore):
                 headers=sent,
                 data=data,
                 timeout=ClientTimeout(
-                    total=self.fs.requests_timeout, sock_connect=self.connect_timeout
+                    total=self.fs.requests_timeout,
+                    sock_connect=self.connect_timeout,
+                    sock_read=STALLED_SECONDS,
                 ),
             ) as response:
                 yield response
@@ -169,6 +177,8 @@ class GcsStore(ObjectStore):
             if expect is ABSENT:
                 raise AlreadyExists("the object exists") from None
             raise
+        except NotFound:  # (an upload names no object that could be missing)
+            raise _no_bucket() from None
         return _info(stored).version
 
     async def remove(self, key: str, *, expect: Version | None = None) -> None:
@@ -181,7 +191,10 @@ class GcsStore(ObjectStore):
 
     async def keeps_versions(self) -> bool:
         """Whether the bucket's ``versioning.enabled`` is set (it keeps noncurrent generations)."""
-        bucket = await self._json("GET", self._bucket_url())
+        try:
+            bucket = await self._json("GET", self._bucket_url())
+        except NotFound:  # (the bucket's own resource: an emulator says no more)
+            raise _no_bucket() from None
         return bool((bucket.get("versioning") or {}).get("enabled"))
 
     async def get_version(self, key: str, version: Version) -> bytes | None:
@@ -223,12 +236,26 @@ def _check(status: int, body: bytes) -> None:
         return
     message = body.decode("utf-8", "replace")[:500]
     if status == 404:
-        if "bucket" in message.lower() and "not" in message.lower():
-            raise BackendError(f"bucket does not exist ({message})", hint="Create the bucket.")
+        if _error_message(body).startswith(NO_BUCKET):
+            raise _no_bucket()
         raise NotFound("no such object")
     if status == 412:
         raise Stale("the object is at another generation")
     raise from_status(status, message)
+
+
+def _error_message(body: bytes) -> str:
+    """The message of a JSON API error *body* ("": none)."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return ""
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else ""
+
+
+def _no_bucket() -> BackendError:
+    return BackendError("the bucket does not exist", hint="Create the bucket.")
 
 
 def _generation(version: Version) -> str:

@@ -8,7 +8,7 @@ import os
 import posixpath
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any, Final, Self
@@ -189,7 +189,8 @@ class SftpBackend(Backend):
             attrs = await self.client.attributes(sftp, full, path, follow=True)
             if attrs.type != asyncssh.FILEXFER_TYPE_DIRECTORY:
                 raise NotADirectory(f"{path} is not a directory", path=path)
-            names = [(os.fsdecode(name.filename), name.attrs) for name in await sftp.readdir(full)]
+            listed = await sftp.readdir(os.fsencode(full))  # (names as bytes: any is listed)
+            names = [(os.fsdecode(name.filename), name.attrs) for name in listed]
             return [
                 _stat(posixpath.join(path, name) if path else name, attrs)
                 for name, attrs in names
@@ -216,7 +217,9 @@ class SftpBackend(Backend):
                         # the bytes there are our own cut-off attempt's.
                         return current
                     check_expect(path, expect, current)
-                    await _publish(sftp, real, data, mode=mode, replace=current is not None)
+                    held = partial(self.leases.still_held, sftp, real, path, token)
+                    replace = current is not None
+                    await _publish(sftp, real, data, mode=mode, replace=replace, held=held)
             except BaseException:
                 for directory in reversed(made):  # a failed create leaves no directories
                     with suppress(asyncssh.SFTPError, OSError):
@@ -368,20 +371,28 @@ class _LeasedUpdate(Update):
         """Publish *data* over the file, which holds *was* (None: missing) unless this landed."""
         version = content_version(data)
         mode = self.mode if mode is None else mode
-        await self._change(
-            version,
-            was,
-            lambda sftp: _publish(sftp, self.full, data, mode=mode, replace=was is not None),
-        )
+
+        async def publish(sftp: asyncssh.SFTPClient) -> None:
+            held = partial(self._still_held, sftp)
+            await _publish(sftp, self.full, data, mode=mode, replace=was is not None, held=held)
+
+        await self._change(version, was, publish)
         return version
 
     async def _remove(self, *, was: Version) -> None:
-        await self._change(None, was, lambda sftp: sftp.remove(self.full))
+        async def remove(sftp: asyncssh.SFTPClient) -> None:
+            await self._still_held(sftp)
+            await sftp.remove(self.full)
+
+        await self._change(None, was, remove)
+
+    async def _still_held(self, sftp: asyncssh.SFTPClient) -> None:
+        await self.leases.still_held(sftp, self.full, self.path, self.token)
 
     async def _change(
         self, version: Version | None, was: Version | None, act: SftpCall[None]
     ) -> None:
-        """Run *act* while the lock is still ours with time to write, unless it landed already.
+        """Run *act*, which checks the lock is still ours just before it commits, once.
 
         A retry follows a lost connection: the attempt cut off may have left *version*.
 
@@ -393,16 +404,7 @@ class _LeasedUpdate(Update):
         attempts = itertools.count(1)
 
         async def run(sftp: asyncssh.SFTPClient) -> None:
-            retry = next(attempts) > 1
-            left = await self.leases.remaining(sftp, self.full, self.token)
-            if left is None or left < self.leases.margin:
-                raise Stale(
-                    f"the lock on {self.path} ran out before the change was written; "
-                    "nothing was written",
-                    path=self.path,
-                    details={"lease_seconds_left": left},
-                )
-            if retry:
+            if next(attempts) > 1:
                 now, _ = await self.client.file_version(sftp, self.full, self.path)
                 if now == version:
                     return
@@ -414,9 +416,18 @@ class _LeasedUpdate(Update):
 
 
 async def _publish(
-    sftp: asyncssh.SFTPClient, full: str, data: bytes, *, mode: int | None, replace: bool
+    sftp: asyncssh.SFTPClient,
+    full: str,
+    data: bytes,
+    *,
+    mode: int | None,
+    replace: bool,
+    held: Callable[[], Awaitable[None]],
 ) -> None:
-    """Write *data* to a temporary file beside *full*, fsync it, and rename it over *full*."""
+    """Write *data* to a temporary file beside *full*, fsync it, and rename it over *full*.
+
+    *held* runs just before the rename, and raises if the lock is no longer ours to publish under.
+    """
     temp = posixpath.join(posixpath.dirname(full), f"{TEMP_PREFIX}{uuid.uuid4().hex}")
     try:
         async with sftp.open(temp, "xb") as handle:
@@ -424,6 +435,7 @@ async def _publish(
             await handle.fsync()
         if mode is not None:
             await sftp.chmod(temp, mode)
+        await held()
         if replace:
             await sftp.posix_rename(temp, full)
         else:

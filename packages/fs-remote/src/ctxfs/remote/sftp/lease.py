@@ -5,14 +5,16 @@
 A lock past its lease, or one older than a lease that holds none (its writer
 crashed while filling it), is broken by renaming it away, which only one breaker
 can win. A writer that lost its connection finds its own token there and carries
-on ("reclaimed"). Only the owner removes a lock, and a change is published under
-it only while a third of the lease is left.
+on ("reclaimed"). Only the owner removes a lock, and a change is published (renamed
+into place, once uploaded) under it only while a third of the lease is left.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import os
 import posixpath
 import random
 import time
@@ -23,8 +25,8 @@ from typing import Any, Final, Literal
 
 import asyncssh
 
-from ctxfs.core import Busy
-from ctxfs.core.kit import RESERVED_PREFIX
+from ctxfs.core import Busy, Stale
+from ctxfs.core.kit import MAX_NAME_BYTES, RESERVED_PREFIX
 from ctxfs.remote.sftp.client import is_missing
 
 __all__ = ["DEFAULT_LEASE", "DEFAULT_LOCK_TIMEOUT", "LOCK_PREFIX", "Leases"]
@@ -100,6 +102,23 @@ class Leases:
         if held is None or held.get("owner") != token:
             return None
         return float(held.get("expires", 0.0)) - time.time()
+
+    async def still_held(self, sftp: asyncssh.SFTPClient, full: str, path: str, token: str) -> None:
+        """Return while *token* holds file *full*'s lock with a third of its lease left.
+
+        Called just before a change is published (the rename): a slow upload cannot outlive it.
+
+        Raises:
+            Stale: The lease ran out or nearly has (another writer may break it).
+
+        """
+        left = await self.remaining(sftp, full, token)
+        if left is None or left < self.margin:
+            raise Stale(
+                f"the lock on {path} ran out before the change was written; nothing was written",
+                path=path,
+                details={"lease_seconds_left": left},
+            )
 
     async def release(self, sftp: asyncssh.SFTPClient, full: str, token: str) -> None:
         """Remove the lock of file *full* if it is still *token*'s (a lost server is raised)."""
@@ -177,5 +196,9 @@ class Leases:
 
 
 def _lock_of(full: str) -> str:
+    """The lock file of file *full*: beside it, named after it (hashed where that is too long)."""
     directory, name = posixpath.split(full)
-    return posixpath.join(directory, f"{LOCK_PREFIX}{name}")
+    lock = f"{LOCK_PREFIX}{name}"
+    if len(os.fsencode(lock)) > MAX_NAME_BYTES:
+        lock = f"{LOCK_PREFIX}sha256.{hashlib.sha256(os.fsencode(name)).hexdigest()}"
+    return posixpath.join(directory, lock)
