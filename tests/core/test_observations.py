@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sqlite3
 import subprocess
 import sys
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -88,6 +90,14 @@ async def test_names_that_are_not_utf8_keep_their_identity(store: ObservationSto
     await store.update("a", "/r/bad\udcff.txt", lambda _: SEEN)
     assert await store.get("a", "/r/bad\udcff.txt") == SEEN
     assert await store.get("a", "/r/bad\udcfe.txt") is None
+    # an owner is any string: two spellings of one name's bytes are two owners
+    for owner, alias in [
+        ("\u00e9", "\udcc3\udca9"),
+        ("\udc80\ud800", "\udced\udcb2\udc80\udced\udca0\udc80"),
+    ]:
+        await store.put(owner, "a.txt", SEEN)
+        assert await store.get(alias, "a.txt") is None
+        assert await store.owned(alias) == {}
 
 
 async def test_an_update_that_raises_changes_nothing(store: ObservationStore) -> None:
@@ -323,8 +333,14 @@ async def test_observations_not_renewed_expire(tmp_path: Path, redis_url: str) -
     store = SqliteObservations(tmp_path / "o")
     await store.update("a", "f", lambda _: SEEN)
     await store.aclose()
-    await anyio.sleep(0.05)
-    again = SqliteObservations(tmp_path / "o", max_age=0.01)
+    await anyio.sleep(0.3)
+    again = SqliteObservations(tmp_path / "o", max_age=0.2)
+    assert await again.get("a", "f") is None
+    await again.update("a", "f", lambda _: SEEN)
+    assert await again.get("a", "f") == SEEN
+    await anyio.sleep(0.4)  # (expired while the store is open: get and update agree)
+    assert await again.get("a", "f") is None
+    await again.update("a", "f", lambda seen: seen)
     assert await again.get("a", "f") is None
     await again.aclose()
     shared = open_observations(redis_url + "&max_age=0.2")
@@ -435,3 +451,44 @@ async def test_two_fs_on_one_shared_store_share_an_owners_observations(
             await first.context(owner="agent").fs.edit("a.txt", "two", "four")
         with pytest.raises(NotObserved):
             await second.context(owner="third").fs.edit("a.txt", "three", "four")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("loops", ["threads", "one_after_another"])
+def test_one_fs_on_a_shared_store_serves_any_number_of_event_loops(
+    kind: str, loops: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Four threads each running a loop of their own, or a loop per call (as sync wrappers run
+    # ctxfs): every edit lands, and each loop's connections close with it.
+    url = f"sqlite:///{tmp_path}/o.db" if kind == "sqlite" else request.getfixturevalue("redis_url")
+    sessions = f"sqlite:///{tmp_path}/s.db" if kind == "sqlite" else url
+    fs = Fs(MemoryBackend(), load_entrypoints=False, observations=url, sessions=sessions)
+    rounds: dict[int, int] = {}
+
+    async def work(agent: int, times: int) -> None:
+        ctx = fs.context(owner=f"agent-{agent}")
+        for _ in range(times):
+            count = rounds.get(agent, 0)
+            if count == 0:
+                await ctx.fs.write(f"f{agent}.txt", "count 0\n")
+            await ctx.fs.read(f"f{agent}.txt")
+            await ctx.fs.edit(f"f{agent}.txt", f"count {count}\n", f"count {count + 1}\n")
+            rounds[agent] = count + 1
+
+    def in_a_loop(agent: int, times: int) -> None:
+        asyncio.run(asyncio.wait_for(work(agent, times), 30))
+
+    if loops == "threads":
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(in_a_loop, range(4), [20] * 4))
+    else:
+        for agent in range(4):
+            for _ in range(5):
+                in_a_loop(agent, 1)
+    assert rounds == dict.fromkeys(range(4), 20 if loops == "threads" else 5)
+
+    async def undone() -> int:
+        async with fs:
+            return len((await fs.context(owner="agent-0").fs.undo()).steps)
+
+    assert asyncio.run(undone()) == 1

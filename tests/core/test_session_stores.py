@@ -7,8 +7,10 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import anyio
@@ -17,6 +19,7 @@ import redis.asyncio as aioredis
 
 from ctxfs.core import InvalidArgument, Unavailable, Version
 from ctxfs.core.sessions import (
+    Checkpoint,
     FileChange,
     MemorySessions,
     RedisSessions,
@@ -68,6 +71,29 @@ def change(path: str, after: str | None, before: str | None = None) -> FileChang
         before=None if before is None else Version(before),
         after=None if after is None else Version(after),
     )
+
+
+@pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)
+async def test_a_history_is_decoded_off_the_event_loop(
+    opener: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 1,000 steps of 100 changes take a second to decode: never on the loop other calls share.
+    store = opener()
+    await store.record("agent", [change("a.txt", "v1")], at=1.0)
+    await store.mark("agent", "start", at=2.0)
+    decoded_in: set[threading.Thread] = set()
+    decoding = {Step: Step.decode, Checkpoint: Checkpoint.decode}
+    for kind, decode in decoding.items():
+
+        def watched(text: str, decode: Callable[[str], Any] = decode) -> Any:
+            decoded_in.add(threading.current_thread())
+            return decode(text)
+
+        monkeypatch.setattr(kind, "decode", watched)
+    assert [step.number for step in await store.steps("agent")] == [1]
+    assert [mark.label for mark in await store.checkpoints("agent")] == ["start"]
+    assert decoded_in
+    assert threading.main_thread() not in decoded_in
 
 
 async def test_a_kept_content_comes_back(opener: Opener) -> None:
@@ -289,6 +315,14 @@ async def test_owners_that_are_not_utf8_keep_their_identity(opener: Opener) -> N
     assert await store.steps("a\ud800") == []  # (any lone surrogate)
     await store.forget_owner("a\udcff")
     assert await store.content("a\udcff", V1) is None
+    # two spellings of one name's bytes are two owners: an owner is any string
+    for owner, alias in [
+        ("\u00e9", "\udcc3\udca9"),
+        ("\udc80\ud800", "\udced\udcb2\udc80\udced\udca0\udc80"),
+    ]:
+        await store.record(owner, [change("/r/x", "v1")], at=1.0, contents=[(V1, b"one")])
+        assert await store.steps(alias) == []
+        assert await store.content(alias, V1) is None
 
 
 @pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)

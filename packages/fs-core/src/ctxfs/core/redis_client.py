@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
+import weakref
+from collections.abc import AsyncGenerator
+from functools import partial
 from typing import Any
 
 from ctxfs.core.errors import InvalidArgument, Unavailable
@@ -18,23 +23,101 @@ except ImportError as missing:  # pragma: no cover - the extra is part of the de
         hint="Install ctxfs-core[redis] (or the redis package).",
     ) from missing
 
-__all__ = ["RedisError", "WatchError", "opened_client", "require_asyncio", "unavailable"]
+__all__ = ["LoopClients", "RedisError", "WatchError", "unavailable"]
 
 
-def opened_client(url: str, *, timeout: float, shown: str) -> Any:
-    """An asyncio client of the server at *url* (*shown*: the store, as messages name it).
+class LoopClients:
+    """redis-py asyncio clients of the server at *url*, one per event loop.
+
+    A client serves only the loop it was first used in: so one store may serve several threads'
+    loops, or loops run one after another (``asyncio.run`` per call).
+
+    Args:
+        url: The server.
+        timeout: Seconds to connect, and to wait for each answer.
+        shown: The store, as messages name it.
+        instead: What to use on another event loop than asyncio's (a message's hint).
 
     Raises:
         InvalidArgument: *url* is no usable Redis URL.
 
     """
-    try:
-        return aioredis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
-    except (ValueError, TypeError, RedisError) as error:
-        raise InvalidArgument(
-            f"{shown} is not a usable Redis URL: {error}",
-            hint="Write redis://HOST:PORT/DB (or rediss://, unix:///SOCKET).",
-        ) from error
+
+    def __init__(self, url: str, *, timeout: float, shown: str, instead: str) -> None:
+        self.shown, self.instead = shown, instead
+        self._opened = partial(
+            aioredis.from_url, url, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
+        try:
+            self.unbound = self._opened()
+            """A client no loop uses (it checks the URL; scripts are registered on it)."""
+        except (ValueError, TypeError, RedisError) as error:
+            raise InvalidArgument(
+                f"{shown} is not a usable Redis URL: {error}",
+                hint="Write redis://HOST:PORT/DB (or rediss://, unix:///SOCKET).",
+            ) from error
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._closers: dict[asyncio.AbstractEventLoop, AsyncGenerator[None]] = {}
+        self._lock = threading.Lock()
+
+    def current(self) -> Any:
+        """The running loop's client (made at its first use, closed when the loop shuts down).
+
+        Raises:
+            InvalidArgument: The running loop is not asyncio's.
+
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise InvalidArgument(
+                f"the {self.shown} runs on asyncio only (redis-py's client)",
+                hint=f"Run ctxfs on asyncio, or use {self.instead}.",
+            ) from None
+        client = self._clients.get(loop)
+        if client is None:
+            with self._lock:
+                client = self._clients.get(loop)
+                if client is None:
+                    client = self._clients[loop] = self._opened()
+                    self._closers[loop] = _closer(client, self._closers, loop)
+        return client
+
+    async def aclose(self) -> None:
+        """Close every loop's client (a running loop's other than this one: in that loop)."""
+        current = asyncio.get_running_loop()
+        for loop, closer in list(self._closers.items()):
+            if loop is current:
+                await closer.aclose()
+            elif loop.is_running():
+                asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
+        self._clients.clear()
+
+
+def _closer(
+    client: Any,
+    closers: dict[asyncio.AbstractEventLoop, AsyncGenerator[None]],
+    loop: asyncio.AbstractEventLoop,
+) -> AsyncGenerator[None]:
+    """An async generator, started in *loop*, that closes *client* when it is closed.
+
+    The loop closes the async generators started in it as it shuts down (``asyncio.run`` does),
+    so a client outlives no loop; *closers* holds it until then.
+    """
+
+    async def closing() -> AsyncGenerator[None]:
+        try:
+            yield
+        finally:
+            closers.pop(loop, None)
+            await client.aclose()
+
+    started = closing()
+    with contextlib.suppress(StopIteration):
+        started.__anext__().send(None)  # (to its yield, which awaits nothing: the loop knows it)
+    return started
 
 
 def unavailable(error: RedisError, shown: str) -> Unavailable:
@@ -47,19 +130,3 @@ def unavailable(error: RedisError, shown: str) -> Unavailable:
         if transient
         else "Check the Redis URL, its credentials and the server's state.",
     )
-
-
-def require_asyncio(what: str, instead: str) -> None:
-    """Refuse any other event loop than asyncio's (redis-py's client runs on it only).
-
-    Raises:
-        InvalidArgument: The running loop is not asyncio's.
-
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        raise InvalidArgument(
-            f"Redis {what} run on asyncio only (redis-py's client)",
-            hint=f"Run ctxfs on asyncio, or use {instead}.",
-        ) from None

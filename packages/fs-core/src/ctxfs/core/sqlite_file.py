@@ -48,7 +48,8 @@ class SqliteFile:
         self.schema = tuple(schema)
         self.what = what
         self.hint = hint
-        self._limiter: anyio.CapacityLimiter | None = None  # made in the loop that uses it
+        self._limiters = threading.local()
+        """Each thread's (its loop's) limiter of the waits in worker threads: one at a time."""
         self._waiting = _Connection(partial(self._opened, timeout), self)  # in a worker thread
         try:
             self._at_once = _Connection(partial(self._opened, 0), self)  # on the loop: never waits
@@ -140,10 +141,11 @@ class SqliteFile:
                 pass  # another process holds the file: wait for it off the loop
             finally:
                 self._at_once.lock.release()
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(1)  # one connection: one thread at a time
+        limiter = getattr(self._limiters, "limiter", None)
+        if limiter is None:  # (a limiter wakes only the loop it was made in)
+            limiter = self._limiters.limiter = anyio.CapacityLimiter(1)
         waited = partial(self._waited, call, last=last)
-        return await anyio.to_thread.run_sync(waited, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(waited, limiter=limiter)
 
     def _waited(self, call: Callable[[sqlite3.Connection], T], *, last: bool) -> T:
         with self._waiting.lock, self._using(self._waiting, last=last) as db:

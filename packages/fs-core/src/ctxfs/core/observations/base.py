@@ -21,6 +21,7 @@ __all__ = [
     "ObservationStore",
     "shown_url",
     "stored_bytes",
+    "stored_owner",
     "stored_text",
 ]
 
@@ -153,8 +154,16 @@ class ObservationStore(ABC):
         """Release what the store holds (connections); it may not be used afterwards."""
 
 
+def stored_owner(owner: str) -> bytes:
+    """*owner* as the bytes a shared store keeps: one string, one spelling (lone surrogates too)."""
+    return owner.encode("utf-8", "surrogatepass")
+
+
 def stored_bytes(text: str) -> bytes:
-    """*text* (an owner, a file key) as the bytes a shared store keeps, escapes kept."""
+    """*text* (a file key, a version) as the bytes a shared store keeps.
+
+    A name's escapes (``os.fsdecode``'s) are the bytes they stand for, as the file system has them.
+    """
     try:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # other lone surrogates (an owner can be any string)

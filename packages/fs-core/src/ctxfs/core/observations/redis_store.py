@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 
 import anyio
 
@@ -16,13 +16,13 @@ from ctxfs.core.observations.base import (
     ObservationStore,
     shown_url,
     stored_bytes,
+    stored_owner,
     stored_text,
 )
 from ctxfs.core.redis_client import (
+    LoopClients,
     RedisError,
     WatchError,
-    opened_client,
-    require_asyncio,
     unavailable,
 )
 
@@ -61,7 +61,9 @@ class RedisObservations(ObservationStore):
         self.max_age = max_age
         self.prefix = prefix.encode()
         self._url = url
-        self._client = opened_client(url, timeout=timeout, shown=repr(self))
+        self._clients = LoopClients(
+            url, timeout=timeout, shown=f"observation store {self!r}", instead=_INSTEAD
+        )
 
     async def get(self, owner: str, key: str) -> Observation | None:
         """See :meth:`ObservationStore.get`."""
@@ -127,11 +129,11 @@ class RedisObservations(ObservationStore):
 
     async def aclose(self) -> None:
         """Close the connections."""
-        await self._client.aclose()
+        await self._clients.aclose()
 
     def _name(self, owner: str, key: str) -> bytes:
         """The Redis key: the prefix, the owner's length, the owner, the file key (unambiguous)."""
-        raw_owner = stored_bytes(owner)
+        raw_owner = stored_owner(owner)
         return b"%s%d:%s%s" % (self.prefix, len(raw_owner), raw_owner, stored_bytes(key))
 
     @property
@@ -151,10 +153,14 @@ class RedisObservations(ObservationStore):
         if batch:
             yield batch
 
+    @property
+    def _client(self) -> Any:
+        """The running loop's client (``InvalidArgument`` on a loop other than asyncio's)."""
+        return self._clients.current()
+
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """Refuse a loop other than asyncio's, and make Redis's errors ``Unavailable``."""
-        require_asyncio("observations", "sqlite:/// observations")
+        """Make Redis's errors ``Unavailable``."""
         try:
             yield
         except RedisError as error:
@@ -162,6 +168,9 @@ class RedisObservations(ObservationStore):
 
     def __repr__(self) -> str:
         return f"RedisObservations({shown_url(self._url)!r})"
+
+
+_INSTEAD: Final = "sqlite:/// observations"
 
 
 def _glob_escaped(name: bytes) -> bytes:

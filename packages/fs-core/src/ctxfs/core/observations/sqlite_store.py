@@ -14,6 +14,7 @@ from ctxfs.core.observations.base import (
     Observation,
     ObservationStore,
     stored_bytes,
+    stored_owner,
     stored_text,
 )
 from ctxfs.core.sqlite_file import SqliteFile, immediate
@@ -29,7 +30,7 @@ CREATE TABLE IF NOT EXISTS observations (
     PRIMARY KEY (owner, key)
 ) WITHOUT ROWID
 """
-_SELECT: Final = "SELECT observation FROM observations WHERE owner = ? AND key = ?"
+_SELECT: Final = "SELECT observation FROM observations WHERE owner = ? AND key = ? AND seen >= ?"
 
 
 class SqliteObservations(ObservationStore):
@@ -66,8 +67,9 @@ class SqliteObservations(ObservationStore):
             raise
 
     async def get(self, owner: str, key: str) -> Observation | None:
-        """See :meth:`ObservationStore.get`."""
-        return await self._file.run(partial(_get, _entry(owner, key)))
+        """See :meth:`ObservationStore.get`: one not renewed for *max_age* seconds is none."""
+        since = time.time() - self.max_age
+        return await self._file.run(partial(_get, _entry(owner, key), since))
 
     async def owned(self, owner: str) -> dict[str, Observation]:
         """See :meth:`ObservationStore.owned`: one ``SELECT``, in a worker thread (it may be long).
@@ -75,11 +77,12 @@ class SqliteObservations(ObservationStore):
         Entries not renewed for *max_age* seconds are left out (the file keeps them until reopened).
         """
         since = time.time() - self.max_age
-        return await self._file.run(partial(_owned, stored_bytes(owner), since), off_loop=True)
+        return await self._file.run(partial(_owned, stored_owner(owner), since), off_loop=True)
 
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`: one ``BEGIN IMMEDIATE`` transaction."""
-        await self._file.run(partial(_update, _entry(owner, key), change))
+        since = time.time() - self.max_age
+        await self._file.run(partial(_update, _entry(owner, key), since, change))
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
         """See :meth:`ObservationStore.put`: one statement."""
@@ -87,7 +90,7 @@ class SqliteObservations(ObservationStore):
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`ObservationStore.forget_owner`: one ``DELETE``."""
-        await self._file.run(partial(_forget, stored_bytes(owner)))
+        await self._file.run(partial(_forget, stored_owner(owner)))
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -98,15 +101,15 @@ class SqliteObservations(ObservationStore):
 
 
 def _entry(owner: str, key: str) -> tuple[bytes, bytes]:
-    return stored_bytes(owner), stored_bytes(key)
+    return stored_owner(owner), stored_bytes(key)
 
 
 def _expire(before: float, db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM observations WHERE seen < ?", (before,))
 
 
-def _get(entry: tuple[bytes, bytes], db: sqlite3.Connection) -> Observation | None:
-    row = db.execute(_SELECT, entry).fetchone()
+def _get(entry: tuple[bytes, bytes], since: float, db: sqlite3.Connection) -> Observation | None:
+    row = db.execute(_SELECT, (*entry, since)).fetchone()
     return None if row is None else Observation.stored(row[0])
 
 
@@ -118,10 +121,11 @@ def _owned(owner: bytes, since: float, db: sqlite3.Connection) -> dict[str, Obse
     return {key: seen for key, seen in owned.items() if seen is not None}
 
 
-def _update(entry: tuple[bytes, bytes], change: Change, db: sqlite3.Connection) -> None:
+def _update(
+    entry: tuple[bytes, bytes], since: float, change: Change, db: sqlite3.Connection
+) -> None:
     with immediate(db):
-        row = db.execute(_SELECT, entry).fetchone()
-        _put(entry, change(None if row is None else Observation.stored(row[0])), db)
+        _put(entry, change(_get(entry, since, db)), db)
 
 
 def _put(

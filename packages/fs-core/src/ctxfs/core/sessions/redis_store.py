@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from functools import partial
+from typing import Any, Final, TypeVar
+
+import anyio
 
 from ctxfs.core.errors import Unavailable
-from ctxfs.core.observations.base import shown_url, stored_bytes
-from ctxfs.core.redis_client import RedisError, opened_client, require_asyncio, unavailable
+from ctxfs.core.observations.base import shown_url, stored_bytes, stored_owner
+from ctxfs.core.redis_client import LoopClients, RedisError, unavailable
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
@@ -29,6 +32,8 @@ from ctxfs.core.sessions.base import (
     decoded,
 )
 from ctxfs.core.versions import Version
+
+D = TypeVar("D")
 
 __all__ = ["RedisSessions"]
 
@@ -164,9 +169,11 @@ class RedisSessions(SessionStore):
         )
         self.prefix = prefix.encode()
         self._url = url
-        self._client = opened_client(url, timeout=timeout, shown=repr(self))
+        self._clients = LoopClients(
+            url, timeout=timeout, shown=f"session store {self!r}", instead="sqlite:/// sessions"
+        )
         self._scripts = {
-            name: self._client.register_script(_SHARED + body)
+            name: self._clients.unbound.register_script(_SHARED + body)
             for name, body in (
                 ("keep", _KEEP),
                 ("content", _CONTENT),
@@ -215,7 +222,7 @@ class RedisSessions(SessionStore):
         """
         name = self._owned(owner, b"steps")
         texts = await self._call(self._client.zrangebyscore, name, f"({after}", "+inf")
-        return decoded(Step.decode, texts, store=repr(self), hint=_DAMAGED)
+        return await self._decoded(Step.decode, texts)
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
@@ -226,7 +233,6 @@ class RedisSessions(SessionStore):
         """See :meth:`SessionStore.drop_steps`: one ``MULTI``/``EXEC`` transaction."""
         if not numbers:
             return
-        require_asyncio("sessions", "sqlite:/// sessions")
         name = self._owned(owner, b"steps")
         try:
             async with self._client.pipeline(transaction=True) as pipe:
@@ -251,7 +257,7 @@ class RedisSessions(SessionStore):
 
         """
         texts = await self._call(self._client.zrange, self._owned(owner, b"checkpoints"), 0, -1)
-        return decoded(Checkpoint.decode, texts, store=repr(self), hint=_DAMAGED)
+        return await self._decoded(Checkpoint.decode, texts)
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`SessionStore.forget_owner`: one script."""
@@ -259,19 +265,29 @@ class RedisSessions(SessionStore):
 
     async def aclose(self) -> None:
         """Close the connections."""
-        await self._client.aclose()
+        await self._clients.aclose()
 
     def _owned(self, owner: str, what: bytes) -> bytes:
         """The key of *owner*'s *what* (the scripts' ``owned``)."""
-        raw = stored_bytes(owner)
+        raw = stored_owner(owner)
         return b"%ssessions:%d:%s:%s" % (self.prefix, len(raw), raw, what)
 
     async def _script(self, name: str, owner: str, *args: object) -> Any:
-        keyed = [self.prefix + b"sessions:", stored_bytes(owner), *args]
-        return await self._call(self._scripts[name], keys=[], args=keyed)
+        keyed = [self.prefix + b"sessions:", stored_owner(owner), *args]
+        return await self._call(self._scripts[name], keys=[], args=keyed, client=self._client)
+
+    async def _decoded(self, decode: Callable[[str], D], texts: list[str]) -> list[D]:
+        """*texts* decoded, in a worker thread (a history may be long)."""
+        return await anyio.to_thread.run_sync(
+            partial(decoded, decode, texts, store=repr(self), hint=_DAMAGED)
+        )
+
+    @property
+    def _client(self) -> Any:
+        """The running loop's client (``InvalidArgument`` on a loop other than asyncio's)."""
+        return self._clients.current()
 
     async def _call(self, call: Callable[..., Awaitable[Any]], *args: object, **kw: object) -> Any:
-        require_asyncio("sessions", "sqlite:/// sessions")
         try:
             return await call(*args, **kw)
         except RedisError as error:

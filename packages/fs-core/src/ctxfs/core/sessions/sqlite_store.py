@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Final, TypeVar
 
-from ctxfs.core.observations.base import stored_bytes
+from ctxfs.core.observations.base import stored_bytes, stored_owner
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
@@ -115,13 +115,13 @@ class SqliteSessions(SessionStore):
         """See :meth:`SessionStore.keep`: one transaction, the bounds kept in it."""
         if not self.fits(data):
             return False
-        call = partial(self._keep, stored_bytes(owner), stored_bytes(version), data)
+        call = partial(self._keep, stored_owner(owner), stored_bytes(version), data)
         await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
         return True
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`: one transaction, in a worker thread."""
-        call = partial(_content, stored_bytes(owner), stored_bytes(version))
+        call = partial(_content, stored_owner(owner), stored_bytes(version))
         return await self._file.run(call, off_loop=True)  # (a content may be large)
 
     async def record(
@@ -134,7 +134,7 @@ class SqliteSessions(SessionStore):
     ) -> Step:
         """See :meth:`SessionStore.record`: one transaction, the contents' bounds kept in it."""
         kept = [(stored_bytes(v), data) for v, data in contents if self.fits(data)]
-        call = partial(self._record, stored_bytes(owner), tuple(changes), at, kept)
+        call = partial(self._record, stored_owner(owner), tuple(changes), at, kept)
         return await self._file.run(call, off_loop=sum(len(d) for _, d in kept) > _ON_THE_LOOP)
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
@@ -145,19 +145,19 @@ class SqliteSessions(SessionStore):
 
         """
         query = "SELECT step FROM steps WHERE owner = ? AND number > ? ORDER BY number"
-        return await self._decoded(Step.decode, query, stored_bytes(owner), after)
+        return await self._decoded(Step.decode, query, stored_owner(owner), after)
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
-        return await self._file.run(partial(_counted, owner=stored_bytes(owner), column="given_up"))
+        return await self._file.run(partial(_counted, owner=stored_owner(owner), column="given_up"))
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`: one transaction."""
-        await self._file.run(partial(_drop_steps, stored_bytes(owner), list(numbers)))
+        await self._file.run(partial(_drop_steps, stored_owner(owner), list(numbers)))
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`: one transaction."""
-        return await self._file.run(partial(_mark, stored_bytes(owner), label, at, self.max_steps))
+        return await self._file.run(partial(_mark, stored_owner(owner), label, at, self.max_steps))
 
     async def checkpoints(self, owner: str) -> list[Checkpoint]:
         """See :meth:`SessionStore.checkpoints`.
@@ -167,11 +167,11 @@ class SqliteSessions(SessionStore):
 
         """
         query = "SELECT checkpoint FROM checkpoints WHERE owner = ? ORDER BY number"
-        return await self._decoded(Checkpoint.decode, query, stored_bytes(owner))
+        return await self._decoded(Checkpoint.decode, query, stored_owner(owner))
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`SessionStore.forget_owner`: one transaction."""
-        await self._file.run(partial(_forget, stored_bytes(owner)))
+        await self._file.run(partial(_forget, stored_owner(owner)))
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -221,7 +221,7 @@ class SqliteSessions(SessionStore):
             texts = [text for (text,) in db.execute(query, args).fetchall()]
             return decoded(decode, texts, store=str(self.path), hint=hint)
 
-        return await self._file.run(read)
+        return await self._file.run(read, off_loop=True)  # (a history may be long)
 
     def __repr__(self) -> str:
         return f"SqliteSessions({str(self.path)!r})"
