@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -370,8 +371,14 @@ async def test_names_that_are_not_utf8_cross_http_in_both_eras(
         await names_cross(stateless)
 
 
-def wire(*lines: bytes, max_message_bytes: int | None = None, root: Path) -> list[dict[str, Any]]:
-    """Send raw lines to ``ctxfs serve`` over its stdin; the replies, in order."""
+def wire(
+    *lines: bytes, max_message_bytes: int | None = None, root: Path, through: str = "pipes"
+) -> list[dict[str, Any]]:
+    """Send raw lines to ``ctxfs serve`` over its stdin; the replies, in order.
+
+    *through*: ``pipes``, ``files`` (a file read, a file written: worker threads serve them),
+    or a ``socket`` for each.
+    """
     hello = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -384,14 +391,25 @@ def wire(*lines: bytes, max_message_bytes: int | None = None, root: Path) -> lis
     }
     started = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
     limit = [] if max_message_bytes is None else ["--max-message-bytes", str(max_message_bytes)]
-    process = subprocess.run(
-        [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root), *limit],
-        input=b"\n".join([json.dumps(hello).encode(), started, *lines]) + b"\n",
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    return [json.loads(line) for line in process.stdout.splitlines()][1:]
+    command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root), *limit]
+    sent = b"\n".join([json.dumps(hello).encode(), started, *lines]) + b"\n"
+    if through == "pipes":
+        process = subprocess.run(command, input=sent, capture_output=True, timeout=120, check=True)
+        answered = process.stdout
+    elif through == "files":
+        (root.parent / "in").write_bytes(sent)
+        with (root.parent / "in").open("rb") as stdin, (root.parent / "out").open("wb") as stdout:
+            subprocess.run(command, stdin=stdin, stdout=stdout, timeout=120, check=True)
+        answered = (root.parent / "out").read_bytes()
+    else:
+        ours, theirs = socket.socketpair()
+        with ours, theirs, subprocess.Popen(command, stdin=theirs, stdout=theirs) as served:
+            theirs.close()
+            ours.sendall(sent)
+            ours.shutdown(socket.SHUT_WR)
+            answered = b"".join(iter(lambda: ours.recv(1 << 16), b""))
+            assert served.wait(120) == 0
+    return [json.loads(line) for line in answered.splitlines()][1:]
 
 
 def ping(number: int) -> bytes:
@@ -419,31 +437,37 @@ def test_a_line_that_is_no_message_gets_the_json_rpc_error_and_the_server_reads_
     assert sorted(reply["id"] for reply in replies if "result" in reply) == [1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("through", ["pipes", "files", "socket"])
 def test_a_request_whose_id_is_no_string_nor_integer_is_answered_invalid(
-    workspace: Path,
+    workspace: Path, through: str
 ) -> None:
     odd = [b'{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % i for i in (b"1.5", b"null", b"{}")]
     odd += [b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', b'{"jsonrpc": "2.0", "id": 1.0}']
     notified = b'{"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}'
     replies = wire(*odd, notified, ping(7), b'{"jsonrpc": "2.0", "id": "8", "method": "ping"}',
-                   root=workspace)  # fmt: skip
+                   root=workspace, through=through)  # fmt: skip
     errors = [reply for reply in replies if "error" in reply]
     assert [(error["id"], error["error"]["code"]) for error in errors] == [(None, -32600)] * 5
     assert "must be a string or an integer" in errors[0]["error"]["message"]
     assert sorted(str(reply["id"]) for reply in replies if "result" in reply) == ["7", "8"]
 
 
-def test_a_line_longer_than_the_limit_is_dropped_and_answered(workspace: Path) -> None:
+@pytest.mark.parametrize("through", ["pipes", "files", "socket"])
+def test_a_line_longer_than_the_limit_is_dropped_and_answered(
+    workspace: Path, through: str
+) -> None:
     # 64 MiB of one line, with no newline until its end: it is never held whole (the reader
     # keeps at most the limit), and the request after it is served.
     huge = b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": "' + b"a" * (64 << 20)
-    replies = wire(huge + b'"}}', ping(1), root=workspace)
+    replies = wire(huge + b'"}}', ping(1), root=workspace, through=through)
     refused, answered = sorted(replies, key=lambda reply: "result" in reply)
     assert refused["id"] is None
     assert refused["error"]["code"] == -32600
     assert "longer than 4194304 bytes" in refused["error"]["message"]
     assert answered == {"jsonrpc": "2.0", "id": 1, "result": {}}
-    small = wire(ping(1) + b" " * 100, ping(2), max_message_bytes=64, root=workspace)
+    small = wire(
+        ping(1) + b" " * 100, ping(2), max_message_bytes=64, root=workspace, through=through
+    )
     assert sorted(str(reply["id"]) for reply in small) == ["2", "None"]
 
 

@@ -10,20 +10,27 @@
 - when the client closes stdin, the requests it sent before (and did not cancel) are
   answered first, for 30 seconds at most.
 
-While it serves, fd 0 reads ``/dev/null`` and fd 1 writes to stderr (the SDK diverts fd 1), so stray
-reads see EOF and stray prints miss the wire.
+Over pipes (as MCP clients spawn servers) lines are read and written on the asyncio loop, with no
+worker thread per line; a socket, a terminal or a file is served in worker threads, as by the SDK.
+While it serves, fd 0 reads ``/dev/null`` and fd 1 writes to stderr, so stray reads see EOF and
+stray prints miss the wire.
 """
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import io
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Final, Self
+import stat
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any, Final, Self, TextIO
 
 import anyio
+import sniffio
 from anyio.abc import AsyncResource
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
@@ -62,9 +69,11 @@ async def serve_stdio(
     server: Server[Any], *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 ) -> None:
     """Serve *server* over this process's stdin and stdout until the client closes stdin."""
-    with _wire_in() as fd:
-        lines = anyio.wrap_file(_BoundedLines(fd, max_message_bytes))
-        async with stdio_server(stdin=lines) as (read, write):
+    with _wire_in() as fd_in, _wire_out() as fd_out:
+        async with (
+            _wire(fd_in, fd_out, max_message_bytes) as (lines, out),
+            stdio_server(stdin=lines, stdout=out) as (read, write),
+        ):
             unanswered = _Unanswered()
             replies = _Replies(write, unanswered)
             requests = _Requests(read, replies, unanswered, max_line_bytes=max_message_bytes)
@@ -74,7 +83,7 @@ async def serve_stdio(
 @contextmanager
 def _wire_in() -> Iterator[int]:
     """A private descriptor of stdin; fd 0 reads ``/dev/null`` meanwhile."""
-    wire = os.dup(0)
+    wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
     try:
         os.dup2(null, 0)
@@ -83,6 +92,138 @@ def _wire_in() -> Iterator[int]:
         os.dup2(wire, 0)
         os.close(null)
         os.close(wire)
+
+
+@contextmanager
+def _wire_out() -> Iterator[int]:
+    """A private descriptor of stdout; fd 1 writes to stderr meanwhile."""
+    _flush(sys.stdout)
+    wire = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        os.dup2(2, 1)
+        yield wire
+    finally:
+        _flush(sys.stdout)
+        os.dup2(wire, 1)
+        os.close(wire)
+
+
+def _flush(stream: TextIO | None) -> None:
+    if stream is not None:
+        stream.flush()
+
+
+@asynccontextmanager
+async def _wire(fd_in: int, fd_out: int, limit: int) -> AsyncIterator[tuple[Any, Any]]:
+    """The lines of *fd_in* and the writer of *fd_out* the SDK's transport is given.
+
+    Pipes are read and written on the asyncio loop; a socket, a terminal or a file, or another
+    loop, in worker threads (one per line, as the SDK does).
+    """
+    piped = all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (fd_in, fd_out))
+    if not piped or sniffio.current_async_library() != "asyncio":
+        yield anyio.wrap_file(_BoundedLines(fd_in, limit)), anyio.wrap_file(_Lines(fd_out))
+        return
+    loop = asyncio.get_running_loop()
+    source, sink = io.FileIO(fd_in, "rb", closefd=False), io.FileIO(fd_out, "wb", closefd=False)
+    reader = asyncio.StreamReader(limit=limit)
+    reading, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), source)
+    writing, flow = await loop.connect_write_pipe(_Flow, sink)
+    writing.set_write_buffer_limits(high=0)  # a write waits until the pipe took it all
+    try:
+        yield _PipeLines(reader), _PipeOut(writing, flow)
+    finally:
+        reading.close()
+        writing.close()
+        os.set_blocking(fd_in, True)
+        os.set_blocking(fd_out, True)
+
+
+def _text(line: bytes) -> str:
+    """A line read as text (invalid UTF-8 replaced, as by the SDK's reader), or a mark."""
+    text = line.decode("utf-8", "replace")
+    return _BAD_ID if _has_bad_id(text) else text
+
+
+class _PipeLines:
+    """The lines of a pipe read on the loop, as :class:`_BoundedLines` reads them."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        while True:
+            try:
+                line = await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as end:  # the last line, unended
+                line = end.partial
+            except asyncio.LimitOverrunError as overrun:
+                if await self._skipped(overrun.consumed):
+                    yield _TOO_LONG
+                    continue
+                return
+            if not line:
+                return
+            if line.strip():
+                yield _text(line)
+
+    async def _skipped(self, held: int) -> bool:
+        """Drop a line too long to hold, as it arrives; False if the input ends first."""
+        while True:
+            await self.reader.readexactly(held)
+            try:
+                await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError:
+                return False
+            except asyncio.LimitOverrunError as overrun:
+                held = overrun.consumed
+            else:
+                return True
+
+
+class _Flow(asyncio.Protocol):
+    """A pipe's writing side: paused while the pipe is full; its end, when the reader left."""
+
+    def __init__(self) -> None:
+        self.writable = asyncio.Event()
+        self.writable.set()
+        self.lost: BaseException | None = None
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.lost = exc or BrokenPipeError("the client closed its end of stdout")
+        self.writable.set()
+
+
+class _PipeOut:
+    """Writes to a pipe on the loop: each waits until the pipe took it (nothing to flush)."""
+
+    def __init__(self, transport: asyncio.WriteTransport, flow: _Flow) -> None:
+        self.transport, self.flow = transport, flow
+
+    async def write(self, text: str) -> None:
+        if self.flow.lost is not None:
+            raise self.flow.lost
+        self.transport.write(text.encode())
+        await self.flow.writable.wait()
+
+    async def flush(self) -> None:
+        """Nothing: what is written goes out as the pipe takes it."""
+
+
+class _Lines(io.TextIOWrapper):
+    """Text written to descriptor *fd*, each write flushed (a worker thread's)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(io.FileIO(fd, "wb", closefd=False), encoding="utf-8", write_through=True)
 
 
 class _BoundedLines(io.TextIOWrapper):
@@ -107,8 +248,7 @@ class _BoundedLines(io.TextIOWrapper):
                     line = self.source.readline(1 << 16)
                 return _TOO_LONG
             if not line or line.strip():
-                text = line.decode("utf-8", "replace")
-                return _BAD_ID if _has_bad_id(text) else text
+                return _text(line)
 
 
 def _has_bad_id(line: str) -> bool:
