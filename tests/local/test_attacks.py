@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxfs.core import Context, ErrorCode, FsError, MemoryBackend
+from ctxfs.core import Context, ErrorCode, Fs, FsError, MemoryBackend
+from ctxfs.core.policies import CheckOuts, LeaseBook
 from ctxfs.local import TEMP_PREFIX, LocalBackend
 from tests.local.conftest import SECRET, Layout, MakeFs
 
@@ -421,15 +422,20 @@ async def test_55_a_lock_file_replaced_by_a_symlink_is_refused(
 
 
 async def test_56_orphaned_temps_are_hidden_and_reaped(ctx: Context, layout: Layout) -> None:
-    orphan = layout.root / "sub" / f"{TEMP_PREFIX}99999999.deadbeef"
+    orphan = layout.root / "sub" / f"{TEMP_PREFIX}99999999.deadbeefdeadbeef"
     orphan.write_bytes(b"half a write")
+    # names under the prefix that no writer made are someone else's: hidden, never removed
+    others = [layout.root / "sub" / f"{TEMP_PREFIX}{name}" for name in ("notes", "1.backup")]
+    for other in others:
+        other.write_bytes(b"mine")
     names = [entry.name for entry in await ctx.fs.list("sub")]
     assert names == ["c"]
     assert not orphan.exists()
+    assert [other.read_bytes() for other in others] == [b"mine"] * 2
     with pytest.raises(FsError) as caught:
         await ctx.fs.write(f"sub/{TEMP_PREFIX}1.x", "x\n")
     assert caught.value.code is ErrorCode.INVALID_PATH
-    live = layout.root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.cafe"  # a writer still at work
+    live = layout.root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.{'ca' * 8}"  # a writer at work
     live.write_bytes(b"half a write")
     for refused in (
         ctx.fs.read(f"sub/{live.name}"),
@@ -481,3 +487,23 @@ def test_every_corpus_number_is_covered() -> None:
     if "def test_32_" in races:
         covered.add(32)
     assert covered == set(range(1, 59)), sorted(set(range(1, 59)) - covered)
+
+
+async def test_a_lease_holds_for_every_spelling_of_the_leased_file(layout: Layout) -> None:
+    # alice checked out config/app.ini: bob reaches it through a linked directory and a link
+    # to the file, and is refused each time; nothing changes.
+    (layout.root / "config").mkdir()
+    (layout.root / "config" / "app.ini").write_text("a=1\n")
+    os.symlink("config", layout.root / "cfglink")
+    os.symlink("config/app.ini", layout.root / "applink.ini")
+    leases = LeaseBook()
+    leases.check_out("config/app.ini", "alice")
+    backend = LocalBackend(layout.root, state_dir=layout.state)
+    async with Fs(backend, plugins=[CheckOuts(leases)], load_entrypoints=False) as fs:
+        bob = fs.context(owner="bob")
+        for spelling in ("config/app.ini", "cfglink/app.ini", "./cfglink//app.ini", "applink.ini"):
+            await bob.fs.read(spelling)
+            with pytest.raises(FsError) as refused:
+                await bob.fs.edit(spelling, "a=1", "a=2")
+            assert refused.value.code is ErrorCode.CHECKED_OUT, spelling
+    assert (layout.root / "config" / "app.ini").read_text() == "a=1\n"

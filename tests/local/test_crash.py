@@ -194,8 +194,8 @@ def test_kill_9_while_holding_the_lock_frees_it(tmp_path: Path) -> None:
 def test_temps_of_live_writers_are_kept_and_old_ones_reaped(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    live = root / f"{TEMP_PREFIX}{os.getpid()}.cafe"
-    old = root / f"{TEMP_PREFIX}{os.getpid()}.beef"
+    live = root / f"{TEMP_PREFIX}{os.getpid()}.{'ca' * 8}"
+    old = root / f"{TEMP_PREFIX}{os.getpid()}.{'be' * 8}"
     live.write_bytes(b"in progress")
     old.write_bytes(b"abandoned long ago")
     os.utime(old, (time.time() - 7200, time.time() - 7200))
@@ -213,8 +213,8 @@ def test_list_dir_reaps_temps_and_keeps_no_listing_that_holds_one(tmp_path: Path
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
     (root / "sub" / "a.txt").write_bytes(b"alpha\n")
-    dead = root / "sub" / f"{TEMP_PREFIX}99999999.dead"  # beyond any process id
-    live = root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.cafe"
+    dead = root / "sub" / f"{TEMP_PREFIX}99999999.{'de' * 8}"  # beyond any process id
+    live = root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.{'ca' * 8}"
 
     def settled() -> None:  # a listing of the directory may be kept while it is unchanged
         os.utime(root / "sub", (time.time() - 3600, time.time() - 3600))
@@ -251,7 +251,7 @@ def test_searches_of_hidden_names_never_show_a_temp(tmp_path: Path, engine: str)
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
     (root / "sub" / "a.txt").write_bytes(b"needle\n")
-    (root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.cafe").write_bytes(b"needle\n")
+    (root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.{'ca' * 8}").write_bytes(b"needle\n")
 
     async def search() -> tuple[object, ...]:
         backend = LocalBackend(root, state_dir=tmp_path / "state", ripgrep=engine == "ripgrep")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -26,6 +27,8 @@ __all__ = ["SETTLE_SECONDS", "DirectoryNames", "details", "kind_of", "list_entri
 
 SETTLE_SECONDS: Final = 2
 """A directory modified more recently than this is listed again each time."""
+_TEMP_NAME: Final = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)\.[0-9a-f]{16}")
+"""The name of a temporary file a writer made: its process id, 8 random bytes in hex."""
 
 
 def kind_of(entry: os.DirEntry[str]) -> FileKind:
@@ -157,9 +160,11 @@ def _reap(dir_fd: int, name: str, max_age: float, info: os.stat_result | None = 
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
             return
-    writer = name[len(TEMP_PREFIX) :].partition(".")[0]
+    ours = _TEMP_NAME.fullmatch(name)
+    if ours is None:
+        return  # (not a temporary file ctxfs made: someone else's)
     age = time.time() - info.st_mtime
-    if age > max_age or not (writer.isdigit() and _alive(int(writer))):
+    if age > max_age or not _alive(int(ours[1])):
         with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=dir_fd)
 

@@ -78,12 +78,19 @@ class CheckOuts:
 
     @hookimpl
     async def ctxfs_authorize(self, ctx: Context, op: Operation) -> FsError | None:
-        """A change to a file leased by anyone but this owner is ``checked_out``."""
+        """A change to a file leased by anyone but this owner is ``checked_out``.
+
+        The lease is looked up by the path as spelled and as it resolves (a link to a leased
+        file, or through a linked directory, is the leased file).
+        """
         if not op.kind.mutates:
             return None
-        answer = self.leases.lease(ctx.workspace, op.path)
-        lease = await answer if inspect.isawaitable(answer) else answer
-        if lease is None or lease.holder == ctx.owner:
+        for path in dict.fromkeys(filter(None, (op.path, op.resolved))):
+            answer = self.leases.lease(ctx.workspace, path)
+            lease = await answer if inspect.isawaitable(answer) else answer
+            if lease is not None and lease.holder != ctx.owner:
+                break
+        else:
             return None
         until = lease.until.isoformat() if lease.until else None
         return CheckedOut(
