@@ -7,6 +7,7 @@ import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend, hookimpl
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
+from ctxfs.tools.toolset import MAX_NAME_CHARS
 from tests.tools.conftest import DEFAULT_TOOLS, DEFERRED_TOOLS, FILE_TOOLS
 
 pytestmark = pytest.mark.anyio
@@ -174,6 +175,24 @@ def test_a_selection_naming_no_tool_is_refused() -> None:
         FsToolset(ToolsetOptions(tools=frozenset({"read", "reed"})))
     with pytest.raises(ValueError, match="'search_tools'"):  # offered only with deferred tools
         FsToolset(ToolsetOptions(tools=frozenset({"search_tools"})))
+    # an exposure naming no tool would leave the tool meant offered: refused the same way
+    for misnamed in ("fs_delete", "Delete", "str_replace_based_edit_tool"):
+        with pytest.raises(ValueError, match=f"no tool is named '{misnamed}'"):
+            FsToolset(ToolsetOptions(tool_prefix="fs_", exposure={misnamed: Exposure.HIDDEN}))
+
+
+@pytest.mark.parametrize("prefix", ["1_", "-x", "a" * 33, "fs.", "fs "])
+def test_a_prefix_no_provider_takes_is_refused(prefix: str) -> None:
+    with pytest.raises(ValueError, match="a tool prefix is at most 32"):
+        ToolsetOptions(tool_prefix=prefix)
+
+
+def test_a_tool_name_longer_than_providers_take_is_refused() -> None:
+    tools = FsToolset(ToolsetOptions(tool_prefix="p" * 32))  # the built-in names fit
+    assert len(tools.options.tool_prefix + "create_directory") <= MAX_NAME_CHARS
+    long_named = type("LongNamed", (type(tools.tool("read")),), {"name": "r" * 33})
+    with pytest.raises(ValueError, match="longer than 64 characters"):
+        tools.register(long_named())
 
 
 async def test_prefixed_names_are_offered_and_called_to_every_provider(ctx: Context) -> None:
@@ -213,8 +232,3 @@ async def test_deferred_tools_under_a_prefix_run_through_the_prefixed_call_tool(
         ctx, "fs_call_tool", {"name": "grep", "arguments": {"pattern": "a"}}
     )
     assert not called.is_error, called.text
-
-
-def test_a_prefix_no_provider_takes_is_refused() -> None:
-    with pytest.raises(ValueError, match="tool prefix"):
-        ToolsetOptions(tool_prefix="fs.")

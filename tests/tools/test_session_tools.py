@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 
 from ctxfs.core import ABSENT, Context, ErrorCode, Fs, NotFound, open_fs
-from ctxfs.tools import FsToolset, ToolsetOptions
+from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.builtin.read import ReadData
 from ctxfs.tools.mcpserver import FORGET_SHOWN_META_KEY, McpTools, create_server
 from ctxfs.tools.results import ToolResult, UndoData
@@ -390,6 +390,25 @@ async def test_undo_edit_undoes_the_newest_change_of_that_file_only(fs: Fs, ctx:
     never = await call(ctx, EDITOR, {"command": "undo_edit", "path": "other.py"})
     assert never.error_code is ErrorCode.INVALID_ARGUMENT
     assert "no change of yours to other.py" in never.text
+
+
+@pytest.mark.parametrize(
+    "options",
+    [ToolsetOptions(exposure={"undo": Exposure.HIDDEN}),
+     ToolsetOptions(tools=frozenset({"read", "write", "edit", "list_dir"}))],
+    ids=["undo hidden", "undo not chosen"],
+)  # fmt: skip
+async def test_undo_edit_is_refused_where_undo_is_not_offered(
+    fs: Fs, ctx: Context, options: ToolsetOptions
+) -> None:
+    tools = FsToolset(options)
+    await written(ctx, "app.py", "x = 1\n")
+    replace = {"command": "str_replace", "path": "app.py", "old_str": "x = 1", "new_str": "x = 2"}
+    assert not (await call(ctx, EDITOR, replace, tools=tools)).is_error
+    refused = await call(ctx, EDITOR, {"command": "undo_edit", "path": "app.py"}, tools=tools)
+    assert refused.error_code is ErrorCode.NOT_ENABLED
+    assert "undo is not offered" in refused.text
+    assert (await fs.backend.read("app.py")).data == b"x = 2\n"
 
 
 # -- over MCP, with the mcp client ---------------------------------------------------------------

@@ -66,7 +66,8 @@ class CommonOptions:
     tool_prefix: str = ""
     """Put before the name of every tool offered, where models list and call them
     (``fs_``: ``fs_read``), so that the tools of several servers in one client do not
-    collide. A provider's own tools keep the names their APIs give them."""
+    collide (32 characters at most, the first a letter or ``_``). A provider's own tools keep
+    the names their APIs give them."""
     progress_seconds: float = 1.0
     """A search still running after this long reports its progress (to a caller that
     asked: the CLI, an MCP client with a progress token), and as often after that."""
@@ -76,11 +77,11 @@ class CommonOptions:
             raise ValueError(
                 f"progress_seconds must be 0 or more seconds, not {self.progress_seconds}"
             )
-        if not re.fullmatch(r"[A-Za-z0-9_-]*", self.tool_prefix):
+        if not re.fullmatch(r"([A-Za-z_][A-Za-z0-9_-]{0,31})?", self.tool_prefix):
             raise ValueError(
-                f"a tool prefix may hold only letters, digits, '_' and '-', "
-                f"not {self.tool_prefix!r}"
-            )  # what every provider takes in a tool's name
+                "a tool prefix is at most 32 letters, digits, '_' and '-', the first a letter "
+                f"or '_', not {self.tool_prefix!r}"
+            )  # what every provider takes in a tool's name (64 at most, with the tool's)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from pydantic import ValidationError
 
@@ -23,7 +23,10 @@ from ctxfs.tools.providers import OpenAiApi, Provider, ProviderTools, shaped
 from ctxfs.tools.results import ToolResult, error_text
 from ctxfs.tools.tool import Offering, Progress, Step, Tool
 
-__all__ = ["FsToolset"]
+__all__ = ["MAX_NAME_CHARS", "FsToolset"]
+
+MAX_NAME_CHARS: Final = 64
+"""The longest tool name offered, its prefix included (OpenAI's and Anthropic's limit)."""
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +40,8 @@ class FsToolset:
             :meth:`register` adds more.
 
     Raises:
-        ValueError: :attr:`ToolsetOptions.tools` names a tool that is not :attr:`selectable`.
+        ValueError: :attr:`ToolsetOptions.tools` or :attr:`~ToolsetOptions.exposure` names a tool
+            that is not :attr:`selectable`.
 
     """
 
@@ -54,11 +58,12 @@ class FsToolset:
         self._configured: tuple[object, Offer] | None = None
         for tool in tools:
             self.register(tool)
-        unknown = sorted(set(self.options.tools or ()) - set(self.selectable))
+        named = {*(self.options.tools or ()), *self.options.exposure}
+        unknown = sorted(named - set(self.selectable))
         if unknown:
             raise ValueError(
                 f"no tool is named {', '.join(map(repr, unknown))} "
-                f"(the tools: {', '.join(self.selectable)})"
+                f"(the tools: {', '.join(self.selectable)}; name them without the prefix)"
             )
 
     # -- the registry ----------------------------------------------------------------------
@@ -67,11 +72,17 @@ class FsToolset:
         """Add *tool*; it is offered, described and run like the built-in ones.
 
         Raises:
-            ValueError: A tool of that name is registered already.
+            ValueError: A tool of that name is registered already, or the name (with the
+                prefix) is longer than :data:`MAX_NAME_CHARS`.
 
         """
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is registered already")
+        if len(self.options.tool_prefix + tool.name) > MAX_NAME_CHARS:
+            raise ValueError(
+                f"the tool name {self.options.tool_prefix + tool.name!r} is longer than "
+                f"{MAX_NAME_CHARS} characters, which providers refuse"
+            )
         self._tools[tool.name] = tool
         self._states[tool.name] = tool.new_state()
         self._configured = None

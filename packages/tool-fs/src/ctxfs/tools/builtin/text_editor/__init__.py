@@ -180,9 +180,11 @@ async def _undo_edit(step: Step, path: str) -> ToolResult:
     """Undo the owner's newest step, if it changed *path*; else refuse, saying what to do."""
     ctx, path = step.ctx, normalize_path(path)
     memory = ctx.opened_fs.session_memory
-    if memory is None:
+    offered = step.offer.exposure.get("undo") in (Exposure.DIRECT, Exposure.DEFERRED)
+    if memory is None or not offered:
+        why = "this store keeps no history of changes" if memory is None else "undo is not offered"
         raise NotEnabled(
-            "undo_edit is not available: this store keeps no history of changes",
+            f"undo_edit is not available: {why}",
             path=path,
             hint="Undo a change with str_replace, putting back the text you replaced.",
         )
