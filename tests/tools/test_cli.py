@@ -100,6 +100,54 @@ def test_usage_errors_are_one_line_and_status_2(
     assert err.count("\n") == 1
 
 
+PLUGINS = {
+    "misspelled": "from ctxfs.core import hookimpl\nclass P:\n    @hookimpl\n"
+    "    def ctxfs_authorise(self, ctx, op): ...\nP = P()\n",
+    "raising": "raise RuntimeError('boom')\n",
+    "broken": "def (\n",
+    "noisy": "print('IMPORT-TIME PRINT')\nclass P: ...\nP = P()\n",
+    "quiet": "class P: ...\nP = P()\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("plugins", "said"),
+    [
+        (["misspelled:P"], "a plugin cannot be used: unknown hook 'ctxfs_authorise'"),
+        (["quiet:P", "quiet:P"], "a plugin cannot be used: Plugin name already registered"),
+        (["raising"], "cannot load plugin 'raising': RuntimeError: boom"),
+        (["broken"], "cannot load plugin 'broken': SyntaxError"),
+    ],
+)
+def test_a_plugin_that_cannot_be_used_is_one_line_and_status_2(
+    plugins: list[str],
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, code in PLUGINS.items():
+        (tmp_path / f"{name}.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    options = [option for plugin in plugins for option in ("--plugin", plugin)]
+    assert main(["call", "--root", str(tmp_path), *options, "list_dir", "{}"]) == 2
+    err = capsys.readouterr().err
+    assert said in err
+    assert err.count("\n") == 1
+
+
+def test_what_a_plugin_prints_as_it_loads_never_reaches_stdout(tmp_path: Path) -> None:
+    (tmp_path / "noisy.py").write_text(PLUGINS["noisy"])
+    listed = subprocess.run(
+        [CTXFS, "call", "--root", str(tmp_path), "--plugin", "noisy:P", "list_dir", "{}"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "IMPORT-TIME PRINT" in listed.stderr
+    assert "IMPORT-TIME PRINT" not in listed.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("where", "said"),

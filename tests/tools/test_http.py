@@ -254,6 +254,16 @@ def running(pid: int) -> bool:
         return False
 
 
+def test_the_workers_banner_names_a_shared_store_without_its_password(
+    workspace: Path, tmp_path: Path, redis_url: str
+) -> None:
+    secret = redis_url.replace("redis://", "redis://someone:S3CRET-PW@", 1)
+    options = [*two_workers(workspace, tmp_path), "--observations", secret]
+    with serve_http(*options) as served:
+        assert "observations in redis://someone:***@" in served.banner[0]
+        assert "S3CRET-PW" not in "\n".join(served.banner)
+
+
 def test_workers_are_refused_where_they_cannot_serve(workspace: Path) -> None:
     refused = subprocess.run(
         [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(workspace),

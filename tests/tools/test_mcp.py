@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
+    CallToolResult,
     ImageContent,
     ListRootsResult,
     Root,
@@ -261,6 +262,57 @@ async def test_without_root_the_clients_first_root_is_the_workspace_as_it_change
         assert not (await client.call_tool("edit", edit)).is_error
     assert (second / "notes.md").read_text() == "edited\n"
     assert (first / "notes.md").read_text() == "first\n"
+
+
+HELD_PLUGIN = """
+import anyio
+from ctxfs.core import hookimpl
+
+class Held:
+    @hookimpl
+    async def ctxfs_authorize(self, ctx, op):
+        if op.path.endswith("held.txt"):
+            await anyio.sleep(1.5)
+
+HELD = Held()
+"""
+
+
+async def test_a_store_the_clients_roots_replace_closes_after_its_calls(tmp_path: Path) -> None:
+    # A write held 1.5 s on the first root while the client names a second (whose name is not
+    # UTF-8: %FF in its URI): the write ends as it would have (written there), and the second
+    # root serves the calls after it.
+    first, second = tmp_path / "first", tmp_path / "second \udcff"
+    for root in (first, second):
+        root.mkdir()
+    (tmp_path / "heldplugin.py").write_text(HELD_PLUGIN)
+    roots = [first]
+
+    async def listed(context: object) -> ListRootsResult:
+        del context
+        return ListRootsResult(roots=[Root(uri=FileUrl(root.as_uri())) for root in roots])
+
+    server = stdio(None, "--plugin", "heldplugin:HELD")
+    server.env = {**(server.env or {}), "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
+    async with Client(server, mode="legacy", list_roots_callback=listed) as client:
+        assert not (await client.call_tool("list_dir", {"path": "."})).is_error
+        written: list[CallToolResult] = []
+
+        async def write_held() -> None:
+            arguments = {"file_path": "held.txt", "content": "kept\n"}
+            written.append(await client.call_tool("write", arguments))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(write_held)
+            await anyio.sleep(0.5)
+            roots = [second]
+            with pytest.warns(MCPDeprecationWarning):
+                await client.send_roots_list_changed()
+        assert not written[0].is_error, written[0].content
+        arguments = {"file_path": "new.txt", "content": "there\n"}
+        assert not (await client.call_tool("write", arguments)).is_error
+    assert (first / "held.txt").read_text() == "kept\n"
+    assert (second / "new.txt").read_text() == "there\n"
 
 
 async def test_without_root_or_client_roots_every_request_is_refused_saying_so(era: str) -> None:

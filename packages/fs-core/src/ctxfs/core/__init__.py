@@ -79,6 +79,7 @@ from ctxfs.core.observations import (
     Observation,
     ObservationStore,
     open_observations,
+    shown_url,
     sqlite_url,
 )
 from ctxfs.core.outcomes import (
@@ -212,6 +213,7 @@ __all__ = [
     "open_fs",
     "open_observations",
     "relative_to",
+    "shown_url",
     "sqlite_url",
 ]
 

@@ -389,7 +389,10 @@ def _single_named(root_fd: int, counts: dict[str, int]) -> tuple[dict[str, int],
 def _lock_directory(root: Path, state_dir: str | os.PathLike[str] | None) -> LockDirectory:
     state = Path(os.path.realpath(state_dir or default_state_dir()))
     if state == root or root in state.parents:
-        raise InvalidArgument(f"the state directory {state} must lie outside the root")
+        raise InvalidArgument(
+            f"the state directory {state} must lie outside the root",
+            hint="Point CTXFS_STATE_DIR (or state_dir) at a directory outside the root.",
+        )
     try:
         return LockDirectory(state)
     except OSError as error:

@@ -23,8 +23,9 @@ import itertools
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -120,6 +121,25 @@ class McpTools:
         self._instance = secrets.token_hex(6)  # session owners of this process are its own
         self._no_store = ""  # why no store is served; empty while one may still be named
         self._named: anyio.Event | None = None  # set when use() names a store, or says why not
+        self._calls: Counter[int] = Counter()  # calls in flight, by their store's id
+        self._finished: dict[int, anyio.Event] = {}  # set when a store's last call ends
+
+    async def finished(self, fs: Fs) -> None:
+        """Return once no call runs on *fs* (which :meth:`use` replaced): it may be closed."""
+        if self._calls[id(fs)]:
+            await self._finished.setdefault(id(fs), anyio.Event()).wait()
+
+    @contextmanager
+    def _running(self, fs: Fs) -> Iterator[None]:
+        self._calls[id(fs)] += 1
+        try:
+            yield
+        finally:
+            self._calls[id(fs)] -= 1
+            if not self._calls[id(fs)]:
+                del self._calls[id(fs)]
+                if (finished := self._finished.pop(id(fs), None)) is not None:
+                    finished.set()
 
     def use(self, fs: Fs | None, *, why: str = "") -> None:
         """Serve *fs* from now on; None: no store, and requests are refused saying *why*."""
@@ -262,20 +282,21 @@ class McpTools:
 
         """
         ctx = await self.context(request)
-        if (request.meta or {}).get(FORGET_SHOWN_META_KEY) is True:
-            ctx.forget_shown()
-        offer = await self.toolset.offer(ctx)
-        registered = self._registered(params.name)
-        if registered not in offer.offered and registered not in offer.failures:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
-        asked = (request.meta or {}).get("progress_token") is not None
-        result = await self.toolset.execute(
-            ctx,
-            params.name,
-            params.arguments or {},
-            offer=offer,
-            progress=request.session.report_progress if asked else None,
-        )
+        with self._running(ctx.opened_fs):  # (a store the client's roots replace waits for it)
+            if (request.meta or {}).get(FORGET_SHOWN_META_KEY) is True:
+                ctx.forget_shown()
+            offer = await self.toolset.offer(ctx)
+            registered = self._registered(params.name)
+            if registered not in offer.offered and registered not in offer.failures:
+                raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+            asked = (request.meta or {}).get("progress_token") is not None
+            result = await self.toolset.execute(
+                ctx,
+                params.name,
+                params.arguments or {},
+                offer=offer,
+                progress=request.session.report_progress if asked else None,
+            )
         images = [
             ImageContent(type="image", data=part.base64_data, mime_type=part.media_type)
             for part in result.media

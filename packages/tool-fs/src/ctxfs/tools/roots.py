@@ -2,19 +2,21 @@
 
 :class:`ClientRoots` asks the client for its roots (``roots/list``) once it is initialized, and
 again at each ``notifications/roots/list_changed``. The first root is the workspace: its store is
-opened and served in place of the one before, which is closed. A request that arrives before the
-roots are known waits for them (:data:`~ctxfs.tools.mcpserver.ROOTS_WAIT`). A client that offers no
-roots, or whose first root cannot be opened, has every request refused saying why
-(:data:`~ctxfs.tools.mcpserver.NO_ROOTS`), and the server says it once on stderr.
+opened and served in place of the one before, which is closed once the calls running on it have
+finished. A request that arrives before the roots are known waits for them
+(:data:`~ctxfs.tools.mcpserver.ROOTS_WAIT`). A client that offers no roots, or whose first root
+cannot be opened, has every request refused saying why (:data:`~ctxfs.tools.mcpserver.NO_ROOTS`),
+and the server says it once on stderr.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
-from urllib.request import url2pathname
+from urllib.parse import unquote_to_bytes
 
 from anyio.abc import AsyncResource
 from mcp.server import Server, ServerRequestContext
@@ -42,7 +44,7 @@ class ClientRoots(AsyncResource):
         self.tools = tools
         self.open_root = open_root
         self.root: str | None = None  # the directory served now
-        self._opened: AsyncExitStack | None = None
+        self._opened: dict[int, AsyncExitStack] = {}  # each store not yet closed, by its id
         server.add_notification_handler(
             "notifications/initialized", NotificationParams, self._initialized
         )
@@ -82,7 +84,7 @@ class ClientRoots(AsyncResource):
                 f"no workspace: the client's first MCP root is on another host: {uri}"
             )
             return
-        root = url2pathname(uri.path or "/")
+        root = os.fsdecode(unquote_to_bytes(uri.path or "/"))  # (any bytes a name may hold)
         if root != self.root:
             await self._open(root, of=len(listed.roots))
 
@@ -96,19 +98,28 @@ class ClientRoots(AsyncResource):
                 f"no workspace: the client's first root {root} cannot be opened: {error}"
             )
             return
-        await self.aclose()
-        self._opened, self.root = opened, root
+        replaced, self._opened[id(fs)], self.root = self.tools.fs, opened, root
         self.tools.use(fs)
         log.info("serving %r, the first of the client's %d MCP roots", fs.backend, of)
+        await self._retire(replaced)
 
     async def _refuse(self, why: str) -> None:
         """Serve no store from now on: requests are refused saying *why*, as is stderr, once."""
         log.error("%s", why)
+        replaced, self.root = self.tools.fs, None
         self.tools.use(None, why=why)
-        await self.aclose()
+        await self._retire(replaced)
+
+    async def _retire(self, replaced: Fs | None) -> None:
+        """Close the store *replaced* once the calls running on it have finished."""
+        if replaced is not None and (opened := self._opened.get(id(replaced))) is not None:
+            await self.tools.finished(replaced)
+            del self._opened[id(replaced)]
+            await opened.aclose()
 
     async def aclose(self) -> None:
-        """Close the store served, if any."""
-        opened, self._opened, self.root = self._opened, None, None
-        if opened is not None:
-            await opened.aclose()
+        """Close every store opened (the calls still running on them are cancelled with them)."""
+        self.root = None
+        opened, self._opened = list(self._opened.values()), {}
+        for stack in opened:
+            await stack.aclose()

@@ -47,6 +47,7 @@ __all__ = [
     "RedisObservations",
     "SqliteObservations",
     "open_observations",
+    "shown_url",
     "sqlite_url",
 ]
 

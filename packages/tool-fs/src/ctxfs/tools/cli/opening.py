@@ -14,6 +14,7 @@ import importlib
 import logging
 import os
 import shlex
+import sys
 import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -83,7 +84,9 @@ def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
     of its own. Such a file made by a ctxfs whose tables differ is replaced by an empty one (with a
     warning); a file the options name is refused instead.
     """
-    from ctxfs.core import Fs, InvalidArgument, Unavailable, open_backend  # noqa: PLC0415
+    from pluggy import PluginValidationError  # noqa: PLC0415
+
+    from ctxfs.core import Fs, FsError, InvalidArgument, Unavailable, open_backend  # noqa: PLC0415
 
     plugins: list[object] = [_load_plugin(spec) for spec in args.plugin]
     if args.read_only or args.deny:
@@ -114,6 +117,11 @@ def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
     while True:
         try:
             return Fs(backend, plugins=plugins, observations=observations, sessions=sessions)
+        except (PluginValidationError, ValueError) as error:  # a plugin pluggy cannot take
+            if isinstance(error, FsError):
+                raise
+            said = str(error).partition("\n")[0]  # (pluggy adds the registry's repr)
+            raise UsageError(f"a plugin cannot be used: {said}") from error
         except Unavailable as error:
             made_before = error.details.get("other_layout")
             if made_before not in own:
@@ -241,9 +249,14 @@ def location(args: argparse.Namespace) -> str:
 
 
 def _load_plugin(spec: str) -> object:
+    """The plugin *spec* names (``module`` or ``module:attribute``).
+
+    What it prints as it loads goes to stderr (stdout may be the MCP wire).
+    """
     module_name, _, attribute = spec.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        with contextlib.redirect_stdout(sys.stderr):
+            module = importlib.import_module(module_name)
         return getattr(module, attribute) if attribute else module
-    except (ImportError, AttributeError) as error:
-        raise UsageError(f"cannot load plugin {spec!r}: {error}") from error
+    except Exception as error:  # (any failure of the module's own code too)
+        raise UsageError(f"cannot load plugin {spec!r}: {type(error).__name__}: {error}") from error

@@ -115,7 +115,7 @@ def serve_in_workers(args: argparse.Namespace) -> int:
     would share it with them). Without ``--observations`` (or ``--sessions``), the workers share a
     SQLite file in a :class:`~ctxfs.tools.workers.RunDirectory` (on tmpfs where there is one).
     """
-    from ctxfs.core import sqlite_url  # noqa: PLC0415
+    from ctxfs.core import shown_url, sqlite_url  # noqa: PLC0415
     from ctxfs.tools.workers import RunDirectory, serve_forked  # noqa: PLC0415
 
     if args.transport != "http":
@@ -135,7 +135,8 @@ def serve_in_workers(args: argparse.Namespace) -> int:
                 args.sessions = sqlite_url(run.path / "sessions.db")
         try:
             opened = anyio.run(_described, args)  # the store opens (or fails) once, before forks
-            where = f"{opened} in {args.workers} workers, observations in {args.observations}"
+            observations = shown_url(args.observations)
+            where = f"{opened} in {args.workers} workers, observations in {observations}"
             _announce(args, options, generated, where, port)
 
             def work() -> int:
