@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxfs.core import ABSENT, Fs, FsError
+from ctxfs.core import ABSENT, Context, Fs, FsError
 from ctxfs.local import LocalBackend
 from ctxfs.local import writes as local_writes
 
@@ -145,12 +145,17 @@ def test_permission_cases_as_an_unprivileged_user(world_readable_tmp: Path) -> N
     (root / "secret.txt").chmod(0o600)
     (root / "shared.txt").write_text("readable, not writable\n")
     (root / "locked").chmod(0o555)
+    (root / "mine").mkdir()  # the user's own directory, and in it its own read-only file
+    (root / "mine" / "read-only.txt").write_text("mine, not to change\n")
+    (root / "mine" / "read-only.txt").chmod(0o444)
     privileged = os.geteuid() == 0
     if privileged:
         state.mkdir()
         os.chown(state, NOBODY, NOBODY)
         for path in (root, root / "locked", root / "secret.txt", root / "shared.txt"):
             os.chown(path, 0, 0)
+        for path in (root / "mine", root / "mine" / "read-only.txt"):
+            os.chown(path, NOBODY, NOBODY)
     else:  # already unprivileged: the tree must just not be ours to write
         root.chmod(0o555)
 
@@ -160,9 +165,12 @@ def test_permission_cases_as_an_unprivileged_user(world_readable_tmp: Path) -> N
         "write shared": "permission_denied",
         "create in locked dir": "permission_denied",
         "read shared": None,
+        "edit own read-only": "permission_denied",  # (a rename could replace it: not allowed)
     }
     assert (root / "shared.txt").read_text() == "readable, not writable\n"
-    assert sorted(os.listdir(root)) == ["locked", "secret.txt", "shared.txt"]
+    assert (root / "mine" / "read-only.txt").read_text() == "mine, not to change\n"
+    assert sorted(os.listdir(root)) == ["locked", "mine", "secret.txt", "shared.txt"]
+    assert os.listdir(root / "mine") == ["read-only.txt"]
     assert os.listdir(root / "locked") == []
 
 
@@ -175,6 +183,7 @@ async def _attempts(root: Path, state: Path) -> dict[str, str | None]:
         ("read shared", lambda: ctx.fs.read("shared.txt")),
         ("write shared", lambda: ctx.fs.write("shared.txt", "overwritten\n")),
         ("create in locked dir", lambda: ctx.fs.write("locked/new.txt", "x\n")),
+        ("edit own read-only", lambda: _read_then_edit(ctx, "mine/read-only.txt")),
     ):
         try:
             await attempt()
@@ -183,6 +192,11 @@ async def _attempts(root: Path, state: Path) -> dict[str, str | None]:
             codes[label] = error.code.value
     await fs.aclose()
     return codes
+
+
+async def _read_then_edit(ctx: Context, path: str) -> None:
+    await ctx.fs.read(path)
+    await ctx.fs.edit(path, "not", "now")
 
 
 def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:

@@ -19,9 +19,15 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Final
 
-from ctxfs.core import AlreadyExists, Busy, InvalidArgument, NotADirectory, Stale
+from ctxfs.core import (
+    AlreadyExists,
+    Busy,
+    InvalidArgument,
+    NotADirectory,
+    Stale,
+)
 from ctxfs.core.kit import ABSENT, Expect, Version, check_expect, content_version
-from ctxfs.local.oserrors import translated
+from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.reads import hash_fd
 from ctxfs.local.root import READ_FLAGS, TEMP_PREFIX, RootDirectory, Seen, identity
 
@@ -87,6 +93,11 @@ def _write_once(
     parent, _, name = path.rpartition("/")
     with root.made_dir(parent) as dir_fd:
         current = root.entry(dir_fd, name, path)
+        if current is not None and not os.access(name, os.W_OK, dir_fd=dir_fd, effective_ids=True):
+            read_only = os.fstatvfs(dir_fd).f_flag & os.ST_RDONLY  # (a rename would replace it)
+            raise translate(
+                OSError(errno.EROFS if read_only else errno.EACCES, "not writable"), path
+            )
         _check_precondition(root, dir_fd, name, path, current=current, expect=expect)
         with translated(path, on_missing=root.gone):
             try:
