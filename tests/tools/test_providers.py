@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -413,6 +414,28 @@ async def test_view_ranges_and_insert_arguments_are_checked(
     documented = await editor(command="insert", path="a.txt", insert_line=0, new_str="0")
     assert not documented.is_error, documented.text
     assert (await ctx.fs.read("a.txt")).text == "0\n1\n2\n3\n4\n"
+
+
+async def test_the_editor_says_what_to_do_in_its_own_arguments(
+    editor: EditorCall, ctx: Context, seed: Seed
+) -> None:
+    # The read and edit tools the editor runs as name offset, old_string, replace_all: the
+    # model is told view_range and old_str instead, and following that works.
+    await seed("big.txt", "".join(f"line {n}\n" for n in range(1, 5001)).encode())
+    first = await editor(command="view", path="big.txt")
+    assert first.text.endswith("continue with view_range [2001, -1])")
+    assert "offset" not in first.text
+    followed = await editor(command="view", path="big.txt", view_range=[2001, -1])
+    assert followed.text.startswith("2001 line 2001\n")
+    past = await editor(command="view", path="big.txt", view_range=[6000, 6001])
+    assert "use a view_range within lines 1 to 5000" in past.text
+    await seed("a.txt", b"x\nx\n")
+    await editor(command="view", path="a.txt")
+    ambiguous = await editor(command="str_replace", path="a.txt", old_str="x", new_str="y")
+    assert ambiguous.error_code == "ambiguous_match"
+    said = ambiguous.text + ambiguous.structured["error"]["hint"]
+    assert "old_str" in said
+    assert not {"old_string", "replace_all"} & set(re.findall(r"\w+", said))
 
 
 async def test_editor_root_maps_absolute_paths_and_refuses_others(ctx: Context, seed: Seed) -> None:

@@ -13,12 +13,20 @@ step changed the file (``ctx.fs.undo(1)``), and is refused otherwise.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, NonNegativeInt, RootModel
 
-from ctxfs.core import FileKind, InvalidArgument, NotEnabled, OutsideRoot, normalize_path
+from ctxfs.core import (
+    FileKind,
+    FsError,
+    InvalidArgument,
+    NotEnabled,
+    OutsideRoot,
+    normalize_path,
+)
 from ctxfs.tools.builtin.edit import EDIT, EditArgs
 from ctxfs.tools.builtin.list_dir import LIST_DIR, ListDirArgs
 from ctxfs.tools.builtin.read import READ, ReadArgs
@@ -148,6 +156,16 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
         }
 
     async def answer(self, step: Step, args: EditorCommand) -> ToolResult:
+        try:
+            result = await self._answer(step, args)
+        except FsError as error:
+            error.message = _in_editor_terms(error.message)
+            error.hint = _in_editor_terms(error.hint)
+            raise
+        text = _in_editor_terms(result.text)
+        return result if text == result.text else result.model_copy(update={"text": text})
+
+    async def _answer(self, step: Step, args: EditorCommand) -> ToolResult:
         command = args.root
         path = _relative(command.path, step.limits.of(TextEditorOptions).editor_root)
         if isinstance(command, View):
@@ -230,6 +248,21 @@ def _not_newest(step: Step, path: str, *, steps_back: int, later: list[str]) -> 
         hint=f"Undo it with {tool}put back the text you replaced with str_replace.",
         details={"field": "path", "steps_back": steps_back},
     )
+
+
+_IN_EDITOR_TERMS: Final = (
+    (re.compile(r"continue with offset=(\d+)"), r"continue with view_range [\1, -1]"),
+    (re.compile(r"use an offset from 1 to (\d+)"), r"use a view_range within lines 1 to \1"),
+    (re.compile(r", or set replace_all\b"), ""),
+    (re.compile(r"\b(old|new)_string\b"), r"\1_str"),
+)
+"""What the tools the editor runs as say of their arguments, in the editor's own terms."""
+
+
+def _in_editor_terms(text: str) -> str:
+    for said, meant in _IN_EDITOR_TERMS:
+        text = said.sub(meant, text)
+    return text
 
 
 def _relative(path: str, editor_root: str | None) -> str:
