@@ -308,6 +308,23 @@ def test_read_only_offers_only_the_readers_and_deferred_tools_come_through_disco
     assert found.startswith("a.txt")
 
 
+def test_tools_bound_in_strict_mode_take_null_for_what_the_model_leaves_out(
+    tmp_path: Path,
+) -> None:
+    # bind_tools(..., strict=True) makes every property required: each optional one takes null,
+    # and a call sending nulls reads as one leaving them out.
+    ctx = local(tmp_path, **{"a.txt": "one\ntwo\n"}).context(owner="agent")
+    by_name = named(tools(ctx))
+    for tool in by_name.values():
+        parameters = convert_to_openai_tool(tool, strict=True)["function"]["parameters"]
+        assert "default" not in str(parameters), tool.name
+    read = convert_to_openai_tool(by_name["read"], strict=True)["function"]["parameters"]
+    assert read["required"] == list(read["properties"])
+    assert {"type": "null"} in read["properties"]["pages"]["anyOf"]
+    nulls = dict.fromkeys(read["properties"]) | {"file_path": "a.txt"}
+    assert by_name["read"].invoke(nulls).startswith("1 one\n2 two\n")
+
+
 def test_a_tool_a_plugin_hides_in_a_step_is_listed_but_refused(tmp_path: Path) -> None:
     integrations = StaticIntegrations(off={"w1": ["docs"]})
     switch = IntegrationSwitch(integrations, key_of=lambda path: "docs", keys=["docs"])

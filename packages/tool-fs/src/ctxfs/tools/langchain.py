@@ -44,6 +44,7 @@ with needs_extra(
 
 from ctxfs.core import Context
 from ctxfs.tools.definitions import ToolDefinition
+from ctxfs.tools.providers import nullable_optionals
 from ctxfs.tools.results import ToolResult
 from ctxfs.tools.toolset import FsToolset
 
@@ -100,7 +101,7 @@ class CtxfsTool(BaseTool):
         return cls(
             name=definition.name,
             description=definition.description,
-            args_schema=definition.input_schema,
+            args_schema=nullable_optionals(definition.input_schema),  # (bind_tools(strict=True))
             metadata={
                 "read_only": definition.read_only,
                 "destructive": definition.destructive,

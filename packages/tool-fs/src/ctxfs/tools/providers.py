@@ -18,7 +18,14 @@ from ctxfs.tools.definitions import ToolDefinition
 from ctxfs.tools.offers import Offer
 from ctxfs.tools.tool import Limits, Offering, Tool
 
-__all__ = ["OpenAiApi", "Provider", "ProviderTools", "openai_strict", "shaped"]
+__all__ = [
+    "OpenAiApi",
+    "Provider",
+    "ProviderTools",
+    "nullable_optionals",
+    "openai_strict",
+    "shaped",
+]
 
 Provider = Literal["generic", "openai", "anthropic"]
 OpenAiApi = Literal["chat", "responses"]
@@ -100,28 +107,38 @@ def openai_strict(schema: dict[str, Any]) -> dict[str, Any]:
     In every object, every property becomes required (optional ones accept null instead), defaults
     go, and additional properties are refused.
     """
-    return _strict(copy.deepcopy(schema))
+    return _strict(copy.deepcopy(schema), closed=True)
 
 
-def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+def nullable_optionals(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same schema, each optional property taking null too, without defaults.
+
+    What a harness that makes every property required (LangChain's ``strict=True``) turns into a
+    valid strict schema, whose nulls a call takes as left out.
+    """
+    return _strict(copy.deepcopy(schema), closed=False)
+
+
+def _strict(schema: dict[str, Any], *, closed: bool) -> dict[str, Any]:
     for option in schema.get("anyOf", []):
-        _strict(option)
+        _strict(option, closed=closed)
     if isinstance(schema.get("items"), dict):
-        _strict(schema["items"])
+        _strict(schema["items"], closed=closed)
     properties: dict[str, Any] | None = schema.get("properties")
     if properties is None:
         return schema
     required = set(schema.get("required", []))
     for name, prop in properties.items():
         prop.pop("default", None)
-        _strict(prop)
+        _strict(prop, closed=closed)
         if name not in required and not _nullable(prop):
             description = prop.pop("description", None)
             properties[name] = {"anyOf": [prop, {"type": "null"}]}
             if description:
                 properties[name]["description"] = description
-    schema["required"] = list(properties)
-    schema["additionalProperties"] = False
+    if closed:
+        schema["required"] = list(properties)
+        schema["additionalProperties"] = False
     return schema
 
 
