@@ -62,6 +62,10 @@ def test_a_call_failure_is_a_line_with_the_code_then_what_helps(
     assert captured.err == f"{first}\n"  # the rest is in the JSON
     assert json.loads(captured.out)["error"]["hint"] == rest[0].removeprefix("Next: ")
     assert (tmp_path / "a.txt").read_text() == "one\n"
+    # a name that is not UTF-8 reads as the model reads it, once
+    assert main(["call", "--root", str(tmp_path), "read", '{"file_path": "\\\\xfe.txt"}']) == 1
+    first, *_ = capsys.readouterr().err.splitlines()
+    assert first == "ctxfs: error [not_found]: \\xfe.txt does not exist"
 
 
 def test_call_grep_with_a_catastrophic_pattern_fails_instead_of_hanging(tmp_path: Path) -> None:

@@ -35,9 +35,11 @@ async def call(args: argparse.Namespace) -> int:
         print(result.text)
     failure = result.data.error
     if failure is not None:
-        said = f"[{failure.code.value}]: {failure.message}"
-        rest = "" if args.json else result.text.removeprefix(f"Error {said}")  # diff, next step
-        print(f"ctxfs: error {said}{rest}", file=sys.stderr)
+        said = result.text.removeprefix("Error ")  # as the model reads it (names escaped)
+        if not said.startswith(f"[{failure.code.value}]: "):
+            said = f"[{failure.code.value}]: {failure.message}"
+        line = said.partition("\n")[0] if args.json else said  # (--json: the line alone)
+        print(f"ctxfs: error {line}", file=sys.stderr)
         return 1
     return 0
 
