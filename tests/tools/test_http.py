@@ -18,22 +18,26 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
 import pytest
 from mcp import Client
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
+from ctxfs.core import Fs, MemoryBackend
 from ctxfs.tools.httpserver import (
+    SessionLimits,
     TokenFileError,
     Tokens,
     allowed_origins_and_hosts,
     is_loopback,
 )
-from ctxfs.tools.mcpserver import OWNER_META_KEY
+from ctxfs.tools.mcpserver import OWNER_META_KEY, McpTools, create_server
 from tests.tools.served import (
     CRLF,
     LEGACY,
@@ -708,3 +712,85 @@ async def test_a_killed_and_restarted_http_server_keeps_what_a_principal_read(
             assert code_of(await bob.call_tool("edit", EDIT)) == "not_observed"
             assert code_of(await alice.call_tool("edit", EDIT)) is None
     assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"
+
+
+# -- SessionLimits in process: openings that race ----------------------------------------------
+
+
+def _scope(method: str, session: str | None = None) -> dict[str, Any]:
+    headers = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+               (b"accept", b"application/json, text/event-stream")]  # fmt: skip
+    if session is not None:
+        headers += [(b"mcp-session-id", session.encode()), (b"mcp-protocol-version", b"2025-06-18")]
+    return {"type": "http", "method": method, "path": "/mcp", "raw_path": b"/mcp",
+            "query_string": b"", "headers": headers, "scheme": "http", "http_version": "1.1",
+            "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 1), "root_path": ""}  # fmt: skip
+
+
+async def _asgi(app: Any, scope: dict[str, Any], body: bytes) -> tuple[int, str | None]:
+    """One request through *app*: its status and session ID."""
+    answer: dict[str, Any] = {}
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()
+        raise AssertionError  # pragma: no cover
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["session"] = dict(message["headers"]).get(b"mcp-session-id", b"").decode()
+
+    await app(scope, receive, send)
+    return answer["status"], answer["session"] or None
+
+
+async def test_two_openings_racing_for_one_idle_sessions_room_get_one_session_each_or_503() -> None:
+    # One session each, the principal's one idle: two openings at once can end it only once.
+    # One opens (and lives), the other is refused; the session ended is heard of.
+    server = create_server(McpTools(Fs(MemoryBackend(), load_entrypoints=False)))
+    manager = StreamableHTTPSessionManager(server, json_response=True, session_idle_timeout=None)
+    sdk, held = StreamableHTTPASGIApp(manager), anyio.Event()
+
+    async def slow_to_open(scope: Any, receive: Any, send: Any) -> None:
+        if not dict(scope["headers"]).get(b"mcp-session-id") and opening:
+            await held.wait()
+        await sdk(scope, receive, send)
+
+    ended: list[str] = []
+    one_ended = anyio.Event()
+
+    async def heard(session: str) -> None:
+        ended.append(session)
+        one_ended.set()
+
+    limits = SessionLimits(slow_to_open, per_principal=1, max_sessions=10, idle_seconds=600,
+                           on_session_end=heard)  # fmt: skip
+    hello = json.dumps(initialize()).encode()
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    opening = False
+    async with manager.run(), limits.run():
+        _, first = await _asgi(limits, _scope("POST"), hello)
+        opening = True
+        answers: list[tuple[int, str | None]] = []
+
+        async def open_one() -> None:
+            answers.append(await _asgi(limits, _scope("POST"), hello))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(open_one)
+            tasks.start_soon(open_one)
+            await anyio.sleep(0.1)
+            held.set()
+        assert sorted(status for status, _ in answers) == [200, 503]
+        (opened,) = [session for status, session in answers if status == 200]
+        assert opened is not None
+        assert (await _asgi(limits, _scope("POST", opened), ping))[0] == 200
+        assert (await _asgi(limits, _scope("POST", first), ping))[0] == 404
+        with anyio.fail_after(5):
+            await one_ended.wait()
+        assert ended == [first]

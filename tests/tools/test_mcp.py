@@ -424,12 +424,16 @@ async def test_names_that_are_not_utf8_cross_http_in_both_eras(
 
 
 def wire(
-    *lines: bytes, max_message_bytes: int | None = None, root: Path, through: str = "pipes"
+    *lines: bytes,
+    max_message_bytes: int | None = None,
+    root: Path,
+    through: str = "pipes",
+    ended: bool = True,
 ) -> list[dict[str, Any]]:
     """Send raw lines to ``ctxfs serve`` over its stdin; the replies, in order.
 
-    *through*: ``pipes``, ``files`` (a file read, a file written: worker threads serve them),
-    or a ``socket`` for each.
+    *through*: ``pipes``, ``sockets`` (one for each end, as node spawns a server), ``files`` (a
+    file read, a file written: worker threads serve them), or one ``socket`` for both ends.
     """
     hello = {
         "jsonrpc": "2.0",
@@ -444,7 +448,7 @@ def wire(
     started = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
     limit = [] if max_message_bytes is None else ["--max-message-bytes", str(max_message_bytes)]
     command = [sys.executable, "-m", "ctxfs.tools.cli", "serve", "--root", str(root), *limit]
-    sent = b"\n".join([json.dumps(hello).encode(), started, *lines]) + b"\n"
+    sent = b"\n".join([json.dumps(hello).encode(), started, *lines]) + b"\n" * ended
     if through == "pipes":
         process = subprocess.run(command, input=sent, capture_output=True, timeout=120, check=True)
         answered = process.stdout
@@ -453,9 +457,28 @@ def wire(
         with (root.parent / "in").open("rb") as stdin, (root.parent / "out").open("wb") as stdout:
             subprocess.run(command, stdin=stdin, stdout=stdout, timeout=120, check=True)
         answered = (root.parent / "out").read_bytes()
+    elif through == "sockets":
+        (to_server, its_in), (from_server, its_out) = socket.socketpair(), socket.socketpair()
+        with (
+            to_server,
+            its_in,
+            from_server,
+            its_out,
+            subprocess.Popen(command, stdin=its_in.fileno(), stdout=its_out.fileno()) as served,
+        ):
+            its_in.close()
+            its_out.close()
+            to_server.sendall(sent)
+            to_server.shutdown(socket.SHUT_WR)
+            answered = b"".join(iter(lambda: from_server.recv(1 << 16), b""))
+            assert served.wait(120) == 0
     else:
         ours, theirs = socket.socketpair()
-        with ours, theirs, subprocess.Popen(command, stdin=theirs, stdout=theirs) as served:
+        with (
+            ours,
+            theirs,
+            subprocess.Popen(command, stdin=theirs.fileno(), stdout=theirs.fileno()) as served,
+        ):
             theirs.close()
             ours.sendall(sent)
             ours.shutdown(socket.SHUT_WR)
@@ -489,7 +512,7 @@ def test_a_line_that_is_no_message_gets_the_json_rpc_error_and_the_server_reads_
     assert sorted(reply["id"] for reply in replies if "result" in reply) == [1, 2, 3, 4]
 
 
-@pytest.mark.parametrize("through", ["pipes", "files", "socket"])
+@pytest.mark.parametrize("through", ["pipes", "sockets", "files", "socket"])
 def test_a_request_whose_id_is_no_string_nor_integer_is_answered_invalid(
     workspace: Path, through: str
 ) -> None:
@@ -504,7 +527,7 @@ def test_a_request_whose_id_is_no_string_nor_integer_is_answered_invalid(
     assert sorted(str(reply["id"]) for reply in replies if "result" in reply) == ["7", "8"]
 
 
-@pytest.mark.parametrize("through", ["pipes", "files", "socket"])
+@pytest.mark.parametrize("through", ["pipes", "sockets", "files", "socket"])
 def test_a_line_longer_than_the_limit_is_dropped_and_answered(
     workspace: Path, through: str
 ) -> None:
@@ -521,6 +544,10 @@ def test_a_line_longer_than_the_limit_is_dropped_and_answered(
         ping(1) + b" " * 100, ping(2), max_message_bytes=64, root=workspace, through=through
     )
     assert sorted(str(reply["id"]) for reply in small) == ["2", "None"]
+    # the last line, too long and with no newline: answered all the same
+    unended = wire(ping(3), ping(4) + b" " * 100, max_message_bytes=64, root=workspace,
+                   through=through, ended=False)  # fmt: skip
+    assert sorted(str(reply["id"]) for reply in unended) == ["3", "None"]
 
 
 def call(number: int, tool: str, **arguments: object) -> bytes:

@@ -79,6 +79,8 @@ class LoopClients:
         client = self._clients.get(loop)
         if client is None:
             with self._lock:
+                for closed in [other for other in self._closers if other.is_closed()]:
+                    del self._closers[closed]  # (shut down without closing its generators)
                 client = self._clients.get(loop)
                 if client is None:
                     client = self._clients[loop] = self._opened()
@@ -86,14 +88,27 @@ class LoopClients:
         return client
 
     async def aclose(self) -> None:
-        """Close every loop's client (a running loop's other than this one: in that loop)."""
+        """Close every loop's client: this loop's here, another running loop's in that loop.
+
+        A loop closed without shutting down its async generators (``asyncio.run`` does) leaves
+        its client's connections to the garbage collector.
+        """
         current = asyncio.get_running_loop()
+        elsewhere = []
         for loop, closer in list(self._closers.items()):
             if loop is current:
                 await closer.aclose()
             elif loop.is_running():
-                asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
+                closing = asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
+                elsewhere.append(asyncio.wrap_future(closing))
+        self._closers.clear()
         self._clients.clear()
+        with contextlib.suppress(Exception, TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*elsewhere, return_exceptions=True), _CLOSING)
+
+
+_CLOSING = 5.0
+"""Seconds :meth:`LoopClients.aclose` waits for other loops to close their clients."""
 
 
 def _closer(

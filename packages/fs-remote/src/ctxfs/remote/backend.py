@@ -246,7 +246,8 @@ class ObjectStoreBackend(Backend):
         except Exception as error:  # an answer the driver could not read (a wrong endpoint)
             unread = BackendError(
                 f"the store's answer is not what its API sends ({type(error).__name__}: {error})",
-                hint="Check that the store's URL and endpoint name the store itself.",
+                hint="Check that the store's URL and endpoint name the store itself "
+                "(if they do, report this as a ctxfs bug).",
             )
             raise _named(unread, what) from error
 

@@ -339,6 +339,7 @@ class SessionLimits:
                             refused = True
                     if refused:
                         await self._delete(session_id, scope)
+                        self._forget(session_id)
                         await _too_many(scope, receive, send)
                         return
             await send(message)
@@ -353,11 +354,15 @@ class SessionLimits:
                 opened.idle_since = anyio.current_time()
 
     def _has_room(self, principal: _Principal) -> bool:
-        """Whether a session of *principal* could open (ending an idle one at most)."""
+        """Whether a session of *principal* could open, once those opening before it have.
+
+        Each opening past a cap is to end an idle session: there must be one for each.
+        """
         held = self._held()
+        idle = Counter(s.principal for s in self._sessions.values() if not s.in_flight)
         if held[principal] >= self.per_principal:
-            return self._idle(principal) is not None
-        return held.total() < self.max_sessions or any(map(self._idle, held))
+            return held[principal] - self.per_principal < idle[principal]
+        return held.total() - self.max_sessions < idle.total()
 
     async def _make_room(self, principal: _Principal) -> bool:
         """Make room for a session of *principal*, ending an idle one; False if none is idle."""

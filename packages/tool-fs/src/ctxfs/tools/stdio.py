@@ -10,8 +10,9 @@
 - when the client closes stdin, the requests it sent before (and did not cancel) are
   answered first, for 30 seconds at most.
 
-Over pipes (as MCP clients spawn servers) lines are read and written on the asyncio loop, with no
-worker thread per line; a socket, a terminal or a file is served in worker threads, as by the SDK.
+Over pipes and sockets (as MCP clients spawn servers) lines are read and written on the asyncio
+loop, with no worker thread per line; a terminal, a file or one socket for both ends is served in
+worker threads, as by the SDK.
 While it serves, fd 0 reads ``/dev/null`` and fd 1 writes to stderr, so stray reads see EOF and
 stray prints miss the wire.
 """
@@ -26,7 +27,7 @@ import os
 import stat
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Final, Self, TextIO
 
 import anyio
@@ -117,26 +118,36 @@ def _flush(stream: TextIO | None) -> None:
 async def _wire(fd_in: int, fd_out: int, limit: int) -> AsyncIterator[tuple[Any, Any]]:
     """The lines of *fd_in* and the writer of *fd_out* the SDK's transport is given.
 
-    Pipes are read and written on the asyncio loop; a socket, a terminal or a file, or another
-    loop, in worker threads (one per line, as the SDK does).
+    Pipes and sockets (as clients spawn servers) are read and written on the asyncio loop; a
+    terminal, a file, one socket for both, or another loop, in worker threads (one per line, as
+    the SDK does).
     """
-    piped = all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (fd_in, fd_out))
-    if not piped or sniffio.current_async_library() != "asyncio":
+    ends = [os.fstat(fd) for fd in (fd_in, fd_out)]
+    piped = all(stat.S_ISFIFO(end.st_mode) or stat.S_ISSOCK(end.st_mode) for end in ends)
+    one = (ends[0].st_dev, ends[0].st_ino) == (ends[1].st_dev, ends[1].st_ino)
+    if not piped or one or sniffio.current_async_library() != "asyncio":
         yield anyio.wrap_file(_BoundedLines(fd_in, limit)), anyio.wrap_file(_Lines(fd_out))
         return
     loop = asyncio.get_running_loop()
     source, sink = io.FileIO(fd_in, "rb", closefd=False), io.FileIO(fd_out, "wb", closefd=False)
+    blocking = [os.get_blocking(fd) for fd in (fd_in, fd_out)]
     reader = asyncio.StreamReader(limit=limit)
-    reading, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), source)
-    writing, flow = await loop.connect_write_pipe(_Flow, sink)
-    writing.set_write_buffer_limits(high=0)  # a write waits until the pipe took it all
-    try:
+    async with AsyncExitStack() as transports:
+        reading, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), source
+        )
+        transports.callback(os.set_blocking, fd_in, blocking[0])
+        transports.callback(reading.close)
+        writing, flow = await loop.connect_write_pipe(_Flow, sink)
+        transports.callback(os.set_blocking, fd_out, blocking[1])
+        transports.callback(_abort, writing)  # (what a cancelled write left is not sent later)
+        writing.set_write_buffer_limits(high=0)  # a write waits until the pipe took it all
         yield _PipeLines(reader), _PipeOut(writing, flow)
-    finally:
-        reading.close()
-        writing.close()
-        os.set_blocking(fd_in, True)
-        os.set_blocking(fd_out, True)
+
+
+def _abort(transport: asyncio.WriteTransport) -> None:
+    if not transport.is_closing():  # (a pipe its reader closed is closed already)
+        transport.abort()
 
 
 def _text(line: bytes) -> str:
@@ -161,8 +172,9 @@ class _PipeLines:
             except asyncio.IncompleteReadError as end:  # the last line, unended
                 line = end.partial
             except asyncio.LimitOverrunError as overrun:
-                if await self._skipped(overrun.consumed):
-                    yield _TOO_LONG
+                ended = await self._skipped(overrun.consumed)
+                yield _TOO_LONG
+                if ended:
                     continue
                 return
             if not line:
@@ -171,7 +183,7 @@ class _PipeLines:
                 yield _text(line)
 
     async def _skipped(self, held: int) -> bool:
-        """Drop a line too long to hold, as it arrives; False if the input ends first."""
+        """Drop a line too long to hold, as it arrives; False if the input ends within it."""
         while True:
             await self.reader.readexactly(held)
             try:
