@@ -143,3 +143,44 @@ def test_the_state_dir_must_be_private_and_outside_the_root(tmp_path: Path, insi
         LocalBackend(root, state_dir=state)
     if inside:
         assert not state.exists()
+
+
+MOVER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from ctxfs.core import Fs, FsError
+    from ctxfs.local import LocalBackend
+
+    async def main(root, state, who):
+        async with Fs(LocalBackend(root, state_dir=state), load_entrypoints=False,
+                      lock_timeout=5.0) as fs:
+            ctx = fs.context(owner=who)
+            for turn in range(4):
+                try:
+                    await ctx.fs.move(f"{who}{turn % 2}", f"{who}{(turn + 1) % 2}")
+                except FsError as error:
+                    print(error.code.value)
+                    return
+        print("ok")
+
+    asyncio.run(main(*sys.argv[1:]))
+    """
+)
+
+
+@pytest.mark.slow
+def test_directory_moves_in_two_processes_never_wait_on_each_other(
+    workspace: tuple[Path, Path],
+) -> None:
+    # Two unrelated trees of 400 files: their locks meet in shared lock files (hashed), which
+    # each move takes in one order (the backend's lock_order): neither ends `busy`.
+    root, state = workspace
+    for who in ("a", "b"):
+        (root / f"{who}0").mkdir()
+        for number in range(400):
+            (root / f"{who}0" / f"f{number}.txt").write_text("x\n")
+    command = [sys.executable, "-c", MOVER, str(root), str(state)]
+    movers = [subprocess.Popen([*command, who], stdout=subprocess.PIPE, text=True) for who in "ab"]
+    said = [mover.communicate(timeout=120)[0].strip() for mover in movers]
+    assert said == ["ok", "ok"]
+    assert sorted(p.name for p in root.iterdir()) == ["a0", "b0"]

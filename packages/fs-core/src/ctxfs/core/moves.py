@@ -173,7 +173,7 @@ async def _move_directory(
     """Move directory *here* whole to *there* (both authorized); return the entries moved.
 
     Every entry below it is judged (two ``MOVE`` operations) before anything is locked,
-    then all are locked, in key order, while the backend renames the directory.
+    then all are locked, in the backend's lock order, while the backend renames the directory.
     """
     opened_fs = ctx.opened_fs
     _check_directory_move(here, there, overwrite=overwrite)
@@ -195,7 +195,7 @@ async def _move_directory(
             await opened_fs.hooks.authorize(ctx, op)
     by_key = {op.key: op for pair in pairs for op in pair}
     async with AsyncExitStack() as stack:
-        for key in sorted(by_key):
+        for key in sorted(by_key, key=opened_fs.backend.lock_order):
             for lock in opened_fs.hooks.mutation_locks(ctx, by_key[key]):
                 await stack.enter_async_context(lock)
         if await entries_below(ctx, here.path) != entries:

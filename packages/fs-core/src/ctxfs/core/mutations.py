@@ -90,7 +90,7 @@ async def updating_all(
             )
     if max_size is ABSENT:
         max_size = opened_fs.text_options.max_edit_bytes
-    ordered = sorted(reports, key=lambda report: report.op.key)
+    ordered = sorted(reports, key=lambda report: opened_fs.backend.lock_order(report.op.key))
     opened: dict[int, Opened] = {}
     async with AsyncExitStack() as stack:
         for report in ordered:

@@ -295,6 +295,10 @@ class LocalBackend(Backend):
         """The cross-process mutation lock of the file *key* (:meth:`locate`'s key)."""
         return self.locks.hold("mutation", key, timeout=timeout)
 
+    def lock_order(self, key: str) -> str:
+        """*key*'s lock file first (other processes meet that), then the key (this one's)."""
+        return f"{self.locks.file_name('mutation', key)}\0{key}"
+
     async def aclose(self) -> None:
         """Close the root and lock-directory descriptors."""
         with contextlib.suppress(OSError):

@@ -318,6 +318,15 @@ class Backend(AsyncResource):
         del key, timeout
         return None
 
+    def lock_order(self, key: str) -> str:
+        """Where *key*'s lock stands among several that one call takes.
+
+        A call holding the locks of several files (a directory move, a patch) takes them in this
+        order, so that two calls never wait on each other. The default is the key itself; a
+        backend whose locks are shared (hashed buckets) orders by what it locks.
+        """
+        return key
+
     async def aclose(self) -> None:
         """Release connections and handles. Further calls are undefined."""
 
