@@ -36,7 +36,9 @@ from ctxfs.core.backend import (
     ReadStream,
     Stat,
     Update,
+    authorized_location,
     check_expect,
+    relocated,
 )
 from ctxfs.core.extras import require
 from ctxfs.core.locks import KeyedLocks, acquire_with_backoff
@@ -70,10 +72,12 @@ __all__ = [
     "Update",
     "Version",
     "acquire_with_backoff",
+    "authorized_location",
     "check_expect",
     "check_path",
     "content_version",
     "is_reserved",
     "join_path",
+    "relocated",
     "require",
 ]

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import anyio.lowlevel
 
-from ctxfs.core.backend import FileKind, FileLines, FileMatches, Listing
+from ctxfs.core.backend import FileKind, FileLines, FileMatches, Listing, Location
+from ctxfs.core.backend.authorized import authorizing
 from ctxfs.core.errors import FsError
 from ctxfs.core.globs import relative_to
 from ctxfs.core.outcomes import OpKind
@@ -91,13 +92,17 @@ async def searched_lines(ctx: Context, search: LineSearch) -> FileLines | None:
     """The backend's answer to *search* over the files a policy lets be read, spelled as given."""
     opened_fs = ctx.opened_fs
     spelled: dict[str, str] = {}
+    judged: dict[str, Location] = {}  # each file where the policies judged it, as searched
     for path in search.paths:
         await anyio.lowlevel.checkpoint()  # many files: let a cancel land between them
         with suppress(FsError):  # refused, gone: left out, for reading to say why
             async with reported(ctx, OpKind.READ, path, file=True) as report:
                 await opened_fs.hooks.authorize(ctx, report.op)
-                spelled[report.op.resolved or report.op.path] = path
-    found = await opened_fs.backend.search_lines(replace(search, paths=tuple(spelled)))
+                searched = report.op.resolved or report.op.path
+                spelled[searched] = path
+                judged[searched] = Location(resolved=searched, key=report.op.key)
+    with authorizing(judged):
+        found = await opened_fs.backend.search_lines(replace(search, paths=tuple(spelled)))
     if found is None:
         return None
     return replace(found, lines={spelled[p]: lines for p, lines in found.lines.items()})

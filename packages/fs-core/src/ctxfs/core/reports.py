@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ctxfs.core.backend.authorized import authorizing
 from ctxfs.core.errors import BackendError, FsError
 from ctxfs.core.outcomes import Operation, OpKind
 from ctxfs.core.paths import normalize_path
@@ -62,7 +63,8 @@ async def reported(
     """Normalize *path*, locate it, run the block, then report the operation however it ended.
 
     The block gets the operation with the canonical path, what it resolves to
-    and the file's key (:meth:`Backend.locate`), and works on those only. A
+    and the file's key (:meth:`Backend.locate`), and works on those only: the
+    backend opens nothing else (:mod:`ctxfs.core.backend.authorized`). A
     path that cannot be located is authorized first: what a denied area holds
     (a file in the way, a link out) is not told.
     """
@@ -78,7 +80,8 @@ async def reported(
             await hooks.authorize(ctx, report.op)
             raise
         report.op = replace(report.op, resolved=where.resolved, key=where.key)
-        yield report
+        with authorizing({canonical: where}):
+            yield report
     except FsError as error:
         await hooks.finished(ctx, report.op, error, report.before, report.after)
         raise

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack, ExitStack, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
 
-from ctxfs.core.backend import FileKind
+from ctxfs.core.backend import FileKind, Location
+from ctxfs.core.backend.authorized import authorizing
 from ctxfs.core.directories import authorize_removals, made, removable, remove_made
 from ctxfs.core.errors import (
     AlreadyExists,
@@ -117,17 +118,22 @@ async def changed(ctx: Context) -> list[ChangedFile]:
     found = []
     for key, seen in owned.items():
         path = seen.path or key
-        try:  # what the policies let the owner read now (where the kernel resolves it), only
-            await opened_fs.hooks.authorize(ctx, await _located_read(ctx, path, key))
-            now, data, kind = await _current(ctx, path)
-        except OutsideRoot:  # the path, or a parent, is a link out of the root now
-            now, data, kind = None, None, FileKind.SYMLINK
-        except (Refused, InvalidPath):
-            continue
-        if now != seen.version:
-            found.append(
-                await _changed_file(ctx, path, key, seen.version, now=now, data=data, kind=kind)
-            )
+        with ExitStack() as judged:
+            try:  # what the policies let the owner read now (where the kernel resolves it), only
+                op = await _located_read(ctx, path, key)
+                await opened_fs.hooks.authorize(ctx, op)
+                if op.resolved:  # (and only there, whatever links change meanwhile)
+                    where = Location(resolved=op.resolved, key=op.key)
+                    judged.enter_context(authorizing({path: where}))
+                now, data, kind = await _current(ctx, path)
+            except OutsideRoot:  # the path, or a parent, is a link out of the root now
+                now, data, kind = None, None, FileKind.SYMLINK
+            except (Refused, InvalidPath):
+                continue
+            if now != seen.version:
+                found.append(
+                    await _changed_file(ctx, path, key, seen.version, now=now, data=data, kind=kind)
+                )
     return sorted(found, key=lambda changed_file: changed_file.path)
 
 

@@ -84,6 +84,7 @@ def open_entry(
             if stat.S_ISLNK(entry.st_mode):
                 _refuse_link(root, dir_fd, name, path)
                 return None  # a dangling link reads as missing; a write refuses the link
+            root.check_judged(dir_fd, path, name=name)
             fd = os.open(name, READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except NotFound:
         root.check()  # a deleted root is unavailable, not a missing file

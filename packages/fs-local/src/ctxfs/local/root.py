@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Final
 
 from ctxfs.core import Denied, FsError, IsADirectory, NotARegularFile, NotFound, Unavailable
-from ctxfs.core.kit import FileKind, Location, Stat, join_path
+from ctxfs.core.kit import (
+    FileKind,
+    Location,
+    Stat,
+    authorized_location,
+    join_path,
+    relocated,
+)
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.resolve import Resolver
 
@@ -85,12 +92,36 @@ class RootDirectory:
         self.text = str(self.path)
 
     def open(self, path: str, flags: int) -> int:
-        """Open *path* beneath the root with *flags*."""
+        """Open *path* beneath the root with *flags*, where core judged it to be if it did.
+
+        Raises:
+            Stale: Core authorized *path* at another location (a link was swapped since).
+
+        """
         try:
-            return self.resolver.open(self.fd, path, flags, follow_symlinks=self.follow_symlinks)
+            fd = self.resolver.open(self.fd, path, flags, follow_symlinks=self.follow_symlinks)
         except NotFound:
             self.check()
             raise
+        try:
+            self.check_judged(fd, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def check_judged(self, fd: int, path: str, *, name: str | None = None) -> None:
+        """Raise ``Stale`` unless *fd* (or its entry *name*) is where core judged *path* to be.
+
+        Outside a call core authorized (:func:`~ctxfs.core.kit.authorized_location`), there is
+        nothing to check.
+        """
+        judged = authorized_location(path)
+        if judged is None:
+            return
+        real = self.real(fd)
+        if (join_path(real, name) if name is not None else real) != judged.resolved:
+            raise relocated(path)
 
     def check(self) -> None:
         """Raise ``Unavailable`` if the root has been deleted."""
@@ -252,6 +283,7 @@ class RootDirectory:
                     raise
         kept = False  # fd is a parent in *made*: the caller closes it
         try:
+            self.check_judged(fd, path, name="/".join(parts[existing:]))
             for name in parts[existing:]:
                 with translated(path, on_missing=self.gone):
                     with contextlib.suppress(FileExistsError):

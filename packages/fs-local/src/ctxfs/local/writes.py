@@ -93,6 +93,7 @@ def _write_once(
     parent, _, name = path.rpartition("/")
     with root.made_dir(parent) as dir_fd:
         current = root.entry(dir_fd, name, path)
+        root.check_judged(dir_fd, path, name=name)
         if current is not None and not os.access(name, os.W_OK, dir_fd=dir_fd, effective_ids=True):
             read_only = os.fstatvfs(dir_fd).f_flag & os.ST_RDONLY  # (a rename would replace it)
             raise translate(
@@ -159,8 +160,10 @@ def move(root: RootDirectory, source: str, seen: Seen, target: str, target_seen:
     target_parent, _, target_name = target.rpartition("/")
     with _parent_of(root, source) as (dir_fd, name), root.made_dir(target_parent) as target_dir_fd:
         current = root.entry(dir_fd, name, source)
+        root.check_judged(dir_fd, source, name=name)
         _check_precondition(root, dir_fd, name, source, current=current, expect=seen)
         there = root.entry(target_dir_fd, target_name, target)
+        root.check_judged(target_dir_fd, target, name=target_name)
         _check_precondition(
             root, target_dir_fd, target_name, target, current=there, expect=target_seen
         )
@@ -182,6 +185,8 @@ def move_back(root: RootDirectory, moved: str, seen: Seen, source: str) -> None:
     source_parent, _, source_name = source.rpartition("/")
     with _parent_of(root, moved) as (dir_fd, name), root.made_dir(source_parent) as source_dir_fd:
         there = identity(root.entry(dir_fd, name, moved))
+        root.check_judged(dir_fd, moved, name=name)
+        root.check_judged(source_dir_fd, source, name=source_name)
         if there is None or seen.identity is None or there[:4] != seen.identity[:4]:
             raise Stale(f"{moved} changed since it was moved there", path=moved)
         with translated(source, on_missing=root.gone):
@@ -203,10 +208,12 @@ def move_directory(root: RootDirectory, source: str, destination: str) -> None:
         if not stat.S_ISDIR(info.st_mode):
             kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
             raise NotADirectory(f"{source} is {kind}", path=source)
+        root.check_judged(dir_fd, source, name=name)
         with (
             root.made_dir(target_parent) as target_dir_fd,
             translated(destination, on_missing=root.gone),
         ):
+            root.check_judged(target_dir_fd, destination, name=target_name)
             _rename_noreplace(
                 dir_fd, name, target_name, target_dir_fd=target_dir_fd, directory=True
             )
@@ -221,6 +228,7 @@ def delete(root: RootDirectory, path: str, expect: Version | Seen | None) -> Non
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if stat.S_ISLNK(info.st_mode):
             raise root.symlink_refusal(dir_fd, name, path)
+        root.check_judged(dir_fd, path, name=name)
         if stat.S_ISDIR(info.st_mode):
             if expect is not None:
                 raise InvalidArgument(f"{path} is a directory; it has no version", path=path)
@@ -253,7 +261,8 @@ def _parent_of(root: RootDirectory, path: str) -> Iterator[tuple[int, str]]:
 def mkdir(root: RootDirectory, path: str) -> None:
     """Make directory *path* and its missing parents; ``AlreadyExists`` where it is a file."""
     try:
-        os.close(root.open_dir(path, create=True))
+        with root.made_dir(path):
+            pass  # (made and checked where judged; levels made are removed if that fails)
     except NotADirectory:
         if root.is_file(path):
             raise AlreadyExists(f"{path} exists and is a file", path=path) from None

@@ -7,6 +7,7 @@ backend behaves the same. Implement :class:`Backend` and prove it with
 a backend author needs in one import.
 """
 
+from ctxfs.core.backend.authorized import authorized_location, relocated
 from ctxfs.core.backend.capabilities import Capabilities, CasScope
 from ctxfs.core.backend.files import Blob, FileKind, Listing, ListingPage, Location, Stat
 from ctxfs.core.backend.reads import DEFAULT_CHUNK_SIZE, ReadRequest, ReadStream
@@ -34,5 +35,7 @@ __all__ = [
     "ReadStream",
     "Stat",
     "Update",
+    "authorized_location",
     "check_expect",
+    "relocated",
 ]
