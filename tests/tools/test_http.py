@@ -31,12 +31,12 @@ from mcp.types import INVALID_PARAMS
 
 from ctxfs.core import Fs, MemoryBackend
 from ctxfs.tools.httpserver import (
-    SessionLimits,
     TokenFileError,
     Tokens,
     allowed_origins_and_hosts,
     is_loopback,
 )
+from ctxfs.tools.httpsessions import SessionLimits
 from ctxfs.tools.mcpserver import OWNER_META_KEY, McpTools, create_server
 from tests.tools.served import (
     CRLF,

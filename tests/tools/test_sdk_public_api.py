@@ -122,7 +122,7 @@ def test_the_sources_use_the_sdks_public_api_only(path: Path) -> None:
 
 def test_the_mcp_server_wing_is_scanned() -> None:
     scanned = {path.name for path in SOURCES}
-    assert {"mcpserver.py", "httpserver.py", "stdio.py", "serve.py"} <= scanned
+    assert {"mcpserver.py", "httpserver.py", "httpsessions.py", "stdio.py", "serve.py"} <= scanned
 
 
 PRIVATE_USES = {
