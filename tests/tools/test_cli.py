@@ -247,6 +247,25 @@ def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
     assert err == b""
 
 
+@pytest.mark.parametrize("json_output", [False, True])
+@pytest.mark.parametrize(
+    ("stdout", "why"), [(">/dev/full", "No space left on device"), (">&-", "stdout is closed")]
+)
+def test_a_result_that_cannot_be_written_is_a_one_line_error(
+    tmp_path: Path, stdout: str, why: str, json_output: bool
+) -> None:
+    (tmp_path / "a.txt").write_text("x\n")
+    call = [CTXFS, "call", "--root", str(tmp_path), *(["--json"] if json_output else [])]
+    done = subprocess.run(
+        ["/bin/sh", "-c", f'exec "$@" {stdout}', "sh", *call, "read", '{"file_path": "a.txt"}'],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.decode() == f"ctxfs: cannot write the result: {why}\n"
+
+
 def test_root_expands_the_home_directory_and_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

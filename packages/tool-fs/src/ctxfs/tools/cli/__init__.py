@@ -56,11 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(error, BaseExceptionGroup) and error.split(BrokenPipeError)[1] is not None:
             raise
         return _reader_gone()
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        return _reader_gone()
-    return status
+    return _flushed(status)
 
 
 def run() -> NoReturn:
@@ -68,6 +64,19 @@ def run() -> NoReturn:
     status = main()
     gc.freeze()  # the exit's last garbage collection need not walk every object of the run
     sys.exit(status)
+
+
+def _flushed(status: int) -> int:
+    """*status*, once what stdout holds is written; 141 if its reader left, 1 if it failed."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+    except OSError as error:  # (a full disk behind stdout)
+        print(f"ctxfs: cannot write to stdout: {error.strerror or error}", file=sys.stderr)
+        return 1
+    return status
 
 
 def _reader_gone() -> int:

@@ -30,9 +30,9 @@ async def call(args: argparse.Namespace) -> int:
         result = await toolset.execute(ctx, args.tool, arguments, progress=shown.update)
         shown.close()
     if args.json:
-        print(json.dumps(result.structured, indent=2, ensure_ascii=False))
-    elif not result.is_error:
-        print(result.text)
+        shown_result = _printed(json.dumps(result.structured, indent=2, ensure_ascii=False))
+    else:
+        shown_result = result.is_error or _printed(result.text)
     failure = result.data.error
     if failure is not None:
         said = result.text.removeprefix("Error ")  # as the model reads it (names escaped)
@@ -41,7 +41,25 @@ async def call(args: argparse.Namespace) -> int:
         line = said.partition("\n")[0] if args.json else said  # (--json: the line alone)
         print(f"ctxfs: error {line}", file=sys.stderr)
         return 1
-    return 0
+    return 0 if shown_result else 1
+
+
+def _printed(text: str) -> bool:
+    """Print *text* on stdout; False, and why on stderr, where it cannot be written there."""
+    if sys.stdout is None:
+        why = "stdout is closed"
+    else:
+        try:
+            print(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise  # the reader stopped early (``| head``): ended quietly by main
+        except OSError as error:
+            why = error.strerror or str(error)
+        else:
+            return True
+    print(f"ctxfs: cannot write the result: {why}", file=sys.stderr)
+    return False
 
 
 class _ProgressLine:
