@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs, FsError, Operation, hookimpl
-from ctxfs.core.kit import LineSearch
+from ctxfs.core.kit import FileSearch, LineSearch
 from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
 from ctxfs.local.ripgrep import find_ripgrep
@@ -119,14 +119,14 @@ async def test_a_link_swapped_after_judging_reaches_nothing(
 
 
 class DirectorySwapper:
-    """Replaces directory ``public`` by a link to ``secrets`` once a read under it is judged."""
+    """Replaces directory ``public`` by a link to ``secrets`` once *judged* (resolved) is judged."""
 
-    def __init__(self, root: Path) -> None:
-        self.root, self.swaps = root, 0
+    def __init__(self, root: Path, judged: str = "public/key") -> None:
+        self.root, self.judged, self.swaps = root, judged, 0
 
     @hookimpl(trylast=True)
     def ctxfs_authorize(self, ctx: Context, op: Operation) -> None:
-        if op.resolved == "public/key" and not self.swaps:
+        if op.resolved == self.judged and not self.swaps:
             (self.root / "public").rename(self.root / "public.old")
             os.symlink("secrets", self.root / "public")
             self.swaps += 1
@@ -151,3 +151,24 @@ async def test_a_line_search_leaves_out_a_file_whose_directory_was_swapped(
     found = await ctx.fs.search_lines(search)
     assert found is not None
     assert sorted(found.lines) == ["a/key", "notes.md"]
+
+
+@pytest.mark.parametrize("pattern", ["TOKEN", None])
+async def test_a_file_search_refuses_a_directory_swapped_after_judging(
+    layout: tuple[Fs, LinkSwapper, Path], pattern: str | None
+) -> None:
+    fs, _, root = layout
+    if not isinstance(fs.backend, LocalBackend) or find_ripgrep() is None:
+        pytest.skip("ripgrep is not installed here (uv sync installs its wheel)")
+    swapper = DirectorySwapper(root, judged="public")
+    fs = Fs(fs.backend, plugins=[PathRules(deny=["secrets"]), swapper])
+    ctx = fs.context(owner="agent")
+    with pytest.raises(FsError) as caught:  # grep's counts, or glob's names
+        await ctx.fs.search_files(FileSearch(path="a", pattern=pattern))
+    assert swapper.swaps
+    assert caught.value.code is ErrorCode.STALE, caught.value
+    (root / "public").unlink()
+    (root / "public.old").rename(root / "public")
+    found = await ctx.fs.search_files(FileSearch(path="a", pattern=pattern))
+    assert found is not None
+    assert "a/key" in found.counts if pattern is None else "a/key" not in found.counts

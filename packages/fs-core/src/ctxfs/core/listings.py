@@ -66,7 +66,8 @@ async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None
     async with reported(ctx, OpKind.LIST, search.path, file=False) as report:
         await opened_fs.hooks.authorize(ctx, report.op)
         resolved = report.op.resolved
-        found = await opened_fs.backend.search_files(replace(search, path=resolved))
+        with authorizing({resolved: Location(resolved=resolved, key=report.op.key)}):
+            found = await opened_fs.backend.search_files(replace(search, path=resolved))
         if found is None or (report.op.path == resolved and not opened_fs.hooks.hides):
             return found
         if report.op.path == resolved:  # no link on the way: every path is spelled as found

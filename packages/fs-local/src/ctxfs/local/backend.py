@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from anyio.to_thread import run_sync
 
-from ctxfs.core import FsError, InvalidArgument
+from ctxfs.core import FsError, InvalidArgument, Stale
 from ctxfs.core.kit import (
     Backend,
     Blob,
@@ -46,7 +46,7 @@ from ctxfs.local.flocks import LockDirectory, default_state_dir, unusable_state_
 from ctxfs.local.listing import DirectoryNames
 from ctxfs.local.resolve import choose_resolver
 from ctxfs.local.ripgrep import find_ripgrep
-from ctxfs.local.root import TEMP_PREFIX, RootDirectory, Seen
+from ctxfs.local.root import DIR_FLAGS, TEMP_PREFIX, RootDirectory, Seen
 from ctxfs.local.update import LockedUpdate
 
 __all__ = ["TEMP_PREFIX", "LocalBackend"]
@@ -266,13 +266,34 @@ class LocalBackend(Backend):
             found = await run_sync(self.answers.recall, self.root_fd, search)
         if found is None:
             since_ns = self.answers.started()
-            found = await engine.search(self.root, self.root_fd, search)
+            directory_fd = await run_sync(self._searched_directory, search.path)
+            try:
+                found = await engine.search(
+                    self.root, self.root_fd, search, directory_fd=directory_fd
+                )
+            finally:
+                if directory_fd is not None:
+                    os.close(directory_fd)
             if found is not None:
                 self.answers.remember(search, found, since_ns=since_ns)
         if found is None or self.root_dir.read_hard_links or search.pattern is None:
             return found
         counts, linked = await run_sync(_single_named, self.root_fd, found.counts)
         return replace(found, counts=counts, skipped={"hard_linked": linked} if linked else {})
+
+    def _searched_directory(self, path: str) -> int | None:
+        """Directory *path* open (as judged, if it was), for ripgrep to read only beneath it.
+
+        None for the root, or where it cannot be opened (ripgrep then finds nothing there).
+        """
+        if not path:
+            return None
+        try:
+            return self.root_dir.open(path, DIR_FLAGS)
+        except Stale:
+            raise
+        except FsError:
+            return None
 
     async def search_lines(self, search: LineSearch) -> FileLines | None:
         """Ripgrep's matching lines of the files, confined by Landlock (None where it cannot).

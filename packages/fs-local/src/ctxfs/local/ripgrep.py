@@ -41,6 +41,8 @@ _VERBOSE: Final = re.compile(r"\(\?[a-zA-Z]*x")
 _ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
 """The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
+_IGNORE_FILES: Final = (".gitignore", ".ignore", ".rgignore", ".git/info/exclude")
+"""What ripgrep reads in each directory above a searched one (with ``--no-require-git``)."""
 
 
 @functools.cache
@@ -191,11 +193,14 @@ class Ripgrep:
         args += ["--no-ignore", "--hidden", "--regexp", r"\r[^\n]"]  # (not --crlf: it refuses \r)
         return [*args, "--", *paths]
 
-    async def search(self, root: Path, root_fd: int, search: FileSearch) -> FileMatches | None:
+    async def search(
+        self, root: Path, root_fd: int, search: FileSearch, *, directory_fd: int | None = None
+    ) -> FileMatches | None:
         """Run *search* beneath the root (*root_fd*); None if ripgrep refuses the pattern.
 
         Or would read it otherwise than Python does (:func:`_read_alike`). Stopped at
-        ``search.seconds``, the answer covers the files it finished.
+        ``search.seconds``, the answer covers the files it finished. With *directory_fd*
+        (``search.path``, open), ripgrep may read only beneath it, and the ignore files above it.
         """
         if search.pattern is not None and not _read_alike(search.pattern):
             return None
@@ -204,11 +209,12 @@ class Ripgrep:
             ignore_file = None if rules is None else f"/dev/fd/{rules}"
             ran = await self._run(
                 root,
-                root_fd,
+                root_fd if directory_fd is None else directory_fd,
                 self.arguments(search, ignore_file=ignore_file),
                 search.seconds,
                 pass_fds=() if rules is None else (rules,),
                 found_so_far=search.found_so_far,
+                readable=() if directory_fd is None else _ignore_files_above(root, search.path),
             )
         finally:
             if rules is not None:
@@ -222,21 +228,23 @@ class Ripgrep:
     async def _run(
         self,
         root: Path,
-        root_fd: int,
+        beneath_fd: int,
         arguments: list[str],
         seconds: float | None,
         *,
         pass_fds: tuple[int, ...] = (),
         found_so_far: Callable[[int], None] | None = None,
+        readable: tuple[str, ...] = (),
     ) -> tuple[bytes, bool] | None:
         """Ripgrep's output, and whether it was killed at *seconds*; None: pattern refused.
 
-        A refused pattern is ripgrep's "error" status with no output, or one too long to pass;
-        a cancelled caller kills it.
+        It may read beneath *beneath_fd* and the *readable* files only. A refused pattern is
+        ripgrep's "error" status with no output, or one too long to pass; a cancelled caller
+        kills it.
         """
         try:
             process = await anyio.to_thread.run_sync(
-                self._start, root, root_fd, arguments, pass_fds
+                self._start, root, beneath_fd, arguments, pass_fds, readable
             )
         except OSError as error:  # a pattern too long for a command line (128 KiB)
             if error.errno != errno.E2BIG:
@@ -254,10 +262,15 @@ class Ripgrep:
         return output, timed_out
 
     def _start(
-        self, root: Path, root_fd: int, arguments: list[str], pass_fds: tuple[int, ...]
+        self,
+        root: Path,
+        beneath_fd: int,
+        arguments: list[str],
+        pass_fds: tuple[int, ...],
+        readable: tuple[str, ...],
     ) -> subprocess.Popen[bytes]:
         devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)  # the confined thread may not
-        rules = ReadOnlyBeneath(root_fd, files=self.startup_files)
+        rules = ReadOnlyBeneath(beneath_fd, files=(*self.startup_files, *readable))
         try:
             return start_confined(
                 rules,
@@ -407,6 +420,16 @@ def _first_matches(output: bytes, paths: tuple[str, ...]) -> dict[str, dict[int,
         if nul and path in found and numbered is not None:
             found[path].setdefault(int(numbered.group(1)), int(numbered.group(2)))
     return found
+
+
+def _ignore_files_above(root: Path, directory: str) -> tuple[str, ...]:
+    """The ignore files ripgrep reads in the root and below it, down to *directory*'s parent."""
+    parts = directory.split("/")[:-1]
+    found = []
+    for depth in range(len(parts) + 1):
+        above = root.joinpath(*parts[:depth])
+        found += [str(above / name) for name in _IGNORE_FILES if (above / name).is_file()]
+    return tuple(found)
 
 
 def _glob_rules(directory: str, glob: str) -> bytes:
