@@ -9,7 +9,7 @@ succeeds once the link stays put.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -70,6 +70,7 @@ CALLS: dict[str, Call] = {
     "read_bytes": lambda ctx: ctx.fs.read_bytes("a/key"),
     "stat": lambda ctx: ctx.fs.stat("a/key"),
     "list": lambda ctx: ctx.fs.list("a"),
+    "list_page": lambda ctx: ctx.fs.list_page("a", first=1, count=10),
     "write a new file": lambda ctx: ctx.fs.write("a/planted", "x\n"),
     "write into a new directory": lambda ctx: ctx.fs.write("a/new/planted", "x\n"),
     "mkdir": lambda ctx: ctx.fs.mkdir("a/made/deeper"),
@@ -172,3 +173,34 @@ async def test_a_file_search_refuses_a_directory_swapped_after_judging(
     found = await ctx.fs.search_files(FileSearch(path="a", pattern=pattern))
     assert found is not None
     assert "a/key" in found.counts if pattern is None else "a/key" not in found.counts
+
+
+class SwapWhileHiding:
+    """Points link ``a`` at ``secrets`` while the policies decide what a listing of it hides."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.swaps = root, 0
+
+    @hookimpl
+    def ctxfs_hidden(self, ctx: Context, paths: Sequence[str]) -> None:
+        if "a/key" in paths and not self.swaps:
+            os.symlink("secrets", self.root / "a.new")
+            os.replace(self.root / "a.new", self.root / "a")
+            self.swaps += 1
+
+
+async def test_a_listing_page_looks_in_detail_only_where_it_was_judged(
+    layout: tuple[Fs, LinkSwapper, Path],
+) -> None:
+    fs, _, root = layout
+    (root / "secrets" / "key").write_bytes(SECRET * 1000)  # (its size would tell)
+    swapper = SwapWhileHiding(root)
+    fs = Fs(fs.backend, plugins=[PathRules(deny=["secrets"]), swapper])
+    ctx = fs.context(owner="agent")
+    with pytest.raises(FsError) as caught:
+        await ctx.fs.list_page("a", first=1, count=10)
+    assert swapper.swaps
+    assert caught.value.code is ErrorCode.STALE, caught.value
+    LinkSwapper(root).reset()
+    page = await ctx.fs.list_page("a", first=1, count=10)
+    assert {entry.name: entry.size for entry in page.entries}["key"] == len("public\n")

@@ -20,7 +20,7 @@ from ctxfs.core.backend import (
     ListingPage,
     Stat,
 )
-from ctxfs.core.listings import listed, listed_tree, searched_files, searched_lines
+from ctxfs.core.listings import listed, listed_page, listed_tree, searched_files, searched_lines
 from ctxfs.core.outcomes import OpKind
 from ctxfs.core.reads import numbered_lines
 from ctxfs.core.reports import reported
@@ -72,9 +72,7 @@ class Browsing:
 
         Only the page's entries are looked at in detail.
         """
-        entries = await listed(self._ctx, path, details=False)
-        page = await self._ctx.opened_fs.backend.details(entries[first - 1 : first - 1 + count])
-        return ListingPage(entries=page, total=len(entries), unnamed=entries.unnamed)
+        return await listed_page(self._ctx, path, first=first, count=count)
 
     async def list_tree(self, path: str = "") -> Listing | None:
         """Every file below a directory, sorted by path, where the store lists a tree at once.

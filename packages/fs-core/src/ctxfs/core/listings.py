@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import anyio.lowlevel
 
-from ctxfs.core.backend import FileKind, FileLines, FileMatches, Listing, Location
+from ctxfs.core.backend import FileKind, FileLines, FileMatches, Listing, ListingPage, Location
 from ctxfs.core.backend.authorized import authorizing
 from ctxfs.core.errors import FsError
 from ctxfs.core.globs import relative_to
-from ctxfs.core.outcomes import OpKind
+from ctxfs.core.outcomes import Operation, OpKind
 from ctxfs.core.paths import join_path
 from ctxfs.core.reports import reported
 
@@ -25,25 +25,38 @@ if TYPE_CHECKING:
     from ctxfs.core.backend import FileSearch, LineSearch
     from ctxfs.core.context import Context
 
-__all__ = ["listed", "listed_tree", "searched_files", "searched_lines"]
+__all__ = ["listed", "listed_page", "listed_tree", "searched_files", "searched_lines"]
 
 
 async def listed(ctx: Context, path: str, *, details: bool) -> Listing:
     """The entries of directory *path* no policy hides."""
-    opened_fs = ctx.opened_fs
     async with reported(ctx, OpKind.LIST, path, file=False) as report:
-        await opened_fs.hooks.authorize(ctx, report.op)
-        entries = await opened_fs.backend.list(report.op.path, details=details)
-        if not opened_fs.hooks.hides:
-            return entries
-        directory = report.op.resolved  # where the entries are, through links
-        leads: dict[str, list[str]] = {}
-        for entry in entries:
-            leads[entry.path] = [entry.path, join_path(directory, entry.name)]
-            if entry.kind is FileKind.SYMLINK:
-                with suppress(FsError):  # a link that leads nowhere it could be read
-                    leads[entry.path].append((await opened_fs.backend.locate(entry.path)).resolved)
-        return await _unhidden(ctx, entries, leads, [p for paths in leads.values() for p in paths])
+        return await _entries(ctx, report.op, details=details)
+
+
+async def listed_page(ctx: Context, path: str, *, first: int, count: int) -> ListingPage:
+    """Entries *first* (1-based) to ``first + count - 1`` of :func:`listed`'s, in detail."""
+    async with reported(ctx, OpKind.LIST, path, file=False) as report:
+        entries = await _entries(ctx, report.op, details=False)
+        page = await ctx.opened_fs.backend.details(entries[first - 1 : first - 1 + count])
+    return ListingPage(entries=page, total=len(entries), unnamed=entries.unnamed)
+
+
+async def _entries(ctx: Context, op: Operation, *, details: bool) -> Listing:
+    """The entries of directory *op* (a ``LIST``, located) no policy hides, once authorized."""
+    opened_fs = ctx.opened_fs
+    await opened_fs.hooks.authorize(ctx, op)
+    entries = await opened_fs.backend.list(op.path, details=details)
+    if not opened_fs.hooks.hides:
+        return entries
+    directory = op.resolved  # where the entries are, through links
+    leads: dict[str, list[str]] = {}
+    for entry in entries:
+        leads[entry.path] = [entry.path, join_path(directory, entry.name)]
+        if entry.kind is FileKind.SYMLINK:
+            with suppress(FsError):  # a link that leads nowhere it could be read
+                leads[entry.path].append((await opened_fs.backend.locate(entry.path)).resolved)
+    return await _unhidden(ctx, entries, leads, [p for paths in leads.values() for p in paths])
 
 
 async def listed_tree(ctx: Context, path: str) -> Listing | None:

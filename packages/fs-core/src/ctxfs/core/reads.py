@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import aclosing
+from contextlib import AsyncExitStack, aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
+from ctxfs.core.backend import Location
+from ctxfs.core.backend.authorized import authorizing
 from ctxfs.core.errors import InvalidArgument
 from ctxfs.core.outcomes import BytesOutcome, OpKind, ReadOutcome
 from ctxfs.core.reports import reported
@@ -137,16 +139,20 @@ async def numbered_lines(
 ) -> AsyncGenerator[tuple[int, str]]:
     """:meth:`ContextFs.lines <ctxfs.core.ContextFs.lines>`."""
     opened_fs = ctx.opened_fs
-    async with reported(ctx, OpKind.READ, path, file=True) as report:
-        await opened_fs.hooks.authorize(ctx, report.op)
-        options = opened_fs.text_options.for_path(report.op.path)
+    async with (
+        reported(ctx, OpKind.READ, path, file=True, judged_in_block=False) as report,
+        AsyncExitStack() as stack,
+    ):
+        op = report.op
+        await opened_fs.hooks.authorize(ctx, op)
+        options = opened_fs.text_options.for_path(op.path)
         cap = options.max_line_chars if isinstance(max_line_chars, Absent) else max_line_chars
-        async with (
-            opened_fs.backend.open_read(report.op.path, chunk_size=options.chunk_size) as stream,
-            aclosing(
-                iter_lines(stream, options=options, path=report.op.path, max_line_chars=cap)
-            ) as numbered,
-        ):
+        with authorizing({op.path: Location(resolved=op.resolved, key=op.key)}):  # (opening)
+            stream = await stack.enter_async_context(
+                opened_fs.backend.open_read(op.path, chunk_size=options.chunk_size)
+            )
+        numbered = iter_lines(stream, options=options, path=op.path, max_line_chars=cap)
+        async with aclosing(numbered):
             async for item in numbered:
                 yield item
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -59,6 +59,7 @@ async def reported(
     file: bool,
     size: int | None = None,
     dry_run: bool = False,
+    judged_in_block: bool = True,
 ) -> AsyncIterator[Report]:
     """Normalize *path*, locate it, run the block, then report the operation however it ended.
 
@@ -66,7 +67,9 @@ async def reported(
     and the file's key (:meth:`Backend.locate`), and works on those only: the
     backend opens nothing else (:mod:`ctxfs.core.backend.authorized`). A
     path that cannot be located is authorized first: what a denied area holds
-    (a file in the way, a link out) is not told.
+    (a file in the way, a link out) is not told. With *judged_in_block* false, the
+    block itself sets where the path was judged around its backend calls (a generator
+    must: its context is its consumer's).
     """
     report = Report(op=Operation(kind=kind, path=path, size=size, dry_run=dry_run))
     opened_fs = ctx.opened_fs
@@ -80,7 +83,7 @@ async def reported(
             await hooks.authorize(ctx, report.op)
             raise
         report.op = replace(report.op, resolved=where.resolved, key=where.key)
-        with authorizing({canonical: where}):
+        with authorizing({canonical: where}) if judged_in_block else nullcontext():
             yield report
     except FsError as error:
         await hooks.finished(ctx, report.op, error, report.before, report.after)
