@@ -50,9 +50,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[FileSearch]:
     runs: list[FileSearch] = []
     search = Ripgrep.search
 
-    async def recorded(self: Ripgrep, *args: Any) -> Any:
+    async def recorded(self: Ripgrep, *args: Any, **options: Any) -> Any:
         runs.append(args[-1])
-        return await search(self, *args)
+        return await search(self, *args, **options)
 
     monkeypatch.setattr(Ripgrep, "search", recorded)
     return runs
