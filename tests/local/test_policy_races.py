@@ -96,7 +96,7 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 @pytest.mark.parametrize("target", ["secrets", "config"])
 @pytest.mark.parametrize("call", list(CALLS))
 async def test_a_link_swapped_after_judging_reaches_nothing(
-    layout: tuple[Fs, LinkSwapper, Path], call: str, target: str
+    layout: tuple[Fs, LinkSwapper, Path], call: str, target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fs, swapper, root = layout
     ctx = fs.context(owner="agent")
@@ -104,8 +104,15 @@ async def test_a_link_swapped_after_judging_reaches_nothing(
     await ctx.fs.read("notes.md")
     before = _tree(root)
     swapper.target = target
+    made: list[object] = []  # not even made and removed again
+    make = os.mkdir
+    monkeypatch.setattr(
+        os, "mkdir", lambda *args, **kwargs: made.append(args) or make(*args, **kwargs)
+    )
     with pytest.raises(FsError) as caught:
         await CALLS[call](ctx)
+    monkeypatch.undo()
+    assert made == []
     assert swapper.swaps, "the call was never judged"
     if call == "move a directory in":  # its entries are located and judged after the swap
         assert caught.value.code in (ErrorCode.STALE, ErrorCode.DENIED), caught.value
@@ -204,3 +211,26 @@ async def test_a_listing_page_looks_in_detail_only_where_it_was_judged(
     LinkSwapper(root).reset()
     page = await ctx.fs.list_page("a", first=1, count=10)
     assert {entry.name: entry.size for entry in page.entries}["key"] == len("public\n")
+
+
+@pytest.mark.parametrize("name", ["only-in-secrets", "nowhere"])
+async def test_an_error_after_a_swap_tells_nothing_of_the_other_place(
+    layout: tuple[Fs, LinkSwapper, Path], name: str
+) -> None:
+    fs, swapper, root = layout
+    (root / "secrets" / "only-in-secrets").write_bytes(SECRET)
+    (root / "secrets" / "linked").symlink_to("TOKEN-as-a-link-target")
+    ctx = fs.context(owner="agent")
+    swapper.target = "secrets"
+    calls: list[Call] = [
+        lambda ctx: ctx.fs.read(f"a/{name}"),
+        lambda ctx: ctx.fs.stat(f"a/{name}"),
+        lambda ctx: ctx.fs.write("a/linked", "x\n"),
+        lambda ctx: ctx.fs.delete("a/linked"),
+    ]
+    for call in calls:
+        with pytest.raises(FsError) as caught:
+            await call(ctx)
+        assert caught.value.code is ErrorCode.STALE, caught.value
+        assert "TOKEN" not in f"{caught.value} {caught.value.hint}"
+        swapper.reset()

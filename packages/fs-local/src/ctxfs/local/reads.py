@@ -74,17 +74,17 @@ def open_entry(
     """
     parent, _, name = path.rpartition("/")
     try:
-        dir_fd = root.open_dir(parent, create=False)
+        dir_fd = root.open_dir(parent, create=False, entry=path)
     except NotFound:
         return None
     try:
+        root.check_judged(dir_fd, path, name=name)
         with translated(path):
             directory_device = os.fstat(dir_fd).st_dev
             entry = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             if stat.S_ISLNK(entry.st_mode):
                 _refuse_link(root, dir_fd, name, path)
                 return None  # a dangling link reads as missing; a write refuses the link
-            root.check_judged(dir_fd, path, name=name)
             fd = os.open(name, READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except NotFound:
         root.check()  # a deleted root is unavailable, not a missing file

@@ -99,9 +99,9 @@ class RootDirectory:
 
         """
         try:
-            fd = self.resolver.open(self.fd, path, flags, follow_symlinks=self.follow_symlinks)
-        except NotFound:
-            self.check()
+            fd = self._open(path, flags)
+        except FsError:
+            self.check_still_judged(path)  # (an error must not tell what lies elsewhere)
             raise
         try:
             self.check_judged(fd, path)
@@ -110,18 +110,40 @@ class RootDirectory:
             raise
         return fd
 
+    def _open(self, path: str, flags: int) -> int:
+        try:
+            return self.resolver.open(self.fd, path, flags, follow_symlinks=self.follow_symlinks)
+        except NotFound:
+            self.check()
+            raise
+
     def check_judged(self, fd: int, path: str, *, name: str | None = None) -> None:
         """Raise ``Stale`` unless *fd* (or its entry *name*) is where core judged *path* to be.
 
-        Outside a call core authorized (:func:`~ctxfs.core.kit.authorized_location`), there is
-        nothing to check.
+        An entry that is not there passes if *path* still resolves where it was judged to (a
+        final link, judged as its target). Outside a call core authorized
+        (:func:`~ctxfs.core.kit.authorized_location`), there is nothing to check.
         """
         judged = authorized_location(path)
         if judged is None:
             return
         real = self.real(fd)
-        if (join_path(real, name) if name is not None else real) != judged.resolved:
+        if name is None and real != judged.resolved:
             raise relocated(path)
+        if name is not None and join_path(real, name) != judged.resolved:
+            self.check_still_judged(path)
+
+    def check_still_judged(self, path: str) -> None:
+        """Raise ``Stale`` if *path*, judged by core, now resolves elsewhere (or not at all)."""
+        judged = authorized_location(path)
+        if judged is None:
+            return
+        try:
+            now = self.locate(path).resolved
+        except FsError:
+            now = None
+        if now != judged.resolved:
+            raise relocated(path) from None
 
     def check(self) -> None:
         """Raise ``Unavailable`` if the root has been deleted."""
@@ -197,7 +219,7 @@ class RootDirectory:
         parts = path.split("/") if path else []
         for depth in range(len(parts), -1, -1):
             try:
-                fd = self.open("/".join(parts[:depth]), os.O_PATH)
+                fd = self._open("/".join(parts[:depth]), os.O_PATH)
             except NotFound:
                 continue
             try:
@@ -238,15 +260,16 @@ class RootDirectory:
         return where[len(self.text) + 1 :]
 
     @contextlib.contextmanager
-    def made_dir(self, path: str) -> Iterator[int]:
+    def made_dir(self, path: str, *, entry: str | None = None) -> Iterator[int]:
         """Directory *path*, made with its missing levels if need be, open for the block.
 
-        If the block (or making the levels) fails, the levels made are removed
-        again, deepest first, those still empty.
+        With *entry* (a path in it), no level is made unless it leads where core judged
+        *entry* to be. If the block (or making the levels) fails, the levels made are
+        removed again, deepest first, those still empty.
         """
         made: list[tuple[int, str]] = []
         try:
-            fd = self.open_dir(path, create=True, made=made)
+            fd = self.open_dir(path, create=True, made=made, entry=entry)
             try:
                 yield fd
             finally:
@@ -261,17 +284,25 @@ class RootDirectory:
                 os.close(parent_fd)
 
     def open_dir(
-        self, path: str, *, create: bool, made: list[tuple[int, str]] | None = None
+        self,
+        path: str,
+        *,
+        create: bool,
+        made: list[tuple[int, str]] | None = None,
+        entry: str | None = None,
     ) -> int:
         """Open directory *path*; with *create*, make missing levels one at a time.
 
         Each is made and opened (``O_NOFOLLOW``) at its parent's descriptor, and added to
-        *made* with that descriptor, which the caller then closes.
+        *made* with that descriptor, which the caller then closes. None is made unless *path*
+        (or *entry*, a path in it) leads where core judged it to be.
         """
         try:
             return self.open(path, DIR_FLAGS)
-        except NotFound:
-            if not create or not path:
+        except FsError as error:
+            if entry is not None:
+                self.check_still_judged(entry)  # (an error must not tell what lies elsewhere)
+            if not isinstance(error, NotFound) or not create or not path:
                 raise
         parts = path.split("/")
         for existing in range(len(parts) - 1, -1, -1):
@@ -283,7 +314,13 @@ class RootDirectory:
                     raise
         kept = False  # fd is a parent in *made*: the caller closes it
         try:
-            self.check_judged(fd, path, name="/".join(parts[existing:]))
+            missing = "/".join(parts[existing:])
+            judged, below = (
+                (path, missing)
+                if entry is None
+                else (entry, join_path(missing, entry.rpartition("/")[2]))
+            )
+            self.check_judged(fd, judged, name=below)
             for name in parts[existing:]:
                 with translated(path, on_missing=self.gone):
                     with contextlib.suppress(FileExistsError):

@@ -91,9 +91,9 @@ def _write_once(
     mode: int | None,
 ) -> Version:
     parent, _, name = path.rpartition("/")
-    with root.made_dir(parent) as dir_fd:
-        current = root.entry(dir_fd, name, path)
+    with root.made_dir(parent, entry=path) as dir_fd:
         root.check_judged(dir_fd, path, name=name)
+        current = root.entry(dir_fd, name, path)
         if current is not None and not os.access(name, os.W_OK, dir_fd=dir_fd, effective_ids=True):
             read_only = os.fstatvfs(dir_fd).f_flag & os.ST_RDONLY  # (a rename would replace it)
             raise translate(
@@ -158,12 +158,15 @@ def move(root: RootDirectory, source: str, seen: Seen, target: str, target_seen:
     target's missing directories are made.
     """
     target_parent, _, target_name = target.rpartition("/")
-    with _parent_of(root, source) as (dir_fd, name), root.made_dir(target_parent) as target_dir_fd:
-        current = root.entry(dir_fd, name, source)
+    with (
+        _parent_of(root, source) as (dir_fd, name),
+        root.made_dir(target_parent, entry=target) as target_dir_fd,
+    ):
         root.check_judged(dir_fd, source, name=name)
+        root.check_judged(target_dir_fd, target, name=target_name)
+        current = root.entry(dir_fd, name, source)
         _check_precondition(root, dir_fd, name, source, current=current, expect=seen)
         there = root.entry(target_dir_fd, target_name, target)
-        root.check_judged(target_dir_fd, target, name=target_name)
         _check_precondition(
             root, target_dir_fd, target_name, target, current=there, expect=target_seen
         )
@@ -183,10 +186,13 @@ def move_back(root: RootDirectory, moved: str, seen: Seen, source: str) -> None:
     time: a rename changes only its change time).
     """
     source_parent, _, source_name = source.rpartition("/")
-    with _parent_of(root, moved) as (dir_fd, name), root.made_dir(source_parent) as source_dir_fd:
-        there = identity(root.entry(dir_fd, name, moved))
+    with (
+        _parent_of(root, moved) as (dir_fd, name),
+        root.made_dir(source_parent, entry=source) as source_dir_fd,
+    ):
         root.check_judged(dir_fd, moved, name=name)
         root.check_judged(source_dir_fd, source, name=source_name)
+        there = identity(root.entry(dir_fd, name, moved))
         if there is None or seen.identity is None or there[:4] != seen.identity[:4]:
             raise Stale(f"{moved} changed since it was moved there", path=moved)
         with translated(source, on_missing=root.gone):
@@ -203,14 +209,14 @@ def move_directory(root: RootDirectory, source: str, destination: str) -> None:
     """
     target_parent, _, target_name = destination.rpartition("/")
     with _parent_of(root, source) as (dir_fd, name):
+        root.check_judged(dir_fd, source, name=name)
         with translated(source, on_missing=root.gone):
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if not stat.S_ISDIR(info.st_mode):
             kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
             raise NotADirectory(f"{source} is {kind}", path=source)
-        root.check_judged(dir_fd, source, name=name)
         with (
-            root.made_dir(target_parent) as target_dir_fd,
+            root.made_dir(target_parent, entry=destination) as target_dir_fd,
             translated(destination, on_missing=root.gone),
         ):
             root.check_judged(target_dir_fd, destination, name=target_name)
@@ -224,11 +230,11 @@ def move_directory(root: RootDirectory, source: str, destination: str) -> None:
 def delete(root: RootDirectory, path: str, expect: Version | Seen | None) -> None:
     """Delete file *path* under *expect*, or empty directory *path* (then *expect* is None)."""
     with _parent_of(root, path) as (dir_fd, name):
+        root.check_judged(dir_fd, path, name=name)
         with translated(path, on_missing=root.gone):
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if stat.S_ISLNK(info.st_mode):
             raise root.symlink_refusal(dir_fd, name, path)
-        root.check_judged(dir_fd, path, name=name)
         if stat.S_ISDIR(info.st_mode):
             if expect is not None:
                 raise InvalidArgument(f"{path} is a directory; it has no version", path=path)
@@ -251,7 +257,7 @@ def delete(root: RootDirectory, path: str, expect: Version | Seen | None) -> Non
 def _parent_of(root: RootDirectory, path: str) -> Iterator[tuple[int, str]]:
     """The directory holding *path* (it must exist), open for the block, and *path*'s name."""
     parent, _, name = path.rpartition("/")
-    dir_fd = root.open_dir(parent, create=False)
+    dir_fd = root.open_dir(parent, create=False, entry=path)
     try:
         yield dir_fd, name
     finally:
