@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import anyio
 import pytest
 
@@ -10,6 +12,8 @@ from ctxfs.core.backend.authorized import authorizing
 from ctxfs.core.kit import Location, authorized_location
 
 pytestmark = pytest.mark.anyio
+
+BACKEND = MemoryBackend()
 
 
 class Finished:
@@ -29,9 +33,9 @@ async def test_a_line_iterator_leaves_nothing_judged_in_its_consumer() -> None:
     lines = ctx.fs.lines("a.txt")
     async for number, _ in lines:
         assert number == 1
-        assert authorized_location("a.txt") is None
+        assert authorized_location(fs.backend, "a.txt") is None
         break
-    assert authorized_location("a.txt") is None
+    assert authorized_location(fs.backend, "a.txt") is None
     async with anyio.create_task_group() as tasks:  # closed elsewhere, as a finalizer would
         tasks.start_soon(lines.aclose)
     assert finished.errors == [None]  # the write's (a read left unfinished reports nothing)
@@ -39,9 +43,28 @@ async def test_a_line_iterator_leaves_nothing_judged_in_its_consumer() -> None:
 
 def test_a_judgement_holds_in_its_block_only() -> None:
     where = Location(resolved="b/x", key="k")
-    with authorizing({"a/x": where}):
-        assert authorized_location("a/x") == where
-        with authorizing({"c": Location(resolved="c", key="c")}):
-            assert authorized_location("a/x") == where
-        assert authorized_location("c") is None
-    assert authorized_location("a/x") is None
+    with authorizing(BACKEND, {"a/x": where}):
+        assert authorized_location(BACKEND, "a/x") == where
+        with authorizing(BACKEND, {"c": Location(resolved="c", key="c")}):
+            assert authorized_location(BACKEND, "a/x") == where
+        assert authorized_location(BACKEND, "c") is None
+    assert authorized_location(BACKEND, "a/x") is None
+
+
+def test_a_judgement_is_of_one_backends_paths() -> None:
+    with authorizing(BACKEND, {"a": Location(resolved="b", key="b")}):
+        assert authorized_location(MemoryBackend(), "a") is None
+
+
+def test_many_judgements_in_one_call_each_hold() -> None:
+    with ExitStack() as stack:
+        for number in range(2000):  # (a patch of that many files)
+            path = f"f{number}"
+            stack.enter_context(authorizing(BACKEND, {path: Location(resolved=path, key=path)}))
+        assert all(
+            authorized_location(BACKEND, f"f{n}") == Location(resolved=f"f{n}", key=f"f{n}")
+            for n in range(2000)
+        )
+        with authorizing(BACKEND, {"f7": Location(resolved="elsewhere", key="k")}):
+            assert authorized_location(BACKEND, "f7") == Location(resolved="elsewhere", key="k")
+        assert authorized_location(BACKEND, "f7") == Location(resolved="f7", key="f7")

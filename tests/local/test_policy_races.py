@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,9 +107,12 @@ async def test_a_link_swapped_after_judging_reaches_nothing(
     swapper.target = target
     made: list[object] = []  # not even made and removed again
     make = os.mkdir
-    monkeypatch.setattr(
-        os, "mkdir", lambda *args, **kwargs: made.append(args) or make(*args, **kwargs)
-    )
+
+    def recorded(*args: Any, **kwargs: Any) -> None:
+        made.append(args)
+        make(*args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", recorded)
     with pytest.raises(FsError) as caught:
         await CALLS[call](ctx)
     monkeypatch.undo()

@@ -79,7 +79,9 @@ async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None
     async with reported(ctx, OpKind.LIST, search.path, file=False) as report:
         await opened_fs.hooks.authorize(ctx, report.op)
         resolved = report.op.resolved
-        with authorizing({resolved: Location(resolved=resolved, key=report.op.key)}):
+        with authorizing(
+            opened_fs.backend, {resolved: Location(resolved=resolved, key=report.op.key)}
+        ):
             found = await opened_fs.backend.search_files(replace(search, path=resolved))
         if found is None or (report.op.path == resolved and not opened_fs.hooks.hides):
             return found
@@ -115,7 +117,7 @@ async def searched_lines(ctx: Context, search: LineSearch) -> FileLines | None:
                 searched = report.op.resolved or report.op.path
                 spelled[searched] = path
                 judged[searched] = Location(resolved=searched, key=report.op.key)
-    with authorizing(judged):
+    with authorizing(opened_fs.backend, judged):
         found = await opened_fs.backend.search_lines(replace(search, paths=tuple(spelled)))
     if found is None:
         return None

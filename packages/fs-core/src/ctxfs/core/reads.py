@@ -147,7 +147,9 @@ async def numbered_lines(
         await opened_fs.hooks.authorize(ctx, op)
         options = opened_fs.text_options.for_path(op.path)
         cap = options.max_line_chars if isinstance(max_line_chars, Absent) else max_line_chars
-        with authorizing({op.path: Location(resolved=op.resolved, key=op.key)}):  # (opening)
+        with authorizing(
+            opened_fs.backend, {op.path: Location(resolved=op.resolved, key=op.key)}
+        ):  # (opening)
             stream = await stack.enter_async_context(
                 opened_fs.backend.open_read(op.path, chunk_size=options.chunk_size)
             )

@@ -83,7 +83,9 @@ async def reported(
             await hooks.authorize(ctx, report.op)
             raise
         report.op = replace(report.op, resolved=where.resolved, key=where.key)
-        with authorizing({canonical: where}) if judged_in_block else nullcontext():
+        with (
+            authorizing(opened_fs.backend, {canonical: where}) if judged_in_block else nullcontext()
+        ):
             yield report
     except FsError as error:
         await hooks.finished(ctx, report.op, error, report.before, report.after)

@@ -124,7 +124,7 @@ async def changed(ctx: Context) -> list[ChangedFile]:
                 await opened_fs.hooks.authorize(ctx, op)
                 if op.resolved:  # (and only there, whatever links change meanwhile)
                     where = Location(resolved=op.resolved, key=op.key)
-                    judged.enter_context(authorizing({path: where}))
+                    judged.enter_context(authorizing(opened_fs.backend, {path: where}))
                 now, data, kind = await _current(ctx, path)
             except OutsideRoot:  # the path, or a parent, is a link out of the root now
                 now, data, kind = None, None, FileKind.SYMLINK

@@ -143,6 +143,7 @@ class LocalBackend(Backend):
             self.root,
             self.root_fd,
             self.resolver,
+            backend=self,
             follow_symlinks=follow_symlinks,
             allow_hard_links=allow_hard_links,
             read_hard_links=read_hard_links or allow_hard_links,

@@ -83,6 +83,8 @@ class RootDirectory:
     fd: int
     resolver: Resolver
     _: KW_ONLY
+    backend: object
+    """Whose paths core judges (:func:`~ctxfs.core.kit.authorized_location`)."""
     follow_symlinks: bool
     allow_hard_links: bool
     read_hard_links: bool
@@ -124,7 +126,7 @@ class RootDirectory:
         final link, judged as its target). Outside a call core authorized
         (:func:`~ctxfs.core.kit.authorized_location`), there is nothing to check.
         """
-        judged = authorized_location(path)
+        judged = authorized_location(self.backend, path)
         if judged is None:
             return
         real = self.real(fd)
@@ -135,7 +137,7 @@ class RootDirectory:
 
     def check_still_judged(self, path: str) -> None:
         """Raise ``Stale`` if *path*, judged by core, now resolves elsewhere (or not at all)."""
-        judged = authorized_location(path)
+        judged = authorized_location(self.backend, path)
         if judged is None:
             return
         try:

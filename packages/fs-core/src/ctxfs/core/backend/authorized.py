@@ -4,8 +4,8 @@ Core locates a path (:meth:`Backend.locate`), lets the policies judge that
 location, then calls the backend with the canonical path, which the backend opens
 again. Where a path can lead through symbolic links, another process may swap one
 in between, and the backend would reach a place no policy judged. While core runs
-such a call, :func:`authorized_location` gives, for each canonical path, the
-location judged; a backend with links compares what it opened with it and raises
+such a call, :func:`authorized_location` gives, for each backend and canonical path,
+the location judged; a backend with links compares what it opened with it and raises
 :func:`relocated` on a difference, before it reads or changes anything.
 """
 
@@ -14,35 +14,60 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from types import MappingProxyType
+from dataclasses import dataclass
+from typing import Final
 
 from ctxfs.core.backend.files import Location
 from ctxfs.core.errors import Stale
 
 __all__ = ["authorized_location", "authorizing", "relocated"]
 
-_AUTHORIZED: ContextVar[Mapping[str, Location]] = ContextVar(
-    "ctxfs_authorized", default=MappingProxyType({})
-)
+
+@dataclass(frozen=True)
+class _Judged:
+    """Judged locations by (backend, path), in layers never changed once made.
+
+    A new layer swallows the newer ones no larger than itself, so a call holding
+    many paths (a patch of thousands of files) adds each in logarithmic time.
+    """
+
+    layers: tuple[Mapping[tuple[object, str], Location], ...] = ()
+
+    def adding(self, more: Mapping[tuple[object, str], Location]) -> _Judged:
+        layers, newest = list(self.layers), dict(more)
+        while layers and len(layers[-1]) <= len(newest):
+            newest = {**layers.pop(), **newest}
+        return _Judged((*layers, newest))
+
+    def get(self, key: tuple[object, str]) -> Location | None:
+        for layer in reversed(self.layers):
+            if (found := layer.get(key)) is not None:
+                return found
+        return None
+
+
+_NOTHING: Final = _Judged()
+_AUTHORIZED: ContextVar[_Judged] = ContextVar("ctxfs_authorized")
 
 
 @contextmanager
-def authorizing(locations: Mapping[str, Location]) -> Iterator[None]:
+def authorizing(backend: object, locations: Mapping[str, Location]) -> Iterator[None]:
     """Within the block (and the tasks and worker threads it starts), each path is at its location.
 
-    *locations* maps canonical paths, as core will hand them to the backend, to the locations
-    the policies judged.
+    *locations* maps canonical paths, as core hands them to *backend*, to the locations the
+    policies judged.
     """
-    token = _AUTHORIZED.set(MappingProxyType({**_AUTHORIZED.get(), **locations}))
+    judged = {(backend, path): location for path, location in locations.items()}
+    token = _AUTHORIZED.set(_AUTHORIZED.get(_NOTHING).adding(judged))
     try:
         yield
     finally:
         _AUTHORIZED.reset(token)
 
 
-def authorized_location(path: str) -> Location | None:
-    """The location judged for canonical *path* by the call in progress; None outside one."""
-    return _AUTHORIZED.get().get(path)
+def authorized_location(backend: object, path: str) -> Location | None:
+    """Where the call in progress judged *backend*'s canonical *path*; None outside one."""
+    return _AUTHORIZED.get(_NOTHING).get((backend, path))
 
 
 def relocated(path: str) -> Stale:
