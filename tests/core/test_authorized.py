@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import dataclass
 
 import anyio
 import pytest
@@ -68,3 +69,15 @@ def test_many_judgements_in_one_call_each_hold() -> None:
         with authorizing(BACKEND, {"f7": Location(resolved="elsewhere", key="k")}):
             assert authorized_location(BACKEND, "f7") == Location(resolved="elsewhere", key="k")
         assert authorized_location(BACKEND, "f7") == Location(resolved="f7", key="f7")
+
+
+@dataclass(init=False)
+class ComparedByValue(MemoryBackend):  # (equal by value: unhashable)
+    pass
+
+
+async def test_a_backend_that_cannot_be_hashed_is_judged_too() -> None:
+    fs = Fs(ComparedByValue())
+    ctx = fs.context(owner="agent")
+    await ctx.fs.write("a.txt", "x\n")
+    assert (await ctx.fs.read("a.txt")).text == "x\n"

@@ -9,6 +9,7 @@ succeeds once the link stays put.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -238,3 +239,43 @@ async def test_an_error_after_a_swap_tells_nothing_of_the_other_place(
         assert caught.value.code is ErrorCode.STALE, caught.value
         assert "TOKEN" not in f"{caught.value} {caught.value.hint}"
         swapper.reset()
+
+
+@pytest.mark.parametrize("link", [".gitignore", ".git"])
+async def test_a_search_below_the_root_reads_no_ignore_file_through_a_link(
+    tmp_path: Path, link: str
+) -> None:
+    if find_ripgrep() is None:
+        pytest.skip("ripgrep is not installed here (uv sync installs its wheel)")
+    root, outside = tmp_path / "R", tmp_path / "outside"
+    (root / "p" / "sub").mkdir(parents=True)
+    (root / "p" / "sub" / "k.txt").write_text("k\n")
+    (outside / "info").mkdir(parents=True)
+    (outside / "rules").write_text("k.txt\n")
+    (outside / "info" / "exclude").write_text("k.txt\n")
+    os.symlink(outside / "rules" if link == ".gitignore" else outside, root / link)
+    fs = Fs(LocalBackend(root, state_dir=tmp_path / "state"))
+    found = await fs.context(owner="agent").fs.search_files(FileSearch(path="p/sub", pattern=None))
+    assert found is not None
+    assert sorted(found.counts) == ["p/sub/k.txt"]  # as a search of the whole root finds
+
+
+class RootRemover:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @hookimpl(trylast=True)
+    def ctxfs_authorize(self, ctx: Context, op: Operation) -> None:
+        if op.path == "a/key" and self.root.exists():
+            shutil.rmtree(self.root)
+
+
+async def test_a_root_deleted_after_judging_is_unavailable_not_stale(
+    layout: tuple[Fs, LinkSwapper, Path],
+) -> None:
+    fs, _, root = layout
+    fs = Fs(fs.backend, plugins=[RootRemover(root)])
+    with pytest.raises(FsError) as caught:
+        await fs.context(owner="agent").fs.read("a/key")
+    assert caught.value.code is ErrorCode.UNAVAILABLE, caught.value
+    assert not caught.value.retryable

@@ -11,7 +11,7 @@ import ctypes
 import os
 import platform
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, TypeVar
 
 __all__ = ["ReadOnlyBeneath", "landlock_abi", "start_confined"]
@@ -64,14 +64,16 @@ def _handled(abi: int) -> int:
 
 
 class ReadOnlyBeneath:
-    """A Landlock rule set: read beneath *directory_fd*, and the *files* named; nothing else.
+    """A Landlock rule set: read beneath *directory_fd*, and the *files* named or open; no more.
 
     Raises:
         OSError: The kernel has no Landlock, or a rule cannot be added.
 
     """
 
-    def __init__(self, directory_fd: int, *, files: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, directory_fd: int, *, files: tuple[str, ...] = (), file_fds: Sequence[int] = ()
+    ) -> None:
         abi = landlock_abi()
         if abi < 1:
             raise OSError("this kernel offers no Landlock")
@@ -82,6 +84,8 @@ class ReadOnlyBeneath:
         self.fd = int(ruleset)
         try:
             self._allow(directory_fd, _READ_FILE | _READ_DIR)
+            for file_fd in file_fds:
+                self._allow(file_fd, _READ_FILE)
             for path in files:
                 file_fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
                 try:

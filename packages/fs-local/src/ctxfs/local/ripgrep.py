@@ -16,6 +16,7 @@ import os
 import re
 import selectors
 import shutil
+import stat
 import subprocess
 import sysconfig
 import time
@@ -42,6 +43,7 @@ _ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
 """The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
 _IGNORE_FILES: Final = (".gitignore", ".ignore", ".rgignore", ".git/info/exclude")
+_STEP: Final = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 """What ripgrep reads in each directory above a searched one (with ``--no-require-git``)."""
 
 
@@ -214,7 +216,7 @@ class Ripgrep:
                 search.seconds,
                 pass_fds=() if rules is None else (rules,),
                 found_so_far=search.found_so_far,
-                readable=() if directory_fd is None else _ignore_files_above(root, search.path),
+                above=None if directory_fd is None else (root_fd, search.path),
             )
         finally:
             if rules is not None:
@@ -234,17 +236,18 @@ class Ripgrep:
         *,
         pass_fds: tuple[int, ...] = (),
         found_so_far: Callable[[int], None] | None = None,
-        readable: tuple[str, ...] = (),
+        above: tuple[int, str] | None = None,
     ) -> tuple[bytes, bool] | None:
         """Ripgrep's output, and whether it was killed at *seconds*; None: pattern refused.
 
-        It may read beneath *beneath_fd* and the *readable* files only. A refused pattern is
+        It may read beneath *beneath_fd* only, and with *above* (the root's descriptor and a
+        directory in it) the ignore files above that directory. A refused pattern is
         ripgrep's "error" status with no output, or one too long to pass; a cancelled caller
         kills it.
         """
         try:
             process = await anyio.to_thread.run_sync(
-                self._start, root, beneath_fd, arguments, pass_fds, readable
+                self._start, root, beneath_fd, arguments, pass_fds, above
             )
         except OSError as error:  # a pattern too long for a command line (128 KiB)
             if error.errno != errno.E2BIG:
@@ -267,10 +270,15 @@ class Ripgrep:
         beneath_fd: int,
         arguments: list[str],
         pass_fds: tuple[int, ...],
-        readable: tuple[str, ...],
+        above: tuple[int, str] | None,
     ) -> subprocess.Popen[bytes]:
         devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)  # the confined thread may not
-        rules = ReadOnlyBeneath(beneath_fd, files=(*self.startup_files, *readable))
+        readable = [] if above is None else _ignore_files_above(*above)
+        try:
+            rules = ReadOnlyBeneath(beneath_fd, files=self.startup_files, file_fds=readable)
+        finally:
+            for fd in readable:
+                os.close(fd)
         try:
             return start_confined(
                 rules,
@@ -422,14 +430,63 @@ def _first_matches(output: bytes, paths: tuple[str, ...]) -> dict[str, dict[int,
     return found
 
 
-def _ignore_files_above(root: Path, directory: str) -> tuple[str, ...]:
-    """The ignore files ripgrep reads in the root and below it, down to *directory*'s parent."""
+def _ignore_files_above(root_fd: int, directory: str) -> list[int]:
+    """The ignore files in the root and below it down to *directory*'s parent, open (``O_PATH``).
+
+    Each step is taken without following a link, and only regular files are kept: what a
+    link would lead to (outside the root, maybe) is never offered to ripgrep.
+    """
+    found: list[int] = []
     parts = directory.split("/")[:-1]
-    found = []
-    for depth in range(len(parts) + 1):
-        above = root.joinpath(*parts[:depth])
-        found += [str(above / name) for name in _IGNORE_FILES if (above / name).is_file()]
-    return tuple(found)
+    here = os.open(".", _STEP, dir_fd=root_fd)
+    try:
+        for depth in range(len(parts) + 1):
+            found += filter(None, (_regular_beneath(here, name) for name in _IGNORE_FILES))
+            if depth == len(parts):
+                break
+            step = _opened(here, parts[depth], _STEP)
+            if step is None:
+                break
+            os.close(here)
+            here = step
+    except BaseException:
+        for fd in found:
+            os.close(fd)
+        raise
+    finally:
+        os.close(here)
+    return found
+
+
+def _regular_beneath(directory_fd: int, relative: str) -> int | None:
+    """Regular file *relative* beneath *directory_fd*, open ``O_PATH``, no link followed."""
+    *steps, name = relative.split("/")
+    here: int | None = directory_fd
+    for step in steps:
+        assert here is not None
+        opened = _opened(here, step, _STEP)
+        if here != directory_fd:
+            os.close(here)
+        here = opened
+        if here is None:
+            return None
+    assert here is not None
+    try:
+        fd = _opened(here, name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    finally:
+        if here != directory_fd:
+            os.close(here)
+    if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _opened(directory_fd: int, name: str, flags: int) -> int | None:
+    try:
+        return os.open(name, flags, dir_fd=directory_fd)
+    except OSError:  # missing, not a directory, a link: none there
+        return None
 
 
 def _glob_rules(directory: str, glob: str) -> bytes:

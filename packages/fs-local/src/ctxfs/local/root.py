@@ -140,6 +140,7 @@ class RootDirectory:
         judged = authorized_location(self.backend, path)
         if judged is None:
             return
+        self.check()  # (a deleted root is unavailable, not a moved path)
         try:
             now = self.locate(path).resolved
         except FsError:

@@ -9,10 +9,10 @@ walk stops, saying so, after a bounded number of entries.
 What a walk leaves out follows ripgrep's defaults: hidden names (starting with ``.``) unless asked
 for; directories named in ``ToolsetOptions.ignore``; and, unless asked to include ignored files,
 what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude. Each ignore file applies, in
-git's syntax, to its directory and below (a walk starting below it too); a deeper file overrides
-a shallower one, and in one directory ``.ignore`` overrides ``.gitignore``, which overrides the
-exclude file. ``.gitignore`` counts outside a git repository too (ripgrep's
-``--no-require-git``). A directory left out is not entered.
+git's syntax, to its directory and below; a deeper file overrides a shallower one, and in one
+directory ``.ignore`` overrides ``.gitignore``, which overrides the exclude file. ``.gitignore``
+counts outside a git repository too (ripgrep's ``--no-require-git``). A directory left out is not
+entered.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from ctxfs.core import (
     Listing,
     Stat,
     TooLarge,
-    join_path,
     normalize_path,
     relative_to,
 )
@@ -158,8 +157,7 @@ async def walk(
     result = Walk()
     flat = await ctx.fs.list_tree(root)
     lister = ctx.fs.list if flat is None else _directories(root, flat)
-    above = IgnoreRules() if only.ignored else await _rules_above(ctx, root)
-    pending: deque[tuple[str, IgnoreRules]] = deque([(root, above)])
+    pending: deque[tuple[str, IgnoreRules]] = deque([(root, IgnoreRules())])
     seen = 0
     while pending and not result.truncated:
         directory, rules = pending.popleft()
@@ -271,23 +269,8 @@ async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[st
     git = names.get(".git")
     if top and git is not None and git.kind is FileKind.DIRECTORY:
         wanted.insert(0, f"{git.path}/{EXCLUDE.removeprefix('.git/')}")
-    return await _texts(ctx, wanted)
-
-
-async def _rules_above(ctx: Context, directory: str) -> IgnoreRules:
-    """The rules of the ignore files in *directory*'s parents, which reach below them too."""
-    rules, parts = IgnoreRules(), directory.split("/") if directory else []
-    for depth in range(len(parts)):
-        parent = "/".join(parts[:depth])
-        named = [join_path(parent, name) for name in (EXCLUDE, *IGNORE_FILES)]
-        rules = rules.adding(parent, await _texts(ctx, named))
-    return rules
-
-
-async def _texts(ctx: Context, paths: list[str]) -> list[str]:
-    """The texts of the ignore files *paths*, weakest first; those that cannot be read give none."""
     texts = []
-    for path in paths:
+    for path in wanted:
         try:
             texts.append("\n".join(await all_lines(ctx, path, max_chars=IGNORE_FILE_MAX_CHARS)))
         except FsError:

@@ -25,21 +25,21 @@ __all__ = ["authorized_location", "authorizing", "relocated"]
 
 @dataclass(frozen=True)
 class _Judged:
-    """Judged locations by (backend, path), in layers never changed once made.
+    """Judged locations by (backend's id, path), in layers never changed once made.
 
     A new layer swallows the newer ones no larger than itself, so a call holding
     many paths (a patch of thousands of files) adds each in logarithmic time.
     """
 
-    layers: tuple[Mapping[tuple[object, str], Location], ...] = ()
+    layers: tuple[Mapping[tuple[int, str], Location], ...] = ()
 
-    def adding(self, more: Mapping[tuple[object, str], Location]) -> _Judged:
+    def adding(self, more: Mapping[tuple[int, str], Location]) -> _Judged:
         layers, newest = list(self.layers), dict(more)
         while layers and len(layers[-1]) <= len(newest):
             newest = {**layers.pop(), **newest}
         return _Judged((*layers, newest))
 
-    def get(self, key: tuple[object, str]) -> Location | None:
+    def get(self, key: tuple[int, str]) -> Location | None:
         for layer in reversed(self.layers):
             if (found := layer.get(key)) is not None:
                 return found
@@ -57,7 +57,7 @@ def authorizing(backend: object, locations: Mapping[str, Location]) -> Iterator[
     *locations* maps canonical paths, as core hands them to *backend*, to the locations the
     policies judged.
     """
-    judged = {(backend, path): location for path, location in locations.items()}
+    judged = {(id(backend), path): location for path, location in locations.items()}
     token = _AUTHORIZED.set(_AUTHORIZED.get(_NOTHING).adding(judged))
     try:
         yield
@@ -67,7 +67,7 @@ def authorizing(backend: object, locations: Mapping[str, Location]) -> Iterator[
 
 def authorized_location(backend: object, path: str) -> Location | None:
     """Where the call in progress judged *backend*'s canonical *path*; None outside one."""
-    return _AUTHORIZED.get(_NOTHING).get((backend, path))
+    return _AUTHORIZED.get(_NOTHING).get((id(backend), path))  # (it outlives the call)
 
 
 def relocated(path: str) -> Stale:
