@@ -43,8 +43,8 @@ _ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
 """The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
 _IGNORE_FILES: Final = (".gitignore", ".ignore", ".rgignore", ".git/info/exclude")
-_STEP: Final = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 """What ripgrep reads in each directory above a searched one (with ``--no-require-git``)."""
+_STEP: Final = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 @functools.cache
@@ -438,17 +438,20 @@ def _ignore_files_above(root_fd: int, directory: str) -> list[int]:
     """
     found: list[int] = []
     parts = directory.split("/")[:-1]
-    here = os.open(".", _STEP, dir_fd=root_fd)
+    here = os.dup(root_fd)
     try:
         for depth in range(len(parts) + 1):
-            found += filter(None, (_regular_beneath(here, name) for name in _IGNORE_FILES))
-            if depth == len(parts):
-                break
-            step = _opened(here, parts[depth], _STEP)
-            if step is None:
+            for name in _IGNORE_FILES:
+                fd = _opened_beneath(here, name, os.O_PATH | os.O_CLOEXEC)
+                if fd is not None and stat.S_ISREG(os.fstat(fd).st_mode):
+                    found.append(fd)
+                elif fd is not None:
+                    os.close(fd)
+            below = _opened_beneath(here, parts[depth], _STEP) if depth < len(parts) else None
+            if below is None:
                 break
             os.close(here)
-            here = step
+            here = below
     except BaseException:
         for fd in found:
             os.close(fd)
@@ -458,35 +461,20 @@ def _ignore_files_above(root_fd: int, directory: str) -> list[int]:
     return found
 
 
-def _regular_beneath(directory_fd: int, relative: str) -> int | None:
-    """Regular file *relative* beneath *directory_fd*, open ``O_PATH``, no link followed."""
+def _opened_beneath(directory_fd: int, relative: str, flags: int) -> int | None:
+    """*relative* opened beneath *directory_fd* with *flags*, no link followed (None: it cannot)."""
     *steps, name = relative.split("/")
-    here: int | None = directory_fd
-    for step in steps:
-        assert here is not None
-        opened = _opened(here, step, _STEP)
-        if here != directory_fd:
-            os.close(here)
-        here = opened
-        if here is None:
-            return None
-    assert here is not None
+    here = os.dup(directory_fd)
     try:
-        fd = _opened(here, name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
-    finally:
-        if here != directory_fd:
+        for step in steps:
+            below = os.open(step, _STEP | os.O_NOFOLLOW, dir_fd=here)
             os.close(here)
-    if fd is not None and not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
-
-
-def _opened(directory_fd: int, name: str, flags: int) -> int | None:
-    try:
-        return os.open(name, flags, dir_fd=directory_fd)
+            here = below
+        return os.open(name, flags | os.O_NOFOLLOW, dir_fd=here)
     except OSError:  # missing, not a directory, a link: none there
         return None
+    finally:
+        os.close(here)
 
 
 def _glob_rules(directory: str, glob: str) -> bytes:

@@ -2,7 +2,8 @@
 
 :class:`RootDirectory` opens paths through :mod:`ctxfs.local.resolve`, applies the link policies,
 refuses what is not a regular file (at once: opens are non-blocking) and tells what a path resolves
-to. Its methods block.
+to. During a call core authorized, it opens a path only where core judged it to be
+(:func:`~ctxfs.core.kit.authorized_location`). Its methods block.
 """
 
 from __future__ import annotations
