@@ -78,7 +78,6 @@ def open_entry(
     except NotFound:
         return None
     try:
-        root.check_judged(dir_fd, path, name=name)
         with translated(path):
             directory_device = os.fstat(dir_fd).st_dev
             entry = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

@@ -104,10 +104,10 @@ class RootDirectory:
         try:
             fd = self._open(path, flags)
         except FsError:
-            self.check_still_judged(path)  # (an error must not tell what lies elsewhere)
+            self._check_still_judged(path)  # (an error must not tell what lies elsewhere)
             raise
         try:
-            self.check_judged(fd, path)
+            self._check_judged(fd, path)
         except BaseException:
             os.close(fd)
             raise
@@ -120,7 +120,7 @@ class RootDirectory:
             self.check()
             raise
 
-    def check_judged(self, fd: int, path: str, *, name: str | None = None) -> None:
+    def _check_judged(self, fd: int, path: str, *, name: str | None = None) -> None:
         """Raise ``Stale`` unless *fd* (or its entry *name*) is where core judged *path* to be.
 
         An entry that is not there passes if *path* still resolves where it was judged to (a
@@ -134,9 +134,9 @@ class RootDirectory:
         if name is None and real != judged.resolved:
             raise relocated(path)
         if name is not None and join_path(real, name) != judged.resolved:
-            self.check_still_judged(path)
+            self._check_still_judged(path)
 
-    def check_still_judged(self, path: str) -> None:
+    def _check_still_judged(self, path: str) -> None:
         """Raise ``Stale`` if *path*, judged by core, now resolves elsewhere (or not at all)."""
         judged = authorized_location(self.backend, path)
         if judged is None:
@@ -298,14 +298,14 @@ class RootDirectory:
         """Open directory *path*; with *create*, make missing levels one at a time.
 
         Each is made and opened (``O_NOFOLLOW``) at its parent's descriptor, and added to
-        *made* with that descriptor, which the caller then closes. None is made unless *path*
-        (or *entry*, a path in it) leads where core judged it to be.
+        *made* with that descriptor, which the caller then closes. *path* (or *entry*, a path
+        in it) must lead where core judged it to be: none is made, and nothing opened, else.
         """
         try:
-            return self.open(path, DIR_FLAGS)
+            return self._holding(self.open(path, DIR_FLAGS), entry)
         except FsError as error:
             if entry is not None:
-                self.check_still_judged(entry)  # (an error must not tell what lies elsewhere)
+                self._check_still_judged(entry)  # (an error must not tell what lies elsewhere)
             if not isinstance(error, NotFound) or not create or not path:
                 raise
         parts = path.split("/")
@@ -324,7 +324,7 @@ class RootDirectory:
                 if entry is None
                 else (entry, join_path(missing, entry.rpartition("/")[2]))
             )
-            self.check_judged(fd, judged, name=below)
+            self._check_judged(fd, judged, name=below)
             for name in parts[existing:]:
                 with translated(path, on_missing=self.gone):
                     with contextlib.suppress(FileExistsError):
@@ -340,6 +340,16 @@ class RootDirectory:
             if not kept:
                 os.close(fd)
             raise
+        return fd
+
+    def _holding(self, fd: int, entry: str | None) -> int:
+        """Directory *fd*, once it holds *entry* where core judged it to be (else closed)."""
+        if entry is not None:
+            try:
+                self._check_judged(fd, entry, name=entry.rpartition("/")[2])
+            except BaseException:
+                os.close(fd)
+                raise
         return fd
 
     def entry(self, dir_fd: int, name: str, path: str) -> os.stat_result | None:

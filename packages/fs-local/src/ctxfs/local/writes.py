@@ -92,7 +92,6 @@ def _write_once(
 ) -> Version:
     parent, _, name = path.rpartition("/")
     with root.made_dir(parent, entry=path) as dir_fd:
-        root.check_judged(dir_fd, path, name=name)
         current = root.entry(dir_fd, name, path)
         if current is not None and not os.access(name, os.W_OK, dir_fd=dir_fd, effective_ids=True):
             read_only = os.fstatvfs(dir_fd).f_flag & os.ST_RDONLY  # (a rename would replace it)
@@ -162,8 +161,6 @@ def move(root: RootDirectory, source: str, seen: Seen, target: str, target_seen:
         _parent_of(root, source) as (dir_fd, name),
         root.made_dir(target_parent, entry=target) as target_dir_fd,
     ):
-        root.check_judged(dir_fd, source, name=name)
-        root.check_judged(target_dir_fd, target, name=target_name)
         current = root.entry(dir_fd, name, source)
         _check_precondition(root, dir_fd, name, source, current=current, expect=seen)
         there = root.entry(target_dir_fd, target_name, target)
@@ -190,8 +187,6 @@ def move_back(root: RootDirectory, moved: str, seen: Seen, source: str) -> None:
         _parent_of(root, moved) as (dir_fd, name),
         root.made_dir(source_parent, entry=source) as source_dir_fd,
     ):
-        root.check_judged(dir_fd, moved, name=name)
-        root.check_judged(source_dir_fd, source, name=source_name)
         there = identity(root.entry(dir_fd, name, moved))
         if there is None or seen.identity is None or there[:4] != seen.identity[:4]:
             raise Stale(f"{moved} changed since it was moved there", path=moved)
@@ -209,7 +204,6 @@ def move_directory(root: RootDirectory, source: str, destination: str) -> None:
     """
     target_parent, _, target_name = destination.rpartition("/")
     with _parent_of(root, source) as (dir_fd, name):
-        root.check_judged(dir_fd, source, name=name)
         with translated(source, on_missing=root.gone):
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if not stat.S_ISDIR(info.st_mode):
@@ -219,7 +213,6 @@ def move_directory(root: RootDirectory, source: str, destination: str) -> None:
             root.made_dir(target_parent, entry=destination) as target_dir_fd,
             translated(destination, on_missing=root.gone),
         ):
-            root.check_judged(target_dir_fd, destination, name=target_name)
             _rename_noreplace(
                 dir_fd, name, target_name, target_dir_fd=target_dir_fd, directory=True
             )
@@ -230,7 +223,6 @@ def move_directory(root: RootDirectory, source: str, destination: str) -> None:
 def delete(root: RootDirectory, path: str, expect: Version | Seen | None) -> None:
     """Delete file *path* under *expect*, or empty directory *path* (then *expect* is None)."""
     with _parent_of(root, path) as (dir_fd, name):
-        root.check_judged(dir_fd, path, name=name)
         with translated(path, on_missing=root.gone):
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if stat.S_ISLNK(info.st_mode):
