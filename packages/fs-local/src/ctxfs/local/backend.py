@@ -39,6 +39,7 @@ from ctxfs.core.kit import (
     Stat,
     Update,
     Version,
+    authorized_location,
 )
 from ctxfs.local import listing, reads, writes
 from ctxfs.local.answers import RecentAnswers
@@ -332,8 +333,13 @@ class LocalBackend(Backend):
 
     @asynccontextmanager
     async def _cas_locked(self, path: str) -> AsyncIterator[None]:
-        """Hold the CAS lock of the file *path* resolves to (one for every spelling)."""
-        key = (await self._locate(path)).key
+        """Hold the CAS lock of the file *path* resolves to (one for every spelling).
+
+        Within a call core judged, that is the judged location (what is opened is checked
+        against it); elsewhere *path* is located.
+        """
+        where = authorized_location(self, path) or await self._locate(path)
+        key = where.key
         async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
             yield
 
