@@ -182,7 +182,7 @@ async def test_owned_leaves_out_expired_and_damaged_entries(tmp_path: Path, redi
     await store.update("a", "damaged", lambda _: SEEN)
     with sqlite3.connect(tmp_path / "o") as other:  # another writer damaged one
         other.execute("UPDATE observations SET observation = 'x' WHERE key = ?", (b"damaged",))
-    assert await store.owned("a") == {"new": SEEN}  # the file still holds "old" (until reopened)
+    assert await store.owned("a") == {"new": SEEN}
     await store.aclose()
     shared = open_observations(redis_url + "&max_age=0.3")
     assert isinstance(shared, RedisObservations)
@@ -349,6 +349,19 @@ async def test_observations_not_renewed_expire(tmp_path: Path, redis_url: str) -
     await anyio.sleep(0.4)
     assert await shared.get("a", "f") is None
     await shared.aclose()
+
+
+async def test_a_store_kept_open_removes_expired_entries_from_its_file(tmp_path: Path) -> None:
+    store = SqliteObservations(tmp_path / "o", max_age=0.4)
+    for key in ("old", "older"):
+        await store.update("a", key, lambda _: SEEN)
+    await anyio.sleep(0.5)
+    await store.update("a", "new", lambda _: SEEN)  # (a quarter of max_age has passed)
+    await store.put("b", "newer", SEEN)
+    with sqlite3.connect(tmp_path / "o") as reader:
+        keys = {bytes(key) for (key,) in reader.execute("SELECT key FROM observations")}
+    assert keys == {b"new", b"newer"}
+    await store.aclose()
 
 
 def _closed_port() -> int:

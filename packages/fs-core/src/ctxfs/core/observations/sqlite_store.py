@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 from typing import Final
 
+from ctxfs.core.errors import FsError
 from ctxfs.core.observations.base import (
     DEFAULT_MAX_AGE,
     Change,
@@ -31,6 +33,8 @@ CREATE TABLE IF NOT EXISTS observations (
 ) WITHOUT ROWID
 """
 _SELECT: Final = "SELECT observation FROM observations WHERE owner = ? AND key = ? AND seen >= ?"
+_EXPIRIES_PER_AGE: Final = 4
+"""How often, per *max_age*, a store that is written to removes the entries expired."""
 
 
 class SqliteObservations(ObservationStore):
@@ -38,7 +42,8 @@ class SqliteObservations(ObservationStore):
 
     Each update is one ``BEGIN IMMEDIATE`` transaction (write-ahead log). A call runs
     on the event loop when the file is free at once, else waits in a worker thread.
-    Entries not renewed for *max_age* seconds are removed when the store is opened.
+    Entries not renewed for *max_age* seconds are removed when the store is opened, and
+    again by a write once a quarter of *max_age* has passed since (in a worker thread).
 
     Raises:
         Unavailable: The file cannot be opened, is not a SQLite database, or was made
@@ -65,6 +70,7 @@ class SqliteObservations(ObservationStore):
         except BaseException:
             self._file.close()
             raise
+        self._next_expiry = time.monotonic() + self.max_age / _EXPIRIES_PER_AGE
 
     async def get(self, owner: str, key: str) -> Observation | None:
         """See :meth:`ObservationStore.get`: one not renewed for *max_age* seconds is none."""
@@ -74,7 +80,7 @@ class SqliteObservations(ObservationStore):
     async def owned(self, owner: str) -> dict[str, Observation]:
         """See :meth:`ObservationStore.owned`: one ``SELECT``, in a worker thread (it may be long).
 
-        Entries not renewed for *max_age* seconds are left out (the file keeps them until reopened).
+        Entries not renewed for *max_age* seconds are left out.
         """
         since = time.time() - self.max_age
         return await self._file.run(partial(_owned, stored_owner(owner), since), off_loop=True)
@@ -83,10 +89,12 @@ class SqliteObservations(ObservationStore):
         """See :meth:`ObservationStore.update`: one ``BEGIN IMMEDIATE`` transaction."""
         since = time.time() - self.max_age
         await self._file.run(partial(_update, _entry(owner, key), since, change))
+        await self._expire_if_due()
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
         """See :meth:`ObservationStore.put`: one statement."""
         await self._file.run(partial(_put, _entry(owner, key), observation))
+        await self._expire_if_due()
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`ObservationStore.forget_owner`: one ``DELETE``."""
@@ -95,6 +103,17 @@ class SqliteObservations(ObservationStore):
     async def aclose(self) -> None:
         """Close the connections."""
         self._file.close()
+
+    async def _expire_if_due(self) -> None:
+        """Remove the expired entries if a quarter of *max_age* has passed since the last time.
+
+        A failure is left for the next time: the write before it is done.
+        """
+        if time.monotonic() < self._next_expiry:
+            return
+        self._next_expiry = time.monotonic() + self.max_age / _EXPIRIES_PER_AGE
+        with suppress(FsError):
+            await self._file.run(partial(_expire, time.time() - self.max_age), off_loop=True)
 
     def __repr__(self) -> str:
         return f"SqliteObservations({str(self.path)!r})"
