@@ -351,6 +351,35 @@ async def test_observations_not_renewed_expire(tmp_path: Path, redis_url: str) -
     await shared.aclose()
 
 
+async def test_redis_finds_an_owners_entries_without_walking_the_database(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_observations(redis_url + "&max_age=60")
+    assert isinstance(store, RedisObservations)
+    for number in range(30):
+        await store.put("a", f"/r/{number}", SEEN)
+    await store.update("a", "/r/changed", lambda _: SEEN)
+    await store.update("b", "/r/other", lambda _: SEEN)
+    client = store._client
+
+    def walk(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the whole database was walked")
+
+    monkeypatch.setattr(client, "scan", walk)
+    expected = {f"/r/{number}": SEEN for number in range(30)} | {"/r/changed": SEEN}
+    assert await store.owned("a") == expected
+    await store.forget_owner("a")
+    assert await store.owned("a") == {}
+    assert await store.owned("b") == {"/r/other": SEEN}
+    monkeypatch.undo()
+    left = await client.keys(store.prefix + b"*")
+    assert sorted(left) == sorted([store._name("b", "/r/other"), store._index("b")])
+    assert 0 < await client.pttl(store._index("b")) <= 60_000  # (it expires with its entries)
+    await store.forget_owner("b")
+    assert await client.keys(store.prefix + b"*") == []
+    await store.aclose()
+
+
 async def test_a_store_kept_open_removes_expired_entries_from_its_file(tmp_path: Path) -> None:
     store = SqliteObservations(tmp_path / "o", max_age=0.4)
     for key in ("old", "older"):

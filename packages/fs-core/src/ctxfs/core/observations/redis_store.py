@@ -31,15 +31,16 @@ __all__ = ["RedisObservations"]
 _CONFLICT_SECONDS: Final = 10.0
 """How long an update retries while other writers keep changing its entry."""
 _BATCH: Final = 1000
-"""Keys asked for per ``SCAN`` step (its ``COUNT``), and per ``MGET`` or ``UNLINK``."""
+"""Keys asked for per ``SSCAN`` step (its ``COUNT``), and per ``MGET`` or ``UNLINK``."""
 
 
 class RedisObservations(ObservationStore):
     """Observations in a Redis server, shared by every process and host that uses it.
 
-    One Redis string per entry; every update is a ``WATCH``/``MULTI`` transaction,
-    retried on conflict, that renews the expiry (*max_age*). Point the URL at a
-    primary, not a lagging replica.
+    One Redis string per entry, and a set per owner naming its entries (its expiry
+    renewed with theirs); every update is a ``WATCH``/``MULTI`` transaction, retried on
+    conflict, that renews the expiry (*max_age*). Point the URL at a primary, not a
+    lagging replica.
 
     Args:
         url: The server (``redis://HOST:PORT/DB``, ``rediss://`` for TLS, ``unix:///SOCKET``);
@@ -71,16 +72,14 @@ class RedisObservations(ObservationStore):
             return Observation.stored(await self._client.get(self._name(owner, key)))
 
     async def owned(self, owner: str) -> dict[str, Observation]:
-        """See :meth:`ObservationStore.owned`: each ``SCAN`` step's keys read by one ``MGET``.
+        """See :meth:`ObservationStore.owned`: the owner's set walked, each step read by ``MGET``.
 
-        No index of an owner's keys is kept: ``SCAN`` walks the database (never ``KEYS``,
-        which would hold the server up). An entry that expires or is forgotten in between
-        is left out, as is a damaged one.
+        An entry that expired or was forgotten is left out, as is a damaged one.
         """
         start = len(self._name(owner, ""))
         owned: dict[str, Observation] = {}
         with self._errors():
-            async for names in self._scanned(owner):
+            async for names in self._named(owner):
                 for name, text in zip(names, await self._client.mget(names), strict=True):
                     observation = Observation.stored(text)
                     if observation is not None:
@@ -101,7 +100,7 @@ class RedisObservations(ObservationStore):
                         if observation is None:
                             pipe.delete(name)
                         else:
-                            pipe.set(name, observation.encode(), px=self._expiry)
+                            self._kept(pipe, owner, name, observation)
                         await pipe.execute()
                     except WatchError:
                         if anyio.current_time() > deadline:
@@ -113,19 +112,22 @@ class RedisObservations(ObservationStore):
                         return
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
-        """See :meth:`ObservationStore.put`: one ``SET`` (or ``DEL``)."""
+        """See :meth:`ObservationStore.put`: one ``MULTI``/``EXEC`` (or ``DEL``)."""
         name = self._name(owner, key)
         with self._errors():
             if observation is None:
                 await self._client.delete(name)
-            else:
-                await self._client.set(name, observation.encode(), px=self._expiry)
+                return
+            async with self._client.pipeline(transaction=True) as pipe:
+                self._kept(pipe, owner, name, observation)
+                await pipe.execute()
 
     async def forget_owner(self, owner: str) -> None:
-        """See :meth:`ObservationStore.forget_owner`: the owner's keys, found by ``SCAN``."""
+        """See :meth:`ObservationStore.forget_owner`: the entries its set names, then the set."""
         with self._errors():
-            async for names in self._scanned(owner):
+            async for names in self._named(owner):
                 await self._client.unlink(*names)
+            await self._client.unlink(self._index(owner))
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -136,16 +138,30 @@ class RedisObservations(ObservationStore):
         raw_owner = stored_owner(owner)
         return b"%s%d:%s%s" % (self.prefix, len(raw_owner), raw_owner, stored_bytes(key))
 
+    def _index(self, owner: str) -> bytes:
+        """The Redis set naming *owner*'s entries (no entry's name starts so)."""
+        raw_owner = stored_owner(owner)
+        return b"%sseen-by:%d:%s" % (self.prefix, len(raw_owner), raw_owner)
+
+    def _kept(self, pipe: Any, owner: str, name: bytes, observation: Observation) -> None:
+        """Queue on *pipe* (in ``MULTI``) the entry *name* set, named in *owner*'s set."""
+        index = self._index(owner)
+        pipe.set(name, observation.encode(), px=self._expiry)
+        pipe.sadd(index, name)
+        pipe.pexpire(index, self._expiry)
+
     @property
     def _expiry(self) -> int:
         """*max_age* in milliseconds (``PX``), at least one."""
         return max(1, round(self.max_age * 1000))
 
-    async def _scanned(self, owner: str) -> AsyncIterator[list[bytes]]:
-        """*owner*'s keys, found by ``SCAN`` (``COUNT`` ``_BATCH``), in batches of ``_BATCH``."""
-        pattern = _glob_escaped(self._name(owner, "")) + b"*"
+    async def _named(self, owner: str) -> AsyncIterator[list[bytes]]:
+        """The names in *owner*'s set, by ``SSCAN`` (``COUNT`` ``_BATCH``), ``_BATCH`` at a time.
+
+        An entry may be named twice, or be gone (expired, deleted).
+        """
         batch: list[bytes] = []
-        async for name in self._client.scan_iter(match=pattern, count=_BATCH):
+        async for name in self._client.sscan_iter(self._index(owner), count=_BATCH):
             batch.append(name)
             if len(batch) >= _BATCH:
                 yield batch
@@ -171,8 +187,3 @@ class RedisObservations(ObservationStore):
 
 
 _INSTEAD: Final = "sqlite:/// observations"
-
-
-def _glob_escaped(name: bytes) -> bytes:
-    """*name* matched literally by a Redis ``MATCH`` pattern."""
-    return bytes(b for byte in name for b in ((92, byte) if byte in b"*?[]\\^-" else (byte,)))
