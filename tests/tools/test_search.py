@@ -423,6 +423,25 @@ async def test_ignore_files_and_hidden_names_follow_ripgreps_defaults(
     assert hidden.structured["paths"] == [".hidden/h.txt", "sub/local.txt", "sub/top.txt"]
 
 
+async def test_rgignore_overrides_ignore_as_in_ripgrep(
+    tools: FsToolset, ctx: Context, seed: Seed, engine: str
+) -> None:
+    for path, data in {
+        ".gitignore": b"c.txt\n",
+        ".ignore": b"a.txt\n!c.txt\n",
+        ".rgignore": b"!a.txt\nb.txt\n",
+        "a.txt": b"needle\n",
+        "b.txt": b"needle\n",
+        "c.txt": b"needle\n",
+        "d.txt": b"needle\n",
+    }.items():
+        await seed(path, data)
+    found = await run(tools, ctx, "grep", pattern="needle", output_mode="files_with_matches")
+    assert [item["path"] for item in found.structured["files"]] == ["a.txt", "c.txt", "d.txt"]
+    globbed = await run(tools, ctx, "glob", pattern="*.txt")
+    assert globbed.structured["paths"] == ["a.txt", "c.txt", "d.txt"]
+
+
 async def test_an_oversized_ignore_file_gives_no_rules(
     tools: FsToolset, ctx: Context, seed: Seed, engine: str
 ) -> None:

@@ -8,9 +8,10 @@ walk stops, saying so, after a bounded number of entries.
 
 What a walk leaves out follows ripgrep's defaults: hidden names (starting with ``.``) unless asked
 for; directories named in ``ToolsetOptions.ignore``; and, unless asked to include ignored files,
-what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude. Each ignore file applies, in
-git's syntax, to its directory and below; a deeper file overrides a shallower one, and in one
-directory ``.ignore`` overrides ``.gitignore``, which overrides the exclude file. ``.gitignore``
+what ``.gitignore``, ``.ignore``, ``.rgignore`` and ``.git/info/exclude`` exclude. Each ignore file
+applies, in git's syntax, to its directory and below; a deeper file overrides a shallower one, and
+in one directory ``.rgignore`` overrides ``.ignore``, which overrides ``.gitignore``, which
+overrides the exclude file. ``.gitignore``
 counts outside a git repository too (ripgrep's ``--no-require-git``). A directory left out is not
 entered.
 """
@@ -63,7 +64,7 @@ IGNORE_FILE_MAX_CHARS = 1 << 20
 """The largest ignore file read (in characters); a larger one gives no rules."""
 
 
-IGNORE_FILES: tuple[str, ...] = (".gitignore", ".ignore")
+IGNORE_FILES: tuple[str, ...] = (".gitignore", ".ignore", ".rgignore")
 """The ignore files read in each directory, weakest first."""
 EXCLUDE: str = ".git/info/exclude"
 """The repository's own ignore file, read at the top of a walk."""

@@ -22,7 +22,7 @@ class FileSearch:
     hidden: bool = False
     """Include names starting with ``.``."""
     ignored: bool = False
-    """Include what ``.gitignore``, ``.ignore`` and ``.git/info/exclude`` exclude."""
+    """Include what ``.gitignore``, ``.ignore``, ``.rgignore`` and ``.git/info/exclude`` exclude."""
     skip_dirs: frozenset[str] = frozenset()
     """Directory names never entered."""
     names: tuple[str, ...] | None = None
