@@ -63,8 +63,12 @@ def test_refused_paths(given: str, code: ErrorCode) -> None:
 
 
 def test_a_deep_path_is_bounded_by_the_byte_limit() -> None:
-    with pytest.raises(InvalidPath):
+    with pytest.raises(InvalidPath) as caught:
         normalize_path("/".join(["a"] * (MAX_PATH_BYTES // 2 + 1)))
+    assert caught.value.hint == f"Use a path of at most {MAX_PATH_BYTES} bytes (UTF-8)."
+    with pytest.raises(InvalidPath) as caught:
+        normalize_path("😀" * 64)
+    assert "at most 255 bytes" in caught.value.hint  # (not the default: the path is relative)
     assert normalize_path("/".join(["a"] * (MAX_PATH_BYTES // 2))).count("/") == 2047
 
 

@@ -77,7 +77,9 @@ def _normalize(path: str, file: bool) -> str:
     for segment in segments:
         if len(segment.encode(errors="surrogateescape")) > MAX_NAME_BYTES:
             raise InvalidPath(
-                f"a segment of {path!r} is longer than {MAX_NAME_BYTES} bytes", path=path
+                f"a segment of {path!r} is longer than {MAX_NAME_BYTES} bytes",
+                path=path,
+                hint=f"Use names of at most {MAX_NAME_BYTES} bytes (UTF-8) between the slashes.",
             )
         if is_reserved(segment):
             raise InvalidPath(
@@ -137,7 +139,11 @@ def _check_characters(path: str) -> None:
     except UnicodeEncodeError:
         raise InvalidPath("the path is not valid Unicode (lone surrogate)", path=path) from None
     if size > MAX_PATH_BYTES:
-        raise InvalidPath(f"the path is longer than {MAX_PATH_BYTES} bytes", path=path[:200])
+        raise InvalidPath(
+            f"the path is longer than {MAX_PATH_BYTES} bytes",
+            path=path[:200],
+            hint=f"Use a path of at most {MAX_PATH_BYTES} bytes (UTF-8).",
+        )
     if _CONTROL.search(path):
         raise InvalidPath(f"the path {path!r} holds a NUL or another control character", path=path)
     if "\\" in path:
