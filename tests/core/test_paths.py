@@ -69,6 +69,9 @@ def test_a_deep_path_is_bounded_by_the_byte_limit() -> None:
     with pytest.raises(InvalidPath) as caught:
         normalize_path("😀" * 64)
     assert "at most 255 bytes" in caught.value.hint  # (not the default: the path is relative)
+    with pytest.raises(InvalidPath) as caught:
+        normalize_path("a\x00b")
+    assert "without control characters" in caught.value.hint
     assert normalize_path("/".join(["a"] * (MAX_PATH_BYTES // 2))).count("/") == 2047
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfs.core import Context, ErrorCode, Fs, FsError, MemoryBackend
+from ctxfs.core import Context, ErrorCode, Fs, FsError, InvalidPath, MemoryBackend
 from ctxfs.core.policies import CheckOuts, LeaseBook
 from ctxfs.local import TEMP_PREFIX, LocalBackend
 from tests.local.conftest import SECRET, Layout, MakeFs
@@ -182,6 +182,15 @@ async def test_13_14_tilde_and_percent_are_literal_names(ctx: Context, layout: L
     await ctx.fs.write("%2e%2e/secret", "literal\n")
     assert (layout.root / "%2e%2e" / "secret").read_bytes() == b"literal\n"
     assert layout.secret.read_bytes() == SECRET
+
+
+async def test_28_a_link_loop_is_refused_with_a_hint_to_avoid_it(
+    ctx: Context, layout: Layout
+) -> None:
+    links(link("loopa", "loopb"), link("loopb", "loopa"))(layout)
+    with pytest.raises(InvalidPath) as caught:
+        await ctx.fs.read("loopa")
+    assert caught.value.hint == "Use a path that reaches the file without these links."
 
 
 async def test_20_a_255_byte_component_is_fine(ctx: Context) -> None:

@@ -145,7 +145,11 @@ def _check_characters(path: str) -> None:
             hint=f"Use a path of at most {MAX_PATH_BYTES} bytes (UTF-8).",
         )
     if _CONTROL.search(path):
-        raise InvalidPath(f"the path {path!r} holds a NUL or another control character", path=path)
+        raise InvalidPath(
+            f"the path {path!r} holds a NUL or another control character",
+            path=path,
+            hint="Give the path without control characters (a name holding one cannot be used).",
+        )
     if "\\" in path:
         raise InvalidPath(f"the path {path!r} holds a backslash; use '/' separators", path=path)
     if "://" in path or _DRIVE.match(path):

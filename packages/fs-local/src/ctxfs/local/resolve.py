@@ -223,5 +223,9 @@ def _refusal(error: OSError, path: str, *, follow_symlinks: bool) -> FsError:
                 path=path,
                 hint="Use the path of the link's target instead.",
             )
-        return InvalidPath(f"{path}: symbolic links loop or nest too deeply", path=path)
+        return InvalidPath(
+            f"{path}: symbolic links loop or nest too deeply",
+            path=path,
+            hint="Use a path that reaches the file without these links.",
+        )
     return translate(error, path)
