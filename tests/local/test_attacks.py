@@ -193,6 +193,24 @@ async def test_28_a_link_loop_is_refused_with_a_hint_to_avoid_it(
     assert caught.value.hint == "Use a path that reaches the file without these links."
 
 
+async def test_a_path_too_long_for_the_kernel_is_refused_with_a_hint(
+    ctx: Context, layout: Layout
+) -> None:
+    longest = ("x" * 200 + "/") * 20 + "y" * 75  # 4,095 bytes: PATH_MAX less its NUL
+    with pytest.raises(InvalidPath) as caught:
+        await ctx.fs.write(longest + "y", "never\n")
+    assert caught.value.hint == "Use a path of at most 4095 bytes (UTF-8)."
+    for path in (longest, "x/" * ((4096 - len(str(layout.root))) // 2) + "f"):
+        # beneath the root, the kernel cannot tell the file's absolute path: not unavailable
+        with pytest.raises(InvalidPath) as caught:
+            await ctx.fs.write(path, "never\n")
+        assert caught.value.hint == "Use a shorter path: the file system refuses one this long."
+    assert not (layout.root / "x").exists()
+    fits = "x/" * ((4093 - len(str(layout.root))) // 2)  # (at most its limit: fine)
+    await ctx.fs.write(fits + "f", "fits\n")
+    assert (await ctx.fs.read(fits + "f")).text == "fits\n"
+
+
 async def test_20_a_255_byte_component_is_fine(ctx: Context) -> None:
     name = "é" * 127 + "x"  # 255 bytes
     await ctx.fs.write(name, "ok\n")

@@ -42,13 +42,21 @@ from ctxfs.core.backend import (
 )
 from ctxfs.core.extras import require
 from ctxfs.core.locks import KeyedLocks, acquire_with_backoff
-from ctxfs.core.paths import MAX_NAME_BYTES, RESERVED_PREFIX, check_path, is_reserved, join_path
+from ctxfs.core.paths import (
+    MAX_NAME_BYTES,
+    MAX_PATH_BYTES,
+    RESERVED_PREFIX,
+    check_path,
+    is_reserved,
+    join_path,
+)
 from ctxfs.core.versions import ABSENT, Absent, ContentHasher, Expect, Version, content_version
 
 __all__ = [
     "ABSENT",
     "DEFAULT_CHUNK_SIZE",
     "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
     "RESERVED_PREFIX",
     "Absent",
     "Backend",

@@ -29,8 +29,8 @@ __all__ = [
 RESERVED_PREFIX: Final = ".ctxfs-"
 """Names starting with this are the backends' own (temporary files, lock files, probes),
 never a caller's: refused in every path, hidden from every listing, on every backend."""
-MAX_PATH_BYTES: Final = 4096
-"""Longest accepted path, in UTF-8 bytes (Linux ``PATH_MAX``)."""
+MAX_PATH_BYTES: Final = 4095
+"""Longest accepted path, in UTF-8 bytes (Linux ``PATH_MAX``, less its terminating NUL)."""
 MAX_NAME_BYTES: Final = 255
 """Longest accepted path segment, in UTF-8 bytes (``NAME_MAX``)."""
 

@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from typing import Final
 
-from ctxfs.core import Denied, FsError, InvalidPath, OutsideRoot, Unavailable
+from ctxfs.core import Denied, FsError, OutsideRoot, Unavailable
 from ctxfs.local.oserrors import translate, translated
 
 __all__ = ["Openat2Resolver", "Resolver", "WalkResolver", "choose_resolver"]
@@ -216,16 +216,10 @@ def choose_resolver(root_fd: int, preference: str) -> Resolver:
 
 
 def _refusal(error: OSError, path: str, *, follow_symlinks: bool) -> FsError:
-    if error.errno == errno.ELOOP:
-        if not follow_symlinks:
-            return Denied(
-                f"{path} goes through a symbolic link, and this workspace does not follow them",
-                path=path,
-                hint="Use the path of the link's target instead.",
-            )
-        return InvalidPath(
-            f"{path}: symbolic links loop or nest too deeply",
+    if error.errno == errno.ELOOP and not follow_symlinks:
+        return Denied(
+            f"{path} goes through a symbolic link, and this workspace does not follow them",
             path=path,
-            hint="Use a path that reaches the file without these links.",
+            hint="Use the path of the link's target instead.",
         )
     return translate(error, path)

@@ -9,6 +9,7 @@ to. During a call core authorized, it opens a path only where core judged it to 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typing import Final
 
 from ctxfs.core import Denied, FsError, IsADirectory, NotARegularFile, NotFound, Unavailable
 from ctxfs.core.kit import (
+    MAX_PATH_BYTES,
     FileKind,
     Location,
     Stat,
@@ -130,7 +132,7 @@ class RootDirectory:
         judged = authorized_location(self.backend, path)
         if judged is None:
             return
-        real = self.real(fd)
+        real = self.real(fd, path)
         if name is None and real != judged.resolved:
             raise relocated(path)
         if name is not None and join_path(real, name) != judged.resolved:
@@ -219,6 +221,10 @@ class RootDirectory:
 
         The key is the absolute path that gives, the same for every spelling and
         every root above the file, before and after a create makes its parents.
+
+        Raises:
+            InvalidPath: That absolute path is longer than ``PATH_MAX`` holds.
+
         """
         parts = path.split("/") if path else []
         for depth in range(len(parts), -1, -1):
@@ -227,25 +233,30 @@ class RootDirectory:
             except NotFound:
                 continue
             try:
-                real = self.real(fd)
+                real = self.real(fd, path)
             finally:
                 os.close(fd)
             rest = "/".join(parts[depth:])
             resolved = join_path(real, rest) if rest else real
             key = os.path.join(self.text, resolved) if resolved else self.text
+            if len(os.fsencode(key)) > MAX_PATH_BYTES:  # (the kernel could not tell it back)
+                raise translate(OSError(errno.ENAMETOOLONG, "File name too long"), path)
             return Location(resolved=resolved, key=key)
         raise AssertionError("unreachable: the root always opens")  # pragma: no cover
 
-    def real(self, fd: int) -> str:
-        """The root-relative path of what is open at *fd* (what the kernel resolved).
+    def real(self, fd: int, path: str) -> str:
+        """The root-relative path of what is open at *fd*, for *path* (what the kernel resolved).
 
         Raises:
+            InvalidPath: Its absolute path is longer than the kernel can tell (``PATH_MAX``).
             Unavailable: There is no ``/proc`` to ask, or the root has moved since opened.
 
         """
         try:
             where = os.readlink(f"/proc/self/fd/{fd}")
         except OSError as error:
+            if error.errno == errno.ENAMETOOLONG:
+                raise translate(error, path) from error
             raise Unavailable(
                 f"cannot tell what a path resolves to without /proc ({error.strerror})",
                 retryable=False,
