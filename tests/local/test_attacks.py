@@ -200,15 +200,24 @@ async def test_a_path_too_long_for_the_kernel_is_refused_with_a_hint(
     with pytest.raises(InvalidPath) as caught:
         await ctx.fs.write(longest + "y", "never\n")
     assert caught.value.hint == "Use a path of at most 4095 bytes (UTF-8)."
-    for path in (longest, "x/" * ((4096 - len(str(layout.root))) // 2) + "f"):
+    for path in (longest, _path_of(4096 - len(str(layout.root)))):
         # beneath the root, the kernel cannot tell the file's absolute path: not unavailable
         with pytest.raises(InvalidPath) as caught:
             await ctx.fs.write(path, "never\n")
         assert caught.value.hint == "Use a shorter path: the file system refuses one this long."
-    assert not (layout.root / "x").exists()
-    fits = "x/" * ((4093 - len(str(layout.root))) // 2)  # (at most its limit: fine)
-    await ctx.fs.write(fits + "f", "fits\n")
-    assert (await ctx.fs.read(fits + "f")).text == "fits\n"
+    assert not (layout.root / ("x" * 200)).exists()
+    fits = _path_of(4094 - len(str(layout.root)))  # (its absolute path just fits)
+    await ctx.fs.write(fits, "fits\n")
+    assert (await ctx.fs.read(fits)).text == "fits\n"
+
+
+def _path_of(size: int) -> str:
+    """A path of *size* bytes, in names of 200 bytes or fewer."""
+    names, left = [], size
+    while left > 201:
+        names.append("x" * 200)
+        left -= 201
+    return "/".join([*names, "y" * left])
 
 
 async def test_20_a_255_byte_component_is_fine(ctx: Context) -> None:

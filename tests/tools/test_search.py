@@ -442,6 +442,39 @@ async def test_rgignore_overrides_ignore_as_in_ripgrep(
     assert globbed.structured["paths"] == ["a.txt", "c.txt", "d.txt"]
 
 
+KINDS_OF_IGNORE_FILE = {  # (each seen from ripgrep itself; the walk must agree)
+    "a shallow .rgignore over a deeper .gitignore": (
+        {".rgignore": b"x.txt\n", "sub/.gitignore": b"!x.txt\n"},
+        ["sub/y.txt"],
+    ),
+    "a shallow .rgignore over a deeper .ignore": (
+        {".rgignore": b"x.txt\n", "sub/.ignore": b"!x.txt\n"},
+        ["sub/y.txt"],
+    ),
+    "a shallow .rgignore's negation over a deeper .ignore": (
+        {".gitignore": b"*.txt\n", ".rgignore": b"!x.txt\n", "sub/.ignore": b"x.txt\n"},
+        ["sub/x.txt"],
+    ),
+    "a deeper .gitignore over a shallower one": (
+        {".gitignore": b"x.txt\n", "sub/.gitignore": b"!x.txt\n"},
+        ["sub/x.txt", "sub/y.txt"],
+    ),
+}
+
+
+@pytest.mark.parametrize("tree", list(KINDS_OF_IGNORE_FILE))
+async def test_the_kind_of_ignore_file_decides_before_its_depth(
+    tools: FsToolset, ctx: Context, seed: Seed, engine: str, tree: str
+) -> None:
+    files, kept = KINDS_OF_IGNORE_FILE[tree]
+    for path, data in {**files, "sub/x.txt": b"needle\n", "sub/y.txt": b"needle\n"}.items():
+        await seed(path, data)
+    globbed = await run(tools, ctx, "glob", pattern="**/*.txt")
+    assert globbed.structured["paths"] == kept
+    found = await run(tools, ctx, "grep", pattern="needle", output_mode="files_with_matches")
+    assert [item["path"] for item in found.structured["files"]] == kept
+
+
 async def test_an_oversized_ignore_file_gives_no_rules(
     tools: FsToolset, ctx: Context, seed: Seed, engine: str
 ) -> None:

@@ -9,9 +9,10 @@ walk stops, saying so, after a bounded number of entries.
 What a walk leaves out follows ripgrep's defaults: hidden names (starting with ``.``) unless asked
 for; directories named in ``ToolsetOptions.ignore``; and, unless asked to include ignored files,
 what ``.gitignore``, ``.ignore``, ``.rgignore`` and ``.git/info/exclude`` exclude. Each ignore file
-applies, in git's syntax, to its directory and below; a deeper file overrides a shallower one, and
-in one directory ``.rgignore`` overrides ``.ignore``, which overrides ``.gitignore``, which
-overrides the exclude file. ``.gitignore``
+applies, in git's syntax, to its directory and below. As in ripgrep, the kind of file decides
+first: a rule of any ``.rgignore`` that matches overrides those of every ``.ignore``, which
+override those of every ``.gitignore``, which override the exclude file's; among files of one
+kind, the deeper decides. ``.gitignore``
 counts outside a git repository too (ripgrep's ``--no-require-git``). A directory left out is not
 entered.
 """
@@ -64,10 +65,10 @@ IGNORE_FILE_MAX_CHARS = 1 << 20
 """The largest ignore file read (in characters); a larger one gives no rules."""
 
 
-IGNORE_FILES: tuple[str, ...] = (".gitignore", ".ignore", ".rgignore")
-"""The ignore files read in each directory, weakest first."""
 EXCLUDE: str = ".git/info/exclude"
 """The repository's own ignore file, read at the top of a walk."""
+IGNORE_FILES: tuple[str, ...] = (EXCLUDE, ".gitignore", ".ignore", ".rgignore")
+"""The kinds of ignore file, weakest first; all but the first are read in each directory."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,28 +98,34 @@ class WalkFilter:
 
 @dataclass(frozen=True)
 class IgnoreRules:
-    """The ignore files that apply in one directory, each with the directory it sits in."""
+    """The ignore files that apply in one directory, each with its kind and its directory."""
 
-    specs: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()
-    """(directory, rules), weakest first."""
+    specs: tuple[tuple[int, str, pathspec.GitIgnoreSpec], ...] = ()
+    """(kind: its index in :data:`IGNORE_FILES`, directory, rules), shallowest first."""
 
-    def adding(self, directory: str, texts: list[str]) -> IgnoreRules:
-        """These rules, then those of *texts* (ignore files of *directory*, weakest first)."""
+    def adding(self, directory: str, texts: list[tuple[int, str]]) -> IgnoreRules:
+        """These rules, then those of *texts* (the ignore files of *directory*, by kind)."""
         import pathspec  # noqa: PLC0415 - loaded by the first ignore file read
 
         added = [
-            (directory, pathspec.GitIgnoreSpec.from_lines(text.splitlines())) for text in texts
+            (kind, directory, pathspec.GitIgnoreSpec.from_lines(text.splitlines()))
+            for kind, text in texts
         ]
         return IgnoreRules(self.specs + tuple(added)) if added else self
 
     def excludes(self, path: str, *, directory: bool) -> bool:
-        """Whether the strongest rule that matches *path* excludes it (a negation includes)."""
-        for base, spec in reversed(self.specs):
-            relative = relative_to(path, base)
-            verdict = spec.check_file(relative + "/" if directory else relative).include
-            if verdict is not None:
-                return verdict
-        return False
+        """Whether the strongest rule that matches *path* excludes it (a negation includes).
+
+        The strongest kind of file with a matching rule decides; within it, the deepest file.
+        """
+        verdicts: dict[int, bool] = {}
+        for kind, base, spec in reversed(self.specs):
+            if kind not in verdicts:
+                relative = relative_to(path, base)
+                verdict = spec.check_file(relative + "/" if directory else relative).include
+                if verdict is not None:
+                    verdicts[kind] = verdict
+        return verdicts[max(verdicts)] if verdicts else False
 
 
 @dataclass
@@ -263,17 +270,18 @@ async def all_lines(ctx: Context, path: str, *, max_chars: int) -> list[str]:
     return lines
 
 
-async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[str]:
-    """The texts of the ignore files among *entries*, weakest first (unreadable ones: none)."""
+async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[tuple[int, str]]:
+    """The ignore files among *entries*, each with its kind (unreadable ones: none)."""
     names = {entry.name: entry for entry in entries}
-    wanted = [names[name].path for name in IGNORE_FILES if name in names]
+    wanted = [(kind, names[name].path) for kind, name in enumerate(IGNORE_FILES) if name in names]
     git = names.get(".git")
     if top and git is not None and git.kind is FileKind.DIRECTORY:
-        wanted.insert(0, f"{git.path}/{EXCLUDE.removeprefix('.git/')}")
+        wanted.insert(0, (0, f"{git.path}/{EXCLUDE.removeprefix('.git/')}"))
     texts = []
-    for path in wanted:
+    for kind, path in wanted:
         try:
-            texts.append("\n".join(await all_lines(ctx, path, max_chars=IGNORE_FILE_MAX_CHARS)))
+            lines = await all_lines(ctx, path, max_chars=IGNORE_FILE_MAX_CHARS)
         except FsError:
             continue  # missing (exclude), binary, too large, refused: no rules from it
+        texts.append((kind, "\n".join(lines)))
     return texts
