@@ -380,6 +380,50 @@ async def test_redis_finds_an_owners_entries_without_walking_the_database(
     await store.aclose()
 
 
+async def test_redis_sets_name_only_the_entries_still_there(redis_url: str) -> None:
+    store = open_observations(redis_url + "&max_age=0.3")
+    assert isinstance(store, RedisObservations)
+    client, index = store._client, store._index("a")
+    for number in range(100):
+        await store.put("a", f"/r/{number}", SEEN)
+    for number in range(100):
+        await (store.put if number % 2 else store.update)(
+            "a", f"/r/{number}", *([None] if number % 2 else [lambda _: None])
+        )
+    await store.put("a", "/r/old", SEEN)
+    assert await client.zcard(index) == 1
+    await anyio.sleep(0.4)  # /r/old expires
+    await store.put("a", "/r/new", SEEN)
+    assert await client.zrange(index, 0, -1) == [store._name("a", "/r/new")]
+    assert await store.owned("a") == {"/r/new": SEEN}
+    await store.forget_owner("a")
+    await store.aclose()
+
+
+async def test_redis_an_entry_written_while_its_owner_is_forgotten_stays_findable(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, other = open_observations(redis_url), open_observations(redis_url)
+    assert isinstance(store, RedisObservations)
+    await store.put("a", "/r/seen", SEEN)
+    client, unlink = store._client, store._client.unlink
+
+    async def late_write_then_unlink(*names: bytes) -> object:
+        monkeypatch.undo()
+        await other.put("a", "/r/late", SEEN)  # another process, between the steps
+        return await unlink(*names)
+
+    monkeypatch.setattr(client, "unlink", late_write_then_unlink)
+    await store.forget_owner("a")
+    assert await store.get("a", "/r/seen") is None
+    assert await store.owned("a") == {"/r/late": SEEN}  # not left where nothing finds it
+    await store.forget_owner("a")
+    assert await store.get("a", "/r/late") is None
+    assert await client.keys(store.prefix + b"*") == []
+    await store.aclose()
+    await other.aclose()
+
+
 async def test_a_store_kept_open_removes_expired_entries_from_its_file(tmp_path: Path) -> None:
     store = SqliteObservations(tmp_path / "o", max_age=0.4)
     for key in ("old", "older"):

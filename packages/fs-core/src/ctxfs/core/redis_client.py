@@ -15,7 +15,7 @@ from ctxfs.core.errors import InvalidArgument, Unavailable
 try:
     import redis.asyncio as aioredis
     from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import RedisError, WatchError
+    from redis.exceptions import RedisError, ResponseError, WatchError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as missing:  # pragma: no cover - the extra is part of the dev environment
     raise InvalidArgument(
@@ -23,7 +23,7 @@ except ImportError as missing:  # pragma: no cover - the extra is part of the de
         hint="Install ctxfs-core[redis] (or the redis package).",
     ) from missing
 
-__all__ = ["LoopClients", "RedisError", "WatchError", "unavailable"]
+__all__ = ["LoopClients", "RedisError", "ResponseError", "WatchError", "unavailable"]
 
 
 class LoopClients:

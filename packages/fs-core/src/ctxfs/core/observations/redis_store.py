@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
@@ -22,6 +24,7 @@ from ctxfs.core.observations.base import (
 from ctxfs.core.redis_client import (
     LoopClients,
     RedisError,
+    ResponseError,
     WatchError,
     unavailable,
 )
@@ -31,16 +34,17 @@ __all__ = ["RedisObservations"]
 _CONFLICT_SECONDS: Final = 10.0
 """How long an update retries while other writers keep changing its entry."""
 _BATCH: Final = 1000
-"""Keys asked for per ``SSCAN`` step (its ``COUNT``), and per ``MGET`` or ``UNLINK``."""
+"""Keys asked for per ``ZSCAN`` step (its ``COUNT``), and per ``MGET`` or ``UNLINK``."""
 
 
 class RedisObservations(ObservationStore):
     """Observations in a Redis server, shared by every process and host that uses it.
 
-    One Redis string per entry, and a set per owner naming its entries (its expiry
-    renewed with theirs); every update is a ``WATCH``/``MULTI`` transaction, retried on
-    conflict, that renews the expiry (*max_age*). Point the URL at a primary, not a
-    lagging replica.
+    One Redis string per entry, and a sorted set per owner naming its entries, each
+    scored by when it expires; every update is a ``WATCH``/``MULTI`` transaction,
+    retried on conflict, that renews the expiry (*max_age*) and the entry's score, and
+    drops the names expired from the set. Point the URL at a primary, not a lagging
+    replica.
 
     Args:
         url: The server (``redis://HOST:PORT/DB``, ``rediss://`` for TLS, ``unix:///SOCKET``);
@@ -79,7 +83,7 @@ class RedisObservations(ObservationStore):
         start = len(self._name(owner, ""))
         owned: dict[str, Observation] = {}
         with self._errors():
-            async for names in self._named(owner):
+            async for names in self._named(self._index(owner), since=_now_ms()):
                 for name, text in zip(names, await self._client.mget(names), strict=True):
                     observation = Observation.stored(text)
                     if observation is not None:
@@ -98,7 +102,7 @@ class RedisObservations(ObservationStore):
                         observation = change(Observation.stored(await pipe.get(name)))
                         pipe.multi()
                         if observation is None:
-                            pipe.delete(name)
+                            self._removed(pipe, owner, name)
                         else:
                             self._kept(pipe, owner, name, observation)
                         await pipe.execute()
@@ -115,19 +119,27 @@ class RedisObservations(ObservationStore):
         """See :meth:`ObservationStore.put`: one ``MULTI``/``EXEC`` (or ``DEL``)."""
         name = self._name(owner, key)
         with self._errors():
-            if observation is None:
-                await self._client.delete(name)
-                return
             async with self._client.pipeline(transaction=True) as pipe:
-                self._kept(pipe, owner, name, observation)
+                if observation is None:
+                    self._removed(pipe, owner, name)
+                else:
+                    self._kept(pipe, owner, name, observation)
                 await pipe.execute()
 
     async def forget_owner(self, owner: str) -> None:
-        """See :meth:`ObservationStore.forget_owner`: the entries its set names, then the set."""
+        """See :meth:`ObservationStore.forget_owner`: its set renamed, then what it names.
+
+        An entry written meanwhile goes to a new set: it is kept, and found.
+        """
+        forgotten = self.prefix + b"forgetting:" + uuid.uuid4().hex.encode()
         with self._errors():
-            async for names in self._named(owner):
+            try:
+                await self._client.rename(self._index(owner), forgotten)
+            except ResponseError:  # no such key: nothing seen, or all of it expired
+                return
+            async for names in self._named(forgotten):
                 await self._client.unlink(*names)
-            await self._client.unlink(self._index(owner))
+            await self._client.unlink(forgotten)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -139,29 +151,37 @@ class RedisObservations(ObservationStore):
         return b"%s%d:%s%s" % (self.prefix, len(raw_owner), raw_owner, stored_bytes(key))
 
     def _index(self, owner: str) -> bytes:
-        """The Redis set naming *owner*'s entries (no entry's name starts so)."""
+        """The sorted set naming *owner*'s entries by expiry (no entry's name starts so)."""
         raw_owner = stored_owner(owner)
         return b"%sseen-by:%d:%s" % (self.prefix, len(raw_owner), raw_owner)
 
     def _kept(self, pipe: Any, owner: str, name: bytes, observation: Observation) -> None:
-        """Queue on *pipe* (in ``MULTI``) the entry *name* set, named in *owner*'s set."""
-        index = self._index(owner)
+        """Queue on *pipe* (in ``MULTI``) the entry *name* set, and scored in *owner*'s set."""
+        index, now = self._index(owner), _now_ms()
         pipe.set(name, observation.encode(), px=self._expiry)
-        pipe.sadd(index, name)
+        pipe.zadd(index, {name: now + self._expiry})
+        pipe.zremrangebyscore(index, "-inf", now)
         pipe.pexpire(index, self._expiry)
+
+    def _removed(self, pipe: Any, owner: str, name: bytes) -> None:
+        """Queue on *pipe* (in ``MULTI``) the entry *name* deleted, and out of *owner*'s set."""
+        pipe.delete(name)
+        pipe.zrem(self._index(owner), name)
 
     @property
     def _expiry(self) -> int:
         """*max_age* in milliseconds (``PX``), at least one."""
         return max(1, round(self.max_age * 1000))
 
-    async def _named(self, owner: str) -> AsyncIterator[list[bytes]]:
-        """The names in *owner*'s set, by ``SSCAN`` (``COUNT`` ``_BATCH``), ``_BATCH`` at a time.
+    async def _named(self, index: bytes, *, since: float = 0) -> AsyncIterator[list[bytes]]:
+        """The names in the sorted set *index* scored above *since*, by ``ZSCAN``, in batches.
 
-        An entry may be named twice, or be gone (expired, deleted).
+        A name may come twice, and its entry be gone (deleted by another process).
         """
         batch: list[bytes] = []
-        async for name in self._client.sscan_iter(self._index(owner), count=_BATCH):
+        async for name, expires in self._client.zscan_iter(index, count=_BATCH):
+            if expires <= since:
+                continue
             batch.append(name)
             if len(batch) >= _BATCH:
                 yield batch
@@ -187,3 +207,8 @@ class RedisObservations(ObservationStore):
 
 
 _INSTEAD: Final = "sqlite:/// observations"
+
+
+def _now_ms() -> int:
+    """The clock of the sets' scores, in milliseconds (entries expire by Redis's own)."""
+    return int(time.time() * 1000)
