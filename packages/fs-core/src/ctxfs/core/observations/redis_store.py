@@ -116,7 +116,7 @@ class RedisObservations(ObservationStore):
                         return
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
-        """See :meth:`ObservationStore.put`: one ``MULTI``/``EXEC`` (or ``DEL``)."""
+        """See :meth:`ObservationStore.put`: one ``MULTI``/``EXEC``."""
         name = self._name(owner, key)
         with self._errors():
             async with self._client.pipeline(transaction=True) as pipe:
