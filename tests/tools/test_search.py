@@ -475,41 +475,6 @@ async def test_the_kind_of_ignore_file_decides_before_its_depth(
     assert [item["path"] for item in found.structured["files"]] == kept
 
 
-RULES_ABOVE = {  # a search of sub/ (each seen from ripgrep itself; the walk must agree)
-    "rules matching whole paths below": (
-        {".gitignore": b"*.log\nbuild/\n/top.txt\n"},
-        ["sub/a.txt", "sub/top.txt"],
-    ),
-    "a rule matching the searched directory itself": ({".gitignore": b"sub/\n"}, None),
-    "a rule naming all inside it": ({".gitignore": b"sub/**\n"}, []),
-    "a deeper kind's rule, and a stronger kind above": (
-        {".rgignore": b"!x.log\n", "sub/.gitignore": b"*.log\n*.txt\n"},
-        ["sub/x.log"],
-    ),
-    "the repository's exclude file": (
-        {".git/info/exclude": b"a.txt\n", ".git/HEAD": b"ref\n"},
-        ["sub/build/b.txt", "sub/top.txt", "sub/x.log"],
-    ),
-}
-
-
-@pytest.mark.parametrize("tree", list(RULES_ABOVE))
-async def test_a_search_below_the_root_applies_the_ignore_files_above_as_ripgrep(
-    tools: FsToolset, ctx: Context, seed: Seed, engine: str, tree: str
-) -> None:
-    files, kept = RULES_ABOVE[tree]
-    below = ["sub/a.txt", "sub/build/b.txt", "sub/top.txt", "sub/x.log"]
-    for path, data in {**files, **dict.fromkeys(below, b"needle\n")}.items():
-        await seed(path, data)
-    expected = below if kept is None else kept
-    found = await run(
-        tools, ctx, "grep", pattern="needle", output_mode="files_with_matches", path="sub"
-    )
-    assert [item["path"] for item in found.structured.get("files", [])] == expected
-    globbed = await run(tools, ctx, "glob", pattern="**/*", path="sub")
-    assert globbed.structured["paths"] == expected
-
-
 async def test_an_oversized_ignore_file_gives_no_rules(
     tools: FsToolset, ctx: Context, seed: Seed, engine: str
 ) -> None:

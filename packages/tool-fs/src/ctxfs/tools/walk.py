@@ -12,9 +12,7 @@ what ``.gitignore``, ``.ignore``, ``.rgignore`` and ``.git/info/exclude`` exclud
 applies, in git's syntax, to its directory and below. As in ripgrep, the kind of file decides
 first: a rule of any ``.rgignore`` that matches overrides those of every ``.ignore``, which
 override those of every ``.gitignore``, which override the exclude file's; among files of one
-kind, the deeper decides. A walk below the root applies the ignore files of the directories
-above it too, as ripgrep does: each of their rules must match an entry's whole path (or name all
-inside a directory, ``dir/**``), never the walk's own directory or one above it. ``.gitignore``
+kind, the deeper decides. ``.gitignore``
 counts outside a git repository too (ripgrep's ``--no-require-git``). A directory left out is not
 entered.
 """
@@ -36,7 +34,6 @@ from ctxfs.core import (
     Listing,
     Stat,
     TooLarge,
-    join_path,
     normalize_path,
     relative_to,
 )
@@ -105,8 +102,6 @@ class IgnoreRules:
 
     specs: tuple[tuple[int, str, pathspec.GitIgnoreSpec], ...] = ()
     """(kind: its index in :data:`IGNORE_FILES`, directory, rules), shallowest first."""
-    above: int = 0
-    """How many of :attr:`specs` come from above the walk's start (whole paths only)."""
 
     def adding(self, directory: str, texts: list[tuple[int, str]]) -> IgnoreRules:
         """These rules, then those of *texts* (the ignore files of *directory*, by kind)."""
@@ -116,7 +111,7 @@ class IgnoreRules:
             (kind, directory, pathspec.GitIgnoreSpec.from_lines(text.splitlines()))
             for kind, text in texts
         ]
-        return IgnoreRules(self.specs + tuple(added), self.above) if added else self
+        return IgnoreRules(self.specs + tuple(added)) if added else self
 
     def excludes(self, path: str, *, directory: bool) -> bool:
         """Whether the strongest rule that matches *path* excludes it (a negation includes).
@@ -124,32 +119,13 @@ class IgnoreRules:
         The strongest kind of file with a matching rule decides; within it, the deepest file.
         """
         verdicts: dict[int, bool] = {}
-        for index in range(len(self.specs) - 1, -1, -1):
-            kind, base, spec = self.specs[index]
+        for kind, base, spec in reversed(self.specs):
             if kind not in verdicts:
-                relative = relative_to(path, base) + ("/" if directory else "")
-                verdict = (
-                    _whole_path_verdict(spec, relative)
-                    if index < self.above
-                    else spec.check_file(relative).include
-                )
+                relative = relative_to(path, base)
+                verdict = spec.check_file(relative + "/" if directory else relative).include
                 if verdict is not None:
                     verdicts[kind] = verdict
         return verdicts[max(verdicts)] if verdicts else False
-
-
-def _whole_path_verdict(spec: pathspec.GitIgnoreSpec, relative: str) -> bool | None:
-    """Whether *spec*'s last rule matching all of *relative* excludes it (None: none matches).
-
-    A rule matching only a directory above (``build/`` for ``build/x.py``) does not count,
-    unless it names all inside (``build/**``).
-    """
-    verdict = None
-    for pattern in spec.patterns:
-        found = None if pattern.include is None else pattern.match_file(relative)
-        if found is not None and (found.match.end() == len(relative) or _names_all_inside(pattern)):
-            verdict = pattern.include
-    return verdict
 
 
 @dataclass
@@ -189,8 +165,7 @@ async def walk(
     result = Walk()
     flat = await ctx.fs.list_tree(root)
     lister = ctx.fs.list if flat is None else _directories(root, flat)
-    above = IgnoreRules() if only.ignored or not root else await _rules_above(ctx, root)
-    pending: deque[tuple[str, IgnoreRules]] = deque([(root, above)])
+    pending: deque[tuple[str, IgnoreRules]] = deque([(root, IgnoreRules())])
     seen = 0
     while pending and not result.truncated:
         directory, rules = pending.popleft()
@@ -293,31 +268,6 @@ async def all_lines(ctx: Context, path: str, *, max_chars: int) -> list[str]:
                 raise TooLarge(f"{path} holds more than {max_chars:,} characters", path=path)
             lines.append(line)
     return lines
-
-
-def _names_all_inside(pattern: pathspec.RegexPattern) -> bool:
-    """Whether *pattern* reads ``dir/**``: all inside a directory, at any depth."""
-    text = pattern.pattern
-    return isinstance(text, str) and text.rstrip().endswith("/**")
-
-
-async def _rules_above(ctx: Context, directory: str) -> IgnoreRules:
-    """The rules of the ignore files in the directories above *directory*, from the root down."""
-    parts = directory.split("/")
-    rules = IgnoreRules()
-    for depth in range(len(parts)):
-        here = "/".join(parts[:depth])
-        wanted = [(0, EXCLUDE)] if not here else []
-        wanted += [(kind, join_path(here, name)) for kind, name in enumerate(IGNORE_FILES) if kind]
-        texts = []
-        for kind, path in wanted:
-            try:
-                lines = await all_lines(ctx, path, max_chars=IGNORE_FILE_MAX_CHARS)
-            except FsError:
-                continue  # missing, binary, too large, refused: no rules from it
-            texts.append((kind, "\n".join(lines)))
-        rules = rules.adding(here, texts)
-    return IgnoreRules(rules.specs, above=len(rules.specs))
 
 
 async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[tuple[int, str]]:
