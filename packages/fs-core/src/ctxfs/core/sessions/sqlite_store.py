@@ -11,7 +11,6 @@ file: one past the newest blob's. Each call is one transaction.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -65,8 +64,6 @@ _SCHEMA: Final = (
 )
 _ON_THE_LOOP: Final = 64 * 1024
 """Bytes of content a call writes on the event loop at most; a larger one runs in a thread."""
-DEFAULT_MAX_IDLE: Final = 30 * 24 * 3600.0
-"""Seconds since an owner's last step or checkpoint after which opening the file forgets it."""
 
 
 class SqliteSessions(SessionStore):
@@ -83,9 +80,6 @@ class SqliteSessions(SessionStore):
         max_bytes: Bytes of contents kept in all.
         max_bytes_per_owner: Bytes of contents kept for one owner.
         max_steps: Steps (and checkpoints) kept per owner.
-        max_idle: Seconds after its last step or checkpoint that an owner is forgotten
-            (history and contents) when the file is next opened: an owner that ended
-            (a client that quit) is not kept for ever.
         timeout: Seconds a call waits for another process's lock before ``Busy``.
 
     Raises:
@@ -102,16 +96,12 @@ class SqliteSessions(SessionStore):
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER,
         max_steps: int = DEFAULT_MAX_STEPS,
-        max_idle: float = DEFAULT_MAX_IDLE,
         timeout: float = 10.0,
     ) -> None:
         super().__init__(
             max_bytes=max_bytes, max_bytes_per_owner=max_bytes_per_owner, max_steps=max_steps
         )
-        if not max_idle > 0:
-            raise ValueError(f"max_idle must be a positive number of seconds, not {max_idle!r}")
         self.path = Path(path)
-        self.max_idle = max_idle
         self._file = SqliteFile(
             self.path,
             schema=_SCHEMA,
@@ -120,11 +110,6 @@ class SqliteSessions(SessionStore):
             hint="Check that the file is a ctxfs session store (SQLite) and is writable; "
             "remove a damaged one (the sessions' contents and steps are then forgotten).",
         )
-        try:
-            self._file.now(partial(_forget_idle, time.time() - max_idle))
-        except BaseException:
-            self._file.close()
-            raise
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`: one transaction, the bounds kept in it."""
@@ -350,49 +335,8 @@ def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> Non
 
 def _forget(owner: bytes, db: sqlite3.Connection) -> None:
     with immediate(db):
-        _forget_in(db, owner)
-
-
-def _forget_in(db: sqlite3.Connection, owner: bytes) -> None:
-    """Forget *owner*'s contents and history, inside the caller's transaction."""
-    kept = db.execute("SELECT version FROM kept WHERE owner = ?", (owner,)).fetchall()
-    for (version,) in kept:
-        _let_go(db, owner, version)
-    for table in ("owners", "steps", "checkpoints"):
-        db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
-
-
-_NEWEST: Final = (
-    ("steps", "step", Step.decode),
-    ("checkpoints", "checkpoint", Checkpoint.decode),
-)
-
-
-def _forget_idle(before: float, db: sqlite3.Connection) -> None:
-    """Forget the owners whose newest step and checkpoint are older than *before*.
-
-    An owner with neither is left (its contents go with the least recently used); one
-    whose newest entry cannot be decoded is kept. Nothing is locked unless one is idle.
-    """
-    if not _idle(db, before):
-        return
-    with immediate(db):
-        for owner in _idle(db, before):  # (again, under the lock)
-            _forget_in(db, owner)
-
-
-def _idle(db: sqlite3.Connection, before: float) -> list[bytes]:
-    """The owners whose newest step and checkpoint are older than *before*."""
-    newest: dict[bytes, float] = {}
-    for table, column, decode in _NEWEST:
-        query = (
-            f"SELECT owner, {column} FROM {table} WHERE (owner, number) IN "
-            f"(SELECT owner, max(number) FROM {table} GROUP BY owner)"
-        )
-        for owner, text in db.execute(query).fetchall():
-            try:
-                at = decode(text).at
-            except ValueError:
-                at = float("inf")
-            newest[owner] = max(at, newest.get(owner, at))
-    return [owner for owner, at in newest.items() if at < before]
+        kept = db.execute("SELECT version FROM kept WHERE owner = ?", (owner,)).fetchall()
+        for (version,) in kept:
+            _let_go(db, owner, version)
+        for table in ("owners", "steps", "checkpoints"):
+            db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
