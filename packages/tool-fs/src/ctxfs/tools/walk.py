@@ -12,9 +12,8 @@ what ``.gitignore``, ``.ignore``, ``.rgignore`` and ``.git/info/exclude`` exclud
 applies, in git's syntax, to its directory and below. As in ripgrep, the kind of file decides
 first: a rule of any ``.rgignore`` that matches overrides those of every ``.ignore``, which
 override those of every ``.gitignore``, which override the exclude file's; among files of one
-kind, the deeper decides. ``.gitignore``
-counts outside a git repository too (ripgrep's ``--no-require-git``). A directory left out is not
-entered.
+kind, the deeper decides. ``.gitignore`` counts outside a git repository too (ripgrep's
+``--no-require-git``). A directory left out is not entered.
 """
 
 from __future__ import annotations
