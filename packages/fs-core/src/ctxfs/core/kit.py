@@ -20,6 +20,7 @@ through it.
 
 from ctxfs.core.backend import (
     DEFAULT_CHUNK_SIZE,
+    IGNORE_FILES,
     Backend,
     Blob,
     Capabilities,
@@ -55,6 +56,7 @@ from ctxfs.core.versions import ABSENT, Absent, ContentHasher, Expect, Version, 
 __all__ = [
     "ABSENT",
     "DEFAULT_CHUNK_SIZE",
+    "IGNORE_FILES",
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
     "RESERVED_PREFIX",

@@ -28,7 +28,7 @@ from typing import Final
 import anyio.to_thread
 
 from ctxfs.core import FileLines, FileMatches, FileSearch, LineSearch, glob_matcher
-from ctxfs.core.kit import RESERVED_PREFIX
+from ctxfs.core.kit import IGNORE_FILES, RESERVED_PREFIX
 from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
 from ctxfs.local.longlines import cut_lines
 
@@ -42,8 +42,6 @@ _VERBOSE: Final = re.compile(r"\(\?[a-zA-Z]*x")
 _ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
 """The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
-_IGNORE_FILES: Final = (".gitignore", ".ignore", ".rgignore", ".git/info/exclude")
-"""What ripgrep reads in each directory above a searched one (with ``--no-require-git``)."""
 _STEP: Final = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 
 
@@ -441,7 +439,7 @@ def _ignore_files_above(root_fd: int, directory: str) -> list[int]:
     here = os.dup(root_fd)
     try:
         for depth in range(len(parts) + 1):
-            for name in _IGNORE_FILES:
+            for name in IGNORE_FILES:  # (what ripgrep reads in each directory above)
                 fd = _opened_beneath(here, name, os.O_PATH | os.O_CLOEXEC)
                 if fd is not None and stat.S_ISREG(os.fstat(fd).st_mode):
                     found.append(fd)

@@ -36,13 +36,13 @@ from ctxfs.core import (
     normalize_path,
     relative_to,
 )
+from ctxfs.core.kit import IGNORE_FILES
 
 if TYPE_CHECKING:
     import pathspec
 
 __all__ = [
     "DEFAULT_IGNORE",
-    "IGNORE_FILES",
     "IGNORE_FILE_MAX_CHARS",
     "IgnoreRules",
     "Walk",
@@ -64,10 +64,8 @@ IGNORE_FILE_MAX_CHARS = 1 << 20
 """The largest ignore file read (in characters); a larger one gives no rules."""
 
 
-EXCLUDE: str = ".git/info/exclude"
-"""The repository's own ignore file, read at the top of a walk."""
-IGNORE_FILES: tuple[str, ...] = (EXCLUDE, ".gitignore", ".ignore", ".rgignore")
-"""The kinds of ignore file, weakest first; all but the first are read in each directory."""
+EXCLUDE: Final = IGNORE_FILES[0]
+"""The repository's own ignore file, read at the top of a walk; the others, in each directory."""
 
 
 @dataclass(frozen=True, kw_only=True)

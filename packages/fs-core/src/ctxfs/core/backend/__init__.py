@@ -11,12 +11,20 @@ from ctxfs.core.backend.authorized import authorized_location, relocated
 from ctxfs.core.backend.capabilities import Capabilities, CasScope
 from ctxfs.core.backend.files import Blob, FileKind, Listing, ListingPage, Location, Stat
 from ctxfs.core.backend.reads import DEFAULT_CHUNK_SIZE, ReadRequest, ReadStream
-from ctxfs.core.backend.searches import CutLine, FileLines, FileMatches, FileSearch, LineSearch
+from ctxfs.core.backend.searches import (
+    IGNORE_FILES,
+    CutLine,
+    FileLines,
+    FileMatches,
+    FileSearch,
+    LineSearch,
+)
 from ctxfs.core.backend.template import Backend
 from ctxfs.core.backend.update import ConditionalUpdate, Update, check_expect
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
+    "IGNORE_FILES",
     "Backend",
     "Blob",
     "Capabilities",

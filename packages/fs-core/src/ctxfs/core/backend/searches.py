@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Final
 
-__all__ = ["CutLine", "FileLines", "FileMatches", "FileSearch", "LineSearch"]
+__all__ = ["IGNORE_FILES", "CutLine", "FileLines", "FileMatches", "FileSearch", "LineSearch"]
+
+IGNORE_FILES: Final = (".git/info/exclude", ".gitignore", ".ignore", ".rgignore")
+"""The ignore files a search honours (ripgrep's, with ``--no-require-git``), weakest first:
+the repository's exclude file, then each directory's own."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,7 +27,7 @@ class FileSearch:
     hidden: bool = False
     """Include names starting with ``.``."""
     ignored: bool = False
-    """Include what ``.gitignore``, ``.ignore``, ``.rgignore`` and ``.git/info/exclude`` exclude."""
+    """Include what the :data:`IGNORE_FILES` exclude."""
     skip_dirs: frozenset[str] = frozenset()
     """Directory names never entered."""
     names: tuple[str, ...] | None = None
