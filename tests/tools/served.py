@@ -89,7 +89,11 @@ def serve_http(
         yield Served(url=f"http://{host}:{port}/mcp", process=process, banner=banner)
     finally:
         process.terminate()
-        out, _ = process.communicate(timeout=10)
+        try:
+            out, _ = process.communicate(timeout=30)  # (workers shut down one by one)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail(f"ctxfs serve did not stop within 30 s: {process.communicate()[1][-2000:]}")
         assert out == "", "nothing but MCP may reach stdout"
 
 
