@@ -34,7 +34,7 @@ ONLY_SOME_CALLS = (
     "ctxfs.tools.builtin.apply_patch.patches",  # patch formats
     "charset_normalizer",  # legacy encodings
     "regex",  # grep patterns
-    "pathspec",  # ignore files
+    "ctxfs.tools.ignorefiles",  # ignore files
     "redis",  # observations in Redis
     "sqlite3",  # observations in SQLite
     "uvicorn",  # HTTP

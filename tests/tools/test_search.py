@@ -404,13 +404,12 @@ async def test_ignore_files_and_hidden_names_follow_ripgreps_defaults(
         # build, excluded, top, x.log, sub/build, secret; .gitignore, .hidden, .env, sub's two
         assert (found.structured["ignored_skipped"], found.structured["hidden_skipped"]) == (6, 5)
         assert "include_ignored=true includes them" in found.text
-    if engine == "ripgrep":  # confined beneath sub, it still reads the root's rules
-        below = await run(
-            tools, ctx, "grep", pattern="needle", output_mode="files_with_matches", path="sub"
-        )  # (build/ and *.log; sub/.gitignore keeps x.log)
-        assert [item["path"] for item in below.structured["files"]] == [
-            "sub/local.txt", "sub/top.txt", "sub/x.log",
-        ]  # fmt: skip
+    below = await run(
+        tools, ctx, "grep", pattern="needle", output_mode="files_with_matches", path="sub"
+    )  # beneath sub, the root's rules still hold (build/ and *.log; sub/.gitignore keeps x.log)
+    assert [item["path"] for item in below.structured["files"]] == [
+        "sub/local.txt", "sub/top.txt", "sub/x.log",
+    ]  # fmt: skip
     everything = await run(
         tools, ctx, "grep", pattern="needle", output_mode="files_with_matches",
         include_ignored=True, hidden=True,
@@ -473,6 +472,58 @@ async def test_the_kind_of_ignore_file_decides_before_its_depth(
     assert globbed.structured["paths"] == kept
     found = await run(tools, ctx, "grep", pattern="needle", output_mode="files_with_matches")
     assert [item["path"] for item in found.structured["files"]] == kept
+
+
+RIPGREPS_VERDICTS = {  # (each seen from ripgrep itself: the files kept, beneath the root and sub)
+    "an allow-list at the root": (
+        {".gitignore": b"*\n!*/\n!*.py\n", "a.py": b"", "a.txt": b"", "sub/b.py": b"",
+         "sub/b.txt": b"", "sub/deep/c.py": b"", "docs/d.txt": b""},
+        ["a.py", "sub/b.py", "sub/deep/c.py"],
+        ["sub/b.py", "sub/deep/c.py"],
+    ),
+    "a directory's contents, not the directory": (
+        {".gitignore": b"sub/**\n!sub/keep.txt\n", "sub/keep.txt": b"", "sub/x.txt": b"",
+         "sub/deep/y.txt": b"", "other/o.txt": b""},
+        ["other/o.txt", "sub/keep.txt"],
+        ["sub/keep.txt"],
+    ),
+    "rules above the searched directory, anchored or not": (
+        {".gitignore": b"generated/\n*.log\n/build\nsub/gen/\n", "sub/a.py": b"",
+         "sub/generated/m.js": b"", "sub/gen/g.py": b"", "sub/build/b.py": b"", "build/x.py": b"",
+         "sub/x.log": b"", "sub/logs/y.txt": b""},
+        ["sub/a.py", "sub/build/b.py", "sub/logs/y.txt"],
+        ["sub/a.py", "sub/build/b.py", "sub/logs/y.txt"],
+    ),
+    "a nested repository's exclude file, and the rules around it": (
+        {".gitignore": b"top.py\n", ".git/info/exclude": b"rootex.py\n",
+         "sub/.git/info/exclude": b"excl.py\n", "sub/excl.py": b"", "sub/deep/excl.py": b"",
+         "sub/top.py": b"", "sub/rootex.py": b"", "sub/kept.py": b"", "other/excl.py": b"",
+         "kept.py": b""},
+        ["kept.py", "other/excl.py", "sub/kept.py"],
+        ["sub/kept.py"],
+    ),
+    "a hidden name a rule re-includes stays hidden": (
+        {".gitignore": b"!.env\n!sub/.cfg\n", ".env": b"", "sub/.cfg": b"", "v.txt": b""},
+        ["v.txt"],
+        [],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("tree", list(RIPGREPS_VERDICTS))
+async def test_the_walk_keeps_what_ripgrep_keeps(
+    tools: FsToolset, ctx: Context, seed: Seed, tree: str
+) -> None:
+    files, kept, kept_beneath_sub = RIPGREPS_VERDICTS[tree]
+    for path, data in files.items():
+        await seed(path, data or b"needle\n")
+    for path, expected in (("", kept), ("sub", kept_beneath_sub)):
+        globbed = await run(tools, ctx, "glob", pattern="**", path=path)
+        assert globbed.structured["paths"] == expected, path
+        found = await run(
+            tools, ctx, "grep", pattern="needle", output_mode="files_with_matches", path=path
+        )
+        assert [item["path"] for item in found.structured.get("files", [])] == expected, path
 
 
 async def test_an_oversized_ignore_file_gives_no_rules(

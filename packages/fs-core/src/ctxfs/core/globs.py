@@ -227,7 +227,8 @@ def _compile_segment(segment: str, pattern: str) -> _Segment:
             if body[:1] in ("!", "^"):
                 body = "^/" + body[1:]  # a class stays within its segment
             try:
-                tokens.append(re.compile("[" + body.replace("\\", "\\\\") + "]"))
+                literal = body.replace("\\", "\\\\").replace("[", "\\[")  # (no nested set)
+                tokens.append(re.compile(f"[{literal}]"))
             except re.error as error:  # a reversed range: [z-a]
                 raise InvalidArgument(
                     f"the glob pattern {pattern!r} has a bad class "

@@ -113,8 +113,8 @@ class Ripgrep:
             args.append("--type=ctxfsnames")
         if ignore_file is not None:  # ignore rules, weaker than the tree's own
             args.append(f"--ignore-file={ignore_file}")
-        if not search.hidden and (search.names is not None or ignore_file is not None):
-            args += ["--glob", "!.*"]  # a type, or a rule keeping a name, admits hidden names
+        if not search.hidden:
+            args += ["--glob", "!.*"]  # (a type or a rule that keeps a name admits hidden names)
         args += ["--", search.path or "."]
         return args
 

@@ -6,12 +6,13 @@ may lie in. On a store that lists a whole tree at once (an object store), it wal
 Symlinked directories are not followed, what a policy hides is never listed (nor counted), and a
 walk stops, saying so, after a bounded number of entries.
 
-What a walk leaves out follows ripgrep's defaults: hidden names (starting with ``.``) unless asked
-for; directories named in ``ToolsetOptions.ignore``; and, unless asked to include ignored files,
-what ``.gitignore``, ``.ignore``, ``.rgignore`` and ``.git/info/exclude`` exclude. Each ignore file
-applies, in git's syntax, to its directory and below. As in ripgrep, the kind of file decides
-first: a rule of any ``.rgignore`` that matches overrides those of every ``.ignore``, which
-override those of every ``.gitignore``, which override the exclude file's; among files of one
+What a walk leaves out follows ripgrep's defaults: directories named in ``ToolsetOptions.ignore``;
+unless asked to include ignored files, what ``.gitignore``, ``.ignore``, ``.rgignore`` and
+``.git/info/exclude`` exclude (see :mod:`ctxfs.tools.ignorefiles`); and, unless asked for, hidden
+names (starting with ``.``), even those a rule re-includes. Each ignore file applies to its
+directory and below, those above the walked directory included. As in ripgrep, the kind of file
+decides first: a rule of any ``.rgignore`` that matches overrides those of every ``.ignore``, which
+override those of every ``.gitignore``, which override the exclude files'; among files of one
 kind, the deeper decides. ``.gitignore`` counts outside a git repository too (ripgrep's
 ``--no-require-git``). A directory left out is not entered.
 """
@@ -39,7 +40,7 @@ from ctxfs.core import (
 from ctxfs.core.kit import IGNORE_FILES
 
 if TYPE_CHECKING:
-    import pathspec
+    from ctxfs.tools.ignorefiles import IgnoreFile
 
 __all__ = [
     "DEFAULT_IGNORE",
@@ -65,7 +66,7 @@ IGNORE_FILE_MAX_CHARS = 1 << 20
 
 
 EXCLUDE: Final = IGNORE_FILES[0]
-"""The repository's own ignore file, read at the top of a walk; the others, in each directory."""
+"""The repository's own ignore file, read where ``.git`` is a directory; the others, anywhere."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,34 +96,26 @@ class WalkFilter:
 
 @dataclass(frozen=True)
 class IgnoreRules:
-    """The ignore files that apply in one directory, each with its kind and its directory."""
+    """The ignore files that apply in one directory, shallowest first."""
 
-    specs: tuple[tuple[int, str, pathspec.GitIgnoreSpec], ...] = ()
-    """(kind: its index in :data:`IGNORE_FILES`, directory, rules), shallowest first."""
+    files: tuple[IgnoreFile, ...] = ()
 
-    def adding(self, directory: str, texts: list[tuple[int, str]]) -> IgnoreRules:
-        """These rules, then those of *texts* (the ignore files of *directory*, by kind)."""
-        import pathspec  # noqa: PLC0415 - loaded by the first ignore file read
+    def adding(self, files: list[IgnoreFile]) -> IgnoreRules:
+        """These rules, then those of *files* (deeper than all of these)."""
+        return IgnoreRules(self.files + tuple(files)) if files else self
 
-        added = [
-            (kind, directory, pathspec.GitIgnoreSpec.from_lines(text.splitlines()))
-            for kind, text in texts
-        ]
-        return IgnoreRules(self.specs + tuple(added)) if added else self
-
-    def excludes(self, path: str, *, directory: bool) -> bool:
-        """Whether the strongest rule that matches *path* excludes it (a negation includes).
+    def verdict(self, path: str, *, directory: bool) -> bool | None:
+        """Whether the strongest file with a rule matching *path* excludes it (None: no rule).
 
         The strongest kind of file with a matching rule decides; within it, the deepest file.
         """
         verdicts: dict[int, bool] = {}
-        for kind, base, spec in reversed(self.specs):
-            if kind not in verdicts:
-                relative = relative_to(path, base)
-                verdict = spec.check_file(relative + "/" if directory else relative).include
+        for file in reversed(self.files):
+            if file.kind not in verdicts:
+                verdict = file.verdict(relative_to(path, file.directory), directory=directory)
                 if verdict is not None:
-                    verdicts[kind] = verdict
-        return verdicts[max(verdicts)] if verdicts else False
+                    verdicts[file.kind] = verdict
+        return verdicts[max(verdicts)] if verdicts else None
 
 
 @dataclass
@@ -162,7 +155,8 @@ async def walk(
     result = Walk()
     flat = await ctx.fs.list_tree(root)
     lister = ctx.fs.list if flat is None else _directories(root, flat)
-    pending: deque[tuple[str, IgnoreRules]] = deque([(root, IgnoreRules())])
+    above = IgnoreRules() if only.ignored else await _rules_above(ctx, root)
+    pending: deque[tuple[str, IgnoreRules]] = deque([(root, above)])
     seen = 0
     while pending and not result.truncated:
         directory, rules = pending.popleft()
@@ -175,9 +169,7 @@ async def walk(
             result.unreadable += 1
             continue
         if not only.ignored:
-            rules = rules.adding(
-                directory, await _ignore_texts(ctx, entries, top=directory == root)
-            )
+            rules = rules.adding(await _ignore_files(ctx, directory, entries))
         for entry in entries:
             seen += 1
             if seen > max_entries:
@@ -189,7 +181,7 @@ async def walk(
                 continue
             if not only.hidden and entry.name.startswith("."):
                 result.hidden += 1
-            elif rules.excludes(entry.path, directory=is_directory):
+            elif rules.verdict(entry.path, directory=is_directory):
                 result.ignored += 1
             elif is_directory:
                 if glob is None or glob.may_hold(relative_to(entry.path, root)):
@@ -267,18 +259,34 @@ async def all_lines(ctx: Context, path: str, *, max_chars: int) -> list[str]:
     return lines
 
 
-async def _ignore_texts(ctx: Context, entries: Listing, *, top: bool) -> list[tuple[int, str]]:
-    """The ignore files among *entries*, each with its kind (unreadable ones: none)."""
+async def _rules_above(ctx: Context, root: str) -> IgnoreRules:
+    """The rules of the ignore files in the directories above *root*, from the workspace's top."""
+    rules = IgnoreRules()
+    parts = root.split("/") if root else []
+    for depth in range(len(parts)):
+        directory = "/".join(parts[:depth])
+        try:
+            entries = await ctx.fs.list(directory)
+        except FsError:
+            continue  # (hidden from this owner, say: no rules from it)
+        rules = rules.adding(await _ignore_files(ctx, directory, entries))
+    return rules
+
+
+async def _ignore_files(ctx: Context, directory: str, entries: Listing) -> list[IgnoreFile]:
+    """The ignore files of *directory* (listed as *entries*), weakest first; unreadable: none."""
+    from ctxfs.tools.ignorefiles import IgnoreFile  # noqa: PLC0415 - loaded by the first walk
+
     names = {entry.name: entry for entry in entries}
     wanted = [(kind, names[name].path) for kind, name in enumerate(IGNORE_FILES) if name in names]
     git = names.get(".git")
-    if top and git is not None and git.kind is FileKind.DIRECTORY:
+    if git is not None and git.kind is FileKind.DIRECTORY:
         wanted.insert(0, (0, f"{git.path}/{EXCLUDE.removeprefix('.git/')}"))
-    texts = []
+    files = []
     for kind, path in wanted:
         try:
             lines = await all_lines(ctx, path, max_chars=IGNORE_FILE_MAX_CHARS)
         except FsError:
             continue  # missing (exclude), binary, too large, refused: no rules from it
-        texts.append((kind, "\n".join(lines)))
-    return texts
+        files.append(IgnoreFile.parse("\n".join(lines), kind=kind, directory=directory))
+    return files
