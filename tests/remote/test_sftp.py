@@ -203,16 +203,25 @@ async def test_an_upload_that_outlasts_its_lease_publishes_nothing(
     assert sorted(p.name for p in local.iterdir()) == ["a.txt"]
 
 
-async def test_a_name_that_is_not_utf8_is_listed_as_fs_local_lists_it(
+async def test_a_name_that_is_not_utf8_is_listed_read_and_changed_as_on_fs_local(
     root: tuple[str, Path],
 ) -> None:
     url, local = root
+    bad_name = os.path.join(os.fsencode(local), b"bad\xff.txt")
     async with sftp(url) as backend:
         await backend.write("ok.txt", b"ok", expect=ABSENT)
-        with open(os.path.join(os.fsencode(local), b"bad\xff.txt"), "wb") as bad:
+        with open(bad_name, "wb") as bad:
             bad.write(b"no")
         listed = sorted(entry.path for entry in await backend.list(""))
-    assert listed == ["bad\udcff.txt", "ok.txt"]
+        assert listed == ["bad\udcff.txt", "ok.txt"]
+        assert (await backend.read("bad\udcff.txt")).data == b"no"
+        async with backend.open_update("bad\udcff.txt") as update:
+            await update.write(b"yes")
+        with open(bad_name, "rb") as bad:
+            assert bad.read() == b"yes"
+        await backend.write("new\udcfe.txt", b"made", expect=ABSENT)
+        await backend.delete("bad\udcff.txt")
+    assert sorted(os.listdir(os.fsencode(local))) == [b"new\xfe.txt", b"ok.txt"]
 
 
 async def test_a_name_of_255_bytes_is_written_under_a_lock_named_by_its_hash(

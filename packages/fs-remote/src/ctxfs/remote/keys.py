@@ -35,13 +35,15 @@ class KeySpace:
     Args:
         bucket: The bucket, container or other top-level namespace ("" for none).
         prefix: The root inside it; leading and trailing slashes are ignored.
+        unicode_only: Refuse a path that is not valid Unicode (a name that is not UTF-8,
+            carried as ``os.fsdecode`` does); a file server takes any name.
 
     Raises:
         InvalidArgument: The bucket or the prefix is not a plain name or path.
 
     """
 
-    def __init__(self, bucket: str, prefix: str = "") -> None:
+    def __init__(self, bucket: str, prefix: str = "", *, unicode_only: bool = True) -> None:
         if "/" in bucket or bucket in (".", ".."):
             raise InvalidArgument(f"{bucket!r} is not a bucket name")
         stripped = prefix.strip("/")
@@ -52,22 +54,24 @@ class KeySpace:
                 raise InvalidArgument(f"{prefix!r} is not a usable root prefix: {exc}") from exc
         self.bucket = bucket
         self.prefix = stripped
+        self.unicode_only = unicode_only
 
     def key(self, path: str) -> str:
         """The key of root-relative *path* (``""``: the root's own key, the prefix).
 
         Raises:
-            InvalidPath, OutsideRoot: *path* is not canonical, not valid Unicode,
-                or names a reserved entry.
+            InvalidPath, OutsideRoot: *path* is not canonical, not valid Unicode (where
+                that is asked), or names a reserved entry.
 
         """
         check_path(path)
-        try:
-            path.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidPath(
-                f"{path!r} is not valid Unicode, which object keys must be", path=path
-            ) from None
+        if self.unicode_only:
+            try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidPath(
+                    f"{path!r} is not valid Unicode, which object keys must be", path=path
+                ) from None
         return "/".join(part for part in (self.prefix, path) if part)
 
     def directory(self, path: str) -> str:

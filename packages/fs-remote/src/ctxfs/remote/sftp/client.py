@@ -65,7 +65,7 @@ class SftpClient:
         """The server, as a URL without a path."""
         self.name = f"{self.server}{self.root}"
         """The server and root, as a URL."""
-        self.keys = KeySpace("")
+        self.keys = KeySpace("", unicode_only=False)
         self.retrying = retrying
         self.real_root: str | None = None
         """The root as the server resolves it (known once connected)."""
@@ -232,7 +232,9 @@ class SftpClient:
                 if self.username is not None:
                     options["username"] = self.username
                 self._connection = await asyncssh.connect(self.host, **options)
-                self._sftp = await self._connection.start_sftp_client()
+                self._sftp = await self._connection.start_sftp_client(
+                    path_errors="surrogateescape"  # (a name that is not UTF-8, as os.fsdecode)
+                )
                 self._generation += 1
                 await self._sftp.makedirs(self.root, exist_ok=True)  # as a bucket prefix is
                 self.real_root = await self._sftp.realpath(self.root)
