@@ -9,11 +9,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import tracemalloc
+import uuid
 from typing import Any
 
 import pytest
 
-from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend
+from ctxfs.core import ABSENT, Context, ErrorCode, Fs, MemoryBackend, open_backend
 from ctxfs.local import LocalBackend
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from tests.tools.conftest import Seed
@@ -524,6 +525,22 @@ async def test_the_walk_keeps_what_ripgrep_keeps(
             tools, ctx, "grep", pattern="needle", output_mode="files_with_matches", path=path
         )
         assert [item["path"] for item in found.structured.get("files", [])] == expected, path
+
+
+@pytest.mark.parametrize("tree", list(RIPGREPS_VERDICTS))
+async def test_a_store_listed_whole_keeps_what_ripgrep_keeps(tools: FsToolset, tree: str) -> None:
+    # an object store lists the tree at once (the walk then reads that listing), and the
+    # directories above the searched one by listing each
+    files, kept, kept_beneath_sub = RIPGREPS_VERDICTS[tree]
+    backend = open_backend(f"fsspec+memory://ctxfs-{uuid.uuid4().hex}/root")
+    async with Fs(backend, load_entrypoints=False) as fs:
+        assert backend.capabilities.tree_listing
+        for path, data in files.items():
+            await backend.write(path, data or b"needle\n", expect=ABSENT)
+        ctx = fs.context(owner="agent")
+        for path, expected in (("", kept), ("sub", kept_beneath_sub)):
+            globbed = await run(tools, ctx, "glob", pattern="**", path=path)
+            assert globbed.structured["paths"] == expected, path
 
 
 async def test_an_oversized_ignore_file_gives_no_rules(
