@@ -56,7 +56,7 @@ def reference(pattern: str) -> re.Pattern[str]:
         ("src/**", "src/a/b", True), ("src/**", "src", False), ("**", "any/thing", True),
         ("**/test_*", "tests/test_a.py", True), ("/docs/", "docs", True),
         ("?.txt", "a.txt", True), ("?.txt", "ab.txt", False), ("[!a]*", "b", True),
-        ("[!a]*", "a", False), ("x[!a]y", "x/y", False), ("[a-c]x", "bx", True), ("[]]", "]", True), ("[[]", "[", True), ("[![]", "[", False), ("a**b", "axyb", True),
+        ("[!a]*", "a", False), ("x[!a]y", "x/y", False), ("[a-c]x", "bx", True), ("[]]", "]", True), ("[[]", "[", True), ("[![]", "[", False), ("[!]]", "a", True), ("[!]]", "a]", False), ("a**b", "axyb", True),
         ("*a*a*a*a*a*a*a*a*a*a*b", "a" * 255, False),  # a regular expression takes hours here
         ("**/a/**/a/**/a/**/a/**/b", "/".join(["a"] * 200), False),
     ],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxfs.tools.ignorefiles import IgnoreFile
+from ctxfs.tools.ignorefiles import MOST_ALTERNATIVES, IgnoreFile
 
 
 def verdict(rules: str, path: str, *, directory: bool = False) -> bool | None:
@@ -33,6 +33,13 @@ def verdict(rules: str, path: str, *, directory: bool = False) -> bool | None:
         ("[abc\nx\\", [], ["[abc", "a", "x", "x\\"]),  # not valid globs: no rules
         ("\\[a\\]\\?\\\\", ["[a]?\\"], ["a"]),
         ("{x,y}\\,\\{", ["x,{", "y,{"], ["x", "x,"]),
+        ("{docs/build,out}", ["docs/build", "out"], ["d/out", "d/docs/build"]),  # anchored whole
+        ("/{a,b/c}", ["a", "b/c"], ["d/a"]),
+        ("v{1..3}", ["v1..3"], ["v1", "v2"]),  # no ranges
+        ("*.{txt}", ["a.txt"], ["a.{txt}"]),
+        ("*.{py,{c,h}}", [], ["a.py", "a.c"]),  # a group within a group: no rule
+        ("[!]]", ["a"], ["]"]),
+        ("[\\!]", ["!"], ["a"]),  # no escapes inside a class
         ("/*.py", ["a.py"], ["d/a.py"]),
         ("/**", ["a", "d/a"], []),
     ],
@@ -63,3 +70,11 @@ def test_no_rule_makes_matching_run_away() -> None:
     # (a backtracking regular expression would take hours on each of these)
     assert verdict("*a*a*a*a*a*a*a*a*a*a*b", "a" * 255) is None
     assert verdict("**/a/**/a/**/a/**/a/**/b", "/".join(["a"] * 200)) is None
+
+
+def test_one_files_braces_give_a_bounded_number_of_globs() -> None:
+    group = "{a,b,c,d,e,f,g,h,i,j}"
+    rules = "\n".join(f"{group * 3}{n}" for n in range(200)) + "\nplain"
+    parsed = IgnoreFile.parse(rules, kind=1, directory="")
+    assert sum(len(rule.globs) for rule in parsed.rules) <= MOST_ALTERNATIVES + 1
+    assert parsed.verdict("plain", directory=False)  # (a rule without braces still counts)

@@ -165,8 +165,10 @@ class _Alternative:
 
 
 @lru_cache(maxsize=256)
-def glob_matcher(pattern: str) -> GlobMatcher:
+def glob_matcher(pattern: str, *, braces: bool = True) -> GlobMatcher:
     """Compile *pattern*; ``fullmatch`` a root-relative path against the result.
+
+    Without *braces*, ``{``, ``,`` and ``}`` are plain characters.
 
     Raises:
         InvalidArgument: The pattern (or an alternative) is empty, has an unclosed
@@ -176,7 +178,8 @@ def glob_matcher(pattern: str) -> GlobMatcher:
     if not pattern or pattern.strip("/") == "":
         raise InvalidArgument("the glob pattern is empty", details={"field": "pattern"})
     try:
-        expanded = bracex.expand(pattern, limit=MAX_ALTERNATIVES) if "{" in pattern else [pattern]
+        braced = braces and "{" in pattern
+        expanded = bracex.expand(pattern, limit=MAX_ALTERNATIVES) if braced else [pattern]
     except bracex.ExpansionLimitException:
         raise InvalidArgument(
             f"the glob pattern's braces give more than {MAX_ALTERNATIVES} patterns",
@@ -227,7 +230,7 @@ def _compile_segment(segment: str, pattern: str) -> _Segment:
             if body[:1] in ("!", "^"):
                 body = "^/" + body[1:]  # a class stays within its segment
             try:
-                literal = body.replace("\\", "\\\\").replace("[", "\\[")  # (no nested set)
+                literal = body.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
                 tokens.append(re.compile(f"[{literal}]"))
             except re.error as error:  # a reversed range: [z-a]
                 raise InvalidArgument(
