@@ -43,7 +43,15 @@ from ctxfs.core import (
 )
 from ctxfs.core.policies import PathRules
 from ctxfs.core.session_memory import KEPT_RECENTLY_SECONDS
-from ctxfs.core.sessions import Checkpoint, FileChange, MemorySessions, SessionStore, Step
+from ctxfs.core.sessions import (
+    DEFAULT_MAX_BYTES_PER_OWNER,
+    DEFAULT_MAX_STEPS,
+    Checkpoint,
+    FileChange,
+    MemorySessions,
+    SessionStore,
+    Step,
+)
 from ctxfs.core.text.diffs import INLINE_DIFF_LINES
 from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, text_work
 from tests.remote.servers import S3
@@ -1252,8 +1260,11 @@ async def test_a_rewind_after_an_undo_is_not_refused_for_steps_never_given_up() 
         assert await raw(fs, "a.txt") == b"0\n"
 
 
-def Fs_on_memory(**bounds: int) -> Fs:  # noqa: N802 - reads as the Fs it opens
-    return open_fs("memory://", load_entrypoints=False, sessions=MemorySessions(**bounds))
+def Fs_on_memory(  # noqa: N802 - reads as the Fs it opens
+    *, max_steps: int = DEFAULT_MAX_STEPS, max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER
+) -> Fs:
+    sessions = MemorySessions(max_steps=max_steps, max_bytes_per_owner=max_bytes_per_owner)
+    return open_fs("memory://", load_entrypoints=False, sessions=sessions)
 
 
 # -- races -----------------------------------------------------------------------------------

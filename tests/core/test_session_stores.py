@@ -19,6 +19,7 @@ import redis.asyncio as aioredis
 
 from ctxfs.core import InvalidArgument, Unavailable, Version
 from ctxfs.core.sessions import (
+    DEFAULT_MAX_IDLE_DAYS,
     Checkpoint,
     FileChange,
     MemorySessions,
@@ -28,13 +29,14 @@ from ctxfs.core.sessions import (
     Step,
     open_sessions,
 )
-from ctxfs.core.sessions.base import reference_entry
+from ctxfs.core.sessions.base import SWEEP_MOST, reference_entry
 from tests.conftest import REDIS_PORT
 
 pytestmark = pytest.mark.anyio
 
 Opener = Callable[..., SessionStore]
-"""Opens the store under test (again, for the shared ones) with the bounds given."""
+"""Opens the store under test (again, for the shared ones) with the bounds given, and a
+``clock`` if one is given."""
 
 V1, V2, V3 = Version("xxh3:1"), Version("xxh3:2"), Version("xxh3:3")
 FORTY = b"x" * 40
@@ -54,8 +56,10 @@ async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     }[request.param]
     opened: list[SessionStore] = []
 
-    def open_store(**bounds: int) -> SessionStore:
+    def open_store(clock: Callable[[], float] | None = None, **bounds: int) -> SessionStore:
         opened.append(open_sessions(base + urlencode(bounds)))
+        if clock is not None:
+            opened[-1].clock = clock
         return opened[-1]
 
     yield open_store
@@ -340,6 +344,96 @@ async def test_a_shared_store_keeps_everything_across_reopening(opener: Opener) 
     assert (await again.mark("a", None, at=3.0)).id != mark.id
 
 
+DAY = 86_400.0
+
+
+class Clock:
+    """A clock a test moves: seconds since the epoch, starting at an arbitrary date."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_an_owner_idle_too_long_is_given_up_and_its_numbering_goes_on(
+    opener: Opener,
+) -> None:
+    clock = Clock()
+    store = opener(clock, max_idle_days=2)
+    await store.record("gone", [change("a.txt", "v1")], at=1.0, contents=[(V1, b"one")])
+    await store.mark("gone", "start", at=1.0)
+    await store.record("stays", [change("b.txt", "v2")], at=1.0, contents=[(V2, b"two")])
+    clock.now += 1.5 * DAY
+    assert [step.number for step in await store.steps("stays")] == [1]  # a read is activity
+    clock.now += 1.0 * DAY  # "gone": 2.5 days without a call; "stays": 1
+    assert await store.content("stays", V2) == b"two"  # (the call that looks)
+    assert await store.steps("gone") == []
+    assert await store.checkpoints("gone") == []
+    assert await store.content("gone", V1) is None
+    assert await store.given_up("gone") == 1  # an undo says its steps were given up
+    assert [step.number for step in await store.steps("stays")] == [1]
+    assert (await store.record("gone", [], at=2.0)).number == 2
+    assert (await store.mark("gone", None, at=2.0)).id == "cp2"
+    assert [step.number for step in await store.steps("gone")] == [2]
+
+
+async def test_a_look_gives_up_a_bounded_number_of_owners_and_the_next_call_goes_on(
+    opener: Opener,
+) -> None:
+    clock = Clock()
+    store = opener(clock, max_idle_days=1)
+    for round in ("first", "second"):
+        owners = [f"{round}-{n}" for n in range(SWEEP_MOST + 4)]
+        for owner in owners:
+            await store.record(owner, [change("a.txt", "v1")], at=1.0)
+        clock.now += 2 * DAY
+        await store.steps("caller")  # a look: SWEEP_MOST given up
+        if round == "first":
+            assert await store.forget_idle(clock.now - DAY) == 4  # (what the look left)
+        else:
+            await store.steps("caller")  # the next call looks again at once
+            assert await store.forget_idle(clock.now - DAY) == 0
+            assert [await store.given_up(owner) for owner in owners] == [1] * len(owners)
+
+
+@pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)
+async def test_any_store_objects_call_keeps_an_owner_active(opener: Opener) -> None:
+    # A read through another object (another process) counts: the owner is used there.
+    clock = Clock()
+    looking, reading = opener(clock, max_idle_days=2), opener(clock, max_idle_days=2)
+    await looking.record("agent", [change("a.txt", "v1")], at=1.0)
+    clock.now += 1.5 * DAY
+    await reading.checkpoints("agent")
+    clock.now += 1.0 * DAY
+    await looking.steps("other")
+    assert [step.number for step in await reading.steps("agent")] == [1]
+    clock.now += 2.5 * DAY
+    await looking.steps("other")
+    assert await reading.steps("agent") == []
+
+
+async def test_an_owner_of_a_file_from_before_activity_counts_from_the_first_look(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    store = SqliteSessions(tmp_path / "s.db", max_idle_days=2, clock=clock)
+    await store.record("old", [change("a.txt", "v1")], at=1.0)
+    await store.aclose()
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("DROP TABLE active")  # as an older ctxfs made it
+    db.close()
+    clock.now += 30 * DAY
+    store = SqliteSessions(tmp_path / "s.db", max_idle_days=2, clock=clock)
+    await store.steps("other")
+    assert [step.number for step in await store.steps("old")] == [1]
+    clock.now += 3 * DAY
+    await SqliteSessions(tmp_path / "s.db", max_idle_days=2, clock=clock).steps("other")
+    assert await store.steps("old") == []
+    await store.aclose()
+
+
 @pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)
 async def test_two_store_objects_recording_at_once_never_share_a_number(opener: Opener) -> None:
     stores = [opener(), opener()]
@@ -396,6 +490,8 @@ async def test_open_sessions_by_url(tmp_path: Path) -> None:
     bounded = open_sessions("memory:?max_bytes=1000&max_bytes_per_owner=10&max_steps=5")
     assert isinstance(bounded, MemorySessions)
     assert (bounded.max_bytes, bounded.max_bytes_per_owner, bounded.max_steps) == (1000, 10, 5)
+    assert open_sessions("memory:?max_idle_days=7").max_idle_days == 7
+    assert open_sessions("memory:").max_idle_days == DEFAULT_MAX_IDLE_DAYS
     opened = open_sessions(f"sqlite:///{tmp_path}/s.db?max_steps=7")
     assert isinstance(opened, SqliteSessions)
     assert (opened.path, opened.max_steps) == (tmp_path / "s.db", 7)
@@ -407,6 +503,7 @@ async def test_open_sessions_by_url(tmp_path: Path) -> None:
     await remote.aclose()
     for bad in (
         "memory:?max_bytes=0",
+        "memory:?max_idle_days=0",
         "memory:?max_steps=lots",
         "memory:?max_age=5",
         f"sqlite:///{tmp_path}/s.db?max_age=5",

@@ -14,7 +14,7 @@ A store that cannot answer raises ``Unavailable``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ctxfs.core.errors import InvalidArgument
@@ -22,6 +22,7 @@ from ctxfs.core.observations.base import shown_url
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
+    DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
     Checkpoint,
     FileChange,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_BYTES_PER_OWNER",
+    "DEFAULT_MAX_IDLE_DAYS",
     "DEFAULT_MAX_STEPS",
     "Checkpoint",
     "FileChange",
@@ -48,7 +50,12 @@ __all__ = [
     "open_sessions",
 ]
 
-_BOUNDS = ("max_bytes", "max_bytes_per_owner", "max_steps")
+
+class _Bounds(TypedDict):
+    max_bytes: int
+    max_bytes_per_owner: int
+    max_steps: int
+    max_idle_days: int
 
 
 def open_sessions(url: str | None) -> SessionStore:
@@ -61,8 +68,8 @@ def open_sessions(url: str | None) -> SessionStore:
       Redis server (:class:`RedisSessions`; ``ctxfs-core[redis]``), which also takes
       ``prefix=TEXT`` (default ``ctxfs:``).
 
-    The bounds are ``max_bytes``, ``max_bytes_per_owner`` and ``max_steps``
-    (``memory:?max_bytes=1000000``); see :class:`SessionStore`.
+    The bounds are ``max_bytes``, ``max_bytes_per_owner``, ``max_steps`` and
+    ``max_idle_days`` (``memory:?max_bytes=1000000``); see :class:`SessionStore`.
 
     Raises:
         InvalidArgument: The URL names no store ctxfs knows, or has a bad option.
@@ -73,7 +80,12 @@ def open_sessions(url: str | None) -> SessionStore:
         return MemorySessions()
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    bounds = {name: _count(url, query, name) for name in _BOUNDS if name in query}
+    bounds = _Bounds(
+        max_bytes=_count(url, query, "max_bytes", DEFAULT_MAX_BYTES),
+        max_bytes_per_owner=_count(url, query, "max_bytes_per_owner", DEFAULT_MAX_BYTES_PER_OWNER),
+        max_steps=_count(url, query, "max_steps", DEFAULT_MAX_STEPS),
+        max_idle_days=_count(url, query, "max_idle_days", DEFAULT_MAX_IDLE_DAYS),
+    )
     if parts.scheme == "memory" and not parts.netloc and not parts.path and not query:
         return MemorySessions(**bounds)
     if parts.scheme == "sqlite" and not parts.netloc and parts.path.removeprefix("/") and not query:
@@ -90,14 +102,16 @@ def open_sessions(url: str | None) -> SessionStore:
         f"{shown_url(url)!r} names no session store"
         + (f" (or {', '.join(sorted(query))} is not one of its options)" if query else ""),
         hint="Use memory: (this process), sqlite:///PATH (the processes of this host) or "
-        "redis://HOST:PORT/DB (every host); bound them with max_bytes, max_bytes_per_owner "
-        "and max_steps.",
+        "redis://HOST:PORT/DB (every host); bound them with max_bytes, max_bytes_per_owner, "
+        "max_steps and max_idle_days.",
         details={"sessions": shown_url(url)},
     )
 
 
-def _count(url: str, query: dict[str, str], name: str) -> int:
-    text = query.pop(name)
+def _count(url: str, query: dict[str, str], name: str, default: int) -> int:
+    text = query.pop(name, None)
+    if text is None:
+        return default
     if not text.isdecimal() or int(text) < 1:
         raise InvalidArgument(
             f"{name}={text!r} in {shown_url(url)!r} is not a positive whole number",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
@@ -14,6 +16,7 @@ from ctxfs.core.versions import Version
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_BYTES_PER_OWNER",
+    "DEFAULT_MAX_IDLE_DAYS",
     "DEFAULT_MAX_STEPS",
     "UNDONE",
     "UNRECORDED",
@@ -34,6 +37,14 @@ DEFAULT_MAX_BYTES_PER_OWNER: Final = 64 * 1024 * 1024
 """Bytes of file contents kept for one owner; a file larger than this is never kept."""
 DEFAULT_MAX_STEPS: Final = 1_000
 """Steps kept per owner; the oldest are given up first (they can no longer be undone)."""
+DEFAULT_MAX_IDLE_DAYS: Final = 30
+"""Days without a call naming an owner after which a store forgets its contents and history."""
+ACTIVITY_LAG: Final = 60.0
+"""Seconds by which the last activity a store notes for an owner may trail its newest call."""
+SWEEP_SECONDS: Final = 3600.0
+"""Seconds between two looks of one store object for owners idle too long."""
+SWEEP_MOST: Final = 16
+"""Owners one look forgets at most (the next call looks again while more are due)."""
 
 UNRECORDED: Final = "unrecorded"
 """The kind of the change in a step that stands for steps the store failed to record."""
@@ -169,22 +180,85 @@ class SessionStore(ABC):
     reads another's through the store. Contents are bounded per owner and in
     all (:attr:`max_bytes_per_owner`, :attr:`max_bytes`), the least recently
     used given up first; steps are bounded per owner (:attr:`max_steps`), the
-    oldest given up first. What was given up is gone: the store never guesses.
+    oldest given up first. An owner no call has named for :attr:`max_idle_days`
+    (an agent long gone) has its contents, steps and checkpoints given up; its
+    numbering goes on, so no step number or checkpoint id it was given is given
+    again. What was given up is gone: the store never guesses.
     Implementations make each call atomic against every other user of the
     store, never block the event loop for long, and raise ``Unavailable``
     rather than guess.
+
+    Every call naming an owner (but :meth:`forget_owner`) starts with
+    :meth:`active`, which notes the owner's activity through
+    :meth:`note_active` and gives up idle owners through :meth:`forget_idle`.
     """
 
-    def __init__(self, *, max_bytes: int, max_bytes_per_owner: int, max_steps: int) -> None:
-        if min(max_bytes, max_bytes_per_owner, max_steps) < 1:
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        max_bytes_per_owner: int,
+        max_steps: int,
+        max_idle_days: int,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if min(max_bytes, max_bytes_per_owner, max_steps, max_idle_days) < 1:
             raise ValueError("the bounds of a session store must be positive")
         self.max_bytes = max_bytes
         self.max_bytes_per_owner = max_bytes_per_owner
         self.max_steps = max_steps
+        self.max_idle_days = max_idle_days
+        self.clock = clock
+        """Seconds since the epoch, what idleness is measured by (a test passes its own)."""
+        self._noted: dict[str, float] = {}
+        self._next_sweep = -math.inf
 
     def fits(self, data: bytes) -> bool:
         """Whether *data* is within both bounds: a content larger than either is never kept."""
         return len(data) <= min(self.max_bytes, self.max_bytes_per_owner)
+
+    async def active(self, owner: str) -> None:
+        """Note that *owner* calls, and give up owners idle too long when it is time to look.
+
+        The activity is noted once per :data:`ACTIVITY_LAG` per owner and store object;
+        the look comes every :data:`SWEEP_SECONDS`, sooner while idle owners remain.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
+        now = self.clock()
+        if not 0 <= now - self._noted.get(owner, -math.inf) < ACTIVITY_LAG:
+            await self.note_active(owner, now)
+            self._noted[owner] = now
+        if now >= self._next_sweep:
+            self._next_sweep = now + SWEEP_SECONDS  # (a look that fails is not retried at once)
+            self._noted = {o: t for o, t in self._noted.items() if 0 <= now - t < ACTIVITY_LAG}
+            if await self.forget_idle(now - self.max_idle_days * 86_400.0) >= SWEEP_MOST:
+                self._next_sweep = now
+
+    @abstractmethod
+    async def note_active(self, owner: str, at: float) -> None:
+        """Note that *owner* called at *at*, unless a later call is noted already.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
+
+    @abstractmethod
+    async def forget_idle(self, before: float) -> int:
+        """Give up the contents, steps and checkpoints of owners last active before *before*.
+
+        Keeps each one's numbering (the next step and checkpoint continue it, and
+        :meth:`given_up` covers every step it had). Gives up :data:`SWEEP_MOST` owners at
+        most, each in a call atomic of its own; an owner that became active meanwhile is
+        left. Returns how many idle owners it found.
+
+        Raises:
+            Unavailable: The store cannot be reached or written.
+
+        """
 
     @abstractmethod
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
+    DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
+    SWEEP_MOST,
     Checkpoint,
     FileChange,
     SessionStore,
@@ -34,6 +37,10 @@ class _Owner:
     """The highest step number given up by the bound."""
     marked: int = 0
     """The last checkpoint number given."""
+    active: float = 0.0
+    """When a call last named the owner (:meth:`SessionStore.note_active`)."""
+    idle: bool = False
+    """Whether its contents and history were given up for idleness (and nothing since)."""
 
 
 class MemorySessions(SessionStore):
@@ -52,9 +59,15 @@ class MemorySessions(SessionStore):
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER,
         max_steps: int = DEFAULT_MAX_STEPS,
+        max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(
-            max_bytes=max_bytes, max_bytes_per_owner=max_bytes_per_owner, max_steps=max_steps
+            max_bytes=max_bytes,
+            max_bytes_per_owner=max_bytes_per_owner,
+            max_steps=max_steps,
+            max_idle_days=max_idle_days,
+            clock=clock,
         )
         self._lock = threading.Lock()  # one store may serve several event loops' threads
         self._owners: dict[str, _Owner] = {}
@@ -69,6 +82,7 @@ class MemorySessions(SessionStore):
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`."""
+        await self.active(owner)
         with self._lock:
             return self._keep(owner, version, data)
 
@@ -105,6 +119,7 @@ class MemorySessions(SessionStore):
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`."""
+        await self.active(owner)
         with self._lock:
             mine = self._owners.get(owner)
             if mine is None or version not in mine.kept:
@@ -122,6 +137,7 @@ class MemorySessions(SessionStore):
         contents: Sequence[tuple[Version, bytes]] = (),
     ) -> Step:
         """See :meth:`SessionStore.record`."""
+        await self.active(owner)
         with self._lock:
             for version, data in contents:
                 self._keep(owner, version, data)
@@ -137,18 +153,21 @@ class MemorySessions(SessionStore):
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
         """See :meth:`SessionStore.steps`."""
+        await self.active(owner)
         with self._lock:
             mine = self._owners.get(owner)
             return [] if mine is None else [s for s in mine.steps if s.number > after]
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
+        await self.active(owner)
         with self._lock:
             mine = self._owners.get(owner)
             return 0 if mine is None else mine.given_up
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`."""
+        await self.active(owner)
         dropped = set(numbers)
         with self._lock:
             mine = self._owners.get(owner)
@@ -157,6 +176,7 @@ class MemorySessions(SessionStore):
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`."""
+        await self.active(owner)
         with self._lock:
             mine = self._owners.setdefault(owner, _Owner())
             mine.marked += 1
@@ -167,12 +187,14 @@ class MemorySessions(SessionStore):
 
     async def checkpoints(self, owner: str) -> list[Checkpoint]:
         """See :meth:`SessionStore.checkpoints`."""
+        await self.active(owner)
         with self._lock:
             mine = self._owners.get(owner)
             return [] if mine is None else list(mine.checkpoints)
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`SessionStore.forget_owner`."""
+        self._noted.pop(owner, None)
         with self._lock:
             mine = self._owners.get(owner)
             if mine is None:
@@ -180,3 +202,24 @@ class MemorySessions(SessionStore):
             for version in list(mine.kept):
                 self._let_go(owner, version)
             del self._owners[owner]
+
+    async def note_active(self, owner: str, at: float) -> None:
+        """See :meth:`SessionStore.note_active`."""
+        with self._lock:
+            mine = self._owners.setdefault(owner, _Owner())
+            mine.active, mine.idle = max(mine.active, at), False
+
+    async def forget_idle(self, before: float) -> int:
+        """See :meth:`SessionStore.forget_idle`."""
+        with self._lock:
+            idle = [o for o, mine in self._owners.items() if mine.active < before and not mine.idle]
+            for owner in idle[:SWEEP_MOST]:
+                mine = self._owners[owner]
+                for version in list(mine.kept):
+                    self._let_go(owner, version)
+                if not mine.numbered and not mine.marked:
+                    del self._owners[owner]  # (nothing to go on from)
+                    continue
+                mine.steps, mine.checkpoints = [], []
+                mine.given_up, mine.idle = mine.numbered, True
+            return min(len(idle), SWEEP_MOST)

@@ -5,13 +5,15 @@ the set of owners keeping it (``holders:VERSION``); ``lru`` orders the contents 
 use, ``bytes`` counts them, ``clock`` gives the uses their order. An owner's keys start
 ``LENGTH:OWNER:`` (unambiguous): ``kept`` (its versions by last use), ``counts`` (a hash:
 its ``bytes`` kept, the last step ``numbered`` and checkpoint ``marked``), ``steps`` and
-``checkpoints`` (encoded, scored by number). Every change is one Lua script (atomic),
+``checkpoints`` (encoded, scored by number); ``active`` scores the owners by when a call
+last named them (none once given up for idleness). Every change is one Lua script (atomic),
 which names its keys itself: a single server or primary, not a Redis Cluster.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -24,7 +26,9 @@ from ctxfs.core.redis_client import LoopClients, RedisError, unavailable
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
+    DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
+    SWEEP_MOST,
     Checkpoint,
     FileChange,
     SessionStore,
@@ -126,6 +130,23 @@ local who = ARGV[2]
 local o = owned(who)
 for _, v in ipairs(redis.call('ZRANGE', o .. 'kept', 0, -1)) do let_go(who, v) end
 redis.call('DEL', o .. 'kept', o .. 'counts', o .. 'steps', o .. 'checkpoints')
+redis.call('ZREM', P .. 'active', who)
+return 1
+"""
+_FORGET_IDLE: Final = """
+local who = ARGV[2]
+local at = redis.call('ZSCORE', P .. 'active', who)
+if not at or tonumber(at) >= tonumber(ARGV[3]) then return 0 end
+local o = owned(who)
+for _, v in ipairs(redis.call('ZRANGE', o .. 'kept', 0, -1)) do let_go(who, v) end
+redis.call('DEL', o .. 'kept', o .. 'steps', o .. 'checkpoints')
+redis.call('ZREM', P .. 'active', who)
+local numbered = redis.call('HGET', o .. 'counts', 'numbered')
+if numbered or redis.call('HGET', o .. 'counts', 'marked') then
+  redis.call('HSET', o .. 'counts', 'given_up', numbered or '0', 'bytes', '0')
+else
+  redis.call('DEL', o .. 'counts')
+end
 return 1
 """
 
@@ -146,7 +167,11 @@ class RedisSessions(SessionStore):
         max_bytes: Bytes of contents kept in all.
         max_bytes_per_owner: Bytes of contents kept for one owner.
         max_steps: Steps (and checkpoints) kept per owner.
+        max_idle_days: Days without a call after which an owner's history is given up
+            (an owner kept before ctxfs noted activity counts once a call names it).
         timeout: Seconds to connect, and to wait for each answer, before ``Unavailable``.
+        clock: Seconds since the epoch (:attr:`SessionStore.clock`); the hosts sharing the
+            server should agree on it.
 
     Raises:
         ValueError: A bound is not a positive number.
@@ -162,10 +187,16 @@ class RedisSessions(SessionStore):
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER,
         max_steps: int = DEFAULT_MAX_STEPS,
+        max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
         timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(
-            max_bytes=max_bytes, max_bytes_per_owner=max_bytes_per_owner, max_steps=max_steps
+            max_bytes=max_bytes,
+            max_bytes_per_owner=max_bytes_per_owner,
+            max_steps=max_steps,
+            max_idle_days=max_idle_days,
+            clock=clock,
         )
         self.prefix = prefix.encode()
         self._url = url
@@ -180,11 +211,13 @@ class RedisSessions(SessionStore):
                 ("record", _RECORD),
                 ("mark", _MARK),
                 ("forget", _FORGET),
+                ("forget_idle", _FORGET_IDLE),
             )
         }
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`: one script, the bounds kept in it."""
+        await self.active(owner)
         if not self.fits(data):
             return False
         bounds = (self.max_bytes, self.max_bytes_per_owner)
@@ -193,6 +226,7 @@ class RedisSessions(SessionStore):
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`: one script (the use is recorded)."""
+        await self.active(owner)
         data = await self._script("content", owner, stored_bytes(version))
         return None if data is None else bytes(data)
 
@@ -205,6 +239,7 @@ class RedisSessions(SessionStore):
         contents: Sequence[tuple[Version, bytes]] = (),
     ) -> Step:
         """See :meth:`SessionStore.record`: one script keeps the contents, numbers the step."""
+        await self.active(owner)
         changes = tuple(changes)
         encoded = json.dumps([change.encode() for change in changes])
         kept = [x for v, data in contents if self.fits(data) for x in (stored_bytes(v), data)]
@@ -220,17 +255,20 @@ class RedisSessions(SessionStore):
             Unavailable: Also when a step on the server is damaged.
 
         """
+        await self.active(owner)
         name = self._owned(owner, b"steps")
         texts = await self._call(self._client.zrangebyscore, name, f"({after}", "+inf")
         return await self._decoded(Step.decode, texts)
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
+        await self.active(owner)
         given_up = await self._call(self._client.hget, self._owned(owner, b"counts"), "given_up")
         return 0 if given_up is None else int(given_up)
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`: one ``MULTI``/``EXEC`` transaction."""
+        await self.active(owner)
         if not numbers:
             return
         name = self._owned(owner, b"steps")
@@ -244,6 +282,7 @@ class RedisSessions(SessionStore):
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`: one script."""
+        await self.active(owner)
         number, step = await self._script(
             "mark", owner, json.dumps(label), json.dumps(at), self.max_steps
         )
@@ -256,12 +295,33 @@ class RedisSessions(SessionStore):
             Unavailable: Also when a checkpoint on the server is damaged.
 
         """
+        await self.active(owner)
         texts = await self._call(self._client.zrange, self._owned(owner, b"checkpoints"), 0, -1)
         return await self._decoded(Checkpoint.decode, texts)
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`SessionStore.forget_owner`: one script."""
+        self._noted.pop(owner, None)
         await self._script("forget", owner)
+
+    async def note_active(self, owner: str, at: float) -> None:
+        """See :meth:`SessionStore.note_active`: one ``ZADD``."""
+        active = {stored_owner(owner): at}
+        await self._call(self._client.zadd, self.prefix + b"sessions:active", active, gt=True)
+
+    async def forget_idle(self, before: float) -> int:
+        """See :meth:`SessionStore.forget_idle`: a script per owner."""
+        idle = await self._call(
+            self._client.zrangebyscore,
+            self.prefix + b"sessions:active",
+            "-inf",
+            f"({before!r}",
+            start=0,
+            num=SWEEP_MOST,
+        )
+        for owner in idle:
+            await self._run("forget_idle", bytes(owner), repr(before))
+        return len(idle)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -273,7 +333,10 @@ class RedisSessions(SessionStore):
         return b"%ssessions:%d:%s:%s" % (self.prefix, len(raw), raw, what)
 
     async def _script(self, name: str, owner: str, *args: object) -> Any:
-        keyed = [self.prefix + b"sessions:", stored_owner(owner), *args]
+        return await self._run(name, stored_owner(owner), *args)
+
+    async def _run(self, name: str, owner: bytes, *args: object) -> Any:
+        keyed = [self.prefix + b"sessions:", owner, *args]
         return await self._call(self._scripts[name], keys=[], args=keyed, client=self._client)
 
     async def _decoded(self, decode: Callable[[str], D], texts: list[str]) -> list[D]:

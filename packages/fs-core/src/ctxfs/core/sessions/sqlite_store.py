@@ -4,13 +4,15 @@ Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size an
 use, apart so that a use rewrites no content), ``kept`` (the versions kept for each
 owner, with their last use), ``owners`` (an owner's bytes and steps kept, and the last
 step and checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
-``checkpoints`` (encoded, by owner and number). The last use is one clock for the whole
+``checkpoints`` (encoded, by owner and number), ``active`` (when a call last named an
+owner; none once it was given up for idleness). The last use is one clock for the whole
 file: one past the newest blob's. Each call is one transaction.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -20,7 +22,9 @@ from ctxfs.core.observations.base import stored_bytes, stored_owner
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
+    DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
+    SWEEP_MOST,
     Checkpoint,
     FileChange,
     SessionStore,
@@ -61,6 +65,8 @@ _SCHEMA: Final = (
         owner BLOB NOT NULL, number INTEGER NOT NULL, checkpoint TEXT NOT NULL,
         PRIMARY KEY (owner, number)
     ) WITHOUT ROWID""",
+    "CREATE TABLE IF NOT EXISTS active (owner BLOB PRIMARY KEY, at REAL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS active_by_time ON active (at)",
 )
 _ON_THE_LOOP: Final = 64 * 1024
 """Bytes of content a call writes on the event loop at most; a larger one runs in a thread."""
@@ -80,7 +86,9 @@ class SqliteSessions(SessionStore):
         max_bytes: Bytes of contents kept in all.
         max_bytes_per_owner: Bytes of contents kept for one owner.
         max_steps: Steps (and checkpoints) kept per owner.
+        max_idle_days: Days without a call after which an owner's history is given up.
         timeout: Seconds a call waits for another process's lock before ``Busy``.
+        clock: Seconds since the epoch (:attr:`SessionStore.clock`).
 
     Raises:
         ValueError: A bound is not a positive number.
@@ -96,10 +104,16 @@ class SqliteSessions(SessionStore):
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_bytes_per_owner: int = DEFAULT_MAX_BYTES_PER_OWNER,
         max_steps: int = DEFAULT_MAX_STEPS,
+        max_idle_days: int = DEFAULT_MAX_IDLE_DAYS,
         timeout: float = 10.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(
-            max_bytes=max_bytes, max_bytes_per_owner=max_bytes_per_owner, max_steps=max_steps
+            max_bytes=max_bytes,
+            max_bytes_per_owner=max_bytes_per_owner,
+            max_steps=max_steps,
+            max_idle_days=max_idle_days,
+            clock=clock,
         )
         self.path = Path(path)
         self._file = SqliteFile(
@@ -113,6 +127,7 @@ class SqliteSessions(SessionStore):
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`: one transaction, the bounds kept in it."""
+        await self.active(owner)
         if not self.fits(data):
             return False
         call = partial(self._keep, stored_owner(owner), stored_bytes(version), data)
@@ -121,6 +136,7 @@ class SqliteSessions(SessionStore):
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`: one transaction, in a worker thread."""
+        await self.active(owner)
         call = partial(_content, stored_owner(owner), stored_bytes(version))
         return await self._file.run(call, off_loop=True)  # (a content may be large)
 
@@ -133,6 +149,7 @@ class SqliteSessions(SessionStore):
         contents: Sequence[tuple[Version, bytes]] = (),
     ) -> Step:
         """See :meth:`SessionStore.record`: one transaction, the contents' bounds kept in it."""
+        await self.active(owner)
         kept = [(stored_bytes(v), data) for v, data in contents if self.fits(data)]
         call = partial(self._record, stored_owner(owner), tuple(changes), at, kept)
         return await self._file.run(call, off_loop=sum(len(d) for _, d in kept) > _ON_THE_LOOP)
@@ -144,19 +161,23 @@ class SqliteSessions(SessionStore):
             Unavailable: Also when a step in the file is damaged.
 
         """
+        await self.active(owner)
         query = "SELECT step FROM steps WHERE owner = ? AND number > ? ORDER BY number"
         return await self._decoded(Step.decode, query, stored_owner(owner), after)
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
+        await self.active(owner)
         return await self._file.run(partial(_counted, owner=stored_owner(owner), column="given_up"))
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`: one transaction."""
+        await self.active(owner)
         await self._file.run(partial(_drop_steps, stored_owner(owner), list(numbers)))
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`: one transaction."""
+        await self.active(owner)
         return await self._file.run(partial(_mark, stored_owner(owner), label, at, self.max_steps))
 
     async def checkpoints(self, owner: str) -> list[Checkpoint]:
@@ -166,12 +187,25 @@ class SqliteSessions(SessionStore):
             Unavailable: Also when a checkpoint in the file is damaged.
 
         """
+        await self.active(owner)
         query = "SELECT checkpoint FROM checkpoints WHERE owner = ? ORDER BY number"
         return await self._decoded(Checkpoint.decode, query, stored_owner(owner))
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`SessionStore.forget_owner`: one transaction."""
+        self._noted.pop(owner, None)
         await self._file.run(partial(_forget, stored_owner(owner)))
+
+    async def note_active(self, owner: str, at: float) -> None:
+        """See :meth:`SessionStore.note_active`: one statement."""
+        await self._file.run(partial(_note_active, stored_owner(owner), at))
+
+    async def forget_idle(self, before: float) -> int:
+        """See :meth:`SessionStore.forget_idle`: a transaction per owner, in a worker thread.
+
+        Owners of a file made before activity was noted count as active from the first look.
+        """
+        return await self._file.run(partial(_forget_idle, before, self.clock()), off_loop=True)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -237,6 +271,9 @@ _NEXT_STEP: Final = (
 _NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?)"
 _USE_BLOB: Final = "UPDATE uses SET used = ? WHERE version = ? RETURNING size"
 _NEW_KEPT: Final = "INSERT INTO kept VALUES (?, ?, ?)"
+_HISTORY_GONE: Final = (
+    "UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ? RETURNING numbered, marked"
+)
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
 
 
@@ -335,8 +372,45 @@ def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> Non
 
 def _forget(owner: bytes, db: sqlite3.Connection) -> None:
     with immediate(db):
-        kept = db.execute("SELECT version FROM kept WHERE owner = ?", (owner,)).fetchall()
-        for (version,) in kept:
-            _let_go(db, owner, version)
-        for table in ("owners", "steps", "checkpoints"):
+        _let_go_all(db, owner)
+        for table in ("owners", "steps", "checkpoints", "active"):
             db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
+
+
+def _let_go_all(db: sqlite3.Connection, owner: bytes) -> None:
+    for (version,) in db.execute("SELECT version FROM kept WHERE owner = ?", (owner,)).fetchall():
+        _let_go(db, owner, version)
+
+
+def _note_active(owner: bytes, at: float, db: sqlite3.Connection) -> None:
+    db.execute(
+        "INSERT INTO active VALUES (?, ?) ON CONFLICT (owner) "
+        "DO UPDATE SET at = max(coalesce(at, excluded.at), excluded.at)",
+        (owner, at),
+    )
+
+
+def _forget_idle(before: float, now: float, db: sqlite3.Connection) -> int:
+    with immediate(db):
+        db.execute("INSERT OR IGNORE INTO active SELECT owner, ? FROM owners", (now,))
+        query = "SELECT owner FROM active WHERE at < ? ORDER BY at LIMIT ?"
+        idle = db.execute(query, (before, SWEEP_MOST)).fetchall()
+    for (owner,) in idle:
+        with immediate(db):
+            still = db.execute("SELECT at < ? FROM active WHERE owner = ?", (before, owner))
+            if (still.fetchone() or (False,))[0]:
+                _give_up_history(db, owner)
+    return len(idle)
+
+
+def _give_up_history(db: sqlite3.Connection, owner: bytes) -> None:
+    """Give up *owner*'s contents, steps and checkpoints, keeping its numbering (if any)."""
+    _let_go_all(db, owner)
+    db.execute("DELETE FROM steps WHERE owner = ?", (owner,))
+    db.execute("DELETE FROM checkpoints WHERE owner = ?", (owner,))
+    numbering = db.execute(_HISTORY_GONE, (owner,)).fetchone()
+    if numbering is None or not any(numbering):
+        db.execute("DELETE FROM owners WHERE owner = ?", (owner,))
+        db.execute("DELETE FROM active WHERE owner = ?", (owner,))
+    else:
+        db.execute("UPDATE active SET at = NULL WHERE owner = ?", (owner,))
