@@ -15,7 +15,7 @@ import pytest
 from agents import Agent, ApplyPatchOperation, FunctionTool, RunConfig, Runner, Tool
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
-from ctxfs.core import Context, Fs, MemoryBackend, NotFound
+from ctxfs.core import Context, Fs, MemoryBackend, NotFound, hookimpl
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.openai_agents import CtxfsEditor, tools
 from tests.harnesses.common import EditSwitch, run_example
@@ -233,6 +233,34 @@ async def test_a_tool_a_plugin_hides_is_not_offered_in_that_step() -> None:
     assert "edit" not in offered(model.calls[0])
     assert "read" in offered(model.calls[0])
     assert "edit" in offered(model.calls[1])
+
+
+class CountedExposure:
+    """A plugin that offers everything, counting how often it is asked."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
+        del ctx, tool
+        self.asked += 1
+        return None
+
+
+async def test_a_step_asks_the_exposure_plugins_once_per_listing_of_the_tools() -> None:
+    # The SDK asks every tool's is_enabled each time it lists them (twice per model call): one
+    # offer serves them all, as one serves each call.
+    counted = CountedExposure()
+    fs = Fs(MemoryBackend(), plugins=[counted], load_entrypoints=False)
+    await fs.context(owner="setup").fs.write("notes.txt", "hello\n")
+    ctx = fs.context(owner="agent-1")
+    agent_tools = tools(ctx)
+    offered_tools = len((await FsToolset().offer(ctx)).exposure)
+    counted.asked = 0
+    model = await run(agent_tools, read("notes.txt", "call-1"))
+    offers = 2 * len(model.calls) + 1  # (the read's own)
+    assert counted.asked <= offers * offered_tools
 
 
 def test_the_example_runs_offline(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ editor that runs each operation through ctxfs under the same checks.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ctxfs.tools.extras import needs_extra
@@ -38,6 +39,7 @@ with needs_extra(
 from ctxfs.core import Context
 from ctxfs.tools.builtin.patch_call import answer_patch_call
 from ctxfs.tools.definitions import ToolDefinition
+from ctxfs.tools.offers import Offer
 from ctxfs.tools.providers import openai_strict
 from ctxfs.tools.toolset import FsToolset
 
@@ -68,15 +70,44 @@ def tools(
     toolset = toolset if toolset is not None else FsToolset()
     offered = toolset.listed(ctx, toolset.configured())
     patch_function = toolset.options.tool_prefix + "apply_patch"
+    step_offer = _StepOffer(toolset, ctx)
     return [
         apply_patch_tool(ctx, toolset)
         if hosted_apply_patch and definition.name == patch_function
-        else _function_tool(ctx, toolset, definition)
+        else _function_tool(ctx, toolset, definition, step_offer)
         for definition in offered
     ]
 
 
-def _function_tool(ctx: Context, toolset: FsToolset, definition: ToolDefinition) -> FunctionTool:
+class _StepOffer:
+    """The step's offer, worked out once for the ``is_enabled`` checks the SDK runs together.
+
+    The SDK asks every tool at once when it lists the agent's tools; the first ask starts the
+    offer, and those made before it is done share it.
+    """
+
+    def __init__(self, toolset: FsToolset, ctx: Context) -> None:
+        self.toolset, self.ctx = toolset, ctx
+        self._pending: asyncio.Future[Offer] | None = None
+
+    async def names(self) -> set[str]:
+        """The names the step offers, as models call them."""
+        if self._pending is None:
+            self._pending = pending = asyncio.ensure_future(self.toolset.offer(self.ctx))
+            pending.add_done_callback(self._done)
+        offer = await asyncio.shield(self._pending)
+        return {self.toolset.options.tool_prefix + tool for tool in offer.offered}
+
+    def _done(self, pending: asyncio.Future[Offer]) -> None:
+        if self._pending is pending:
+            self._pending = None  # the next listing is another step's
+        if not pending.cancelled():
+            pending.exception()  # (retrieved: every asker may have been cancelled)
+
+
+def _function_tool(
+    ctx: Context, toolset: FsToolset, definition: ToolDefinition, step_offer: _StepOffer
+) -> FunctionTool:
     name, schema = definition.name, definition.input_schema
 
     async def invoke(run: ToolContext[Any], arguments: str) -> str | list[Any]:
@@ -90,8 +121,7 @@ def _function_tool(ctx: Context, toolset: FsToolset, definition: ToolDefinition)
 
     async def offered(run: RunContextWrapper[Any], agent: AgentBase) -> bool:
         del run, agent
-        offer = await toolset.offer(ctx)
-        return name in {toolset.options.tool_prefix + tool for tool in offer.offered}
+        return name in await step_offer.names()
 
     return FunctionTool(
         name=name,
