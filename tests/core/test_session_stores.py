@@ -29,7 +29,7 @@ from ctxfs.core.sessions import (
     Step,
     open_sessions,
 )
-from ctxfs.core.sessions.base import SWEEP_MOST, reference_entry
+from ctxfs.core.sessions.base import SWEEP_CONTENTS, reference_entry
 from tests.conftest import REDIS_PORT
 
 pytestmark = pytest.mark.anyio
@@ -379,23 +379,55 @@ async def test_an_owner_idle_too_long_is_given_up_and_its_numbering_goes_on(
     assert [step.number for step in await store.steps("gone")] == [2]
 
 
-async def test_a_look_gives_up_a_bounded_number_of_owners_and_the_next_call_goes_on(
+async def test_a_look_gives_up_one_history_and_a_few_contents_and_calls_go_on(
     opener: Opener,
 ) -> None:
+    # However much an idle owner kept, one look (in some caller's call) stays short.
     clock = Clock()
     store = opener(clock, max_idle_days=1)
-    for round in ("first", "second"):
-        owners = [f"{round}-{n}" for n in range(SWEEP_MOST + 4)]
-        for owner in owners:
-            await store.record(owner, [change("a.txt", "v1")], at=1.0)
-        clock.now += 2 * DAY
-        await store.steps("caller")  # a look: SWEEP_MOST given up
-        if round == "first":
-            assert await store.forget_idle(clock.now - DAY) == 4  # (what the look left)
-        else:
-            await store.steps("caller")  # the next call looks again at once
-            assert await store.forget_idle(clock.now - DAY) == 0
-            assert [await store.given_up(owner) for owner in owners] == [1] * len(owners)
+    many = [(Version(f"xxh3:m{n}"), b"%d" % n) for n in range(SWEEP_CONTENTS + 8)]
+    await store.record("many", [change("a.txt", "v1")], at=1.0, contents=many)
+    await store.record("one", [change("b.txt", "v2")], at=1.0, contents=[(V1, b"one")])
+    clock.now += 2 * DAY
+    before = clock.now - DAY
+    assert [await store.forget_idle(before) for _ in range(4)] == [True, True, True, False]
+    assert [await store.content("many", version) for version, _ in many] == [None] * len(many)
+    assert await store.content("one", V1) is None
+    assert (await store.given_up("many"), await store.given_up("one")) == (1, 1)
+    await store.record("later", [change("c.txt", "v3")], at=2.0, contents=many)
+    clock.now += 2 * DAY
+    for _ in range(6):  # each call looks again while idle owners remain
+        await store.steps("caller")
+    assert not await store.forget_idle(clock.now - DAY)
+    assert [await store.content("later", version) for version, _ in many] == [None] * len(many)
+
+
+async def test_a_content_of_no_bytes_is_let_go(opener: Opener) -> None:
+    clock = Clock()
+    store = opener(clock, max_idle_days=1)
+    await store.keep("a", V1, b"")
+    await store.keep("b", V1, b"")
+    await store.forget_owner("a")
+    assert await store.content("b", V1) == b""
+    clock.now += 2 * DAY
+    await store.steps("caller")
+    assert await store.content("b", V1) is None
+
+
+async def test_a_call_does_not_wait_for_a_busy_file_to_note_or_look(tmp_path: Path) -> None:
+    store = SqliteSessions(tmp_path / "s.db", timeout=0.5)
+    await store.record("bob", [change("a.txt", "v1")], at=1.0)
+    fresh = SqliteSessions(tmp_path / "s.db", timeout=0.5)  # (its first call looks)
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing
+    try:
+        assert await store.checkpoints("alice") == []  # (alice's activity is due)
+        assert [step.number for step in await fresh.steps("bob")] == [1]
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        await fresh.aclose()
+        await store.aclose()
 
 
 @pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)

@@ -79,21 +79,24 @@ class SqliteFile:
         with self._waiting.lock, self._using(self._waiting) as db:
             return call(db)
 
-    async def run(self, call: Callable[[sqlite3.Connection], T], *, off_loop: bool = False) -> T:
+    async def run(
+        self, call: Callable[[sqlite3.Connection], T], *, off_loop: bool = False, wait: bool = True
+    ) -> T:
         """``call(db)``: on the loop if the file is free now (unless *off_loop*), else in a thread.
 
         *call* makes its own transaction (``BEGIN IMMEDIATE`` to write); it may run
-        twice (a connection SQLite opened read-only is opened again), never half.
+        twice (a connection SQLite opened read-only is opened again), never half. Unless
+        *wait*, a file in use now is ``Busy`` at once (*call* then runs on the loop).
 
         Raises:
             Unavailable: The file cannot be used.
-            Busy: Another process held it past the timeout.
+            Busy: Another process held it past the timeout (or now, unless *wait*).
 
         """
         try:
-            return await self._attempt(call, last=False, off_loop=off_loop)
+            return await self._attempt(call, last=False, off_loop=off_loop and wait, wait=wait)
         except _ReadOnly:  # a connection SQLite opened read-only, the file being so then
-            return await self._attempt(call, last=True, off_loop=off_loop)  # (opened again)
+            return await self._attempt(call, last=True, off_loop=off_loop and wait, wait=wait)
 
     def close(self) -> None:
         """Close the connections; the file may not be used afterwards."""
@@ -131,7 +134,7 @@ class SqliteFile:
         return db
 
     async def _attempt(
-        self, call: Callable[[sqlite3.Connection], T], *, last: bool, off_loop: bool
+        self, call: Callable[[sqlite3.Connection], T], *, last: bool, off_loop: bool, wait: bool
     ) -> T:
         if not off_loop and self._at_once.lock.acquire(blocking=False):  # (another thread's loop)
             try:
@@ -141,6 +144,8 @@ class SqliteFile:
                 pass  # another process holds the file: wait for it off the loop
             finally:
                 self._at_once.lock.release()
+        if not wait:
+            raise Busy(f"the {self.what} {self.path} is in use", hint="Try again.")
         limiter = getattr(self._limiters, "limiter", None)
         if limiter is None:  # (a limiter wakes only the loop it was made in)
             limiter = self._limiters.limiter = anyio.CapacityLimiter(1)

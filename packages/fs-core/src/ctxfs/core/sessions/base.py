@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from abc import ABC, abstractmethod
@@ -10,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final, TypeVar
 
-from ctxfs.core.errors import Unavailable
+from ctxfs.core.errors import FsError, Unavailable
 from ctxfs.core.versions import Version
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
 T = TypeVar("T")
 D = TypeVar("D")
 
+log = logging.getLogger(__name__)
+
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 """Bytes of file contents a store keeps in all before giving up the least recently used."""
 DEFAULT_MAX_BYTES_PER_OWNER: Final = 64 * 1024 * 1024
@@ -43,8 +46,8 @@ ACTIVITY_LAG: Final = 60.0
 """Seconds by which the last activity a store notes for an owner may trail its newest call."""
 SWEEP_SECONDS: Final = 3600.0
 """Seconds between two looks of one store object for owners idle too long."""
-SWEEP_MOST: Final = 16
-"""Owners one look forgets at most (the next call looks again while more are due)."""
+SWEEP_CONTENTS: Final = 32
+"""Contents one look lets go of at most (the next call looks again while more are due)."""
 
 UNRECORDED: Final = "unrecorded"
 """The kind of the change in a step that stands for steps the store failed to record."""
@@ -189,8 +192,8 @@ class SessionStore(ABC):
     rather than guess.
 
     Every call naming an owner (but :meth:`forget_owner`) starts with
-    :meth:`active`, which notes the owner's activity through
-    :meth:`note_active` and gives up idle owners through :meth:`forget_idle`.
+    :meth:`active`, which notes the owner's activity through :meth:`note_active`
+    and gives up idle owners a little at a time through :meth:`forget_idle`.
     """
 
     def __init__(
@@ -211,52 +214,63 @@ class SessionStore(ABC):
         self.clock = clock
         """Seconds since the epoch, what idleness is measured by (a test passes its own)."""
         self._noted: dict[str, float] = {}
-        self._next_sweep = -math.inf
+        self._looked_at = -math.inf
+        self._look_every = 0.0
 
     def fits(self, data: bytes) -> bool:
         """Whether *data* is within both bounds: a content larger than either is never kept."""
         return len(data) <= min(self.max_bytes, self.max_bytes_per_owner)
 
     async def active(self, owner: str) -> None:
-        """Note that *owner* calls, and give up owners idle too long when it is time to look.
+        """Note that *owner* calls, and give up some of the owners idle too long if it is time.
 
-        The activity is noted once per :data:`ACTIVITY_LAG` per owner and store object;
-        the look comes every :data:`SWEEP_SECONDS`, sooner while idle owners remain.
-
-        Raises:
-            Unavailable: The store cannot be reached or written.
-
+        The activity is noted once per :data:`ACTIVITY_LAG` per owner and store object; a
+        look comes every :data:`SWEEP_SECONDS` (at once when the clock went back), and at
+        the next call while idle owners remain. Neither fails the call: a store that
+        cannot note or look now is logged, and tried again later.
         """
         now = self.clock()
         if not 0 <= now - self._noted.get(owner, -math.inf) < ACTIVITY_LAG:
-            await self.note_active(owner, now)
-            self._noted[owner] = now
-        if now >= self._next_sweep:
-            self._next_sweep = now + SWEEP_SECONDS  # (a look that fails is not retried at once)
+            try:
+                await self.note_active(owner, now)
+                self._noted[owner] = now
+            except FsError as error:
+                log.debug("could not note the activity of %r: %s", owner, error.message)
+        if not 0 <= now - self._looked_at < self._look_every:
+            self._looked_at, self._look_every = now, SWEEP_SECONDS
             self._noted = {o: t for o, t in self._noted.items() if 0 <= now - t < ACTIVITY_LAG}
-            if await self.forget_idle(now - self.max_idle_days * 86_400.0) >= SWEEP_MOST:
-                self._next_sweep = now
+            try:
+                if await self.forget_idle(now - self.max_idle_days * 86_400.0):
+                    self._look_every = 0.0
+            except FsError as error:
+                log.warning("could not give up the owners idle in %r: %s", self, error.message)
 
     @abstractmethod
     async def note_active(self, owner: str, at: float) -> None:
-        """Note that *owner* called at *at*, unless a later call is noted already.
+        """Note that *owner* called at *at* (the last note wins), without waiting for a lock.
+
+        An owner being given up for idleness (:meth:`forget_idle`) keeps what it has not yet
+        lost from then on.
 
         Raises:
             Unavailable: The store cannot be reached or written.
+            Busy: Another user of the store holds it now.
 
         """
 
     @abstractmethod
-    async def forget_idle(self, before: float) -> int:
-        """Give up the contents, steps and checkpoints of owners last active before *before*.
+    async def forget_idle(self, before: float) -> bool:
+        """Give up some of what owners last active before *before* keep; return whether more is due.
 
-        Keeps each one's numbering (the next step and checkpoint continue it, and
-        :meth:`given_up` covers every step it had). Gives up :data:`SWEEP_MOST` owners at
-        most, each in a call atomic of its own; an owner that became active meanwhile is
-        left. Returns how many idle owners it found.
+        An idle owner's steps and checkpoints go at once (atomically), its numbering stays
+        (the next step and checkpoint continue it, and :meth:`given_up` covers every step it
+        had); then its contents go, :data:`SWEEP_CONTENTS` at most per call, each batch
+        atomic. One call gives up one owner's history at most, so that it stays short
+        whatever an owner kept; it does not wait for another user's lock.
 
         Raises:
             Unavailable: The store cannot be reached or written.
+            Busy: Another user of the store holds it now.
 
         """
 
@@ -329,7 +343,7 @@ class SessionStore(ABC):
 
     @abstractmethod
     async def given_up(self, owner: str) -> int:
-        """The highest number of *owner*'s steps given up by :attr:`max_steps` (0: none).
+        """The highest number of *owner*'s steps given up (:attr:`max_steps`, idleness; 0: none).
 
         Steps undone (:meth:`drop_steps`) are not given up: a rewind to a checkpoint
         needs every step after it, and is possible while this is not above its step.

@@ -7,13 +7,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
     DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
-    SWEEP_MOST,
+    SWEEP_CONTENTS,
     Checkpoint,
     FileChange,
     SessionStore,
@@ -37,10 +38,8 @@ class _Owner:
     """The highest step number given up by the bound."""
     marked: int = 0
     """The last checkpoint number given."""
-    active: float = 0.0
-    """When a call last named the owner (:meth:`SessionStore.note_active`)."""
-    idle: bool = False
-    """Whether its contents and history were given up for idleness (and nothing since)."""
+    releasing: bool = False
+    """Whether its history was given up for idleness and its contents are going."""
 
 
 class MemorySessions(SessionStore):
@@ -74,6 +73,8 @@ class MemorySessions(SessionStore):
         self._blobs: OrderedDict[Version, bytes] = OrderedDict()  # least recently used first
         self._holders: dict[Version, set[str]] = {}
         self._bytes = 0
+        self._by_activity: OrderedDict[str, float] = OrderedDict()  # least recent first
+        self._releasing: str | None = None
 
     @property
     def kept_bytes(self) -> int:
@@ -196,6 +197,9 @@ class MemorySessions(SessionStore):
         """See :meth:`SessionStore.forget_owner`."""
         self._noted.pop(owner, None)
         with self._lock:
+            self._by_activity.pop(owner, None)
+            if self._releasing == owner:
+                self._releasing = None
             mine = self._owners.get(owner)
             if mine is None:
                 return
@@ -206,20 +210,27 @@ class MemorySessions(SessionStore):
     async def note_active(self, owner: str, at: float) -> None:
         """See :meth:`SessionStore.note_active`."""
         with self._lock:
-            mine = self._owners.setdefault(owner, _Owner())
-            mine.active, mine.idle = max(mine.active, at), False
+            self._owners.setdefault(owner, _Owner()).releasing = False
+            self._by_activity[owner] = at
+            self._by_activity.move_to_end(owner)
 
-    async def forget_idle(self, before: float) -> int:
+    async def forget_idle(self, before: float) -> bool:
         """See :meth:`SessionStore.forget_idle`."""
         with self._lock:
-            idle = [o for o, mine in self._owners.items() if mine.active < before and not mine.idle]
-            for owner in idle[:SWEEP_MOST]:
+            owner = self._releasing
+            if owner is None or not self._owners[owner].releasing:
+                owner = next(iter(self._by_activity), None)
+                if owner is None or self._by_activity[owner] >= before:
+                    return False
+                del self._by_activity[owner]
                 mine = self._owners[owner]
-                for version in list(mine.kept):
-                    self._let_go(owner, version)
+                mine.steps, mine.checkpoints = [], []
+                mine.given_up, mine.releasing, self._releasing = mine.numbered, True, owner
+            mine = self._owners[owner]
+            for version in list(islice(mine.kept, SWEEP_CONTENTS)):
+                self._let_go(owner, version)
+            if not mine.kept:
+                mine.releasing, self._releasing = False, None
                 if not mine.numbered and not mine.marked:
                     del self._owners[owner]  # (nothing to go on from)
-                    continue
-                mine.steps, mine.checkpoints = [], []
-                mine.given_up, mine.idle = mine.numbered, True
-            return min(len(idle), SWEEP_MOST)
+            return True

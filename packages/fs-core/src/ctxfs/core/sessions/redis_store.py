@@ -6,8 +6,9 @@ use, ``bytes`` counts them, ``clock`` gives the uses their order. An owner's key
 ``LENGTH:OWNER:`` (unambiguous): ``kept`` (its versions by last use), ``counts`` (a hash:
 its ``bytes`` kept, the last step ``numbered`` and checkpoint ``marked``), ``steps`` and
 ``checkpoints`` (encoded, scored by number); ``active`` scores the owners by when a call
-last named them (none once given up for idleness). Every change is one Lua script (atomic),
-which names its keys itself: a single server or primary, not a Redis Cluster.
+last named them, ``releasing`` holds those whose contents go for idleness. Every change is
+one Lua script (atomic), which names its keys itself: a single server or primary, not a
+Redis Cluster.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES_PER_OWNER,
     DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
-    SWEEP_MOST,
+    SWEEP_CONTENTS,
     Checkpoint,
     FileChange,
     SessionStore,
@@ -54,7 +55,7 @@ end
 local function let_go(who, v)
   local o = owned(who)
   if redis.call('ZREM', o .. 'kept', v) == 1 then
-    redis.call('HINCRBY', o .. 'counts', 'bytes', -redis.call('STRLEN', P .. 'blob:' .. v))
+    redis.call('HINCRBY', o .. 'counts', 'bytes', 0 - redis.call('STRLEN', P .. 'blob:' .. v))
   end
   redis.call('SREM', P .. 'holders:' .. v, who)
   if redis.call('SCARD', P .. 'holders:' .. v) == 0 then drop_blob(v) end
@@ -131,21 +132,31 @@ local o = owned(who)
 for _, v in ipairs(redis.call('ZRANGE', o .. 'kept', 0, -1)) do let_go(who, v) end
 redis.call('DEL', o .. 'kept', o .. 'counts', o .. 'steps', o .. 'checkpoints')
 redis.call('ZREM', P .. 'active', who)
+redis.call('SREM', P .. 'releasing', who)
 return 1
 """
 _FORGET_IDLE: Final = """
-local who = ARGV[2]
-local at = redis.call('ZSCORE', P .. 'active', who)
-if not at or tonumber(at) >= tonumber(ARGV[3]) then return 0 end
+local who = redis.call('SRANDMEMBER', P .. 'releasing')
+if not who then
+  who = redis.call('ZRANGEBYSCORE', P .. 'active', '-inf', '(' .. ARGV[3], 'LIMIT', 0, 1)[1]
+  if not who then return 0 end
+  local o = owned(who)
+  redis.call('DEL', o .. 'steps', o .. 'checkpoints')
+  local numbered = redis.call('HGET', o .. 'counts', 'numbered')
+  if numbered then redis.call('HSET', o .. 'counts', 'given_up', numbered) end
+  redis.call('ZREM', P .. 'active', who)
+  redis.call('SADD', P .. 'releasing', who)
+end
 local o = owned(who)
-for _, v in ipairs(redis.call('ZRANGE', o .. 'kept', 0, -1)) do let_go(who, v) end
-redis.call('DEL', o .. 'kept', o .. 'steps', o .. 'checkpoints')
-redis.call('ZREM', P .. 'active', who)
-local numbered = redis.call('HGET', o .. 'counts', 'numbered')
-if numbered or redis.call('HGET', o .. 'counts', 'marked') then
-  redis.call('HSET', o .. 'counts', 'given_up', numbered or '0', 'bytes', '0')
-else
-  redis.call('DEL', o .. 'counts')
+for _, v in ipairs(redis.call('ZRANGE', o .. 'kept', 0, tonumber(ARGV[4]) - 1)) do
+  let_go(who, v)
+end
+if redis.call('ZCARD', o .. 'kept') == 0 then
+  redis.call('SREM', P .. 'releasing', who)
+  local counts = o .. 'counts'
+  if redis.call('HEXISTS', counts, 'numbered') + redis.call('HEXISTS', counts, 'marked') == 0 then
+    redis.call('DEL', counts)
+  end
 end
 return 1
 """
@@ -168,7 +179,7 @@ class RedisSessions(SessionStore):
         max_bytes_per_owner: Bytes of contents kept for one owner.
         max_steps: Steps (and checkpoints) kept per owner.
         max_idle_days: Days without a call after which an owner's history is given up
-            (an owner kept before ctxfs noted activity counts once a call names it).
+            (an owner kept before ctxfs noted activity is not, until a call names it).
         timeout: Seconds to connect, and to wait for each answer, before ``Unavailable``.
         clock: Seconds since the epoch (:attr:`SessionStore.clock`); the hosts sharing the
             server should agree on it.
@@ -305,23 +316,19 @@ class RedisSessions(SessionStore):
         await self._script("forget", owner)
 
     async def note_active(self, owner: str, at: float) -> None:
-        """See :meth:`SessionStore.note_active`: one ``ZADD``."""
-        active = {stored_owner(owner): at}
-        await self._call(self._client.zadd, self.prefix + b"sessions:active", active, gt=True)
+        """See :meth:`SessionStore.note_active`: one ``MULTI``/``EXEC`` transaction."""
+        stored = stored_owner(owner)
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.zadd(self.prefix + b"sessions:active", {stored: at})
+                pipe.srem(self.prefix + b"sessions:releasing", stored)
+                await pipe.execute()
+        except RedisError as error:
+            raise self._unavailable(error) from error
 
-    async def forget_idle(self, before: float) -> int:
-        """See :meth:`SessionStore.forget_idle`: a script per owner."""
-        idle = await self._call(
-            self._client.zrangebyscore,
-            self.prefix + b"sessions:active",
-            "-inf",
-            f"({before!r}",
-            start=0,
-            num=SWEEP_MOST,
-        )
-        for owner in idle:
-            await self._run("forget_idle", bytes(owner), repr(before))
-        return len(idle)
+    async def forget_idle(self, before: float) -> bool:
+        """See :meth:`SessionStore.forget_idle`: one script."""
+        return bool(await self._run("forget_idle", b"", repr(before), SWEEP_CONTENTS))
 
     async def aclose(self) -> None:
         """Close the connections."""

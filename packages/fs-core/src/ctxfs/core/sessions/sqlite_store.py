@@ -5,8 +5,9 @@ use, apart so that a use rewrites no content), ``kept`` (the versions kept for e
 owner, with their last use), ``owners`` (an owner's bytes and steps kept, and the last
 step and checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
 ``checkpoints`` (encoded, by owner and number), ``active`` (when a call last named an
-owner; none once it was given up for idleness). The last use is one clock for the whole
-file: one past the newest blob's. Each call is one transaction.
+owner; -1 while its contents go for idleness, none once they went). The last use is one
+clock for the whole file: one past the newest blob's. Each call is one transaction, after
+:meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES_PER_OWNER,
     DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
-    SWEEP_MOST,
+    SWEEP_CONTENTS,
     Checkpoint,
     FileChange,
     SessionStore,
@@ -78,7 +79,8 @@ class SqliteSessions(SessionStore):
     Shared by the host's processes, surviving restarts; a content kept for several
     owners is stored once. Each call is one transaction (write-ahead log; writes
     ``BEGIN IMMEDIATE``), so step numbers and checkpoint ids are never given twice,
-    whichever process asks. A call runs on the event loop when the file is free at
+    whichever process asks. Owners in a file made before activity was noted count as
+    active from its first opening here. A call runs on the event loop when the file is free at
     once and it moves little data, else in a worker thread.
 
     Args:
@@ -124,6 +126,7 @@ class SqliteSessions(SessionStore):
             hint="Check that the file is a ctxfs session store (SQLite) and is writable; "
             "remove a damaged one (the sessions' contents and steps are then forgotten).",
         )
+        self._file.now(partial(_adopt, self.clock()))
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`: one transaction, the bounds kept in it."""
@@ -198,14 +201,11 @@ class SqliteSessions(SessionStore):
 
     async def note_active(self, owner: str, at: float) -> None:
         """See :meth:`SessionStore.note_active`: one statement."""
-        await self._file.run(partial(_note_active, stored_owner(owner), at))
+        await self._file.run(partial(_note_active, stored_owner(owner), at), wait=False)
 
-    async def forget_idle(self, before: float) -> int:
-        """See :meth:`SessionStore.forget_idle`: a transaction per owner, in a worker thread.
-
-        Owners of a file made before activity was noted count as active from the first look.
-        """
-        return await self._file.run(partial(_forget_idle, before, self.clock()), off_loop=True)
+    async def forget_idle(self, before: float) -> bool:
+        """See :meth:`SessionStore.forget_idle`: one transaction."""
+        return await self._file.run(partial(_forget_idle, before), wait=False)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -271,9 +271,6 @@ _NEXT_STEP: Final = (
 _NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?)"
 _USE_BLOB: Final = "UPDATE uses SET used = ? WHERE version = ? RETURNING size"
 _NEW_KEPT: Final = "INSERT INTO kept VALUES (?, ?, ?)"
-_HISTORY_GONE: Final = (
-    "UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ? RETURNING numbered, marked"
-)
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
 
 
@@ -382,35 +379,45 @@ def _let_go_all(db: sqlite3.Connection, owner: bytes) -> None:
         _let_go(db, owner, version)
 
 
-def _note_active(owner: bytes, at: float, db: sqlite3.Connection) -> None:
-    db.execute(
-        "INSERT INTO active VALUES (?, ?) ON CONFLICT (owner) "
-        "DO UPDATE SET at = max(coalesce(at, excluded.at), excluded.at)",
-        (owner, at),
-    )
-
-
-def _forget_idle(before: float, now: float, db: sqlite3.Connection) -> int:
-    with immediate(db):
-        db.execute("INSERT OR IGNORE INTO active SELECT owner, ? FROM owners", (now,))
-        query = "SELECT owner FROM active WHERE at < ? ORDER BY at LIMIT ?"
-        idle = db.execute(query, (before, SWEEP_MOST)).fetchall()
-    for (owner,) in idle:
+def _adopt(now: float, db: sqlite3.Connection) -> None:
+    """Note the owners of a file made before activity was noted as active *now*."""
+    if db.execute("SELECT 1 FROM active LIMIT 1").fetchone() is None:
         with immediate(db):
-            still = db.execute("SELECT at < ? FROM active WHERE owner = ?", (before, owner))
-            if (still.fetchone() or (False,))[0]:
-                _give_up_history(db, owner)
-    return len(idle)
+            db.execute("INSERT OR IGNORE INTO active SELECT owner, ? FROM owners", (now,))
+
+
+def _note_active(owner: bytes, at: float, db: sqlite3.Connection) -> None:
+    query = "INSERT INTO active VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET at = excluded.at"
+    db.execute(query, (owner, at))
+
+
+def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
+    with immediate(db):
+        row = db.execute("SELECT owner FROM active WHERE at = -1 LIMIT 1").fetchone()
+        if row is None:
+            query = "SELECT owner FROM active WHERE at >= 0 AND at < ? ORDER BY at LIMIT 1"
+            row = db.execute(query, (before,)).fetchone()
+            if row is None:
+                return False
+            _give_up_history(db, row[0])
+        owner = row[0]
+        query = "SELECT version FROM kept WHERE owner = ? LIMIT ?"
+        versions = db.execute(query, (owner, SWEEP_CONTENTS)).fetchall()
+        for (version,) in versions:
+            _let_go(db, owner, version)
+        if len(versions) < SWEEP_CONTENTS:  # all gone: only its numbering stays, if any
+            numbering = db.execute("SELECT numbered, marked FROM owners WHERE owner = ?", row)
+            if not any(numbering.fetchone() or ()):
+                db.execute("DELETE FROM owners WHERE owner = ?", row)
+                db.execute("DELETE FROM active WHERE owner = ?", row)
+            else:
+                db.execute("UPDATE active SET at = NULL WHERE owner = ?", row)
+        return True
 
 
 def _give_up_history(db: sqlite3.Connection, owner: bytes) -> None:
-    """Give up *owner*'s contents, steps and checkpoints, keeping its numbering (if any)."""
-    _let_go_all(db, owner)
+    """Give up *owner*'s steps and checkpoints, keeping its numbering; its contents go next."""
     db.execute("DELETE FROM steps WHERE owner = ?", (owner,))
     db.execute("DELETE FROM checkpoints WHERE owner = ?", (owner,))
-    numbering = db.execute(_HISTORY_GONE, (owner,)).fetchone()
-    if numbering is None or not any(numbering):
-        db.execute("DELETE FROM owners WHERE owner = ?", (owner,))
-        db.execute("DELETE FROM active WHERE owner = ?", (owner,))
-    else:
-        db.execute("UPDATE active SET at = NULL WHERE owner = ?", (owner,))
+    db.execute("UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ?", (owner,))
+    db.execute("UPDATE active SET at = -1 WHERE owner = ?", (owner,))
