@@ -1246,6 +1246,28 @@ async def test_a_rewind_past_given_up_steps_is_refused_even_after_an_undo() -> N
         assert await snapshot(fs, [f"f{n}.txt" for n in range(4)]) == before
 
 
+async def test_an_owner_back_after_too_long_idle_is_told_its_steps_were_given_up() -> None:
+    now = [1_000_000_000.0]
+    sessions = MemorySessions(max_idle_days=1, clock=lambda: now[0])
+    async with open_fs("memory://", load_entrypoints=False, sessions=sessions) as fs:
+        await seed(fs, {"a.txt": b"0\n"})
+        a = fs.context(owner=A).fs
+        mark = await a.checkpoint()
+        await a.read("a.txt")
+        await a.edit("a.txt", "0", "1")  # step 1
+        now[0] += 2 * 86_400
+        await fs.context(owner=B).fs.read("a.txt")  # (another owner's call looks)
+        with pytest.raises(InvalidArgument) as undone:
+            await a.undo()
+        with pytest.raises(InvalidArgument) as rewound:
+            await a.rewind(mark.id)
+        assert await raw(fs, "a.txt") == b"1\n"
+    assert "steps up to 1 were given up" in undone.value.message
+    assert "after 1 day without a call" in (undone.value.hint or "")
+    assert undone.value.details["given_up"] == 1
+    assert rewound.value.details["checkpoints"] == []
+
+
 async def test_a_rewind_after_an_undo_is_not_refused_for_steps_never_given_up() -> None:
     async with Fs_on_memory(max_steps=2) as fs:
         await seed(fs, {"a.txt": b"0\n"})

@@ -52,6 +52,12 @@ if TYPE_CHECKING:
 __all__ = ["changed", "checkpoint", "rewind", "undo"]
 
 
+def _kept_for(memory: SessionMemory) -> str:
+    """How much of a history is kept, as an error says it."""
+    days, most = memory.store.max_idle_days, memory.store.max_steps
+    return f"at most {most} steps are kept, none after {days} day{'s' * (days != 1)} without a call"
+
+
 async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
     """:meth:`ContextFs.checkpoint <ctxfs.core.ContextFs.checkpoint>`."""
     return await (await _memory(ctx)).store.mark(ctx.owner, label, at=time.time())
@@ -68,10 +74,13 @@ async def undo(ctx: Context, steps: int, *, dry_run: bool) -> UndoOutcome:
     history = await memory.store.steps(ctx.owner)
     kept = [step for step in history if step.undid is None]
     if len(kept) < steps:
+        gone = await memory.store.given_up(ctx.owner)
         raise InvalidArgument(
-            f"there {'is' if len(kept) == 1 else 'are'} only {len(kept)} step(s) to undo",
-            hint="Undo fewer steps; only changes made through ctxfs in this session are kept.",
-            details={"steps": len(kept)},
+            f"there {'is' if len(kept) == 1 else 'are'} only {len(kept)} step(s) to undo"
+            + (f"; steps up to {gone} were given up" if gone else ""),
+            hint="Undo fewer steps; only changes made through ctxfs are kept"
+            + (f" ({_kept_for(memory)})" if gone else "."),
+            details={"steps": len(kept), "given_up": gone},
         )
     taken, marks = kept[-steps:], [] if dry_run else await memory.store.checkpoints(ctx.owner)
     covered = _covered_records(taken, marks, history)
@@ -92,8 +101,8 @@ async def rewind(ctx: Context, checkpoint_id: str, *, dry_run: bool) -> UndoOutc
     since = await memory.store.steps(ctx.owner, after=mark.step)
     if await memory.store.given_up(ctx.owner) > mark.step:
         raise InvalidArgument(
-            f"steps since checkpoint {checkpoint_id!r} were given up (at most "
-            f"{memory.store.max_steps} are kept); nothing was put back",
+            f"steps since checkpoint {checkpoint_id!r} were given up ({_kept_for(memory)}); "
+            "nothing was put back",
             hint="Rewind to a later checkpoint, or undo steps one at a time.",
         )
     undone = [step.undid for step in since if step.undid is not None and step.undid <= mark.step]
