@@ -414,6 +414,32 @@ async def test_a_content_of_no_bytes_is_let_go(opener: Opener) -> None:
     assert await store.content("b", V1) is None
 
 
+async def test_an_owner_whose_note_failed_is_given_up_and_a_failed_look_retried(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    store = SqliteSessions(tmp_path / "s.db", max_idle_days=1, timeout=5, clock=clock)
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # the note fails at once; the record waits
+
+    def let_go() -> None:
+        threading.Event().wait(0.3)
+        other.execute("ROLLBACK")
+
+    releasing = threading.Thread(target=let_go)
+    releasing.start()
+    await store.record("once", [change("a.txt", "v1")], at=1.0)  # (a one-shot agent)
+    releasing.join()
+    clock.now += 2 * DAY
+    other.execute("BEGIN IMMEDIATE")
+    await store.steps("caller")  # the look is busy: logged, due again
+    other.execute("ROLLBACK")
+    other.close()
+    await store.steps("caller")
+    assert await store.given_up("once") == 1
+    await store.aclose()
+
+
 async def test_a_call_does_not_wait_for_a_busy_file_to_note_or_look(tmp_path: Path) -> None:
     store = SqliteSessions(tmp_path / "s.db", timeout=0.5)
     await store.record("bob", [change("a.txt", "v1")], at=1.0)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final, TypeVar
 
-from ctxfs.core.errors import FsError, Unavailable
+from ctxfs.core.errors import Unavailable
 from ctxfs.core.versions import Version
 
 __all__ = [
@@ -234,16 +234,18 @@ class SessionStore(ABC):
             try:
                 await self.note_active(owner, now)
                 self._noted[owner] = now
-            except FsError as error:
-                log.debug("could not note the activity of %r: %s", owner, error.message)
+            except Exception as error:  # (a note may fail; the call goes on)
+                log.debug("could not note the activity of %r: %s", owner, error)
         if not 0 <= now - self._looked_at < self._look_every:
             self._looked_at, self._look_every = now, SWEEP_SECONDS
-            self._noted = {o: t for o, t in self._noted.items() if 0 <= now - t < ACTIVITY_LAG}
+            noted = list(self._noted.items())  # (another thread's loop may note meanwhile)
+            self._noted = {o: t for o, t in noted if 0 <= now - t < ACTIVITY_LAG}
             try:
                 if await self.forget_idle(now - self.max_idle_days * 86_400.0):
                     self._look_every = 0.0
-            except FsError as error:
-                log.warning("could not give up the owners idle in %r: %s", self, error.message)
+            except Exception as error:  # (a look may fail; the call goes on)
+                self._look_every = 0.0  # (looked for again at the next call)
+                log.warning("could not give up the owners idle in %r: %s", self, error)
 
     @abstractmethod
     async def note_active(self, owner: str, at: float) -> None:

@@ -214,6 +214,7 @@ class SqliteSessions(SessionStore):
     def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
             db.execute(_NEW_OWNER, (owner,))
+            db.execute(_NEW_ACTIVE, (owner, self.clock()))
             _keep_in(db, owner, version, data, _tick(db))
             self._bound(db, owner)
 
@@ -227,6 +228,7 @@ class SqliteSessions(SessionStore):
     ) -> Step:
         with immediate(db):
             number, kept_steps = db.execute(_NEXT_STEP, (owner,)).fetchone()
+            db.execute(_NEW_ACTIVE, (owner, self.clock()))
             tick = _tick(db) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
@@ -264,6 +266,8 @@ class SqliteSessions(SessionStore):
 _TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
 _ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
 _NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
+_NEW_ACTIVE: Final = "INSERT OR IGNORE INTO active VALUES (?, ?)"
+"""An owner's first activity, in the call that makes its row (its own note may have failed)."""
 _NEXT_STEP: Final = (
     "INSERT INTO owners (owner, numbered, steps) VALUES (?, 1, 1) ON CONFLICT (owner) "
     "DO UPDATE SET numbered = numbered + 1, steps = steps + 1 RETURNING numbered, steps"
@@ -334,6 +338,7 @@ def _mark(
 ) -> Checkpoint:
     with immediate(db):
         db.execute(_NEW_OWNER, (owner,))
+        db.execute(_NEW_ACTIVE, (owner, at))
         query = "UPDATE owners SET marked = marked + 1 WHERE owner = ? RETURNING marked, numbered"
         number, last = db.execute(query, (owner,)).fetchone()
         checkpoint = Checkpoint(id=f"cp{number}", label=label, step=last, at=at)
