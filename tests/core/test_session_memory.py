@@ -1265,7 +1265,8 @@ async def test_an_owner_back_after_too_long_idle_is_told_its_steps_were_given_up
     assert "steps up to 1 were given up" in undone.value.message
     assert "after 1 day without a call" in (undone.value.hint or "")
     assert undone.value.details["given_up"] == 1
-    assert rewound.value.details["checkpoints"] == []
+    assert rewound.value.details == {"checkpoints": [], "given_up": 1}
+    assert "after 1 day without a call" in (rewound.value.hint or "")
 
 
 async def test_a_rewind_after_an_undo_is_not_refused_for_steps_never_given_up() -> None:

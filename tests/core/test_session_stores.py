@@ -28,8 +28,10 @@ from ctxfs.core.sessions import (
     SqliteSessions,
     Step,
     open_sessions,
+    sqlite_store,
 )
 from ctxfs.core.sessions.base import SWEEP_CONTENTS, reference_entry
+from ctxfs.core.sessions.sqlite_store import SWEEP_BYTES, SWEEP_STEPS
 from tests.conftest import REDIS_PORT
 
 pytestmark = pytest.mark.anyio
@@ -437,6 +439,72 @@ async def test_an_owner_whose_note_failed_is_given_up_and_a_failed_look_retried(
     other.close()
     await store.steps("caller")
     assert await store.given_up("once") == 1
+    await store.aclose()
+
+
+async def test_a_look_gives_up_a_long_sqlite_history_in_batches_oldest_first(
+    tmp_path: Path,
+) -> None:
+    # A look stays short whatever the steps and contents weigh; the owner back keeps the rest.
+    clock = Clock()
+    store = SqliteSessions(tmp_path / "s.db", max_idle_days=1, clock=clock)
+    count = 2 * SWEEP_STEPS + 1
+    for owner in ("back", "gone"):
+        for _ in range(count):
+            await store.record(owner, [change("a.txt", "v1")], at=1.0)
+        await store.mark(owner, None, at=1.0)
+        clock.now += 1.0  # ("back" is idle longest)
+    half = SWEEP_BYTES // 2 + 1
+    contents = [(Version(f"xxh3:{n}"), bytes([n]) * half) for n in range(3)]
+    for version, data in contents:
+        await store.keep("back", version, data)
+    clock.now += 2 * DAY
+    before = clock.now - DAY
+    assert await store.forget_idle(before)
+    assert await store.checkpoints("back") == []  # (a call: "back" is active again)
+    assert await store.given_up("back") == SWEEP_STEPS
+    steps = [step.number for step in await store.steps("back")]
+    assert steps == list(range(SWEEP_STEPS + 1, count + 1))
+    while await store.forget_idle(before):
+        pass
+    assert await store.steps("gone") == []
+    assert await store.given_up("gone") == count
+    assert [await store.content("back", v) is None for v, _ in contents] == [False] * 3
+    await store.drop_steps("back", steps)  # now "back" idles again, steps gone in one look
+    clock.now += 2 * DAY
+    before = clock.now - DAY
+    assert await store.forget_idle(before)  # its history, and a content (no more: bytes)
+    assert await store.checkpoints("back") == []
+    kept = [await store.content("back", v) is not None for v, _ in contents]
+    assert sorted(kept) == [False, True, True]
+    await store.aclose()
+
+
+async def test_a_sqlite_look_runs_while_the_event_loop_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    store = SqliteSessions(tmp_path / "s.db", max_idle_days=1, clock=clock)
+    await store.record("idle", [change("a.txt", "v1")], at=1.0)
+    clock.now += 2 * DAY
+    started, loop_ran, seen = threading.Event(), threading.Event(), []
+    look = sqlite_store._forget_idle
+
+    def slow_look(before: float, db: sqlite3.Connection) -> bool:
+        started.set()
+        seen.append(loop_ran.wait(2.0))  # (times out if the look blocks the loop)
+        return look(before, db)
+
+    async def meanwhile() -> None:
+        await anyio.to_thread.run_sync(started.wait)  # (its end is seen on the loop)
+        loop_ran.set()
+
+    monkeypatch.setattr(sqlite_store, "_forget_idle", slow_look)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(store.steps, "caller")  # (its call looks)
+        tasks.start_soon(meanwhile)
+    assert seen == [True]
+    assert await store.given_up("idle") == 1
     await store.aclose()
 
 

@@ -93,10 +93,13 @@ async def rewind(ctx: Context, checkpoint_id: str, *, dry_run: bool) -> UndoOutc
     marks = await memory.store.checkpoints(ctx.owner)
     mark = next((m for m in marks if m.id == checkpoint_id), None)
     if mark is None:
+        gone = await memory.store.given_up(ctx.owner)
         raise InvalidArgument(
-            f"no checkpoint is named {checkpoint_id!r}",
-            hint="Rewind to one of the checkpoints listed in details.",
-            details={"checkpoints": [m.id for m in marks]},
+            f"no checkpoint is named {checkpoint_id!r}"
+            + (f"; steps up to {gone} were given up, and checkpoints may be too" if gone else ""),
+            hint="Rewind to one of the checkpoints listed in details"
+            + (f" ({_kept_for(memory)})." if gone else "."),
+            details={"checkpoints": [m.id for m in marks], "given_up": gone},
         )
     since = await memory.store.steps(ctx.owner, after=mark.step)
     if await memory.store.given_up(ctx.owner) > mark.step:

@@ -1,8 +1,9 @@
 """The SQLite file of a shared store (observations, sessions): connections, threads, errors.
 
 A call runs on the event loop when the file is free at once, else waits in a worker
-thread; SQLite's errors become ``Busy`` and ``Unavailable``; a failed connection is
-opened again. A file whose tables differ from the schema's is refused at opening.
+thread (a long call that must not wait runs in a thread, ``Busy`` if the file is in use).
+SQLite's errors become ``Busy`` and ``Unavailable``; a failed connection is opened again.
+A file whose tables differ from the schema's is refused at opening.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class SqliteFile:
         """Each thread's (its loop's) limiter of the waits in worker threads: one at a time."""
         self._waiting = _Connection(partial(self._opened, timeout), self)  # in a worker thread
         try:
-            self._at_once = _Connection(partial(self._opened, 0), self)  # on the loop: never waits
+            self._at_once = _Connection(partial(self._opened, 0), self)  # never waits
             with self._using(self._waiting) as db:
                 db.execute("PRAGMA journal_mode=WAL")
                 self._check_layout(db)
@@ -86,7 +87,8 @@ class SqliteFile:
 
         *call* makes its own transaction (``BEGIN IMMEDIATE`` to write); it may run
         twice (a connection SQLite opened read-only is opened again), never half. Unless
-        *wait*, a file in use now is ``Busy`` at once (*call* then runs on the loop).
+        *wait*, a file in use now is ``Busy`` at once (*call* then runs on the loop, or in
+        a thread if *off_loop*).
 
         Raises:
             Unavailable: The file cannot be used.
@@ -94,9 +96,9 @@ class SqliteFile:
 
         """
         try:
-            return await self._attempt(call, last=False, off_loop=off_loop and wait, wait=wait)
+            return await self._attempt(call, last=False, off_loop=off_loop, wait=wait)
         except _ReadOnly:  # a connection SQLite opened read-only, the file being so then
-            return await self._attempt(call, last=True, off_loop=off_loop and wait, wait=wait)
+            return await self._attempt(call, last=True, off_loop=off_loop, wait=wait)
 
     def close(self) -> None:
         """Close the connections; the file may not be used afterwards."""
@@ -136,21 +138,35 @@ class SqliteFile:
     async def _attempt(
         self, call: Callable[[sqlite3.Connection], T], *, last: bool, off_loop: bool, wait: bool
     ) -> T:
-        if not off_loop and self._at_once.lock.acquire(blocking=False):  # (another thread's loop)
-            try:
-                with self._using(self._at_once, at_once=True, last=last) as db:
-                    return call(db)
-            except _Locked:
-                pass  # another process holds the file: wait for it off the loop
-            finally:
-                self._at_once.lock.release()
-        if not wait:
-            raise Busy(f"the {self.what} {self.path} is in use", hint="Try again.")
+        try:
+            if not off_loop:
+                return self._unwaited(call, last=last, blocking=False)
+            if not wait:  # (a long call that must not wait for the file)
+                unwaited = partial(self._unwaited, call, last=last, blocking=True)
+                return await anyio.to_thread.run_sync(unwaited)
+        except _Locked:  # another process (or another thread's loop) holds the file
+            if not wait:
+                raise Busy(f"the {self.what} {self.path} is in use", hint="Try again.") from None
         limiter = getattr(self._limiters, "limiter", None)
         if limiter is None:  # (a limiter wakes only the loop it was made in)
             limiter = self._limiters.limiter = anyio.CapacityLimiter(1)
         waited = partial(self._waited, call, last=last)
         return await anyio.to_thread.run_sync(waited, limiter=limiter)
+
+    def _unwaited(
+        self, call: Callable[[sqlite3.Connection], T], *, last: bool, blocking: bool
+    ) -> T:
+        """``call(db)`` on the connection that never waits for the file (else ``_Locked``).
+
+        Unless *blocking*, a connection in use by another thread is ``_Locked`` too.
+        """
+        if not self._at_once.lock.acquire(blocking=blocking):
+            raise _Locked
+        try:
+            with self._using(self._at_once, at_once=True, last=last) as db:
+                return call(db)
+        finally:
+            self._at_once.lock.release()
 
     def _waited(self, call: Callable[[sqlite3.Connection], T], *, last: bool) -> T:
         with self._waiting.lock, self._using(self._waiting, last=last) as db:

@@ -264,11 +264,12 @@ class SessionStore(ABC):
     async def forget_idle(self, before: float) -> bool:
         """Give up some of what owners last active before *before* keep; return whether more is due.
 
-        An idle owner's steps and checkpoints go at once (atomically), its numbering stays
-        (the next step and checkpoint continue it, and :meth:`given_up` covers every step it
-        had); then its contents go, :data:`SWEEP_CONTENTS` at most per call, each batch
-        atomic. One call gives up one owner's history at most, so that it stays short
-        whatever an owner kept; it does not wait for another user's lock.
+        An idle owner's checkpoints go, then its steps, oldest first (:meth:`given_up`
+        follows them, and covers every step it had once all went); its numbering stays (the
+        next step and checkpoint continue it). Then its contents go, :data:`SWEEP_CONTENTS`
+        at most per call. Each call is atomic and deals with one owner, and a store may do
+        less per call, so that a call stays short whatever an owner kept; it does not wait
+        for another user's lock. An owner active again keeps what it has not yet lost.
 
         Raises:
             Unavailable: The store cannot be reached or written.

@@ -71,6 +71,10 @@ _SCHEMA: Final = (
 )
 _ON_THE_LOOP: Final = 64 * 1024
 """Bytes of content a call writes on the event loop at most; a larger one runs in a thread."""
+SWEEP_STEPS: Final = 64
+"""Steps of an idle owner one look gives up at most (oldest first, as ``max_steps`` does)."""
+SWEEP_BYTES: Final = 8 * 1024 * 1024
+"""Bytes of contents one look lets go of at most (one content at least)."""
 
 
 class SqliteSessions(SessionStore):
@@ -204,8 +208,12 @@ class SqliteSessions(SessionStore):
         await self._file.run(partial(_note_active, stored_owner(owner), at), wait=False)
 
     async def forget_idle(self, before: float) -> bool:
-        """See :meth:`SessionStore.forget_idle`: one transaction."""
-        return await self._file.run(partial(_forget_idle, before), wait=False)
+        """See :meth:`SessionStore.forget_idle`: one transaction, in a worker thread.
+
+        It gives up :data:`SWEEP_STEPS` steps at most, then contents up to
+        :data:`SWEEP_BYTES` (a history of large steps goes over several calls).
+        """
+        return await self._file.run(partial(_forget_idle, before), off_loop=True, wait=False)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -374,14 +382,12 @@ def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> Non
 
 def _forget(owner: bytes, db: sqlite3.Connection) -> None:
     with immediate(db):
-        _let_go_all(db, owner)
+        for (version,) in db.execute(
+            "SELECT version FROM kept WHERE owner = ?", (owner,)
+        ).fetchall():
+            _let_go(db, owner, version)
         for table in ("owners", "steps", "checkpoints", "active"):
             db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
-
-
-def _let_go_all(db: sqlite3.Connection, owner: bytes) -> None:
-    for (version,) in db.execute("SELECT version FROM kept WHERE owner = ?", (owner,)).fetchall():
-        _let_go(db, owner, version)
 
 
 def _adopt(now: float, db: sqlite3.Connection) -> None:
@@ -404,13 +410,15 @@ def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
             row = db.execute(query, (before,)).fetchone()
             if row is None:
                 return False
-            _give_up_history(db, row[0])
+            db.execute("DELETE FROM checkpoints WHERE owner = ?", row)
+            db.execute("UPDATE active SET at = -1 WHERE owner = ?", row)
         owner = row[0]
-        query = "SELECT version FROM kept WHERE owner = ? LIMIT ?"
-        versions = db.execute(query, (owner, SWEEP_CONTENTS)).fetchall()
-        for (version,) in versions:
-            _let_go(db, owner, version)
-        if len(versions) < SWEEP_CONTENTS:  # all gone: only its numbering stays, if any
+        if _counted(db, owner, "steps") > SWEEP_STEPS:
+            _give_up_steps(db, owner, SWEEP_STEPS)
+            return True
+        db.execute("DELETE FROM steps WHERE owner = ?", row)
+        db.execute("UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ?", row)
+        if _let_go_some(db, owner):  # all gone: only its numbering stays, if any
             numbering = db.execute("SELECT numbered, marked FROM owners WHERE owner = ?", row)
             if not any(numbering.fetchone() or ()):
                 db.execute("DELETE FROM owners WHERE owner = ?", row)
@@ -420,9 +428,14 @@ def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
         return True
 
 
-def _give_up_history(db: sqlite3.Connection, owner: bytes) -> None:
-    """Give up *owner*'s steps and checkpoints, keeping its numbering; its contents go next."""
-    db.execute("DELETE FROM steps WHERE owner = ?", (owner,))
-    db.execute("DELETE FROM checkpoints WHERE owner = ?", (owner,))
-    db.execute("UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ?", (owner,))
-    db.execute("UPDATE active SET at = -1 WHERE owner = ?", (owner,))
+def _let_go_some(db: sqlite3.Connection, owner: bytes) -> bool:
+    """Let go of *owner*'s contents up to :data:`SWEEP_BYTES` (one at least); whether all went."""
+    query = "SELECT version, size FROM kept JOIN uses USING (version) WHERE owner = ? LIMIT ?"
+    kept = db.execute(query, (owner, SWEEP_CONTENTS)).fetchall()
+    bytes_let_go = 0
+    for count, (version, size) in enumerate(kept):
+        if count and bytes_let_go + size > SWEEP_BYTES:
+            return False
+        _let_go(db, owner, version)
+        bytes_let_go += size
+    return len(kept) < SWEEP_CONTENTS
