@@ -7,12 +7,21 @@ next model input, as the SDK builds them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, ApplyPatchOperation, FunctionTool, RunConfig, Runner, Tool
+from agents import (
+    Agent,
+    ApplyPatchOperation,
+    FunctionTool,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    Tool,
+)
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
 from ctxfs.core import Context, Fs, MemoryBackend, NotFound, hookimpl
@@ -261,6 +270,38 @@ async def test_a_step_asks_the_exposure_plugins_once_per_listing_of_the_tools() 
     model = await run(agent_tools, read("notes.txt", "call-1"))
     offers = 2 * len(model.calls) + 1  # (the read's own)
     assert counted.asked <= offers * offered_tools
+
+
+class HangingExposure:
+    """A plugin whose first answer never comes; it answers at once afterwards."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    @hookimpl
+    async def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
+        del ctx, tool
+        self.asked += 1
+        if self.asked == 1:
+            await asyncio.Event().wait()
+        return None
+
+
+async def test_a_listing_given_up_on_does_not_hold_up_the_next() -> None:
+    fs = Fs(MemoryBackend(), plugins=[HangingExposure()], load_entrypoints=False)
+    (read_tool,) = [tool for tool in tools(fs.context(owner="agent-1")) if tool.name == "read"]
+    assert isinstance(read_tool, FunctionTool)
+    assert callable(read_tool.is_enabled)
+    enabled = read_tool.is_enabled
+
+    async def listed() -> bool:
+        answer = enabled(RunContextWrapper(context=None), Agent(name="agent"))
+        assert not isinstance(answer, bool)
+        return await answer
+
+    with pytest.raises(TimeoutError):  # (the SDK's caller gave up on the listing)
+        await asyncio.wait_for(listed(), 0.2)
+    assert await asyncio.wait_for(listed(), 10)
 
 
 def test_the_example_runs_offline(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ editor that runs each operation through ctxfs under the same checks.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 from ctxfs.tools.extras import needs_extra
@@ -83,25 +84,37 @@ class _StepOffer:
     """The step's offer, worked out once for the ``is_enabled`` checks the SDK runs together.
 
     The SDK asks every tool at once when it lists the agent's tools; the first ask starts the
-    offer, and those made before it is done share it.
+    offer, and those made before it is done share it. An offer every asker gave up on is
+    cancelled: the next ask starts another.
     """
 
     def __init__(self, toolset: FsToolset, ctx: Context) -> None:
         self.toolset, self.ctx = toolset, ctx
         self._pending: asyncio.Future[Offer] | None = None
+        self._askers: Counter[asyncio.Future[Offer]] = Counter()
 
     async def names(self) -> set[str]:
         """The names the step offers, as models call them."""
-        if self._pending is None:
+        pending = self._pending
+        if pending is None:
             self._pending = pending = asyncio.ensure_future(self.toolset.offer(self.ctx))
             pending.add_done_callback(self._done)
-        offer = await asyncio.shield(self._pending)
+        self._askers[pending] += 1
+        try:
+            offer = await asyncio.shield(pending)
+        finally:
+            self._askers[pending] -= 1
+            if not self._askers[pending]:
+                del self._askers[pending]
+                if not pending.done():  # (every asker was cancelled)
+                    self._done(pending)
+                    pending.cancel()
         return {self.toolset.options.tool_prefix + tool for tool in offer.offered}
 
     def _done(self, pending: asyncio.Future[Offer]) -> None:
         if self._pending is pending:
             self._pending = None  # the next listing is another step's
-        if not pending.cancelled():
+        if pending.done() and not pending.cancelled():
             pending.exception()  # (retrieved: every asker may have been cancelled)
 
 
