@@ -237,12 +237,19 @@ async def test_a_deferred_tool_runs_through_call_tool() -> None:
         found = await claude.call_tool(
             "call_tool", {"name": "grep", "arguments": '{"pattern": "beta"}'}
         )
+        as_object = await claude.call_tool(  # (as Claude often passes them)
+            "call_tool", {"name": "grep", "arguments": {"pattern": "alpha"}}
+        )
+        as_number = await claude.call_tool("call_tool", {"name": "grep", "arguments": 7})
 
     assert "grep" not in listed
     assert {"search_tools", "call_tool"} <= set(listed)
     assert direct.is_error
     assert not found.is_error
     assert "notes.md" in text(found)
+    assert not as_object.is_error
+    assert "notes.md:1" in text(as_object)
+    assert as_number.is_error
 
 
 def test_the_example_runs_offline(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ or pass ``tools=[]`` to take away every built-in tool.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Final
 
 from ctxfs.tools.extras import needs_extra
@@ -45,6 +46,7 @@ with needs_extra(
 
 from ctxfs.core import Context
 from ctxfs.tools import __version__
+from ctxfs.tools.builtin.call_tool import CALL_TOOL
 from ctxfs.tools.definitions import ToolDefinition
 from ctxfs.tools.toolset import FsToolset
 
@@ -121,7 +123,20 @@ def _sdk_tool(ctx: Context, toolset: FsToolset, definition: ToolDefinition) -> S
     return SdkMcpTool(
         name=definition.name,
         description=definition.description,
-        input_schema=definition.input_schema,
+        input_schema=_input_schema(definition, toolset),
         handler=call,
         annotations=annotations,
     )
+
+
+def _input_schema(definition: ToolDefinition, toolset: FsToolset) -> dict[str, Any]:
+    """*definition*'s input schema, with ``call_tool``'s arguments taken as an object too.
+
+    The SDK checks each call against it, and Claude passes a tool's arguments as an object as
+    often as their JSON text (the only form OpenAI's strict mode can describe).
+    """
+    if definition.name != toolset.options.tool_prefix + CALL_TOOL.name:
+        return definition.input_schema
+    schema = copy.deepcopy(definition.input_schema)
+    schema["properties"]["arguments"]["type"] = ["object", "string"]
+    return schema
