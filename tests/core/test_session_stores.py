@@ -17,7 +17,7 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 
-from ctxfs.core import InvalidArgument, Unavailable, Version
+from ctxfs.core import Busy, InvalidArgument, Unavailable, Version
 from ctxfs.core.sessions import (
     DEFAULT_MAX_IDLE_DAYS,
     Checkpoint,
@@ -505,6 +505,84 @@ async def test_a_sqlite_look_runs_while_the_event_loop_goes_on(
         tasks.start_soon(meanwhile)
     assert seen == [True]
     assert await store.given_up("idle") == 1
+    await store.aclose()
+
+
+@pytest.mark.parametrize("history", ["being given up", "given up"])
+async def test_an_owner_back_during_a_sqlite_look_keeps_what_it_does_then(
+    history: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its note is Busy (the look holds the file); the call that makes its row notes it instead.
+    clock = Clock()
+    store = SqliteSessions(tmp_path / "s.db", max_idle_days=1, clock=clock)
+    for _ in range(2 * SWEEP_STEPS + 1):
+        await store.record("back", [change("a.txt", "v1")], at=1.0)
+    clock.now += 2 * DAY
+    if history == "given up":  # only its numbering is left; another owner is the look's
+        while await store.forget_idle(clock.now - DAY):
+            pass
+        await store.keep("idle", V1, b"one")
+        clock.now += 2 * DAY
+    in_look, go, busy = threading.Event(), threading.Event(), []
+    counted, note = sqlite_store._counted, store.note_active
+
+    def slow_count(db: sqlite3.Connection, owner: bytes, column: str) -> int:
+        if column == "steps" and not in_look.is_set():  # (in the look's transaction)
+            in_look.set()
+            go.wait(5.0)
+        return counted(db, owner, column)
+
+    async def failing_note(owner: str, at: float) -> None:
+        try:
+            await note(owner, at)
+        except Busy:
+            busy.append(owner)
+            raise
+        finally:
+            if owner == "back":
+                go.set()  # (the look goes on; the record below waits for it to commit)
+
+    async def back() -> None:
+        await anyio.to_thread.run_sync(in_look.wait)
+        await store.record("back", [change("b.txt", "v2")], at=2.0, contents=[(V2, b"two")])
+
+    monkeypatch.setattr(sqlite_store, "_counted", slow_count)
+    monkeypatch.setattr(store, "note_active", failing_note)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(store.steps, "caller")  # (its call looks)
+        tasks.start_soon(back)
+    monkeypatch.undo()
+    assert busy == ["back"]
+    assert not await store.forget_idle(clock.now - DAY)  # "back" is active: nothing goes
+    clock.now += 2 * DAY  # (a call of "back" would note it: none until it is idle again)
+    while await store.forget_idle(clock.now - DAY):
+        pass
+    assert await store.given_up("back") == 2 * SWEEP_STEPS + 2  # once idle again, it goes
+    assert (await store.steps("back"), await store.content("back", V2)) == ([], None)
+    await store.aclose()
+
+
+async def test_a_look_cancelled_with_its_call_comes_again_at_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    store = MemorySessions(max_idle_days=1, clock=clock)
+    looks: list[float] = []
+
+    async def hanging_look(before: float) -> bool:
+        looks.append(before)
+        if len(looks) == 1:
+            await anyio.sleep_forever()
+        return False
+
+    monkeypatch.setattr(store, "forget_idle", hanging_look)
+    with anyio.move_on_after(0.05):  # (a harness's deadline on the call)
+        await store.steps("caller")
+    clock.now += 60.0
+    await store.steps("caller")
+    clock.now += 60.0
+    await store.steps("caller")  # (a look that ended says when the next is due)
+    assert len(looks) == 2
     await store.aclose()
 
 

@@ -240,12 +240,14 @@ class SessionStore(ABC):
             self._looked_at, self._look_every = now, SWEEP_SECONDS
             noted = list(self._noted.items())  # (another thread's loop may note meanwhile)
             self._noted = {o: t for o, t in noted if 0 <= now - t < ACTIVITY_LAG}
+            more = True  # (until the look says otherwise: it may fail or be cancelled)
             try:
-                if await self.forget_idle(now - self.max_idle_days * 86_400.0):
-                    self._look_every = 0.0
+                more = await self.forget_idle(now - self.max_idle_days * 86_400.0)
             except Exception as error:  # (a look may fail; the call goes on)
-                self._look_every = 0.0  # (looked for again at the next call)
                 log.warning("could not give up the owners idle in %r: %s", self, error)
+            finally:
+                if more:
+                    self._look_every = 0.0  # (looked for again at the next call)
 
     @abstractmethod
     async def note_active(self, owner: str, at: float) -> None:

@@ -274,8 +274,12 @@ class SqliteSessions(SessionStore):
 _TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
 _ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
 _NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
-_NEW_ACTIVE: Final = "INSERT OR IGNORE INTO active VALUES (?, ?)"
-"""An owner's first activity, in the call that makes its row (its own note may have failed)."""
+_NEW_ACTIVE: Final = (
+    "INSERT INTO active VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET at = excluded.at "
+    "WHERE active.at IS NULL OR active.at < 0"
+)
+"""An owner's activity in a call that keeps or records, if new or being given up (its own
+note may have failed: Busy during a look)."""
 _NEXT_STEP: Final = (
     "INSERT INTO owners (owner, numbered, steps) VALUES (?, 1, 1) ON CONFLICT (owner) "
     "DO UPDATE SET numbered = numbered + 1, steps = steps + 1 RETURNING numbered, steps"
