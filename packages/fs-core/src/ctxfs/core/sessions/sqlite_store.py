@@ -185,7 +185,8 @@ class SqliteSessions(SessionStore):
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`: one transaction."""
         await self.active(owner)
-        return await self._file.run(partial(_mark, stored_owner(owner), label, at, self.max_steps))
+        call = partial(_mark, stored_owner(owner), label, at, self.max_steps, now=self.clock())
+        return await self._file.run(call)
 
     async def checkpoints(self, owner: str) -> list[Checkpoint]:
         """See :meth:`SessionStore.checkpoints`.
@@ -346,11 +347,11 @@ def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | No
 
 
 def _mark(
-    owner: bytes, label: str | None, at: float, most: int, db: sqlite3.Connection
+    owner: bytes, label: str | None, at: float, most: int, db: sqlite3.Connection, *, now: float
 ) -> Checkpoint:
     with immediate(db):
         db.execute(_NEW_OWNER, (owner,))
-        db.execute(_NEW_ACTIVE, (owner, at))
+        db.execute(_NEW_ACTIVE, (owner, now))
         query = "UPDATE owners SET marked = marked + 1 WHERE owner = ? RETURNING marked, numbered"
         number, last = db.execute(query, (owner,)).fetchone()
         checkpoint = Checkpoint(id=f"cp{number}", label=label, step=last, at=at)
