@@ -449,15 +449,15 @@ async def test_a_look_gives_up_a_long_sqlite_history_in_batches_oldest_first(
     clock = Clock()
     store = SqliteSessions(tmp_path / "s.db", max_idle_days=1, clock=clock)
     count = 2 * SWEEP_STEPS + 1
+    half = SWEEP_BYTES // 2 + 1
+    contents = [(Version(f"xxh3:{n}"), bytes([n]) * half) for n in range(3)]
+    for version, data in contents:
+        await store.keep("back", version, data)
     for owner in ("back", "gone"):
         for _ in range(count):
             await store.record(owner, [change("a.txt", "v1")], at=1.0)
         await store.mark(owner, None, at=1.0)
         clock.now += 1.0  # ("back" is idle longest)
-    half = SWEEP_BYTES // 2 + 1
-    contents = [(Version(f"xxh3:{n}"), bytes([n]) * half) for n in range(3)]
-    for version, data in contents:
-        await store.keep("back", version, data)
     clock.now += 2 * DAY
     before = clock.now - DAY
     assert await store.forget_idle(before)
@@ -509,13 +509,16 @@ async def test_a_sqlite_look_runs_while_the_event_loop_goes_on(
 
 
 @pytest.mark.parametrize("call", ["record", "mark"])
-@pytest.mark.parametrize("history", ["being given up", "given up"])
+@pytest.mark.parametrize("history", ["idle", "being given up", "given up"])
 async def test_an_owner_back_during_a_sqlite_look_keeps_what_it_does_then(
     history: str, call: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Its note is Busy (the look holds the file); the call that makes its row notes it instead.
+    # Its note is Busy (the look holds the file); the call that keeps or records notes it too.
     clock = Clock()
     store = SqliteSessions(tmp_path / "s.db", max_idle_days=1, clock=clock)
+    if history == "idle":  # not yet looked at: an owner idle longer is the look's
+        await store.keep("idle", V1, b"one")
+        clock.now += 1.0
     for _ in range(2 * SWEEP_STEPS + 1):
         await store.record("back", [change("a.txt", "v1")], at=1.0)
     clock.now += 2 * DAY

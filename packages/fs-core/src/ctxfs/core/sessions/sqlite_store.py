@@ -223,7 +223,7 @@ class SqliteSessions(SessionStore):
     def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
             db.execute(_NEW_OWNER, (owner,))
-            db.execute(_NEW_ACTIVE, (owner, self.clock()))
+            db.execute(_ACTIVE, (owner, self.clock()))
             _keep_in(db, owner, version, data, _tick(db))
             self._bound(db, owner)
 
@@ -237,7 +237,7 @@ class SqliteSessions(SessionStore):
     ) -> Step:
         with immediate(db):
             number, kept_steps = db.execute(_NEXT_STEP, (owner,)).fetchone()
-            db.execute(_NEW_ACTIVE, (owner, self.clock()))
+            db.execute(_ACTIVE, (owner, self.clock()))
             tick = _tick(db) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
@@ -275,12 +275,11 @@ class SqliteSessions(SessionStore):
 _TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
 _ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
 _NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
-_NEW_ACTIVE: Final = (
-    "INSERT INTO active VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET at = excluded.at "
-    "WHERE active.at IS NULL OR active.at < 0"
+_ACTIVE: Final = (
+    "INSERT INTO active VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET at = excluded.at"
 )
-"""An owner's activity in a call that keeps or records, if new or being given up (its own
-note may have failed: Busy during a look)."""
+"""An owner's activity (the last wins): its note, and each call that keeps or records (the
+note is Busy while another writer holds the file, a look included)."""
 _NEXT_STEP: Final = (
     "INSERT INTO owners (owner, numbered, steps) VALUES (?, 1, 1) ON CONFLICT (owner) "
     "DO UPDATE SET numbered = numbered + 1, steps = steps + 1 RETURNING numbered, steps"
@@ -351,7 +350,7 @@ def _mark(
 ) -> Checkpoint:
     with immediate(db):
         db.execute(_NEW_OWNER, (owner,))
-        db.execute(_NEW_ACTIVE, (owner, now))
+        db.execute(_ACTIVE, (owner, now))
         query = "UPDATE owners SET marked = marked + 1 WHERE owner = ? RETURNING marked, numbered"
         number, last = db.execute(query, (owner,)).fetchone()
         checkpoint = Checkpoint(id=f"cp{number}", label=label, step=last, at=at)
@@ -403,8 +402,7 @@ def _adopt(now: float, db: sqlite3.Connection) -> None:
 
 
 def _note_active(owner: bytes, at: float, db: sqlite3.Connection) -> None:
-    query = "INSERT INTO active VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET at = excluded.at"
-    db.execute(query, (owner, at))
+    db.execute(_ACTIVE, (owner, at))
 
 
 def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
