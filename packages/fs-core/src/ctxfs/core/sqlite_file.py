@@ -100,6 +100,11 @@ class SqliteFile:
         except _ReadOnly:  # a connection SQLite opened read-only, the file being so then
             return await self._attempt(call, last=True, off_loop=off_loop, wait=wait)
 
+    async def aclose(self) -> None:
+        """:meth:`close` in a worker thread: a call under way there ends first, off the loop."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.close)
+
     def close(self) -> None:
         """Close the connections; the file may not be used afterwards."""
         for connection in (self._at_once, self._waiting):

@@ -101,8 +101,8 @@ class SqliteObservations(ObservationStore):
         await self._file.run(partial(_forget, stored_owner(owner)))
 
     async def aclose(self) -> None:
-        """Close the connections."""
-        self._file.close()
+        """Close the connections (once a call under way in a worker thread has ended)."""
+        await self._file.aclose()
 
     async def _expire_if_due(self) -> None:
         """Remove the expired entries if a quarter of *max_age* has passed since the last time.

@@ -217,8 +217,8 @@ class SqliteSessions(SessionStore):
         return await self._file.run(partial(_forget_idle, before), off_loop=True, wait=False)
 
     async def aclose(self) -> None:
-        """Close the connections."""
-        self._file.close()
+        """Close the connections (once a call under way in a worker thread has ended)."""
+        await self._file.aclose()
 
     def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
