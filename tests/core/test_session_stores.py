@@ -480,8 +480,9 @@ async def test_a_look_gives_up_a_long_sqlite_history_in_batches_oldest_first(
     await store.aclose()
 
 
-async def test_a_sqlite_look_runs_while_the_event_loop_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("meanwhile", ["another task", "closing the store"])
+async def test_a_sqlite_look_lets_the_event_loop_go_on(
+    meanwhile: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = Clock()
     store = SqliteSessions(tmp_path / "s.db", max_idle_days=1, clock=clock)
@@ -492,20 +493,28 @@ async def test_a_sqlite_look_runs_while_the_event_loop_goes_on(
 
     def slow_look(before: float, db: sqlite3.Connection) -> bool:
         started.set()
-        seen.append(loop_ran.wait(2.0))  # (times out if the look blocks the loop)
+        seen.append(loop_ran.wait(2.0))  # (times out if the look, or closing, blocks the loop)
         return look(before, db)
 
-    async def meanwhile() -> None:
+    async def go_on() -> None:
         await anyio.to_thread.run_sync(started.wait)  # (its end is seen on the loop)
-        loop_ran.set()
+        async with anyio.create_task_group() as tasks:
+            if meanwhile == "closing the store":
+                tasks.start_soon(store.aclose)  # (it waits for the look)
+                await anyio.sleep(0.05)
+            loop_ran.set()
 
     monkeypatch.setattr(sqlite_store, "_forget_idle", slow_look)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(store.steps, "caller")  # (its call looks)
-        tasks.start_soon(meanwhile)
+        tasks.start_soon(store.forget_idle, clock.now - DAY)  # (as a call's look)
+        tasks.start_soon(go_on)
     assert seen == [True]
-    assert await store.given_up("idle") == 1
-    await store.aclose()
+    if meanwhile == "closing the store":
+        with pytest.raises(Unavailable):  # (closed once the look ended)
+            await store.given_up("idle")
+    else:
+        assert await store.given_up("idle") == 1
+        await store.aclose()
 
 
 @pytest.mark.parametrize("call", ["record", "mark"])
@@ -593,37 +602,6 @@ async def test_a_look_cancelled_with_its_call_comes_again_at_the_next_call(
     await store.steps("caller")  # (a look that ended says when the next is due)
     assert len(looks) == 2
     await store.aclose()
-
-
-async def test_closing_a_sqlite_store_during_a_look_lets_the_event_loop_go_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    clock = Clock()
-    store = SqliteSessions(tmp_path / "s.db", max_idle_days=1, clock=clock)
-    await store.record("idle", [change("a.txt", "v1")], at=1.0)
-    clock.now += 2 * DAY
-    started, loop_ran, seen = threading.Event(), threading.Event(), []
-    look = sqlite_store._forget_idle
-
-    def slow_look(before: float, db: sqlite3.Connection) -> bool:
-        started.set()
-        seen.append(loop_ran.wait(2.0))  # (times out if closing blocks the loop)
-        return look(before, db)
-
-    async def close_meanwhile() -> None:
-        await anyio.to_thread.run_sync(started.wait)
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(store.aclose)  # (waits for the look)
-            await anyio.sleep(0.05)
-            loop_ran.set()
-
-    monkeypatch.setattr(sqlite_store, "_forget_idle", slow_look)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(store.forget_idle, clock.now - DAY)
-        tasks.start_soon(close_meanwhile)
-    assert seen == [True]
-    with pytest.raises(Unavailable):  # (closed once the look ended)
-        await store.given_up("idle")
 
 
 async def test_a_call_does_not_wait_for_a_busy_file_to_note_or_look(tmp_path: Path) -> None:
