@@ -6,17 +6,28 @@ and nothing outside the root may be read, created or changed.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import re
 import socket
 import stat
-from collections.abc import Callable
+import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from ctxfs.core import Context, ErrorCode, Fs, FsError, InvalidPath, MemoryBackend
+from ctxfs.core import (
+    Context,
+    ErrorCode,
+    Fs,
+    FsError,
+    InvalidPath,
+    MemoryBackend,
+    NotARegularFile,
+)
 from ctxfs.core.policies import CheckOuts, LeaseBook
 from ctxfs.local import TEMP_PREFIX, LocalBackend
 from tests.local.conftest import SECRET, Layout, MakeFs
@@ -159,6 +170,49 @@ async def test_escape_is_refused_and_nothing_outside_changes(
     assert not (layout.base / "created").exists()
     assert not (layout.root / "created-inside").exists()
     assert layout.secret.read_bytes() == SECRET
+
+
+@pytest.mark.parametrize(("name", "plant"), [("fifo", fifo), ("dev", device)])
+async def test_36_39_a_fifo_or_device_is_refused_without_being_opened(
+    name: str, plant: Setup, ctx: Context, layout: Layout
+) -> None:
+    """Opening a FIFO wakes a writer waiting on it, and opening a device may act on it."""
+    if name == "dev" and os.geteuid() != 0:
+        pytest.skip("creating a device node needs root (CI runs as root)")
+    plant(layout)
+    with opens_watched(layout.root / name) as opens:
+        for op in FILE_OPS:
+            with pytest.raises(NotARegularFile):
+                await attempt(ctx, op, name)
+        assert opens() == 0
+        os.close(os.open(layout.root / name, os.O_RDONLY | os.O_NONBLOCK))
+        assert opens() == 1  # (the watch sees an open)
+
+
+@contextlib.contextmanager
+def opens_watched(path: Path) -> Iterator[Callable[[], int]]:
+    """Count the opens of *path* from here on (inotify's ``IN_OPEN``; an ``O_PATH`` one is none)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    watch = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    assert watch >= 0, os.strerror(ctypes.get_errno())
+    seen = 0
+
+    def opens() -> int:
+        nonlocal seen
+        with contextlib.suppress(BlockingIOError):
+            events = os.read(watch, 65536)
+            for at in range(0, len(events), 16):  # no name follows an event on a watched file
+                seen += bool(struct.unpack_from("iIII", events, at)[1] & _IN_OPEN)
+        return seen
+
+    try:
+        assert libc.inotify_add_watch(watch, os.fsencode(path), _IN_OPEN) >= 0
+        yield opens
+    finally:
+        os.close(watch)
+
+
+_IN_OPEN = 0x20
 
 
 async def test_08_equivalent_spellings_name_the_same_file(ctx: Context) -> None:

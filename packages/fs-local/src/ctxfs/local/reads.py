@@ -20,7 +20,7 @@ from ctxfs.core.kit import (
     content_version,
 )
 from ctxfs.local.oserrors import translated
-from ctxfs.local.root import READ_FLAGS, RootDirectory, Seen, identity
+from ctxfs.local.root import RootDirectory, Seen, identity
 
 __all__ = [
     "hash_fd",
@@ -84,17 +84,15 @@ def open_entry(
             if stat.S_ISLNK(entry.st_mode):
                 _refuse_link(root, dir_fd, name, path)
                 return None  # a dangling link reads as missing; a write refuses the link
-            fd = os.open(name, READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            located = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except NotFound:
         root.check()  # a deleted root is unavailable, not a missing file
         return None
     finally:
         os.close(dir_fd)
+    fd, info = root.readable(located, path, writing=True)
     try:
-        info = os.fstat(fd)
-        root.check_regular(path, info, writing=True)
         ReadRequest(max_size=max_size).check(path, size=info.st_size)
-        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise

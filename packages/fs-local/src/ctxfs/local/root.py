@@ -1,9 +1,9 @@
 """The confined root: one directory descriptor every path resolves beneath, and its entries.
 
 :class:`RootDirectory` opens paths through :mod:`ctxfs.local.resolve`, applies the link policies,
-refuses what is not a regular file (at once: opens are non-blocking) and tells what a path resolves
-to. During a call core authorized, it opens a path only where core judged it to be
-(:func:`~ctxfs.core.kit.authorized_location`). Its methods block.
+refuses what is not a regular file before opening it for reading (a FIFO or a device is never
+opened) and tells what a path resolves to. During a call core authorized, it opens a path only
+where core judged it to be (:func:`~ctxfs.core.kit.authorized_location`). Its methods block.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from ctxfs.core.kit import (
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.resolve import Resolver
 
-__all__ = ["DIR_FLAGS", "READ_FLAGS", "TEMP_PREFIX", "RootDirectory", "Seen", "identity", "stat_of"]
+__all__ = ["DIR_FLAGS", "TEMP_PREFIX", "RootDirectory", "Seen", "identity", "stat_of"]
 
 TEMP_PREFIX: Final = ".ctxfs-tmp."
 """Names of temporary files; hidden from listings, reaped, and refused as targets."""
-READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY
+_REOPEN_FLAGS: Final = os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY
 _KINDS: Final = {
     stat.S_IFREG: FileKind.FILE,
     stat.S_IFDIR: FileKind.DIRECTORY,
@@ -167,16 +167,24 @@ class RootDirectory:
         )
 
     def open_file(self, path: str) -> tuple[int, os.stat_result]:
-        """Open regular file *path* for reading, blocking; with its ``fstat``."""
-        fd = self.open(path, READ_FLAGS)
+        """Open regular file *path* for reading; with its ``fstat``."""
+        return self.readable(self.open(path, os.O_PATH), path)
+
+    def readable(
+        self, located: int, path: str, *, writing: bool = False
+    ) -> tuple[int, os.stat_result]:
+        """Open for reading the regular file that ``O_PATH`` descriptor *located* names; close it.
+
+        The type is checked (:meth:`check_regular`) before the file itself is opened, through
+        ``/proc/self/fd``: the same inode, whatever its name leads to by then.
+        """
         try:
-            info = os.fstat(fd)
-            self.check_regular(path, info)
-            os.set_blocking(fd, True)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, info
+            info = os.fstat(located)
+            self.check_regular(path, info, writing=writing)
+            with translated(path):
+                return os.open(f"/proc/self/fd/{located}", _REOPEN_FLAGS), info
+        finally:
+            os.close(located)
 
     def check_regular(self, path: str, info: os.stat_result, *, writing: bool = False) -> None:
         """Refuse what is not a regular file, and a file with other names where not allowed."""

@@ -29,7 +29,7 @@ from ctxfs.core import (
 from ctxfs.core.kit import ABSENT, Expect, Version, check_expect, content_version
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.reads import hash_fd
-from ctxfs.local.root import READ_FLAGS, TEMP_PREFIX, RootDirectory, Seen, identity
+from ctxfs.local.root import TEMP_PREFIX, RootDirectory, Seen, identity
 
 __all__ = ["delete", "kept_in_memory", "mkdir", "move", "move_back", "move_directory", "write"]
 
@@ -140,10 +140,9 @@ def _check_precondition(
 
 def _hash_entry(root: RootDirectory, dir_fd: int, name: str, path: str) -> Version:
     with translated(path):
-        fd = os.open(name, READ_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        located = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    fd, _ = root.readable(located, path, writing=True)
     try:
-        root.check_regular(path, os.fstat(fd), writing=True)
-        os.set_blocking(fd, True)
         with translated(path):
             return hash_fd(fd)
     finally:
