@@ -1,10 +1,27 @@
 from __future__ import annotations
 
+import gc
+import os
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 
+import pluggy
 import pytest
 
-from ctxfs.core import Fs, InvalidArgument, MemoryBackend, open_backend, open_fs
+from ctxfs.core import (
+    Fs,
+    FsOptions,
+    InvalidArgument,
+    MemoryBackend,
+    Unavailable,
+    hookimpl,
+    open_backend,
+    open_fs,
+    sqlite_url,
+)
+from ctxfs.core.sessions import sqlite_store
+from ctxfs.core.sessions.sqlite_store import SqliteSessions
 from tests.conftest import InstallDist
 
 pytestmark = pytest.mark.anyio
@@ -99,3 +116,61 @@ def test_plain_paths_use_the_file_scheme(monkeypatch: pytest.MonkeyPatch) -> Non
     open_backend("relative/dir")
     open_backend("FILE:///abs")
     assert seen == ["file", "file", "file"]
+
+
+class _Typo:
+    @hookimpl
+    def ctxfs_authorise(self) -> None: ...
+
+
+def _not_sqlite(directory: Path) -> str:
+    (directory / "sessions.db").write_bytes(b"not SQLite " * 1000)
+    return sqlite_url(directory / "sessions.db")
+
+
+@pytest.mark.parametrize(
+    ("later", "refusal"),
+    [
+        (lambda _: {"sessions": "nosuch://store"}, InvalidArgument),
+        (lambda directory: {"sessions": _not_sqlite(directory)}, Unavailable),
+        (lambda _: {"plugins": [_Typo()]}, pluggy.PluginValidationError),
+    ],
+    ids=["a bad sessions URL", "a sessions file that is not SQLite", "a bad plugin"],
+)
+def test_an_fs_that_fails_to_be_made_closes_the_stores_it_opened(
+    later: Callable[[Path], FsOptions], refusal: type[Exception], tmp_path: Path
+) -> None:
+    """No file stays open until the collector comes (a SQLite store holds reference cycles)."""
+    options = later(tmp_path)
+    options["load_entrypoints"] = False
+    options["observations"] = sqlite_url(tmp_path / "observations.db")
+    gc.disable()
+    try:
+        with pytest.raises(refusal):
+            Fs(MemoryBackend(), **options)
+        assert (tmp_path / "observations.db").exists()
+        assert not _open_under(tmp_path)
+    finally:
+        gc.enable()
+
+
+def test_a_sqlite_session_store_that_fails_to_be_made_closes_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*_: object) -> None:
+        raise Unavailable("the owners could not be adopted")
+
+    monkeypatch.setattr(sqlite_store, "_adopt", refused)
+    gc.disable()
+    try:
+        with pytest.raises(Unavailable, match="adopted"):
+            SqliteSessions(tmp_path / "sessions.db")
+        assert not _open_under(tmp_path)
+    finally:
+        gc.enable()
+
+
+def _open_under(directory: Path) -> set[str]:
+    """The files under *directory* this process holds open."""
+    opened = {os.readlink(fd) for fd in Path("/proc/self/fd").iterdir() if fd.exists()}
+    return {name for name in opened if name.startswith(f"{directory}/")}

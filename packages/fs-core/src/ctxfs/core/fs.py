@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import ExitStack
 from typing import Self, TypedDict, Unpack
 
 import anyio
@@ -63,32 +64,35 @@ class Fs(AsyncResource):
         text_options = options.get("text_options")
         self.text_options = text_options if text_options is not None else TextOptions()
         self.known_encodings = KnownEncodings()
-        store = options.get("observations")
-        self._owns_observations = not isinstance(store, ObservationStore)
-        if not isinstance(store, ObservationStore):
-            store = open_observations(store)
-        self.file_context = FileContextPlugin(
-            backend,
-            lock_timeout=options.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
-            observations=store,
-        )
-        self.plugin_manager = create_plugin_manager(
-            builtin=[(self.file_context, FILE_CONTEXT_PLUGIN)],
-            plugins=options.get("plugins", ()),
-            load_entrypoints=options.get("load_entrypoints", True),
-        )
-        self.hooks = PluginHost(self.plugin_manager, guard=self.file_context)
-        self.shown = ShownWindows()
-        """The windows the tools showed each owner (:mod:`ctxfs.core.shown`)."""
-        sessions = options.get("sessions")
-        self._owns_sessions = not isinstance(sessions, SessionStore)
-        self.session_memory: SessionMemory | None = None
-        """What owners saw and did (:mod:`ctxfs.core.session_memory`); None when turned off."""
-        if options.get("session_memory", True):
-            self.session_memory = SessionMemory(
-                sessions if isinstance(sessions, SessionStore) else open_sessions(sessions),
-                self.backend,
+        with ExitStack() as opened:  # a store opened here is closed if a later step fails
+            store = options.get("observations")
+            self._owns_observations = not isinstance(store, ObservationStore)
+            if not isinstance(store, ObservationStore):
+                store = open_observations(store)
+                opened.callback(store.close)
+            self.file_context = FileContextPlugin(
+                backend,
+                lock_timeout=options.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+                observations=store,
             )
+            self.plugin_manager = create_plugin_manager(
+                builtin=[(self.file_context, FILE_CONTEXT_PLUGIN)],
+                plugins=options.get("plugins", ()),
+                load_entrypoints=options.get("load_entrypoints", True),
+            )
+            self.hooks = PluginHost(self.plugin_manager, guard=self.file_context)
+            self.shown = ShownWindows()
+            """The windows the tools showed each owner (:mod:`ctxfs.core.shown`)."""
+            sessions = options.get("sessions")
+            self._owns_sessions = not isinstance(sessions, SessionStore)
+            self.session_memory: SessionMemory | None = None
+            """What owners saw and did (:mod:`ctxfs.core.session_memory`); None when turned off."""
+            if options.get("session_memory", True):
+                if not isinstance(sessions, SessionStore):
+                    sessions = open_sessions(sessions)
+                    opened.callback(sessions.close)
+                self.session_memory = SessionMemory(sessions, self.backend)
+            opened.pop_all()
 
     async def __aenter__(self) -> Self:
         """Open the backend (a remote one checks its store here), then return this ``Fs``."""

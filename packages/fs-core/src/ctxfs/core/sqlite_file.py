@@ -135,8 +135,12 @@ class SqliteFile:
             db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as error:
+            raise self._unavailable(error) from error
+        try:
             db.execute("PRAGMA synchronous=NORMAL")  # (the write-ahead log keeps it safe)
         except sqlite3.Error as error:
+            db.close()
             raise self._unavailable(error) from error
         return db
 

@@ -153,6 +153,12 @@ class ObservationStore(ABC):
     async def aclose(self) -> None:  # noqa: B027 - a store with nothing to release keeps this
         """Release what the store holds (connections); it may not be used afterwards."""
 
+    def close(self) -> None:  # noqa: B027 - a store that opens nothing before its first call keeps this
+        """Release, blocking, what the store took when it was made (a file), for one never used.
+
+        Whoever opened a store and fails before using it calls this; :meth:`aclose` otherwise.
+        """
+
 
 def stored_owner(owner: str) -> bytes:
     """*owner* as the bytes a shared store keeps: one string, one spelling (lone surrogates too)."""

@@ -104,6 +104,10 @@ class SqliteObservations(ObservationStore):
         """Close the connections (once a call under way in a worker thread has ended)."""
         await self._file.aclose()
 
+    def close(self) -> None:
+        """Close the connections, blocking (see :meth:`aclose`)."""
+        self._file.close()
+
     async def _expire_if_due(self) -> None:
         """Remove the expired entries if a quarter of *max_age* has passed since the last time.
 

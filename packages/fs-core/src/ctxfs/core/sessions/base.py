@@ -397,6 +397,12 @@ class SessionStore(ABC):
     async def aclose(self) -> None:  # noqa: B027 - a store with nothing to release keeps this
         """Release what the store holds (connections); it may not be used afterwards."""
 
+    def close(self) -> None:  # noqa: B027 - a store that opens nothing before its first call keeps this
+        """Release, blocking, what the store took when it was made (a file), for one never used.
+
+        Whoever opened a store and fails before using it calls this; :meth:`aclose` otherwise.
+        """
+
 
 def reference_entry(owner: str, version: Version, path: str) -> tuple[Version, bytes]:
     """The entry that keeps *version* as a reference to *path*: a version of its own, and the path.

@@ -130,7 +130,11 @@ class SqliteSessions(SessionStore):
             hint="Check that the file is a ctxfs session store (SQLite) and is writable; "
             "remove a damaged one (the sessions' contents and steps are then forgotten).",
         )
-        self._file.now(partial(_adopt, self.clock()))
+        try:
+            self._file.now(partial(_adopt, self.clock()))
+        except BaseException:
+            self._file.close()
+            raise
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`: one transaction, the bounds kept in it."""
@@ -219,6 +223,10 @@ class SqliteSessions(SessionStore):
     async def aclose(self) -> None:
         """Close the connections (once a call under way in a worker thread has ended)."""
         await self._file.aclose()
+
+    def close(self) -> None:
+        """Close the connections, blocking (see :meth:`aclose`)."""
+        self._file.close()
 
     def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
