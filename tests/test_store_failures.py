@@ -605,6 +605,26 @@ async def test_a_move_that_cannot_be_undone_leaves_the_file_at_one_path_at_least
     assert (await backend.read("b.txt")).data == b"one\n"  # not deleted: a.txt did not come back
 
 
+async def test_a_move_whose_source_cannot_be_told_keeps_its_copy() -> None:
+    # The source's removal fails, and so does the look at whether it is still there: the copy
+    # stays (it may be the only one), and the error says where the file is.
+
+    class Lost(MemoryBackend):
+        async def _delete(self, path: str, expect: Version | None) -> None:
+            self.faults.fail_next("stat", Unavailable("the store went away"), path=path)
+            raise Unavailable("the store went away")
+
+    backend = Lost()
+    ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
+    await ctx.fs.write("a.txt", "one\n")
+    with pytest.raises(FsError) as caught:
+        await ctx.fs.move("a.txt", "b.txt")
+    assert caught.value.code is ErrorCode.BACKEND_ERROR
+    assert "b.txt holds the file, a.txt may too" in caught.value.message
+    assert (await backend.read("b.txt")).data == b"one\n"
+    assert (await backend.read("a.txt")).data == b"one\n"
+
+
 async def test_a_patch_moving_a_file_with_new_text_keeps_it_if_its_old_path_cannot_come_back() -> (
     None
 ):

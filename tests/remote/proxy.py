@@ -20,11 +20,15 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "host"
 
 @dataclass(frozen=True)
 class Fault:
-    """Answer the next *method* request with *status*, after forwarding it if *forward*."""
+    """Answer the next *method* request with *status*, after forwarding it if *forward*.
+
+    With *hang_up*, close the connection instead of answering.
+    """
 
     method: str
     status: int = 503
     forward: bool = False
+    hang_up: bool = False
 
 
 @dataclass
@@ -83,6 +87,9 @@ def proxy(
                     response_headers = response.getheaders()
                 finally:
                     upstream.close()
+            if fault is not None and fault.hang_up:
+                self.close_connection = True
+                return
             if fault is not None:
                 status, reason, response_headers, payload = fault.status, "Injected", [], b""
             if status == 404 and seen.not_found is not None:

@@ -314,6 +314,37 @@ async def test_a_delete_whose_answer_was_lost_is_not_a_failure(
             assert (await backend.read("a.txt")).data == b"two"
 
 
+@pytest.mark.parametrize("store", [S3, GCS, AZURE], ids=lambda s: s.name)
+async def test_a_removal_whose_connection_drops_after_it_landed_deletes_and_moves(
+    store: Server, url_for: UrlFor
+) -> None:
+    # The DELETE lands and the connection drops before its answer; the HTTP client sends it
+    # again, and the second finds nothing. The delete is done; a move keeps its copy.
+    with proxy(store.port) as flaky:
+        if store is AZURE:
+            extra = {"connection_string": AZURITE.replace("http://127.0.0.1:10000", flaky.url)}
+        else:
+            extra = {"endpoint_url": flaky.url}
+        options = store.options | extra
+        async with open_fs(url_for(store), load_entrypoints=False, **options) as fs:
+            ctx = fs.context(owner="agent")
+            for path in ("a.txt", "src.txt"):
+                await ctx.fs.write(path, "precious\n")
+            flaky.faults = [Fault("DELETE", forward=True, hang_up=True)]
+            flaky.requests.clear()
+            await ctx.fs.delete("a.txt")
+            assert [method for method, _ in flaky.requests].count("DELETE") == 2
+            flaky.faults = [Fault("DELETE", forward=True, hang_up=True)]
+            flaky.requests.clear()
+            moved = await ctx.fs.move("src.txt", "dst.txt")
+            assert [method for method, _ in flaky.requests].count("DELETE") == 2
+            assert (await ctx.fs.read("dst.txt")).text == "precious\n"
+            assert moved.destination == "dst.txt"
+            for gone in ("a.txt", "src.txt"):
+                with pytest.raises(NotFound):
+                    await ctx.fs.read(gone)
+
+
 async def test_s3_conditional_request_conflicts_are_retried(url_for: UrlFor) -> None:
     """S3 may answer 409 to concurrent conditional writes: nothing was written, try again."""
     with proxy(S3.port) as flaky:

@@ -4,7 +4,8 @@ A store call failing ``Unavailable`` and retryable (a timeout, a lost connection
 a 5xx) is tried again after an exponential pause with jitter, at most
 :attr:`Retries.retries` times and none starting after :attr:`Retries.deadline`
 seconds. An attempt under way is never cut short; the clients' own retries are
-off and their connect timeouts no longer than the deadline. Each retry is logged
+off (but aiohttp's one resend of an idempotent request on a dropped kept-alive
+connection) and their connect timeouts no longer than the deadline. Each retry is logged
 (logger ``ctxfs.remote``, level WARNING).
 """
 
