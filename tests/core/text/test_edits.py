@@ -14,7 +14,7 @@ from ctxfs.core import (
     MemoryBackend,
 )
 from ctxfs.core.text import TextOptions, decode_document
-from ctxfs.core.text.document import strip_line_numbers
+from ctxfs.core.text.document import MAX_LISTED_MATCHES, strip_line_numbers
 from ctxfs.core.text.edits import Replacement, replace_in_turn
 from ctxfs.core.text.mismatch import MAX_DIAGNOSED_CHARS, diagnose_no_match
 from tests.core.text.corpus import PARAGRAPHS
@@ -282,7 +282,7 @@ async def test_each_error_has_its_code_and_an_actionable_hint(
     assert (await memory_backend.read("f.txt")).data == data, "nothing changed"
 
 
-async def test_ambiguous_match_lists_every_line(
+async def test_ambiguous_match_lists_the_lines(
     memory_backend: MemoryBackend, memory_ctx: Context
 ) -> None:
     await memory_backend.write("f.txt", b"x\ny\nx\nz\nx\n", expect=ABSENT)
@@ -291,6 +291,19 @@ async def test_ambiguous_match_lists_every_line(
         await memory_ctx.fs.edit("f.txt", "x", "w")
     assert caught.value.details == {"count": 3, "lines": [1, 3, 5]}
     assert "at lines 1, 3, 5" in caught.value.message
+
+
+async def test_ambiguous_match_names_a_bounded_number_of_lines(
+    memory_backend: MemoryBackend, memory_ctx: Context
+) -> None:
+    await memory_backend.write("f.txt", b"x\n" * 200_000, expect=ABSENT)
+    await memory_ctx.fs.read("f.txt")
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.edit("f.txt", "x", "w")
+    listed = list(range(1, MAX_LISTED_MATCHES + 1))
+    assert caught.value.details == {"count": 200_000, "lines": listed}
+    assert caught.value.message.endswith(f", {MAX_LISTED_MATCHES} and 199980 more")
+    assert len(caught.value.message) < 200
 
 
 async def test_no_match_names_the_closest_lines(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import AnyStr, Generic, TypeAlias
+from typing import AnyStr, Final, Generic, TypeAlias
 
 from ctxfs.core.errors import AmbiguousMatch, FsError, InvalidArgument, NoChange, NoMatch
 from ctxfs.core.text.changes import (
@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 _BLOCK = 1 << 16
+MAX_LISTED_MATCHES: Final = 20
+"""Lines of an ambiguous ``old_string`` an error names (it counts them all)."""
 
 
 class TextDocument(Generic[AnyStr]):
@@ -161,10 +163,12 @@ class TextDocument(Generic[AnyStr]):
                 message, hint, details = diagnose_no_match(self.logical_text, old_string, self.path)
             raise NoMatch(message, path=self.path, hint=hint, details=details)
         if len(matches) > 1 and not replace_all:
-            lines = self._lines_of(matches)
+            lines = self._lines_of(matches[:MAX_LISTED_MATCHES])
+            more = len(matches) - len(lines)
             raise AmbiguousMatch(
                 f"old_string occurs {len(matches)} times in {self.path}, at lines "
-                + ", ".join(map(str, lines)),
+                + ", ".join(map(str, lines))
+                + (f" and {more} more" if more else ""),
                 path=self.path,
                 details={"count": len(matches), "lines": lines},
             )
