@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfs.core import FilePatch, Hunk, PatchAction, Stale
+from ctxfs.core import FilePatch, Hunk, InvalidArgument, PatchAction, Stale
 from ctxfs.local import LocalBackend
 from tests.local.conftest import Layout, MakeFs
 
@@ -100,3 +100,20 @@ async def test_a_patch_that_moves_and_changes_a_script_keeps_its_mode(
     for name in ("bin/run.sh", "kept.sh"):
         assert (layout.root / name).read_bytes() == b"#!/bin/sh\necho hello\n"
         assert (layout.root / name).stat().st_mode & 0o777 == 0o751
+
+
+@pytest.mark.parametrize("outer_first", [True, False], ids=["n, then n/y", "n/y, then n"])
+async def test_a_patch_adding_a_file_and_one_inside_it_is_refused_and_leaves_nothing(
+    outer_first: bool, make_fs: MakeFs, layout: Layout
+) -> None:
+    # Written side by side, each would wait for the other's lock, and a directory was left.
+    ctx = make_fs().context(owner="agent")
+    parts = [
+        FilePatch(action=PatchAction.ADD, path="n", content="1\n"),
+        FilePatch(action=PatchAction.ADD, path="n/y", content="2\n"),
+    ]
+    before = sorted(os.listdir(layout.root))
+    with pytest.raises(InvalidArgument, match="a file cannot be a directory too") as caught:
+        await ctx.fs.apply_patch(parts if outer_first else parts[::-1])
+    assert caught.value.path == "n"
+    assert sorted(os.listdir(layout.root)) == before

@@ -41,7 +41,7 @@ async def apply_patch(ctx: Context, patches: Sequence[FilePatch], *, dry_run: bo
             await stack.enter_async_context(_patch_part(ctx, patch, dry_run)) for patch in patches
         ]
         reports = [report for part in parts for report in part.reports]
-        async with updating_all(ctx, reports, refuse=_refuse_missing(parts)) as opened:
+        async with updating_all(ctx, reports, refuse=_refusal(parts)) as opened:
             updates = iter(opened)
             for part in parts:
                 part.opened = [next(updates) for _ in part.reports]
@@ -173,10 +173,25 @@ async def _write_part(
             done.append((update, None))
 
 
-def _refuse_missing(parts: list[_PatchPart]) -> Refusal:
-    """Refuse a patch that updates, moves or deletes a file that is not there."""
+def _refusal(parts: list[_PatchPart]) -> Refusal:
+    """Refuse a patch naming a path inside another, or changing a file that is not there.
+
+    A path with another inside it would be a file and a directory at once.
+    """
+    named = {report.op.key: report for part in parts for report in part.reports}
 
     async def refuse(updates: list[Update]) -> None:
+        for report in named.values():
+            key = report.op.key
+            while (cut := key.rfind("/")) > 0:
+                key = key[:cut]
+                if (outer := named.get(key)) is not None:
+                    raise InvalidArgument(
+                        f"the patch changes {outer.op.path} and {report.op.path}, inside it: "
+                        "a file cannot be a directory too",
+                        path=outer.op.path,
+                        hint="Change one of them in a patch of its own, then the other.",
+                    )
         at = 0
         for part in parts:
             update, at = updates[at], at + len(part.reports)
