@@ -37,6 +37,7 @@ from ctxfs.core import (
 )
 from ctxfs.remote import ObjectStoreBackend
 from ctxfs.remote.ioloop import on_io_loop
+from ctxfs.tools import FsToolset
 
 pytestmark = pytest.mark.anyio
 
@@ -156,6 +157,25 @@ async def test_directory_markers_are_directories_on_every_store(
         assert [(entry.path, entry.kind) for entry in root] == [
             ("d", FileKind.DIRECTORY), ("empty", FileKind.DIRECTORY)]  # fmt: skip
         assert await backend.list("empty") == []
+
+
+@pytest.mark.parametrize("store", [S3, GCS, AZURE], ids=lambda s: s.name)
+async def test_a_file_named_as_a_directory_hides_nothing_from_the_searches(
+    store: Server, url_for: UrlFor
+) -> None:
+    # An object store lets "dir" be a file while "dir/x.txt" exists: both are searched.
+    tools = FsToolset()
+    async with open_fs(url_for(store), load_entrypoints=False, **store.options) as fs:
+        ctx = fs.context(owner="agent")
+        await ctx.fs.write("dir/x.txt", "needle\n")
+        await ctx.fs.write("dir", "needle too\n")
+        globbed = await tools.execute(ctx, "glob", {"pattern": "**/*"})
+        assert sorted(globbed.structured["paths"]) == ["dir", "dir/x.txt"]
+        found = await tools.execute(ctx, "grep", {"pattern": "needle"})
+        assert sorted(match["path"] for match in found.structured["matches"]) == [
+            "dir",
+            "dir/x.txt",
+        ]
 
 
 # -- failures ----------------------------------------------------------------------------------

@@ -193,13 +193,16 @@ async def walk(
 
 
 def _directories(root: str, files: Listing) -> Callable[[str], Awaitable[Listing]]:
-    """A lister of the directories implied by *files* (every file below *root*)."""
-    children: defaultdict[str, dict[str, Stat]] = defaultdict(dict)
+    """A lister of the directories implied by *files* (every file below *root*).
+
+    In an object store a file may share its name with a directory (a prefix): both are listed.
+    """
+    children: defaultdict[str, dict[tuple[str, bool], Stat]] = defaultdict(dict)
     for entry in files:
         parent = entry.path.rpartition("/")[0]
-        children[parent][entry.path] = entry
-        while parent != root and parent not in children[grand := parent.rpartition("/")[0]]:
-            children[grand][parent] = Stat(path=parent, kind=FileKind.DIRECTORY)
+        children[parent][entry.path, entry.kind is FileKind.DIRECTORY] = entry
+        while parent != root and (parent, True) not in children[grand := parent.rpartition("/")[0]]:
+            children[grand][parent, True] = Stat(path=parent, kind=FileKind.DIRECTORY)
             parent = grand
 
     async def listed(directory: str) -> Listing:
