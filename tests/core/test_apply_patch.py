@@ -222,6 +222,23 @@ async def test_a_store_failing_half_way_puts_back_what_was_written(
     await memory_ctx.fs.apply_patch([update("src/app.py", hunk(["import os"], ["import sys"]))])
 
 
+async def test_a_store_bug_half_way_is_raised_as_itself_once_all_is_back(
+    memory_backend: MemoryBackend, memory_ctx: Context, tree: dict[str, bytes]
+) -> None:
+    memory_backend.faults.fail_next("write", RuntimeError("a bug"), path="src/util.py")
+    with pytest.raises(RuntimeError, match="a bug"):  # not an ExceptionGroup: as an edit does
+        await memory_ctx.fs.apply_patch(
+            [
+                FilePatch(action=ADD, path="new.txt", content="x\n"),
+                update("src/app.py", hunk(["import os"], ["import sys"])),
+                update("src/util.py", hunk(["    return 1"], ["    return 2"])),
+            ]
+        )
+    assert not await present(memory_backend, "new.txt")
+    for path, data in tree.items():
+        assert (await memory_backend.read(path)).data == data
+
+
 async def test_a_failed_undo_says_what_each_file_holds(
     memory_backend: MemoryBackend, memory_ctx: Context, tree: dict[str, bytes]
 ) -> None:

@@ -124,7 +124,7 @@ async def _write_parts(ctx: Context, parts: list[_PatchPart]) -> None:
     No part's failure cancels another's writes: every write that lands is known.
     """
     done: list[tuple[Update, Version | None]] = []  # each update, and the version it left
-    failures: list[tuple[int, FsError]] = []
+    failures: list[tuple[int, Exception]] = []
     stored = [
         (update, report)
         for part in parts
@@ -134,7 +134,7 @@ async def _write_parts(ctx: Context, parts: list[_PatchPart]) -> None:
     async def write(index: int, part: _PatchPart) -> None:
         try:
             await _write_part(ctx, part, done)
-        except FsError as failure:
+        except Exception as failure:  # (a store's bug too, raised as itself once all is back)
             failures.append((index, failure))
 
     try:
@@ -145,8 +145,11 @@ async def _write_parts(ctx: Context, parts: list[_PatchPart]) -> None:
         await taken_back(ctx, stored, done)
         raise
     if failures:
-        failure = min(failures, key=lambda pair: pair[0])[1]  # the first in the patch
+        bugs = [failure for _, failure in failures if not isinstance(failure, FsError)]
+        failure = bugs[0] if bugs else min(failures, key=lambda pair: pair[0])[1]
         kept = await taken_back(ctx, stored, done)
+        if not isinstance(failure, FsError):
+            raise failure
         order = {update.path: n for n, part in enumerate(parts) for update, _ in part.opened}
         done.sort(key=lambda pair: order[pair[0].path])
         raise rolled_back(failure, done, kept, what="the patch") from failure
