@@ -38,6 +38,8 @@ class Proxy:
     upstream: int
     drop_headers: frozenset[str] = frozenset()
     drop_params: frozenset[str] = frozenset()
+    drop_on: frozenset[str] | None = None
+    """The methods whose headers and parameters are dropped (None: every one)."""
     requests: list[tuple[str, str]] = field(default_factory=list)
     """``(method, path)`` of every request, in order."""
     url: str = ""
@@ -52,12 +54,14 @@ def proxy(
     *,
     drop_headers: Collection[str] = frozenset(),
     drop_params: Collection[str] = frozenset(),
+    drop_on: Collection[str] | None = None,
 ) -> Iterator[Proxy]:
     """Run a proxy to ``127.0.0.1:upstream`` on a free loopback port."""
     seen = Proxy(
         upstream=upstream,
         drop_headers=frozenset(h.lower() for h in drop_headers),
         drop_params=frozenset(drop_params),
+        drop_on=None if drop_on is None else frozenset(drop_on),
     )
 
     class Handler(BaseHTTPRequestHandler):
@@ -67,12 +71,14 @@ def proxy(
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
             parts = urlsplit(self.path)
+            dropping = seen.drop_on is None or self.command in seen.drop_on
+            params = seen.drop_params if dropping else frozenset()
             query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                     if k not in seen.drop_params]  # fmt: skip
+                     if k not in params]  # fmt: skip
             target = parts.path + (f"?{urlencode(query)}" if query else "")
             seen.requests.append((self.command, parts.path))
-            headers = {k: v for k, v in self.headers.items()
-                       if k.lower() not in _HOP_BY_HOP | seen.drop_headers}  # fmt: skip
+            dropped = _HOP_BY_HOP | (seen.drop_headers if dropping else frozenset())
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
             fault = None
             if seen.faults and seen.faults[0].method == self.command:
                 fault = seen.faults.pop(0)

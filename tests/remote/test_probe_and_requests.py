@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -30,12 +31,15 @@ async def test_the_probe_catches_a_store_that_ignores_conditions(
     store: Server, url_for: UrlFor
 ) -> None:
     url = url_for(store)
+    found = ProbeResult(  # (GCS's driver checks a delete's version itself, first)
+        create_refused=False, stale_refused=False, stale_delete_refused=store is GCS
+    )
     with proxy(store.port, **DROPPING[store.name]) as fake:
         options: dict[str, Any] = store.options | {"endpoint_url": fake.url}
         backend = open_backend(url, **options)
         assert isinstance(backend, ObjectStoreBackend)
         async with backend:
-            assert backend.probe_result == ProbeResult(create_refused=False, stale_refused=False)
+            assert backend.probe_result == found
             assert backend.capabilities.cas_scope is CasScope.PROCESS
             # Within this process the backend still refuses a stale write, by itself.
             first = await backend.write("a.txt", b"1", expect=ABSENT)
@@ -49,13 +53,35 @@ async def test_the_probe_catches_a_store_that_ignores_conditions(
             async with open_fs(url, require_global_cas=True, load_entrypoints=False, **options):
                 pass  # pragma: no cover - refused on entry
         assert refused.value.code is ErrorCode.BACKEND_ERROR
-        assert refused.value.details == {"create_refused": False, "stale_refused": False}
+        assert refused.value.details == asdict(found)
         assert "conditional writes" in refused.value.message
 
     async with open_fs(url, require_global_cas=True, load_entrypoints=False, **store.options) as fs:
         backend = fs.backend
         assert isinstance(backend, ObjectStoreBackend)
         assert backend.capabilities.cas_scope is CasScope.GLOBAL
+
+
+async def test_the_probe_catches_a_store_that_ignores_conditions_on_deletes(
+    url_for: UrlFor,
+) -> None:
+    # Some S3-compatible stores take If-Match on a PUT and ignore it on a DELETE: a stale delete
+    # would remove another host's newer write.
+    url = url_for(S3)
+    with proxy(S3.port, drop_headers={"If-Match"}, drop_on={"DELETE"}) as fake:
+        options: dict[str, Any] = S3.options | {"endpoint_url": fake.url}
+        async with open_fs(url, load_entrypoints=False, **options) as fs:
+            backend = fs.backend
+            assert isinstance(backend, ObjectStoreBackend)
+            assert backend.probe_result == ProbeResult(
+                create_refused=True, stale_refused=True, stale_delete_refused=False
+            )
+            assert backend.capabilities.cas_scope is CasScope.PROCESS
+            first = await backend.write("a.txt", b"1", expect=ABSENT)
+            await backend.write("a.txt", b"2", expect=first)
+            with pytest.raises(Stale):
+                await backend.delete("a.txt", expect=first)
+            assert (await backend.read("a.txt")).data == b"2"
 
 
 async def test_s3_requests_per_operation_are_the_minimum(url_for: UrlFor) -> None:
@@ -77,8 +103,9 @@ async def test_s3_requests_per_operation_are_the_minimum(url_for: UrlFor) -> Non
             edited = list(counted.requests)
     key = url.removeprefix("s3://")
     # The probe, once per open: versioning, create, create again, head, update, stale update,
-    # delete.
-    assert [m for m, _ in opened] == ["GET", "PUT", "PUT", "HEAD", "PUT", "PUT", "HEAD", "DELETE"]
+    # stale delete (a head first), delete.
+    probe = ["GET", "PUT", "PUT", "HEAD", "PUT", "PUT", "HEAD", "DELETE", "HEAD", "DELETE"]
+    assert [m for m, _ in opened] == probe
     assert opened[0] == ("GET", f"/{key.partition('/')[0]}")  # GetBucketVersioning
     assert created == [("GET", f"/{key}/notes.txt"), ("PUT", f"/{key}/notes.txt")]
     assert read == [("GET", f"/{key}/notes.txt")]

@@ -2,7 +2,7 @@
 
 Directories are key prefixes; versions are the store's own tokens, read with the
 content. Conditional writes are the store's own once the probe has seen it refuse
-a second create and a stale update (``cas_scope`` ``GLOBAL``); until then, or if
+a second create, a stale update and a stale delete (``cas_scope`` ``GLOBAL``); until then, or if
 it does not, versions are checked here under a per-key lock (``PROCESS``). The
 probe also asks whether the store keeps every version (``kept_versions``).
 Transient failures are retried (:mod:`ctxfs.remote.retry`). Every write carries a
@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any, Final, ParamSpec, Self, TypeVar
 
@@ -89,11 +89,13 @@ class ProbeResult:
     """A second create-only write of the probe object was refused."""
     stale_refused: bool
     """A write with the probe object's previous version was refused."""
+    stale_delete_refused: bool
+    """A delete with the probe object's previous version was refused."""
 
     @property
     def enforced(self) -> bool:
-        """Whether the store enforces both conditions."""
-        return self.create_refused and self.stale_refused
+        """Whether the store enforces every condition."""
+        return self.create_refused and self.stale_refused and self.stale_delete_refused
 
 
 class ObjectStoreBackend(Backend):
@@ -176,7 +178,7 @@ class ObjectStoreBackend(Backend):
         )
 
     async def probe(self) -> ProbeResult:
-        """Check with a throw-away object that a second create and a stale write are refused."""
+        """Check with a throw-away object that a second create, stale writes and deletes fail."""
         key = self.keys.internal(f"{RESERVED_PREFIX}probe-{uuid.uuid4().hex}")
         first = await self._io("the CAS probe", self.store.put, key, b"probe 1", expect=ABSENT)
         try:
@@ -192,10 +194,19 @@ class ObjectStoreBackend(Backend):
                 stale_refused = False
             except Stale:
                 stale_refused = True
+            try:
+                await self._io("the CAS probe", self.store.remove, key, expect=first)
+                stale_delete_refused = False
+            except Stale:
+                stale_delete_refused = True
         finally:
             with anyio.CancelScope(shield=True), suppress(FsError):
                 await self._io("the CAS probe", self.store.remove, key)  # else hidden, left over
-        return ProbeResult(create_refused=create_refused, stale_refused=stale_refused)
+        return ProbeResult(
+            create_refused=create_refused,
+            stale_refused=stale_refused,
+            stale_delete_refused=stale_delete_refused,
+        )
 
     async def _ready(self) -> None:
         if not self._probe_wanted or self._probe is not None:
@@ -210,14 +221,12 @@ class ObjectStoreBackend(Backend):
             raise BackendError(
                 f"{self.store.name} does not enforce conditional writes "
                 f"(second create refused: {self._probe.create_refused}, "
-                f"stale write refused: {self._probe.stale_refused}); "
+                f"stale write refused: {self._probe.stale_refused}, "
+                f"stale delete refused: {self._probe.stale_delete_refused}); "
                 "writers on other hosts could overwrite each other",
                 hint="Use a store that enforces conditional writes, or open it without "
                 "require_global_cas for writers in this process only.",
-                details={
-                    "create_refused": self._probe.create_refused,
-                    "stale_refused": self._probe.stale_refused,
-                },
+                details=asdict(self._probe),
             )
 
     async def _keeps_versions(self) -> bool:
