@@ -486,7 +486,11 @@ async def test_the_probe_can_be_skipped(url_for: UrlFor) -> None:
 
 
 async def test_s3_keys_no_path_can_name_are_skipped_by_listings_and_walks(url_for: UrlFor) -> None:
-    """Keys with an empty, ``.`` or ``..`` segment made a walk loop (one glob: 50,000 LISTs)."""
+    """Keys with an empty, ``.`` or ``..`` segment made a walk loop (one glob: 50,000 LISTs).
+
+    A key with a leading empty segment (``prefix//lead.txt``) was listed as ``lead.txt``,
+    which no read could find.
+    """
     import s3fs  # noqa: PLC0415
 
     from ctxfs.core import Fs  # noqa: PLC0415
@@ -497,27 +501,28 @@ async def test_s3_keys_no_path_can_name_are_skipped_by_listings_and_walks(url_fo
     bucket, prefix = split_url(url)
     prefix = prefix.strip("/")
     client = s3fs.S3FileSystem(skip_instance_cache=True, **S3.options)
-    for key in ("x//y.txt", "a/./b.txt", "../escape.txt", "ok.txt", "a/c.txt", "x/z.txt"):
+    keys = ("x//y.txt", "a/./b.txt", "../escape.txt", "/lead.txt", "ok.txt", "a/c.txt", "x/z.txt")
+    for key in keys:
         client.call_s3("put_object", Bucket=bucket, Key=f"{prefix}/{key}", Body=b"k\n")
     with proxy(S3.port) as counted:
         async with Fs(opened(S3, url, endpoint_url=counted.url), load_entrypoints=False) as fs:
             top = await fs.backend.list("")
             assert [entry.name for entry in top] == ["a", "ok.txt", "x"]
-            assert top.unnamed == ("..",)
+            assert top.unnamed == ("..", "")  # ../ and the empty name before /lead.txt
             inside = await fs.backend.list("x")
             assert [entry.path for entry in inside] == ["x/z.txt"]
-            assert inside.unnamed == ("x",)  # the prefix x// the store reports
+            assert inside.unnamed == ("x/",)  # the prefix x// the store reports
             counted.requests.clear()
             tools, ctx = FsToolset(), fs.context(owner="a")
             found = await tools.execute(ctx, "glob", {"pattern": "**"})
             assert found.structured["paths"] == ["a/c.txt", "ok.txt", "x/z.txt"]
             assert found.structured["walk_truncated"] is False  # (no default: always there)
-            assert found.structured["unnamed"] == 3  # listed as there, and unreadable
-            assert "3 entries not listed: no path can name them" in found.text
+            assert found.structured["unnamed"] == 4  # listed as there, and unreadable
+            assert "4 entries not listed: no path can name them" in found.text
             assert len(counted.requests) < 20  # a few LISTs, not a loop
             listed = await tools.execute(ctx, "list_dir", {"path": ""})
             assert ".." not in listed.text.replace("'..'", "")
-            assert listed.structured["unnamed"] == 1
+            assert listed.structured["unnamed"] == 2
             searched = await tools.execute(ctx, "grep", {"pattern": "k"})
             assert searched.structured["total"] == 3
 

@@ -313,10 +313,10 @@ class ObjectStoreBackend(Backend):
         await self._ready()
         listing = await self._io(path or "the root", self.store.scan, self.keys.directory(path))
         if not path or listing.objects or listing.prefixes:
-            entries = self._files(listing) + [
-                Stat(path=self.keys.path(sub), kind=FileKind.DIRECTORY) for sub in listing.prefixes
+            return self._files(listing) + [
+                Stat(path=self.keys.path(sub.removesuffix("/")), kind=FileKind.DIRECTORY)
+                for sub in listing.prefixes
             ]
-            return [entry for entry in entries if entry.name]
         if await self._current(path, self.keys.key(path)) is None:
             raise NotFound(f"{path} does not exist", path=path)
         raise NotADirectory(f"{path} is a file, not a directory", path=path)

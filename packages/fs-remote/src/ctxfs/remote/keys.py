@@ -86,15 +86,19 @@ class KeySpace:
         return f"{self.prefix}/{name}" if self.prefix else name
 
     def path(self, key: str) -> str:
-        """The root-relative path of *key*, which must lie under the prefix."""
+        """The root-relative path of *key*, which must lie under the prefix, as the key spells it.
+
+        A key with an empty segment (``a//b``, ``/a``) gives no canonical path: listings count it
+        as one no path can name.
+        """
         if not self.prefix:
-            return key.strip("/")
+            return key
         if key == self.prefix:
             return ""
         head = self.prefix + "/"
         if not key.startswith(head):
             raise ValueError(f"key {key!r} is outside {self.prefix!r}")
-        return key[len(head) :].strip("/")
+        return key[len(head) :]
 
     def __repr__(self) -> str:
         return f"KeySpace({self.bucket!r}, {self.prefix!r})"
