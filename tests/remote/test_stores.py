@@ -53,6 +53,13 @@ def opened(server: Server, url: str, **extra: Any) -> Backend:
     return open_backend(url, **(server.options | extra))
 
 
+OBJECT_STORES = [
+    S3,
+    *(pytest.param(store, marks=pytest.mark.slow) for store in (GCS, AZURE)),
+]
+"""The object stores, GCS and Azure only in the slow run (as the ``server`` fixture does)."""
+
+
 # -- reads pinned to one version ----------------------------------------------------------------
 
 
@@ -159,7 +166,7 @@ async def test_directory_markers_are_directories_on_every_store(
         assert await backend.list("empty") == []
 
 
-@pytest.mark.parametrize("store", [S3, GCS, AZURE], ids=lambda s: s.name)
+@pytest.mark.parametrize("store", OBJECT_STORES, ids=lambda s: s.name)
 async def test_a_file_named_as_a_directory_hides_nothing_from_the_searches(
     store: Server, url_for: UrlFor
 ) -> None:
@@ -334,7 +341,7 @@ async def test_a_delete_whose_answer_was_lost_is_not_a_failure(
             assert (await backend.read("a.txt")).data == b"two"
 
 
-@pytest.mark.parametrize("store", [S3, GCS, AZURE], ids=lambda s: s.name)
+@pytest.mark.parametrize("store", OBJECT_STORES, ids=lambda s: s.name)
 async def test_a_removal_whose_connection_drops_after_it_landed_deletes_and_moves(
     store: Server, url_for: UrlFor
 ) -> None:
