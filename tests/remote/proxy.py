@@ -46,6 +46,8 @@ class Proxy:
     faults: list[Fault] = field(default_factory=list)
     not_found: Callable[[str], bytes] | None = None
     """The body of every 404, from the request's path and query (None: the upstream's)."""
+    on_request: Callable[[str, str], None] | None = None
+    """Called with each request's method and path before it is forwarded (another writer's turn)."""
 
 
 @contextmanager
@@ -77,6 +79,8 @@ def proxy(
                      if k not in params]  # fmt: skip
             target = parts.path + (f"?{urlencode(query)}" if query else "")
             seen.requests.append((self.command, parts.path))
+            if seen.on_request is not None:
+                seen.on_request(self.command, parts.path)
             dropped = _HOP_BY_HOP | (seen.drop_headers if dropping else frozenset())
             headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
             fault = None

@@ -67,6 +67,8 @@ async def test_the_probe_catches_a_store_that_ignores_conditions_on_deletes(
 ) -> None:
     # Some S3-compatible stores take If-Match on a PUT and ignore it on a DELETE: a stale delete
     # would remove another host's newer write.
+    import s3fs  # noqa: PLC0415
+
     url = url_for(S3)
     with proxy(S3.port, drop_headers={"If-Match"}, drop_on={"DELETE"}) as fake:
         options: dict[str, Any] = S3.options | {"endpoint_url": fake.url}
@@ -82,6 +84,23 @@ async def test_the_probe_catches_a_store_that_ignores_conditions_on_deletes(
             with pytest.raises(Stale):
                 await backend.delete("a.txt", expect=first)
             assert (await backend.read("a.txt")).data == b"2"
+            # Writes keep the store's own condition: another host writing between the check
+            # and the PUT is not overwritten.
+            seen = (await backend.read("a.txt")).version
+            bucket, _, prefix = url.removeprefix("s3://").partition("/")
+            other_host = s3fs.S3FileSystem(skip_instance_cache=True, **S3.options)
+
+            def another_host_writes(method: str, path: str) -> None:
+                if method == "PUT" and path.endswith("/a.txt"):
+                    fake.on_request = None
+                    other_host.call_s3(
+                        "put_object", Bucket=bucket, Key=f"{prefix}/a.txt", Body=b"3"
+                    )
+
+            fake.on_request = another_host_writes
+            with pytest.raises(Stale):
+                await backend.write("a.txt", b"4", expect=seen)
+            assert (await backend.read("a.txt")).data == b"3"
 
 
 async def test_s3_requests_per_operation_are_the_minimum(url_for: UrlFor) -> None:

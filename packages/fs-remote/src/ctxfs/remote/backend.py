@@ -93,9 +93,14 @@ class ProbeResult:
     """A delete with the probe object's previous version was refused."""
 
     @property
+    def writes_enforced(self) -> bool:
+        """Whether the store enforces the conditions of writes."""
+        return self.create_refused and self.stale_refused
+
+    @property
     def enforced(self) -> bool:
         """Whether the store enforces every condition."""
-        return self.create_refused and self.stale_refused and self.stale_delete_refused
+        return self.writes_enforced and self.stale_delete_refused
 
 
 class ObjectStoreBackend(Backend):
@@ -343,14 +348,15 @@ class ObjectStoreBackend(Backend):
     # -- writing --------------------------------------------------------------------------------
 
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
-        """One conditional request; checked under a lock here if the store drops conditions."""
+        """One conditional request; checked under a lock here too if the store drops conditions."""
         await self._ready()
         key = self.keys.key(path)
         if not self._emulating:
             return await self._put(path, key, data, expect=expect)
         async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
             await self._check_expect(path, key, expect)
-            return await self._put(path, key, data, expect=None)
+            enforced = self._probe is not None and self._probe.writes_enforced
+            return await self._put(path, key, data, expect=expect if enforced else None)
 
     async def _put(self, path: str, key: str, data: bytes, *, expect: Expect) -> Version:
         write_id = uuid.uuid4().hex
