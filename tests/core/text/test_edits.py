@@ -14,7 +14,7 @@ from ctxfs.core import (
     MemoryBackend,
 )
 from ctxfs.core.text import TextOptions, decode_document
-from ctxfs.core.text.document import MAX_LISTED_MATCHES, strip_line_numbers
+from ctxfs.core.text.document import MAX_LISTED_LINES, strip_line_numbers
 from ctxfs.core.text.edits import Replacement, replace_in_turn
 from ctxfs.core.text.mismatch import MAX_DIAGNOSED_CHARS, diagnose_no_match
 from tests.core.text.corpus import PARAGRAPHS
@@ -300,10 +300,16 @@ async def test_ambiguous_match_names_a_bounded_number_of_lines(
     await memory_ctx.fs.read("f.txt")
     with pytest.raises(FsError) as caught:
         await memory_ctx.fs.edit("f.txt", "x", "w")
-    listed = list(range(1, MAX_LISTED_MATCHES + 1))
+    listed = list(range(1, MAX_LISTED_LINES + 1))
     assert caught.value.details == {"count": 200_000, "lines": listed}
-    assert caught.value.message.endswith(f", {MAX_LISTED_MATCHES} and 199980 more")
+    assert caught.value.message.endswith(f", {MAX_LISTED_LINES} and 199980 more lines")
     assert len(caught.value.message) < 200
+    await memory_backend.write("g.txt", b"x x x\n" * 30, expect=ABSENT)  # lines, not matches
+    await memory_ctx.fs.read("g.txt")
+    with pytest.raises(FsError) as caught:
+        await memory_ctx.fs.edit("g.txt", "x", "w")
+    assert caught.value.details == {"count": 90, "lines": listed}
+    assert caught.value.message.endswith(f", {MAX_LISTED_LINES} and 10 more lines")
 
 
 async def test_no_match_names_the_closest_lines(

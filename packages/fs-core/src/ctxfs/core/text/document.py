@@ -41,8 +41,8 @@ __all__ = [
 ]
 
 _BLOCK = 1 << 16
-MAX_LISTED_MATCHES: Final = 20
-"""Lines of an ambiguous ``old_string`` an error names (it counts them all)."""
+MAX_LISTED_LINES: Final = 20
+"""Lines holding an ambiguous ``old_string`` an error names (it counts the others)."""
 
 
 class TextDocument(Generic[AnyStr]):
@@ -163,12 +163,12 @@ class TextDocument(Generic[AnyStr]):
                 message, hint, details = diagnose_no_match(self.logical_text, old_string, self.path)
             raise NoMatch(message, path=self.path, hint=hint, details=details)
         if len(matches) > 1 and not replace_all:
-            lines = self._lines_of(matches[:MAX_LISTED_MATCHES])
-            more = len(matches) - len(lines)
+            every = list(dict.fromkeys(self._lines_of(matches)))
+            lines, more = every[:MAX_LISTED_LINES], len(every) - MAX_LISTED_LINES
             raise AmbiguousMatch(
                 f"old_string occurs {len(matches)} times in {self.path}, at lines "
                 + ", ".join(map(str, lines))
-                + (f" and {more} more" if more else ""),
+                + (f" and {more} more lines" if more > 0 else ""),
                 path=self.path,
                 details={"count": len(matches), "lines": lines},
             )
