@@ -8,7 +8,9 @@ from ctxfs.core import (
     ABSENT,
     BackendError,
     Context,
+    Expect,
     FilePatch,
+    Fs,
     Hunk,
     InvalidArgument,
     MemoryBackend,
@@ -20,6 +22,8 @@ from ctxfs.core import (
     Stale,
     Unavailable,
 )
+from ctxfs.core.memory import Faults
+from ctxfs.core.versions import Version
 
 pytestmark = pytest.mark.anyio
 
@@ -237,6 +241,28 @@ async def test_a_store_bug_half_way_is_raised_as_itself_once_all_is_back(
     assert not await present(memory_backend, "new.txt")
     for path, data in tree.items():
         assert (await memory_backend.read(path)).data == data
+
+
+async def test_a_store_bug_whose_patch_cannot_be_put_back_says_what_is_left() -> None:
+    class DownOnceWritten(MemoryBackend):  # src/app.py's patch lands, then its undo fails
+        async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
+            version = await super()._write(path, data, expect)
+            self.faults.fail_next("write", Unavailable("the store is down"), path=path)
+            return version
+
+    backend = DownOnceWritten()
+    ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
+    for path in ("app.py", "util.py"):
+        await ctx.fs.write(path, "one\n")
+    backend.faults = Faults()
+    backend.faults.fail_next("write", RuntimeError("a bug"), path="util.py")
+    with pytest.raises(BackendError) as caught:
+        await ctx.fs.apply_patch(
+            [update("app.py", hunk(["one"], ["two"])), update("util.py", hunk(["one"], ["two"]))]
+        )
+    assert "RuntimeError('a bug')" in caught.value.message
+    assert caught.value.details["changed"] == ["app.py"]
+    assert (await backend.read("app.py")).data == b"two\n"
 
 
 async def test_a_failed_undo_says_what_each_file_holds(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from ctxfs.core.errors import FsError, InvalidArgument, NoChange
+from ctxfs.core.errors import BackendError, FsError, InvalidArgument, NoChange
 from ctxfs.core.moves import moving
 from ctxfs.core.mutations import Opened, Refusal, rolled_back, store, taken_back, updating_all
 from ctxfs.core.outcomes import OpKind, PatchedFile, PatchOutcome
@@ -148,11 +148,16 @@ async def _write_parts(ctx: Context, parts: list[_PatchPart]) -> None:
         bugs = [failure for _, failure in failures if not isinstance(failure, FsError)]
         failure = bugs[0] if bugs else min(failures, key=lambda pair: pair[0])[1]
         kept = await taken_back(ctx, stored, done)
-        if not isinstance(failure, FsError):
+        if not isinstance(failure, FsError) and not kept:
             raise failure
         order = {update.path: n for n, part in enumerate(parts) for update, _ in part.opened}
         done.sort(key=lambda pair: order[pair[0].path])
-        raise rolled_back(failure, done, kept, what="the patch") from failure
+        told = (  # a store's bug with files left changed is told as one, saying which
+            failure
+            if isinstance(failure, FsError)
+            else BackendError(f"the store failed: {failure!r}", path=parts[0].patch.path)
+        )
+        raise rolled_back(told, done, kept, what="the patch") from failure
 
 
 async def _write_part(
