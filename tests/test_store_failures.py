@@ -605,24 +605,51 @@ async def test_a_move_that_cannot_be_undone_leaves_the_file_at_one_path_at_least
     assert (await backend.read("b.txt")).data == b"one\n"  # not deleted: a.txt did not come back
 
 
-async def test_a_move_whose_source_cannot_be_told_keeps_its_copy() -> None:
-    # The source's removal fails, and so does the look at whether it is still there: the copy
-    # stays (it may be the only one), and the error says where the file is.
+class AnswerLost(MemoryBackend):
+    """A store whose next delete fails ``Unavailable``: landed or not, then what happens after."""
 
-    class Lost(MemoryBackend):
-        async def _delete(self, path: str, expect: Version | None) -> None:
+    def __init__(self, *, landed: bool, then: str) -> None:
+        super().__init__()
+        self.landed, self.then, self.failing = landed, then, True
+
+    async def _delete(self, path: str, expect: Version | None) -> None:
+        if not self.failing:
+            return await super()._delete(path, expect)
+        self.failing = False
+        if self.landed:
+            await super()._delete(path, expect)
+        if self.then == "another writer makes it":
+            self._force(path, b"another writer's\n")
+        elif self.then == "no look succeeds":
             self.faults.fail_next("stat", Unavailable("the store went away"), path=path)
-            raise Unavailable("the store went away")
+        raise Unavailable("the store went away")
 
-    backend = Lost()
+
+@pytest.mark.parametrize(
+    ("landed", "then", "left"),
+    [
+        (False, "nothing", {"a.txt": b"one\n"}),
+        (False, "no look succeeds", {"a.txt": b"one\n", "b.txt": b"one\n"}),
+        (True, "nothing", {"b.txt": b"one\n"}),
+        (True, "another writer makes it", {"a.txt": b"another writer's\n", "b.txt": b"one\n"}),
+    ],
+)
+async def test_a_move_whose_removal_is_unanswered_undoes_its_copy_only_if_the_source_is_as_read(
+    landed: bool, then: str, left: dict[str, bytes]
+) -> None:
+    # The copy is the only one unless the source is still as read: it stays, and the error says so.
+    backend = AnswerLost(landed=landed, then=then)
     ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
     await ctx.fs.write("a.txt", "one\n")
     with pytest.raises(FsError) as caught:
         await ctx.fs.move("a.txt", "b.txt")
-    assert caught.value.code is ErrorCode.BACKEND_ERROR
-    assert "b.txt holds the file, a.txt may too" in caught.value.message
-    assert (await backend.read("b.txt")).data == b"one\n"
-    assert (await backend.read("a.txt")).data == b"one\n"
+    undone = left == {"a.txt": b"one\n"}
+    assert caught.value.code is (ErrorCode.UNAVAILABLE if undone else ErrorCode.BACKEND_ERROR)
+    if not undone:
+        assert "b.txt keeps the content read" in caught.value.message
+    assert {
+        entry.path: (await backend.read(entry.path)).data for entry in await backend.list("")
+    } == left
 
 
 async def test_a_patch_moving_a_file_with_new_text_keeps_it_if_its_old_path_cannot_come_back() -> (

@@ -372,6 +372,43 @@ async def test_a_removal_whose_connection_drops_after_it_landed_deletes_and_move
                     await ctx.fs.read(gone)
 
 
+async def test_a_move_whose_removal_landed_unanswered_keeps_its_copy_from_a_new_source(
+    url_for: UrlFor,
+) -> None:
+    # The DELETE lands, the connection drops, and another host makes the file again before the
+    # DELETE is sent again: whose file is there cannot be told, so the copy stays.
+    import s3fs  # noqa: PLC0415
+
+    url = url_for(S3)
+    bucket, _, prefix = url.removeprefix("s3://").partition("/")
+    other_host = s3fs.S3FileSystem(skip_instance_cache=True, **S3.options)
+    with proxy(S3.port) as flaky:
+        async with open_fs(
+            url, load_entrypoints=False, **S3.options | {"endpoint_url": flaky.url}
+        ) as fs:
+            ctx = fs.context(owner="agent")
+            await ctx.fs.write("src.txt", "precious\n")
+
+            deletes = 0
+
+            def another_host_writes(method: str, path: str) -> None:
+                nonlocal deletes
+                if method == "DELETE" and path.endswith("/src.txt"):
+                    deletes += 1
+                    if deletes == 2:  # the DELETE sent again
+                        key = f"{prefix}/src.txt"
+                        other_host.call_s3("put_object", Bucket=bucket, Key=key, Body=b"new\n")
+
+            flaky.faults = [Fault("DELETE", forward=True, hang_up=True)]
+            flaky.on_request = another_host_writes
+            with pytest.raises(FsError) as caught:
+                await ctx.fs.move("src.txt", "dst.txt")
+            assert caught.value.code is ErrorCode.BACKEND_ERROR
+            assert "dst.txt keeps the content read" in caught.value.message
+            assert (await fs.backend.read("dst.txt")).data == b"precious\n"
+            assert (await fs.backend.read("src.txt")).data == b"new\n"
+
+
 async def test_s3_conditional_request_conflicts_are_retried(url_for: UrlFor) -> None:
     """S3 may answer 409 to concurrent conditional writes: nothing was written, try again."""
     with proxy(S3.port) as flaky:

@@ -400,7 +400,15 @@ class ObjectStoreBackend(Backend):
             raise
 
     async def _remove(self, path: str, key: str, expect: Version | None) -> None:
-        """Remove *key*; a retry that finds it gone after an attempt went unanswered succeeds."""
+        """Remove *key*; one refused once the request may have landed is resolved by a look.
+
+        With *expect*, the object is first seen at that version (nothing is sent otherwise). A
+        refusal after that, or in a retry, means the request may have landed with its answer
+        lost (aiohttp sends a ``DELETE`` again when its connection drops): no object left is
+        done, another object there is ``Unavailable``, since whose it is cannot be told.
+        """
+        if expect is not None:
+            await self._check_expect(path, key, expect)
         attempts = 0
 
         async def attempt() -> None:  # (on the IO loop)
@@ -408,14 +416,22 @@ class ObjectStoreBackend(Backend):
             attempts += 1
             try:
                 await self.store.remove(key, expect=expect)
-            except (NotFound, Stale):
-                if attempts == 1:
+            except (NotFound, Stale) as refusal:
+                if attempts == 1 and expect is None:
                     raise
                 try:
                     await self.store.head(key)
                 except NotFound:
                     return  # the attempt whose answer was lost removed it
-                raise
+                if expect is None:
+                    raise
+                raise Unavailable(
+                    f"{path}: whether the delete landed cannot be told (the store refused it "
+                    f"once sent: {refusal}), and a file is there now",
+                    path=path,
+                    retryable=False,
+                    hint="Read the file again: another writer may have made it.",
+                ) from refusal
 
         await self._io(path, attempt)
 

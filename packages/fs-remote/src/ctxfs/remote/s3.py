@@ -118,8 +118,9 @@ class S3Store(ObjectStore):
     async def remove(self, key: str, *, expect: Version | None = None) -> None:
         s3 = await self._client()
         request: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
-        await self._head(s3, request)  # S3 answers 204 for a missing key
-        if expect is not None:
+        if expect is None:
+            await self._head(s3, request)  # S3 answers 204 for a missing key
+        else:
             request["IfMatch"] = _etag(expect)
         with translated(_error):
             await s3.delete_object(**request)

@@ -62,7 +62,7 @@ class Update:
         return version  # noqa: RET504 - (a return inside the shield reads as fall-through to mypy)
 
     async def delete(self) -> None:
-        """Delete the file read; one gone since, by whatever removal, counts as deleted.
+        """Delete the file read.
 
         Raises:
             NotFound: It did not exist when read (``IsADirectory`` for a prefix).
@@ -72,7 +72,7 @@ class Update:
         if self.current is None:
             raise await self.missing()
         with anyio.CancelScope(shield=True):
-            await self._removed(was=self.current.version)
+            await self._remove(was=self.current.version)
 
     async def move(self, destination: Update) -> Version:
         """Move the file read to the path of *destination*, an update open there too.
@@ -147,9 +147,9 @@ class Update:
     async def _move(self, destination: Update) -> Version:
         """Copy to *destination* under its condition, then remove here under this one.
 
-        If the removal fails while a file is still here (this one changed meanwhile), the copy
-        is undone; none being here, the removal landed (its answer lost) and the move is done.
-        Whether one is here unknown, the copy stays (``BackendError``).
+        If the removal is refused (``Stale``, ``NotFound``: this file changed meanwhile), the
+        copy is undone. If it fails otherwise (its answer lost), the copy is undone only while
+        this file is still as read; else it stays (``BackendError``): it may be the only one.
         """
         assert self.current is not None
         version = await destination.write(self.current.data)
@@ -157,19 +157,15 @@ class Update:
             await self._remove(was=self.current.version)
         except BaseException as failure:
             with anyio.CancelScope(shield=True):
-                here = await self._here()
-                if here is False and isinstance(failure, Exception):
-                    return version
-                if here is None:
+                if not isinstance(failure, Stale | NotFound) and not await self._still_as_read():
                     raise BackendError(
                         f"moving {self.path} to {destination.path} failed half way ({failure}), "
-                        f"and whether {self.path} is still there cannot be told now: "
-                        f"{destination.path} holds the file, {self.path} may too",
+                        f"and {self.path} is no longer as read, or cannot be looked at: "
+                        f"{destination.path} keeps the content read",
                         path=self.path,
+                        hint=f"Read {self.path} and {destination.path} again before going on.",
                         details={"destination": destination.path, "version": version},
                     ) from failure
-                if here is False:
-                    raise
                 try:
                     await destination.undo(version)
                 except FsError as undo:
@@ -190,30 +186,23 @@ class Update:
     async def _undo(self, written: Version | None) -> None:
         if self.current is None:
             if written is not None:
-                await self._removed(was=written)
+                await self._remove(was=written)
         else:
             await self._put(self.current.data, was=written, mode=self.mode)
 
-    async def _removed(self, *, was: Version) -> None:
-        """:meth:`_remove`, a failure with no file left here counting as done.
-
-        A removal whose answer was lost may have landed: an HTTP client sends a DELETE
-        again when its connection drops, and the second finds nothing.
-        """
+    async def _still_as_read(self) -> bool | None:
+        """Whether the file here is still the version read; None if the store cannot tell now."""
+        assert self.current is not None
         try:
-            await self._remove(was=was)
-        except FsError:
-            if await self._here() is not False:
-                raise
-
-    async def _here(self) -> bool | None:
-        """Whether a file (not a directory) is at this path now; None if the store cannot tell."""
-        try:
-            return (await self.backend.stat(self.path)).kind is not FileKind.DIRECTORY
+            found = await self.backend.stat(self.path)
+            version = found.version
+            if version is None and found.kind is not FileKind.DIRECTORY:  # (known by reading)
+                version = (await self.backend.read(self.path)).version
         except NotFound:
             return False
         except FsError:
             return None
+        return version == self.current.version
 
 
 class ConditionalUpdate(Update):
