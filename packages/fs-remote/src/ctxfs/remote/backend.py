@@ -408,7 +408,10 @@ class ObjectStoreBackend(Backend):
         done, another object there is ``Unavailable``, since whose it is cannot be told.
         """
         if expect is not None:
-            await self._check_expect(path, key, expect)
+            current = await self._current(path, key)
+            if current is None:
+                raise NotFound(f"{path} does not exist", path=path)
+            check_expect(path, expect, current.version)
         attempts = 0
 
         async def attempt() -> None:  # (on the IO loop)
