@@ -501,6 +501,7 @@ async def test_sqlite_urls_read_as_sqlalchemy_reads_them(
         assert made.is_file(), url
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_windows_recorded_by_four_processes_at_once_add_up(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest

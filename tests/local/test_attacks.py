@@ -280,6 +280,7 @@ async def test_20_a_255_byte_component_is_fine(ctx: Context) -> None:
     assert (await ctx.fs.read(name)).text == "ok\n"
 
 
+@pytest.mark.slow
 async def test_21_a_thousand_levels_deep_is_bounded_and_stays_inside(
     ctx: Context, layout: Layout
 ) -> None:

@@ -107,6 +107,7 @@ async def test_busy_names_the_path_as_spelled_not_the_hosts(workspace: tuple[Pat
             assert str(root) not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_forked_child_neither_keeps_nor_releases_the_parents_lock(
     workspace: tuple[Path, Path],
 ) -> None:

@@ -66,6 +66,7 @@ async def race(*counters: tuple[Context, str]) -> list[int]:
     return retried
 
 
+@pytest.mark.slow
 async def test_two_clients_through_a_directory_link_lose_no_update(root: Path) -> None:
     fs = Fs(LocalBackend(root, state_dir=root.parent / "state"), load_entrypoints=False)
     one, two = fs.context(owner="one"), fs.context(owner="two")

@@ -90,6 +90,7 @@ async def test_a_long_ripgrep_search_tells_how_many_files_it_found_so_far(
     assert heard[-1] == (1, None, "1 file with matches so far")
 
 
+@pytest.mark.slow
 async def test_a_pattern_too_long_for_a_command_line_is_searched_all_the_same(
     tmp_path: Path,
 ) -> None:

@@ -244,6 +244,7 @@ async def _update(backend: Any, path: str) -> None:
         pass  # pragma: no cover - refused on entry
 
 
+@pytest.mark.slow
 async def test_two_writers_through_a_linked_directory_share_one_lock(
     root: tuple[str, Path],
 ) -> None:

@@ -68,6 +68,7 @@ def test_a_call_failure_is_a_line_with_the_code_then_what_helps(
     assert first == "ctxfs: error [not_found]: \\xfe.txt does not exist"
 
 
+@pytest.mark.slow
 def test_call_grep_with_a_catastrophic_pattern_fails_instead_of_hanging(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a" * 60 + "!\n")
     # a lookahead keeps the search off ripgrep (which has no backtracking to run away)
@@ -411,6 +412,7 @@ def test_counts_of_one_are_singular(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert capsys.readouterr().out == "a.txt  (1 B)\n(1 entry)\n"
 
 
+@pytest.mark.slow
 def test_call_read_then_edit_through_a_shared_observation_store(tmp_path: Path) -> None:
     # Each `ctxfs call` is a process of its own: only a store they share lets one read
     # license the next one's edit, for the same owner, until another owner changes the file.
@@ -437,6 +439,7 @@ def test_call_read_then_edit_through_a_shared_observation_store(tmp_path: Path) 
     assert (root / "a.txt").read_text() == "1\n2\n"
 
 
+@pytest.mark.slow
 def test_each_call_finds_what_the_one_before_saw_in_its_roots_own_store(tmp_path: Path) -> None:
     # Nothing configured, each call a process of its own (a client that spawns one per call):
     # a read licenses the next call's edit, through any spelling of the root; another root

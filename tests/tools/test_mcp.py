@@ -193,6 +193,7 @@ async def test_serve_over_stdio(workspace: Path, era: str) -> None:
     assert (workspace / "notes.md").read_bytes() == b"alpha\r\ngamma\r\n"
 
 
+@pytest.mark.slow
 async def test_two_stdio_servers_on_one_root_catch_each_others_changes(
     workspace: Path, era: str
 ) -> None:
@@ -527,6 +528,7 @@ def test_a_request_whose_id_is_no_string_nor_integer_is_answered_invalid(
     assert sorted(str(reply["id"]) for reply in replies if "result" in reply) == ["7", "8"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("through", ["pipes", "sockets", "files", "socket"])
 def test_a_line_longer_than_the_limit_is_dropped_and_answered(
     workspace: Path, through: str
@@ -557,6 +559,7 @@ def call(number: int, tool: str, **arguments: object) -> bytes:
     ).encode()
 
 
+@pytest.mark.slow
 def test_a_killed_and_restarted_stdio_server_keeps_what_its_client_read(
     workspace: Path,
 ) -> None:

@@ -94,6 +94,7 @@ async def test_a_small_image_is_sent_as_it_is(
     assert "content" not in result.structured  # None: left out
 
 
+@pytest.mark.slow
 async def test_a_huge_png_is_downscaled_within_the_limits(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

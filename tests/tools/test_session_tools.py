@@ -450,6 +450,7 @@ def ctxfs(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CTXFS, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_call_keeps_the_session_memory_for_the_next_call_unless_told(tmp_path: Path) -> None:
     root = tmp_path / "ws"
