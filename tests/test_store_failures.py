@@ -652,6 +652,22 @@ async def test_a_move_whose_removal_is_unanswered_undoes_its_copy_only_if_the_so
     } == left
 
 
+async def test_a_delete_that_landed_unanswered_is_done_in_every_call_that_deletes() -> None:
+    # No file is left: the delete happened, and what goes with it (a patch's new file, the
+    # step an undo needs) is kept.
+    backend = AnswerLost(landed=True, then="nothing")
+    ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
+    await ctx.fs.write("a.txt", "alpha\nbeta\n")
+    await ctx.fs.delete("a.txt")
+    assert (await ctx.fs.undo()).steps == (2,)  # the delete, recorded
+    assert (await backend.read("a.txt")).data == b"alpha\nbeta\n"
+    backend.failing = True
+    failed = await FsToolset().execute(ctx, "apply_patch", {"input": MOVING_PATCH})
+    assert not failed.is_error, failed.text
+    assert (await backend.read("moved.txt")).data == b"alpha\nBETA\n"
+    assert [entry.path for entry in await backend.list("")] == ["moved.txt"]
+
+
 async def test_a_patch_moving_a_file_with_new_text_keeps_it_if_its_old_path_cannot_come_back() -> (
     None
 ):

@@ -8,7 +8,7 @@ A store supplies two primitives, :meth:`~Update._put` and :meth:`~Update._remove
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
@@ -64,6 +64,9 @@ class Update:
     async def delete(self) -> None:
         """Delete the file read.
 
+        A removal that fails unrefused (its answer lost) and leaves no file here has landed:
+        the delete is done.
+
         Raises:
             NotFound: It did not exist when read (``IsADirectory`` for a prefix).
             Stale: It changed since it was read.
@@ -72,7 +75,11 @@ class Update:
         if self.current is None:
             raise await self.missing()
         with anyio.CancelScope(shield=True):
-            await self._remove(was=self.current.version)
+            try:
+                await self._remove(was=self.current.version)
+            except FsError as failure:
+                if isinstance(failure, Stale | NotFound) or await self._version_now() != _NO_FILE:
+                    raise
 
     async def move(self, destination: Update) -> Version:
         """Move the file read to the path of *destination*, an update open there too.
@@ -157,7 +164,8 @@ class Update:
             await self._remove(was=self.current.version)
         except BaseException as failure:
             with anyio.CancelScope(shield=True):
-                if not isinstance(failure, Stale | NotFound) and not await self._still_as_read():
+                unrefused = not isinstance(failure, Stale | NotFound)
+                if unrefused and await self._version_now() != self.current.version:
                     raise BackendError(
                         f"moving {self.path} to {destination.path} failed half way ({failure}), "
                         f"and {self.path} is no longer as read, or cannot be looked at: "
@@ -190,19 +198,23 @@ class Update:
         else:
             await self._put(self.current.data, was=written, mode=self.mode)
 
-    async def _still_as_read(self) -> bool | None:
-        """Whether the file here is still the version read; None if the store cannot tell now."""
-        assert self.current is not None
+    async def _version_now(self) -> Version | None:
+        """The version of the file here now (``_NO_FILE``: none); None if the store cannot tell."""
         try:
             found = await self.backend.stat(self.path)
-            version = found.version
-            if version is None and found.kind is not FileKind.DIRECTORY:  # (known by reading)
-                version = (await self.backend.read(self.path)).version
+            if found.kind is FileKind.DIRECTORY:
+                return _NO_FILE
+            if found.version is None:  # (a store that knows it only by reading)
+                return (await self.backend.read(self.path)).version
         except NotFound:
-            return False
+            return _NO_FILE
         except FsError:
             return None
-        return version == self.current.version
+        return found.version
+
+
+_NO_FILE: Final = Version("")
+"""What :meth:`Update._version_now` finds where there is no file (no store's version is empty)."""
 
 
 class ConditionalUpdate(Update):
