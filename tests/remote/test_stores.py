@@ -53,6 +53,13 @@ def opened(server: Server, url: str, **extra: Any) -> Backend:
     return open_backend(url, **(server.options | extra))
 
 
+def through(store: Server, proxy_url: str) -> dict[str, Any]:
+    """The options that send *store*'s requests through the proxy at *proxy_url*."""
+    if store is AZURE:
+        return {"connection_string": AZURITE.replace("http://127.0.0.1:10000", proxy_url)}
+    return {"endpoint_url": proxy_url}
+
+
 OBJECT_STORES = [
     S3,
     *(pytest.param(store, marks=pytest.mark.slow) for store in (GCS, AZURE)),
@@ -322,11 +329,7 @@ async def test_a_delete_whose_answer_was_lost_is_not_a_failure(
     # a file another writer changed meanwhile is still stale.
     url = url_for(store)
     with proxy(store.port) as flaky:
-        if store is AZURE:
-            extra = {"connection_string": AZURITE.replace("http://127.0.0.1:10000", flaky.url)}
-        else:
-            extra = {"endpoint_url": flaky.url}
-        async with opened(store, url, **extra) as backend:
+        async with opened(store, url, **through(store, flaky.url)) as backend:
             for expect in (True, False):
                 version = await backend.write("a.txt", b"one", expect=ABSENT)
                 flaky.faults = [Fault("DELETE", 503, forward=True)]
@@ -348,11 +351,7 @@ async def test_a_removal_whose_connection_drops_after_it_landed_deletes_and_move
     # The DELETE lands and the connection drops before its answer; the HTTP client sends it
     # again, and the second finds nothing. The delete is done; a move keeps its copy.
     with proxy(store.port) as flaky:
-        if store is AZURE:
-            extra = {"connection_string": AZURITE.replace("http://127.0.0.1:10000", flaky.url)}
-        else:
-            extra = {"endpoint_url": flaky.url}
-        options = store.options | extra
+        options = store.options | through(store, flaky.url)
         async with open_fs(url_for(store), load_entrypoints=False, **options) as fs:
             ctx = fs.context(owner="agent")
             for path in ("a.txt", "src.txt"):
@@ -384,7 +383,7 @@ async def test_a_move_whose_removal_landed_unanswered_keeps_its_copy_from_a_new_
     other_host = s3fs.S3FileSystem(skip_instance_cache=True, **S3.options)
     with proxy(S3.port) as flaky:
         async with open_fs(
-            url, load_entrypoints=False, **S3.options | {"endpoint_url": flaky.url}
+            url, load_entrypoints=False, **S3.options | through(S3, flaky.url)
         ) as fs:
             ctx = fs.context(owner="agent")
             await ctx.fs.write("src.txt", "precious\n")
