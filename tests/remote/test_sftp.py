@@ -21,7 +21,7 @@ import pytest
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import SFTP
 
-from ctxfs.core import ABSENT, Busy, ErrorCode, FsError, Stale, open_backend
+from ctxfs.core import ABSENT, Busy, ErrorCode, Fs, FsError, Stale, open_backend
 
 pytestmark = pytest.mark.anyio
 
@@ -117,6 +117,40 @@ async def test_a_writer_outside_the_protocol_is_still_caught_by_the_version(
             await backend.write("a.txt", b"two", expect=version)
         assert stale.value.code is ErrorCode.STALE
         assert (local / "a.txt").read_bytes() == b"changed in a shell"
+
+
+@pytest.mark.parametrize("call", ["move", "delete"])
+async def test_a_removal_cut_off_then_outrun_by_an_outside_writer_keeps_every_content(
+    root: tuple[str, Path], call: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The removal lands, its answer is lost, and a shell writes the file again before the
+    # retry looks: whether the removal landed cannot be told, so a move keeps its copy.
+    url, local = root
+    remove = asyncssh.SFTPClient.remove
+    cut = [True]
+
+    async def landed_unanswered(self: asyncssh.SFTPClient, path: bytes | str) -> None:
+        await remove(self, path)
+        if cut and os.fsdecode(path).endswith("/a.txt"):
+            cut.clear()
+            (local / "a.txt").write_bytes(b"a shell's\n")
+            raise asyncssh.ConnectionLost("cut off")
+
+    monkeypatch.setattr(asyncssh.SFTPClient, "remove", landed_unanswered)
+    async with sftp(url) as backend:
+        ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
+        await ctx.fs.write("a.txt", "one\n")
+        with pytest.raises(FsError) as caught:
+            await (ctx.fs.move("a.txt", "b.txt") if call == "move" else ctx.fs.delete("a.txt"))
+    assert not cut  # the removal was cut off
+    if call == "move":
+        assert caught.value.code is ErrorCode.BACKEND_ERROR
+        assert "b.txt keeps the content read" in caught.value.message
+        assert (local / "b.txt").read_bytes() == b"one\n"
+    else:
+        assert caught.value.code is ErrorCode.UNAVAILABLE
+        assert caught.value.retryable is False
+    assert (local / "a.txt").read_bytes() == b"a shell's\n"
 
 
 async def test_an_update_refuses_a_fifo_instead_of_hanging_on_it(root: tuple[str, Path]) -> None:

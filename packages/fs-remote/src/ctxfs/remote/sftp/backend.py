@@ -16,7 +16,7 @@ from typing import Any, Final, Self
 import anyio
 import asyncssh
 
-from ctxfs.core import AlreadyExists, FsError, InvalidArgument, NotADirectory, NotFound, Stale
+from ctxfs.core import AlreadyExists, FsError, InvalidArgument, NotADirectory, NotFound, Unavailable
 from ctxfs.core.kit import (
     RESERVED_PREFIX,
     Backend,
@@ -394,11 +394,14 @@ class _LeasedUpdate(Update):
     ) -> None:
         """Run *act*, which checks the lock is still ours just before it commits, once.
 
-        A retry follows a lost connection: the attempt cut off may have left *version*.
+        A retry follows a lost connection: the attempt cut off may have left *version*
+        (done), or nothing (*was* still there: *act* runs again).
 
         Raises:
-            Stale: The lease ran out or nearly has, or the file is neither as it
-                was (*was*) nor as this change would leave it.
+            Stale: The lease ran out or nearly has.
+            Unavailable: Not retryable: after a lost connection the file is neither as it
+                was nor as this change would leave it (a writer outside the protocol), so
+                whether the change landed cannot be told.
 
         """
         attempts = itertools.count(1)
@@ -409,7 +412,13 @@ class _LeasedUpdate(Update):
                 if now == version:
                     return
                 if now != was:
-                    raise Stale(f"{self.path} changed while it was being updated", path=self.path)
+                    raise Unavailable(
+                        f"{self.path}: whether the change landed cannot be told (the connection "
+                        "was lost), and the file holds neither what was read nor what it wrote",
+                        path=self.path,
+                        retryable=False,
+                        hint="Read the file again: another writer may have changed it.",
+                    )
             await act(sftp)
 
         await self.client.call(self.path, run)
