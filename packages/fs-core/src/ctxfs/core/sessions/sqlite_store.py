@@ -21,6 +21,7 @@ from typing import Final, TypeVar
 
 from ctxfs.core.observations.base import stored_bytes, stored_owner
 from ctxfs.core.sessions.base import (
+    ACTIVITY_LAG,
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
     DEFAULT_MAX_IDLE_DAYS,
@@ -231,7 +232,7 @@ class SqliteSessions(SessionStore):
     def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
             db.execute(_NEW_OWNER, (owner,))
-            db.execute(_ACTIVE, (owner, self.clock()))
+            db.execute(_CALLED, (owner, self.clock()))
             _keep_in(db, owner, version, data, _tick(db))
             self._bound(db, owner)
 
@@ -245,7 +246,7 @@ class SqliteSessions(SessionStore):
     ) -> Step:
         with immediate(db):
             number, kept_steps = db.execute(_NEXT_STEP, (owner,)).fetchone()
-            db.execute(_ACTIVE, (owner, self.clock()))
+            db.execute(_CALLED, (owner, self.clock()))
             tick = _tick(db) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
@@ -286,8 +287,11 @@ _NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
 _ACTIVE: Final = (
     "INSERT INTO active VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET at = excluded.at"
 )
-"""An owner's activity (the last wins): its note, and each call that keeps or records (the
-note is Busy while another writer holds the file, a look included)."""
+"""An owner's activity noted (the last wins)."""
+_CALLED: Final = f"{_ACTIVE} WHERE at IS NULL OR at < excluded.at - {ACTIVITY_LAG}"
+"""An owner's activity as each call that keeps, records or marks notes it (a note is Busy
+while another writer holds the file, a look included): unless noted in the last
+:data:`ACTIVITY_LAG`, so that a call mostly writes no activity."""
 _NEXT_STEP: Final = (
     "INSERT INTO owners (owner, numbered, steps) VALUES (?, 1, 1) ON CONFLICT (owner) "
     "DO UPDATE SET numbered = numbered + 1, steps = steps + 1 RETURNING numbered, steps"
@@ -358,7 +362,7 @@ def _mark(
 ) -> Checkpoint:
     with immediate(db):
         db.execute(_NEW_OWNER, (owner,))
-        db.execute(_ACTIVE, (owner, now))
+        db.execute(_CALLED, (owner, now))
         query = "UPDATE owners SET marked = marked + 1 WHERE owner = ? RETURNING marked, numbered"
         number, last = db.execute(query, (owner,)).fetchone()
         checkpoint = Checkpoint(id=f"cp{number}", label=label, step=last, at=at)
