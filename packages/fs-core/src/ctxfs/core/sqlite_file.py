@@ -54,15 +54,17 @@ class SqliteFile:
         self._waiting = _Connection(partial(self._opened, timeout), self)  # in a worker thread
         try:
             self._at_once = _Connection(partial(self._opened, 0), self)  # never waits
-            with self._using(self._waiting) as db:
-                db.execute("PRAGMA journal_mode=WAL")
-                self._check_layout(db)
-                self.set_up(db)
+            self._called(self._waiting, self._opening)
         except BaseException:
             self._waiting.db.close()
             if hasattr(self, "_at_once"):
                 self._at_once.db.close()
             raise
+
+    def _opening(self, db: sqlite3.Connection) -> None:
+        db.execute("PRAGMA journal_mode=WAL")
+        self._check_layout(db)
+        self.set_up(db)
 
     def set_up(self, db: sqlite3.Connection) -> None:
         """Run the schema on *db*."""
@@ -77,8 +79,8 @@ class SqliteFile:
             Busy: Another process held it past the timeout.
 
         """
-        with self._waiting.lock, self._using(self._waiting) as db:
-            return call(db)
+        with self._waiting.lock:
+            return self._called(self._waiting, call)
 
     async def run(
         self, call: Callable[[sqlite3.Connection], T], *, off_loop: bool = False, wait: bool = True
@@ -172,27 +174,30 @@ class SqliteFile:
         if not self._at_once.lock.acquire(blocking=blocking):
             raise _Locked
         try:
-            with self._using(self._at_once, at_once=True, last=last) as db:
-                return call(db)
+            return self._called(self._at_once, call, at_once=True, last=last)
         finally:
             self._at_once.lock.release()
 
     def _waited(self, call: Callable[[sqlite3.Connection], T], *, last: bool) -> T:
-        with self._waiting.lock, self._using(self._waiting, last=last) as db:
-            return call(db)
+        with self._waiting.lock:
+            return self._called(self._waiting, call, last=last)
 
-    @contextmanager
-    def _using(
-        self, connection: _Connection, *, at_once: bool = False, last: bool = True
-    ) -> Iterator[sqlite3.Connection]:
-        """*connection*'s database, SQLite's errors as ctxfs errors (``_Locked`` if *at_once*).
+    def _called(
+        self,
+        connection: _Connection,
+        call: Callable[[sqlite3.Connection], T],
+        *,
+        at_once: bool = False,
+        last: bool = True,
+    ) -> T:
+        """``call`` of *connection*'s database, SQLite's errors as ctxfs errors.
 
-        After another error the connection is opened again at its next use (SQLite keeps
-        a file it could not write read-only for good); a read-only refusal is
-        ``_ReadOnly`` unless this is the *last* attempt.
+        ``_Locked`` if the file is in use and *at_once*. After another error the connection
+        is opened again at its next use (SQLite keeps a file it could not write read-only for
+        good); a read-only refusal is ``_ReadOnly`` unless this is the *last* attempt.
         """
         try:
-            yield connection.usable()
+            return call(connection.usable())
         except sqlite3.OperationalError as error:
             if "locked" in str(error) or "busy" in str(error):
                 if at_once:
