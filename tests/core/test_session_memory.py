@@ -769,6 +769,42 @@ async def test_a_made_directory_replaced_by_a_file_or_a_link_is_left_alone(
             await a.undo()
 
 
+@pytest.mark.parametrize("change", ["delete", "edit"])
+@pytest.mark.parametrize("dry_run", [False, True])
+async def test_an_undo_through_a_link_retargeted_since_changes_no_other_file(
+    tmp_path: Path, request: pytest.FixtureRequest, change: str, dry_run: bool
+) -> None:
+    # The step changed release-1/notes.txt through the link: putting it back at the path as
+    # spelled would write into release-2, which the owner never touched.
+    place = make_place(request, tmp_path, "local", "memory")
+    root = Path(place.url)
+    for release in ("release-1", "release-2"):
+        (root / release).mkdir()
+        (root / release / "notes.txt").write_text("one\n")
+    (root / "current").symlink_to("release-1")
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.read("current/notes.txt")
+        await (
+            a.delete("current/notes.txt")
+            if change == "delete"
+            else a.edit("current/notes.txt", "one", "two")
+        )
+        (root / "release-2" / "notes.txt").write_text("one\n" if change == "delete" else "two\n")
+        before = {p: p.read_bytes() for p in root.rglob("notes.txt")}
+        (root / "current").unlink()
+        (root / "current").symlink_to("release-2")
+        await a.read("current/notes.txt")  # (seen: only the link stands in the way)
+        with pytest.raises(Stale, match="symbolic link on the path was changed") as refused:
+            await a.undo(dry_run=dry_run)
+        assert refused.value.details["changed"][0]["path"] == "current/notes.txt"
+        assert {p: p.read_bytes() for p in root.rglob("notes.txt")} == before
+        (root / "current").unlink()
+        (root / "current").symlink_to("release-1")
+        assert (await a.undo()).steps == (1,)  # the link back: it undoes
+        assert (root / "release-1" / "notes.txt").read_text() == "one\n"
+
+
 async def test_an_undo_of_a_file_created_in_new_directories_removes_them(fs: Fs) -> None:
     await seed(fs, {"src/app.py": b"x = 1\n"})
     a = fs.context(owner=A).fs

@@ -299,6 +299,7 @@ async def _put_back(
             )
             for entry in entries
         ]
+        _refuse_relocated(entries, reports)
         try:
             async with updating_all(
                 ctx, reports, max_size=None, refuse=refuse, record=False
@@ -522,6 +523,22 @@ async def _refuse_changed(
             await file_context.observe(
                 ctx.owner, entry.key, update.current.version, complete=True, path=entry.path
             )
+
+
+def _refuse_relocated(entries: list[_Planned], reports: list[Report]) -> None:
+    """Refuse the undo if a path now leads to another file than the owner's steps changed."""
+    relocated = [
+        {"path": entry.path, "left": entry.left, "current": None, "diff": None}
+        for entry, report in zip(entries, reports, strict=True)
+        if report.op.key != entry.key
+    ]
+    if relocated:
+        raise _refused(
+            relocated,
+            "now lead(s) to another file than your step(s) changed (a symbolic link on the "
+            "path was changed)",
+            hint="Point the link back, or change those files by hand.",
+        )
 
 
 def _holds(update: Update, version: Version | None, content: bytes | None) -> bool:
