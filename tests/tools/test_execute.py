@@ -701,3 +701,14 @@ async def test_an_encoding_that_is_no_text_encoding_is_an_invalid_argument(
     result = await tools.execute(ctx, "read", {"file_path": "a.txt", "encoding": encoding})
     assert result.error_code is ErrorCode.INVALID_ARGUMENT, result.text
     assert result.structured["error"]["details"]["field"] == "encoding"
+
+
+async def test_edits_that_cancel_out_are_no_change_and_write_nothing(
+    tools: FsToolset, ctx: Context, fs: Fs
+) -> None:
+    await tools.execute(ctx, "write", {"file_path": "a.txt", "content": "a\nb\n"})
+    before = await fs.backend.stat("a.txt")
+    edits = [{"old_string": "a", "new_string": "X"}, {"old_string": "X", "new_string": "a"}]
+    result = await tools.execute(ctx, "multi_edit", {"file_path": "a.txt", "edits": edits})
+    assert result.error_code is ErrorCode.NO_CHANGE, result.text
+    assert await fs.backend.stat("a.txt") == before  # (fs-local: the same inode and time)

@@ -54,6 +54,7 @@ def replace_in_turn(
         NoMatch, AmbiguousMatch, NoChange, EncodingError: The first edit that fails,
             as :meth:`TextDocument.replace` says, its message naming it and
             ``details["edit"]`` its 0-based index.
+        NoChange: The edits together leave the file as it was.
 
     """
     current, replacements = document, 0
@@ -65,6 +66,12 @@ def replace_in_turn(
         replacements += change.replacements
         current = decode_document(
             change.data, options, path=document.path, encoding=document.encoding
+        )
+    if current.raw == document.raw:
+        raise NoChange(
+            "the edits leave the file as it was: later ones undo earlier ones",
+            path=document.path,
+            hint="Nothing to do; give only the edits that change the file.",
         )
     if document.encoding.keeps_invalid_bytes:  # (its text carries them as escapes)
         first, last, diff = _changed_lines(document.logical_text, current.logical_text)
