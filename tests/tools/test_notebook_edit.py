@@ -130,6 +130,24 @@ async def test_a_wrong_cell_id_lists_the_known_ones(
     assert await stored(fs) == data
 
 
+@pytest.mark.parametrize("edit_mode", ["replace", "delete", "insert"])
+async def test_an_id_two_cells_share_is_ambiguous_and_each_is_named_by_position(
+    fs: Fs, ctx: Context, tools: FsToolset, seed: Seed, edit_mode: str
+) -> None:
+    data = NBFORMAT.dumps(notebook(code("dup", "first"), code("once", "x"), code("dup", "second")))
+    await seed(NB, data)
+    await tools.execute(ctx, "read", {"file_path": NB})
+    arguments = {"cell_id": "dup", "new_source": "y", "cell_type": "code", "edit_mode": edit_mode}
+    refused = await call(tools, ctx, file_path=NB, **arguments)
+    assert refused.error_code is ErrorCode.AMBIGUOUS_MATCH, refused.text
+    assert refused.structured["error"]["details"] == {"field": "cell_id", "cells": [0, 2]}
+    assert "cell-0, cell-2" in refused.text
+    assert await stored(fs) == data
+    done = await call(tools, ctx, file_path=NB, **(arguments | {"cell_id": "cell-2"}))
+    assert not done.is_error, done.text
+    assert json.loads(await stored(fs))["cells"][0]["source"] == "first"
+
+
 async def test_a_file_that_is_not_a_notebook_is_refused_untouched(
     fs: Fs, ctx: Context, tools: FsToolset, seed: Seed
 ) -> None:

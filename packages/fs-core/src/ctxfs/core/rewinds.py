@@ -527,7 +527,7 @@ async def _refuse_changed(
 
 def _refuse_relocated(entries: list[_Planned], reports: list[Report]) -> None:
     """Refuse the undo if a path now leads to another file than the owner's steps changed."""
-    relocated = [
+    relocated: list[dict[str, object]] = [
         {"path": entry.path, "left": entry.left, "current": None, "diff": None}
         for entry, report in zip(entries, reports, strict=True)
         if report.op.key != entry.key

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ctxfs.core import InvalidArgument
+from ctxfs.core import AmbiguousMatch, InvalidArgument
 
 __all__ = [
     "NOTEBOOK_SUFFIX",
@@ -92,11 +92,20 @@ class Notebook:
 
         Raises:
             InvalidArgument: No cell has that id (the known ids are in the details).
+            AmbiguousMatch: Several cells have that id.
 
         """
-        for index, cell in enumerate(self.cells):
-            if cell.get("id") == cell_id:
-                return index
+        found = [index for index, cell in enumerate(self.cells) if cell.get("id") == cell_id]
+        if len(found) > 1:
+            positions = [f"cell-{index}" for index in found]
+            raise AmbiguousMatch(
+                f"{self.path or 'the notebook'} has {len(found)} cells with the id {cell_id!r}",
+                path=self.path or None,
+                hint=f"Name one by its position instead: {', '.join(positions[:20])}.",
+                details={"field": "cell_id", "cells": found[:100]},
+            )
+        if found:
+            return found[0]
         numbered = _INDEX_ID.fullmatch(cell_id)
         if numbered is not None and int(numbered.group(1)) < len(self.cells):
             return int(numbered.group(1))
