@@ -370,6 +370,24 @@ async def test_changed_lists_what_changed_since_the_owner_saw_it(fs: Fs) -> None
     assert await raw(fs, "a.txt") == b"one\ndeux\n"
 
 
+async def test_changed_lists_a_file_whose_directory_became_a_file_as_gone(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    place = make_place(request, tmp_path, "local", "memory")
+    root = Path(place.url)
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.write("d/f.txt", "mine\n")
+        await a.write("g.txt", "g\n")
+        (root / "d" / "f.txt").unlink()
+        (root / "d").rmdir()
+        (root / "d").write_text("a file where the directory was\n")
+        (root / "g.txt").write_text("G\n")
+        found = {file.path: file.current for file in await a.changed()}
+        assert set(found) == {"d/f.txt", "g.txt"}
+        assert found["d/f.txt"] is None
+
+
 async def test_changed_lists_a_file_grown_past_the_bound_without_a_diff() -> None:
     async with Fs_on_memory(max_bytes_per_owner=100) as fs:
         await seed(fs, {"a.txt": b"small\n"})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, ExitStack, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -132,10 +132,12 @@ async def changed(ctx: Context) -> list[ChangedFile]:
         path = seen.path or key
         with ExitStack() as judged:
             try:  # what the policies let the owner read now (where the kernel resolves it), only
-                op = await _located_read(ctx, path, key)
+                where = await _located(ctx, path)
+                op = Operation(kind=OpKind.READ, path=path, key=key)
+                if where is not None:
+                    op = replace(op, resolved=where.resolved, key=where.key)
                 await opened_fs.hooks.authorize(ctx, op)
-                if op.resolved:  # (and only there, whatever links change meanwhile)
-                    where = Location(resolved=op.resolved, key=op.key)
+                if where is not None:  # (and only there, whatever links change meanwhile)
                     judged.enter_context(authorizing(opened_fs.backend, {path: where}))
                 now, data, kind = await _current(ctx, path)
             except OutsideRoot:  # the path, or a parent, is a link out of the root now
@@ -149,13 +151,12 @@ async def changed(ctx: Context) -> list[ChangedFile]:
     return sorted(found, key=lambda changed_file: changed_file.path)
 
 
-async def _located_read(ctx: Context, path: str, key: str) -> Operation:
-    """A read of *path* as the policies judge it: located now (a parent may be a link now)."""
+async def _located(ctx: Context, path: str) -> Location | None:
+    """Where *path* resolves now (a parent may be a link now); None if a parent is gone."""
     try:
-        where = await ctx.opened_fs.backend.locate(path)
-    except (NotFound, NotADirectory):  # its parents are gone: the spelled path is all there is
-        return Operation(kind=OpKind.READ, path=path, key=key)
-    return Operation(kind=OpKind.READ, path=path, resolved=where.resolved, key=where.key)
+        return await ctx.opened_fs.backend.locate(path)
+    except (NotFound, NotADirectory):  # (a file where a parent was too)
+        return None
 
 
 async def _current(ctx: Context, path: str) -> tuple[Version | None, bytes | None, FileKind | None]:
