@@ -88,6 +88,13 @@ def test_utf16_and_utf32_without_a_bom_are_told_by_their_nuls(codec: str) -> Non
     )
 
 
+@pytest.mark.parametrize("data", [b"abc\x00def\n", b"ab\x00cd\x00ef\x00\n\x00"])
+def test_utf8_with_nuls_where_utf16_would_put_them_is_binary_not_ideographs(data: bytes) -> None:
+    # As UTF-16-LE these are ideographs and a digit of another script (no alphabet's bytes).
+    with pytest.raises(BinaryFile):
+        detect_encoding(data, OPTIONS, path="f.txt", complete=True)
+
+
 def test_a_text_file_named_like_binary_is_text() -> None:
     document = decode_document(b"key=value\nother=1\n", OPTIONS, path="data.dat")
     assert document.encoding.codec == "utf-8"

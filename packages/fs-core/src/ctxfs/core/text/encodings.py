@@ -203,14 +203,20 @@ def _assigned(text: str) -> bool:
 def _one_alphabet(high_bytes: bytes, nul_share: float) -> bool:
     """Whether the high bytes of UTF-16 read like ASCII text, or one alphabet and ASCII.
 
-    Ideographs spread over many high bytes: their UTF-16 needs a BOM here.
+    Ideographs and Hangul spread over many high bytes, above the alphabets': their UTF-16
+    needs a BOM here (so does text whose high bytes would be ASCII, as in UTF-8 with a NUL).
     """
+    others = set(high_bytes) - {0}
     return nul_share >= 0.8 or (
-        nul_share >= 0.05 and len(set(high_bytes) - {0}) <= _ALPHABET_HIGH_BYTES
+        nul_share >= 0.05
+        and len(others) <= _ALPHABET_HIGH_BYTES
+        and max(others, default=0) < _ALPHABETS_END
     )
 
 
 _ALPHABET_HIGH_BYTES: Final = 3
+_ALPHABETS_END: Final = 0x34
+"""High byte of the first character past the alphabets, symbols and kana (U+3400)."""
 
 
 def _bom_fits(data: bytes, bom: bytes, codec: str, *, complete: bool) -> bool:
