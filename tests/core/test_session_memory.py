@@ -981,6 +981,27 @@ async def test_a_directory_a_policy_protects_is_not_removed(local_place: Place) 
         assert [entry.name for entry in await fs.backend.list("")] == ["made"]
 
 
+async def test_two_undos_of_one_owner_at_once_undo_two_steps_or_refuse(fs: Fs) -> None:
+    a = fs.context(owner=A).fs
+    for content in ("v1\n", "v2\n", "v3\n"):
+        await a.write("f.txt", content)
+    outcomes: list[tuple[int, ...] | str] = []
+
+    async def undo() -> None:
+        try:
+            outcomes.append((await a.undo()).steps)
+        except Stale as refused:
+            outcomes.append(refused.message)
+
+    async with anyio.create_task_group() as both:  # (both read the history before either locks)
+        both.start_soon(undo)
+        both.start_soon(undo)
+    assert (3,) in outcomes
+    assert (2,) in outcomes or any("another call of yours" in str(o) for o in outcomes)
+    left = [step.number for step in await fs.session_memory.store.steps(A)]  # type: ignore[union-attr]
+    assert await raw(fs, "f.txt") == (b"v2\n" if left == [1, 2] else b"v1\n")
+
+
 async def test_a_dry_run_changes_nothing_and_reports_the_same_files(fs: Fs) -> None:
     await seed(fs, {"a.txt": b"one\n", "b.txt": b"two\n"})
     a = fs.context(owner=A).fs

@@ -282,6 +282,7 @@ async def _put_back(
     seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
 
     async def refuse(updates: list[Update]) -> None:  # (every file authorized and locked)
+        await _refuse_history_changed(ctx, memory, steps)
         await _refuse_interleaved(ctx, memory, entries)
         await _fetch_contents(ctx, memory, entries)
         await _refuse_changed(ctx, memory, entries, updates, seen_before if dry_run else None)
@@ -548,6 +549,24 @@ def _holds(update: Update, version: Version | None, content: bytes | None) -> bo
     if current is None or version is None:
         return current is None and version is None
     return current.version == version or (content is not None and current.data == content)
+
+
+async def _refuse_history_changed(
+    ctx: Context, memory: SessionMemory, steps: Sequence[Step]
+) -> None:
+    """Refuse the undo unless *steps* are still the owner's last, as the history was read.
+
+    Another call of the owner's may have undone them, or made a step, since.
+    """
+    oldest = min(step.number for step in steps)
+    now = await memory.store.steps(ctx.owner, after=oldest - 1)
+    if [step.number for step in now if step.undid is None] != [step.number for step in steps]:
+        raise Stale(
+            "another call of yours undid or made steps while this one was starting; "
+            "nothing was put back",
+            hint="Look at what changed (changes), then undo again if still needed.",
+            details={"steps": [step.number for step in steps]},
+        )
 
 
 async def _refuse_interleaved(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
