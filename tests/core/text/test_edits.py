@@ -523,3 +523,18 @@ def test_edits_in_turn_change_a_file_with_invalid_bytes_and_show_them_in_the_dif
     assert change.data == data.replace(b"alpha", b"AA")
     assert (change.first_line, change.last_line) == (5, 5)
     assert change.diff == "@@ -5,1 +5,1 @@\n-alpha\n+AA"
+
+
+@pytest.mark.parametrize(
+    ("data", "spans", "written"),
+    [
+        (b"a\nb", [(1, 2, [])], b"a"),
+        (b"a\r\nb\r\nc", [(1, 3, [])], b"a"),
+        (b"a\nb", [(0, 1, ["x"]), (1, 2, [])], b"x"),
+        (b"a\nb\n", [(1, 2, [])], b"a\n"),
+    ],
+)
+def test_removing_the_last_lines_of_a_file_without_a_final_break_adds_none(
+    data: bytes, spans: list[tuple[int, int, list[str]]], written: bytes
+) -> None:
+    assert decode_document(data, OPTIONS, path="f").replace_lines(spans).data == written

@@ -289,6 +289,8 @@ class TextDocument(Generic[AnyStr]):
             if unterminated and stop == total:  # the file keeps lacking a final line break
                 block = lf + block[: -len(lf)] if start == stop and block else block[: -len(lf)]
             units.append((starts[start], starts[stop], block))
+        if unterminated and spans[-1][0] < spans[-1][1] == total and not spans[-1][2]:
+            units = _break_before_removed(units, lf)  # (the new last line has none either)
         refuse_added_replacement_chars(added_chars, path=self.path)
         first, last, diff = self._lines_change(spans)
         return Change(
@@ -360,6 +362,22 @@ class TextDocument(Generic[AnyStr]):
 
 
 AnyDocument: TypeAlias = TextDocument[bytes] | TextDocument[str]
+
+
+def _break_before_removed(
+    units: list[tuple[int, int, AnyStr]], lf: AnyStr
+) -> list[tuple[int, int, AnyStr]]:
+    """*units*, the last of which removes the last lines, made to remove the break before them."""
+    start, stop, block = units.pop()
+    while units and units[-1][1] == start:  # (what an adjacent unit writes ends with the break)
+        start, _, earlier = units.pop()
+        block = earlier + block
+    if block:
+        block = block[: -len(lf)]
+    elif start:
+        start -= len(lf)
+    units.append((start, stop, block))
+    return units
 
 
 def _joined(
