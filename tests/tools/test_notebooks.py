@@ -610,7 +610,11 @@ def test_a_splice_that_does_not_read_back_is_written_whole_or_refused(
     assert "nothing was changed" in caught.value.message
 
 
-def test_an_unpaired_surrogate_is_refused() -> None:
+@pytest.mark.parametrize("style", [NBFORMAT, Style(ensure_ascii=True)], ids=["utf8", "ascii"])
+@pytest.mark.parametrize("mode", [EditMode.REPLACE, EditMode.INSERT])
+def test_an_unpaired_surrogate_is_refused(style: Style, mode: EditMode) -> None:
+    # (a notebook written ASCII-only would hold it escaped: valid JSON, no Unicode)
+    edit = CellEdit(mode=mode, cell_id="end", source="bad \ud800", cell_type="code")
     with pytest.raises(FsError) as caught:
-        edit_notebook(NBFORMAT.dumps(SAMPLE), CellEdit(cell_id="end", source="bad \ud800"))
+        edit_notebook(style.dumps(SAMPLE), edit)
     assert caught.value.code is ErrorCode.ENCODING_ERROR

@@ -127,6 +127,8 @@ def edit_notebook(
             is to be written).
 
     """
+    if edit.mode is not EditMode.DELETE:  # (an ASCII notebook would escape it, not refuse it)
+        _utf8(edit.source, path)
     notebook = parse_notebook(data, path=path)
     where = _Where.of(notebook)
     cells = notebook.cells
@@ -177,17 +179,8 @@ def edit_notebook(
                 path=path or None,
                 hint="Edit the notebook as text instead.",
             )
-    try:
-        written = (("\ufeff" if notebook.bom else "") + text).encode("utf-8")
-    except UnicodeEncodeError as error:  # a lone surrogate, escaped in JSON but not in UTF-8
-        raise EncodingError(
-            f"the edited cell of {path or 'the notebook'} holds a character UTF-8 cannot "
-            f"encode ({error.object[error.start : error.end]!r}); nothing was changed",
-            path=path or None,
-            hint="Leave out unpaired surrogate characters (U+D800 to U+DFFF).",
-        ) from None
     return CellChange(
-        data=written,
+        data=_utf8(("\ufeff" if notebook.bom else "") + text, path),
         mode=edit.mode,
         cell_id=cell_id,
         index=index,
@@ -254,6 +247,19 @@ def _lines_form(notebook: Notebook, near: int | None) -> bool:
         return not isinstance(cells[near]["source"], str)
     strings = sum(isinstance(cell.get("source"), str) for cell in cells)
     return strings * 2 <= len(cells) or not cells
+
+
+def _utf8(text: str, path: str) -> bytes:
+    """*text* in UTF-8; ``EncodingError`` for a lone surrogate (JSON escapes it, UTF-8 cannot)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise EncodingError(
+            f"the edited cell of {path or 'the notebook'} holds a character UTF-8 cannot "
+            f"encode ({error.object[error.start : error.end]!r}); nothing was changed",
+            path=path or None,
+            hint="Leave out unpaired surrogate characters (U+D800 to U+DFFF).",
+        ) from None
 
 
 def _new_cell(
