@@ -1029,6 +1029,14 @@ async def test_a_dry_run_changes_nothing_and_reports_the_same_files(fs: Fs) -> N
     }
 
 
+async def test_a_checkpoint_label_that_is_not_text_is_refused_in_every_store(fs: Fs) -> None:
+    a = fs.context(owner=A).fs
+    for wrong in (b"bytes", 5, ["x"]):
+        with pytest.raises(InvalidArgument, match="label is text or None"):
+            await a.checkpoint(wrong)  # type: ignore[arg-type]
+    assert await fs.session_memory.store.checkpoints(A) == []  # type: ignore[union-attr]
+
+
 async def test_undo_of_n_steps_goes_back_n_steps(fs: Fs) -> None:
     await seed(fs, {"a.txt": b"v0\n"})
     a = fs.context(owner=A).fs

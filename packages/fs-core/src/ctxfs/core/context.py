@@ -399,6 +399,7 @@ class ContextFs(Browsing):
         """Mark this point of the owner's history, to :meth:`rewind` to; return the mark.
 
         Raises:
+            InvalidArgument: *label* is not text.
             NotEnabled: The ``Fs`` keeps no session memory.
             Unavailable: The session store cannot be reached.
 

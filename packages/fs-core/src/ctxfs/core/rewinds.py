@@ -60,6 +60,12 @@ def _kept_for(memory: SessionMemory) -> str:
 
 async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
     """:meth:`ContextFs.checkpoint <ctxfs.core.ContextFs.checkpoint>`."""
+    given: object = label  # (a caller without type checks may pass anything)
+    if given is not None and not isinstance(given, str):
+        raise InvalidArgument(
+            f"a checkpoint's label is text or None, got {type(given).__name__}",
+            details={"field": "label"},
+        )
     return await (await _memory(ctx)).store.mark(ctx.owner, label, at=time.time())
 
 
