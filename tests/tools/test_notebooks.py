@@ -614,7 +614,7 @@ def test_a_splice_that_does_not_read_back_is_written_whole_or_refused(
 @pytest.mark.parametrize("mode", [EditMode.REPLACE, EditMode.INSERT])
 def test_an_unpaired_surrogate_is_refused(style: Style, mode: EditMode) -> None:
     # (a notebook written ASCII-only would hold it escaped: valid JSON, no Unicode)
-    edit = CellEdit(mode=mode, cell_id="end", source="bad \ud800", cell_type="code")
+    edit = CellEdit(mode=mode, cell_id="end", source="bad \ud800", cell_type=CellType.CODE)
     with pytest.raises(FsError) as caught:
         edit_notebook(style.dumps(SAMPLE), edit)
     assert caught.value.code is ErrorCode.ENCODING_ERROR
