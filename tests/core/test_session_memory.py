@@ -1572,6 +1572,28 @@ async def test_an_undo_a_checkpoint_sees_is_recorded_once_or_not_made() -> None:
             await a.rewind(mark.id)
 
 
+async def test_a_checkpoint_marked_while_an_undo_runs_is_not_rewound_to_silently() -> None:
+    store = MemorySessions()
+    async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
+        a = fs.context(owner=A).fs
+        await a.write("f.txt", "one\n")
+        asked = store.checkpoints
+        marks: list[Checkpoint] = []
+
+        async def marked_meanwhile(owner: str) -> list[Checkpoint]:
+            found = await asked(owner)
+            if not marks:  # another task of the owner marks one now, the file still there
+                marks.append(await a.checkpoint("meanwhile"))
+            return found
+
+        store.checkpoints = marked_meanwhile  # type: ignore[method-assign]
+        await a.undo()
+        store.checkpoints = asked  # type: ignore[method-assign]
+        assert await raw(fs, "f.txt") is None
+        with pytest.raises(InvalidArgument, match="was undone since"):
+            await a.rewind(marks[0].id)  # it would not bring back the file it saw
+
+
 @pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])
 async def test_a_version_kept_moments_ago_is_not_sent_again_by_a_read(
     window: float, monkeypatch: pytest.MonkeyPatch

@@ -88,9 +88,7 @@ async def undo(ctx: Context, steps: int, *, dry_run: bool) -> UndoOutcome:
             + (f" ({_kept_for(memory)})" if gone else "."),
             details={"steps": len(kept), "given_up": gone},
         )
-    taken, marks = kept[-steps:], [] if dry_run else await memory.store.checkpoints(ctx.owner)
-    covered = _covered_records(taken, marks, history)
-    return await _put_back(ctx, memory, taken, covered, dry_run=dry_run)
+    return await _put_back(ctx, memory, kept[-steps:], dry_run=dry_run)
 
 
 async def rewind(ctx: Context, checkpoint_id: str, *, dry_run: bool) -> UndoOutcome:
@@ -125,8 +123,7 @@ async def rewind(ctx: Context, checkpoint_id: str, *, dry_run: bool) -> UndoOutc
     steps = [step for step in since if step.undid is None]
     if not steps:
         return UndoOutcome(steps=(), files=(), written=not dry_run)
-    covered = None if dry_run else _covered_records(steps, marks, since)
-    return await _put_back(ctx, memory, steps, covered, dry_run=dry_run)
+    return await _put_back(ctx, memory, steps, dry_run=dry_run)
 
 
 async def changed(ctx: Context) -> list[ChangedFile]:
@@ -275,20 +272,23 @@ async def _put_back(
     ctx: Context,
     memory: SessionMemory,
     steps: Sequence[Step],
-    covered: list[int] | None,
     *,
     dry_run: bool,
 ) -> UndoOutcome:
-    """Undo *steps*; *covered*: :func:`_covered_records`'s answer (None for a dry run)."""
+    """Undo *steps*, the owner's last (oldest first)."""
     _refuse_unrecorded(steps)
     if any(change.directory and change.moved_from for step in steps for change in step.changes):
-        return await _move_back(ctx, memory, steps, covered, dry_run=dry_run)
+        return await _move_back(ctx, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
     entries = list(planned.values())
     seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
+    covered: list[int] | None = None
 
     async def refuse(updates: list[Update]) -> None:  # (every file authorized and locked)
+        nonlocal covered
         await _refuse_history_changed(ctx, memory, steps)
+        if not dry_run:  # (asked now, before anything changes: a mark since counts)
+            covered = await _covered_records(ctx, memory, steps)
         await _refuse_interleaved(ctx, memory, entries)
         await _fetch_contents(ctx, memory, entries)
         await _refuse_changed(ctx, memory, entries, updates, seen_before if dry_run else None)
@@ -339,23 +339,29 @@ async def _put_back(
     )
 
 
-def _covered_records(
-    steps: Sequence[Step], marks: Sequence[Checkpoint], history: Sequence[Step]
+async def _covered_records(
+    ctx: Context, memory: SessionMemory, steps: Sequence[Step]
 ) -> list[int] | None:
-    """The undo records in *history* that an undo of *steps* covers (dropped with them).
+    """The owner's undo records that an undo of *steps* covers (dropped with them).
 
-    None where no checkpoint of *marks* holds one of *steps*: the undo needs no record.
+    None where no checkpoint holds one of *steps*: the undo needs no record.
     """
     oldest = min(step.number for step in steps)
-    if not any(mark.step >= oldest for mark in marks):
+    if not any(mark.step >= oldest for mark in await memory.store.checkpoints(ctx.owner)):
         return None
-    return [step.number for step in history if (step.undid or 0) >= oldest]
+    later = await memory.store.steps(ctx.owner, after=oldest)
+    return [step.number for step in later if (step.undid or 0) >= oldest]
 
 
 async def _drop_steps(
     ctx: Context, memory: SessionMemory, steps: Sequence[Step], covered: list[int] | None
 ) -> None:
-    """Drop the undone *steps* and *covered*, recording the undo first unless *covered* is None."""
+    """Drop the undone *steps* and *covered*, recording the undo first unless *covered* is None.
+
+    None is asked again: a checkpoint marked since (while the files went back) may hold a step.
+    """
+    if covered is None:
+        covered = await _covered_records(ctx, memory, steps)
     if covered is not None:
         oldest = min(step.number for step in steps)
         record = FileChange(path="", key="", kind=UNDONE, before=None, after=None, undid=oldest)
@@ -424,7 +430,6 @@ async def _move_back(
     ctx: Context,
     memory: SessionMemory,
     steps: Sequence[Step],
-    covered: list[int] | None,
     *,
     dry_run: bool,
 ) -> UndoOutcome:
@@ -451,6 +456,7 @@ async def _move_back(
         if dry_run:
             directories, kept = await removable(ctx, directories, [there])
         else:
+            covered = await _covered_records(ctx, memory, steps)
 
             async def moved_back() -> None:  # (shielded: the undo ends whole)
                 nonlocal directories, kept
