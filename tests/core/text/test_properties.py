@@ -266,6 +266,7 @@ def test_replacing_lines_keeps_every_line_outside_the_spans(
     new_raw = decoded_as(document, change.data)
     expected: list[str] = []
     kept: list[str] = []  # the raw text of the lines between the spans, which must survive
+    added_by: list[list[str]] = []  # the new lines of each span
     previous = 0
     unterminated = bool(lines) and not lines[-1][1]
     for start, stop, new in model:
@@ -273,16 +274,19 @@ def test_replacing_lines_keeps_every_line_outside_the_spans(
         # (the file keeps lacking a final break: an empty last line vanishes)
         expected += [content for content, _ in lines[previous:start]] + added
         kept.append("".join(content + ending for content, ending in lines[previous:start]))
+        added_by.append(added)
         previous = stop
     expected += [content for content, _ in lines[previous:]]
     tail = "".join(content + ending for content, ending in lines[previous:])
     last_start, last_stop, last_new = model[-1]
     ends_removed = unterminated and last_start < last_stop == len(lines) and not last_new
-    if (
-        ends_removed
-    ):  # the line before loses its break (the file lacks one still): if empty, it goes
-        if kept[-1]:
-            kept[-1] = kept[-1][: -len(lines[last_start - 1][1])]
+    if ends_removed:  # the last line before loses its break (as the file did): if empty, it goes
+        for index in range(len(model) - 1, -1, -1):
+            if kept[index]:
+                kept[index] = kept[index][: -len(lines[model[index][0] - 1][1])]
+                break
+            if index and added_by[index - 1]:
+                break  # (a new line's break: written anew)
         if expected and not expected[-1]:
             expected.pop()
         elif expected:
