@@ -8,6 +8,7 @@ checks that no file changed.
 from __future__ import annotations
 
 import itertools
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -822,6 +823,38 @@ async def test_an_undo_through_a_link_retargeted_since_changes_no_other_file(
         (root / "current").symlink_to("release-1")
         assert (await a.undo()).steps == (1,)  # the link back: it undoes
         assert (root / "release-1" / "notes.txt").read_text() == "one\n"
+
+
+@pytest.mark.parametrize("now", ["a directory", "a FIFO", "a file for its directory"])
+async def test_an_undo_where_no_file_is_now_is_refused_stale_changing_nothing(
+    tmp_path: Path, request: pytest.FixtureRequest, now: str
+) -> None:
+    place = make_place(request, tmp_path, "local", "memory")
+    root = Path(place.url)
+    path = "d/f.txt" if now == "a file for its directory" else "f.txt"
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.write(path, "one\n")
+        await a.edit(path, "one", "two")
+        (root / path).unlink()
+        if now == "a directory":
+            (root / path).mkdir()
+        elif now == "a FIFO":
+            os.mkfifo(root / path)
+        else:
+            (root / "d").rmdir()
+            (root / "d").write_text("someone else's\n")
+        placed = os.lstat(root / path.partition("/")[0])
+        with pytest.raises(Stale, match="by someone else") as refused:
+            await a.undo()
+        assert refused.value.details["changed"][0]["path"] == path
+        left = os.lstat(root / path.partition("/")[0])
+        assert (left.st_ino, left.st_mode, left.st_size) == (
+            placed.st_ino,
+            placed.st_mode,
+            placed.st_size,
+        )
+        assert len(await fs.session_memory.store.steps(A)) == 2  # type: ignore[union-attr]
 
 
 async def test_an_undo_of_a_file_created_in_new_directories_removes_them(fs: Fs) -> None:

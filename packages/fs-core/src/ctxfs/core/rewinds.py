@@ -26,7 +26,9 @@ from ctxfs.core.errors import (
     FsError,
     InvalidArgument,
     InvalidPath,
+    IsADirectory,
     NotADirectory,
+    NotARegularFile,
     NotEnabled,
     NotFound,
     OutsideRoot,
@@ -295,20 +297,20 @@ async def _put_back(
 
     async with AsyncExitStack() as stack:
         await authorize_removals(ctx, stack, directories, dry_run=dry_run)
-        reports = [
-            await stack.enter_async_context(
-                reported(
-                    ctx,
-                    OpKind.DELETE if entry.back is None else OpKind.WRITE,
-                    entry.path,
-                    file=True,
-                    dry_run=dry_run,
-                )
-            )
-            for entry in entries
-        ]
-        _refuse_relocated(entries, reports)
         try:
+            reports = [
+                await stack.enter_async_context(
+                    reported(
+                        ctx,
+                        OpKind.DELETE if entry.back is None else OpKind.WRITE,
+                        entry.path,
+                        file=True,
+                        dry_run=dry_run,
+                    )
+                )
+                for entry in entries
+            ]
+            _refuse_relocated(entries, reports)
             async with updating_all(
                 ctx, reports, max_size=None, refuse=refuse, record=False
             ) as opened:
@@ -317,6 +319,13 @@ async def _put_back(
                     await _write_back(ctx, entries, reports, updates)
         except _AlreadyBack:
             pass  # (the steps are then dropped, as after writing)
+        except (IsADirectory, NotADirectory, NotARegularFile) as error:  # no file there now
+            left = next((entry.left for entry in entries if entry.path == error.path), None)
+            raise _refused(
+                [{"path": error.path, "left": left, "current": None, "diff": None}],
+                f"changed since your step(s), by someone else ({error.message})",
+                hint="Leave it as it is, or put a file back there by hand.",
+            ) from error
         finally:
             with anyio.CancelScope(shield=True):
                 for key, seen in seen_before:
