@@ -825,6 +825,23 @@ async def test_an_undo_through_a_link_retargeted_since_changes_no_other_file(
         assert (root / "release-1" / "notes.txt").read_text() == "one\n"
 
 
+async def test_an_undo_after_the_root_was_moved_puts_the_files_back_there(tmp_path: Path) -> None:
+    # The same root under another name (renamed, mounted elsewhere) holds the same files.
+    sessions, first = f"sqlite:///{tmp_path}/sessions.db", tmp_path / "project"
+    first.mkdir()
+    (first / "current").mkdir()
+    async with open_fs(str(first), load_entrypoints=False, sessions=sessions) as fs:
+        a = fs.context(owner=A).fs
+        await a.write("current/a.txt", "one\n")
+        await a.edit("current/a.txt", "one", "two")
+    moved = first.rename(tmp_path / "renamed")
+    async with open_fs(str(moved), load_entrypoints=False, sessions=sessions) as fs:
+        a = fs.context(owner=A).fs
+        await a.read("current/a.txt")
+        assert (await a.undo()).steps == (2,)
+        assert await raw(fs, "current/a.txt") == b"one\n"
+
+
 @pytest.mark.parametrize("now", ["a directory", "a FIFO", "a file for its directory"])
 async def test_an_undo_where_no_file_is_now_is_refused_stale_changing_nothing(
     tmp_path: Path, request: pytest.FixtureRequest, now: str

@@ -233,6 +233,8 @@ class _Planned:
 
     path: str
     key: str
+    resolved: str | None
+    """Where the path led within the root (None: not recorded)."""
     left: Version | None
     back: Version | None
     content: bytes | None = None
@@ -257,6 +259,7 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
                 planned[change.key] = _Planned(
                     path=change.path,
                     key=change.key,
+                    resolved=change.resolved,
                     left=change.after,
                     back=change.before,
                     mode=change.mode,
@@ -549,11 +552,15 @@ async def _refuse_changed(
 
 
 def _refuse_relocated(entries: list[_Planned], reports: list[Report]) -> None:
-    """Refuse the undo if a path now leads to another file than the owner's steps changed."""
+    """Refuse the undo if a path now leads to another file than the owner's steps changed.
+
+    Within the root: the same root reached by another name (moved, mounted elsewhere,
+    another host name) leads to the same files.
+    """
     relocated: list[dict[str, object]] = [
         {"path": entry.path, "left": entry.left, "current": None, "diff": None}
         for entry, report in zip(entries, reports, strict=True)
-        if report.op.key != entry.key
+        if entry.resolved is not None and report.op.resolved != entry.resolved
     ]
     if relocated:
         raise _refused(

@@ -171,6 +171,7 @@ class SessionMemory:
                 FileChange(
                     path=op.path,
                     key=op.key,
+                    resolved=op.resolved,
                     kind=op.kind.value,
                     before=report.before,
                     after=report.after,

@@ -76,6 +76,8 @@ class FileChange:
     """The file's permission bits before the change, where the store keeps them."""
     undid: int | None = None
     """For an :data:`UNDONE` change: the oldest step the undo undid."""
+    resolved: str | None = None
+    """Where the path led within the root (:attr:`Operation.resolved`), where known."""
 
     def encode(self) -> dict[str, Any]:
         """The change as plain JSON data (what shared stores keep)."""
@@ -94,6 +96,7 @@ class FileChange:
             directory=bool(data.get("directory", False)),
             mode=data.get("mode"),
             undid=data.get("undid"),
+            resolved=data.get("resolved"),
         )
 
 
