@@ -88,6 +88,20 @@ def test_utf16_and_utf32_without_a_bom_are_told_by_their_nuls(codec: str) -> Non
     )
 
 
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Καλημέρα 👍 κόσμε\n" * 5,  # (an emoji: surrogates)
+        "こんにちは（せかい）！げんきですか？\n",  # (kana, fullwidth forms)
+        "ﬁnal ﬂow ﬁle Привет\n",  # (ligatures)
+        "«Привет» — “мир” за 5 €\n",
+    ],
+)
+def test_an_alphabet_in_utf16_without_a_bom_is_told_with_its_symbols(text: str, codec: str) -> None:
+    assert detect_encoding(text.encode(codec), OPTIONS, path="f", complete=True).codec == codec
+
+
 @pytest.mark.parametrize("data", [b"abc\x00def\n", b"ab\x00cd\x00ef\x00\n\x00"])
 def test_utf8_with_nuls_where_utf16_would_put_them_is_binary_not_ideographs(data: bytes) -> None:
     # As UTF-16-LE these are ideographs and a digit of another script (no alphabet's bytes).

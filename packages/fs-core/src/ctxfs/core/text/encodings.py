@@ -203,20 +203,20 @@ def _assigned(text: str) -> bool:
 def _one_alphabet(high_bytes: bytes, nul_share: float) -> bool:
     """Whether the high bytes of UTF-16 read like ASCII text, or one alphabet and ASCII.
 
-    Ideographs and Hangul spread over many high bytes, above the alphabets': their UTF-16
-    needs a BOM here (so does text whose high bytes would be ASCII, as in UTF-8 with a NUL).
+    Ideographs and Hangul spread over many high bytes, between the alphabets' and the
+    surrogates': their UTF-16 needs a BOM here (so does text whose high bytes would be
+    ASCII letters, as in UTF-8 with a NUL).
     """
     others = set(high_bytes) - {0}
     return nul_share >= 0.8 or (
-        nul_share >= 0.05
-        and len(others) <= _ALPHABET_HIGH_BYTES
-        and max(others, default=0) < _ALPHABETS_END
+        nul_share >= 0.05 and len(others) <= _ALPHABET_HIGH_BYTES and others <= _ALPHABETIC
     )
 
 
 _ALPHABET_HIGH_BYTES: Final = 3
-_ALPHABETS_END: Final = 0x34
-"""High byte of the first character past the alphabets, symbols and kana (U+3400)."""
+_ALPHABETIC: Final = frozenset([*range(0x01, 0x34), *range(0xD8, 0xE0), *range(0xFB, 0x100)])
+"""High bytes of alphabets, symbols and kana (below U+3400), surrogates (emoji), and
+presentation and fullwidth forms (U+FB00 and up)."""
 
 
 def _bom_fits(data: bytes, bom: bytes, codec: str, *, complete: bool) -> bool:
