@@ -148,6 +148,18 @@ async def test_an_id_two_cells_share_is_ambiguous_and_each_is_named_by_position(
     assert json.loads(await stored(fs))["cells"][0]["source"] == "first"
 
 
+async def test_an_ambiguous_id_offers_no_position_another_cell_is_named(
+    fs: Fs, ctx: Context, tools: FsToolset, seed: Seed
+) -> None:
+    data = NBFORMAT.dumps(notebook(code("dup", "a"), code("cell-2", "b"), code("dup", "c")))
+    await seed(NB, data)
+    await tools.execute(ctx, "read", {"file_path": NB})
+    refused = await call(tools, ctx, file_path=NB, cell_id="dup", new_source="y")
+    assert refused.error_code is ErrorCode.AMBIGUOUS_MATCH
+    assert "cell-2" not in refused.structured["error"]["hint"]
+    assert await stored(fs) == data
+
+
 async def test_a_file_that_is_not_a_notebook_is_refused_untouched(
     fs: Fs, ctx: Context, tools: FsToolset, seed: Seed
 ) -> None:

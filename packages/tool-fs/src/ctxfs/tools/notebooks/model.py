@@ -97,11 +97,14 @@ class Notebook:
         """
         found = [index for index, cell in enumerate(self.cells) if cell.get("id") == cell_id]
         if len(found) > 1:
-            positions = [f"cell-{index}" for index in found]
+            taken = {cell.get("id") for cell in self.cells}  # (an id wins over a position)
+            positions = [f"cell-{index}" for index in found if f"cell-{index}" not in taken]
             raise AmbiguousMatch(
                 f"{self.path or 'the notebook'} has {len(found)} cells with the id {cell_id!r}",
                 path=self.path or None,
-                hint=f"Name one by its position instead: {', '.join(positions[:20])}.",
+                hint=f"Name one by its position instead: {', '.join(positions[:20])}."
+                if len(positions) == len(found)
+                else "Another cell's id is a position's name: edit the notebook as text.",
                 details={"field": "cell_id", "cells": found[:100]},
             )
         if found:
