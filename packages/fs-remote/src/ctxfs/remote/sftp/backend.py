@@ -400,8 +400,9 @@ class _LeasedUpdate(Update):
         Raises:
             Stale: The lease ran out or nearly has.
             Unavailable: Not retryable: after a lost connection the file is neither as it
-                was nor as this change would leave it (a writer outside the protocol), so
-                whether the change landed cannot be told.
+                was nor as this change would leave it (a writer outside the protocol, or one
+                that broke the lease while the connection was down), so whether the change
+                landed cannot be told.
 
         """
         attempts = itertools.count(1)
