@@ -153,6 +153,14 @@ def local_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
 
 
 @pytest.fixture
+async def on_disk(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Fs, Path]]:
+    """fs-local with the in-process store, and its root (to change files behind its back)."""
+    place = make_place(request, tmp_path, "local", "memory")
+    async with place.open() as opened:
+        yield opened, Path(place.url)
+
+
+@pytest.fixture
 async def fs(place: Place) -> AsyncIterator[Fs]:
     async with place.open() as opened:
         yield opened
@@ -372,21 +380,19 @@ async def test_changed_lists_what_changed_since_the_owner_saw_it(fs: Fs) -> None
 
 
 async def test_changed_lists_a_file_whose_directory_became_a_file_as_gone(
-    tmp_path: Path, request: pytest.FixtureRequest
+    on_disk: tuple[Fs, Path],
 ) -> None:
-    place = make_place(request, tmp_path, "local", "memory")
-    root = Path(place.url)
-    async with place.open() as fs:
-        a = fs.context(owner=A).fs
-        await a.write("d/f.txt", "mine\n")
-        await a.write("g.txt", "g\n")
-        (root / "d" / "f.txt").unlink()
-        (root / "d").rmdir()
-        (root / "d").write_text("a file where the directory was\n")
-        (root / "g.txt").write_text("G\n")
-        found = {file.path: file.current for file in await a.changed()}
-        assert set(found) == {"d/f.txt", "g.txt"}
-        assert found["d/f.txt"] is None
+    fs, root = on_disk
+    a = fs.context(owner=A).fs
+    await a.write("d/f.txt", "mine\n")
+    await a.write("g.txt", "g\n")
+    (root / "d" / "f.txt").unlink()
+    (root / "d").rmdir()
+    (root / "d").write_text("a file where the directory was\n")
+    (root / "g.txt").write_text("G\n")
+    found = {file.path: file.current for file in await a.changed()}
+    assert set(found) == {"d/f.txt", "g.txt"}
+    assert found["d/f.txt"] is None
 
 
 async def test_changed_lists_a_file_grown_past_the_bound_without_a_diff() -> None:
@@ -672,29 +678,27 @@ async def test_an_undo_puts_back_the_mode_of_a_file_the_steps_replaced(
 
 
 async def test_a_made_directory_the_store_fails_to_remove_is_kept_not_a_failed_undo(
-    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+    on_disk: tuple[Fs, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    place = make_place(request, tmp_path, "local", "memory")
-    root = Path(place.url)
+    fs, root = on_disk
     (root / "f.txt").write_text("original\n")
-    async with place.open() as fs:
-        a = fs.context(owner=A).fs
-        await a.read("f.txt")
-        await a.edit("f.txt", "original", "changed")
-        await a.write("new/dir/g.txt", "g\n")
-        delete = fs.backend.delete
+    a = fs.context(owner=A).fs
+    await a.read("f.txt")
+    await a.edit("f.txt", "original", "changed")
+    await a.write("new/dir/g.txt", "g\n")
+    delete = fs.backend.delete
 
-        async def failing(path: str, *args: Any, **kwargs: Any) -> None:
-            if path.startswith("new") and not path.endswith(".txt"):
-                raise Unavailable("the store failed to remove it")
-            await delete(path, *args, **kwargs)
+    async def failing(path: str, *args: Any, **kwargs: Any) -> None:
+        if path.startswith("new") and not path.endswith(".txt"):
+            raise Unavailable("the store failed to remove it")
+        await delete(path, *args, **kwargs)
 
-        monkeypatch.setattr(fs.backend, "delete", failing)
-        undone = await a.undo(2)
-        assert (undone.directories, undone.kept_directories) == ((), ("new/dir", "new"))
-        assert (root / "f.txt").read_text() == "original\n"
-        assert not (root / "new" / "dir" / "g.txt").exists()
-        assert [step.number for step in await fs.session_memory.store.steps(A)] == []  # type: ignore[union-attr]
+    monkeypatch.setattr(fs.backend, "delete", failing)
+    undone = await a.undo(2)
+    assert (undone.directories, undone.kept_directories) == ((), ("new/dir", "new"))
+    assert (root / "f.txt").read_text() == "original\n"
+    assert not (root / "new" / "dir" / "g.txt").exists()
+    assert [step.number for step in await fs.session_memory.store.steps(A)] == []  # type: ignore[union-attr]
 
 
 async def test_on_a_store_that_versions_every_write_an_undo_sees_its_own_content(
@@ -763,66 +767,62 @@ async def test_no_rewind_makes_again_a_step_undone_since_its_checkpoint(fs: Fs) 
 
 
 async def test_a_made_directory_replaced_by_a_file_or_a_link_is_left_alone(
-    tmp_path: Path, request: pytest.FixtureRequest
+    on_disk: tuple[Fs, Path],
 ) -> None:
-    place = make_place(request, tmp_path, "local", "memory")
-    root = Path(place.url)
-    async with place.open() as fs:
-        a = fs.context(owner=A).fs
-        await a.mkdir("d")
-        await a.mkdir("l")
-        await a.write("f.txt", "mine\n")
-        (root / "d").rmdir()
-        (root / "d").write_text("someone else's\n")  # a file where the directory was
-        (root / "other").mkdir()
-        (root / "l").rmdir()
-        (root / "l").symlink_to("other")  # a link to an empty directory where it was
-        done = await a.undo(3)
-        assert (done.directories, done.kept_directories) == ((), ())
-        assert {file.path for file in done.files} == {"f.txt"}
-        assert (root / "d").read_text() == "someone else's\n"
-        assert (root / "l").is_symlink()
-        assert (root / "other").is_dir()
-        assert not (root / "f.txt").exists()
-        with pytest.raises(InvalidArgument):  # the steps are undone, none is stuck
-            await a.undo()
+    fs, root = on_disk
+    a = fs.context(owner=A).fs
+    await a.mkdir("d")
+    await a.mkdir("l")
+    await a.write("f.txt", "mine\n")
+    (root / "d").rmdir()
+    (root / "d").write_text("someone else's\n")  # a file where the directory was
+    (root / "other").mkdir()
+    (root / "l").rmdir()
+    (root / "l").symlink_to("other")  # a link to an empty directory where it was
+    done = await a.undo(3)
+    assert (done.directories, done.kept_directories) == ((), ())
+    assert {file.path for file in done.files} == {"f.txt"}
+    assert (root / "d").read_text() == "someone else's\n"
+    assert (root / "l").is_symlink()
+    assert (root / "other").is_dir()
+    assert not (root / "f.txt").exists()
+    with pytest.raises(InvalidArgument):  # the steps are undone, none is stuck
+        await a.undo()
 
 
 @pytest.mark.parametrize("change", ["delete", "edit"])
 @pytest.mark.parametrize("dry_run", [False, True])
 async def test_an_undo_through_a_link_retargeted_since_changes_no_other_file(
-    tmp_path: Path, request: pytest.FixtureRequest, change: str, dry_run: bool
+    on_disk: tuple[Fs, Path], change: str, dry_run: bool
 ) -> None:
     # The step changed release-1/notes.txt through the link: putting it back at the path as
     # spelled would write into release-2, which the owner never touched.
-    place = make_place(request, tmp_path, "local", "memory")
-    root = Path(place.url)
+    fs, root = on_disk
     for release in ("release-1", "release-2"):
         (root / release).mkdir()
         (root / release / "notes.txt").write_text("one\n")
     (root / "current").symlink_to("release-1")
-    async with place.open() as fs:
-        a = fs.context(owner=A).fs
-        await a.read("current/notes.txt")
-        await (
-            a.delete("current/notes.txt")
-            if change == "delete"
-            else a.edit("current/notes.txt", "one", "two")
-        )
-        (root / "release-2" / "notes.txt").write_text("one\n" if change == "delete" else "two\n")
-        files = [root / release / "notes.txt" for release in ("release-1", "release-2")]
-        before = [file.read_bytes() if file.exists() else None for file in files]
-        (root / "current").unlink()
-        (root / "current").symlink_to("release-2")
-        await a.read("current/notes.txt")  # (seen: only the link stands in the way)
-        with pytest.raises(Stale, match="symbolic link on the path was changed") as refused:
-            await a.undo(dry_run=dry_run)
-        assert refused.value.details["changed"][0]["path"] == "current/notes.txt"
-        assert [file.read_bytes() if file.exists() else None for file in files] == before
-        (root / "current").unlink()
-        (root / "current").symlink_to("release-1")
-        assert (await a.undo()).steps == (1,)  # the link back: it undoes
-        assert (root / "release-1" / "notes.txt").read_text() == "one\n"
+    a = fs.context(owner=A).fs
+    await a.read("current/notes.txt")
+    await (
+        a.delete("current/notes.txt")
+        if change == "delete"
+        else a.edit("current/notes.txt", "one", "two")
+    )
+    (root / "release-2" / "notes.txt").write_text("one\n" if change == "delete" else "two\n")
+    files = [root / release / "notes.txt" for release in ("release-1", "release-2")]
+    before = [file.read_bytes() if file.exists() else None for file in files]
+    (root / "current").unlink()
+    (root / "current").symlink_to("release-2")
+    await a.read("current/notes.txt")  # (seen: only the link stands in the way)
+    with pytest.raises(Stale, match="symbolic link on the path was changed") as refused:
+        await a.undo(dry_run=dry_run)
+    assert refused.value.details["changed"][0]["path"] == "current/notes.txt"
+    assert [file.read_bytes() if file.exists() else None for file in files] == before
+    (root / "current").unlink()
+    (root / "current").symlink_to("release-1")
+    assert (await a.undo()).steps == (1,)  # the link back: it undoes
+    assert (root / "release-1" / "notes.txt").read_text() == "one\n"
 
 
 async def test_an_undo_after_the_root_was_moved_puts_the_files_back_there(tmp_path: Path) -> None:
@@ -844,34 +844,32 @@ async def test_an_undo_after_the_root_was_moved_puts_the_files_back_there(tmp_pa
 
 @pytest.mark.parametrize("now", ["a directory", "a FIFO", "a file for its directory"])
 async def test_an_undo_where_no_file_is_now_is_refused_stale_changing_nothing(
-    tmp_path: Path, request: pytest.FixtureRequest, now: str
+    on_disk: tuple[Fs, Path], now: str
 ) -> None:
-    place = make_place(request, tmp_path, "local", "memory")
-    root = Path(place.url)
+    fs, root = on_disk
     path = "d/f.txt" if now == "a file for its directory" else "f.txt"
-    async with place.open() as fs:
-        a = fs.context(owner=A).fs
-        await a.write(path, "one\n")
-        await a.edit(path, "one", "two")
-        (root / path).unlink()
-        if now == "a directory":
-            (root / path).mkdir()
-        elif now == "a FIFO":
-            os.mkfifo(root / path)
-        else:
-            (root / "d").rmdir()
-            (root / "d").write_text("someone else's\n")
-        placed = os.lstat(root / path.partition("/")[0])
-        with pytest.raises(Stale, match="by someone else") as refused:
-            await a.undo()
-        assert refused.value.details["changed"][0]["path"] == path
-        left = os.lstat(root / path.partition("/")[0])
-        assert (left.st_ino, left.st_mode, left.st_size) == (
-            placed.st_ino,
-            placed.st_mode,
-            placed.st_size,
-        )
-        assert len(await fs.session_memory.store.steps(A)) == 2  # type: ignore[union-attr]
+    a = fs.context(owner=A).fs
+    await a.write(path, "one\n")
+    await a.edit(path, "one", "two")
+    (root / path).unlink()
+    if now == "a directory":
+        (root / path).mkdir()
+    elif now == "a FIFO":
+        os.mkfifo(root / path)
+    else:
+        (root / "d").rmdir()
+        (root / "d").write_text("someone else's\n")
+    placed = os.lstat(root / path.partition("/")[0])
+    with pytest.raises(Stale, match="by someone else") as refused:
+        await a.undo()
+    assert refused.value.details["changed"][0]["path"] == path
+    left = os.lstat(root / path.partition("/")[0])
+    assert (left.st_ino, left.st_mode, left.st_size) == (
+        placed.st_ino,
+        placed.st_mode,
+        placed.st_size,
+    )
+    assert len(await fs.session_memory.store.steps(A)) == 2  # type: ignore[union-attr]
 
 
 async def test_an_undo_of_a_file_created_in_new_directories_removes_them(fs: Fs) -> None:
