@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from ctxfs.core import mutations
 from ctxfs.core.browsing import Browsing
+from ctxfs.core.changes import changed
 from ctxfs.core.directories import mkdir
 from ctxfs.core.moves import move
 from ctxfs.core.outcomes import (
@@ -30,7 +31,7 @@ from ctxfs.core.outcomes import (
 from ctxfs.core.patching import apply_patch
 from ctxfs.core.reads import read_bytes, read_text
 from ctxfs.core.reports import Report, reported
-from ctxfs.core.rewinds import changed, checkpoint, rewind, undo
+from ctxfs.core.rewinds import checkpoint, rewind, undo
 from ctxfs.core.text import (
     Change,
     FilePatch,
