@@ -36,6 +36,7 @@ from ctxfs.core import (
     PatchAction,
     Stale,
     Unavailable,
+    UndoOutcome,
     Version,
     hookimpl,
     memory,
@@ -1029,25 +1030,48 @@ async def test_a_directory_a_policy_protects_is_not_removed(local_place: Place) 
         assert [entry.name for entry in await fs.backend.list("")] == ["made"]
 
 
-async def test_two_undos_of_one_owner_at_once_undo_two_steps_or_refuse(fs: Fs) -> None:
+async def test_two_undos_of_one_owner_at_once_undo_two_steps(fs: Fs) -> None:
     a = fs.context(owner=A).fs
     for content in ("v1\n", "v2\n", "v3\n"):
         await a.write("f.txt", content)
-    outcomes: list[tuple[int, ...] | str] = []
+    outcomes: list[tuple[int, ...]] = []
 
     async def undo() -> None:
-        try:
-            outcomes.append((await a.undo()).steps)
-        except Stale as refused:
-            outcomes.append(refused.message)
+        outcomes.append((await a.undo()).steps)
 
-    async with anyio.create_task_group() as both:  # (both read the history before either locks)
+    async with anyio.create_task_group() as both:  # (as parallel tool calls do)
         both.start_soon(undo)
         both.start_soon(undo)
-    assert (3,) in outcomes
-    assert (2,) in outcomes or any("another call of yours" in str(o) for o in outcomes)
-    left = [step.number for step in await fs.session_memory.store.steps(A)]  # type: ignore[union-attr]
-    assert await raw(fs, "f.txt") == (b"v2\n" if left == [1, 2] else b"v1\n")
+    assert sorted(outcomes) == [(2,), (3,)]
+    assert await raw(fs, "f.txt") == b"v1\n"
+
+
+async def test_an_undo_whose_step_another_process_undid_meanwhile_is_refused(
+    tmp_path: Path,
+) -> None:
+    store = MemorySessions()  # (shared by two Fs: two processes of one owner)
+    opened = [open_fs(str(tmp_path), sessions=store, load_entrypoints=False) for _ in range(2)]
+    async with opened[0] as one, opened[1] as two:
+        a, same_owner_elsewhere = one.context(owner=A).fs, two.context(owner=A).fs
+        for content in ("v1\n", "v2\n", "v3\n"):
+            await a.write("f.txt", content)
+        read = store.steps
+        raced: list[UndoOutcome] = []
+
+        async def history_then_the_other_undo(owner: str, *, after: int = 0) -> list[Step]:
+            found = await read(owner, after=after)
+            if not raced:  # (once: the other's undo reads the history too)
+                raced.append(UndoOutcome(steps=(), files=(), written=False))
+                raced[0] = await same_owner_elsewhere.undo()
+            return found
+
+        store.steps = history_then_the_other_undo  # type: ignore[method-assign]
+        with pytest.raises(Stale, match="another call of yours"):
+            await a.undo()
+        store.steps = read  # type: ignore[method-assign]
+    assert raced[0].steps == (3,)
+    assert (tmp_path / "f.txt").read_text() == "v2\n"
+    assert [step.number for step in await store.steps(A)] == [1, 2]
 
 
 async def test_a_dry_run_changes_nothing_and_reports_the_same_files(fs: Fs) -> None:

@@ -74,6 +74,11 @@ async def undo(ctx: Context, steps: int, *, dry_run: bool) -> UndoOutcome:
         raise InvalidArgument(
             f"steps must be a whole number, 1 or more, got {steps!r}", details={"field": "steps"}
         )
+    async with memory.undoing(ctx.owner):
+        return await _undo(ctx, memory, steps, dry_run=dry_run)
+
+
+async def _undo(ctx: Context, memory: SessionMemory, steps: int, *, dry_run: bool) -> UndoOutcome:
     history = await memory.store.steps(ctx.owner)
     kept = [step for step in history if step.undid is None]
     if len(kept) < steps:
@@ -91,6 +96,13 @@ async def undo(ctx: Context, steps: int, *, dry_run: bool) -> UndoOutcome:
 async def rewind(ctx: Context, checkpoint_id: str, *, dry_run: bool) -> UndoOutcome:
     """:meth:`ContextFs.rewind <ctxfs.core.ContextFs.rewind>`."""
     memory = await _memory(ctx)
+    async with memory.undoing(ctx.owner):
+        return await _rewind(ctx, memory, checkpoint_id, dry_run=dry_run)
+
+
+async def _rewind(
+    ctx: Context, memory: SessionMemory, checkpoint_id: str, *, dry_run: bool
+) -> UndoOutcome:
     marks = await memory.store.checkpoints(ctx.owner)
     mark = next((m for m in marks if m.id == checkpoint_id), None)
     if mark is None:

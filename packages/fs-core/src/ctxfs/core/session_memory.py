@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -73,6 +74,25 @@ class SessionMemory:
         self._authors: OrderedDict[tuple[str, Version], tuple[str, float]] = OrderedDict()
         self._kept: OrderedDict[tuple[str, Version], float] = OrderedDict()
         self._unrecorded: set[str] = set()  # owners whose history misses a step, not yet marked
+        self._undoing: dict[str, anyio.Lock] = {}
+
+    @asynccontextmanager
+    async def undoing(self, owner: str) -> AsyncIterator[None]:
+        """Hold *owner*'s undos and rewinds in this process one at a time.
+
+        Each then reads the history the one before left.
+        """
+        lock = self._undoing.setdefault(owner, anyio.Lock())
+        try:
+            lock.acquire_nowait()  # (no await when free: the call runs on as before)
+        except anyio.WouldBlock:
+            await lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+            if not lock.locked() and not lock.statistics().tasks_waiting:  # (none handed it)
+                self._undoing.pop(owner, None)
 
     def author(self, key: str, version: Version) -> tuple[str, float] | None:
         """Who stored *version* of the file *key*, and when: known for recent changes here.
