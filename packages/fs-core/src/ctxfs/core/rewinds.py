@@ -221,7 +221,7 @@ async def _put_back(
                 )
                 for entry in entries
             ]
-            _refuse_relocated(entries, reports)
+            await _refuse_relocated(ctx, memory, entries, reports)
             async with updating_all(
                 ctx, reports, max_size=None, refuse=refuse, record=False
             ) as opened:
@@ -233,7 +233,7 @@ async def _put_back(
         except (IsADirectory, NotADirectory, NotARegularFile) as error:  # no file there now
             left = next((entry.left for entry in entries if entry.path == error.path), None)
             raise _refused(
-                [{"path": error.path, "left": left, "current": None, "diff": None}],
+                [await _changed(ctx, memory, str(error.path), (left, None), now=None, data=None)],
                 f"changed since your step(s), by someone else ({error.message})",
                 hint="Leave it as it is, or put a file back there by hand.",
             ) from error
@@ -459,14 +459,16 @@ async def _refuse_changed(
             )
 
 
-def _refuse_relocated(entries: list[_Planned], reports: list[Report]) -> None:
+async def _refuse_relocated(
+    ctx: Context, memory: SessionMemory, entries: list[_Planned], reports: list[Report]
+) -> None:
     """Refuse the undo if a path now leads to another file than the owner's steps changed.
 
     Within the root: the same root reached by another name (moved, mounted elsewhere,
     another host name) leads to the same files.
     """
-    relocated: list[dict[str, object]] = [
-        {"path": entry.path, "left": entry.left, "current": None, "diff": None}
+    relocated = [
+        await _changed(ctx, memory, entry.path, (entry.left, None), now=None, data=None)
         for entry, report in zip(entries, reports, strict=True)
         if entry.resolved is not None and report.op.resolved != entry.resolved
     ]
