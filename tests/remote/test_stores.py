@@ -481,6 +481,28 @@ async def test_s3_reads_the_standard_environment(
         assert (await ctx.fs.read("env.txt")).text == "from the environment\n"
 
 
+async def test_s3_roots_share_a_session_per_configuration_and_environment(
+    url_for: UrlFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aiobotocore.session import AioSession  # noqa: PLC0415
+
+    def session(backend: Backend) -> Any:
+        assert isinstance(backend, ObjectStoreBackend)
+        return backend.store.fs.session  # type: ignore[attr-defined]
+
+    first, second = opened(S3, url_for(S3)), opened(S3, url_for(S3))
+    async with first, second:
+        await first.write("a.txt", b"first", expect=ABSENT)
+        await second.write("a.txt", b"second", expect=ABSENT)
+        assert (await first.read("a.txt")).data == b"first"  # a root each
+        assert isinstance(session(first), AioSession)
+        assert session(first) is session(second)  # one session, whose models load once
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")  # another environment
+    assert session(opened(S3, url_for(S3))) is not session(first)
+    given = AioSession()
+    assert session(opened(S3, url_for(S3), session=given)) is given
+
+
 async def test_azure_reads_the_standard_environment(
     url_for: UrlFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:

