@@ -280,7 +280,7 @@ async def test_a_failed_undo_says_what_each_file_holds(
             ]
         )
     assert caught.value.details == {"changed": ["old.txt"], "restored": ["src/app.py"]}
-    assert "old.txt are as the patch left them" in caught.value.message
+    assert "old.txt is as the patch left it; src/app.py was put back" in caught.value.message
     assert not await present(memory_backend, "old.txt")
     assert (await memory_backend.read("src/app.py")).data == tree["src/app.py"]
 

@@ -307,10 +307,11 @@ def rolled_back(
             restored=touched,
         )
     restored = [path for path in touched if path not in kept]
+    left = f"is as {what} left it" if len(kept) == 1 else f"are as {what} left them"
+    back = "was put back" if len(restored) == 1 else "were put back"
     return BackendError(
         f"{what} failed part way ({failure.message}) and could not be undone whole: "
-        f"{', '.join(kept)} are as {what} left them"
-        + (f"; {', '.join(restored)} were put back" if restored else ""),
+        f"{', '.join(kept)} {left}" + (f"; {', '.join(restored)} {back}" if restored else ""),
         path=failure.path,
         hint="Read the files named to see their state before trying again.",
         details={"changed": kept, "restored": restored},

@@ -65,7 +65,7 @@ class Update:
         """Delete the file read.
 
         A removal that fails unrefused (its answer lost) and leaves no file here has landed:
-        the delete is done.
+        the delete is done (as is any removal of this class's changes and undos).
 
         Raises:
             NotFound: It did not exist when read (``IsADirectory`` for a prefix).
@@ -75,11 +75,7 @@ class Update:
         if self.current is None:
             raise await self.missing()
         with anyio.CancelScope(shield=True):
-            try:
-                await self._remove(was=self.current.version)
-            except FsError as failure:
-                if isinstance(failure, Stale | NotFound) or await self._version_now() != _NO_FILE:
-                    raise
+            await self._removed(was=self.current.version)
 
     async def move(self, destination: Update) -> Version:
         """Move the file read to the path of *destination*, an update open there too.
@@ -155,8 +151,9 @@ class Update:
         """Copy to *destination* under its condition, then remove here under this one.
 
         If the removal is refused (``Stale``, ``NotFound``: this file changed meanwhile), the
-        copy is undone. If it fails otherwise (its answer lost), the copy is undone only while
-        this file is still as read; else it stays (``BackendError``): it may be the only one.
+        copy is undone. If it fails otherwise (its answer lost), the move is done where no file
+        is left here, the copy undone where this file is still as read, and else kept
+        (``BackendError``): it may be the only one.
         """
         assert self.current is not None
         version = await destination.write(self.current.data)
@@ -164,8 +161,11 @@ class Update:
             await self._remove(was=self.current.version)
         except BaseException as failure:
             with anyio.CancelScope(shield=True):
-                unrefused = not isinstance(failure, Stale | NotFound)
-                if unrefused and await self._version_now() != self.current.version:
+                refused = isinstance(failure, Stale | NotFound)
+                now = None if refused else await self._version_now()
+                if now == _NO_FILE and isinstance(failure, FsError):
+                    return version  # the removal landed
+                if not refused and now != self.current.version:
                     raise BackendError(
                         f"moving {self.path} to {destination.path} failed half way ({failure}), "
                         f"and {self.path} is no longer as read, or cannot be looked at: "
@@ -194,9 +194,17 @@ class Update:
     async def _undo(self, written: Version | None) -> None:
         if self.current is None:
             if written is not None:
-                await self._remove(was=written)
+                await self._removed(was=written)
         else:
             await self._put(self.current.data, was=written, mode=self.mode)
+
+    async def _removed(self, *, was: Version) -> None:
+        """:meth:`_remove`, done too where it fails unrefused and no file is left here."""
+        try:
+            await self._remove(was=was)
+        except FsError as failure:
+            if isinstance(failure, Stale | NotFound) or await self._version_now() != _NO_FILE:
+                raise
 
     async def _version_now(self) -> Version | None:
         """The version of the file here now (``_NO_FILE``: none); None if the store cannot tell."""
