@@ -1110,6 +1110,17 @@ async def test_a_checkpoint_label_that_is_not_text_is_refused_in_every_store(fs:
     assert await fs.session_memory.store.checkpoints(A) == []  # type: ignore[union-attr]
 
 
+async def test_a_label_in_the_form_of_a_checkpoint_id_is_refused_in_every_store(fs: Fs) -> None:
+    # An id names a checkpoint before a label does: "cp1" as the label of cp2 would name cp1.
+    a = fs.context(owner=A).fs
+    first = await a.checkpoint()
+    with pytest.raises(InvalidArgument, match="cannot look like a checkpoint's id"):
+        await a.checkpoint(first.id)
+    kept = await a.checkpoint("cp")  # not the form: a label like any other
+    assert [mark.label for mark in await fs.session_memory.store.checkpoints(A)] == [None, "cp"]  # type: ignore[union-attr]
+    assert (first.id, kept.id) == ("cp1", "cp2")
+
+
 async def test_undo_of_n_steps_goes_back_n_steps(fs: Fs) -> None:
     await seed(fs, {"a.txt": b"v0\n"})
     a = fs.context(owner=A).fs

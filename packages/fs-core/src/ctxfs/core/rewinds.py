@@ -63,6 +63,12 @@ async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
             f"a checkpoint's label is text or None, got {type(given).__name__}",
             details={"field": "label"},
         )
+    if label is not None and Checkpoint.is_id(label):
+        raise InvalidArgument(
+            f"a checkpoint's label cannot look like a checkpoint's id ({label!r})",
+            hint="Choose another label: ids name checkpoints before labels do.",
+            details={"field": "label"},
+        )
     return await (await _memory(ctx)).store.mark(ctx.owner, label, at=time.time())
 
 

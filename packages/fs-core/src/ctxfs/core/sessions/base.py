@@ -148,10 +148,21 @@ class Checkpoint:
     """A point in an owner's history to rewind to: after step :attr:`step`."""
 
     id: str
+    """``cp<n>`` for the owner's n-th checkpoint (:meth:`id_of`), a form no label takes."""
     label: str | None
     step: int
     """The number of the last step before the checkpoint (0: before any)."""
     at: float
+
+    @staticmethod
+    def id_of(number: int) -> str:
+        """The id of an owner's *number*-th checkpoint."""
+        return f"cp{number}"
+
+    @staticmethod
+    def is_id(text: str) -> bool:
+        """Whether *text* has the form of a checkpoint's id (which no label may have)."""
+        return text.startswith("cp") and text[2:].isascii() and text[2:].isdigit()
 
     def encode(self) -> str:
         """The checkpoint as a short JSON text (what shared stores keep)."""

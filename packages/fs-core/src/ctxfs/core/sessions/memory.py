@@ -181,7 +181,9 @@ class MemorySessions(SessionStore):
         with self._lock:
             mine = self._owners.setdefault(owner, _Owner())
             mine.marked += 1
-            checkpoint = Checkpoint(id=f"cp{mine.marked}", label=label, step=mine.numbered, at=at)
+            checkpoint = Checkpoint(
+                id=Checkpoint.id_of(mine.marked), label=label, step=mine.numbered, at=at
+            )
             mine.checkpoints.append(checkpoint)
             del mine.checkpoints[: max(0, len(mine.checkpoints) - self.max_steps)]
             return checkpoint

@@ -297,7 +297,7 @@ class RedisSessions(SessionStore):
         number, step = await self._script(
             "mark", owner, json.dumps(label), json.dumps(at), self.max_steps
         )
-        return Checkpoint(id=f"cp{int(number)}", label=label, step=int(step), at=at)
+        return Checkpoint(id=Checkpoint.id_of(int(number)), label=label, step=int(step), at=at)
 
     async def checkpoints(self, owner: str) -> list[Checkpoint]:
         """See :meth:`SessionStore.checkpoints`.

@@ -365,7 +365,7 @@ def _mark(
         db.execute(_CALLED, (owner, now))
         query = "UPDATE owners SET marked = marked + 1 WHERE owner = ? RETURNING marked, numbered"
         number, last = db.execute(query, (owner,)).fetchone()
-        checkpoint = Checkpoint(id=f"cp{number}", label=label, step=last, at=at)
+        checkpoint = Checkpoint(id=Checkpoint.id_of(number), label=label, step=last, at=at)
         db.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (owner, number, checkpoint.encode()))
         newest_gone = db.execute(
             "SELECT number FROM checkpoints WHERE owner = ? ORDER BY number DESC LIMIT 1 OFFSET ?",
