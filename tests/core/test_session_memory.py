@@ -22,6 +22,7 @@ import pytest
 
 from ctxfs.core import (
     AlreadyExists,
+    ContextFs,
     Denied,
     FilePatch,
     Fs,
@@ -1045,6 +1046,39 @@ async def test_two_undos_of_one_owner_at_once_undo_two_steps(fs: Fs) -> None:
         both.start_soon(undo)
     assert sorted(outcomes) == [(2,), (3,)]
     assert await raw(fs, "f.txt") == b"v1\n"
+
+
+async def test_an_undo_waiting_for_the_locks_of_another_process_undoing_its_step_is_refused(
+    tmp_path: Path,
+) -> None:
+    # The other undo drops the step before its locks go: this one, locking the file after, sees
+    # the step gone (it found the file back and said it undid the same step).
+    class SlowDrop(MemorySessions):
+        async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+            await anyio.sleep(0.3)  # (the first undo's drop, while the second waits)
+            await super().drop_steps(owner, numbers)
+
+    store = SlowDrop()  # (shared by two Fs: two processes of one owner)
+    opened = [open_fs(str(tmp_path), sessions=store, load_entrypoints=False) for _ in range(2)]
+    async with opened[0] as one, opened[1] as two:
+        here, elsewhere = one.context(owner=A).fs, two.context(owner=A).fs
+        for content in ("v1\n", "v2\n", "v3\n"):
+            await here.write("f.txt", content)
+        outcomes: list[tuple[int, ...] | str] = []
+
+        async def undo(fs: ContextFs) -> None:
+            try:
+                outcomes.append((await fs.undo()).steps)
+            except Stale as refused:
+                outcomes.append(refused.code.value)
+
+        async with anyio.create_task_group() as both:
+            both.start_soon(undo, here)
+            await anyio.sleep(0.1)
+            both.start_soon(undo, elsewhere)
+    assert outcomes == [(3,), "stale"]
+    assert (tmp_path / "f.txt").read_text() == "v2\n"
+    assert [step.number for step in await store.steps(A)] == [1, 2]
 
 
 async def test_an_undo_whose_step_another_process_undid_meanwhile_is_refused(

@@ -62,6 +62,7 @@ async def updating_all(
     refuse: Refusal | None = None,
     authorized: bool = False,
     record: bool = True,
+    then: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[list[Opened]]:
     """Open the files of *reports* for a change, all or none; yielded in *reports*' order.
 
@@ -75,8 +76,10 @@ async def updating_all(
     bounds what is read (default: ``TextOptions.max_edit_bytes``; None: no
     bound). The block stores the changes (:func:`store`); when it ends, each
     is committed (``ctxfs_committed``) and, with *record*, the whole is a step
-    of the owner's session memory; or every one is undone. A ``stale``
-    refusal carries the diff since the owner's version where it is kept.
+    of the owner's session memory; or every one is undone. *then* runs,
+    shielded, after the commit and before the locks go (what it raises undoes
+    nothing). A ``stale`` refusal carries the diff since the owner's version
+    where it is kept.
     """
     opened_fs = ctx.opened_fs
     for report in [] if authorized else reports:
@@ -120,7 +123,7 @@ async def updating_all(
                 report.seen = await opened_fs.file_context.observation(ctx.owner, report.op.key)
                 raise await memory.explained(ctx, report, current, stale) from None
         yield [opened[id(report)] for report in reports]
-        await _commit(ctx, reports, updates, record=record)
+        await _commit(ctx, reports, updates, record=record, then=then)
 
 
 async def change_text(
@@ -190,7 +193,12 @@ async def making_parents(ctx: Context, report: Report) -> None:
 
 
 async def _commit(
-    ctx: Context, reports: list[Report], updates: list[Update], *, record: bool
+    ctx: Context,
+    reports: list[Report],
+    updates: list[Update],
+    *,
+    record: bool,
+    then: Callable[[], Awaitable[None]] | None,
 ) -> None:
     """Report each stored operation of *reports*, or undo them all, and what the owner saw."""
     stored = [
@@ -216,13 +224,15 @@ async def _commit(
             bug = BackendError(f"an observer failed: {failure!r}", path=stored[0][0].path)
             raise rolled_back(bug, done, kept, what="the change") from failure
         raise
-    if not record:
-        return
-    for _, report in stored:  # what the owner was shown, it changed itself: it knows
-        if report.before is not None and report.after is not None:
-            opened_fs.shown.carry(ctx.owner, report.op.path, report.before, report.after)
-    if opened_fs.session_memory is not None:
-        await opened_fs.session_memory.recorded(ctx, stored)
+    if record:
+        for _, report in stored:  # what the owner was shown, it changed itself: it knows
+            if report.before is not None and report.after is not None:
+                opened_fs.shown.carry(ctx.owner, report.op.path, report.before, report.after)
+        if opened_fs.session_memory is not None:
+            await opened_fs.session_memory.recorded(ctx, stored)
+    if then is not None:
+        with anyio.CancelScope(shield=True):
+            await then()
 
 
 async def taken_back(

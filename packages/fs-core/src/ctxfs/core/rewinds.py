@@ -202,6 +202,12 @@ async def _put_back(
     entries = list(planned.values())
     seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
     covered: list[int] | None = None
+    dropped = False
+
+    async def drop() -> None:  # (under the locks: the owner's other undos see the steps gone)
+        nonlocal dropped
+        dropped = True
+        await _drop_steps(ctx, memory, steps, covered)
 
     async def refuse(updates: list[Update]) -> None:  # (every file authorized and locked)
         nonlocal covered
@@ -229,7 +235,12 @@ async def _put_back(
             ]
             await _refuse_relocated(ctx, memory, entries, reports)
             async with updating_all(
-                ctx, reports, max_size=None, refuse=refuse, record=False
+                ctx,
+                reports,
+                max_size=None,
+                refuse=refuse,
+                record=False,
+                then=None if dry_run else drop,
             ) as opened:
                 if not dry_run:
                     updates = [update for update, _ in opened]
@@ -253,7 +264,8 @@ async def _put_back(
         else:
             with anyio.CancelScope(shield=True):  # (the files are back: the undo ends whole)
                 directories, kept = await remove_made(ctx, directories)
-                await _drop_steps(ctx, memory, steps, covered)
+                if not dropped:  # (they were back already)
+                    await _drop_steps(ctx, memory, steps, covered)
     return UndoOutcome(
         steps=tuple(step.number for step in reversed(steps)),
         files=tuple(
