@@ -67,6 +67,20 @@ def test_cp1252_edit_writes_cp1252() -> None:
     ).encode("cp1252")
 
 
+def test_an_old_string_the_files_encoding_cannot_hold_is_no_match_with_the_near_one() -> None:
+    # cp1252 has no arrow: old_string cannot occur, and the line it nearly matches is named.
+    text = FRENCH.replace(". ", ".\r\n") + "\r\nUne idée -> naïve.\r\n"
+    document = decode_document(text.encode("cp1252"), OPTIONS, path="f")
+    for old in ("Une idée → naïve.", "1: Une idée → naïve."):
+        with pytest.raises(FsError) as refused:
+            document.replace(old, "Une idée sage.", replace_all=False)
+        assert refused.value.code is ErrorCode.NO_MATCH
+        assert refused.value.details["lines"] == [text.count("\n")]
+    with pytest.raises(FsError) as unwritable:  # a new_string it cannot hold is still refused
+        document.replace("naïve", "→", replace_all=False)
+    assert unwritable.value.code is ErrorCode.ENCODING_ERROR
+
+
 def test_shift_jis_edit_writes_shift_jis() -> None:
     text = "これは日本語のテキストです。\n二行目です。\n"
     result = edit(text.encode("shift_jis"), "二行目", "第二行")

@@ -12,7 +12,14 @@ import functools
 from collections.abc import Sequence
 from typing import AnyStr, Final, Generic, TypeAlias
 
-from ctxfs.core.errors import AmbiguousMatch, FsError, InvalidArgument, NoChange, NoMatch
+from ctxfs.core.errors import (
+    AmbiguousMatch,
+    EncodingError,
+    FsError,
+    InvalidArgument,
+    NoChange,
+    NoMatch,
+)
 from ctxfs.core.text.changes import (
     FFFD,
     Change,
@@ -87,6 +94,13 @@ class TextDocument(Generic[AnyStr]):
             self._refuse_lone_surrogates(folded, what)
             raise unencodable(self.path, self.encoding, folded, exc) from None
 
+    def _needle(self, old_string: str) -> AnyStr | None:
+        """*old_string* in the document's units; None where the encoding cannot hold it."""
+        try:
+            return self.units(old_string, what="old_string")
+        except EncodingError:
+            return None
+
     def _refuse_lone_surrogates(self, text: str, what: str) -> None:
         if has_lone_surrogates(text):
             raise InvalidArgument(f"{what} holds lone surrogate code points", path=self.path)
@@ -130,21 +144,24 @@ class TextDocument(Generic[AnyStr]):
         """Replace *old_string* once (or everywhere with *replace_all*) on the logical view.
 
         Raises:
-            NoMatch: *old_string* does not occur; the error says what is closest.
+            NoMatch: *old_string* does not occur (nor can it, where the file's encoding
+                cannot hold it); the error says what is closest.
             AmbiguousMatch: It occurs more than once and *replace_all* is false.
             EncodingError: *new_string* cannot be written in the file's encoding.
 
         """
-        old = self.units(old_string, what="old_string")
+        old = self._needle(old_string)
         new = self.units(new_string, what="new_string")
         if old == new:
             raise NoChange("old_string and new_string differ only in line endings", path=self.path)
-        matches, stripped = self.find_all(old), False
+        matches, stripped = [] if old is None else self.find_all(old), False
         if not matches and (pasted := strip_line_numbers(old_string)) is not None:
-            bare, first_line = self.units(pasted[0], what="old_string"), pasted[1]
-            found = self.find_all(bare)
-            if 0 < first_line <= self.logical.count(self.endings.lf) + 1 and (
-                self._line_start(first_line) in found
+            bare, first_line = self._needle(pasted[0]), pasted[1]
+            found = [] if bare is None else self.find_all(bare)
+            if (
+                bare is not None
+                and 0 < first_line <= self.logical.count(self.endings.lf) + 1
+                and (self._line_start(first_line) in found)
             ):
                 bare_new = strip_new_line_numbers(new_string, first_line, path=self.path)
                 old, new = bare, self.units(bare_new, what="new_string")
@@ -154,7 +171,7 @@ class TextDocument(Generic[AnyStr]):
                         "without their line numbers, old_string and new_string are the same",
                         path=self.path,
                     )
-        if not matches:
+        if not matches or old is None:
             if max(len(self.logical), len(old_string)) > MAX_DIAGNOSED_CHARS:
                 message, hint, details = undiagnosed(
                     self.path, "the file or old_string is too long to search for a near match"
