@@ -12,6 +12,7 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1048,6 +1049,19 @@ async def test_two_undos_of_one_owner_at_once_undo_two_steps(fs: Fs) -> None:
     assert await raw(fs, "f.txt") == b"v1\n"
 
 
+@asynccontextmanager
+async def one_owner_in_two_processes(
+    root: Path, store: SessionStore
+) -> AsyncIterator[tuple[ContextFs, ContextFs]]:
+    """Owner A in two ``Fs`` on *root* sharing *store* (two processes), after three writes."""
+    opened = [open_fs(str(root), sessions=store, load_entrypoints=False) for _ in range(2)]
+    async with opened[0] as one, opened[1] as two:
+        here, elsewhere = one.context(owner=A).fs, two.context(owner=A).fs
+        for content in ("v1\n", "v2\n", "v3\n"):
+            await here.write("f.txt", content)
+        yield here, elsewhere
+
+
 async def test_an_undo_waiting_for_the_locks_of_another_process_undoing_its_step_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -1058,12 +1072,8 @@ async def test_an_undo_waiting_for_the_locks_of_another_process_undoing_its_step
             await anyio.sleep(0.3)  # (the first undo's drop, while the second waits)
             await super().drop_steps(owner, numbers)
 
-    store = SlowDrop()  # (shared by two Fs: two processes of one owner)
-    opened = [open_fs(str(tmp_path), sessions=store, load_entrypoints=False) for _ in range(2)]
-    async with opened[0] as one, opened[1] as two:
-        here, elsewhere = one.context(owner=A).fs, two.context(owner=A).fs
-        for content in ("v1\n", "v2\n", "v3\n"):
-            await here.write("f.txt", content)
+    store = SlowDrop()
+    async with one_owner_in_two_processes(tmp_path, store) as (here, elsewhere):
         outcomes: list[tuple[int, ...] | str] = []
 
         async def undo(fs: ContextFs) -> None:
@@ -1084,12 +1094,8 @@ async def test_an_undo_waiting_for_the_locks_of_another_process_undoing_its_step
 async def test_an_undo_whose_step_another_process_undid_meanwhile_is_refused(
     tmp_path: Path,
 ) -> None:
-    store = MemorySessions()  # (shared by two Fs: two processes of one owner)
-    opened = [open_fs(str(tmp_path), sessions=store, load_entrypoints=False) for _ in range(2)]
-    async with opened[0] as one, opened[1] as two:
-        a, same_owner_elsewhere = one.context(owner=A).fs, two.context(owner=A).fs
-        for content in ("v1\n", "v2\n", "v3\n"):
-            await a.write("f.txt", content)
+    store = MemorySessions()
+    async with one_owner_in_two_processes(tmp_path, store) as (a, same_owner_elsewhere):
         read = store.steps
         raced: list[UndoOutcome] = []
 
