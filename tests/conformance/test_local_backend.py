@@ -9,6 +9,7 @@ import pytest
 
 from ctxfs.core.testing import BackendConformance
 from ctxfs.local import LocalBackend
+from tests.loops import anyio_backend  # noqa: F401 - fs-local on trio with the slow set
 
 
 @pytest.fixture(params=["openat2", "walk", "openat2 on tmpfs"])

@@ -11,6 +11,7 @@ import pytest
 
 from ctxfs.core import Context, Fs
 from ctxfs.local import LocalBackend
+from tests.loops import anyio_backend  # noqa: F401 - fs-local on trio with the slow set
 
 SECRET = b"top secret\n"
 

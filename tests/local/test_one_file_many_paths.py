@@ -23,13 +23,6 @@ pytestmark = pytest.mark.anyio
 CYCLES = 200
 
 
-@pytest.fixture(params=["asyncio", pytest.param("trio", marks=pytest.mark.slow)])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The races run in core, whatever the loop: the quick loop runs them on one."""
-    backend: str = request.param
-    return backend
-
-
 async def count_up(ctx: Context, path: str, cycles: int = CYCLES) -> int:
     """Increment the counter at *path* *cycles* times; return how many conflicts were retried."""
     retried = 0

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import pytest
+from tests.loops import anyio_backend  # noqa: F401 - fsspec's memory store on trio with the slow set
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import AZURE, GCS, S3, SFTP, Server
 

@@ -501,6 +501,7 @@ async def test_s3_roots_share_a_session_per_configuration_and_environment(
     assert session(opened(S3, url_for(S3))) is not session(first)
     given = AioSession()
     assert session(opened(S3, url_for(S3), session=given)) is given
+    assert session(opened(S3, url_for(S3), session=None)) is not None  # as if none were given
 
 
 async def test_azure_reads_the_standard_environment(

@@ -12,14 +12,8 @@ from ctxfs.local import LocalBackend
 from ctxfs.local.landlock import landlock_abi
 from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset
+from tests.loops import anyio_backend  # noqa: F401 - the tools on trio with the slow set
 from tests.tools.served import CRLF
-
-
-@pytest.fixture(params=["asyncio", pytest.param("trio", marks=pytest.mark.slow)])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """The tools on both event loops; on trio with the slow set (the core on both in the quick loop)."""
-    return str(request.param)
-
 
 FILE_TOOLS = [
     "read",

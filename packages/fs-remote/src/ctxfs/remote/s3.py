@@ -272,9 +272,9 @@ def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
     config.setdefault("retries", {"total_max_attempts": 1})  # one loop retries: ours
     config.setdefault("connect_timeout", settings.get("deadline", DEFAULT_DEADLINE))
     options.update(skip_instance_cache=True, use_listings_cache=False, config_kwargs=config)
+    if options.get("session") is None:  # (s3fs keeps the options it does not name for one)
+        options["session"] = _session(s3fs.S3FileSystem(**options).kwargs)
     fs = s3fs.S3FileSystem(**options)
-    if fs.session is None:  # (s3fs keeps the options it does not name for the session)
-        fs = s3fs.S3FileSystem(session=_session(fs.kwargs), **options)
     return ObjectStoreBackend(S3Store(fs, bucket), KeySpace(bucket, prefix), **settings)
 
 
