@@ -209,7 +209,8 @@ class StoppedRedis(Store):
     """A Redis server of this test's own (its data in an append-only file), stopped on cue."""
 
     def __init__(self, server: RedisServer, *, during: bool) -> None:
-        super().__init__(RedisObservations(server.url, timeout=1.0))
+        # (each write waits on the server's fsync, which a loaded machine can hold past 1 s)
+        super().__init__(RedisObservations(server.url, timeout=5.0))
         self.server = server
         self.during = during
 
