@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import is_hypothesis_test, settings
 
 from ctxfs.core.plugins import DISABLE_ENV
 from ctxfs.local.writes import kept_in_memory
@@ -127,12 +127,33 @@ def redis_url() -> str:
     return f"redis://127.0.0.1:{REDIS_PORT}/0?prefix=ctxfs-test-{uuid.uuid4().hex[:12]}:"
 
 
-# CI explores a fixed, larger sample (reproducible); developers get a quarter of it, fresh each
-# run. `--hypothesis-profile dev` picks the smaller sample in CI too.
+# The property tests' sample: a developer's run draws a quarter of CI_SAMPLE, fresh each run.
+# CI's quick loop draws as many, the same each run (reproducible, and the README's test command
+# costs what it costs a developer); CI's slow run takes the property tests again with the whole
+# sample. `--hypothesis-profile NAME` chooses, in CI too.
 CI_SAMPLE = 400
 settings.register_profile("ci", derandomize=True, max_examples=CI_SAMPLE, deadline=None)
+settings.register_profile("ci-quick", derandomize=True, max_examples=CI_SAMPLE // 4, deadline=None)
 settings.register_profile("dev", max_examples=CI_SAMPLE // 4, deadline=None)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+settings.load_profile("dev")
+
+
+def _slow_run(config: pytest.Config) -> bool:
+    return bool(config.option.markexpr.strip() == "slow")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("CI") and not config.getoption("hypothesis_profile", None):
+        settings.load_profile("ci" if _slow_run(config) else "ci-quick")
+
+
+@pytest.hookimpl(tryfirst=True)  # (before `-m` deselects)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """CI's slow run takes the property tests too, with the whole sample."""
+    if os.environ.get("CI") and _slow_run(config):
+        for item in items:
+            if is_hypothesis_test(getattr(item, "obj", None)):
+                item.add_marker(pytest.mark.slow)
 
 
 def examples(in_ci: int) -> int:
