@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -1047,6 +1048,46 @@ async def test_two_undos_of_one_owner_at_once_undo_two_steps(fs: Fs) -> None:
         both.start_soon(undo)
     assert sorted(outcomes) == [(2,), (3,)]
     assert await raw(fs, "f.txt") == b"v1\n"
+
+
+def test_two_undos_of_one_owner_in_two_threads_each_with_its_loop_undo_two_steps() -> None:
+    # An Fs serves several event loops' threads: the owner's undos are held one at a time
+    # across them (a lock of one loop cannot hand itself to a waiter on another).
+    class SlowDrop(MemorySessions):
+        async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+            await anyio.sleep(0.2)  # (the first undo holds the owner while the other waits)
+            await super().drop_steps(owner, numbers)
+
+    fs = Fs(MemoryBackend(), sessions=SlowDrop(), load_entrypoints=False)
+    a = fs.context(owner=A).fs
+    outcomes: list[tuple[int, ...] | str] = []
+    waits: list[float] = []
+
+    async def write() -> None:
+        for content in ("v1\n", "v2\n", "v3\n"):
+            await a.write("f.txt", content)
+
+    async def undo() -> None:
+        started = time.monotonic()
+        with anyio.fail_after(10):
+            outcomes.append((await a.undo()).steps)
+        waits.append(time.monotonic() - started)
+
+    def in_a_thread() -> None:
+        try:
+            anyio.run(undo)
+        except BaseException as error:  # (reported below, not lost in the thread)
+            outcomes.append(repr(error))
+
+    anyio.run(write)
+    threads = [threading.Thread(target=in_a_thread) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes, key=str) == [(2,), (3,)]
+    assert max(waits) < 5, "the waiter's loop slept on (told of the lock only by its own timer)"
+    assert anyio.run(raw, fs, "f.txt") == b"v1\n"
 
 
 @asynccontextmanager

@@ -7,6 +7,7 @@ and rewind put the owner's files back (:mod:`ctxfs.core.rewinds`).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -17,6 +18,7 @@ import anyio
 
 from ctxfs.core.directories import directory_changes
 from ctxfs.core.errors import EncodingError, FsError, Stale
+from ctxfs.core.locks import KeyedLocks
 from ctxfs.core.sessions import FileChange, SessionStore
 from ctxfs.core.sessions.base import UNRECORDED, reference_entry
 from ctxfs.core.text import decode_document
@@ -74,25 +76,16 @@ class SessionMemory:
         self._authors: OrderedDict[tuple[str, Version], tuple[str, float]] = OrderedDict()
         self._kept: OrderedDict[tuple[str, Version], float] = OrderedDict()
         self._unrecorded: set[str] = set()  # owners whose history misses a step, not yet marked
-        self._undoing: dict[str, anyio.Lock] = {}
+        self._undoing = KeyedLocks()
 
     @asynccontextmanager
     async def undoing(self, owner: str) -> AsyncIterator[None]:
-        """Hold *owner*'s undos and rewinds in this process one at a time.
+        """Hold *owner*'s undos and rewinds in this process one at a time, across threads.
 
         Each then reads the history the one before left.
         """
-        lock = self._undoing.setdefault(owner, anyio.Lock())
-        try:
-            lock.acquire_nowait()  # (no await when free: the call runs on as before)
-        except anyio.WouldBlock:
-            await lock.acquire()
-        try:
+        async with self._undoing.hold(owner, timeout=math.inf):
             yield
-        finally:
-            lock.release()
-            if not lock.locked() and not lock.statistics().tasks_waiting:  # (none handed it)
-                self._undoing.pop(owner, None)
 
     def author(self, key: str, version: Version) -> tuple[str, float] | None:
         """Who stored *version* of the file *key*, and when: known for recent changes here.
