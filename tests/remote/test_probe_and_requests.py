@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import threading
+import time
+import uuid
 from dataclasses import asdict
 from typing import Any
 
+import anyio
+import fsspec
 import pytest
 from tests.remote.conftest import UrlFor
 from tests.remote.proxy import proxy
 from tests.remote.servers import GCS, S3, Server
 
 from ctxfs.core import ABSENT, BackendError, CasScope, ErrorCode, Stale, open_backend, open_fs
-from ctxfs.remote import ObjectStoreBackend, ProbeResult
+from ctxfs.remote import KeySpace, ObjectStoreBackend, ProbeResult
+from ctxfs.remote.fsspec_store import FsspecStore
 
 pytestmark = pytest.mark.anyio
 
@@ -129,3 +135,35 @@ async def test_s3_requests_per_operation_are_the_minimum(url_for: UrlFor) -> Non
     assert created == [("GET", f"/{key}/notes.txt"), ("PUT", f"/{key}/notes.txt")]
     assert read == [("GET", f"/{key}/notes.txt")]
     assert edited == [("GET", f"/{key}/notes.txt"), ("PUT", f"/{key}/notes.txt")]
+
+
+def test_first_calls_from_two_threads_each_with_its_loop_wait_for_one_probe() -> None:
+    # A backend serves any thread's event loop: the second first call waits for the first's
+    # probe, and its loop is woken when the probe is done (not by its own next timer).
+    class SlowProbe(ObjectStoreBackend):
+        probes = 0
+
+        async def probe(self) -> ProbeResult:
+            SlowProbe.probes += 1
+            await anyio.sleep(0.2)  # (while the other thread's call waits)
+            return await super().probe()
+
+    bucket = f"probe-{uuid.uuid4().hex}"
+    backend = SlowProbe(FsspecStore(fsspec.filesystem("memory"), bucket), KeySpace(bucket, ""))
+    waits: list[float] = []
+
+    async def first_call() -> None:
+        started = time.monotonic()
+        with anyio.fail_after(10):
+            assert await backend.list("") == []
+        waits.append(time.monotonic() - started)
+
+    threads = [threading.Thread(target=anyio.run, args=(first_call,)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(waits) == 2, "a first call failed (its error is printed above)"
+    assert SlowProbe.probes == 1
+    assert max(waits) < 5, "the waiter's loop slept on (told of the probe only by its own timer)"
+    anyio.run(backend.aclose)

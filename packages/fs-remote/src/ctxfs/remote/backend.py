@@ -12,6 +12,7 @@ in fact landed succeeds, while identical bytes from another writer conflict.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -147,7 +148,7 @@ class ObjectStoreBackend(Backend):
         self._probe: ProbeResult | None = None
         self._versions_wanted = kept_versions
         self._kept_versions = False
-        self._probing: anyio.Lock | None = None
+        self._probing = KeyedLocks()  # (one probe, whichever thread's loop calls first)
         self._emulation = KeyedLocks()
 
     # -- opening: the probe -----------------------------------------------------------------
@@ -216,9 +217,7 @@ class ObjectStoreBackend(Backend):
     async def _ready(self) -> None:
         if not self._probe_wanted or self._probe is not None:
             return
-        if self._probing is None:
-            self._probing = anyio.Lock()
-        async with self._probing:
+        async with self._probing.hold("the probe", timeout=math.inf):
             if self._probe is None:
                 self._kept_versions = self._versions_wanted and await self._keeps_versions()
                 self._probe = await self.probe()
