@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
@@ -26,9 +26,44 @@ __all__ = ["MemorySessions"]
 
 
 @dataclass
+class _Uses:
+    """Versions and their sizes by last use: those kept with a step after the others."""
+
+    read: OrderedDict[Version, int] = field(default_factory=OrderedDict)
+    stepped: OrderedDict[Version, int] = field(default_factory=OrderedDict)
+
+    def use(self, version: Version, size: int, *, step: bool = False) -> None:
+        """Make *version* the most recent of its kind (kept with a step from then on if *step*)."""
+        if step or version in self.stepped:
+            self.read.pop(version, None)
+            self.stepped[version] = size
+            self.stepped.move_to_end(version)
+        else:
+            self.read[version] = size
+            self.read.move_to_end(version)
+
+    def pop(self, version: Version) -> int:
+        """Forget *version*; its size."""
+        return self.read.pop(version) if version in self.read else self.stepped.pop(version)
+
+    def oldest(self) -> Version:
+        """The version to give up first."""
+        return next(iter(self.read or self.stepped))
+
+    def __contains__(self, version: object) -> bool:
+        return version in self.read or version in self.stepped
+
+    def __iter__(self) -> Iterator[Version]:
+        return chain(self.read, self.stepped)
+
+    def __len__(self) -> int:
+        return len(self.read) + len(self.stepped)
+
+
+@dataclass
 class _Owner:
-    kept: OrderedDict[Version, int] = field(default_factory=OrderedDict)
-    """The versions kept for the owner and their sizes, least recently used first."""
+    kept: _Uses = field(default_factory=_Uses)
+    """The versions kept for the owner and their sizes, the one to give up first first."""
     kept_bytes: int = 0
     steps: list[Step] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
@@ -70,7 +105,8 @@ class MemorySessions(SessionStore):
         )
         self._lock = threading.Lock()  # one store may serve several event loops' threads
         self._owners: dict[str, _Owner] = {}
-        self._blobs: OrderedDict[Version, bytes] = OrderedDict()  # least recently used first
+        self._blobs: dict[Version, bytes] = {}
+        self._uses = _Uses()  # the blobs, the one to give up first first
         self._holders: dict[Version, set[str]] = {}
         self._bytes = 0
         self._by_activity: OrderedDict[str, float] = OrderedDict()  # least recent first
@@ -85,9 +121,9 @@ class MemorySessions(SessionStore):
         """See :meth:`SessionStore.keep`."""
         await self.active(owner)
         with self._lock:
-            return self._keep(owner, version, data)
+            return self._keep(owner, version, data, step=False)
 
-    def _keep(self, owner: str, version: Version, data: bytes) -> bool:
+    def _keep(self, owner: str, version: Version, data: bytes, *, step: bool) -> bool:
         if not self.fits(data):
             return False
         mine = self._owners.setdefault(owner, _Owner())
@@ -95,16 +131,15 @@ class MemorySessions(SessionStore):
             self._blobs[version] = data
             self._holders[version] = set()
             self._bytes += len(data)
-        self._blobs.move_to_end(version)
+        self._uses.use(version, len(data), step=step)
         if owner not in self._holders[version]:
             self._holders[version].add(owner)
             mine.kept_bytes += len(data)
-        mine.kept[version] = len(data)
-        mine.kept.move_to_end(version)
+        mine.kept.use(version, len(data), step=step)
         while mine.kept_bytes > self.max_bytes_per_owner:
-            self._let_go(owner, next(iter(mine.kept)))
+            self._let_go(owner, mine.kept.oldest())
         while self._bytes > self.max_bytes:
-            oldest = next(iter(self._blobs))
+            oldest = self._uses.oldest()
             for holder in list(self._holders[oldest]):
                 self._let_go(holder, oldest)
         return True
@@ -116,6 +151,7 @@ class MemorySessions(SessionStore):
         holders.discard(owner)
         if not holders:
             del self._holders[version]
+            self._uses.pop(version)
             self._bytes -= len(self._blobs.pop(version))
 
     async def content(self, owner: str, version: Version) -> bytes | None:
@@ -125,9 +161,10 @@ class MemorySessions(SessionStore):
             mine = self._owners.get(owner)
             if mine is None or version not in mine.kept:
                 return None
-            mine.kept.move_to_end(version)
-            self._blobs.move_to_end(version)
-            return self._blobs[version]
+            data = self._blobs[version]
+            mine.kept.use(version, len(data))
+            self._uses.use(version, len(data))
+            return data
 
     async def record(
         self,
@@ -141,7 +178,7 @@ class MemorySessions(SessionStore):
         await self.active(owner)
         with self._lock:
             for version, data in contents:
-                self._keep(owner, version, data)
+                self._keep(owner, version, data, step=True)
             mine = self._owners.setdefault(owner, _Owner())
             mine.numbered += 1
             step = Step(number=mine.numbered, changes=tuple(changes), at=at)

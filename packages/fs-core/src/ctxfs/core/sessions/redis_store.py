@@ -1,14 +1,15 @@
 """Session memory in a Redis server: every host that uses it shares it.
 
-Every key starts ``PREFIX sessions:``. A content is one string, ``blob:VERSION``, with
-the set of owners keeping it (``holders:VERSION``); ``lru`` orders the contents by last
-use, ``bytes`` counts them, ``clock`` gives the uses their order. An owner's keys start
-``LENGTH:OWNER:`` (unambiguous): ``kept`` (its versions by last use), ``counts`` (a hash:
-its ``bytes`` kept, the last step ``numbered`` and checkpoint ``marked``), ``steps`` and
-``checkpoints`` (encoded, scored by number); ``active`` scores the owners by when a call
-last named them, ``releasing`` holds those whose contents go for idleness. Every change is
-one Lua script (atomic), which names its keys itself: a single server or primary, not a
-Redis Cluster.
+Every key starts ``PREFIX sessions:``. A content is one string, ``blob:VERSION``, with the
+set of owners keeping it (``holders:VERSION``); ``lru`` orders the contents by last use (a
+content kept with a step from :data:`~ctxfs.core.sessions.base.STEP_BAND` on, after every
+other), ``bytes`` counts them, ``clock`` gives the uses their order. An owner's keys start
+``LENGTH:OWNER:`` (unambiguous): ``kept`` (its versions by last use, as ``lru``), ``counts``
+(a hash: its ``bytes`` kept, the last step ``numbered`` and checkpoint ``marked``),
+``steps`` and ``checkpoints`` (encoded, scored by number); ``active`` scores the owners by
+when a call last named them, ``releasing`` holds those whose contents go for idleness. Every
+change is one Lua script (atomic), which names its keys itself: a single server or primary,
+not a Redis Cluster.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES_PER_OWNER,
     DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
+    STEP_BAND,
     SWEEP_CONTENTS,
     Checkpoint,
     FileChange,
@@ -43,8 +45,8 @@ D = TypeVar("D")
 __all__ = ["RedisSessions"]
 
 _DAMAGED: Final = "Forget the owner's session (its steps are then gone)."
-_SHARED: Final = """
-local P = ARGV[1]
+_SHARED: Final = f"""
+local P, BAND = ARGV[1], {STEP_BAND}
 local function owned(who) return P .. #who .. ':' .. who .. ':' end
 local function drop_blob(v)
   local blob = P .. 'blob:' .. v
@@ -60,18 +62,23 @@ local function let_go(who, v)
   redis.call('SREM', P .. 'holders:' .. v, who)
   if redis.call('SCARD', P .. 'holders:' .. v) == 0 then drop_blob(v) end
 end
-local function keep(owner, v, data, most, most_owned)
+local function use(key, v, tick, step)
+  local was = redis.call('ZSCORE', key, v)
+  if step or (was and tonumber(was) >= BAND) then tick = tick + BAND end
+  redis.call('ZADD', key, string.format('%.0f', tick), v)
+end
+local function keep(owner, v, data, most, most_owned, step)
   local o, blob = owned(owner), P .. 'blob:' .. v
   local tick = redis.call('INCR', P .. 'clock')
   if redis.call('EXISTS', blob) == 0 then
     redis.call('SET', blob, data)
     redis.call('INCRBY', P .. 'bytes', #data)
   end
-  redis.call('ZADD', P .. 'lru', tick, v)
+  use(P .. 'lru', v, tick, step)
   if redis.call('SADD', P .. 'holders:' .. v, owner) == 1 then
     redis.call('HINCRBY', o .. 'counts', 'bytes', redis.call('STRLEN', blob))
   end
-  redis.call('ZADD', o .. 'kept', tick, v)
+  use(o .. 'kept', v, tick, step)
   while tonumber(redis.call('HGET', o .. 'counts', 'bytes') or '0') > most_owned do
     local oldest = redis.call('ZRANGE', o .. 'kept', 0, 0)[1]
     if not oldest then redis.call('HSET', o .. 'counts', 'bytes', 0) break end
@@ -89,7 +96,7 @@ local function keep(owner, v, data, most, most_owned)
 end
 """
 _KEEP: Final = """
-return keep(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]))
+return keep(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), false)
 """
 _CONTENT: Final = """
 local o, v = owned(ARGV[2]), ARGV[3]
@@ -97,13 +104,13 @@ if not redis.call('ZSCORE', o .. 'kept', v) then return false end
 local data = redis.call('GET', P .. 'blob:' .. v)
 if not data then return false end
 local tick = redis.call('INCR', P .. 'clock')
-redis.call('ZADD', o .. 'kept', tick, v)
-redis.call('ZADD', P .. 'lru', tick, v)
+use(o .. 'kept', v, tick, false)
+use(P .. 'lru', v, tick, false)
 return data
 """
 _RECORD: Final = """
 for i = 8, #ARGV, 2 do
-  keep(ARGV[2], ARGV[i], ARGV[i + 1], tonumber(ARGV[6]), tonumber(ARGV[7]))
+  keep(ARGV[2], ARGV[i], ARGV[i + 1], tonumber(ARGV[6]), tonumber(ARGV[7]), true)
 end
 local o = owned(ARGV[2])
 local n = redis.call('HINCRBY', o .. 'counts', 'numbered', 1)

@@ -6,7 +6,9 @@ owner, with their last use), ``owners`` (an owner's bytes and steps kept, and th
 step and checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
 ``checkpoints`` (encoded, by owner and number), ``active`` (when a call last named an
 owner; -1 while its contents go for idleness, none once they went). The last use is one
-clock for the whole file: one past the newest blob's. Each call is one transaction, after
+clock for the whole file: one past the newest blob's; a use of a content kept with a step
+counts from :data:`~ctxfs.core.sessions.base.STEP_BAND` (for the owner, and for the blob),
+so that each is given up after every other. Each call is one transaction, after
 :meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
 """
 
@@ -26,6 +28,7 @@ from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES_PER_OWNER,
     DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
+    STEP_BAND,
     SWEEP_CONTENTS,
     Checkpoint,
     FileChange,
@@ -233,7 +236,7 @@ class SqliteSessions(SessionStore):
         with immediate(db):
             db.execute(_NEW_OWNER, (owner,))
             db.execute(_CALLED, (owner, self.clock()))
-            _keep_in(db, owner, version, data, _tick(db))
+            _keep_in(db, owner, version, data, _tick(db), step=False)
             self._bound(db, owner)
 
     def _record(
@@ -249,7 +252,7 @@ class SqliteSessions(SessionStore):
             db.execute(_CALLED, (owner, self.clock()))
             tick = _tick(db) if contents else 0
             for later, (version, data) in enumerate(contents):
-                _keep_in(db, owner, version, data, tick + later)
+                _keep_in(db, owner, version, data, tick + later, step=True)
             self._bound(db, owner)
             step = Step(number=number, changes=changes, at=at)
             db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, number, step.encode()))
@@ -281,7 +284,10 @@ class SqliteSessions(SessionStore):
         return f"SqliteSessions({str(self.path)!r})"
 
 
-_TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
+_BANDED: Final = f"? + max(used >= {STEP_BAND}, ?) * {STEP_BAND}"
+"""A use at a tick (the first ``?``), in the band of contents kept with a step if the row was
+already or the second ``?`` is true."""
+_TOUCH: Final = f"UPDATE kept SET used = {_BANDED} WHERE owner = ? AND version = ?"
 _ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
 _NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
 _ACTIVE: Final = (
@@ -297,29 +303,37 @@ _NEXT_STEP: Final = (
     "DO UPDATE SET numbered = numbered + 1, steps = steps + 1 RETURNING numbered, steps"
 )
 _NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?)"
-_USE_BLOB: Final = "UPDATE uses SET used = ? WHERE version = ? RETURNING size"
+_USE_BLOB: Final = f"UPDATE uses SET used = {_BANDED} WHERE version = ? RETURNING size"
 _NEW_KEPT: Final = "INSERT INTO kept VALUES (?, ?, ?)"
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
 
 
-def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int) -> None:
+def _keep_in(
+    db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int, *, step: bool
+) -> None:
     """Keep *data* for *owner* (whose row exists) as used at *tick*, the bounds not yet kept.
 
-    Inside the caller's transaction; *tick* is above every use in the file.
+    Inside the caller's transaction; *tick* is above every use in the file. With *step*, it is
+    kept with a step from then on.
     """
-    used = db.execute(_USE_BLOB, (tick, version)).fetchone()
+    used = db.execute(_USE_BLOB, (tick, step, version)).fetchone()
+    banded = tick + step * STEP_BAND
     if used is None:
         db.execute(_NEW_BLOB, (version, data))
-        db.execute("INSERT INTO uses VALUES (?, ?, ?)", (version, len(data), tick))
+        db.execute("INSERT INTO uses VALUES (?, ?, ?)", (version, len(data), banded))
         db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
-    if not db.execute(_TOUCH, (tick, owner, version)).rowcount:
-        db.execute(_NEW_KEPT, (owner, version, tick))
+    if not db.execute(_TOUCH, (tick, step, owner, version)).rowcount:
+        db.execute(_NEW_KEPT, (owner, version, banded))
         db.execute(_ADD_BYTES, (len(data) if used is None else used[0], owner))
 
 
 def _tick(db: sqlite3.Connection) -> int:
     """The file's clock: one past the last use of any blob (every use touches its blob)."""
-    return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM uses").fetchone()[0])
+    query = (
+        f"SELECT max(coalesce((SELECT max(used) FROM uses WHERE used < {STEP_BAND}), 0), "
+        f"coalesce((SELECT max(used) FROM uses), 0) - {STEP_BAND}) + 1"
+    )
+    return int(db.execute(query).fetchone()[0])
 
 
 def _counted(db: sqlite3.Connection, owner: bytes, column: str) -> int:
@@ -351,8 +365,8 @@ def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | No
         if held.fetchone() is None:
             return None
         tick = _tick(db)
-        db.execute(_TOUCH, (tick, owner, version))
-        db.execute("UPDATE uses SET used = ? WHERE version = ?", (tick, version))
+        db.execute(_TOUCH, (tick, False, owner, version))
+        db.execute(f"UPDATE uses SET used = {_BANDED} WHERE version = ?", (tick, False, version))
         row = db.execute("SELECT data FROM blobs WHERE version = ?", (version,)).fetchone()
         return None if row is None else bytes(row[0])
 
