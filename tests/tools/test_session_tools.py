@@ -222,17 +222,18 @@ async def test_changes_says_what_took_a_files_place(tmp_path: Path) -> None:
     (root / "sub").mkdir(parents=True)
     outside.mkdir()
     (outside / "secret.txt").write_text("secret\n")
-    names = ["dir.txt", "fifo.txt", "gone.txt", "link.txt", "sub/below.txt"]
+    names = ["dir.txt", "fifo.txt", "gone.txt", "link.txt", "loop.txt", "sub/below.txt"]
     async with open_fs(str(root), load_entrypoints=False) as fs:
         ctx = fs.context(owner="agent")
         for name in names:
             (root / name).write_text("x\n")
             await ctx.fs.read(name)
-        for name in names[:4]:
+        for name in names[:5]:
             (root / name).unlink()
         (root / "dir.txt").mkdir()
         os.mkfifo(root / "fifo.txt")
         (root / "link.txt").symlink_to(outside / "secret.txt")
+        (root / "loop.txt").symlink_to("loop.txt")
         (root / "sub").rename(root / "moved")
         (root / "sub").symlink_to(outside)
         listed = await deferred(ctx, "changes", {})
@@ -242,6 +243,7 @@ async def test_changes_says_what_took_a_files_place(tmp_path: Path) -> None:
         ("fifo.txt", "other"),
         ("gone.txt", None),
         ("link.txt", "symlink"),
+        ("loop.txt", "symlink"),
         ("sub/below.txt", "symlink"),
     ]
     lines = [line.split(" (you saw")[0] for line in listed.text.splitlines()[1:-1]]
@@ -249,8 +251,9 @@ async def test_changes_says_what_took_a_files_place(tmp_path: Path) -> None:
         "dir.txt: a directory now",
         "fifo.txt: a special file now (not a regular file)",
         "gone.txt: deleted",
-        "link.txt: a link out of the root now (it or a parent directory)",
-        "sub/below.txt: a link out of the root now (it or a parent directory)",
+        "link.txt: a link out of the root or in a loop now (it or a parent directory)",
+        "loop.txt: a link out of the root or in a loop now (it or a parent directory)",
+        "sub/below.txt: a link out of the root or in a loop now (it or a parent directory)",
     ]
     assert "secret" not in listed.text
 

@@ -35,9 +35,9 @@ async def changed(ctx: Context) -> list[ChangedFile]:
                 if where is not None:  # (and only there, whatever links change meanwhile)
                     judged.enter_context(authorizing(opened_fs.backend, {path: where}))
                 now, data, kind = await _current(ctx, path)
-            except OutsideRoot:  # the path, or a parent, is a link out of the root now
+            except (OutsideRoot, InvalidPath):  # the path, or a parent, is a link out or a loop now
                 now, data, kind = None, None, FileKind.SYMLINK
-            except (Refused, InvalidPath):
+            except Refused:
                 continue
             if now != seen.version:
                 found.append(

@@ -248,7 +248,7 @@ class ChangedFile:
     """The version there now; None: the file is gone."""
     current_kind: FileKind | None = None
     """What the path names now where that is no file: a directory, a special file, or a link
-    (the path's or a parent's) out of the root; None: a file, or nothing."""
+    (the path's or a parent's) out of the root or that loops; None: a file, or nothing."""
     diff: str | None = None
     """What changed since :attr:`seen`, when its content is kept: a unified diff, or a
     summary when too much changed (:attr:`diff_whole` false)."""

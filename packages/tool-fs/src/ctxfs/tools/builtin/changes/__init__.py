@@ -33,7 +33,8 @@ class ChangedFileData(BaseModel):
     current: str | None = Field(default=None, description="The version now; absent: deleted.")
     current_kind: str | None = Field(
         default=None,
-        description="What is there now, if no file: directory, symlink (out of the root), other.",
+        description="What is there now, if no file: directory, symlink (out of the root or "
+        "looping), other.",
     )
     diff: str | None = Field(
         default=None, description="What changed since your version, when it is kept."
@@ -97,7 +98,7 @@ class ChangesTool(Tool[ChangesArgs, ChangesData]):
 
 _NOW_THERE: Final = {
     "directory": "a directory now",
-    "symlink": "a link out of the root now (it or a parent directory)",
+    "symlink": "a link out of the root or in a loop now (it or a parent directory)",
     "other": "a special file now (not a regular file)",
 }
 
