@@ -68,19 +68,31 @@ def measured(folder: Path, name: str, data: bytes, **options: Any) -> dict[str, 
 
 
 def test_a_pdf_read_stops_at_its_deadline(tmp_path: Path) -> None:
-    # 3,000 pages sharing one stream of 2,000 empty Tj: before, 19 s and counting (all
-    # the pages that fit the output budget), with no deadline.
-    document = shared_pdf(3_000, b"BT /F1 12 Tf " + b"() Tj " * 2_000 + b"ET")
+    # 300 pages sharing one stream of 20,000 empty Tj (0.2 s a page here): before, a minute
+    # for all of them, with no deadline. (Few pages: it opens in a fraction of its deadline.)
+    document = shared_pdf(300, b"BT /F1 12 Tf " + b"() Tj " * 20_000 + b"ET")
     run = measured(tmp_path, "slow.pdf", document, pdf_seconds=0.5)
     shown = run["data"]["pdf"]
     assert shown["time_limit_reached"] is True
-    assert 1 < shown["next_page"] == shown["last_page"] + 1 < 3_000
+    assert 1 < shown["next_page"] == shown["last_page"] + 1 < 300
     assert run["text"].endswith(
-        f"of 3000 of the PDF slow.pdf; stopped at the time limit: "
+        f"of 300 of the PDF slow.pdf; stopped at the time limit: "
         f"continue with pages='{shown['next_page']}-')"
     )
     assert run["seconds"] < 2.5
     assert run["mib"] < 60
+
+
+def test_a_pdf_slower_to_open_than_a_read_may_take_is_too_large_at_the_deadline(
+    tmp_path: Path,
+) -> None:
+    # 20 MiB of objects and no end marker: pypdf looks for one a line at a time from the end.
+    # Before, 6 s of parsing here (12 s for 40 MiB), then "cannot be parsed".
+    document = b"%PDF-1.4\n" + b"1 0 obj\n<< >>\nendobj\n" * 1_000_000
+    run = measured(tmp_path, "slow-open.pdf", document, pdf_seconds=0.5)
+    assert run["data"]["error"]["code"] == "too_large"
+    assert "opening this PDF takes longer than a read may (0.5 s)" in run["text"]
+    assert run["seconds"] < 2.5
 
 
 def test_a_page_flooded_with_operators_is_shown_without_its_text(tmp_path: Path) -> None:

@@ -170,7 +170,7 @@ async def test_a_pattern_slow_on_every_line_stops_at_the_call_deadline(
 @pytest.mark.usefixtures("small")
 async def test_a_pdf_extracted_until_its_deadline(fs: Fs, ctx: Context, seed: Seed) -> None:
     # pypdf holds the GIL between its operations: the loop still gets its turns.
-    await seed("slow.pdf", shared_pdf(3_000, b"BT /F1 12 Tf " + b"() Tj " * 2_000 + b"ET"))
+    await seed("slow.pdf", shared_pdf(300, b"BT /F1 12 Tf " + b"() Tj " * 20_000 + b"ET"))
     tools = FsToolset(ToolsetOptions(pdf_seconds=0.5))
     worst, reads, result = await worst_read_wait(
         fs, lambda: call(tools, ctx, "read", file_path="slow.pdf")

@@ -76,7 +76,8 @@ class ReadOptions:
     JPEG is reckoned at the reduced scale it decodes at); more is ``too_large``."""
     pdf_seconds: float = 10.0
     """Time one PDF ``read`` may spend extracting text; then it returns the pages done and
-    says where to go on. A page is stopped at its next operation past the deadline."""
+    says where to go on. A page is stopped at its next operation past the deadline. Opening
+    the PDF may take as long again; one that takes longer is ``too_large``."""
     max_media_reads: int = 2
     """Images, PDFs and notebooks decoded at once in the process (in worker threads); more
     reads wait their turn. Toolsets with the same value share the limit."""

@@ -6,7 +6,8 @@ pages it shows, of how many, and where to go on. A page larger than the budget
 is cut; one whose content passes :data:`MAX_CONTENT_TOKENS` is shown without
 text; both say so. A PDF that needs a password, or that pypdf cannot parse, is
 refused. Callers run :func:`pdf_text` in a worker thread; it watches its
-deadline before each page and at each operation. pypdf loads with the first PDF.
+deadline while the PDF opens, before each page and at each operation. pypdf loads
+with the first PDF.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from ctxfs.core import BinaryFile, InvalidArgument, NotEnabled
+from ctxfs.core import BinaryFile, InvalidArgument, NotEnabled, TooLarge
 from ctxfs.core.kit import require
 
 if TYPE_CHECKING:
@@ -31,6 +32,9 @@ about half a second and 30 MiB (its own bound, 2,000,000, takes ten times that).
 _TEXT_OPERATOR: Final = re.compile(rb"T[jJ]|Do|['\"]")
 """What can show text in a content stream, or call a form that does (pypdf's own test)."""
 _RANGE: Final = re.compile(r"\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?")
+_READS_PER_LOOK: Final = 1024
+"""Reads pypdf makes of the file between two looks at the clock (a few milliseconds of
+work; a PDF of a few pages opens before the first look)."""
 
 
 def is_pdf(head: bytes) -> bool:
@@ -93,23 +97,36 @@ def pdf_text(
 ) -> PdfText:
     """The text of *pages* (default: all) of the PDF *data*, in *max_chars* and *seconds*.
 
-    Pages are shown whole while they fit *max_chars* characters and extraction stays
-    within *seconds* (from when the PDF is open). A page the deadline interrupts is
-    left for the next read, unless it is the first page of this one: that is shown
-    without its text, so that every read moves on.
+    Opening the PDF (reading its cross-reference table and page tree) may take
+    *seconds*. Pages are shown whole while they fit *max_chars* characters and
+    extraction stays within *seconds* from when the PDF is open. A page the deadline
+    interrupts is left for the next read, unless it is the first page of this one:
+    that is shown without its text, so that every read moves on.
 
     Raises:
         BinaryFile: The PDF needs a password, or cannot be parsed.
         InvalidArgument: The first page asked for is past the last page.
         NotEnabled: pypdf is not installed (the ``pdf`` extra).
+        TooLarge: Opening it takes longer than *seconds*.
 
     """
-    reader = _opened(data, path)
+    file = _TimedFile(data, deadline=time.monotonic() + seconds)
     try:
-        total = len(reader.pages)
-    except Exception as bad:
-        raise _unreadable(path, bad) from None
-    deadline = time.monotonic() + seconds
+        reader = _opened(file, path)
+        try:
+            total = len(reader.pages)
+        except _Stopped:
+            raise
+        except Exception as bad:
+            raise _unreadable(path, bad) from None
+    except _Stopped:
+        raise TooLarge(
+            f"{path}: opening this PDF takes longer than a read may ({seconds:g} s)",
+            path=path,
+            hint="It cannot be read here; ask for a smaller or repaired copy.",
+            details={"media_type": "application/pdf", "seconds": seconds},
+        ) from None
+    deadline = file.deadline = time.monotonic() + seconds  # the pages', from here
     first = pages.first if pages is not None else 1
     if first > max(total, 1):
         raise InvalidArgument(
@@ -170,16 +187,18 @@ _STOPPED: Final = {
 }
 
 
-def _opened(data: bytes, path: str) -> PdfReader:
+def _opened(file: _TimedFile, path: str) -> PdfReader:
     require("pypdf", install="ctxfs-tools[pdf]", needed_by="reading a PDF", error=NotEnabled)
     from pypdf import PdfReader  # noqa: PLC0415 - loaded by the first PDF read
     from pypdf.errors import DependencyError  # noqa: PLC0415
 
     try:
-        reader = PdfReader(io.BytesIO(data))
+        reader = PdfReader(file)
         locked = reader.is_encrypted and not reader.decrypt("")  # many lock only permissions
     except DependencyError as missing:
         raise _encrypted(path, f"this installation cannot decrypt it ({missing})") from None
+    except _Stopped:
+        raise
     except Exception as bad:  # pypdf raises many kinds on damaged files; none may leak
         raise _unreadable(path, bad) from None
     if locked:
@@ -229,7 +248,26 @@ def _page_text(reader: PdfReader, number: int, deadline: float) -> tuple[str, st
 
 
 class _Stopped(Exception):
-    """A page's extraction ran past the deadline."""
+    """A page's extraction, or the opening, ran past the deadline."""
+
+
+class _TimedFile(io.BytesIO):
+    """The PDF's bytes, as pypdf reads them: a read past :attr:`deadline` raises ``_Stopped``.
+
+    pypdf reads them to open the PDF, then to load each page's objects. The clock is
+    looked at every :data:`_READS_PER_LOOK` reads.
+    """
+
+    def __init__(self, data: bytes, *, deadline: float) -> None:
+        super().__init__(data)
+        self.deadline = deadline
+        self._reads = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self._reads += 1
+        if not self._reads % _READS_PER_LOOK and time.monotonic() > self.deadline:
+            raise _Stopped
+        return super().read(size)
 
 
 class _Meter:
