@@ -85,6 +85,23 @@ def pdf(*pages: str) -> bytes:
     return _document(objects)
 
 
+def slow_second_page_pdf(keys: int) -> bytes:
+    """A PDF of two pages ("Hello one", "Hello two"): the second's content stream carries
+    *keys* more entries in its dictionary, which pypdf parses before its text."""
+    padding = b" ".join(b"/J%d %d" % (n, n) for n in range(keys))
+    contents = [b"BT /F1 12 Tf 72 720 Td (Hello %s) Tj ET" % word for word in (b"one", b"two")]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [4 0 R 6 0 R] /Count 2 >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        _PAGE % 5,
+        _stream(contents[0]),
+        _PAGE % 7,
+        b"<< %s /Length %d >>\nstream\n%s\nendstream" % (padding, len(contents[1]), contents[1]),
+    ]
+    return _document(objects)
+
+
 def shared_pdf(pages: int, content: bytes) -> bytes:
     """A PDF of *pages* pages that all draw the one content stream *content* (font F1 set)."""
     kids = b" ".join(b"%d 0 R" % (5 + n) for n in range(pages))

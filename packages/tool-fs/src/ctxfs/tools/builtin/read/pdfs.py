@@ -33,8 +33,7 @@ _TEXT_OPERATOR: Final = re.compile(rb"T[jJ]|Do|['\"]")
 """What can show text in a content stream, or call a form that does (pypdf's own test)."""
 _RANGE: Final = re.compile(r"\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?")
 _READS_PER_LOOK: Final = 1024
-"""Reads pypdf makes of the file between two looks at the clock (a few milliseconds of
-work; a PDF of a few pages opens before the first look)."""
+"""Reads pypdf makes of the file between two looks at the clock (a few milliseconds)."""
 
 
 def is_pdf(head: bytes) -> bool:
@@ -110,23 +109,9 @@ def pdf_text(
         TooLarge: Opening it takes longer than *seconds*.
 
     """
-    file = _TimedFile(data, deadline=time.monotonic() + seconds)
-    try:
-        reader = _opened(file, path)
-        try:
-            total = len(reader.pages)
-        except _Stopped:
-            raise
-        except Exception as bad:
-            raise _unreadable(path, bad) from None
-    except _Stopped:
-        raise TooLarge(
-            f"{path}: opening this PDF takes longer than a read may ({seconds:g} s)",
-            path=path,
-            hint="It cannot be read here; ask for a smaller or repaired copy.",
-            details={"media_type": "application/pdf", "seconds": seconds},
-        ) from None
-    deadline = file.deadline = time.monotonic() + seconds  # the pages', from here
+    file = _TimedFile(data, seconds=seconds)
+    reader, total = _opened(file, path)
+    deadline = file.restart()  # the pages', from here
     first = pages.first if pages is not None else 1
     if first > max(total, 1):
         raise InvalidArgument(
@@ -146,7 +131,7 @@ def pdf_text(
         if shown and time.monotonic() > deadline:
             out_of_time = True
             break
-        text, stopped = _page_text(reader, number, deadline)
+        text, stopped = _page_text(reader, number, file)
         if stopped == "time" and shown:
             out_of_time = True
             break  # the page is the next read's
@@ -187,7 +172,8 @@ _STOPPED: Final = {
 }
 
 
-def _opened(file: _TimedFile, path: str) -> PdfReader:
+def _opened(file: _TimedFile, path: str) -> tuple[PdfReader, int]:
+    """The PDF in *file*, open, and its number of pages; by *file*'s deadline."""
     require("pypdf", install="ctxfs-tools[pdf]", needed_by="reading a PDF", error=NotEnabled)
     from pypdf import PdfReader  # noqa: PLC0415 - loaded by the first PDF read
     from pypdf.errors import DependencyError  # noqa: PLC0415
@@ -195,15 +181,22 @@ def _opened(file: _TimedFile, path: str) -> PdfReader:
     try:
         reader = PdfReader(file)
         locked = reader.is_encrypted and not reader.decrypt("")  # many lock only permissions
+        total = 0 if locked else len(reader.pages)
+        file.raise_if_late()  # (pypdf goes on past many errors, on what it could read)
     except DependencyError as missing:
         raise _encrypted(path, f"this installation cannot decrypt it ({missing})") from None
     except _Stopped:
-        raise
+        raise TooLarge(
+            f"{path}: opening this PDF takes longer than a read may ({file.seconds:g} s)",
+            path=path,
+            hint="It cannot be read here; ask for a smaller or repaired copy.",
+            details={"media_type": "application/pdf", "seconds": file.seconds},
+        ) from None
     except Exception as bad:  # pypdf raises many kinds on damaged files; none may leak
         raise _unreadable(path, bad) from None
     if locked:
         raise _encrypted(path, "its text cannot be read without its password")
-    return reader
+    return reader, total
 
 
 def _encrypted(path: str, why: str) -> BinaryFile:
@@ -225,26 +218,28 @@ def _unreadable(path: str, bad: Exception) -> BinaryFile:
     )
 
 
-def _page_text(reader: PdfReader, number: int, deadline: float) -> tuple[str, str | None]:
+def _page_text(reader: PdfReader, number: int, file: _TimedFile) -> tuple[str, str | None]:
     """The text of page *number*; or none, and why (``"size"`` or ``"time"``)."""
     from pypdf import apply_configuration  # noqa: PLC0415 - loaded by the first PDF read
     from pypdf.errors import LimitReachedError  # noqa: PLC0415
 
-    meter = _Meter(deadline)
+    meter = _Meter(file.deadline)
     try:
         with apply_configuration(stream_parsing_work_maximum_count=MAX_CONTENT_TOKENS):
             page = reader.pages[number - 1]
             contents = page.get_contents()
-            if contents is None or _TEXT_OPERATOR.search(contents.get_data()) is None:
-                return "", None  # a drawing or a scan: nothing to parse
-            text = page.extract_text(visitor_operand_before=meter)
+            drawn = contents is None or _TEXT_OPERATOR.search(contents.get_data()) is None
+            text = "" if drawn else page.extract_text(visitor_operand_before=meter)  # (a scan)
     except _Stopped:
         return "", "time"
     except LimitReachedError:  # (in a form, pypdf leaves the form out and goes on)
         return "", "size"
     except Exception as bad:  # one damaged page does not hide the others
+        if file.late:  # (what pypdf read before it went on past a stop)
+            return "", "time"
         return f"(the text of this page could not be extracted: {bad})", None
-    return ("", "time") if meter.stopped else (text, None)
+    # pypdf goes on past a stopped read, with what it had read
+    return ("", "time") if meter.stopped or file.late else (text, None)
 
 
 class _Stopped(Exception):
@@ -252,22 +247,44 @@ class _Stopped(Exception):
 
 
 class _TimedFile(io.BytesIO):
-    """The PDF's bytes, as pypdf reads them: a read past :attr:`deadline` raises ``_Stopped``.
+    """The PDF's bytes, as pypdf reads them: past :attr:`deadline`, a read raises ``_Stopped``.
 
     pypdf reads them to open the PDF, then to load each page's objects. The clock is
-    looked at every :data:`_READS_PER_LOOK` reads.
+    looked at every :data:`_READS_PER_LOOK` reads, and at each copy of the whole (pypdf's
+    search of a damaged file). Once stopped, every read is (pypdf goes on past many
+    errors), and :attr:`late` says so.
     """
 
-    def __init__(self, data: bytes, *, deadline: float) -> None:
+    def __init__(self, data: bytes, *, seconds: float) -> None:
         super().__init__(data)
-        self.deadline = deadline
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+        self.late = False
         self._reads = 0
+
+    def restart(self) -> float:
+        """Give the reads *seconds* more from now; the new deadline."""
+        self.deadline, self.late = time.monotonic() + self.seconds, False
+        return self.deadline
+
+    def raise_if_late(self) -> None:
+        """Raise ``_Stopped`` (again) if a read was stopped."""
+        if self.late:
+            raise _Stopped
 
     def read(self, size: int | None = -1, /) -> bytes:
         self._reads += 1
-        if not self._reads % _READS_PER_LOOK and time.monotonic() > self.deadline:
-            raise _Stopped
+        if not self._reads % _READS_PER_LOOK or self.late:
+            self._look()
         return super().read(size)
+
+    def getbuffer(self) -> memoryview:
+        self._look()
+        return super().getbuffer()
+
+    def _look(self) -> None:
+        self.late = self.late or time.monotonic() > self.deadline
+        self.raise_if_late()
 
 
 class _Meter:
