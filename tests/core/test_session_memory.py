@@ -470,12 +470,16 @@ async def test_undo_after_a_partial_read_puts_back_the_file(fs: Fs) -> None:
     assert await raw(fs, "part.txt") == text
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
 async def test_reads_past_the_owners_bound_leave_what_its_undo_puts_back(
-    tmp_path: Path, store: str
+    request: pytest.FixtureRequest, tmp_path: Path, store: str
 ) -> None:
     # Room for 4,000 bytes per owner: twenty reads of 500 push out earlier reads only.
-    url = {"memory": "memory:?", "sqlite": f"sqlite:///{tmp_path}/sessions.db?"}[store]
+    url = {
+        "memory": "memory:?",
+        "sqlite": f"sqlite:///{tmp_path}/sessions.db?",
+        "redis": "" if store != "redis" else str(request.getfixturevalue("redis_url")) + "&",
+    }[store]
     text = numbered(50).encode()
     (tmp_path / "root").mkdir()  # (a disk keeps no versions: the store holds the bytes)
     async with open_fs(

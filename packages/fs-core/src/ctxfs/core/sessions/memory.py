@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice
 
@@ -27,13 +27,13 @@ __all__ = ["MemorySessions"]
 
 @dataclass
 class _Uses:
-    """Versions and their sizes by last use: those kept with a step after the others."""
+    """Versions and their sizes by last use: those a kept step names after the others."""
 
     read: OrderedDict[Version, int] = field(default_factory=OrderedDict)
     stepped: OrderedDict[Version, int] = field(default_factory=OrderedDict)
 
     def use(self, version: Version, size: int, *, step: bool = False) -> None:
-        """Make *version* the most recent of its kind (kept with a step from then on if *step*)."""
+        """Make *version* the most recent of its kind (of the steps' with *step*)."""
         if step or version in self.stepped:
             self.read.pop(version, None)
             self.stepped[version] = size
@@ -41,6 +41,15 @@ class _Uses:
         else:
             self.read[version] = size
             self.read.move_to_end(version)
+
+    def unstep(self, versions: Collection[Version]) -> None:
+        """Make the steps' *versions* the least recent of the others, in the order they had."""
+        moving = [version for version in versions if version in self.stepped]
+        if len(moving) > 1:
+            moving = [version for version in self.stepped if version in versions]
+        for version in reversed(moving):
+            self.read[version] = self.stepped.pop(version)
+            self.read.move_to_end(version, last=False)
 
     def pop(self, version: Version) -> int:
         """Forget *version*; its size."""
@@ -65,6 +74,8 @@ class _Owner:
     kept: _Uses = field(default_factory=_Uses)
     """The versions kept for the owner and their sizes, the one to give up first first."""
     kept_bytes: int = 0
+    named: Counter[Version] = field(default_factory=Counter)
+    """The versions its kept steps name, and how many name each."""
     steps: list[Step] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
     numbered: int = 0
@@ -121,12 +132,13 @@ class MemorySessions(SessionStore):
         """See :meth:`SessionStore.keep`."""
         await self.active(owner)
         with self._lock:
-            return self._keep(owner, version, data, step=False)
+            return self._keep(owner, version, data)
 
-    def _keep(self, owner: str, version: Version, data: bytes, *, step: bool) -> bool:
+    def _keep(self, owner: str, version: Version, data: bytes) -> bool:
         if not self.fits(data):
             return False
         mine = self._owners.setdefault(owner, _Owner())
+        step = version in mine.named
         if version not in self._blobs:
             self._blobs[version] = data
             self._holders[version] = set()
@@ -142,7 +154,7 @@ class MemorySessions(SessionStore):
             oldest = self._uses.oldest()
             for holder in list(self._holders[oldest]):
                 self._let_go(holder, oldest)
-        return True
+        return version in mine.kept
 
     def _let_go(self, owner: str, version: Version) -> None:
         mine = self._owners[owner]
@@ -153,6 +165,37 @@ class MemorySessions(SessionStore):
             del self._holders[version]
             self._uses.pop(version)
             self._bytes -= len(self._blobs.pop(version))
+        else:
+            self._unstep_if_unnamed({version})
+
+    def _name(self, owner: str, steps: Sequence[Step], *, by: int) -> None:
+        """Count *steps* (kept: *by* 1; given up or dropped: -1) in what *owner*'s steps name."""
+        mine, unnamed = self._owners[owner], set()
+        for step in steps:
+            for version in step.versions():
+                mine.named[version] += by
+                if mine.named[version] <= 0:
+                    del mine.named[version]
+                    unnamed.add(version)
+                elif by > 0 and version in mine.kept:
+                    size = mine.kept.pop(version)
+                    mine.kept.use(version, size, step=True)
+                    self._uses.use(version, size, step=True)
+        mine.kept.unstep(unnamed)
+        self._unstep_if_unnamed(unnamed)
+
+    def _unstep_if_unnamed(self, versions: set[Version]) -> None:
+        """Make each of *versions* no holder keeps for a step one of the others, in all."""
+        self._uses.unstep(
+            {
+                version
+                for version in versions
+                if not any(
+                    version in self._owners[holder].kept.stepped
+                    for holder in self._holders.get(version, ())
+                )
+            }
+        )
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`."""
@@ -177,15 +220,17 @@ class MemorySessions(SessionStore):
         """See :meth:`SessionStore.record`."""
         await self.active(owner)
         with self._lock:
-            for version, data in contents:
-                self._keep(owner, version, data, step=True)
             mine = self._owners.setdefault(owner, _Owner())
             mine.numbered += 1
             step = Step(number=mine.numbered, changes=tuple(changes), at=at)
+            self._name(owner, [step], by=1)
+            for version, data in contents:
+                self._keep(owner, version, data)
             mine.steps.append(step)
             excess = max(0, len(mine.steps) - self.max_steps)
             if excess:
                 mine.given_up = mine.steps[excess - 1].number
+                self._name(owner, mine.steps[:excess], by=-1)
                 del mine.steps[:excess]
             return step
 
@@ -210,6 +255,7 @@ class MemorySessions(SessionStore):
         with self._lock:
             mine = self._owners.get(owner)
             if mine is not None:
+                self._name(owner, [s for s in mine.steps if s.number in dropped], by=-1)
                 mine.steps = [step for step in mine.steps if step.number not in dropped]
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
@@ -263,6 +309,7 @@ class MemorySessions(SessionStore):
                     return False
                 del self._by_activity[owner]
                 mine = self._owners[owner]
+                self._name(owner, mine.steps, by=-1)
                 mine.steps, mine.checkpoints = [], []
                 mine.given_up, mine.releasing, self._releasing = mine.numbered, True, owner
             mine = self._owners[owner]

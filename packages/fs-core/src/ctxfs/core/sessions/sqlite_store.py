@@ -1,22 +1,24 @@
 """Session memory in a SQLite file: it survives restarts, and a host's processes share it.
 
-Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size and last
-use, apart so that a use rewrites no content), ``kept`` (the versions kept for each
-owner, with their last use), ``owners`` (an owner's bytes and steps kept, and the last
-step and checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
-``checkpoints`` (encoded, by owner and number), ``active`` (when a call last named an
-owner; -1 while its contents go for idleness, none once they went). The last use is one
-clock for the whole file: one past the newest blob's; a use of a content kept with a step
-counts from :data:`~ctxfs.core.sessions.base.STEP_BAND` (for the owner, and for the blob),
-so that each is given up after every other. Each call is one transaction, after
-:meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
+Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size and last use,
+apart so that a use rewrites no content), ``kept`` (the versions kept for each owner, with
+their last use), ``owners`` (an owner's bytes and steps kept, and the last step and
+checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
+``checkpoints`` (encoded, by owner and number), ``named`` (how many of an owner's kept steps
+name each version), ``active`` (when a call last named an owner; -1 while its contents go
+for idleness, none once they went). The last use is one clock for the whole file: one past
+the newest blob's; a use of a content a kept step names counts from
+:data:`~ctxfs.core.sessions.base.STEP_BAND` (for the owner, and for the blob while an owner
+keeps it so), so that each is given up after every other. Each call is one transaction,
+after :meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 from typing import Final, TypeVar
@@ -69,6 +71,10 @@ _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS checkpoints (
         owner BLOB NOT NULL, number INTEGER NOT NULL, checkpoint TEXT NOT NULL,
         PRIMARY KEY (owner, number)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS named (
+        owner BLOB NOT NULL, version BLOB NOT NULL, steps INTEGER NOT NULL,
+        PRIMARY KEY (owner, version)
     ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS active (owner BLOB PRIMARY KEY, at REAL) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS active_by_time ON active (at)",
@@ -146,8 +152,7 @@ class SqliteSessions(SessionStore):
         if not self.fits(data):
             return False
         call = partial(self._keep, stored_owner(owner), stored_bytes(version), data)
-        await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
-        return True
+        return await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`: one transaction, in a worker thread."""
@@ -232,12 +237,13 @@ class SqliteSessions(SessionStore):
         """Close the connections, blocking (see :meth:`aclose`)."""
         self._file.close()
 
-    def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
+    def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> bool:
         with immediate(db):
             db.execute(_NEW_OWNER, (owner,))
             db.execute(_CALLED, (owner, self.clock()))
-            _keep_in(db, owner, version, data, _tick(db), step=False)
+            _keep_in(db, owner, version, data, _tick(db))
             self._bound(db, owner)
+            return db.execute(_KEPT, (owner, version)).fetchone() is not None
 
     def _record(
         self,
@@ -250,11 +256,12 @@ class SqliteSessions(SessionStore):
         with immediate(db):
             number, kept_steps = db.execute(_NEXT_STEP, (owner,)).fetchone()
             db.execute(_CALLED, (owner, self.clock()))
-            tick = _tick(db) if contents else 0
-            for later, (version, data) in enumerate(contents):
-                _keep_in(db, owner, version, data, tick + later, step=True)
-            self._bound(db, owner)
             step = Step(number=number, changes=changes, at=at)
+            tick = _tick(db)
+            _name(db, owner, [step], by=1, tick=tick)
+            for later, (version, data) in enumerate(contents):
+                _keep_in(db, owner, version, data, tick + later)
+            self._bound(db, owner)
             db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, number, step.encode()))
             if kept_steps > self.max_steps:
                 _give_up_steps(db, owner, kept_steps - self.max_steps)
@@ -305,17 +312,24 @@ _NEXT_STEP: Final = (
 _NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?)"
 _USE_BLOB: Final = f"UPDATE uses SET used = {_BANDED} WHERE version = ? RETURNING size"
 _NEW_KEPT: Final = "INSERT INTO kept VALUES (?, ?, ?)"
+_KEPT: Final = "SELECT 1 FROM kept WHERE owner = ? AND version = ?"
+_STEPPED: Final = f"owner = ? AND version = ? AND used >= {STEP_BAND}"
+_TOUCH_ROW: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
+_NAMING: Final = (
+    "INSERT INTO named VALUES (?, ?, ?) ON CONFLICT (owner, version) "
+    "DO UPDATE SET steps = steps + excluded.steps RETURNING steps"
+)
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
 
 
-def _keep_in(
-    db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int, *, step: bool
-) -> None:
+def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int) -> None:
     """Keep *data* for *owner* (whose row exists) as used at *tick*, the bounds not yet kept.
 
-    Inside the caller's transaction; *tick* is above every use in the file. With *step*, it is
-    kept with a step from then on.
+    Inside the caller's transaction; *tick* is above every use in the file. A version a kept
+    step of *owner* names is kept for the steps.
     """
+    named = db.execute("SELECT 1 FROM named WHERE owner = ? AND version = ?", (owner, version))
+    step = named.fetchone() is not None
     used = db.execute(_USE_BLOB, (tick, step, version)).fetchone()
     banded = tick + step * STEP_BAND
     if used is None:
@@ -348,6 +362,48 @@ def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
     db.execute("DELETE FROM kept WHERE owner = ? AND version = ?", (owner, version))
     db.execute(_ADD_BYTES, (-size, owner))
     _drop_if_unheld(db, version)
+    _unstep_if_unnamed(db, version)
+
+
+def _name(
+    db: sqlite3.Connection, owner: bytes, steps: Iterable[Step], *, by: int, tick: int = 0
+) -> None:
+    """Count *steps* (kept: *by* 1, used at *tick*; gone: -1) in what *owner*'s steps name.
+
+    A version no longer named becomes the least recent of the reads'.
+    """
+    for step in steps:
+        for version in map(stored_bytes, step.versions()):
+            (count,) = db.execute(_NAMING, (owner, version, by)).fetchone()
+            if count <= 0:
+                db.execute("DELETE FROM named WHERE owner = ? AND version = ?", (owner, version))
+                query = f"UPDATE kept SET used = used - {2 * STEP_BAND} WHERE {_STEPPED}"
+                db.execute(query, (owner, version))
+                _unstep_if_unnamed(db, version)
+            elif by > 0 and db.execute(_KEPT, (owner, version)).fetchone() is not None:
+                banded = tick + STEP_BAND
+                db.execute(f"{_TOUCH_ROW} AND used < {STEP_BAND}", (banded, owner, version))
+                query = f"UPDATE uses SET used = ? WHERE version = ? AND used < {STEP_BAND}"
+                db.execute(query, (banded, version))
+
+
+def _unstep_if_unnamed(db: sqlite3.Connection, version: bytes) -> None:
+    """Make *version*'s blob the least recent of the reads' if no owner keeps it for a step."""
+    db.execute(
+        f"UPDATE uses SET used = used - {2 * STEP_BAND} WHERE version = ?1 "
+        f"AND used >= {STEP_BAND} AND NOT EXISTS "
+        f"(SELECT 1 FROM kept WHERE version = ?1 AND used >= {STEP_BAND})",
+        (version,),
+    )
+
+
+def _named_steps(db: sqlite3.Connection, query: str, args: Sequence[object]) -> list[Step]:
+    """The steps *query* selects (their text), less any damaged one (what it named stays so)."""
+    steps = []
+    for (text,) in db.execute(query, args).fetchall():
+        with suppress(ValueError):
+            steps.append(Step.decode(text))
+    return steps
 
 
 def _drop_if_unheld(db: sqlite3.Connection, version: bytes) -> None:
@@ -397,6 +453,8 @@ def _give_up_steps(db: sqlite3.Connection, owner: bytes, excess: int) -> None:
         "SELECT number FROM steps WHERE owner = ? ORDER BY number LIMIT 1 OFFSET ?",
         (owner, excess - 1),
     ).fetchone()
+    query = "SELECT step FROM steps WHERE owner = ? AND number <= ?"
+    _name(db, owner, _named_steps(db, query, (owner, last)), by=-1)
     db.execute("DELETE FROM steps WHERE owner = ? AND number <= ?", (owner, last))
     query = "UPDATE owners SET given_up = ?, steps = steps - ? WHERE owner = ?"
     db.execute(query, (last, excess, owner))
@@ -404,6 +462,9 @@ def _give_up_steps(db: sqlite3.Connection, owner: bytes, excess: int) -> None:
 
 def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> None:
     with immediate(db):
+        query = "SELECT step FROM steps WHERE owner = ? AND number = ?"
+        for number in numbers:
+            _name(db, owner, _named_steps(db, query, (owner, number)), by=-1)
         dropped = db.executemany(
             "DELETE FROM steps WHERE owner = ? AND number = ?", [(owner, n) for n in numbers]
         ).rowcount
@@ -416,7 +477,7 @@ def _forget(owner: bytes, db: sqlite3.Connection) -> None:
             "SELECT version FROM kept WHERE owner = ?", (owner,)
         ).fetchall():
             _let_go(db, owner, version)
-        for table in ("owners", "steps", "checkpoints", "active"):
+        for table in ("owners", "steps", "checkpoints", "named", "active"):
             db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
 
 
@@ -445,6 +506,7 @@ def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
         if _counted(db, owner, "steps") > SWEEP_STEPS:
             _give_up_steps(db, owner, SWEEP_STEPS)
             return True
+        _name(db, owner, _named_steps(db, "SELECT step FROM steps WHERE owner = ?", row), by=-1)
         db.execute("DELETE FROM steps WHERE owner = ?", row)
         db.execute("UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ?", row)
         if _let_go_some(db, owner):  # all gone: only its numbering stays, if any
