@@ -470,31 +470,6 @@ async def test_undo_after_a_partial_read_puts_back_the_file(fs: Fs) -> None:
     assert await raw(fs, "part.txt") == text
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
-async def test_reads_past_the_owners_bound_leave_what_its_undo_puts_back(
-    request: pytest.FixtureRequest, tmp_path: Path, store: str
-) -> None:
-    # Room for 4,000 bytes per owner: twenty reads of 500 push out earlier reads only.
-    url = {
-        "memory": "memory:?",
-        "sqlite": f"sqlite:///{tmp_path}/sessions.db?",
-        "redis": "" if store != "redis" else str(request.getfixturevalue("redis_url")) + "&",
-    }[store]
-    text = numbered(50).encode()
-    (tmp_path / "root").mkdir()  # (a disk keeps no versions: the store holds the bytes)
-    async with open_fs(
-        str(tmp_path / "root"), sessions=url + "max_bytes_per_owner=4000", load_entrypoints=False
-    ) as fs:
-        await seed(fs, {"f.txt": text} | {f"r{n}.txt": b"%03d\n" % n * 125 for n in range(20)})
-        a = fs.context(owner=A).fs
-        await a.read("f.txt")
-        await a.edit("f.txt", "line 10", "line ten")
-        for n in range(20):
-            await a.read(f"r{n}.txt")
-        assert (await a.undo()).steps == (1,)
-        assert await raw(fs, "f.txt") == text
-
-
 async def test_undo_removes_created_restores_deleted_and_reverses_moves(fs: Fs) -> None:
     files = {"old.txt": b"old\r\n", "m.txt": b"moving\n\xff\n"}
     await seed(fs, files)

@@ -26,7 +26,6 @@ __all__ = [
     "SessionStore",
     "Step",
     "decoded",
-    "named_versions",
     "reference_entry",
 ]
 
@@ -37,10 +36,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 """Bytes of file contents a store keeps in all before giving up the least recently used."""
-STEP_BAND: Final = 1 << 52
-"""What the shared stores add to the last use of a content a kept step names, so that it sorts
-after every other (a use's number stays far below; a double holds both); a content no step
-names any more loses twice that, and sorts before every other."""
 DEFAULT_MAX_BYTES_PER_OWNER: Final = 64 * 1024 * 1024
 """Bytes of file contents kept for one owner; a file larger than this is never kept."""
 DEFAULT_MAX_STEPS: Final = 1_000
@@ -114,10 +109,6 @@ class Step:
     changes: tuple[FileChange, ...]
     at: float
     """When it was recorded (seconds since the epoch)."""
-
-    def versions(self) -> set[Version]:
-        """The versions the step's changes name (before and after): what its undo needs kept."""
-        return named_versions(self.changes)
 
     @property
     def undid(self) -> int | None:
@@ -201,16 +192,15 @@ class Checkpoint:
 class SessionStore(ABC):
     """The port: file contents by version, and each owner's steps and checkpoints.
 
-    Contents are kept per owner: :meth:`content` answers an owner only for a version that
-    owner was given to keep (a read, its own change), so no owner reads another's through
-    the store. Contents are bounded per owner and in all (:attr:`max_bytes_per_owner`,
-    :attr:`max_bytes`), the least recently used given up first, but a version a kept step
-    names (:meth:`Step.versions`: what an undo puts back) only once no other content is left
-    to give up, and one no kept step names any more (undone, given up) first of all; steps
-    are bounded per owner (:attr:`max_steps`), the oldest given up first. An owner no call
-    has named for :attr:`max_idle_days` (an agent long gone) has its contents, steps and
-    checkpoints given up; its numbering goes on, so no step number or checkpoint id it was
-    given is given again. What was given up is gone: the store never guesses.
+    Contents are kept per owner: :meth:`content` answers an owner only for a
+    version that owner was given to keep (a read, its own change), so no owner
+    reads another's through the store. Contents are bounded per owner and in
+    all (:attr:`max_bytes_per_owner`, :attr:`max_bytes`), the least recently
+    used given up first; steps are bounded per owner (:attr:`max_steps`), the
+    oldest given up first. An owner no call has named for :attr:`max_idle_days`
+    (an agent long gone) has its contents, steps and checkpoints given up; its
+    numbering goes on, so no step number or checkpoint id it was given is given
+    again. What was given up is gone: the store never guesses.
     Implementations make each call atomic against every other user of the
     store, never block the event loop for long, and raise ``Unavailable``
     rather than guess.
@@ -354,8 +344,7 @@ class SessionStore(ABC):
         First keeps each ``(version, data)`` of *contents* for *owner* as :meth:`keep`
         does, in order (the last becomes the most recent; one larger than a bound is
         not kept), all in the same atomic call: a committed change costs the store
-        one round trip. While a kept step names a version (:meth:`Step.versions`), its content
-        is given up after every other, whether a step or a read gave it to keep.
+        one round trip.
 
         Raises:
             Unavailable: The store cannot be reached or written.
@@ -427,11 +416,6 @@ class SessionStore(ABC):
 
         Whoever opened a store and fails before using it calls this; :meth:`aclose` otherwise.
         """
-
-
-def named_versions(changes: Iterable[FileChange]) -> set[Version]:
-    """The versions *changes* name (before and after)."""
-    return {v for change in changes for v in (change.before, change.after) if v is not None}
 
 
 def reference_entry(owner: str, version: Version, path: str) -> tuple[Version, bytes]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import islice
 
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
@@ -26,56 +26,10 @@ __all__ = ["MemorySessions"]
 
 
 @dataclass
-class _Uses:
-    """Versions and their sizes by last use: those a kept step names after the others."""
-
-    read: OrderedDict[Version, int] = field(default_factory=OrderedDict)
-    stepped: OrderedDict[Version, int] = field(default_factory=OrderedDict)
-
-    def use(self, version: Version, size: int, *, step: bool = False) -> None:
-        """Make *version* the most recent of its kind (of the steps' with *step*)."""
-        if step or version in self.stepped:
-            self.read.pop(version, None)
-            self.stepped[version] = size
-            self.stepped.move_to_end(version)
-        else:
-            self.read[version] = size
-            self.read.move_to_end(version)
-
-    def unstep(self, versions: Collection[Version]) -> None:
-        """Make the steps' *versions* the least recent of the others, in the order they had."""
-        moving = [version for version in versions if version in self.stepped]
-        if len(moving) > 1:
-            moving = [version for version in self.stepped if version in versions]
-        for version in reversed(moving):
-            self.read[version] = self.stepped.pop(version)
-            self.read.move_to_end(version, last=False)
-
-    def pop(self, version: Version) -> int:
-        """Forget *version*; its size."""
-        return self.read.pop(version) if version in self.read else self.stepped.pop(version)
-
-    def oldest(self) -> Version:
-        """The version to give up first."""
-        return next(iter(self.read or self.stepped))
-
-    def __contains__(self, version: object) -> bool:
-        return version in self.read or version in self.stepped
-
-    def __iter__(self) -> Iterator[Version]:
-        return chain(self.read, self.stepped)
-
-    def __len__(self) -> int:
-        return len(self.read) + len(self.stepped)
-
-
-@dataclass
 class _Owner:
-    kept: _Uses = field(default_factory=_Uses)
-    """The versions kept for the owner and their sizes, the one to give up first first."""
+    kept: OrderedDict[Version, int] = field(default_factory=OrderedDict)
+    """The versions kept for the owner and their sizes, least recently used first."""
     kept_bytes: int = 0
-    named: Counter[Version] = field(default_factory=Counter)
-    """The versions its kept steps name, and how many name each."""
     steps: list[Step] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
     numbered: int = 0
@@ -116,8 +70,7 @@ class MemorySessions(SessionStore):
         )
         self._lock = threading.Lock()  # one store may serve several event loops' threads
         self._owners: dict[str, _Owner] = {}
-        self._blobs: dict[Version, bytes] = {}
-        self._uses = _Uses()  # the blobs, the one to give up first first
+        self._blobs: OrderedDict[Version, bytes] = OrderedDict()  # least recently used first
         self._holders: dict[Version, set[str]] = {}
         self._bytes = 0
         self._by_activity: OrderedDict[str, float] = OrderedDict()  # least recent first
@@ -138,23 +91,23 @@ class MemorySessions(SessionStore):
         if not self.fits(data):
             return False
         mine = self._owners.setdefault(owner, _Owner())
-        step = version in mine.named
         if version not in self._blobs:
             self._blobs[version] = data
             self._holders[version] = set()
             self._bytes += len(data)
-        self._uses.use(version, len(data), step=step)
+        self._blobs.move_to_end(version)
         if owner not in self._holders[version]:
             self._holders[version].add(owner)
             mine.kept_bytes += len(data)
-        mine.kept.use(version, len(data), step=step)
+        mine.kept[version] = len(data)
+        mine.kept.move_to_end(version)
         while mine.kept_bytes > self.max_bytes_per_owner:
-            self._let_go(owner, mine.kept.oldest())
+            self._let_go(owner, next(iter(mine.kept)))
         while self._bytes > self.max_bytes:
-            oldest = self._uses.oldest()
+            oldest = next(iter(self._blobs))
             for holder in list(self._holders[oldest]):
                 self._let_go(holder, oldest)
-        return version in mine.kept
+        return True
 
     def _let_go(self, owner: str, version: Version) -> None:
         mine = self._owners[owner]
@@ -163,39 +116,7 @@ class MemorySessions(SessionStore):
         holders.discard(owner)
         if not holders:
             del self._holders[version]
-            self._uses.pop(version)
             self._bytes -= len(self._blobs.pop(version))
-        else:
-            self._unstep_if_unnamed({version})
-
-    def _name(self, owner: str, steps: Sequence[Step], *, by: int) -> None:
-        """Count *steps* (kept: *by* 1; given up or dropped: -1) in what *owner*'s steps name."""
-        mine, unnamed = self._owners[owner], set()
-        for step in steps:
-            for version in step.versions():
-                mine.named[version] += by
-                if mine.named[version] <= 0:
-                    del mine.named[version]
-                    unnamed.add(version)
-                elif by > 0 and version in mine.kept:
-                    size = mine.kept.pop(version)
-                    mine.kept.use(version, size, step=True)
-                    self._uses.use(version, size, step=True)
-        mine.kept.unstep(unnamed)
-        self._unstep_if_unnamed(unnamed)
-
-    def _unstep_if_unnamed(self, versions: set[Version]) -> None:
-        """Make each of *versions* no holder keeps for a step one of the others, in all."""
-        self._uses.unstep(
-            {
-                version
-                for version in versions
-                if not any(
-                    version in self._owners[holder].kept.stepped
-                    for holder in self._holders.get(version, ())
-                )
-            }
-        )
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`."""
@@ -204,10 +125,9 @@ class MemorySessions(SessionStore):
             mine = self._owners.get(owner)
             if mine is None or version not in mine.kept:
                 return None
-            data = self._blobs[version]
-            mine.kept.use(version, len(data))
-            self._uses.use(version, len(data))
-            return data
+            mine.kept.move_to_end(version)
+            self._blobs.move_to_end(version)
+            return self._blobs[version]
 
     async def record(
         self,
@@ -220,17 +140,15 @@ class MemorySessions(SessionStore):
         """See :meth:`SessionStore.record`."""
         await self.active(owner)
         with self._lock:
+            for version, data in contents:
+                self._keep(owner, version, data)
             mine = self._owners.setdefault(owner, _Owner())
             mine.numbered += 1
             step = Step(number=mine.numbered, changes=tuple(changes), at=at)
-            self._name(owner, [step], by=1)
-            for version, data in contents:
-                self._keep(owner, version, data)
             mine.steps.append(step)
             excess = max(0, len(mine.steps) - self.max_steps)
             if excess:
                 mine.given_up = mine.steps[excess - 1].number
-                self._name(owner, mine.steps[:excess], by=-1)
                 del mine.steps[:excess]
             return step
 
@@ -255,7 +173,6 @@ class MemorySessions(SessionStore):
         with self._lock:
             mine = self._owners.get(owner)
             if mine is not None:
-                self._name(owner, [s for s in mine.steps if s.number in dropped], by=-1)
                 mine.steps = [step for step in mine.steps if step.number not in dropped]
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
@@ -309,7 +226,6 @@ class MemorySessions(SessionStore):
                     return False
                 del self._by_activity[owner]
                 mine = self._owners[owner]
-                self._name(owner, mine.steps, by=-1)
                 mine.steps, mine.checkpoints = [], []
                 mine.given_up, mine.releasing, self._releasing = mine.numbered, True, owner
             mine = self._owners[owner]

@@ -1,16 +1,14 @@
 """Session memory in a Redis server: every host that uses it shares it.
 
-Every key starts ``PREFIX sessions:``. A content is one string, ``blob:VERSION``, with the
-set of owners keeping it (``holders:VERSION``); ``lru`` orders the contents by last use (a
-content a kept step names from :data:`~ctxfs.core.sessions.base.STEP_BAND` on, after every
-other), ``bytes`` counts them, ``clock`` gives the uses their order. An owner's keys start
-``LENGTH:OWNER:`` (unambiguous): ``kept`` (its versions by last use, as ``lru``), ``counts``
-(a hash: its ``bytes`` kept, the last step ``numbered`` and checkpoint ``marked``),
-``steps`` and ``checkpoints`` (encoded, scored by number), ``names`` (the versions each step
-names, MessagePack by number) and ``named`` (how many kept steps name each); ``active``
-scores the owners by when a call last named them, ``releasing`` holds those whose contents
-go for idleness. Every change is one Lua script (atomic), which names its keys itself: a
-single server or primary, not a Redis Cluster.
+Every key starts ``PREFIX sessions:``. A content is one string, ``blob:VERSION``, with
+the set of owners keeping it (``holders:VERSION``); ``lru`` orders the contents by last
+use, ``bytes`` counts them, ``clock`` gives the uses their order. An owner's keys start
+``LENGTH:OWNER:`` (unambiguous): ``kept`` (its versions by last use), ``counts`` (a hash:
+its ``bytes`` kept, the last step ``numbered`` and checkpoint ``marked``), ``steps`` and
+``checkpoints`` (encoded, scored by number); ``active`` scores the owners by when a call
+last named them, ``releasing`` holds those whose contents go for idleness. Every change is
+one Lua script (atomic), which names its keys itself: a single server or primary, not a
+Redis Cluster.
 """
 
 from __future__ import annotations
@@ -31,14 +29,12 @@ from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES_PER_OWNER,
     DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
-    STEP_BAND,
     SWEEP_CONTENTS,
     Checkpoint,
     FileChange,
     SessionStore,
     Step,
     decoded,
-    named_versions,
 )
 from ctxfs.core.versions import Version
 
@@ -47,8 +43,8 @@ D = TypeVar("D")
 __all__ = ["RedisSessions"]
 
 _DAMAGED: Final = "Forget the owner's session (its steps are then gone)."
-_SHARED: Final = f"""
-local P, BAND = ARGV[1], {STEP_BAND}
+_SHARED: Final = """
+local P = ARGV[1]
 local function owned(who) return P .. #who .. ':' .. who .. ':' end
 local function drop_blob(v)
   local blob = P .. 'blob:' .. v
@@ -56,69 +52,26 @@ local function drop_blob(v)
   redis.call('DEL', blob, P .. 'holders:' .. v)
   redis.call('ZREM', P .. 'lru', v)
 end
-local function stepped(key, v)
-  local score = redis.call('ZSCORE', key, v)
-  return score and tonumber(score) >= BAND
-end
-local function unstep(key, v)
-  if stepped(key, v) then
-    local score = tonumber(redis.call('ZSCORE', key, v)) - 2 * BAND
-    redis.call('ZADD', key, string.format('%.0f', score), v)
-  end
-end
-local function unstep_if_unnamed(v)
-  if not stepped(P .. 'lru', v) then return end
-  for _, who in ipairs(redis.call('SMEMBERS', P .. 'holders:' .. v)) do
-    if stepped(owned(who) .. 'kept', v) then return end
-  end
-  unstep(P .. 'lru', v)
-end
 local function let_go(who, v)
   local o = owned(who)
   if redis.call('ZREM', o .. 'kept', v) == 1 then
     redis.call('HINCRBY', o .. 'counts', 'bytes', 0 - redis.call('STRLEN', P .. 'blob:' .. v))
   end
   redis.call('SREM', P .. 'holders:' .. v, who)
-  if redis.call('SCARD', P .. 'holders:' .. v) == 0 then drop_blob(v) else unstep_if_unnamed(v) end
-end
-local function use(key, v, tick, step)
-  if step or stepped(key, v) then tick = tick + BAND end
-  redis.call('ZADD', key, string.format('%.0f', tick), v)
-end
-local function name(owner, versions, by, tick)
-  local o = owned(owner)
-  for _, v in ipairs(versions) do
-    if redis.call('HINCRBY', o .. 'named', v, by) <= 0 then
-      redis.call('HDEL', o .. 'named', v)
-      unstep(o .. 'kept', v)
-      unstep_if_unnamed(v)
-    elseif by > 0 and redis.call('ZSCORE', o .. 'kept', v) then
-      use(o .. 'kept', v, tick, true)
-      if not stepped(P .. 'lru', v) then use(P .. 'lru', v, tick, true) end
-    end
-  end
-end
-local function unname(owner, number)
-  local o = owned(owner)
-  local packed = redis.call('HGET', o .. 'names', number)
-  if packed then
-    name(owner, cmsgpack.unpack(packed), -1, 0)
-    redis.call('HDEL', o .. 'names', number)
-  end
+  if redis.call('SCARD', P .. 'holders:' .. v) == 0 then drop_blob(v) end
 end
 local function keep(owner, v, data, most, most_owned)
   local o, blob = owned(owner), P .. 'blob:' .. v
-  local step = redis.call('HEXISTS', o .. 'named', v) == 1
   local tick = redis.call('INCR', P .. 'clock')
   if redis.call('EXISTS', blob) == 0 then
     redis.call('SET', blob, data)
     redis.call('INCRBY', P .. 'bytes', #data)
   end
-  use(P .. 'lru', v, tick, step)
+  redis.call('ZADD', P .. 'lru', tick, v)
   if redis.call('SADD', P .. 'holders:' .. v, owner) == 1 then
     redis.call('HINCRBY', o .. 'counts', 'bytes', redis.call('STRLEN', blob))
   end
-  use(o .. 'kept', v, tick, step)
+  redis.call('ZADD', o .. 'kept', tick, v)
   while tonumber(redis.call('HGET', o .. 'counts', 'bytes') or '0') > most_owned do
     local oldest = redis.call('ZRANGE', o .. 'kept', 0, 0)[1]
     if not oldest then redis.call('HSET', o .. 'counts', 'bytes', 0) break end
@@ -132,8 +85,7 @@ local function keep(owner, v, data, most, most_owned)
     end
     if redis.call('ZSCORE', P .. 'lru', oldest) then drop_blob(oldest) end
   end
-  if redis.call('ZSCORE', o .. 'kept', v) then return 1 end
-  return 0
+  return 1
 end
 """
 _KEEP: Final = """
@@ -145,37 +97,24 @@ if not redis.call('ZSCORE', o .. 'kept', v) then return false end
 local data = redis.call('GET', P .. 'blob:' .. v)
 if not data then return false end
 local tick = redis.call('INCR', P .. 'clock')
-use(o .. 'kept', v, tick, false)
-use(P .. 'lru', v, tick, false)
+redis.call('ZADD', o .. 'kept', tick, v)
+redis.call('ZADD', P .. 'lru', tick, v)
 return data
 """
 _RECORD: Final = """
-local versions, first = {}, 9 + tonumber(ARGV[8])
-for i = 9, first - 1 do versions[#versions + 1] = ARGV[i] end
-name(ARGV[2], versions, 1, redis.call('INCR', P .. 'clock'))
-for i = first, #ARGV, 2 do
+for i = 8, #ARGV, 2 do
   keep(ARGV[2], ARGV[i], ARGV[i + 1], tonumber(ARGV[6]), tonumber(ARGV[7]))
 end
 local o = owned(ARGV[2])
 local n = redis.call('HINCRBY', o .. 'counts', 'numbered', 1)
 local step = '{"number": ' .. n .. ', "at": ' .. ARGV[3] .. ', "changes": ' .. ARGV[4] .. '}'
 redis.call('ZADD', o .. 'steps', n, step)
-redis.call('HSET', o .. 'names', n, cmsgpack.pack(versions))
 local gone = redis.call('ZRANGE', o .. 'steps', 0, -tonumber(ARGV[5]) - 1, 'WITHSCORES')
 if #gone > 0 then
-  for i = 2, #gone, 2 do unname(ARGV[2], gone[i]) end
   redis.call('HSET', o .. 'counts', 'given_up', gone[#gone])
   redis.call('ZREMRANGEBYRANK', o .. 'steps', 0, -tonumber(ARGV[5]) - 1)
 end
 return n
-"""
-_DROP: Final = """
-local o = owned(ARGV[2])
-for i = 3, #ARGV do
-  unname(ARGV[2], ARGV[i])
-  redis.call('ZREMRANGEBYSCORE', o .. 'steps', ARGV[i], ARGV[i])
-end
-return 1
 """
 _MARK: Final = """
 local o = owned(ARGV[2])
@@ -191,8 +130,7 @@ _FORGET: Final = """
 local who = ARGV[2]
 local o = owned(who)
 for _, v in ipairs(redis.call('ZRANGE', o .. 'kept', 0, -1)) do let_go(who, v) end
-redis.call('DEL', o .. 'kept', o .. 'counts', o .. 'steps', o .. 'checkpoints', o .. 'named',
-  o .. 'names')
+redis.call('DEL', o .. 'kept', o .. 'counts', o .. 'steps', o .. 'checkpoints')
 redis.call('ZREM', P .. 'active', who)
 redis.call('SREM', P .. 'releasing', who)
 return 1
@@ -203,12 +141,7 @@ if not who then
   who = redis.call('ZRANGEBYSCORE', P .. 'active', '-inf', '(' .. ARGV[3], 'LIMIT', 0, 1)[1]
   if not who then return 0 end
   local o = owned(who)
-  local banded = string.format('%.0f', BAND)
-  for _, v in ipairs(redis.call('ZRANGEBYSCORE', o .. 'kept', banded, '+inf')) do
-    unstep(o .. 'kept', v)
-    unstep_if_unnamed(v)
-  end
-  redis.call('DEL', o .. 'steps', o .. 'checkpoints', o .. 'named', o .. 'names')
+  redis.call('DEL', o .. 'steps', o .. 'checkpoints')
   local numbered = redis.call('HGET', o .. 'counts', 'numbered')
   if numbered then redis.call('HSET', o .. 'counts', 'given_up', numbered) end
   redis.call('ZREM', P .. 'active', who)
@@ -287,7 +220,6 @@ class RedisSessions(SessionStore):
                 ("keep", _KEEP),
                 ("content", _CONTENT),
                 ("record", _RECORD),
-                ("drop", _DROP),
                 ("mark", _MARK),
                 ("forget", _FORGET),
                 ("forget_idle", _FORGET_IDLE),
@@ -300,7 +232,8 @@ class RedisSessions(SessionStore):
         if not self.fits(data):
             return False
         bounds = (self.max_bytes, self.max_bytes_per_owner)
-        return bool(await self._script("keep", owner, stored_bytes(version), data, *bounds))
+        await self._script("keep", owner, stored_bytes(version), data, *bounds)
+        return True
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`: one script (the use is recorded)."""
@@ -322,8 +255,7 @@ class RedisSessions(SessionStore):
         encoded = json.dumps([change.encode() for change in changes])
         kept = [x for v, data in contents if self.fits(data) for x in (stored_bytes(v), data)]
         bounds = (self.max_bytes, self.max_bytes_per_owner)
-        named = [stored_bytes(version) for version in named_versions(changes)]
-        args = (json.dumps(at), encoded, self.max_steps, *bounds, len(named), *named, *kept)
+        args = (json.dumps(at), encoded, self.max_steps, *bounds, *kept)
         number = await self._script("record", owner, *args)
         return Step(number=int(number), changes=changes, at=at)
 
@@ -346,10 +278,18 @@ class RedisSessions(SessionStore):
         return 0 if given_up is None else int(given_up)
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
-        """See :meth:`SessionStore.drop_steps`: one script."""
+        """See :meth:`SessionStore.drop_steps`: one ``MULTI``/``EXEC`` transaction."""
         await self.active(owner)
-        if numbers:
-            await self._script("drop", owner, *numbers)
+        if not numbers:
+            return
+        name = self._owned(owner, b"steps")
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                for number in numbers:
+                    pipe.zremrangebyscore(name, number, number)
+                await pipe.execute()
+        except RedisError as error:
+            raise self._unavailable(error) from error
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`: one script."""

@@ -1,24 +1,20 @@
 """Session memory in a SQLite file: it survives restarts, and a host's processes share it.
 
-Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size and last use,
-apart so that a use rewrites no content), ``kept`` (the versions kept for each owner, with
-their last use), ``owners`` (an owner's bytes and steps kept, and the last step and
-checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
-``checkpoints`` (encoded, by owner and number), ``named`` (how many of an owner's kept steps
-name each version), ``active`` (when a call last named an owner; -1 while its contents go
-for idleness, none once they went). The last use is one clock for the whole file: one past
-the newest blob's; a use of a content a kept step names counts from
-:data:`~ctxfs.core.sessions.base.STEP_BAND` (for the owner, and for the blob while an owner
-keeps it so), so that each is given up after every other. Each call is one transaction,
-after :meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
+Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size and last
+use, apart so that a use rewrites no content), ``kept`` (the versions kept for each
+owner, with their last use), ``owners`` (an owner's bytes and steps kept, and the last
+step and checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
+``checkpoints`` (encoded, by owner and number), ``active`` (when a call last named an
+owner; -1 while its contents go for idleness, none once they went). The last use is one
+clock for the whole file: one past the newest blob's. Each call is one transaction, after
+:meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Final, TypeVar
@@ -30,7 +26,6 @@ from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES_PER_OWNER,
     DEFAULT_MAX_IDLE_DAYS,
     DEFAULT_MAX_STEPS,
-    STEP_BAND,
     SWEEP_CONTENTS,
     Checkpoint,
     FileChange,
@@ -71,10 +66,6 @@ _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS checkpoints (
         owner BLOB NOT NULL, number INTEGER NOT NULL, checkpoint TEXT NOT NULL,
         PRIMARY KEY (owner, number)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS named (
-        owner BLOB NOT NULL, version BLOB NOT NULL, steps INTEGER NOT NULL,
-        PRIMARY KEY (owner, version)
     ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS active (owner BLOB PRIMARY KEY, at REAL) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS active_by_time ON active (at)",
@@ -152,7 +143,8 @@ class SqliteSessions(SessionStore):
         if not self.fits(data):
             return False
         call = partial(self._keep, stored_owner(owner), stored_bytes(version), data)
-        return await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
+        await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
+        return True
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`: one transaction, in a worker thread."""
@@ -237,13 +229,12 @@ class SqliteSessions(SessionStore):
         """Close the connections, blocking (see :meth:`aclose`)."""
         self._file.close()
 
-    def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> bool:
+    def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
         with immediate(db):
             db.execute(_NEW_OWNER, (owner,))
             db.execute(_CALLED, (owner, self.clock()))
             _keep_in(db, owner, version, data, _tick(db))
             self._bound(db, owner)
-            return db.execute(_KEPT, (owner, version)).fetchone() is not None
 
     def _record(
         self,
@@ -256,12 +247,11 @@ class SqliteSessions(SessionStore):
         with immediate(db):
             number, kept_steps = db.execute(_NEXT_STEP, (owner,)).fetchone()
             db.execute(_CALLED, (owner, self.clock()))
-            step = Step(number=number, changes=changes, at=at)
-            tick = _tick(db)
-            _name(db, owner, [step], by=1, tick=tick)
+            tick = _tick(db) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
             self._bound(db, owner)
+            step = Step(number=number, changes=changes, at=at)
             db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, number, step.encode()))
             if kept_steps > self.max_steps:
                 _give_up_steps(db, owner, kept_steps - self.max_steps)
@@ -291,10 +281,7 @@ class SqliteSessions(SessionStore):
         return f"SqliteSessions({str(self.path)!r})"
 
 
-_BANDED: Final = f"? + max(used >= {STEP_BAND}, ?) * {STEP_BAND}"
-"""A use at a tick (the first ``?``), in the band of contents kept with a step if the row was
-already or the second ``?`` is true."""
-_TOUCH: Final = f"UPDATE kept SET used = {_BANDED} WHERE owner = ? AND version = ?"
+_TOUCH: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
 _ADD_BYTES: Final = "UPDATE owners SET kept_bytes = kept_bytes + ? WHERE owner = ?"
 _NEW_OWNER: Final = "INSERT OR IGNORE INTO owners (owner) VALUES (?)"
 _ACTIVE: Final = (
@@ -310,44 +297,29 @@ _NEXT_STEP: Final = (
     "DO UPDATE SET numbered = numbered + 1, steps = steps + 1 RETURNING numbered, steps"
 )
 _NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?)"
-_USE_BLOB: Final = f"UPDATE uses SET used = {_BANDED} WHERE version = ? RETURNING size"
+_USE_BLOB: Final = "UPDATE uses SET used = ? WHERE version = ? RETURNING size"
 _NEW_KEPT: Final = "INSERT INTO kept VALUES (?, ?, ?)"
-_KEPT: Final = "SELECT 1 FROM kept WHERE owner = ? AND version = ?"
-_STEPPED: Final = f"owner = ? AND version = ? AND used >= {STEP_BAND}"
-_TOUCH_ROW: Final = "UPDATE kept SET used = ? WHERE owner = ? AND version = ?"
-_NAMING: Final = (
-    "INSERT INTO named VALUES (?, ?, ?) ON CONFLICT (owner, version) "
-    "DO UPDATE SET steps = steps + excluded.steps RETURNING steps"
-)
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
 
 
 def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int) -> None:
     """Keep *data* for *owner* (whose row exists) as used at *tick*, the bounds not yet kept.
 
-    Inside the caller's transaction; *tick* is above every use in the file. A version a kept
-    step of *owner* names is kept for the steps.
+    Inside the caller's transaction; *tick* is above every use in the file.
     """
-    named = db.execute("SELECT 1 FROM named WHERE owner = ? AND version = ?", (owner, version))
-    step = named.fetchone() is not None
-    used = db.execute(_USE_BLOB, (tick, step, version)).fetchone()
-    banded = tick + step * STEP_BAND
+    used = db.execute(_USE_BLOB, (tick, version)).fetchone()
     if used is None:
         db.execute(_NEW_BLOB, (version, data))
-        db.execute("INSERT INTO uses VALUES (?, ?, ?)", (version, len(data), banded))
+        db.execute("INSERT INTO uses VALUES (?, ?, ?)", (version, len(data), tick))
         db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
-    if not db.execute(_TOUCH, (tick, step, owner, version)).rowcount:
-        db.execute(_NEW_KEPT, (owner, version, banded))
+    if not db.execute(_TOUCH, (tick, owner, version)).rowcount:
+        db.execute(_NEW_KEPT, (owner, version, tick))
         db.execute(_ADD_BYTES, (len(data) if used is None else used[0], owner))
 
 
 def _tick(db: sqlite3.Connection) -> int:
     """The file's clock: one past the last use of any blob (every use touches its blob)."""
-    query = (
-        f"SELECT max(coalesce((SELECT max(used) FROM uses WHERE used < {STEP_BAND}), 0), "
-        f"coalesce((SELECT max(used) FROM uses), 0) - {STEP_BAND}) + 1"
-    )
-    return int(db.execute(query).fetchone()[0])
+    return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM uses").fetchone()[0])
 
 
 def _counted(db: sqlite3.Connection, owner: bytes, column: str) -> int:
@@ -362,48 +334,6 @@ def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
     db.execute("DELETE FROM kept WHERE owner = ? AND version = ?", (owner, version))
     db.execute(_ADD_BYTES, (-size, owner))
     _drop_if_unheld(db, version)
-    _unstep_if_unnamed(db, version)
-
-
-def _name(
-    db: sqlite3.Connection, owner: bytes, steps: Iterable[Step], *, by: int, tick: int = 0
-) -> None:
-    """Count *steps* (kept: *by* 1, used at *tick*; gone: -1) in what *owner*'s steps name.
-
-    A version no longer named becomes the least recent of the reads'.
-    """
-    for step in steps:
-        for version in map(stored_bytes, step.versions()):
-            (count,) = db.execute(_NAMING, (owner, version, by)).fetchone()
-            if count <= 0:
-                db.execute("DELETE FROM named WHERE owner = ? AND version = ?", (owner, version))
-                query = f"UPDATE kept SET used = used - {2 * STEP_BAND} WHERE {_STEPPED}"
-                db.execute(query, (owner, version))
-                _unstep_if_unnamed(db, version)
-            elif by > 0 and db.execute(_KEPT, (owner, version)).fetchone() is not None:
-                banded = tick + STEP_BAND
-                db.execute(f"{_TOUCH_ROW} AND used < {STEP_BAND}", (banded, owner, version))
-                query = f"UPDATE uses SET used = ? WHERE version = ? AND used < {STEP_BAND}"
-                db.execute(query, (banded, version))
-
-
-def _unstep_if_unnamed(db: sqlite3.Connection, version: bytes) -> None:
-    """Make *version*'s blob the least recent of the reads' if no owner keeps it for a step."""
-    db.execute(
-        f"UPDATE uses SET used = used - {2 * STEP_BAND} WHERE version = ?1 "
-        f"AND used >= {STEP_BAND} AND NOT EXISTS "
-        f"(SELECT 1 FROM kept WHERE version = ?1 AND used >= {STEP_BAND})",
-        (version,),
-    )
-
-
-def _named_steps(db: sqlite3.Connection, query: str, args: Sequence[object]) -> list[Step]:
-    """The steps *query* selects (their text), less any damaged one (what it named stays so)."""
-    steps = []
-    for (text,) in db.execute(query, args).fetchall():
-        with suppress(ValueError):
-            steps.append(Step.decode(text))
-    return steps
 
 
 def _drop_if_unheld(db: sqlite3.Connection, version: bytes) -> None:
@@ -421,8 +351,8 @@ def _content(owner: bytes, version: bytes, db: sqlite3.Connection) -> bytes | No
         if held.fetchone() is None:
             return None
         tick = _tick(db)
-        db.execute(_TOUCH, (tick, False, owner, version))
-        db.execute(f"UPDATE uses SET used = {_BANDED} WHERE version = ?", (tick, False, version))
+        db.execute(_TOUCH, (tick, owner, version))
+        db.execute("UPDATE uses SET used = ? WHERE version = ?", (tick, version))
         row = db.execute("SELECT data FROM blobs WHERE version = ?", (version,)).fetchone()
         return None if row is None else bytes(row[0])
 
@@ -453,8 +383,6 @@ def _give_up_steps(db: sqlite3.Connection, owner: bytes, excess: int) -> None:
         "SELECT number FROM steps WHERE owner = ? ORDER BY number LIMIT 1 OFFSET ?",
         (owner, excess - 1),
     ).fetchone()
-    query = "SELECT step FROM steps WHERE owner = ? AND number <= ?"
-    _name(db, owner, _named_steps(db, query, (owner, last)), by=-1)
     db.execute("DELETE FROM steps WHERE owner = ? AND number <= ?", (owner, last))
     query = "UPDATE owners SET given_up = ?, steps = steps - ? WHERE owner = ?"
     db.execute(query, (last, excess, owner))
@@ -462,9 +390,6 @@ def _give_up_steps(db: sqlite3.Connection, owner: bytes, excess: int) -> None:
 
 def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> None:
     with immediate(db):
-        query = "SELECT step FROM steps WHERE owner = ? AND number = ?"
-        for number in numbers:
-            _name(db, owner, _named_steps(db, query, (owner, number)), by=-1)
         dropped = db.executemany(
             "DELETE FROM steps WHERE owner = ? AND number = ?", [(owner, n) for n in numbers]
         ).rowcount
@@ -477,7 +402,7 @@ def _forget(owner: bytes, db: sqlite3.Connection) -> None:
             "SELECT version FROM kept WHERE owner = ?", (owner,)
         ).fetchall():
             _let_go(db, owner, version)
-        for table in ("owners", "steps", "checkpoints", "named", "active"):
+        for table in ("owners", "steps", "checkpoints", "active"):
             db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
 
 
@@ -506,7 +431,6 @@ def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
         if _counted(db, owner, "steps") > SWEEP_STEPS:
             _give_up_steps(db, owner, SWEEP_STEPS)
             return True
-        _name(db, owner, _named_steps(db, "SELECT step FROM steps WHERE owner = ?", row), by=-1)
         db.execute("DELETE FROM steps WHERE owner = ?", row)
         db.execute("UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ?", row)
         if _let_go_some(db, owner):  # all gone: only its numbering stays, if any
