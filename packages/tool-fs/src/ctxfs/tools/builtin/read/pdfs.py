@@ -228,8 +228,9 @@ def _page_text(reader: PdfReader, number: int, file: _TimedFile) -> tuple[str, s
         with apply_configuration(stream_parsing_work_maximum_count=MAX_CONTENT_TOKENS):
             page = reader.pages[number - 1]
             contents = page.get_contents()
+            # a drawing or a scan (no text operator): nothing to parse
             drawn = contents is None or _TEXT_OPERATOR.search(contents.get_data()) is None
-            text = "" if drawn else page.extract_text(visitor_operand_before=meter)  # (a scan)
+            text = "" if drawn else page.extract_text(visitor_operand_before=meter)
     except _Stopped:
         return "", "time"
     except LimitReachedError:  # (in a form, pypdf leaves the form out and goes on)
