@@ -223,14 +223,13 @@ def _page_text(reader: PdfReader, number: int, file: _TimedFile) -> tuple[str, s
     from pypdf import apply_configuration  # noqa: PLC0415 - loaded by the first PDF read
     from pypdf.errors import LimitReachedError  # noqa: PLC0415
 
-    meter = _Meter(file.deadline)
     try:
         with apply_configuration(stream_parsing_work_maximum_count=MAX_CONTENT_TOKENS):
             page = reader.pages[number - 1]
             contents = page.get_contents()
             # a drawing or a scan (no text operator): nothing to parse
             drawn = contents is None or _TEXT_OPERATOR.search(contents.get_data()) is None
-            text = "" if drawn else page.extract_text(visitor_operand_before=meter)
+            text = "" if drawn else page.extract_text(visitor_operand_before=file.meter)
     except _Stopped:
         return "", "time"
     except LimitReachedError:  # (in a form, pypdf leaves the form out and goes on)
@@ -240,7 +239,7 @@ def _page_text(reader: PdfReader, number: int, file: _TimedFile) -> tuple[str, s
             return "", "time"
         return f"(the text of this page could not be extracted: {bad})", None
     # pypdf goes on past a stopped read, with what it had read
-    return ("", "time") if meter.stopped or file.late else (text, None)
+    return ("", "time") if file.late else (text, None)
 
 
 class _Stopped(Exception):
@@ -251,9 +250,10 @@ class _TimedFile(io.BytesIO):
     """The PDF's bytes, as pypdf reads them: past :attr:`deadline`, a read raises ``_Stopped``.
 
     pypdf reads them to open the PDF, then to load each page's objects. The clock is
-    looked at every :data:`_READS_PER_LOOK` reads, and at each copy of the whole (pypdf's
-    search of a damaged file). Once stopped, every read is (pypdf goes on past many
-    errors), and :attr:`late` says so.
+    looked at every :data:`_READS_PER_LOOK` reads, at each copy of the whole (pypdf's
+    search of a damaged file), and at each operation of a page's text (:meth:`meter`).
+    Once stopped, every read and operation is (pypdf goes on past many errors: a form's
+    extraction swallows the exception), and :attr:`late` says so.
     """
 
     def __init__(self, data: bytes, *, seconds: float) -> None:
@@ -283,23 +283,13 @@ class _TimedFile(io.BytesIO):
         self._look()
         return super().getbuffer()
 
+    def meter(self, operator: object, operands: object, cm: object, tm: object) -> None:
+        """Stop a page once past the deadline (pypdf's visitor of its operations)."""
+        self._look()
+
     def _look(self) -> None:
         self.late = self.late or time.monotonic() > self.deadline
         self.raise_if_late()
-
-
-class _Meter:
-    """pypdf's visitor of a page's operations: stops the page once past the deadline."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.stopped = False
-
-    def __call__(self, operator: object, operands: object, cm: object, tm: object) -> None:
-        # A form's extraction swallows the exception; the page's next operation raises it again.
-        self.stopped = self.stopped or time.monotonic() > self.deadline
-        if self.stopped:
-            raise _Stopped
 
 
 def _cut(block: str, max_chars: int) -> str:
