@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
 import anyio.lowlevel
@@ -103,14 +104,17 @@ def s3_bucket() -> str:
     return S3.create_bucket()
 
 
-def make_place(request: pytest.FixtureRequest, tmp_path: Path, backend: str, store: str) -> Place:
+def make_place(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str, store: str, **bounds: Any
+) -> Place:
+    """The place of *backend* and *store*; the store with the *bounds* given (its defaults else)."""
     sessions: SessionStore | str
     if store == "memory":
-        sessions = MemorySessions()
+        sessions = MemorySessions(**bounds)
     elif store == "sqlite":
-        sessions = f"sqlite:///{tmp_path}/sessions.db"
+        sessions = f"sqlite:///{tmp_path}/sessions.db?{urlencode(bounds)}"
     else:
-        sessions = str(request.getfixturevalue("redis_url"))
+        sessions = f"{request.getfixturevalue('redis_url')}&{urlencode(bounds)}"
     if backend == "memory":
         return Place(f"memory://sm-{uuid.uuid4().hex}", sessions, backend=backend, store=store)
     if backend == "local":
@@ -456,6 +460,26 @@ async def test_undo_puts_back_every_byte(fs: Fs) -> None:
 
     await a.edit("crlf.txt", "first", "1st")  # the undo's result counts as seen
     assert await raw(fs, "crlf.txt") == b"1st\r\nsecond\r\nthird\r\n"
+
+
+async def test_reads_past_the_bound_leave_what_an_undo_needs(
+    place: Place, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # 1 KB files in a bound of 8 KB: the twenty reads after the edits push out only reads.
+    (tmp_path / "small").mkdir()
+    bound = {"max_bytes_per_owner": 8_000}
+    small = make_place(request, tmp_path / "small", place.backend, place.store, **bound)
+    files = {f"f{n}.txt": numbered(100, f"f{n}").encode()[:1_000] for n in range(22)}
+    async with small.open() as fs:
+        await seed(fs, files)
+        a = fs.context(owner=A).fs
+        for path in ("f0.txt", "f1.txt"):
+            await a.read(path)
+            await a.edit(path, f"{path[:-4]} 7\n", "seven\n")
+        for n in range(2, 22):
+            await a.read(f"f{n}.txt")
+        assert (await a.undo(2)).steps == (2, 1)
+        assert await snapshot(fs, files) == files
 
 
 async def test_undo_after_a_partial_read_puts_back_the_file(fs: Fs) -> None:

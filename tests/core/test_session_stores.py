@@ -259,6 +259,75 @@ async def test_a_steps_contents_are_kept_in_their_order(opener: Opener) -> None:
     assert [await store.content("a", v) is not None for v in (v4, V3, V2)] == [False, True, True]
 
 
+def step(path: str, after: Version | None, before: Version | None = None) -> FileChange:
+    return FileChange(path=path, key=f"k{path}", kind="edit", before=before, after=after)
+
+
+async def kept(store: SessionStore, owner: str, versions: list[Version]) -> list[bool]:
+    """Whether each of *versions* is kept for *owner* (each a use, in order)."""
+    return [await store.content(owner, version) is not None for version in versions]
+
+
+async def test_what_a_kept_step_names_goes_after_all_its_owners_reads(opener: Opener) -> None:
+    store = opener(max_bytes_per_owner=100)
+    twenty, v4, v5 = b"r" * 20, Version("xxh3:4"), Version("xxh3:5")
+    assert await store.keep("a", V3, twenty)  # a read, the least recent
+    contents = [(V1, FORTY), (V2, FORTY)]
+    await store.record("a", [step("f", V2, V1)], at=1.0, contents=contents)
+    assert await store.keep("a", v4, twenty)  # 120 bytes: the older read goes
+    assert not await store.keep("a", v5, FORTY)  # v4, then v5 itself: the rest is named
+    assert await kept(store, "a", [V3, v4, v5, V1, V2]) == [False, False, False, True, True]
+    await store.keep("b", V1, FORTY)  # the same content read by another owner: not named
+    await store.keep("b", v4, FORTY)
+    await store.keep("b", v5, FORTY)
+    assert await kept(store, "b", [V1, v4, v5]) == [False, True, True]
+
+
+async def test_a_step_names_the_reference_kept_for_a_version_too(opener: Opener) -> None:
+    store = opener(max_bytes_per_owner=100)
+    reference = reference_entry("a", V1, "p" * 40)
+    await store.record("a", [step("f", V1)], at=1.0, contents=[reference])
+    await store.keep("a", V2, FORTY)
+    await store.keep("a", V3, FORTY)  # 120 bytes: the read V2 goes, not the reference
+    assert await store.reference("a", V1) == "p" * 40
+    assert await kept(store, "a", [V2, V3]) == [False, True]
+
+
+async def test_contents_no_kept_step_names_rank_with_the_reads_by_their_last_use(
+    opener: Opener,
+) -> None:
+    store = opener(max_bytes_per_owner=100, max_steps=2)
+    v4 = Version("xxh3:4")
+    await store.record("a", [step("f", V1)], at=1.0, contents=[(V1, b"1" * 30)])  # step 1
+    await store.record("a", [step("f", V2, V1)], at=2.0, contents=[(V2, b"2" * 30)])  # 2
+    await store.drop_steps("a", [2, 2])  # undone (a number twice): V1 is still step 1's
+    await store.keep("a", V3, b"3" * 30)
+    await store.keep("a", v4, b"4" * 30)  # 120 bytes: V2 (used before V3) goes, not V1
+    assert await kept(store, "a", [V2, V1, V3, v4]) == [False, True, True, True]
+    for n in (3, 4):  # V1's step is given up (two steps are kept)
+        await store.record("a", [step(f"g{n}", None)], at=float(n))
+    assert [s.number for s in await store.steps("a")] == [3, 4]
+    await store.keep("a", V2, b"2" * 30)  # 120 bytes again: V1, the least recent, goes
+    assert await kept(store, "a", [V1, V3, v4, V2]) == [False, True, True, True]
+
+
+async def test_an_owner_forgotten_or_idle_starts_again_with_nothing_named(opener: Opener) -> None:
+    clock = Clock()
+    store = opener(clock, max_bytes_per_owner=100, max_idle_days=1)
+    for owner in ("forgotten", "idle"):
+        await store.record(owner, [step("f", V1)], at=1.0, contents=[(V1, FORTY)])
+    await store.forget_owner("forgotten")
+    clock.now += 2 * DAY
+    while await store.forget_idle(clock.now - DAY):
+        pass
+    for owner in ("forgotten", "idle"):
+        assert await store.steps(owner) == []
+        await store.keep(owner, V1, FORTY)  # a read now, V1 no longer named
+        await store.keep(owner, V2, FORTY)
+        await store.keep(owner, V3, FORTY)
+        assert await kept(store, owner, [V1, V2, V3]) == [False, True, True]
+
+
 @pytest.mark.parametrize("opener", ["sqlite", "redis"], indirect=True)
 async def test_smaller_bounds_given_at_reopening_hold_from_the_next_call(opener: Opener) -> None:
     store = opener()

@@ -170,6 +170,27 @@ async def test_undo_puts_back_every_byte_read_back_from_the_bucket(
     assert await raw(fs, "crlf.txt") == b"1st\r\nsecond\r\nthird\r\n"
 
 
+async def test_reads_past_the_bound_leave_the_references_an_undo_needs(
+    server: Server, versioned_url: str
+) -> None:
+    # References of 7 bytes (a path) in a bound of 70: twenty reads push out only reads.
+    store = MemorySessions(max_bytes_per_owner=70)
+    options = {"sessions": store, "load_entrypoints": False, **server.options}
+    async with open_fs(versioned_url, **options) as fs:
+        files = {f"f{n:02}.txt": b"file %d\n" % n for n in range(22)}
+        for path, data in files.items():
+            await fs.backend.write(path, data, expect=None)
+        a = fs.context(owner=A).fs
+        for path in ("f00.txt", "f01.txt"):
+            await a.read(path)
+            await a.edit(path, "file", "edited")
+        for n in range(2, 22):
+            await a.read(f"f{n:02}.txt")
+        assert store.kept_bytes <= 70
+        assert (await a.undo(2)).steps == (2, 1)
+        assert {path: await raw(fs, path) for path in files} == files
+
+
 # S3 only: fake-gcs-server deletes the live object whatever generation a delete names.
 @pytest.mark.parametrize("server", ["s3"], indirect=True)
 async def test_a_version_gone_from_the_bucket_is_no_longer_kept(fs: Fs) -> None:

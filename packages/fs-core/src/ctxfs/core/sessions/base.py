@@ -27,6 +27,7 @@ __all__ = [
     "Step",
     "decoded",
     "reference_entry",
+    "step_names",
 ]
 
 T = TypeVar("T")
@@ -196,9 +197,11 @@ class SessionStore(ABC):
     version that owner was given to keep (a read, its own change), so no owner
     reads another's through the store. Contents are bounded per owner and in
     all (:attr:`max_bytes_per_owner`, :attr:`max_bytes`), the least recently
-    used given up first; steps are bounded per owner (:attr:`max_steps`), the
-    oldest given up first. An owner no call has named for :attr:`max_idle_days`
-    (an agent long gone) has its contents, steps and checkpoints given up; its
+    used given up first; within its own bound, an owner gives up the contents
+    its kept steps name (:func:`step_names`, what an undo puts back) only after
+    all its others. Steps are bounded per owner (:attr:`max_steps`), the oldest
+    given up first. An owner no call has named for :attr:`max_idle_days` (an
+    agent long gone) has its contents, steps and checkpoints given up; its
     numbering goes on, so no step number or checkpoint id it was given is given
     again. What was given up is gone: the store never guesses.
     Implementations make each call atomic against every other user of the
@@ -297,7 +300,8 @@ class SessionStore(ABC):
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """Keep *data*, the content of *version*, for *owner* (again: it becomes the most recent).
 
-        Returns False when the store gives it up at once (larger than a bound).
+        Returns False when the store gives it up at once (larger than a bound, or the
+        owner's bound filled by contents its steps name).
 
         Raises:
             Unavailable: The store cannot be reached or written.
@@ -341,10 +345,11 @@ class SessionStore(ABC):
     ) -> Step:
         """Append a step of *changes* made at *at* to *owner*'s history; return it.
 
-        First keeps each ``(version, data)`` of *contents* for *owner* as :meth:`keep`
+        Also keeps each ``(version, data)`` of *contents* for *owner* as :meth:`keep`
         does, in order (the last becomes the most recent; one larger than a bound is
         not kept), all in the same atomic call: a committed change costs the store
-        one round trip.
+        one round trip. The bounds hold again once the step names its contents and
+        the steps beyond :attr:`max_steps` are given up.
 
         Raises:
             Unavailable: The store cannot be reached or written.
@@ -426,6 +431,20 @@ def reference_entry(owner: str, version: Version, path: str) -> tuple[Version, b
     """
     key = Version(f"\0ref\0{len(owner)}:{owner}\0{version}")
     return key, path.encode("utf-8", "surrogateescape")
+
+
+def step_names(owner: str, changes: Iterable[FileChange]) -> tuple[Version, ...]:
+    """The contents a step of *owner* with *changes* names, each once, in order.
+
+    Each version a change held before and after, and its :func:`reference_entry`:
+    whichever of them is kept, an undo of the step needs it.
+    """
+    named: dict[Version, None] = {}
+    for change in changes:
+        for version in (change.before, change.after):
+            if version is not None:
+                named[version] = named[reference_entry(owner, version, "")[0]] = None
+    return tuple(named)
 
 
 def decoded(decode: Callable[[T], D], texts: Iterable[T], *, store: str, hint: str) -> list[D]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from heapq import heapify, heappop, heappush
+from itertools import count, islice
 
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
@@ -19,6 +20,7 @@ from ctxfs.core.sessions.base import (
     FileChange,
     SessionStore,
     Step,
+    step_names,
 )
 from ctxfs.core.versions import Version
 
@@ -27,8 +29,14 @@ __all__ = ["MemorySessions"]
 
 @dataclass
 class _Owner:
-    kept: OrderedDict[Version, int] = field(default_factory=OrderedDict)
-    """The versions kept for the owner and their sizes, least recently used first."""
+    owner: str
+    kept: dict[Version, tuple[int, int]] = field(default_factory=dict)
+    """The versions kept for the owner: their sizes and last uses."""
+    order: list[tuple[bool, int, Version]] = field(default_factory=list)
+    """A heap of (named, last use, version), the next to give up first; a stale entry is
+    skipped (its version gone, used again, or named or unnamed since)."""
+    names: dict[Version, int] = field(default_factory=dict)
+    """How many of the owner's kept steps name each version (:func:`step_names`)."""
     kept_bytes: int = 0
     steps: list[Step] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
@@ -40,6 +48,46 @@ class _Owner:
     """The last checkpoint number given."""
     releasing: bool = False
     """Whether its history was given up for idleness and its contents are going."""
+
+    def use(self, version: Version, size: int, tick: int) -> None:
+        """Note *version*, of *size* bytes, as kept and used at *tick*."""
+        self.kept[version] = (size, tick)
+        self._order(version)
+        if len(self.order) > 2 * len(self.kept) + 64:  # (mostly stale entries)
+            self.reorder()
+
+    def reorder(self) -> None:
+        """Rebuild :attr:`order` from what is kept (after :attr:`names` changed wholesale)."""
+        self.order = [(v in self.names, used, v) for v, (_, used) in self.kept.items()]
+        heapify(self.order)
+
+    def name(self, steps: Iterable[Step], by: int) -> None:
+        """Count the versions *steps* name *by* more (1: recorded; -1: dropped, given up)."""
+        for step in steps:
+            for version in step_names(self.owner, step.changes):
+                named = self.names.get(version, 0) + by
+                if named > 0:
+                    self.names[version] = named
+                else:
+                    del self.names[version]
+                if (named > 0) != (named - by > 0):
+                    self._order(version)
+
+    def next_to_go(self) -> Version:
+        """The version to give up first (some is kept)."""
+        while True:
+            named, used, version = self.order[0]
+            if version in self.kept and (named, used) == (
+                version in self.names,
+                self.kept[version][1],
+            ):
+                return version
+            heappop(self.order)
+
+    def _order(self, version: Version) -> None:
+        kept = self.kept.get(version)
+        if kept is not None:
+            heappush(self.order, (version in self.names, kept[1], version))
 
 
 class MemorySessions(SessionStore):
@@ -73,6 +121,7 @@ class MemorySessions(SessionStore):
         self._blobs: OrderedDict[Version, bytes] = OrderedDict()  # least recently used first
         self._holders: dict[Version, set[str]] = {}
         self._bytes = 0
+        self._clock = count()  # (the order of uses)
         self._by_activity: OrderedDict[str, float] = OrderedDict()  # least recent first
         self._releasing: str | None = None
 
@@ -85,12 +134,15 @@ class MemorySessions(SessionStore):
         """See :meth:`SessionStore.keep`."""
         await self.active(owner)
         with self._lock:
-            return self._keep(owner, version, data)
+            if not self.fits(data):
+                return False
+            self._keep(owner, version, data)
+            self._bound(owner)
+            return version in self._owners[owner].kept
 
-    def _keep(self, owner: str, version: Version, data: bytes) -> bool:
-        if not self.fits(data):
-            return False
-        mine = self._owners.setdefault(owner, _Owner())
+    def _keep(self, owner: str, version: Version, data: bytes) -> None:
+        """Keep *data* for *owner* as its most recent, the bounds not yet held."""
+        mine = self._owner(owner)
         if version not in self._blobs:
             self._blobs[version] = data
             self._holders[version] = set()
@@ -99,19 +151,27 @@ class MemorySessions(SessionStore):
         if owner not in self._holders[version]:
             self._holders[version].add(owner)
             mine.kept_bytes += len(data)
-        mine.kept[version] = len(data)
-        mine.kept.move_to_end(version)
+        mine.use(version, len(data), next(self._clock))
+
+    def _bound(self, owner: str) -> None:
+        """Give up contents until *owner*'s bound and the store's hold."""
+        mine = self._owners[owner]
         while mine.kept_bytes > self.max_bytes_per_owner:
-            self._let_go(owner, next(iter(mine.kept)))
+            self._let_go(owner, mine.next_to_go())
         while self._bytes > self.max_bytes:
             oldest = next(iter(self._blobs))
             for holder in list(self._holders[oldest]):
                 self._let_go(holder, oldest)
-        return True
+
+    def _owner(self, owner: str) -> _Owner:
+        mine = self._owners.get(owner)
+        if mine is None:
+            mine = self._owners[owner] = _Owner(owner)
+        return mine
 
     def _let_go(self, owner: str, version: Version) -> None:
         mine = self._owners[owner]
-        mine.kept_bytes -= mine.kept.pop(version)
+        mine.kept_bytes -= mine.kept.pop(version)[0]
         holders = self._holders[version]
         holders.discard(owner)
         if not holders:
@@ -125,7 +185,7 @@ class MemorySessions(SessionStore):
             mine = self._owners.get(owner)
             if mine is None or version not in mine.kept:
                 return None
-            mine.kept.move_to_end(version)
+            mine.use(version, mine.kept[version][0], next(self._clock))
             self._blobs.move_to_end(version)
             return self._blobs[version]
 
@@ -140,16 +200,20 @@ class MemorySessions(SessionStore):
         """See :meth:`SessionStore.record`."""
         await self.active(owner)
         with self._lock:
-            for version, data in contents:
-                self._keep(owner, version, data)
-            mine = self._owners.setdefault(owner, _Owner())
+            mine = self._owner(owner)
             mine.numbered += 1
             step = Step(number=mine.numbered, changes=tuple(changes), at=at)
             mine.steps.append(step)
+            mine.name([step], 1)
+            for version, data in contents:
+                if self.fits(data):
+                    self._keep(owner, version, data)
             excess = max(0, len(mine.steps) - self.max_steps)
             if excess:
                 mine.given_up = mine.steps[excess - 1].number
+                mine.name(mine.steps[:excess], -1)
                 del mine.steps[:excess]
+            self._bound(owner)
             return step
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
@@ -173,13 +237,14 @@ class MemorySessions(SessionStore):
         with self._lock:
             mine = self._owners.get(owner)
             if mine is not None:
+                mine.name([step for step in mine.steps if step.number in dropped], -1)
                 mine.steps = [step for step in mine.steps if step.number not in dropped]
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`."""
         await self.active(owner)
         with self._lock:
-            mine = self._owners.setdefault(owner, _Owner())
+            mine = self._owner(owner)
             mine.marked += 1
             checkpoint = Checkpoint(
                 id=Checkpoint.id_of(mine.marked), label=label, step=mine.numbered, at=at
@@ -212,7 +277,7 @@ class MemorySessions(SessionStore):
     async def note_active(self, owner: str, at: float) -> None:
         """See :meth:`SessionStore.note_active`."""
         with self._lock:
-            self._owners.setdefault(owner, _Owner()).releasing = False
+            self._owner(owner).releasing = False
             self._by_activity[owner] = at
             self._by_activity.move_to_end(owner)
 
@@ -226,7 +291,8 @@ class MemorySessions(SessionStore):
                     return False
                 del self._by_activity[owner]
                 mine = self._owners[owner]
-                mine.steps, mine.checkpoints = [], []
+                mine.steps, mine.checkpoints, mine.names = [], [], {}
+                mine.reorder()
                 mine.given_up, mine.releasing, self._releasing = mine.numbered, True, owner
             mine = self._owners[owner]
             for version in list(islice(mine.kept, SWEEP_CONTENTS)):

@@ -3,9 +3,11 @@
 Every key starts ``PREFIX sessions:``. A content is one string, ``blob:VERSION``, with
 the set of owners keeping it (``holders:VERSION``); ``lru`` orders the contents by last
 use, ``bytes`` counts them, ``clock`` gives the uses their order. An owner's keys start
-``LENGTH:OWNER:`` (unambiguous): ``kept`` (its versions by last use), ``counts`` (a hash:
-its ``bytes`` kept, the last step ``numbered`` and checkpoint ``marked``), ``steps`` and
-``checkpoints`` (encoded, scored by number); ``active`` scores the owners by when a call
+``LENGTH:OWNER:`` (unambiguous): ``kept`` and ``named`` (its versions by last use: those no
+kept step names, and those some does), ``names`` (each step's, MessagePack by number) and
+``refs`` (how many kept steps name each version), ``counts`` (a hash: its ``bytes`` kept,
+the last step ``numbered`` and checkpoint ``marked``), ``steps`` and ``checkpoints``
+(encoded, scored by number); ``active`` scores the owners by when a call
 last named them, ``releasing`` holds those whose contents go for idleness. Every change is
 one Lua script (atomic), which names its keys itself: a single server or primary, not a
 Redis Cluster.
@@ -35,6 +37,7 @@ from ctxfs.core.sessions.base import (
     SessionStore,
     Step,
     decoded,
+    step_names,
 )
 from ctxfs.core.versions import Version
 
@@ -54,13 +57,17 @@ local function drop_blob(v)
 end
 local function let_go(who, v)
   local o = owned(who)
-  if redis.call('ZREM', o .. 'kept', v) == 1 then
+  if redis.call('ZREM', o .. 'kept', v) + redis.call('ZREM', o .. 'named', v) == 1 then
     redis.call('HINCRBY', o .. 'counts', 'bytes', 0 - redis.call('STRLEN', P .. 'blob:' .. v))
   end
   redis.call('SREM', P .. 'holders:' .. v, who)
   if redis.call('SCARD', P .. 'holders:' .. v) == 0 then drop_blob(v) end
 end
-local function keep(owner, v, data, most, most_owned)
+local function ranked(o, v)
+  if redis.call('HEXISTS', o .. 'refs', v) == 1 then return o .. 'named' end
+  return o .. 'kept'
+end
+local function keep(owner, v, data)
   local o, blob = owned(owner), P .. 'blob:' .. v
   local tick = redis.call('INCR', P .. 'clock')
   if redis.call('EXISTS', blob) == 0 then
@@ -71,9 +78,13 @@ local function keep(owner, v, data, most, most_owned)
   if redis.call('SADD', P .. 'holders:' .. v, owner) == 1 then
     redis.call('HINCRBY', o .. 'counts', 'bytes', redis.call('STRLEN', blob))
   end
-  redis.call('ZADD', o .. 'kept', tick, v)
+  redis.call('ZADD', ranked(o, v), tick, v)
+end
+local function bound(owner, most, most_owned)
+  local o = owned(owner)
   while tonumber(redis.call('HGET', o .. 'counts', 'bytes') or '0') > most_owned do
     local oldest = redis.call('ZRANGE', o .. 'kept', 0, 0)[1]
+      or redis.call('ZRANGE', o .. 'named', 0, 0)[1]
     if not oldest then redis.call('HSET', o .. 'counts', 'bytes', 0) break end
     let_go(owner, oldest)
   end
@@ -85,36 +96,77 @@ local function keep(owner, v, data, most, most_owned)
     end
     if redis.call('ZSCORE', P .. 'lru', oldest) then drop_blob(oldest) end
   end
-  return 1
+end
+local function name(o, versions, by)
+  for _, v in ipairs(versions) do
+    local count = redis.call('HINCRBY', o .. 'refs', v, by)
+    if count <= 0 then redis.call('HDEL', o .. 'refs', v) end
+    if (count > 0) ~= (count - by > 0) then
+      local from, to = o .. 'kept', o .. 'named'
+      if by < 0 then from, to = to, from end
+      local used = redis.call('ZSCORE', from, v)
+      if used then
+        redis.call('ZREM', from, v)
+        redis.call('ZADD', to, used, v)
+      end
+    end
+  end
+end
+local function unname(o, number)
+  local packed = redis.call('HGET', o .. 'names', number)
+  if packed then
+    name(o, cmsgpack.unpack(packed), -1)
+    redis.call('HDEL', o .. 'names', number)
+  end
 end
 """
 _KEEP: Final = """
-return keep(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]))
+local o = owned(ARGV[2])
+keep(ARGV[2], ARGV[3], ARGV[4])
+bound(ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6]))
+if redis.call('ZSCORE', o .. 'kept', ARGV[3]) or redis.call('ZSCORE', o .. 'named', ARGV[3]) then
+  return 1
+end
+return 0
 """
 _CONTENT: Final = """
 local o, v = owned(ARGV[2]), ARGV[3]
-if not redis.call('ZSCORE', o .. 'kept', v) then return false end
+local order = ranked(o, v)
+if not redis.call('ZSCORE', order, v) then return false end
 local data = redis.call('GET', P .. 'blob:' .. v)
 if not data then return false end
 local tick = redis.call('INCR', P .. 'clock')
-redis.call('ZADD', o .. 'kept', tick, v)
+redis.call('ZADD', order, tick, v)
 redis.call('ZADD', P .. 'lru', tick, v)
 return data
 """
 _RECORD: Final = """
-for i = 8, #ARGV, 2 do
-  keep(ARGV[2], ARGV[i], ARGV[i + 1], tonumber(ARGV[6]), tonumber(ARGV[7]))
-end
 local o = owned(ARGV[2])
 local n = redis.call('HINCRBY', o .. 'counts', 'numbered', 1)
 local step = '{"number": ' .. n .. ', "at": ' .. ARGV[3] .. ', "changes": ' .. ARGV[4] .. '}'
 redis.call('ZADD', o .. 'steps', n, step)
+local names, last = {}, 8 + tonumber(ARGV[8])
+for i = 9, last do names[#names + 1] = ARGV[i] end
+if #names > 0 then
+  redis.call('HSET', o .. 'names', n, cmsgpack.pack(names))
+  name(o, names, 1)
+end
+for i = last + 1, #ARGV, 2 do keep(ARGV[2], ARGV[i], ARGV[i + 1]) end
 local gone = redis.call('ZRANGE', o .. 'steps', 0, -tonumber(ARGV[5]) - 1, 'WITHSCORES')
 if #gone > 0 then
   redis.call('HSET', o .. 'counts', 'given_up', gone[#gone])
   redis.call('ZREMRANGEBYRANK', o .. 'steps', 0, -tonumber(ARGV[5]) - 1)
+  for i = 2, #gone, 2 do unname(o, gone[i]) end
 end
+bound(ARGV[2], tonumber(ARGV[6]), tonumber(ARGV[7]))
 return n
+"""
+_DROP_STEPS: Final = """
+local o = owned(ARGV[2])
+for i = 3, #ARGV do
+  if redis.call('ZREMRANGEBYSCORE', o .. 'steps', ARGV[i], ARGV[i]) > 0 then unname(o, ARGV[i]) end
+end
+return 1
 """
 _MARK: Final = """
 local o = owned(ARGV[2])
@@ -129,8 +181,10 @@ return {n, tonumber(last)}
 _FORGET: Final = """
 local who = ARGV[2]
 local o = owned(who)
-for _, v in ipairs(redis.call('ZRANGE', o .. 'kept', 0, -1)) do let_go(who, v) end
-redis.call('DEL', o .. 'kept', o .. 'counts', o .. 'steps', o .. 'checkpoints')
+for _, order in ipairs({'kept', 'named'}) do
+  for _, v in ipairs(redis.call('ZRANGE', o .. order, 0, -1)) do let_go(who, v) end
+end
+redis.call('DEL', o .. 'counts', o .. 'steps', o .. 'names', o .. 'refs', o .. 'checkpoints')
 redis.call('ZREM', P .. 'active', who)
 redis.call('SREM', P .. 'releasing', who)
 return 1
@@ -141,7 +195,8 @@ if not who then
   who = redis.call('ZRANGEBYSCORE', P .. 'active', '-inf', '(' .. ARGV[3], 'LIMIT', 0, 1)[1]
   if not who then return 0 end
   local o = owned(who)
-  redis.call('DEL', o .. 'steps', o .. 'checkpoints')
+  redis.call('ZUNIONSTORE', o .. 'kept', 2, o .. 'kept', o .. 'named')
+  redis.call('DEL', o .. 'steps', o .. 'names', o .. 'refs', o .. 'named', o .. 'checkpoints')
   local numbered = redis.call('HGET', o .. 'counts', 'numbered')
   if numbered then redis.call('HSET', o .. 'counts', 'given_up', numbered) end
   redis.call('ZREM', P .. 'active', who)
@@ -220,6 +275,7 @@ class RedisSessions(SessionStore):
                 ("keep", _KEEP),
                 ("content", _CONTENT),
                 ("record", _RECORD),
+                ("drop_steps", _DROP_STEPS),
                 ("mark", _MARK),
                 ("forget", _FORGET),
                 ("forget_idle", _FORGET_IDLE),
@@ -232,8 +288,7 @@ class RedisSessions(SessionStore):
         if not self.fits(data):
             return False
         bounds = (self.max_bytes, self.max_bytes_per_owner)
-        await self._script("keep", owner, stored_bytes(version), data, *bounds)
-        return True
+        return bool(await self._script("keep", owner, stored_bytes(version), data, *bounds))
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`: one script (the use is recorded)."""
@@ -255,7 +310,8 @@ class RedisSessions(SessionStore):
         encoded = json.dumps([change.encode() for change in changes])
         kept = [x for v, data in contents if self.fits(data) for x in (stored_bytes(v), data)]
         bounds = (self.max_bytes, self.max_bytes_per_owner)
-        args = (json.dumps(at), encoded, self.max_steps, *bounds, *kept)
+        names = [stored_bytes(v) for v in step_names(owner, changes)]
+        args = (json.dumps(at), encoded, self.max_steps, *bounds, len(names), *names, *kept)
         number = await self._script("record", owner, *args)
         return Step(number=int(number), changes=changes, at=at)
 
@@ -278,18 +334,10 @@ class RedisSessions(SessionStore):
         return 0 if given_up is None else int(given_up)
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
-        """See :meth:`SessionStore.drop_steps`: one ``MULTI``/``EXEC`` transaction."""
+        """See :meth:`SessionStore.drop_steps`: one script."""
         await self.active(owner)
-        if not numbers:
-            return
-        name = self._owned(owner, b"steps")
-        try:
-            async with self._client.pipeline(transaction=True) as pipe:
-                for number in numbers:
-                    pipe.zremrangebyscore(name, number, number)
-                await pipe.execute()
-        except RedisError as error:
-            raise self._unavailable(error) from error
+        if numbers:
+            await self._script("drop_steps", owner, *sorted(set(numbers)))
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`: one script."""

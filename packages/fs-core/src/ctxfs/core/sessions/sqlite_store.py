@@ -2,12 +2,13 @@
 
 Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size and last
 use, apart so that a use rewrites no content), ``kept`` (the versions kept for each
-owner, with their last use), ``owners`` (an owner's bytes and steps kept, and the last
-step and checkpoint numbers given), ``totals`` (the bytes of all blobs), ``steps`` and
-``checkpoints`` (encoded, by owner and number), ``active`` (when a call last named an
-owner; -1 while its contents go for idleness, none once they went). The last use is one
-clock for the whole file: one past the newest blob's. Each call is one transaction, after
-:meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
+owner, with their last use and whether a kept step names them), ``names`` (the versions
+each step names: :func:`~ctxfs.core.sessions.base.step_names`), ``owners`` (an owner's
+bytes and steps kept, and the last step and checkpoint numbers given), ``totals`` (the
+bytes of all blobs), ``steps`` and ``checkpoints`` (encoded, by owner and number),
+``active`` (when a call last named an owner; -1 while its contents go for idleness, none
+once they went). The last use is one clock for the whole file: one past the newest blob's.
+Each call is one transaction, after :meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ctxfs.core.sessions.base import (
     SessionStore,
     Step,
     decoded,
+    step_names,
 )
 from ctxfs.core.sqlite_file import SqliteFile, immediate
 from ctxfs.core.versions import Version
@@ -48,9 +50,9 @@ _SCHEMA: Final = (
     "CREATE INDEX IF NOT EXISTS uses_by_use ON uses (used)",
     """CREATE TABLE IF NOT EXISTS kept (
         owner BLOB NOT NULL, version BLOB NOT NULL, used INTEGER NOT NULL,
-        PRIMARY KEY (owner, version)
+        named INTEGER NOT NULL, PRIMARY KEY (owner, version)
     ) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS kept_by_use ON kept (owner, used)",
+    "CREATE INDEX IF NOT EXISTS kept_by_turn ON kept (owner, named, used)",
     "CREATE INDEX IF NOT EXISTS kept_by_version ON kept (version)",
     """CREATE TABLE IF NOT EXISTS owners (
         owner BLOB PRIMARY KEY, kept_bytes INTEGER NOT NULL DEFAULT 0,
@@ -63,6 +65,11 @@ _SCHEMA: Final = (
         owner BLOB NOT NULL, number INTEGER NOT NULL, step TEXT NOT NULL,
         PRIMARY KEY (owner, number)
     ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS names (
+        owner BLOB NOT NULL, number INTEGER NOT NULL, version BLOB NOT NULL,
+        PRIMARY KEY (owner, number, version)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS names_by_version ON names (owner, version)",
     """CREATE TABLE IF NOT EXISTS checkpoints (
         owner BLOB NOT NULL, number INTEGER NOT NULL, checkpoint TEXT NOT NULL,
         PRIMARY KEY (owner, number)
@@ -143,8 +150,7 @@ class SqliteSessions(SessionStore):
         if not self.fits(data):
             return False
         call = partial(self._keep, stored_owner(owner), stored_bytes(version), data)
-        await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
-        return True
+        return await self._file.run(call, off_loop=len(data) > _ON_THE_LOOP)
 
     async def content(self, owner: str, version: Version) -> bytes | None:
         """See :meth:`SessionStore.content`: one transaction, in a worker thread."""
@@ -163,7 +169,8 @@ class SqliteSessions(SessionStore):
         """See :meth:`SessionStore.record`: one transaction, the contents' bounds kept in it."""
         await self.active(owner)
         kept = [(stored_bytes(v), data) for v, data in contents if self.fits(data)]
-        call = partial(self._record, stored_owner(owner), tuple(changes), at, kept)
+        names = [stored_bytes(v) for v in step_names(owner, changes)]
+        call = partial(self._record, stored_owner(owner), tuple(changes), at, kept, names=names)
         return await self._file.run(call, off_loop=sum(len(d) for _, d in kept) > _ON_THE_LOOP)
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
@@ -185,7 +192,7 @@ class SqliteSessions(SessionStore):
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
         """See :meth:`SessionStore.drop_steps`: one transaction."""
         await self.active(owner)
-        await self._file.run(partial(_drop_steps, stored_owner(owner), list(numbers)))
+        await self._file.run(partial(_drop_steps, stored_owner(owner), sorted(set(numbers))))
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
         """See :meth:`SessionStore.mark`: one transaction."""
@@ -229,12 +236,16 @@ class SqliteSessions(SessionStore):
         """Close the connections, blocking (see :meth:`aclose`)."""
         self._file.close()
 
-    def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> None:
+    def _keep(self, owner: bytes, version: bytes, data: bytes, db: sqlite3.Connection) -> bool:
         with immediate(db):
             db.execute(_NEW_OWNER, (owner,))
             db.execute(_CALLED, (owner, self.clock()))
             _keep_in(db, owner, version, data, _tick(db))
             self._bound(db, owner)
+            held = db.execute(
+                "SELECT 1 FROM kept WHERE owner = ? AND version = ?", (owner, version)
+            )
+            return held.fetchone() is not None
 
     def _record(
         self,
@@ -243,18 +254,24 @@ class SqliteSessions(SessionStore):
         at: float,
         contents: list[tuple[bytes, bytes]],
         db: sqlite3.Connection,
+        *,
+        names: list[bytes],
     ) -> Step:
         with immediate(db):
             number, kept_steps = db.execute(_NEXT_STEP, (owner,)).fetchone()
             db.execute(_CALLED, (owner, self.clock()))
+            step = Step(number=number, changes=changes, at=at)
+            db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, number, step.encode()))
+            db.executemany(
+                "INSERT INTO names VALUES (?, ?, ?)", [(owner, number, v) for v in names]
+            )
+            db.executemany(_NAMED, [(owner, v) for v in names])
             tick = _tick(db) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
-            self._bound(db, owner)
-            step = Step(number=number, changes=changes, at=at)
-            db.execute("INSERT INTO steps VALUES (?, ?, ?)", (owner, number, step.encode()))
             if kept_steps > self.max_steps:
                 _give_up_steps(db, owner, kept_steps - self.max_steps)
+            self._bound(db, owner)
             return step
 
     def _bound(self, db: sqlite3.Connection, owner: bytes) -> None:
@@ -298,8 +315,15 @@ _NEXT_STEP: Final = (
 )
 _NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?)"
 _USE_BLOB: Final = "UPDATE uses SET used = ? WHERE version = ? RETURNING size"
-_NEW_KEPT: Final = "INSERT INTO kept VALUES (?, ?, ?)"
-_OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY used LIMIT 1"
+_NAMES: Final = "SELECT 1 FROM names WHERE owner = ?1 AND version = ?2"
+_NEW_KEPT: Final = f"INSERT INTO kept VALUES (?1, ?2, ?3, EXISTS ({_NAMES}))"
+_NAMED: Final = "UPDATE kept SET named = 1 WHERE owner = ? AND version = ?"
+_UNNAMED: Final = (
+    f"UPDATE kept SET named = 0 WHERE owner = ?1 AND version = ?2 AND NOT EXISTS ({_NAMES})"
+)
+_OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY named, used LIMIT 1"
+"""The content an owner gives up first: the least recently used of those no kept step names,
+else of all."""
 
 
 def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, tick: int) -> None:
@@ -384,16 +408,27 @@ def _give_up_steps(db: sqlite3.Connection, owner: bytes, excess: int) -> None:
         (owner, excess - 1),
     ).fetchone()
     db.execute("DELETE FROM steps WHERE owner = ? AND number <= ?", (owner, last))
+    _unname(db, owner, "number <= ?", last)
     query = "UPDATE owners SET given_up = ?, steps = steps - ? WHERE owner = ?"
     db.execute(query, (last, excess, owner))
 
 
 def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> None:
     with immediate(db):
-        dropped = db.executemany(
-            "DELETE FROM steps WHERE owner = ? AND number = ?", [(owner, n) for n in numbers]
-        ).rowcount
+        dropped = 0
+        for number in numbers:
+            query = "DELETE FROM steps WHERE owner = ? AND number = ?"
+            if db.execute(query, (owner, number)).rowcount:
+                dropped += 1
+                _unname(db, owner, "number = ?", number)
         db.execute("UPDATE owners SET steps = steps - ? WHERE owner = ?", (dropped, owner))
+
+
+def _unname(db: sqlite3.Connection, owner: bytes, steps: str, number: int) -> None:
+    """Forget what *owner*'s steps where *steps* (with *number*) name, now no other names."""
+    query = f"DELETE FROM names WHERE owner = ? AND {steps} RETURNING version"
+    versions = {version for (version,) in db.execute(query, (owner, number)).fetchall()}
+    db.executemany(_UNNAMED, [(owner, version) for version in versions])
 
 
 def _forget(owner: bytes, db: sqlite3.Connection) -> None:
@@ -402,7 +437,7 @@ def _forget(owner: bytes, db: sqlite3.Connection) -> None:
             "SELECT version FROM kept WHERE owner = ?", (owner,)
         ).fetchall():
             _let_go(db, owner, version)
-        for table in ("owners", "steps", "checkpoints", "active"):
+        for table in ("owners", "steps", "names", "checkpoints", "active"):
             db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
 
 
@@ -432,6 +467,8 @@ def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
             _give_up_steps(db, owner, SWEEP_STEPS)
             return True
         db.execute("DELETE FROM steps WHERE owner = ?", row)
+        db.execute("DELETE FROM names WHERE owner = ?", row)
+        db.execute("UPDATE kept SET named = 0 WHERE owner = ? AND named", row)
         db.execute("UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ?", row)
         if _let_go_some(db, owner):  # all gone: only its numbering stays, if any
             numbering = db.execute("SELECT numbered, marked FROM owners WHERE owner = ?", row)
