@@ -31,7 +31,23 @@ OWNERS = ("a", "b")
 PLAIN = [Version(f"xxh3:{n}") for n in range(6)]
 DATA = {version: bytes([65 + n]) * (10 + 13 * n) for n, version in enumerate(PLAIN)}
 """Each version's content, 10 to 75 bytes (a version's content is the same for every owner)."""
-BOUNDS: dict[str, Any] = {"max_bytes_per_owner": 120, "max_bytes": 300, "max_steps": 3}
+BOUNDS: dict[str, Any] = {
+    "max_bytes_per_owner": 120,
+    "max_bytes": 300,
+    "max_steps": 3,
+    "max_idle_days": 1,
+}
+DAY = 86_400.0
+
+
+class Clock:
+    """The stores' clock: each call a millisecond later (no two activities tie), or more."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.fixture
@@ -48,8 +64,8 @@ def entries(owner: str) -> list[tuple[Version, bytes]]:
 def random_call(draw: random.Random, numbered: dict[str, int]) -> tuple[str, str, Any]:
     owner = draw.choice(OWNERS)
     kind = draw.choices(
-        ["keep", "content", "record", "drop_steps", "steps", "forget_owner"],
-        weights=[30, 25, 25, 10, 8, 2],
+        ["keep", "content", "record", "drop_steps", "steps", "forget_owner", "idle", "back"],
+        weights=[30, 25, 25, 10, 8, 2, 6, 3],
     )[0]
     if kind in ("keep", "content"):
         return kind, owner, draw.choice(entries(owner))
@@ -68,10 +84,20 @@ def random_call(draw: random.Random, numbered: dict[str, int]) -> tuple[str, str
     if kind == "drop_steps":
         top = numbered[owner] + 1
         return kind, owner, [draw.randint(1, top) for _ in range(draw.randint(0, 3))]
+    if kind == "idle":  # time passes, then a look for idle owners
+        return kind, owner, draw.choice([0.0, 3600.0, 0.6 * DAY, 1.5 * DAY])
     return kind, owner, None
 
 
-async def call(store: SessionStore, kind: str, owner: str, arguments: Any) -> Any:
+async def call(store: SessionStore, kind: str, owner: str, arguments: Any) -> Any:  # noqa: PLR0911 - one return per kind
+    clock = store.clock
+    assert isinstance(clock, Clock)
+    clock.now += 0.001
+    if kind == "idle":
+        clock.now += arguments
+        return await store.forget_idle(clock.now - DAY)
+    if kind == "back":
+        return await store.note_active(owner, clock.now)
     if kind == "keep":
         return await store.keep(owner, *arguments)
     if kind == "content":
@@ -147,10 +173,11 @@ async def test_the_stores_agree_call_by_call(seeds: range, tmp_path: Path, redis
     for seed in seeds:
         draw = random.Random(seed)
         stores: list[SessionStore] = [
-            MemorySessions(**BOUNDS),
-            SqliteSessions(tmp_path / f"{seed}.db", **BOUNDS),
+            MemorySessions(**BOUNDS, clock=Clock()),
+            SqliteSessions(tmp_path / f"{seed}.db", **BOUNDS, clock=Clock()),
             open_sessions(f"{redis_url.replace('test-', f'test-{seed}-')}&{urlencode(BOUNDS)}"),
         ]
+        stores[2].clock = Clock()
         numbered = dict.fromkeys(OWNERS, 0)
         for number in range(100):
             kind, owner, arguments = random_call(draw, numbered)

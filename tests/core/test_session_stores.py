@@ -259,6 +259,32 @@ async def test_a_steps_contents_are_kept_in_their_order(opener: Opener) -> None:
     assert [await store.content("a", v) is not None for v in (v4, V3, V2)] == [False, True, True]
 
 
+async def test_steps_undone_again_and_again_leave_the_memory_store_small() -> None:
+    store = MemorySessions()
+    for n in range(100):
+        await store.keep("a", Version(f"xxh3:{n}"), b"x")
+    for n in range(2_000):  # a move and its undo, say: no content kept in between
+        recorded = await store.record("a", [step("f", Version(f"xxh3:{n % 100}"))], at=1.0)
+        await store.drop_steps("a", [recorded.number])
+    mine = store._owners["a"]
+    assert len(mine.kept) == 100
+    assert len(mine.order) <= 2 * len(mine.kept) + 65
+    assert mine.names == {}
+
+
+@pytest.mark.parametrize("opener", ["redis"], indirect=True)
+async def test_a_damaged_record_of_what_a_step_names_fails_no_later_call(opener: Opener) -> None:
+    store = opener(max_steps=1)
+    assert isinstance(store, RedisSessions)
+    await store.record("a", [step("f", V1)], at=1.0, contents=[(V1, FORTY)])
+    client = aioredis.Redis(port=REDIS_PORT)
+    await client.hset(store._owned("a", b"names"), "1", b"\xc1 not msgpack")
+    await client.aclose()
+    assert (await store.record("a", [step("f", V2)], at=2.0)).number == 2  # step 1 given up
+    await store.drop_steps("a", [2])
+    assert await store.steps("a") == []
+
+
 def step(path: str, after: Version | None, before: Version | None = None) -> FileChange:
     return FileChange(path=path, key=f"k{path}", kind="edit", before=before, after=after)
 
@@ -471,6 +497,23 @@ async def test_a_look_gives_up_one_history_and_a_few_contents_and_calls_go_on(
         await store.steps("caller")
     assert not await store.forget_idle(clock.now - DAY)
     assert [await store.content("later", version) for version, _ in many] == [None] * len(many)
+
+
+async def test_an_idle_owner_loses_its_least_recently_used_first(opener: Opener) -> None:
+    # One look lets go of SWEEP_CONTENTS of 40; the owner, back, keeps the 8 it used last.
+    clock = Clock()
+    store = opener(clock, max_idle_days=1)
+    many = [Version(f"xxh3:n{n:02}") for n in range(SWEEP_CONTENTS + 8)]
+    await store.record("a", [step("f", many[0]), step("g", many[1])], at=1.0)
+    for version in many:
+        await store.keep("a", version, b"x")
+    for version in many[:5]:
+        await store.content("a", version)  # used again: the most recent
+    clock.now += 2 * DAY
+    assert await store.forget_idle(clock.now - DAY)
+    await store.note_active("a", clock.now)  # back before the next look
+    assert not await store.forget_idle(clock.now - DAY)
+    assert await kept(store, "a", many) == [True] * 5 + [False] * (SWEEP_CONTENTS) + [True] * 3
 
 
 async def test_a_content_of_no_bytes_is_let_go(opener: Opener) -> None:

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
-from itertools import count, islice
+from itertools import count
 
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
@@ -53,8 +53,6 @@ class _Owner:
         """Note *version*, of *size* bytes, as kept and used at *tick*."""
         self.kept[version] = (size, tick)
         self._order(version)
-        if len(self.order) > 2 * len(self.kept) + 64:  # (mostly stale entries)
-            self.reorder()
 
     def reorder(self) -> None:
         """Rebuild :attr:`order` from what is kept (after :attr:`names` changed wholesale)."""
@@ -88,6 +86,8 @@ class _Owner:
         kept = self.kept.get(version)
         if kept is not None:
             heappush(self.order, (version in self.names, kept[1], version))
+            if len(self.order) > 2 * len(self.kept) + 64:  # (mostly stale entries)
+                self.reorder()
 
 
 class MemorySessions(SessionStore):
@@ -295,8 +295,8 @@ class MemorySessions(SessionStore):
                 mine.reorder()
                 mine.given_up, mine.releasing, self._releasing = mine.numbered, True, owner
             mine = self._owners[owner]
-            for version in list(islice(mine.kept, SWEEP_CONTENTS)):
-                self._let_go(owner, version)
+            for _ in range(min(SWEEP_CONTENTS, len(mine.kept))):  # the least recently used
+                self._let_go(owner, mine.next_to_go())
             if not mine.kept:
                 mine.releasing, self._releasing = False, None
                 if not mine.numbered and not mine.marked:

@@ -115,7 +115,8 @@ end
 local function unname(o, number)
   local packed = redis.call('HGET', o .. 'names', number)
   if packed then
-    name(o, cmsgpack.unpack(packed), -1)
+    local unpacked, names = pcall(cmsgpack.unpack, packed)
+    if unpacked then name(o, names, -1) end  -- (a damaged entry names nothing)
     redis.call('HDEL', o .. 'names', number)
   end
 end
@@ -195,7 +196,8 @@ if not who then
   who = redis.call('ZRANGEBYSCORE', P .. 'active', '-inf', '(' .. ARGV[3], 'LIMIT', 0, 1)[1]
   if not who then return 0 end
   local o = owned(who)
-  redis.call('ZUNIONSTORE', o .. 'kept', 2, o .. 'kept', o .. 'named')
+  local named = redis.call('ZRANGE', o .. 'named', 0, -1, 'WITHSCORES')
+  for i = 1, #named, 2 do redis.call('ZADD', o .. 'kept', named[i + 1], named[i]) end
   redis.call('DEL', o .. 'steps', o .. 'names', o .. 'refs', o .. 'named', o .. 'checkpoints')
   local numbered = redis.call('HGET', o .. 'counts', 'numbered')
   if numbered then redis.call('HSET', o .. 'counts', 'given_up', numbered) end

@@ -482,7 +482,10 @@ def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
 
 def _let_go_some(db: sqlite3.Connection, owner: bytes) -> bool:
     """Let go of *owner*'s contents up to :data:`SWEEP_BYTES` (one at least); whether all went."""
-    query = "SELECT version, size FROM kept JOIN uses USING (version) WHERE owner = ? LIMIT ?"
+    query = (  # (the least recently used first: none is named now)
+        "SELECT version, size FROM kept JOIN uses USING (version) WHERE owner = ? "
+        "ORDER BY kept.named, kept.used LIMIT ?"
+    )
     kept = db.execute(query, (owner, SWEEP_CONTENTS)).fetchall()
     bytes_let_go = 0
     for count, (version, size) in enumerate(kept):
