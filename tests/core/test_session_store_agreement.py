@@ -27,13 +27,13 @@ from tests.conftest import REDIS_PORT
 
 pytestmark = pytest.mark.anyio
 
-OWNERS = ("a", "b")
+OWNERS = ("a", "b", "c")
 PLAIN = [Version(f"xxh3:{n}") for n in range(6)]
 DATA = {version: bytes([65 + n]) * (10 + 13 * n) for n, version in enumerate(PLAIN)}
 """Each version's content, 10 to 75 bytes (a version's content is the same for every owner)."""
 BOUNDS: dict[str, Any] = {
     "max_bytes_per_owner": 120,
-    "max_bytes": 300,
+    "max_bytes": 250,
     "max_steps": 3,
     "max_idle_days": 1,
 }
@@ -119,7 +119,11 @@ def named_by(owner: str, steps: list[Step]) -> Counter[Version]:
 async def check_memory(store: MemorySessions) -> None:
     for owner, mine in store._owners.items():
         assert mine.names == named_by(owner, mine.steps)
-        assert mine.kept_bytes == sum(size for size, _ in mine.kept.values())
+        assert mine.kept_bytes == sum(mine.sizes.values())
+    namers = Counter(
+        v for mine in store._owners.values() for v in mine.names.keys() & mine.sizes.keys()
+    )
+    assert store._namers == namers
 
 
 async def check_sqlite(store: SqliteSessions) -> None:
@@ -145,12 +149,18 @@ async def check_sqlite(store: SqliteSessions) -> None:
             assert db.execute(
                 "SELECT kept_bytes FROM owners WHERE owner = ?", (owner,)
             ).fetchone() == (total,)
+        wrong = db.execute(
+            "SELECT count(*) FROM uses WHERE namers != "
+            "(SELECT count(*) FROM kept WHERE kept.version = uses.version AND named)"
+        ).fetchone()
+        assert wrong == (0,)
     db.close()
 
 
 async def check_redis(store: RedisSessions) -> None:
     client: Any = aioredis.Redis(port=REDIS_PORT)
     try:
+        namers: Counter[Version] = Counter()
         for owner in OWNERS:
             key = store._owned(owner, b"").decode()
             steps = [Step.decode(t) for t in await client.zrange(key + "steps", 0, -1)]
@@ -162,6 +172,9 @@ async def check_redis(store: RedisSessions) -> None:
             unnamed = {Version(v.decode()) for v in await client.zrange(key + "kept", 0, -1)}
             assert named <= set(refs)
             assert not unnamed & set(refs)
+            namers.update(named)
+        counted = await client.hgetall(store.prefix + b"sessions:namers")
+        assert {Version(v.decode()): int(n) for v, n in counted.items()} == namers
     finally:
         await client.aclose()
 

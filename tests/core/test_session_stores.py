@@ -168,6 +168,23 @@ async def test_the_store_gives_up_the_least_recently_used_of_all(opener: Opener)
     assert await store.content("d", V3) == FORTY
 
 
+async def test_the_store_gives_up_what_a_holders_step_names_after_every_other(
+    opener: Opener,
+) -> None:
+    # Room for 100 bytes in all: b's reads push out b's older read, never a's step's content.
+    store = opener(max_bytes=100)
+    await store.record("a", [step("f", V1)], at=1.0, contents=[(V1, FORTY)])
+    await store.keep("b", V1, FORTY)  # the same content, a read for b: a still names it
+    await store.keep("b", V2, FORTY)
+    await store.keep("b", V3, FORTY)  # 120 bytes: V2 goes, not V1 (older, but a names it)
+    assert [await store.content("b", v) is not None for v in (V1, V2, V3)] == [True, False, True]
+    await store.drop_steps("a", [1])  # undone: V1 ranks with the reads again, the least recent
+    await store.keep("b", V2, FORTY)
+    assert [
+        await store.content(o, v) is not None for o, v in [("a", V1), ("b", V1), ("b", V2)]
+    ] == [False, False, True]
+
+
 async def test_a_content_larger_than_a_bound_is_refused_at_once(opener: Opener) -> None:
     for store in (opener(max_bytes_per_owner=100), opener(max_bytes=100)):
         await store.keep("a", V1, FORTY)
@@ -267,8 +284,9 @@ async def test_steps_undone_again_and_again_leave_the_memory_store_small() -> No
         recorded = await store.record("a", [step("f", Version(f"xxh3:{n % 100}"))], at=1.0)
         await store.drop_steps("a", [recorded.number])
     mine = store._owners["a"]
-    assert len(mine.kept) == 100
-    assert len(mine.order) <= 2 * len(mine.kept) + 65
+    assert len(mine.sizes) == 100
+    assert len(mine.turns._heap) <= 2 * len(mine.sizes) + 65
+    assert len(store._turns._heap) <= 2 * len(store._blobs) + 65
     assert mine.names == {}
 
 

@@ -197,10 +197,10 @@ class SessionStore(ABC):
     version that owner was given to keep (a read, its own change), so no owner
     reads another's through the store. Contents are bounded per owner and in
     all (:attr:`max_bytes_per_owner`, :attr:`max_bytes`), the least recently
-    used given up first; within its own bound, an owner gives up the contents
-    its kept steps name (:func:`step_names`, what an undo puts back) only after
-    all its others. Steps are bounded per owner (:attr:`max_steps`), the oldest
-    given up first. An owner no call has named for :attr:`max_idle_days` (an
+    used given up first, but those an owner's kept steps name (:func:`step_names`:
+    what an undo puts back) only after all others: within its bound, after the
+    owner's others; in all, after those no owner's kept steps name. Steps are
+    bounded per owner (:attr:`max_steps`), the oldest given up first. An owner no call has named for :attr:`max_idle_days` (an
     agent long gone) has its contents, steps and checkpoints given up; its
     numbering goes on, so no step number or checkpoint id it was given is given
     again. What was given up is gone: the store never guesses.

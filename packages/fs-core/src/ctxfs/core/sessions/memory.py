@@ -27,16 +27,54 @@ from ctxfs.core.versions import Version
 __all__ = ["MemorySessions"]
 
 
+class _Turns:
+    """Versions in the order they are given up: the unnamed first, each by least recent use.
+
+    A heap of (named, last use, version); an entry no longer true is skipped when met,
+    and the heap is rebuilt when such entries are most of it.
+    """
+
+    def __init__(self, named: Callable[[Version], bool]) -> None:
+        self.used: dict[Version, int] = {}
+        self._named = named
+        self._heap: list[tuple[bool, int, Version]] = []
+
+    def use(self, version: Version, tick: int) -> None:
+        """Note *version* as used at *tick*."""
+        self.used[version] = tick
+        self.turn(version)
+
+    def turn(self, version: Version) -> None:
+        """Give *version* its place again (whether it is named changed)."""
+        used = self.used.get(version)
+        if used is not None:
+            heappush(self._heap, (self._named(version), used, version))
+            if len(self._heap) > 2 * len(self.used) + 64:
+                self.rebuild()
+
+    def rebuild(self) -> None:
+        """Place every version again (after many changed whether they are named)."""
+        self._heap = [(self._named(v), used, v) for v, used in self.used.items()]
+        heapify(self._heap)
+
+    def first(self) -> Version:
+        """The version to give up first (some is in the order)."""
+        while True:
+            named, used, version = self._heap[0]
+            if self.used.get(version) == used and named == self._named(version):
+                return version
+            heappop(self._heap)
+
+
 @dataclass
 class _Owner:
     owner: str
-    kept: dict[Version, tuple[int, int]] = field(default_factory=dict)
-    """The versions kept for the owner: their sizes and last uses."""
-    order: list[tuple[bool, int, Version]] = field(default_factory=list)
-    """A heap of (named, last use, version), the next to give up first; a stale entry is
-    skipped (its version gone, used again, or named or unnamed since)."""
+    sizes: dict[Version, int] = field(default_factory=dict)
+    """The versions kept for the owner, and their sizes."""
     names: dict[Version, int] = field(default_factory=dict)
     """How many of the owner's kept steps name each version (:func:`step_names`)."""
+    turns: _Turns = field(init=False)
+    """The order in which the owner gives up its versions (those :attr:`names` holds last)."""
     kept_bytes: int = 0
     steps: list[Step] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
@@ -49,18 +87,15 @@ class _Owner:
     releasing: bool = False
     """Whether its history was given up for idleness and its contents are going."""
 
-    def use(self, version: Version, size: int, tick: int) -> None:
-        """Note *version*, of *size* bytes, as kept and used at *tick*."""
-        self.kept[version] = (size, tick)
-        self._order(version)
+    def __post_init__(self) -> None:
+        self.turns = _Turns(self.names.__contains__)
 
-    def reorder(self) -> None:
-        """Rebuild :attr:`order` from what is kept (after :attr:`names` changed wholesale)."""
-        self.order = [(v in self.names, used, v) for v, (_, used) in self.kept.items()]
-        heapify(self.order)
+    def name(self, steps: Iterable[Step], by: int) -> list[Version]:
+        """Count the versions *steps* name *by* more (1: recorded; -1: dropped, given up).
 
-    def name(self, steps: Iterable[Step], by: int) -> None:
-        """Count the versions *steps* name *by* more (1: recorded; -1: dropped, given up)."""
+        Returns the versions named or unnamed by it.
+        """
+        turned = []
         for step in steps:
             for version in step_names(self.owner, step.changes):
                 named = self.names.get(version, 0) + by
@@ -69,25 +104,9 @@ class _Owner:
                 else:
                     del self.names[version]
                 if (named > 0) != (named - by > 0):
-                    self._order(version)
-
-    def next_to_go(self) -> Version:
-        """The version to give up first (some is kept)."""
-        while True:
-            named, used, version = self.order[0]
-            if version in self.kept and (named, used) == (
-                version in self.names,
-                self.kept[version][1],
-            ):
-                return version
-            heappop(self.order)
-
-    def _order(self, version: Version) -> None:
-        kept = self.kept.get(version)
-        if kept is not None:
-            heappush(self.order, (version in self.names, kept[1], version))
-            if len(self.order) > 2 * len(self.kept) + 64:  # (mostly stale entries)
-                self.reorder()
+                    self.turns.turn(version)
+                    turned.append(version)
+        return turned
 
 
 class MemorySessions(SessionStore):
@@ -118,8 +137,10 @@ class MemorySessions(SessionStore):
         )
         self._lock = threading.Lock()  # one store may serve several event loops' threads
         self._owners: dict[str, _Owner] = {}
-        self._blobs: OrderedDict[Version, bytes] = OrderedDict()  # least recently used first
+        self._blobs: dict[Version, bytes] = {}
         self._holders: dict[Version, set[str]] = {}
+        self._namers: dict[Version, int] = {}  # the holders naming each blob
+        self._turns = _Turns(self._namers.__contains__)  # blobs named by a holder last
         self._bytes = 0
         self._clock = count()  # (the order of uses)
         self._by_activity: OrderedDict[str, float] = OrderedDict()  # least recent first
@@ -138,7 +159,7 @@ class MemorySessions(SessionStore):
                 return False
             self._keep(owner, version, data)
             self._bound(owner)
-            return version in self._owners[owner].kept
+            return version in self._owners[owner].sizes
 
     def _keep(self, owner: str, version: Version, data: bytes) -> None:
         """Keep *data* for *owner* as its most recent, the bounds not yet held."""
@@ -147,19 +168,41 @@ class MemorySessions(SessionStore):
             self._blobs[version] = data
             self._holders[version] = set()
             self._bytes += len(data)
-        self._blobs.move_to_end(version)
         if owner not in self._holders[version]:
             self._holders[version].add(owner)
             mine.kept_bytes += len(data)
-        mine.use(version, len(data), next(self._clock))
+            mine.sizes[version] = len(data)
+            if version in mine.names:
+                self._namer(version, 1)
+        self._use(mine, version)
+
+    def _use(self, mine: _Owner, version: Version) -> None:
+        tick = next(self._clock)
+        mine.turns.use(version, tick)
+        self._turns.use(version, tick)
+
+    def _namer(self, version: Version, by: int) -> None:
+        """Count *by* more holders of *version* naming it."""
+        namers = self._namers.get(version, 0) + by
+        if namers > 0:
+            self._namers[version] = namers
+        else:
+            del self._namers[version]
+        if (namers > 0) != (namers - by > 0):
+            self._turns.turn(version)
+
+    def _name(self, mine: _Owner, steps: Iterable[Step], by: int) -> None:
+        for version in mine.name(steps, by):
+            if version in mine.sizes:
+                self._namer(version, by)
 
     def _bound(self, owner: str) -> None:
         """Give up contents until *owner*'s bound and the store's hold."""
         mine = self._owners[owner]
         while mine.kept_bytes > self.max_bytes_per_owner:
-            self._let_go(owner, mine.next_to_go())
+            self._let_go(owner, mine.turns.first())
         while self._bytes > self.max_bytes:
-            oldest = next(iter(self._blobs))
+            oldest = self._turns.first()
             for holder in list(self._holders[oldest]):
                 self._let_go(holder, oldest)
 
@@ -171,11 +214,14 @@ class MemorySessions(SessionStore):
 
     def _let_go(self, owner: str, version: Version) -> None:
         mine = self._owners[owner]
-        mine.kept_bytes -= mine.kept.pop(version)[0]
+        mine.kept_bytes -= mine.sizes.pop(version)
+        del mine.turns.used[version]
+        if version in mine.names:
+            self._namer(version, -1)
         holders = self._holders[version]
         holders.discard(owner)
         if not holders:
-            del self._holders[version]
+            del self._holders[version], self._turns.used[version]
             self._bytes -= len(self._blobs.pop(version))
 
     async def content(self, owner: str, version: Version) -> bytes | None:
@@ -183,10 +229,9 @@ class MemorySessions(SessionStore):
         await self.active(owner)
         with self._lock:
             mine = self._owners.get(owner)
-            if mine is None or version not in mine.kept:
+            if mine is None or version not in mine.sizes:
                 return None
-            mine.use(version, mine.kept[version][0], next(self._clock))
-            self._blobs.move_to_end(version)
+            self._use(mine, version)
             return self._blobs[version]
 
     async def record(
@@ -204,14 +249,14 @@ class MemorySessions(SessionStore):
             mine.numbered += 1
             step = Step(number=mine.numbered, changes=tuple(changes), at=at)
             mine.steps.append(step)
-            mine.name([step], 1)
+            self._name(mine, [step], 1)
             for version, data in contents:
                 if self.fits(data):
                     self._keep(owner, version, data)
             excess = max(0, len(mine.steps) - self.max_steps)
             if excess:
                 mine.given_up = mine.steps[excess - 1].number
-                mine.name(mine.steps[:excess], -1)
+                self._name(mine, mine.steps[:excess], -1)
                 del mine.steps[:excess]
             self._bound(owner)
             return step
@@ -237,7 +282,7 @@ class MemorySessions(SessionStore):
         with self._lock:
             mine = self._owners.get(owner)
             if mine is not None:
-                mine.name([step for step in mine.steps if step.number in dropped], -1)
+                self._name(mine, [step for step in mine.steps if step.number in dropped], -1)
                 mine.steps = [step for step in mine.steps if step.number not in dropped]
 
     async def mark(self, owner: str, label: str | None, *, at: float) -> Checkpoint:
@@ -270,7 +315,7 @@ class MemorySessions(SessionStore):
             mine = self._owners.get(owner)
             if mine is None:
                 return
-            for version in list(mine.kept):
+            for version in list(mine.sizes):
                 self._let_go(owner, version)
             del self._owners[owner]
 
@@ -291,13 +336,16 @@ class MemorySessions(SessionStore):
                     return False
                 del self._by_activity[owner]
                 mine = self._owners[owner]
-                mine.steps, mine.checkpoints, mine.names = [], [], {}
-                mine.reorder()
+                for version in mine.names.keys() & mine.sizes.keys():
+                    self._namer(version, -1)
+                mine.steps, mine.checkpoints = [], []
+                mine.names.clear()
+                mine.turns.rebuild()
                 mine.given_up, mine.releasing, self._releasing = mine.numbered, True, owner
             mine = self._owners[owner]
-            for _ in range(min(SWEEP_CONTENTS, len(mine.kept))):  # the least recently used
-                self._let_go(owner, mine.next_to_go())
-            if not mine.kept:
+            for _ in range(min(SWEEP_CONTENTS, len(mine.sizes))):  # the least recently used
+                self._let_go(owner, mine.turns.first())
+            if not mine.sizes:
                 mine.releasing, self._releasing = False, None
                 if not mine.numbered and not mine.marked:
                     del self._owners[owner]  # (nothing to go on from)

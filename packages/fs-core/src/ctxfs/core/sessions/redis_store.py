@@ -1,8 +1,10 @@
 """Session memory in a Redis server: every host that uses it shares it.
 
 Every key starts ``PREFIX sessions:``. A content is one string, ``blob:VERSION``, with
-the set of owners keeping it (``holders:VERSION``); ``lru`` orders the contents by last
-use, ``bytes`` counts them, ``clock`` gives the uses their order. An owner's keys start
+the set of owners keeping it (``holders:VERSION``); ``lru`` and ``lru_named`` order the
+contents by last use (those no holder names, and those a holder does; ``namers`` counts
+the holders naming each), ``bytes`` counts them, ``clock`` gives the uses their order.
+An owner's keys start
 ``LENGTH:OWNER:`` (unambiguous): ``kept`` and ``named`` (its versions by last use: those no
 kept step names, and those some does), ``names`` (each step's, MessagePack by number) and
 ``refs`` (how many kept steps name each version), ``counts`` (a hash: its ``bytes`` kept,
@@ -49,19 +51,44 @@ _DAMAGED: Final = "Forget the owner's session (its steps are then gone)."
 _SHARED: Final = """
 local P = ARGV[1]
 local function owned(who) return P .. #who .. ':' .. who .. ':' end
+local function moved(from, to, v)
+  local used = redis.call('ZSCORE', from, v)
+  if used then
+    redis.call('ZREM', from, v)
+    redis.call('ZADD', to, used, v)
+  end
+  return used
+end
+local function namer(v, by)
+  local count = redis.call('HINCRBY', P .. 'namers', v, by)
+  if count <= 0 then redis.call('HDEL', P .. 'namers', v) end
+  if (count > 0) ~= (count - by > 0) then
+    local from, to = P .. 'lru', P .. 'lru_named'
+    if by < 0 then from, to = to, from end
+    moved(from, to, v)
+  end
+end
 local function drop_blob(v)
   local blob = P .. 'blob:' .. v
   redis.call('DECRBY', P .. 'bytes', redis.call('STRLEN', blob))
   redis.call('DEL', blob, P .. 'holders:' .. v)
   redis.call('ZREM', P .. 'lru', v)
+  redis.call('ZREM', P .. 'lru_named', v)
+  redis.call('HDEL', P .. 'namers', v)
 end
 local function let_go(who, v)
   local o = owned(who)
-  if redis.call('ZREM', o .. 'kept', v) + redis.call('ZREM', o .. 'named', v) == 1 then
+  local named = redis.call('ZREM', o .. 'named', v)
+  if redis.call('ZREM', o .. 'kept', v) + named == 1 then
     redis.call('HINCRBY', o .. 'counts', 'bytes', 0 - redis.call('STRLEN', P .. 'blob:' .. v))
   end
+  if named == 1 then namer(v, -1) end
   redis.call('SREM', P .. 'holders:' .. v, who)
   if redis.call('SCARD', P .. 'holders:' .. v) == 0 then drop_blob(v) end
+end
+local function used_all(v)
+  if redis.call('HEXISTS', P .. 'namers', v) == 1 then return P .. 'lru_named' end
+  return P .. 'lru'
 end
 local function ranked(o, v)
   if redis.call('HEXISTS', o .. 'refs', v) == 1 then return o .. 'named' end
@@ -74,11 +101,13 @@ local function keep(owner, v, data)
     redis.call('SET', blob, data)
     redis.call('INCRBY', P .. 'bytes', #data)
   end
-  redis.call('ZADD', P .. 'lru', tick, v)
+  redis.call('ZADD', used_all(v), tick, v)
+  local order = ranked(o, v)
   if redis.call('SADD', P .. 'holders:' .. v, owner) == 1 then
     redis.call('HINCRBY', o .. 'counts', 'bytes', redis.call('STRLEN', blob))
+    if order == o .. 'named' then namer(v, 1) end
   end
-  redis.call('ZADD', ranked(o, v), tick, v)
+  redis.call('ZADD', order, tick, v)
 end
 local function bound(owner, most, most_owned)
   local o = owned(owner)
@@ -90,11 +119,15 @@ local function bound(owner, most, most_owned)
   end
   while tonumber(redis.call('GET', P .. 'bytes') or '0') > most do
     local oldest = redis.call('ZRANGE', P .. 'lru', 0, 0)[1]
+      or redis.call('ZRANGE', P .. 'lru_named', 0, 0)[1]
     if not oldest then redis.call('SET', P .. 'bytes', 0) break end
     for _, who in ipairs(redis.call('SMEMBERS', P .. 'holders:' .. oldest)) do
       let_go(who, oldest)
     end
-    if redis.call('ZSCORE', P .. 'lru', oldest) then drop_blob(oldest) end
+    if redis.call('ZSCORE', P .. 'lru', oldest) or redis.call('ZSCORE', P .. 'lru_named', oldest)
+    then
+      drop_blob(oldest)  -- (held by none: a blob left behind)
+    end
   end
 end
 local function name(o, versions, by)
@@ -104,11 +137,7 @@ local function name(o, versions, by)
     if (count > 0) ~= (count - by > 0) then
       local from, to = o .. 'kept', o .. 'named'
       if by < 0 then from, to = to, from end
-      local used = redis.call('ZSCORE', from, v)
-      if used then
-        redis.call('ZREM', from, v)
-        redis.call('ZADD', to, used, v)
-      end
+      if moved(from, to, v) then namer(v, by) end
     end
   end
 end
@@ -138,7 +167,7 @@ local data = redis.call('GET', P .. 'blob:' .. v)
 if not data then return false end
 local tick = redis.call('INCR', P .. 'clock')
 redis.call('ZADD', order, tick, v)
-redis.call('ZADD', P .. 'lru', tick, v)
+redis.call('ZADD', used_all(v), tick, v)
 return data
 """
 _RECORD: Final = """
@@ -197,7 +226,10 @@ if not who then
   if not who then return 0 end
   local o = owned(who)
   local named = redis.call('ZRANGE', o .. 'named', 0, -1, 'WITHSCORES')
-  for i = 1, #named, 2 do redis.call('ZADD', o .. 'kept', named[i + 1], named[i]) end
+  for i = 1, #named, 2 do
+    redis.call('ZADD', o .. 'kept', named[i + 1], named[i])
+    namer(named[i], -1)
+  end
   redis.call('DEL', o .. 'steps', o .. 'names', o .. 'refs', o .. 'named', o .. 'checkpoints')
   local numbered = redis.call('HGET', o .. 'counts', 'numbered')
   if numbered then redis.call('HSET', o .. 'counts', 'given_up', numbered) end

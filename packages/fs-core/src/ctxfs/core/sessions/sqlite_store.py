@@ -1,14 +1,15 @@
 """Session memory in a SQLite file: it survives restarts, and a host's processes share it.
 
-Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size and last
-use, apart so that a use rewrites no content), ``kept`` (the versions kept for each
-owner, with their last use and whether a kept step names them), ``names`` (the versions
-each step names: :func:`~ctxfs.core.sessions.base.step_names`), ``owners`` (an owner's
-bytes and steps kept, and the last step and checkpoint numbers given), ``totals`` (the
-bytes of all blobs), ``steps`` and ``checkpoints`` (encoded, by owner and number),
-``active`` (when a call last named an owner; -1 while its contents go for idleness, none
-once they went). The last use is one clock for the whole file: one past the newest blob's.
-Each call is one transaction, after :meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
+Tables: ``blobs`` (each content once, by version), ``uses`` (each blob's size, last use
+and how many of its holders name it, apart so that a use rewrites no content), ``kept``
+(the versions kept for each owner, with their last use and whether a kept step names
+them), ``names`` (the versions each step names:
+:func:`~ctxfs.core.sessions.base.step_names`), ``owners`` (an owner's bytes and steps
+kept, and the last step and checkpoint numbers given), ``totals`` (the bytes of all blobs,
+and the clock that orders the uses), ``steps`` and ``checkpoints`` (encoded, by owner and
+number), ``active`` (when a call last named an owner; -1 while its contents go for
+idleness, none once they went). Each call is one transaction, after
+:meth:`~ctxfs.core.sessions.SessionStore.active`'s own.
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ D = TypeVar("D")
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS blobs (version BLOB PRIMARY KEY, data BLOB NOT NULL)",
     """CREATE TABLE IF NOT EXISTS uses (
-        version BLOB PRIMARY KEY, size INTEGER NOT NULL, used INTEGER NOT NULL
+        version BLOB PRIMARY KEY, size INTEGER NOT NULL, used INTEGER NOT NULL,
+        namers INTEGER NOT NULL
     ) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS uses_by_use ON uses (used)",
+    "CREATE INDEX IF NOT EXISTS uses_by_turn ON uses (namers > 0, used)",
     """CREATE TABLE IF NOT EXISTS kept (
         owner BLOB NOT NULL, version BLOB NOT NULL, used INTEGER NOT NULL,
         named INTEGER NOT NULL, PRIMARY KEY (owner, version)
@@ -59,8 +61,10 @@ _SCHEMA: Final = (
         numbered INTEGER NOT NULL DEFAULT 0, marked INTEGER NOT NULL DEFAULT 0,
         given_up INTEGER NOT NULL DEFAULT 0, steps INTEGER NOT NULL DEFAULT 0
     ) WITHOUT ROWID""",
-    "CREATE TABLE IF NOT EXISTS totals (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER)",
-    "INSERT OR IGNORE INTO totals VALUES (0, 0)",
+    """CREATE TABLE IF NOT EXISTS totals (
+        id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL, clock INTEGER NOT NULL
+    )""",
+    "INSERT OR IGNORE INTO totals VALUES (0, 0, 0)",
     """CREATE TABLE IF NOT EXISTS steps (
         owner BLOB NOT NULL, number INTEGER NOT NULL, step TEXT NOT NULL,
         PRIMARY KEY (owner, number)
@@ -265,8 +269,10 @@ class SqliteSessions(SessionStore):
             db.executemany(
                 "INSERT INTO names VALUES (?, ?, ?)", [(owner, number, v) for v in names]
             )
-            db.executemany(_NAMED, [(owner, v) for v in names])
-            tick = _tick(db) if contents else 0
+            for version in names:
+                if db.execute(_NAMED, (owner, version)).fetchone():
+                    db.execute(_NAMER, (1, version))
+            tick = _tick(db, len(contents)) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
             if kept_steps > self.max_steps:
@@ -279,7 +285,7 @@ class SqliteSessions(SessionStore):
         while _counted(db, owner, "kept_bytes") > self.max_bytes_per_owner:
             _let_go(db, owner, db.execute(_OWNERS_OLDEST, (owner,)).fetchone()[0])
         while db.execute("SELECT bytes FROM totals").fetchone()[0] > self.max_bytes:
-            oldest = db.execute("SELECT version FROM uses ORDER BY used LIMIT 1").fetchone()[0]
+            oldest = db.execute(_OLDEST).fetchone()[0]
             holders = db.execute("SELECT owner FROM kept WHERE version = ?", (oldest,))
             for (holder,) in holders.fetchall():
                 _let_go(db, holder, oldest)
@@ -316,11 +322,19 @@ _NEXT_STEP: Final = (
 _NEW_BLOB: Final = "INSERT INTO blobs VALUES (?, ?)"
 _USE_BLOB: Final = "UPDATE uses SET used = ? WHERE version = ? RETURNING size"
 _NAMES: Final = "SELECT 1 FROM names WHERE owner = ?1 AND version = ?2"
-_NEW_KEPT: Final = f"INSERT INTO kept VALUES (?1, ?2, ?3, EXISTS ({_NAMES}))"
-_NAMED: Final = "UPDATE kept SET named = 1 WHERE owner = ? AND version = ?"
-_UNNAMED: Final = (
-    f"UPDATE kept SET named = 0 WHERE owner = ?1 AND version = ?2 AND NOT EXISTS ({_NAMES})"
+_NEW_KEPT: Final = f"INSERT INTO kept VALUES (?1, ?2, ?3, EXISTS ({_NAMES})) RETURNING named"
+_NAMED: Final = (
+    "UPDATE kept SET named = 1 WHERE owner = ? AND version = ? AND NOT named RETURNING 1"
 )
+_UNNAMED: Final = (
+    "UPDATE kept SET named = 0 WHERE owner = ?1 AND version = ?2 AND named "
+    f"AND NOT EXISTS ({_NAMES}) RETURNING 1"
+)
+_NAMER: Final = "UPDATE uses SET namers = namers + ? WHERE version = ?"
+"""A blob's holders naming it, counted (the store gives up those no holder names first)."""
+_OLDEST: Final = "SELECT version FROM uses ORDER BY namers > 0, used LIMIT 1"
+"""The blob the store gives up first: the least recently used of those no holder names, else
+of all."""
 _OWNERS_OLDEST: Final = "SELECT version FROM kept WHERE owner = ? ORDER BY named, used LIMIT 1"
 """The content an owner gives up first: the least recently used of those no kept step names,
 else of all."""
@@ -334,16 +348,18 @@ def _keep_in(db: sqlite3.Connection, owner: bytes, version: bytes, data: bytes, 
     used = db.execute(_USE_BLOB, (tick, version)).fetchone()
     if used is None:
         db.execute(_NEW_BLOB, (version, data))
-        db.execute("INSERT INTO uses VALUES (?, ?, ?)", (version, len(data), tick))
+        db.execute("INSERT INTO uses VALUES (?, ?, ?, 0)", (version, len(data), tick))
         db.execute("UPDATE totals SET bytes = bytes + ?", (len(data),))
     if not db.execute(_TOUCH, (tick, owner, version)).rowcount:
-        db.execute(_NEW_KEPT, (owner, version, tick))
+        if db.execute(_NEW_KEPT, (owner, version, tick)).fetchone()[0]:
+            db.execute(_NAMER, (1, version))
         db.execute(_ADD_BYTES, (len(data) if used is None else used[0], owner))
 
 
-def _tick(db: sqlite3.Connection) -> int:
-    """The file's clock: one past the last use of any blob (every use touches its blob)."""
-    return int(db.execute("SELECT coalesce(max(used), 0) + 1 FROM uses").fetchone()[0])
+def _tick(db: sqlite3.Connection, uses: int = 1) -> int:
+    """The first of *uses* ticks of the file's clock, each past every use before."""
+    (clock,) = db.execute("UPDATE totals SET clock = clock + ? RETURNING clock", (uses,)).fetchone()
+    return int(clock) - uses + 1
 
 
 def _counted(db: sqlite3.Connection, owner: bytes, column: str) -> int:
@@ -355,7 +371,9 @@ def _counted(db: sqlite3.Connection, owner: bytes, column: str) -> int:
 def _let_go(db: sqlite3.Connection, owner: bytes, version: bytes) -> None:
     """*owner* keeps *version* no more; the blob goes when no owner keeps it."""
     (size,) = db.execute("SELECT size FROM uses WHERE version = ?", (version,)).fetchone()
-    db.execute("DELETE FROM kept WHERE owner = ? AND version = ?", (owner, version))
+    query = "DELETE FROM kept WHERE owner = ? AND version = ? RETURNING named"
+    if db.execute(query, (owner, version)).fetchone()[0]:
+        db.execute(_NAMER, (-1, version))
     db.execute(_ADD_BYTES, (-size, owner))
     _drop_if_unheld(db, version)
 
@@ -428,7 +446,9 @@ def _unname(db: sqlite3.Connection, owner: bytes, steps: str, number: int) -> No
     """Forget what *owner*'s steps where *steps* (with *number*) name, now no other names."""
     query = f"DELETE FROM names WHERE owner = ? AND {steps} RETURNING version"
     versions = {version for (version,) in db.execute(query, (owner, number)).fetchall()}
-    db.executemany(_UNNAMED, [(owner, version) for version in versions])
+    for version in versions:
+        if db.execute(_UNNAMED, (owner, version)).fetchone():
+            db.execute(_NAMER, (-1, version))
 
 
 def _forget(owner: bytes, db: sqlite3.Connection) -> None:
@@ -468,7 +488,9 @@ def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
             return True
         db.execute("DELETE FROM steps WHERE owner = ?", row)
         db.execute("DELETE FROM names WHERE owner = ?", row)
-        db.execute("UPDATE kept SET named = 0 WHERE owner = ? AND named", row)
+        query = "UPDATE kept SET named = 0 WHERE owner = ? AND named RETURNING version"
+        for (version,) in db.execute(query, row).fetchall():
+            db.execute(_NAMER, (-1, version))
         db.execute("UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ?", row)
         if _let_go_some(db, owner):  # all gone: only its numbering stays, if any
             numbering = db.execute("SELECT numbered, marked FROM owners WHERE owner = ?", row)
