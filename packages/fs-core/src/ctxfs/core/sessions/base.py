@@ -200,10 +200,11 @@ class SessionStore(ABC):
     used given up first, but those an owner's kept steps name (:func:`step_names`:
     what an undo puts back) only after all others: within its bound, after the
     owner's others; in all, after those no owner's kept steps name. Steps are
-    bounded per owner (:attr:`max_steps`), the oldest given up first. An owner no call has named for :attr:`max_idle_days` (an
-    agent long gone) has its contents, steps and checkpoints given up; its
-    numbering goes on, so no step number or checkpoint id it was given is given
-    again. What was given up is gone: the store never guesses.
+    bounded per owner (:attr:`max_steps`), the oldest given up first. An owner
+    no call has named for :attr:`max_idle_days` (an agent long gone) has its
+    contents, steps and checkpoints given up; its numbering goes on, so no step
+    number or checkpoint id it was given is given again. What was given up is
+    gone: the store never guesses.
     Implementations make each call atomic against every other user of the
     store, never block the event loop for long, and raise ``Unavailable``
     rather than guess.
