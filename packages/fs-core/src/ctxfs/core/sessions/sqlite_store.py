@@ -269,9 +269,8 @@ class SqliteSessions(SessionStore):
             db.executemany(
                 "INSERT INTO names VALUES (?, ?, ?)", [(owner, number, v) for v in names]
             )
-            for version in names:
-                if db.execute(_NAMED, (owner, version)).fetchone():
-                    db.execute(_NAMER, (1, version))
+            for (version,) in db.execute(_NAMED, (owner, number)).fetchall():
+                db.execute(_NAMER, (1, version))
             tick = _tick(db, len(contents)) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
@@ -324,12 +323,10 @@ _USE_BLOB: Final = "UPDATE uses SET used = ? WHERE version = ? RETURNING size"
 _NAMES: Final = "SELECT 1 FROM names WHERE owner = ?1 AND version = ?2"
 _NEW_KEPT: Final = f"INSERT INTO kept VALUES (?1, ?2, ?3, EXISTS ({_NAMES})) RETURNING named"
 _NAMED: Final = (
-    "UPDATE kept SET named = 1 WHERE owner = ? AND version = ? AND NOT named RETURNING 1"
+    "UPDATE kept SET named = 1 WHERE owner = ?1 AND NOT named AND version IN "
+    "(SELECT version FROM names WHERE owner = ?1 AND number = ?2) RETURNING version"
 )
-_UNNAMED: Final = (
-    "UPDATE kept SET named = 0 WHERE owner = ?1 AND version = ?2 AND named "
-    f"AND NOT EXISTS ({_NAMES}) RETURNING 1"
-)
+"""What the owner keeps of what its step names, named now."""
 _NAMER: Final = "UPDATE uses SET namers = namers + ? WHERE version = ?"
 """A blob's holders naming it, counted (the store gives up those no holder names first)."""
 _OLDEST: Final = "SELECT version FROM uses ORDER BY namers > 0, used LIMIT 1"
@@ -426,7 +423,7 @@ def _give_up_steps(db: sqlite3.Connection, owner: bytes, excess: int) -> None:
         (owner, excess - 1),
     ).fetchone()
     db.execute("DELETE FROM steps WHERE owner = ? AND number <= ?", (owner, last))
-    _unname(db, owner, "number <= ?", last)
+    _unname(db, owner, "number <= ?2", last)
     query = "UPDATE owners SET given_up = ?, steps = steps - ? WHERE owner = ?"
     db.execute(query, (last, excess, owner))
 
@@ -438,17 +435,22 @@ def _drop_steps(owner: bytes, numbers: list[int], db: sqlite3.Connection) -> Non
             query = "DELETE FROM steps WHERE owner = ? AND number = ?"
             if db.execute(query, (owner, number)).rowcount:
                 dropped += 1
-                _unname(db, owner, "number = ?", number)
+                _unname(db, owner, "number = ?2", number)
         db.execute("UPDATE owners SET steps = steps - ? WHERE owner = ?", (dropped, owner))
 
 
 def _unname(db: sqlite3.Connection, owner: bytes, steps: str, number: int) -> None:
     """Forget what *owner*'s steps where *steps* (with *number*) name, now no other names."""
-    query = f"DELETE FROM names WHERE owner = ? AND {steps} RETURNING version"
-    versions = {version for (version,) in db.execute(query, (owner, number)).fetchall()}
-    for version in versions:
-        if db.execute(_UNNAMED, (owner, version)).fetchone():
-            db.execute(_NAMER, (-1, version))
+    unnamed = db.execute(
+        "UPDATE kept SET named = 0 WHERE owner = ?1 AND named AND version IN "
+        f"(SELECT version FROM names WHERE owner = ?1 AND {steps}) AND NOT EXISTS "
+        "(SELECT 1 FROM names n WHERE n.owner = ?1 AND n.version = kept.version "
+        f"AND NOT ({steps})) RETURNING version",
+        (owner, number),
+    ).fetchall()
+    for (version,) in unnamed:
+        db.execute(_NAMER, (-1, version))
+    db.execute(f"DELETE FROM names WHERE owner = ?1 AND {steps}", (owner, number))
 
 
 def _forget(owner: bytes, db: sqlite3.Connection) -> None:
