@@ -1783,6 +1783,21 @@ async def test_a_checkpoint_marked_while_an_undo_runs_is_not_rewound_to_silently
             await a.rewind(marks[0].id)  # it would not bring back the file it saw
 
 
+async def test_a_read_the_store_gave_up_at_once_is_not_sent_again_moments_later() -> None:
+    store = ScriptedStore()
+    store.max_bytes_per_owner = 10  # the edit's contents before and after (8 bytes) fill it
+    async with open_fs("memory://", sessions=store, load_entrypoints=False) as fs:
+        await seed(fs, {"a.txt": b"one\n", "b.txt": b"bee\n"})
+        a = fs.context(owner=A).fs
+        await a.read("a.txt")
+        await a.edit("a.txt", "one", "two")
+        keeps = store.keeps
+        seen = [(await a.read("b.txt")).version for _ in range(3)]
+        assert store.keeps == keeps + 1
+        assert await store.content(A, seen[0]) is None  # given up at once: 12 bytes
+        assert (await a.undo()).steps == (1,)
+
+
 @pytest.mark.parametrize("window", [KEPT_RECENTLY_SECONDS, 0.0])
 async def test_a_version_kept_moments_ago_is_not_sent_again_by_a_read(
     window: float, monkeypatch: pytest.MonkeyPatch

@@ -106,8 +106,8 @@ class SessionMemory:
         """Keep *data*, the content of *version* at *path*, for *owner*.
 
         A reference (the path) where the backend keeps versions and *path* is known.
-        Unless *again*, a version kept in the last :data:`KEPT_RECENTLY_SECONDS` is not
-        sent again.
+        Unless *again*, a version sent in the last :data:`KEPT_RECENTLY_SECONDS` is not
+        sent again (kept, or given up at once by a store full of what steps name).
         """
         now = time.monotonic()
         kept_at = self._kept.get((owner, version))
@@ -117,12 +117,11 @@ class SessionMemory:
         if entry is None:
             return
         try:
-            kept = await self.store.keep(owner, *entry)
+            await self.store.keep(owner, *entry)
         except Exception:  # (a store's bug too: it never fails the call)
             log.warning("the session store could not keep a version", exc_info=True)
             return
-        if kept:
-            self._kept_now(owner, [version], now)
+        self._kept_now(owner, [version], now)
 
     def _entry(
         self, owner: str, version: Version, data: bytes, path: str | None
