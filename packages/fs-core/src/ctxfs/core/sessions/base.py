@@ -199,7 +199,7 @@ class SessionStore(ABC):
     all (:attr:`max_bytes_per_owner`, :attr:`max_bytes`), the least recently
     used given up first, but those an owner's kept steps name (:func:`step_names`:
     what an undo puts back) only after all others: within its bound, after the
-    owner's others; in all, after those no owner's kept steps name. Steps are
+    owner's others; in all, after every content no owner keeping it names. Steps are
     bounded per owner (:attr:`max_steps`), the oldest given up first. An owner
     no call has named for :attr:`max_idle_days` (an agent long gone) has its
     contents, steps and checkpoints given up; its numbering goes on, so no step
