@@ -681,6 +681,38 @@ async def test_an_undo_puts_back_each_file_with_its_mode(
     assert not (root / "elsewhere.sh").exists()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives files away: run as root (CI does)")
+async def test_as_root_an_undo_and_a_moving_patch_keep_each_files_owner(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    place = make_place(request, tmp_path, "local", "sqlite")
+    root = Path(place.url)
+    names = ["deleted.txt", "moved.txt", "patched.txt", "edited.txt"]
+    ids = {name: (1201 + n, 1301 + n) for n, name in enumerate(names)}
+    for name in names:
+        (root / name).write_text(f"{name}\n")
+        os.chown(root / name, *ids[name])
+
+    def ids_of(name: str) -> tuple[int, int]:
+        found = (root / name).stat()
+        return found.st_uid, found.st_gid
+
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        mark = await a.checkpoint()
+        for name in names:
+            await a.read(name)
+        await a.delete("deleted.txt")
+        await a.move("moved.txt", "elsewhere.txt")
+        await a.apply_patch([update("patched.txt", ["patched.txt"], ["new"], "new.txt")])
+        assert ids_of("new.txt") == ids["patched.txt"]  # moved and edited: its ids go with it
+        await a.edit("edited.txt", "edited", "changed")
+        await a.rewind(mark.id)
+    for name in names:
+        assert ((root / name).read_text(), ids_of(name)) == (f"{name}\n", ids[name]), name
+    assert not (root / "new.txt").exists()
+
+
 async def test_an_undo_puts_back_the_mode_of_a_file_the_steps_replaced(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -16,6 +16,7 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -346,12 +347,10 @@ async def test_34_parent_swapped_during_the_write_lands_inside_or_fails(
     outside = layout.base / "outside-dir"
     outside.mkdir()
 
-    def swap_then_write(
-        dir_fd: int, data: bytes, current: os.stat_result | None, mode: int | None
-    ) -> str:
+    def swap_then_write(dir_fd: int, data: bytes, current: os.stat_result | None, **kw: Any) -> str:
         (layout.root / "sub").rename(layout.root / "moved")
         os.symlink(str(outside), layout.root / "sub")
-        return real(dir_fd, data, current, mode)
+        return real(dir_fd, data, current, **kw)
 
     await ctx.fs.read("sub/c")
     monkeypatch.setattr(local_writes, "_write_temp", swap_then_write)

@@ -20,6 +20,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -293,11 +294,11 @@ async def test_a_create_whose_new_directory_a_failed_create_removed_makes_it_aga
     real_write_temp = local_writes._write_temp
     removed: list[bool] = []
 
-    def rival_removes_the_directory(dir_fd: int, *args: object) -> str:
+    def rival_removes_the_directory(dir_fd: int, *args: Any, **kwargs: Any) -> str:
         if not removed:
             os.rmdir(root / "n")
             removed.append(True)
-        return real_write_temp(dir_fd, *args)  # type: ignore[arg-type]
+        return real_write_temp(dir_fd, *args, **kwargs)
 
     monkeypatch.setattr(local_writes, "_write_temp", rival_removes_the_directory)
     backend = LocalBackend(root, state_dir=tmp_path / "state")

@@ -161,10 +161,11 @@ async def store(
     document: AnyDocument | None = None,
     *,
     mode: int | None = None,
+    ownership: tuple[int, int] | None = None,
 ) -> None:
     """Write *data* through *update*; for a changed text, remember its encoding by version.
 
-    *mode*: the permission bits the file gets (see :meth:`Update.write`).
+    *mode*, *ownership*: the permission bits and ids the file gets (see :meth:`Update.write`).
 
     Raises:
         Stale: The file was created by someone else since it was read as missing.
@@ -173,7 +174,7 @@ async def store(
     if update.current is None:
         await making_parents(ctx, report)
     try:
-        report.after = await update.write(data, mode=mode)
+        report.after = await update.write(data, mode=mode, ownership=ownership)
         report.written = data
     except AlreadyExists:
         raise Stale(

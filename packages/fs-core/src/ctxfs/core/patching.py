@@ -173,8 +173,9 @@ async def _write_part(
         done += [(update, None), (there, last.after)]
     else:
         change, document = part.change
-        mode = update.mode if there is not update else None  # (moved: the bits go with it)
-        await store(ctx, last, there, change.data, document, mode=mode)
+        moved = there is not update  # (the bits and ids go with it)
+        mode, ownership = (update.mode, update.ownership) if moved else (None, None)
+        await store(ctx, last, there, change.data, document, mode=mode, ownership=ownership)
         done.append((there, last.after))
         if there is not update:
             await update.delete()

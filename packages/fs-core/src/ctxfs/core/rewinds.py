@@ -156,6 +156,8 @@ class _Planned:
     """(left, found next) where they differ: another's change, or the same content anew."""
     mode: int | None = None
     """The permission bits before the steps, for a file they made anew."""
+    ownership: tuple[int, int] | None = None
+    """The owner and group ids before the steps, for a file they made anew."""
     replaced: bool = False
     """Whether a step deleted, made or moved a file at the path (not only changed it)."""
 
@@ -177,12 +179,13 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
                     left=change.after,
                     back=change.before,
                     mode=change.mode,
+                    ownership=change.ownership,
                     replaced=replaced,
                 )
                 continue
             if change.after != entry.back:
                 entry.gaps.append((change.after, entry.back))
-            entry.back, entry.mode = change.before, change.mode
+            entry.back, entry.mode, entry.ownership = change.before, change.mode, change.ownership
             entry.replaced = entry.replaced or replaced
     return {key: entry for key, entry in planned.items() if entry.left != entry.back or entry.gaps}
 
@@ -349,9 +352,10 @@ async def _write_back(
         for entry, report, update in zip(entries, reports, updates, strict=True):
             stored.append((update, report))
             if entry.content is not None:
-                # the mode it had, where the steps made the file anew (an edit keeps it)
-                mode = entry.mode if update.current is None or entry.replaced else None
-                await store(ctx, report, update, entry.content, mode=mode)
+                # the mode and ids it had, where the steps made the file anew (an edit keeps them)
+                anew = update.current is None or entry.replaced
+                mode, ownership = (entry.mode, entry.ownership) if anew else (None, None)
+                await store(ctx, report, update, entry.content, mode=mode, ownership=ownership)
                 done.append((update, report.after))
             elif update.current is not None:
                 await update.delete()

@@ -189,6 +189,7 @@ class SessionMemory:
                     after=report.after,
                     moved_from=op.moved_from,
                     mode=update.mode if current is not None else None,
+                    ownership=update.ownership if current is not None else None,
                 )
             )
         await self.record(owner, changes, contents)

@@ -40,10 +40,18 @@ class LockedUpdate(Update):
         self._as_read = True
         if seen.info is not None:
             self.mode = stat.S_IMODE(seen.info.st_mode)
+            self.ownership = (seen.info.st_uid, seen.info.st_gid)
 
-    async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
+    async def _put(
+        self,
+        data: bytes,
+        *,
+        was: Version | None,
+        mode: int | None,
+        ownership: tuple[int, int] | None,
+    ) -> Version:
         expect = self.seen if self._as_read else (ABSENT if was is None else was)
-        write = partial(writes.write, like=self.seen.info, mode=mode)
+        write = partial(writes.write, like=self.seen.info, mode=mode, ownership=ownership)
         if self._as_read and len(data) <= self.inline_max:  # (an undo may hash what is there)
             version = write(self.root, self.path, data, expect)
         else:

@@ -51,14 +51,16 @@ def write(
     *,
     like: os.stat_result | None = None,
     mode: int | None = None,
+    ownership: tuple[int, int] | None = None,
 ) -> Version:
     """Write *data* at *path* under *expect*, keeping its mode and owner (or *like*'s).
 
-    *mode*, where given, is the mode the file gets instead.
+    *mode* and *ownership* (owner and group ids, set by root only), where given, are what
+    the file gets instead.
     """
     for _ in range(_DIRECTORY_RACES):
         try:
-            return _write_once(root, path, data, expect, like=like, mode=mode)
+            return _write_once(root, path, data, expect, like=like, mode=mode, ownership=ownership)
         except _DirectoryGone:
             continue  # a failed create removed the directory it had made: make it again
     raise Busy(f"the directory of {path} keeps being removed", path=path)
@@ -89,6 +91,7 @@ def _write_once(
     *,
     like: os.stat_result | None,
     mode: int | None,
+    ownership: tuple[int, int] | None,
 ) -> Version:
     parent, _, name = path.rpartition("/")
     with root.made_dir(parent, entry=path) as dir_fd:
@@ -101,7 +104,8 @@ def _write_once(
         _check_precondition(root, dir_fd, name, path, current=current, expect=expect)
         with translated(path, on_missing=root.gone):
             try:
-                temp = _write_temp(dir_fd, data, current if current is not None else like, mode)
+                model = current if current is not None else like
+                temp = _write_temp(dir_fd, data, model, mode=mode, ownership=ownership)
             except FileNotFoundError:
                 if os.fstat(dir_fd).st_nlink == 0:
                     raise _DirectoryGone from None
@@ -266,11 +270,21 @@ def mkdir(root: RootDirectory, path: str) -> None:
         raise
 
 
-def _write_temp(dir_fd: int, data: bytes, current: os.stat_result | None, mode: int | None) -> str:
+def _write_temp(
+    dir_fd: int,
+    data: bytes,
+    current: os.stat_result | None,
+    *,
+    mode: int | None,
+    ownership: tuple[int, int] | None,
+) -> str:
     """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name.
 
-    It gets *mode*, else *current*'s mode and owner, else the default (less the umask).
+    It gets *mode*, else *current*'s mode, else the default (less the umask); as root,
+    *ownership*, else *current*'s owner and group.
     """
+    if ownership is None and current is not None:
+        ownership = (current.st_uid, current.st_gid)
     name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     if mode is None and current is not None:
@@ -282,8 +296,8 @@ def _write_temp(dir_fd: int, data: bytes, current: os.stat_result | None, mode: 
             written += os.write(fd, view[written:])
         if mode is not None:
             os.fchmod(fd, mode & ~(stat.S_ISUID | stat.S_ISGID))
-        if current is not None and os.geteuid() == 0:
-            os.fchown(fd, current.st_uid, current.st_gid)
+        if ownership is not None and os.geteuid() == 0:
+            os.fchown(fd, *ownership)
         os.fsync(fd)  # an error here fails the write: never retry-and-trust
     except BaseException:
         os.close(fd)

@@ -42,12 +42,21 @@ class Update:
         """The update of the destination :meth:`move` moved the file to, once it has."""
         self.mode: int | None = None
         """The file's permission bits when read, where the store keeps them (else None)."""
+        self.ownership: tuple[int, int] | None = None
+        """The file's owner and group ids when read, where the store keeps them (else None)."""
 
-    async def write(self, data: bytes, *, mode: int | None = None) -> Version:
+    async def write(
+        self,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        ownership: tuple[int, int] | None = None,
+    ) -> Version:
         """Replace the file read (or create it, if it did not exist) with *data*.
 
-        The file keeps its permission bits (a new one gets the store's default),
-        unless *mode* gives them, where the store keeps them.
+        The file keeps its permission bits and ownership (a new one gets the store's
+        defaults), unless *mode* or *ownership* (owner and group ids) gives them, where
+        the store keeps them; ownership only where this process may give it (root).
 
         Raises:
             Stale: The file changed since it was read (or was deleted).
@@ -58,7 +67,7 @@ class Update:
         self.backend.capabilities.check_size(self.path, data)
         was = None if self.current is None else self.current.version
         with anyio.CancelScope(shield=True):
-            version = await self._put(data, was=was, mode=mode)
+            version = await self._put(data, was=was, mode=mode, ownership=ownership)
         return version  # noqa: RET504 - (a return inside the shield reads as fall-through to mypy)
 
     async def delete(self) -> None:
@@ -135,11 +144,18 @@ class Update:
 
     # -- the store's primitives ---------------------------------------------------------------
 
-    async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
+    async def _put(
+        self,
+        data: bytes,
+        *,
+        was: Version | None,
+        mode: int | None,
+        ownership: tuple[int, int] | None,
+    ) -> Version:
         """Store *data* over version *was* (None: no file) and return its version.
 
         ``Stale`` or ``AlreadyExists`` where the file is no longer so, as far as the
-        store's condition or lock reaches. *mode*: see :meth:`write`.
+        store's condition or lock reaches. *mode*, *ownership*: see :meth:`write`.
         """
         raise NotImplementedError  # pragma: no cover - every Update subclass has its own
 
@@ -196,7 +212,9 @@ class Update:
             if written is not None:
                 await self._removed(was=written)
         else:
-            await self._put(self.current.data, was=written, mode=self.mode)
+            await self._put(
+                self.current.data, was=written, mode=self.mode, ownership=self.ownership
+            )
 
     async def _removed(self, *, was: Version) -> None:
         """:meth:`_remove`, done too where it fails unrefused and no file is left here."""
@@ -228,8 +246,15 @@ _NO_FILE: Final = Version("")
 class ConditionalUpdate(Update):
     """The default :class:`Update`: the store's compare-and-swap against the version read."""
 
-    async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
-        del mode  # (a store of objects keeps no permission bits)
+    async def _put(
+        self,
+        data: bytes,
+        *,
+        was: Version | None,
+        mode: int | None,
+        ownership: tuple[int, int] | None,
+    ) -> Version:
+        del mode, ownership  # (a store of objects keeps no permission bits)
         return await self.backend._write(self.path, data, ABSENT if was is None else was)
 
     async def _remove(self, *, was: Version) -> None:

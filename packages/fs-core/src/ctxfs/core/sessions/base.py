@@ -75,6 +75,8 @@ class FileChange:
     """Whether the path is a directory the step created."""
     mode: int | None = None
     """The file's permission bits before the change, where the store keeps them."""
+    ownership: tuple[int, int] | None = None
+    """The file's owner and group ids before the change, where the store keeps them."""
     undid: int | None = None
     """For an :data:`UNDONE` change: the oldest step the undo undid."""
     resolved: str | None = None
@@ -96,6 +98,7 @@ class FileChange:
             moved_from=data.get("moved_from"),
             directory=bool(data.get("directory", False)),
             mode=data.get("mode"),
+            ownership=None if data.get("ownership") is None else tuple(data["ownership"]),
             undid=data.get("undid"),
             resolved=data.get("resolved"),
         )

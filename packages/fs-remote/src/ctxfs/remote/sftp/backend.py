@@ -367,8 +367,19 @@ class _LeasedUpdate(Update):
         self.client, self.leases = backend.client, backend.leases
         self.full, self.mode, self.token = full, mode, token
 
-    async def _put(self, data: bytes, *, was: Version | None, mode: int | None) -> Version:
-        """Publish *data* over the file, which holds *was* (None: missing) unless this landed."""
+    async def _put(
+        self,
+        data: bytes,
+        *,
+        was: Version | None,
+        mode: int | None,
+        ownership: tuple[int, int] | None,
+    ) -> Version:
+        """Publish *data* over the file, which holds *was* (None: missing) unless this landed.
+
+        Its ownership is the server's to give (the login's): *ownership* is not sent.
+        """
+        del ownership
         version = content_version(data)
         mode = self.mode if mode is None else mode
 
