@@ -251,6 +251,16 @@ async def test_steps_are_numbered_bounded_and_never_renumbered(opener: Opener) -
     assert await store.steps("b") == []
 
 
+async def test_a_files_mode_and_ownership_come_back_with_its_step(opener: Opener) -> None:
+    store = opener()
+    deleted = FileChange(
+        path="/r/f", key="k", kind="delete", before=V1, after=None, mode=0o750, ownership=(7, 8)
+    )
+    await store.record("a", [deleted], at=1.0)
+    [step] = await store.steps("a")
+    assert step.changes == (deleted,)
+
+
 async def test_a_step_keeps_its_contents_in_the_same_call(opener: Opener) -> None:
     store = opener(max_bytes_per_owner=100)
     await store.keep("a", V1, FORTY)

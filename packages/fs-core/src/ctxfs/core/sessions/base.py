@@ -98,10 +98,23 @@ class FileChange:
             moved_from=data.get("moved_from"),
             directory=bool(data.get("directory", False)),
             mode=data.get("mode"),
-            ownership=None if data.get("ownership") is None else tuple(data["ownership"]),
+            ownership=_ids(data.get("ownership")),
             undid=data.get("undid"),
             resolved=data.get("resolved"),
         )
+
+
+def _ids(data: Any) -> tuple[int, int] | None:
+    """The owner and group ids :meth:`FileChange.encode` gave *data* for (a list), if any.
+
+    Raises:
+        TypeError, ValueError: *data* is no such list.
+
+    """
+    if data is None:
+        return None
+    uid, gid = data
+    return int(uid), int(gid)
 
 
 @dataclass(frozen=True, kw_only=True)
