@@ -7,6 +7,7 @@ checks that no file changed.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import threading
@@ -711,6 +712,32 @@ async def test_as_root_an_undo_and_a_moving_patch_keep_each_files_owner(
     for name in names:
         assert ((root / name).read_text(), ids_of(name)) == (f"{name}\n", ids[name]), name
     assert not (root / "new.txt").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives files away: run as root (CI does)")
+async def test_as_root_without_the_right_to_give_a_file_away_an_undo_puts_it_back_as_roots(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Root without CAP_CHOWN, an id its namespace does not map: the file is back, root's.
+    place = make_place(request, tmp_path, "local", "memory")
+    root = Path(place.url)
+    (root / "f.txt").write_text("f\n")
+    os.chown(root / "f.txt", 1201, 1301)
+    real = os.fchown
+
+    def refused(fd: int, uid: int, gid: int) -> None:
+        if (uid, gid) == (1201, 1301):
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+        real(fd, uid, gid)
+
+    async with place.open() as fs:
+        a = fs.context(owner=A).fs
+        await a.read("f.txt")
+        await a.delete("f.txt")
+        monkeypatch.setattr(os, "fchown", refused)
+        await a.undo()
+    assert (root / "f.txt").read_text() == "f\n"
+    assert (root / "f.txt").stat().st_uid == 0
 
 
 async def test_an_undo_puts_back_the_mode_of_a_file_the_steps_replaced(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
 import subprocess
@@ -259,6 +260,16 @@ async def test_a_files_mode_and_ownership_come_back_with_its_step(opener: Opener
     await store.record("a", [deleted], at=1.0)
     [step] = await store.steps("a")
     assert step.changes == (deleted,)
+
+
+@pytest.mark.parametrize(
+    "ids", [[4294967296, 0], [-1, 5], "12", [1.5, 2], [True, 0], [1], {"3": 0}]
+)
+def test_a_step_whose_owner_ids_are_damaged_is_no_step(ids: object) -> None:
+    change = {"path": "f", "key": "k", "kind": "delete", "before": "v", "after": None}
+    text = json.dumps({"number": 1, "at": 1.0, "changes": [{**change, "ownership": ids}]})
+    with pytest.raises(ValueError, match="not an encoded step"):
+        Step.decode(text)
 
 
 async def test_a_step_keeps_its_contents_in_the_same_call(opener: Opener) -> None:

@@ -281,10 +281,8 @@ def _write_temp(
     """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name.
 
     It gets *mode*, else *current*'s mode, else the default (less the umask); as root,
-    *ownership*, else *current*'s owner and group.
+    *ownership* where it may be given (else it stays root's), else *current*'s owner and group.
     """
-    if ownership is None and current is not None:
-        ownership = (current.st_uid, current.st_gid)
     name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     if mode is None and current is not None:
@@ -296,8 +294,10 @@ def _write_temp(
             written += os.write(fd, view[written:])
         if mode is not None:
             os.fchmod(fd, mode & ~(stat.S_ISUID | stat.S_ISGID))
-        if ownership is not None and os.geteuid() == 0:
-            os.fchown(fd, *ownership)
+        if os.geteuid() == 0 and ownership is not None:
+            _give(fd, ownership)
+        elif os.geteuid() == 0 and current is not None:
+            os.fchown(fd, current.st_uid, current.st_gid)
         os.fsync(fd)  # an error here fails the write: never retry-and-trust
     except BaseException:
         os.close(fd)
@@ -306,6 +306,19 @@ def _write_temp(
         raise
     os.close(fd)
     return name
+
+
+def _give(fd: int, ownership: tuple[int, int]) -> None:
+    """Give the file *fd* to *ownership*, where root may (else it stays root's).
+
+    Root may not without the capability to, to an id its user namespace does not map, or
+    on a filesystem without owners.
+    """
+    try:
+        os.fchown(fd, *ownership)
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.EINVAL, errno.EOPNOTSUPP):
+            raise
 
 
 def _rename_noreplace(

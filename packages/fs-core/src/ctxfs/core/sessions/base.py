@@ -108,13 +108,18 @@ def _ids(data: Any) -> tuple[int, int] | None:
     """The owner and group ids :meth:`FileChange.encode` gave *data* for (a list), if any.
 
     Raises:
-        TypeError, ValueError: *data* is no such list.
+        ValueError: *data* is no such list.
 
     """
     if data is None:
         return None
-    uid, gid = data
-    return int(uid), int(gid)
+    if not (isinstance(data, list) and len(data) == 2 and all(_an_id(n) for n in data)):
+        raise ValueError(f"not an owner and a group id: {data!r:.40}")
+    return data[0], data[1]
+
+
+def _an_id(number: object) -> bool:
+    return type(number) is int and 0 <= number < 2**32 - 1
 
 
 @dataclass(frozen=True, kw_only=True)
