@@ -24,6 +24,7 @@ from ctxfs.core.sessions import (
 )
 from ctxfs.core.sessions.base import reference_entry, step_names
 from tests.conftest import REDIS_PORT
+from tests.core.test_session_stores import DAY, Clock
 
 pytestmark = pytest.mark.anyio
 
@@ -37,17 +38,6 @@ BOUNDS: dict[str, Any] = {
     "max_steps": 3,
     "max_idle_days": 1,
 }
-DAY = 86_400.0
-
-
-class Clock:
-    """The stores' clock: each call a millisecond later (no two activities tie), or more."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -98,15 +98,20 @@ class _Owner:
         turned = []
         for step in steps:
             for version in step_names(self.owner, step.changes):
-                named = self.names.get(version, 0) + by
-                if named > 0:
-                    self.names[version] = named
-                else:
-                    del self.names[version]
-                if (named > 0) != (named - by > 0):
+                if _count(self.names, version, by):
                     self.turns.turn(version)
                     turned.append(version)
         return turned
+
+
+def _count(counts: dict[Version, int], version: Version, by: int) -> bool:
+    """Count *version* *by* more in *counts* (gone at 0); whether it came in or went."""
+    now = counts.get(version, 0) + by
+    if now > 0:
+        counts[version] = now
+    else:
+        del counts[version]
+    return (now > 0) != (now - by > 0)
 
 
 class MemorySessions(SessionStore):
@@ -183,12 +188,7 @@ class MemorySessions(SessionStore):
 
     def _namer(self, version: Version, by: int) -> None:
         """Count *by* more holders of *version* naming it."""
-        namers = self._namers.get(version, 0) + by
-        if namers > 0:
-            self._namers[version] = namers
-        else:
-            del self._namers[version]
-        if (namers > 0) != (namers - by > 0):
+        if _count(self._namers, version, by):
             self._turns.turn(version)
 
     def _name(self, mine: _Owner, steps: Iterable[Step], by: int) -> None:
