@@ -688,7 +688,7 @@ async def test_as_root_an_undo_and_a_moving_patch_keep_each_files_owner(
 ) -> None:
     place = make_place(request, tmp_path, "local", "sqlite")
     root = Path(place.url)
-    names = ["deleted.txt", "moved.txt", "patched.txt", "edited.txt"]
+    names = ["deleted.txt", "moved.txt", "patched.txt", "edited.txt", "twice.txt"]
     ids = {name: (1201 + n, 1301 + n) for n, name in enumerate(names)}
     for name in names:
         (root / name).write_text(f"{name}\n")
@@ -708,6 +708,9 @@ async def test_as_root_an_undo_and_a_moving_patch_keep_each_files_owner(
         await a.apply_patch([update("patched.txt", ["patched.txt"], ["new"], "new.txt")])
         assert ids_of("new.txt") == ids["patched.txt"]  # moved and edited: its ids go with it
         await a.edit("edited.txt", "edited", "changed")
+        await a.delete("twice.txt")
+        await a.write("twice.txt", "root's now\n")
+        await a.delete("twice.txt")  # its last step's ids are root's: the first step's win
         await a.rewind(mark.id)
     for name in names:
         assert ((root / name).read_text(), ids_of(name)) == (f"{name}\n", ids[name]), name

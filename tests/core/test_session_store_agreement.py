@@ -7,7 +7,7 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 import redis.asyncio as aioredis
@@ -174,29 +174,43 @@ async def check_redis(store: RedisSessions) -> None:
 )
 async def test_the_stores_agree_call_by_call(seeds: range, tmp_path: Path, redis_url: str) -> None:
     for seed in seeds:
-        draw = random.Random(seed)
         stores: list[SessionStore] = [
             MemorySessions(**BOUNDS, clock=Clock()),
             SqliteSessions(tmp_path / f"{seed}.db", **BOUNDS, clock=Clock()),
-            open_sessions(f"{redis_url.replace('test-', f'test-{seed}-')}&{urlencode(BOUNDS)}"),
+            open_sessions(seeded(redis_url, seed)),
         ]
         stores[2].clock = Clock()
-        numbered = dict.fromkeys(OWNERS, 0)
-        for number in range(100):
-            kind, owner, arguments = random_call(draw, numbered)
-            answers = [await call(store, kind, owner, arguments) for store in stores]
-            assert answers[1:] == answers[:1] * 2, (seed, number, kind, owner, arguments)
-            if kind == "record":
-                numbered[owner] = answers[0]
-            elif kind == "forget_owner":
-                numbered[owner] = 0
-        for owner in OWNERS:
-            left = [
-                [await s.content(owner, v) is not None for v, _ in entries(owner)] for s in stores
-            ]
-            assert left[1:] == left[:1] * 2, (seed, owner)
-        await check_memory(stores[0])  # type: ignore[arg-type]
-        await check_sqlite(stores[1])  # type: ignore[arg-type]
-        await check_redis(stores[2])  # type: ignore[arg-type]
-        for store in stores:
-            await store.aclose()
+        try:
+            await agree(random.Random(seed), stores)
+        except AssertionError as failure:
+            raise AssertionError(f"seed {seed}: {failure}") from failure
+        finally:
+            for store in stores:
+                await store.aclose()
+
+
+def seeded(redis_url: str, seed: int) -> str:
+    """*redis_url* with a key prefix of the seed's own, and the bounds."""
+    parts = urlsplit(redis_url)
+    query = dict(parse_qsl(parts.query))
+    query["prefix"] = f"{query['prefix']}{seed}:"
+    return urlunsplit(parts._replace(query=urlencode(query | BOUNDS)))
+
+
+async def agree(draw: random.Random, stores: list[SessionStore]) -> None:
+    """The three *stores* answer 100 random calls alike, then keep the same, each consistent."""
+    numbered = dict.fromkeys(OWNERS, 0)
+    for number in range(100):
+        kind, owner, arguments = random_call(draw, numbered)
+        answers = [await call(store, kind, owner, arguments) for store in stores]
+        assert answers[1:] == answers[:1] * 2, (number, kind, owner, arguments)
+        if kind == "record":
+            numbered[owner] = answers[0]
+        elif kind == "forget_owner":
+            numbered[owner] = 0
+    for owner in OWNERS:
+        left = [[await s.content(owner, v) is not None for v, _ in entries(owner)] for s in stores]
+        assert left[1:] == left[:1] * 2, owner
+    await check_memory(stores[0])  # type: ignore[arg-type]
+    await check_sqlite(stores[1])  # type: ignore[arg-type]
+    await check_redis(stores[2])  # type: ignore[arg-type]

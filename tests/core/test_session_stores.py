@@ -263,7 +263,7 @@ async def test_a_files_mode_and_ownership_come_back_with_its_step(opener: Opener
 
 
 @pytest.mark.parametrize(
-    "ids", [[4294967296, 0], [-1, 5], "12", [1.5, 2], [True, 0], [1], {"3": 0}]
+    "ids", [[4294967295, 0], [-1, 5], "12", [1.5, 2], [True, 0], [1], {"3": 0}]
 )
 def test_a_step_whose_owner_ids_are_damaged_is_no_step(ids: object) -> None:
     change = {"path": "f", "key": "k", "kind": "delete", "before": "v", "after": None}

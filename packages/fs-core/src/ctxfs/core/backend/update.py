@@ -54,9 +54,9 @@ class Update:
     ) -> Version:
         """Replace the file read (or create it, if it did not exist) with *data*.
 
-        The file keeps its permission bits and ownership (a new one gets the store's
-        defaults), unless *mode* or *ownership* (owner and group ids) gives them, where
-        the store keeps them; ownership only where this process may give it (root).
+        The file keeps its permission bits (a new one gets the store's default), and its
+        owner and group where this process may give them (root), unless *mode* or
+        *ownership* (owner and group ids) gives them, where the store keeps them.
 
         Raises:
             Stale: The file changed since it was read (or was deleted).

@@ -322,8 +322,9 @@ class SessionStore(ABC):
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """Keep *data*, the content of *version*, for *owner* (again: it becomes the most recent).
 
-        Returns False when the store gives it up at once (larger than a bound, or the
-        owner's bound filled by contents its steps name).
+        Returns False when the store gives it up at once: larger than a bound, or a
+        bound filled by contents that steps name (the owner's, or the store's by any
+        owner's steps).
 
         Raises:
             Unavailable: The store cannot be reached or written.
