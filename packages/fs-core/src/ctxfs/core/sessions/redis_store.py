@@ -154,9 +154,7 @@ _KEEP: Final = """
 local o = owned(ARGV[2])
 keep(ARGV[2], ARGV[3], ARGV[4])
 bound(ARGV[2], tonumber(ARGV[5]), tonumber(ARGV[6]))
-if redis.call('ZSCORE', o .. 'kept', ARGV[3]) or redis.call('ZSCORE', o .. 'named', ARGV[3]) then
-  return 1
-end
+if redis.call('ZSCORE', ranked(o, ARGV[3]), ARGV[3]) then return 1 end
 return 0
 """
 _CONTENT: Final = """
