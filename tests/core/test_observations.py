@@ -195,6 +195,51 @@ async def test_owned_leaves_out_expired_and_damaged_entries(tmp_path: Path, redi
     await shared.aclose()
 
 
+async def test_the_sqlite_store_writes_only_what_changes_and_renews_the_rest(
+    tmp_path: Path,
+) -> None:
+    # The same file read again (the same observation) costs a read of the file, not a write,
+    # until a 64th of max_age has passed since the entry was written.
+    store = SqliteObservations(tmp_path / "o", max_age=6400.0)
+    other = sqlite3.connect(tmp_path / "o", isolation_level=None)
+
+    def version() -> int:  # changes when another connection commits a write
+        return int(other.execute("PRAGMA data_version").fetchone()[0])
+
+    def seen() -> float:
+        return float(other.execute("SELECT seen FROM observations").fetchone()[0])
+
+    changed = Observation(version=Version("xxh3:2"), complete=True)
+    await store.put("a", "f", SEEN)
+    before = version()
+    await store.put("a", "f", SEEN)
+    await store.update("a", "f", lambda current: current)
+    await store.put("a", "absent", None)
+    await store.update("a", "absent", lambda current: current)
+    assert version() == before
+    await store.update("a", "f", lambda _: changed)
+    assert version() != before
+    assert await store.get("a", "f") == changed
+    before = version()
+    await store.put("a", "f", changed)
+    assert version() == before
+    other.execute("UPDATE observations SET seen = seen - 101")  # written past a 64th of max_age
+    before, last = version(), seen()
+    await store.put("a", "f", changed)
+    assert version() != before
+    assert seen() >= last + 101  # renewed
+    other.execute("UPDATE observations SET seen = seen - 101")
+    before, last = version(), seen()
+    await store.update("a", "f", lambda current: current)
+    assert (version() != before, seen() >= last + 101) == (True, True)
+    other.execute("UPDATE observations SET seen = seen - 7000")  # expired: no observation
+    assert await store.get("a", "f") is None
+    await store.put("a", "f", changed)
+    assert await store.get("a", "f") == changed
+    other.close()
+    await store.aclose()
+
+
 async def test_one_owner_cannot_push_the_others_out_of_the_memory_store() -> None:
     store = MemoryObservations(max_observations=100, max_per_owner=10)
     await store.update("live", "kept", lambda _: SEEN)

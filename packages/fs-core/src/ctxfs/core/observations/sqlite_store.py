@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from contextlib import suppress
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -32,15 +33,19 @@ CREATE TABLE IF NOT EXISTS observations (
     PRIMARY KEY (owner, key)
 ) WITHOUT ROWID
 """
-_SELECT: Final = "SELECT observation FROM observations WHERE owner = ? AND key = ? AND seen >= ?"
+_SELECT: Final = "SELECT observation, seen FROM observations WHERE owner = ? AND key = ?"
 _EXPIRIES_PER_AGE: Final = 4
 """How often, per *max_age*, a store that is written to removes the entries expired."""
+_RENEWALS_PER_AGE: Final = 64
+"""How often, per *max_age*, an entry that a call leaves as it is gets written anew (renewed)."""
 
 
 class SqliteObservations(ObservationStore):
     """Observations in a SQLite file, shared by the host's processes, surviving restarts.
 
-    Each update is one ``BEGIN IMMEDIATE`` transaction (write-ahead log). A call runs
+    Each update is one ``BEGIN IMMEDIATE`` transaction (write-ahead log); a call that
+    leaves the entry as it is (the same file read again) writes nothing, unless the entry
+    was last written a 64th of *max_age* ago or more (it is then renewed). A call runs
     on the event loop when the file is free at once, else waits in a worker thread.
     Entries not renewed for *max_age* seconds are removed when the store is opened, and
     again by a write once a quarter of *max_age* has passed since (in a worker thread).
@@ -74,8 +79,7 @@ class SqliteObservations(ObservationStore):
 
     async def get(self, owner: str, key: str) -> Observation | None:
         """See :meth:`ObservationStore.get`: one not renewed for *max_age* seconds is none."""
-        since = time.time() - self.max_age
-        return await self._file.run(partial(_get, _entry(owner, key), since))
+        return await self._file.run(partial(_get, _entry(owner, key), self._ages()))
 
     async def owned(self, owner: str) -> dict[str, Observation]:
         """See :meth:`ObservationStore.owned`: one ``SELECT``, in a worker thread (it may be long).
@@ -86,14 +90,16 @@ class SqliteObservations(ObservationStore):
         return await self._file.run(partial(_owned, stored_owner(owner), since), off_loop=True)
 
     async def update(self, owner: str, key: str, change: Change) -> None:
-        """See :meth:`ObservationStore.update`: one ``BEGIN IMMEDIATE`` transaction."""
-        since = time.time() - self.max_age
-        await self._file.run(partial(_update, _entry(owner, key), since, change))
+        """See :meth:`ObservationStore.update`: a read, then one ``BEGIN IMMEDIATE`` transaction.
+
+        Nothing is written when *change* leaves the entry as that read found it.
+        """
+        await self._file.run(partial(_update, _entry(owner, key), self._ages(), change))
         await self._expire_if_due()
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
-        """See :meth:`ObservationStore.put`: one statement."""
-        await self._file.run(partial(_put, _entry(owner, key), observation))
+        """See :meth:`ObservationStore.put`: a read, then one statement if the entry differs."""
+        await self._file.run(partial(_put, _entry(owner, key), self._ages(), observation))
         await self._expire_if_due()
 
     async def forget_owner(self, owner: str) -> None:
@@ -119,8 +125,22 @@ class SqliteObservations(ObservationStore):
         with suppress(FsError):
             await self._file.run(partial(_expire, time.time() - self.max_age), off_loop=True)
 
+    def _ages(self) -> _Ages:
+        now = time.time()
+        return _Ages(live=now - self.max_age, renewed=now - self.max_age / _RENEWALS_PER_AGE)
+
     def __repr__(self) -> str:
         return f"SqliteObservations({str(self.path)!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Ages:
+    """The times an entry's last write is compared with."""
+
+    live: float
+    """Written before it, an entry has expired."""
+    renewed: float
+    """Written since, an entry a call leaves as it is needs no write."""
 
 
 def _entry(owner: str, key: str) -> tuple[bytes, bytes]:
@@ -131,9 +151,8 @@ def _expire(before: float, db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM observations WHERE seen < ?", (before,))
 
 
-def _get(entry: tuple[bytes, bytes], since: float, db: sqlite3.Connection) -> Observation | None:
-    row = db.execute(_SELECT, (*entry, since)).fetchone()
-    return None if row is None else Observation.stored(row[0])
+def _get(entry: tuple[bytes, bytes], ages: _Ages, db: sqlite3.Connection) -> Observation | None:
+    return _current(db.execute(_SELECT, entry).fetchone(), ages)
 
 
 def _owned(owner: bytes, since: float, db: sqlite3.Connection) -> dict[str, Observation]:
@@ -145,13 +164,36 @@ def _owned(owner: bytes, since: float, db: sqlite3.Connection) -> dict[str, Obse
 
 
 def _update(
-    entry: tuple[bytes, bytes], since: float, change: Change, db: sqlite3.Connection
+    entry: tuple[bytes, bytes], ages: _Ages, change: Change, db: sqlite3.Connection
 ) -> None:
-    with immediate(db):
-        _put(entry, change(_get(entry, since, db)), db)
+    row = db.execute(_SELECT, entry).fetchone()  # (a change it leaves as it is is done as of it)
+    if not _holds(row, ages, change(_current(row, ages))):
+        with immediate(db):
+            _write(entry, change(_current(db.execute(_SELECT, entry).fetchone(), ages)), db)
 
 
 def _put(
+    entry: tuple[bytes, bytes], ages: _Ages, observation: Observation | None, db: sqlite3.Connection
+) -> None:
+    if not _holds(db.execute(_SELECT, entry).fetchone(), ages, observation):
+        _write(entry, observation, db)
+
+
+def _holds(row: tuple[str, float] | None, ages: _Ages, observation: Observation | None) -> bool:
+    """Whether the entry read as *row* is *observation* already (then nothing need be written).
+
+    One last written before ``ages.renewed`` is not: it is written anew (renewed).
+    """
+    if observation is None:
+        return _current(row, ages) is None
+    return row is not None and row[1] >= ages.renewed and row[0] == observation.encode()
+
+
+def _current(row: tuple[str, float] | None, ages: _Ages) -> Observation | None:
+    return None if row is None or row[1] < ages.live else Observation.stored(row[0])
+
+
+def _write(
     entry: tuple[bytes, bytes], observation: Observation | None, db: sqlite3.Connection
 ) -> None:
     """Store *observation* in one statement (a transaction of its own, or the caller's)."""
