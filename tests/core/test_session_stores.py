@@ -263,13 +263,22 @@ async def test_a_files_mode_and_ownership_come_back_with_its_step(opener: Opener
 
 
 @pytest.mark.parametrize(
-    "ids", [[4294967295, 0], [-1, 5], "12", [1.5, 2], [True, 0], [1], {"3": 0}]
+    "damaged",
+    [
+        *({"ownership": ids} for ids in ([4294967295, 0], [-1, 5], "12", [1.5, 2], [True, 0], [1])),
+        {"ownership": {"3": 0}},
+        *({"mode": mode} for mode in (0o10000, -1, "755", 7.5, True, [0o644])),
+    ],
 )
-def test_a_step_whose_owner_ids_are_damaged_is_no_step(ids: object) -> None:
+def test_a_step_whose_mode_or_owner_ids_are_damaged_is_no_step(damaged: dict[str, object]) -> None:
     change = {"path": "f", "key": "k", "kind": "delete", "before": "v", "after": None}
-    text = json.dumps({"number": 1, "at": 1.0, "changes": [{**change, "ownership": ids}]})
+    text = json.dumps({"number": 1, "at": 1.0, "changes": [{**change, **damaged}]})
     with pytest.raises(ValueError, match="not an encoded step"):
         Step.decode(text)
+    for name, whole in (("mode", 0o7777), ("mode", 0), ("ownership", [4294967294, 0])):
+        text = json.dumps({"number": 1, "at": 1.0, "changes": [{**change, name: whole}]})
+        kept = getattr(Step.decode(text).changes[0], name)
+        assert kept == (tuple(whole) if isinstance(whole, list) else whole)
 
 
 async def test_a_step_keeps_its_contents_in_the_same_call(opener: Opener) -> None:

@@ -106,6 +106,25 @@ async def test_an_update_keeps_the_files_mode_and_leaves_nothing_behind(
     assert sorted(p.name for p in local.iterdir()) == ["run.sh"]
 
 
+async def test_a_move_a_delete_and_their_undos_keep_the_files_mode(root: tuple[str, Path]) -> None:
+    # SFTP moves by copy and delete: the copy takes the mode the file had (into a directory
+    # the move makes too), and so does the file an undo puts back.
+    url, local = root
+    async with Fs(sftp(url), load_entrypoints=False) as fs:
+        ctx = fs.context(owner="agent")
+        await ctx.fs.write("run.sh", "echo one\n")
+        os.chmod(local / "run.sh", 0o751)
+        await ctx.fs.read("run.sh")
+        await ctx.fs.move("run.sh", "bin/run.sh")
+        assert (local / "bin" / "run.sh").stat().st_mode & 0o777 == 0o751
+        await ctx.fs.undo()
+        assert (local / "run.sh").stat().st_mode & 0o777 == 0o751
+        await ctx.fs.delete("run.sh")
+        await ctx.fs.undo()
+    assert (local / "run.sh").stat().st_mode & 0o777 == 0o751
+    assert (local / "run.sh").read_bytes() == b"echo one\n"
+
+
 async def test_a_writer_outside_the_protocol_is_still_caught_by_the_version(
     root: tuple[str, Path],
 ) -> None:

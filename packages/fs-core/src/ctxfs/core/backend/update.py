@@ -164,7 +164,8 @@ class Update:
         raise NotImplementedError  # pragma: no cover
 
     async def _move(self, destination: Update) -> Version:
-        """Copy to *destination* under its condition, then remove here under this one.
+        """Copy to *destination* under its condition (with this file's mode and ids), then
+        remove here under this one.
 
         If the removal is refused (``Stale``, ``NotFound``: this file changed meanwhile), the
         copy is undone. If it fails otherwise (its answer lost), the move is done where no file
@@ -172,7 +173,9 @@ class Update:
         (``BackendError``): it may be the only one.
         """
         assert self.current is not None
-        version = await destination.write(self.current.data)
+        version = await destination.write(
+            self.current.data, mode=self.mode, ownership=self.ownership
+        )
         try:
             await self._remove(was=self.current.version)
         except BaseException as failure:

@@ -97,11 +97,23 @@ class FileChange:
             after=None if data["after"] is None else Version(data["after"]),
             moved_from=data.get("moved_from"),
             directory=bool(data.get("directory", False)),
-            mode=data.get("mode"),
+            mode=_mode(data.get("mode")),
             ownership=_ids(data.get("ownership")),
             undid=data.get("undid"),
             resolved=data.get("resolved"),
         )
+
+
+def _mode(data: Any) -> int | None:
+    """The permission bits :meth:`FileChange.encode` gave *data* for, if any.
+
+    Raises:
+        ValueError: *data* is no such bits.
+
+    """
+    if data is None or (type(data) is int and 0 <= data <= 0o7777):
+        return data
+    raise ValueError(f"not a file's permission bits: {data!r:.40}")
 
 
 def _ids(data: Any) -> tuple[int, int] | None:

@@ -18,6 +18,7 @@ import asyncssh
 
 from ctxfs.core import AlreadyExists, FsError, InvalidArgument, NotADirectory, NotFound, Unavailable
 from ctxfs.core.kit import (
+    ABSENT,
     RESERVED_PREFIX,
     Backend,
     Blob,
@@ -201,8 +202,13 @@ class SftpBackend(Backend):
 
     # -- writing ------------------------------------------------------------------------------
 
-    async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
-        """Lock, compare, write a temporary file, publish it by rename, unlock."""
+    async def _write(
+        self, path: str, data: bytes, expect: Expect, *, mode: int | None = None
+    ) -> Version:
+        """Lock, compare, write a temporary file, publish it by rename, unlock.
+
+        The file gets permission bits *mode*, else keeps its own (a new one: the server's default).
+        """
         full = self.client.full(path)
         token = self.leases.token()  # the same on every attempt
 
@@ -211,7 +217,7 @@ class SftpBackend(Backend):
             made = await self._make_parents(sftp, posixpath.dirname(real), path)
             try:
                 async with self.leases.held(sftp, real, path, token) as reclaimed:
-                    current, mode = await self.client.file_version(sftp, real, path)
+                    current, had = await self.client.file_version(sftp, real, path)
                     if reclaimed and current == content_version(data):
                         # Our lock outlived a lost connection, so no one else wrote since:
                         # the bytes there are our own cut-off attempt's.
@@ -219,7 +225,8 @@ class SftpBackend(Backend):
                     check_expect(path, expect, current)
                     held = partial(self.leases.still_held, sftp, real, path, token)
                     replace = current is not None
-                    await _publish(sftp, real, data, mode=mode, replace=replace, held=held)
+                    bits = had if mode is None else mode
+                    await _publish(sftp, real, data, mode=bits, replace=replace, held=held)
             except BaseException:
                 for directory in reversed(made):  # a failed create leaves no directories
                     with suppress(asyncssh.SFTPError, OSError):
@@ -280,7 +287,7 @@ class SftpBackend(Backend):
             await self._release(path, real, token)  # taken, perhaps, with the answer lost
             raise
         if taken is None:
-            yield ConditionalUpdate(self, path, None)
+            yield _CreateUpdate(self, path, write=partial(self._write, path))
             return
         current, mode = taken
         try:
@@ -348,6 +355,28 @@ class SftpBackend(Backend):
                     raise AlreadyExists(f"{path} is a file", path=path)
 
         await self.client.call(path, run)
+
+
+class _CreateUpdate(ConditionalUpdate):
+    """A file whose directory did not exist when read: its write takes the lock (and makes it)."""
+
+    def __init__(
+        self, backend: Backend, path: str, *, write: Callable[..., Awaitable[Version]]
+    ) -> None:
+        super().__init__(backend, path, None)
+        self.write_file = write
+        """:meth:`SftpBackend._write` of the path: ``(data, expect, *, mode)``."""
+
+    async def _put(
+        self,
+        data: bytes,
+        *,
+        was: Version | None,
+        mode: int | None,
+        ownership: tuple[int, int] | None,
+    ) -> Version:
+        del ownership  # (the server's to give: the login's)
+        return await self.write_file(data, ABSENT if was is None else was, mode=mode)
 
 
 class _LeasedUpdate(Update):
