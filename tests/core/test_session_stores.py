@@ -32,6 +32,7 @@ from ctxfs.core.sessions import (
     sqlite_store,
 )
 from ctxfs.core.sessions.base import SWEEP_CONTENTS, reference_entry
+from ctxfs.core.sessions.redis_store import LAYOUT
 from ctxfs.core.sessions.sqlite_store import SWEEP_BYTES, SWEEP_STEPS
 from tests.conftest import REDIS_PORT
 
@@ -331,6 +332,34 @@ async def test_a_damaged_record_of_what_a_step_names_fails_no_later_call(opener:
     assert (await store.record("a", [step("f", V2)], at=2.0)).number == 2  # step 1 given up
     await store.drop_steps("a", [2])
     assert await store.steps("a") == []
+
+
+@pytest.mark.parametrize("opener", ["redis"], indirect=True)
+async def test_keys_another_layout_wrote_are_refused_and_left_alone(opener: Opener) -> None:
+    store = opener()
+    assert isinstance(store, RedisSessions)
+    client = aioredis.Redis(port=REDIS_PORT)
+    layout = store.prefix + b"sessions:layout"
+    await store.keep("a", V1, FORTY)
+    assert await client.get(layout) == LAYOUT.encode()  # set by the first call
+    await client.set(layout, b"0")  # as another version of ctxfs would have written it
+    before = sorted(await client.keys(store.prefix + b"*"))
+    calls = [
+        store.keep("a", V2, FORTY),
+        store.record("a", [step("f", V2, V1)], at=1.0, contents=[(V2, FORTY)]),
+        store.content("a", V1),
+        store.mark("a", None, at=1.0),
+        store.drop_steps("a", [1]),
+        store.forget_owner("a"),
+    ]
+    for call in calls:
+        with pytest.raises(Unavailable, match="another version of ctxfs") as refused:
+            await call
+        assert refused.value.retryable is False
+        assert "prefix" in (refused.value.hint or "")
+    assert sorted(await client.keys(store.prefix + b"*")) == before
+    assert await client.get(store.prefix + b"sessions:blob:" + V1.encode()) == FORTY
+    await client.aclose()
 
 
 def step(path: str, after: Version | None, before: Version | None = None) -> FileChange:

@@ -10,8 +10,9 @@ kept step names, and those some does), ``names`` (each step's, MessagePack by nu
 ``refs`` (how many kept steps name each version), ``counts`` (a hash: its ``bytes`` kept,
 the last step ``numbered`` and checkpoint ``marked``), ``steps`` and ``checkpoints``
 (encoded, scored by number); ``active`` scores the owners by when a call
-last named them, ``releasing`` holds those whose contents go for idleness. Every change is
-one Lua script (atomic), which names its keys itself: a single server or primary, not a
+last named them, ``releasing`` holds those whose contents go for idleness; ``layout`` is
+:data:`LAYOUT`, which every script checks first (and sets on keys without it). Every change
+is one Lua script (atomic), which names its keys itself: a single server or primary, not a
 Redis Cluster.
 """
 
@@ -48,8 +49,17 @@ D = TypeVar("D")
 __all__ = ["RedisSessions"]
 
 _DAMAGED: Final = "Forget the owner's session (its steps are then gone)."
-_SHARED: Final = """
+LAYOUT: Final = "1"
+"""The layout of the keys (``layout``): a store whose keys another layout wrote is refused."""
+_OTHER_LAYOUT: Final = "ctxfs: keys of another layout"
+_SHARED: Final = f"""
 local P = ARGV[1]
+local layout = redis.call('GET', P .. 'layout')
+if not layout then
+  redis.call('SET', P .. 'layout', '{LAYOUT}')
+elseif layout ~= '{LAYOUT}' then
+  return redis.error_reply('{_OTHER_LAYOUT} (' .. layout .. ')')
+end
 local function owned(who) return P .. #who .. ':' .. who .. ':' end
 local function moved(from, to, v)
   local used = redis.call('ZSCORE', from, v)
@@ -444,7 +454,16 @@ class RedisSessions(SessionStore):
             raise self._unavailable(error) from error
 
     def _unavailable(self, error: RedisError) -> Unavailable:
-        return unavailable(error, f"session store {self!r}")
+        if _OTHER_LAYOUT not in str(error):
+            return unavailable(error, f"session store {self!r}")
+        return Unavailable(
+            f"the session store {self!r} holds keys another version of ctxfs wrote "
+            f"under the prefix {self.prefix.decode()!r}",
+            retryable=False,
+            hint="Give this ctxfs a prefix of its own (?prefix=...), or remove the keys under "
+            "this one (the sessions' contents and steps are then forgotten).",
+            details={"other_layout": repr(self)},
+        )
 
     def __repr__(self) -> str:
         return f"RedisSessions({shown_url(self._url)!r})"
