@@ -19,6 +19,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from ctxfs.core import Busy, InvalidArgument, Unavailable, Version
+from ctxfs.core.kit import Permissions
 from ctxfs.core.sessions import (
     DEFAULT_MAX_IDLE_DAYS,
     Checkpoint,
@@ -255,8 +256,9 @@ async def test_steps_are_numbered_bounded_and_never_renumbered(opener: Opener) -
 
 async def test_a_files_mode_and_ownership_come_back_with_its_step(opener: Opener) -> None:
     store = opener()
+    permissions = Permissions(mode=0o750, owner=(7, 8))
     deleted = FileChange(
-        path="/r/f", key="k", kind="delete", before=V1, after=None, mode=0o750, ownership=(7, 8)
+        path="/r/f", key="k", kind="delete", before=V1, after=None, permissions=permissions
     )
     await store.record("a", [deleted], at=1.0)
     [step] = await store.steps("a")
@@ -278,7 +280,7 @@ def test_a_step_whose_mode_or_owner_ids_are_damaged_is_no_step(damaged: dict[str
         Step.decode(text)
     for name, whole in (("mode", 0o7777), ("mode", 0), ("ownership", [4294967294, 0])):
         text = json.dumps({"number": 1, "at": 1.0, "changes": [{**change, name: whole}]})
-        kept = getattr(Step.decode(text).changes[0], name)
+        kept = getattr(Step.decode(text).changes[0].permissions, name.replace("ownership", "owner"))
         assert kept == (tuple(whole) if isinstance(whole, list) else whole)
 
 

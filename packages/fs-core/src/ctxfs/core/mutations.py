@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
+from ctxfs.core.backend import NO_PERMISSIONS, Permissions
 from ctxfs.core.directories import directory_changes, made, missing_directories, remove_made
 from ctxfs.core.errors import AlreadyExists, BackendError, FsError, InvalidArgument, Stale
 from ctxfs.core.textwork import TEXT_WORK_INLINE_BYTES, decoded, text_work
@@ -160,12 +161,11 @@ async def store(
     data: bytes,
     document: AnyDocument | None = None,
     *,
-    mode: int | None = None,
-    ownership: tuple[int, int] | None = None,
+    permissions: Permissions = NO_PERMISSIONS,
 ) -> None:
     """Write *data* through *update*; for a changed text, remember its encoding by version.
 
-    *mode*, *ownership*: the permission bits and ids the file gets (see :meth:`Update.write`).
+    *permissions*: what the file gets (see :meth:`Update.write`).
 
     Raises:
         Stale: The file was created by someone else since it was read as missing.
@@ -174,7 +174,7 @@ async def store(
     if update.current is None:
         await making_parents(ctx, report)
     try:
-        report.after = await update.write(data, mode=mode, ownership=ownership)
+        report.after = await update.write(data, permissions=permissions)
         report.written = data
     except AlreadyExists:
         raise Stale(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
+from ctxfs.core.backend import NO_PERMISSIONS
 from ctxfs.core.errors import BackendError, FsError, InvalidArgument, NoChange
 from ctxfs.core.moves import moving
 from ctxfs.core.mutations import Opened, Refusal, rolled_back, store, taken_back, updating_all
@@ -173,9 +174,9 @@ async def _write_part(
         done += [(update, None), (there, last.after)]
     else:
         change, document = part.change
-        moved = there is not update  # (the bits and ids go with it)
-        mode, ownership = (update.mode, update.ownership) if moved else (None, None)
-        await store(ctx, last, there, change.data, document, mode=mode, ownership=ownership)
+        moved = there is not update  # (its permissions go with it)
+        permissions = update.permissions if moved else NO_PERMISSIONS
+        await store(ctx, last, there, change.data, document, permissions=permissions)
         done.append((there, last.after))
         if there is not update:
             await update.delete()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ctxfs.core.backend import FileKind
+from ctxfs.core.backend import NO_PERMISSIONS, FileKind, Permissions
 from ctxfs.core.directories import authorize_removals, made, removable, remove_made
 from ctxfs.core.errors import (
     AlreadyExists,
@@ -154,10 +154,8 @@ class _Planned:
     content: bytes | None = None
     gaps: list[tuple[Version | None, Version | None]] = field(default_factory=list)
     """(left, found next) where they differ: another's change, or the same content anew."""
-    mode: int | None = None
-    """The permission bits before the steps, for a file they made anew."""
-    ownership: tuple[int, int] | None = None
-    """The owner and group ids before the steps, for a file they made anew."""
+    permissions: Permissions = NO_PERMISSIONS
+    """The file's permissions before the steps, for a file they made anew."""
     replaced: bool = False
     """Whether a step deleted, made or moved a file at the path (not only changed it)."""
 
@@ -178,14 +176,13 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
                     resolved=change.resolved,
                     left=change.after,
                     back=change.before,
-                    mode=change.mode,
-                    ownership=change.ownership,
+                    permissions=change.permissions,
                     replaced=replaced,
                 )
                 continue
             if change.after != entry.back:
                 entry.gaps.append((change.after, entry.back))
-            entry.back, entry.mode, entry.ownership = change.before, change.mode, change.ownership
+            entry.back, entry.permissions = change.before, change.permissions
             entry.replaced = entry.replaced or replaced
     return {key: entry for key, entry in planned.items() if entry.left != entry.back or entry.gaps}
 
@@ -352,10 +349,10 @@ async def _write_back(
         for entry, report, update in zip(entries, reports, updates, strict=True):
             stored.append((update, report))
             if entry.content is not None:
-                # the mode and ids it had, where the steps made the file anew (an edit keeps them)
+                # the permissions it had, where the steps made the file anew (an edit keeps them)
                 anew = update.current is None or entry.replaced
-                mode, ownership = (entry.mode, entry.ownership) if anew else (None, None)
-                await store(ctx, report, update, entry.content, mode=mode, ownership=ownership)
+                permissions = entry.permissions if anew else NO_PERMISSIONS
+                await store(ctx, report, update, entry.content, permissions=permissions)
                 done.append((update, report.after))
             elif update.current is not None:
                 await update.delete()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
+from ctxfs.core.backend import NO_PERMISSIONS
 from ctxfs.core.directories import directory_changes
 from ctxfs.core.errors import EncodingError, FsError, Stale
 from ctxfs.core.locks import KeyedLocks
@@ -188,8 +189,7 @@ class SessionMemory:
                     before=report.before,
                     after=report.after,
                     moved_from=op.moved_from,
-                    mode=update.mode if current is not None else None,
-                    ownership=update.ownership if current is not None else None,
+                    permissions=update.permissions if current is not None else NO_PERMISSIONS,
                 )
             )
         await self.record(owner, changes, contents)

@@ -7,7 +7,7 @@ from functools import partial
 
 from anyio.to_thread import run_sync
 
-from ctxfs.core.kit import ABSENT, Backend, Blob, Update, Version
+from ctxfs.core.kit import ABSENT, Backend, Blob, Permissions, Update, Version
 from ctxfs.local import writes
 from ctxfs.local.root import RootDirectory, Seen
 
@@ -39,19 +39,12 @@ class LockedUpdate(Update):
         self.inline_max = inline_max
         self._as_read = True
         if seen.info is not None:
-            self.mode = stat.S_IMODE(seen.info.st_mode)
-            self.ownership = (seen.info.st_uid, seen.info.st_gid)
+            owner = (seen.info.st_uid, seen.info.st_gid)
+            self.permissions = Permissions(mode=stat.S_IMODE(seen.info.st_mode), owner=owner)
 
-    async def _put(
-        self,
-        data: bytes,
-        *,
-        was: Version | None,
-        mode: int | None,
-        ownership: tuple[int, int] | None,
-    ) -> Version:
+    async def _put(self, data: bytes, *, was: Version | None, permissions: Permissions) -> Version:
         expect = self.seen if self._as_read else (ABSENT if was is None else was)
-        write = partial(writes.write, like=self.seen.info, mode=mode, ownership=ownership)
+        write = partial(writes.write, like=self.seen.info, permissions=permissions)
         if self._as_read and len(data) <= self.inline_max:  # (an undo may hash what is there)
             version = write(self.root, self.path, data, expect)
         else:

@@ -26,7 +26,15 @@ from ctxfs.core import (
     NotADirectory,
     Stale,
 )
-from ctxfs.core.kit import ABSENT, Expect, Version, check_expect, content_version
+from ctxfs.core.kit import (
+    ABSENT,
+    NO_PERMISSIONS,
+    Expect,
+    Permissions,
+    Version,
+    check_expect,
+    content_version,
+)
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.reads import hash_fd
 from ctxfs.local.root import TEMP_PREFIX, RootDirectory, Seen, identity
@@ -50,17 +58,15 @@ def write(
     expect: Expect | Seen,
     *,
     like: os.stat_result | None = None,
-    mode: int | None = None,
-    ownership: tuple[int, int] | None = None,
+    permissions: Permissions = NO_PERMISSIONS,
 ) -> Version:
     """Write *data* at *path* under *expect*, keeping its mode and owner (or *like*'s).
 
-    *mode* and *ownership* (owner and group ids, set by root only), where given, are what
-    the file gets instead.
+    *permissions* (the owner set by root only), where given, are what the file gets instead.
     """
     for _ in range(_DIRECTORY_RACES):
         try:
-            return _write_once(root, path, data, expect, like=like, mode=mode, ownership=ownership)
+            return _write_once(root, path, data, expect, like=like, permissions=permissions)
         except _DirectoryGone:
             continue  # a failed create removed the directory it had made: make it again
     raise Busy(f"the directory of {path} keeps being removed", path=path)
@@ -90,8 +96,7 @@ def _write_once(
     expect: Expect | Seen,
     *,
     like: os.stat_result | None,
-    mode: int | None,
-    ownership: tuple[int, int] | None,
+    permissions: Permissions,
 ) -> Version:
     parent, _, name = path.rpartition("/")
     with root.made_dir(parent, entry=path) as dir_fd:
@@ -105,7 +110,7 @@ def _write_once(
         with translated(path, on_missing=root.gone):
             try:
                 model = current if current is not None else like
-                temp = _write_temp(dir_fd, data, model, mode=mode, ownership=ownership)
+                temp = _write_temp(dir_fd, data, model, permissions=permissions)
             except FileNotFoundError:
                 if os.fstat(dir_fd).st_nlink == 0:
                     raise _DirectoryGone from None
@@ -275,16 +280,17 @@ def _write_temp(
     data: bytes,
     current: os.stat_result | None,
     *,
-    mode: int | None,
-    ownership: tuple[int, int] | None,
+    permissions: Permissions,
 ) -> str:
     """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name.
 
-    It gets *mode*, else *current*'s mode, else the default (less the umask); as root,
-    *ownership* where it may be given (else it stays root's), else *current*'s owner and group.
+    It gets the mode *permissions* gives, else *current*'s, else the default (less the umask);
+    as root, the owner *permissions* gives where it may be given (else it stays root's), else
+    *current*'s owner and group.
     """
     name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    mode, owner = permissions.mode, permissions.owner
     if mode is None and current is not None:
         mode = stat.S_IMODE(current.st_mode)
     fd = os.open(name, flags, 0o600 if mode is not None else 0o666, dir_fd=dir_fd)
@@ -294,8 +300,8 @@ def _write_temp(
             written += os.write(fd, view[written:])
         if mode is not None:
             os.fchmod(fd, mode & ~(stat.S_ISUID | stat.S_ISGID))
-        if os.geteuid() == 0 and ownership is not None:
-            _give(fd, ownership)
+        if os.geteuid() == 0 and owner is not None:
+            _give(fd, owner)
         elif os.geteuid() == 0 and current is not None:
             os.fchown(fd, current.st_uid, current.st_gid)
         os.fsync(fd)  # an error here fails the write: never retry-and-trust
@@ -308,14 +314,14 @@ def _write_temp(
     return name
 
 
-def _give(fd: int, ownership: tuple[int, int]) -> None:
-    """Give the file *fd* to *ownership*, where root may (else it stays root's).
+def _give(fd: int, owner: tuple[int, int]) -> None:
+    """Give the file *fd* to *owner* (owner and group ids), where root may (else it stays root's).
 
     Root may not without the capability to, to an id its user namespace does not map, or
     on a filesystem without owners.
     """
     try:
-        os.fchown(fd, *ownership)
+        os.fchown(fd, *owner)
     except OSError as error:
         if error.errno not in (errno.EPERM, errno.EINVAL, errno.EOPNOTSUPP):
             raise

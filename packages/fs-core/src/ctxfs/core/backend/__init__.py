@@ -9,7 +9,16 @@ a backend author needs in one import.
 
 from ctxfs.core.backend.authorized import authorized_location, relocated
 from ctxfs.core.backend.capabilities import Capabilities, CasScope
-from ctxfs.core.backend.files import Blob, FileKind, Listing, ListingPage, Location, Stat
+from ctxfs.core.backend.files import (
+    NO_PERMISSIONS,
+    Blob,
+    FileKind,
+    Listing,
+    ListingPage,
+    Location,
+    Permissions,
+    Stat,
+)
 from ctxfs.core.backend.reads import DEFAULT_CHUNK_SIZE, ReadRequest, ReadStream
 from ctxfs.core.backend.searches import (
     IGNORE_FILES,
@@ -25,6 +34,7 @@ from ctxfs.core.backend.update import ConditionalUpdate, Update, check_expect
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "IGNORE_FILES",
+    "NO_PERMISSIONS",
     "Backend",
     "Blob",
     "Capabilities",
@@ -39,6 +49,7 @@ __all__ = [
     "Listing",
     "ListingPage",
     "Location",
+    "Permissions",
     "ReadRequest",
     "ReadStream",
     "Stat",

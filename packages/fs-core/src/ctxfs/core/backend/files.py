@@ -7,11 +7,21 @@ import enum
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from ctxfs.core.paths import is_reserved
 from ctxfs.core.versions import Version
 
-__all__ = ["Blob", "FileKind", "Listing", "ListingPage", "Location", "Stat"]
+__all__ = [
+    "NO_PERMISSIONS",
+    "Blob",
+    "FileKind",
+    "Listing",
+    "ListingPage",
+    "Location",
+    "Permissions",
+    "Stat",
+]
 
 log = logging.getLogger("ctxfs.core")
 
@@ -43,6 +53,20 @@ class Stat:
     def name(self) -> str:
         """The last path segment (``""`` for the root)."""
         return self.path.rpartition("/")[2]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Permissions:
+    """A file's permission bits and owner, where the store keeps them (None: not known, or kept)."""
+
+    mode: int | None = None
+    """The permission bits (``0o7777`` at most)."""
+    owner: tuple[int, int] | None = None
+    """The owner's and the group's ids."""
+
+
+NO_PERMISSIONS: Final = Permissions()
+"""Permissions that give nothing: a file written keeps its own (a new one: the store's default)."""
 
 
 @dataclass(frozen=True, kw_only=True)

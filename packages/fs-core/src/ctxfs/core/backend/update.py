@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from ctxfs.core.backend.files import Blob, FileKind
+from ctxfs.core.backend.files import NO_PERMISSIONS, Blob, FileKind, Permissions
 from ctxfs.core.errors import AlreadyExists, BackendError, FsError, IsADirectory, NotFound, Stale
 from ctxfs.core.versions import ABSENT, Expect, Version
 
@@ -40,23 +40,15 @@ class Update:
         """The whole file as it was read, or None when it did not exist."""
         self.moved_to: Update | None = None
         """The update of the destination :meth:`move` moved the file to, once it has."""
-        self.mode: int | None = None
-        """The file's permission bits when read, where the store keeps them (else None)."""
-        self.ownership: tuple[int, int] | None = None
-        """The file's owner and group ids when read, where the store keeps them (else None)."""
+        self.permissions = NO_PERMISSIONS
+        """The file's permission bits and owner when read, where the store keeps them."""
 
-    async def write(
-        self,
-        data: bytes,
-        *,
-        mode: int | None = None,
-        ownership: tuple[int, int] | None = None,
-    ) -> Version:
+    async def write(self, data: bytes, *, permissions: Permissions = NO_PERMISSIONS) -> Version:
         """Replace the file read (or create it, if it did not exist) with *data*.
 
         The file keeps its permission bits (a new one gets the store's default), and its
-        owner and group where this process may give them (root), unless *mode* or
-        *ownership* (owner and group ids) gives them, where the store keeps them.
+        owner and group where this process may give them (root), unless *permissions*
+        gives them, where the store keeps them.
 
         Raises:
             Stale: The file changed since it was read (or was deleted).
@@ -67,7 +59,7 @@ class Update:
         self.backend.capabilities.check_size(self.path, data)
         was = None if self.current is None else self.current.version
         with anyio.CancelScope(shield=True):
-            version = await self._put(data, was=was, mode=mode, ownership=ownership)
+            version = await self._put(data, was=was, permissions=permissions)
         return version  # noqa: RET504 - (a return inside the shield reads as fall-through to mypy)
 
     async def delete(self) -> None:
@@ -144,18 +136,11 @@ class Update:
 
     # -- the store's primitives ---------------------------------------------------------------
 
-    async def _put(
-        self,
-        data: bytes,
-        *,
-        was: Version | None,
-        mode: int | None,
-        ownership: tuple[int, int] | None,
-    ) -> Version:
+    async def _put(self, data: bytes, *, was: Version | None, permissions: Permissions) -> Version:
         """Store *data* over version *was* (None: no file) and return its version.
 
         ``Stale`` or ``AlreadyExists`` where the file is no longer so, as far as the
-        store's condition or lock reaches. *mode*, *ownership*: see :meth:`write`.
+        store's condition or lock reaches. *permissions*: see :meth:`write`.
         """
         raise NotImplementedError  # pragma: no cover - every Update subclass has its own
 
@@ -164,18 +149,15 @@ class Update:
         raise NotImplementedError  # pragma: no cover
 
     async def _move(self, destination: Update) -> Version:
-        """Copy to *destination* under its condition (with this file's mode and ids), then
-        remove here under this one.
+        """Copy to *destination* under its condition, with this file's permissions, then remove.
 
-        If the removal is refused (``Stale``, ``NotFound``: this file changed meanwhile), the
-        copy is undone. If it fails otherwise (its answer lost), the move is done where no file
-        is left here, the copy undone where this file is still as read, and else kept
-        (``BackendError``): it may be the only one.
+        The removal is under this update's condition. If it is refused (``Stale``, ``NotFound``:
+        this file changed meanwhile), the copy is undone. If it fails otherwise (its answer
+        lost), the move is done where no file is left here, the copy undone where this file is
+        still as read, and else kept (``BackendError``): it may be the only one.
         """
         assert self.current is not None
-        version = await destination.write(
-            self.current.data, mode=self.mode, ownership=self.ownership
-        )
+        version = await destination.write(self.current.data, permissions=self.permissions)
         try:
             await self._remove(was=self.current.version)
         except BaseException as failure:
@@ -215,9 +197,7 @@ class Update:
             if written is not None:
                 await self._removed(was=written)
         else:
-            await self._put(
-                self.current.data, was=written, mode=self.mode, ownership=self.ownership
-            )
+            await self._put(self.current.data, was=written, permissions=self.permissions)
 
     async def _removed(self, *, was: Version) -> None:
         """:meth:`_remove`, done too where it fails unrefused and no file is left here."""
@@ -249,15 +229,8 @@ _NO_FILE: Final = Version("")
 class ConditionalUpdate(Update):
     """The default :class:`Update`: the store's compare-and-swap against the version read."""
 
-    async def _put(
-        self,
-        data: bytes,
-        *,
-        was: Version | None,
-        mode: int | None,
-        ownership: tuple[int, int] | None,
-    ) -> Version:
-        del mode, ownership  # (a store of objects keeps no permission bits)
+    async def _put(self, data: bytes, *, was: Version | None, permissions: Permissions) -> Version:
+        del permissions  # (a store of objects keeps no permission bits)
         return await self.backend._write(self.path, data, ABSENT if was is None else was)
 
     async def _remove(self, *, was: Version) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final, TypeVar
 
+from ctxfs.core.backend.files import NO_PERMISSIONS, Permissions
 from ctxfs.core.errors import Unavailable
 from ctxfs.core.versions import Version
 
@@ -73,10 +74,8 @@ class FileChange:
     """For a move's destination: the path the file came from."""
     directory: bool = False
     """Whether the path is a directory the step created."""
-    mode: int | None = None
-    """The file's permission bits before the change, where the store keeps them."""
-    ownership: tuple[int, int] | None = None
-    """The file's owner and group ids before the change, where the store keeps them."""
+    permissions: Permissions = NO_PERMISSIONS
+    """The file's permissions before the change, where the store keeps them."""
     undid: int | None = None
     """For an :data:`UNDONE` change: the oldest step the undo undid."""
     resolved: str | None = None
@@ -84,7 +83,9 @@ class FileChange:
 
     def encode(self) -> dict[str, Any]:
         """The change as plain JSON data (what shared stores keep)."""
-        return {field.name: getattr(self, field.name) for field in fields(self)}
+        plain = {field.name: getattr(self, field.name) for field in fields(self)}
+        del plain["permissions"]
+        return plain | {"mode": self.permissions.mode, "ownership": self.permissions.owner}
 
     @classmethod
     def decode(cls, data: dict[str, Any]) -> FileChange:
@@ -97,8 +98,9 @@ class FileChange:
             after=None if data["after"] is None else Version(data["after"]),
             moved_from=data.get("moved_from"),
             directory=bool(data.get("directory", False)),
-            mode=_mode(data.get("mode")),
-            ownership=_ids(data.get("ownership")),
+            permissions=Permissions(
+                mode=_mode(data.get("mode")), owner=_ids(data.get("ownership"))
+            ),
             undid=data.get("undid"),
             resolved=data.get("resolved"),
         )

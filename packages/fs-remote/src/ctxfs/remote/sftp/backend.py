@@ -28,6 +28,7 @@ from ctxfs.core.kit import (
     Expect,
     FileKind,
     Location,
+    Permissions,
     ReadRequest,
     ReadStream,
     Stat,
@@ -367,16 +368,9 @@ class _CreateUpdate(ConditionalUpdate):
         self.write_file = write
         """:meth:`SftpBackend._write` of the path: ``(data, expect, *, mode)``."""
 
-    async def _put(
-        self,
-        data: bytes,
-        *,
-        was: Version | None,
-        mode: int | None,
-        ownership: tuple[int, int] | None,
-    ) -> Version:
-        del ownership  # (the server's to give: the login's)
-        return await self.write_file(data, ABSENT if was is None else was, mode=mode)
+    async def _put(self, data: bytes, *, was: Version | None, permissions: Permissions) -> Version:
+        # (the owner is the server's to give: the login's)
+        return await self.write_file(data, ABSENT if was is None else was, mode=permissions.mode)
 
 
 class _LeasedUpdate(Update):
@@ -394,23 +388,16 @@ class _LeasedUpdate(Update):
     ) -> None:
         super().__init__(backend, path, current)
         self.client, self.leases = backend.client, backend.leases
-        self.full, self.mode, self.token = full, mode, token
+        self.full, self.token = full, token
+        self.permissions = Permissions(mode=mode)
 
-    async def _put(
-        self,
-        data: bytes,
-        *,
-        was: Version | None,
-        mode: int | None,
-        ownership: tuple[int, int] | None,
-    ) -> Version:
+    async def _put(self, data: bytes, *, was: Version | None, permissions: Permissions) -> Version:
         """Publish *data* over the file, which holds *was* (None: missing) unless this landed.
 
-        Its ownership is the server's to give (the login's): *ownership* is not sent.
+        Its owner is the server's to give (the login's): ``permissions.owner`` is not sent.
         """
-        del ownership
         version = content_version(data)
-        mode = self.mode if mode is None else mode
+        mode = self.permissions.mode if permissions.mode is None else permissions.mode
 
         async def publish(sftp: asyncssh.SFTPClient) -> None:
             held = partial(self._still_held, sftp)
