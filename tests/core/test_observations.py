@@ -207,15 +207,22 @@ async def test_the_sqlite_store_writes_only_what_changes_and_renews_the_rest(
         return int(other.execute("PRAGMA data_version").fetchone()[0])
 
     def seen() -> float:
-        return float(other.execute("SELECT seen FROM observations").fetchone()[0])
+        query = "SELECT seen FROM observations WHERE key = ?"
+        return float(other.execute(query, (b"f",)).fetchone()[0])
 
     changed = Observation(version=Version("xxh3:2"), complete=True)
     await store.put("a", "f", SEEN)
+    for key in ("expired", "damaged"):
+        await store.put("a", key, SEEN)
+    other.execute("UPDATE observations SET seen = seen - 7000 WHERE key = ?", (b"expired",))
+    other.execute("UPDATE observations SET observation = 'x' WHERE key = ?", (b"damaged",))
     before = version()
     await store.put("a", "f", SEEN)
     await store.update("a", "f", lambda current: current)
-    await store.put("a", "absent", None)
-    await store.update("a", "absent", lambda current: current)
+    for key in ("expired", "damaged"):  # no observation already: forgetting it writes nothing
+        await store.put("a", key, None)
+        await store.update("a", key, lambda current: current)
+        assert await store.get("a", key) is None
     assert version() == before
     await store.update("a", "f", lambda _: changed)
     assert version() != before
@@ -223,16 +230,17 @@ async def test_the_sqlite_store_writes_only_what_changes_and_renews_the_rest(
     before = version()
     await store.put("a", "f", changed)
     assert version() == before
-    other.execute("UPDATE observations SET seen = seen - 101")  # written past a 64th of max_age
+    aged = "UPDATE observations SET seen = seen - ? WHERE key = ?"
+    other.execute(aged, (101, b"f"))  # written past a 64th of max_age
     before, last = version(), seen()
     await store.put("a", "f", changed)
     assert version() != before
     assert seen() >= last + 101  # renewed
-    other.execute("UPDATE observations SET seen = seen - 101")
+    other.execute(aged, (101, b"f"))
     before, last = version(), seen()
     await store.update("a", "f", lambda current: current)
     assert (version() != before, seen() >= last + 101) == (True, True)
-    other.execute("UPDATE observations SET seen = seen - 7000")  # expired: no observation
+    other.execute(aged, (7000, b"f"))  # expired: no observation
     assert await store.get("a", "f") is None
     await store.put("a", "f", changed)
     assert await store.get("a", "f") == changed

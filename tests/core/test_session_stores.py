@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -342,26 +342,41 @@ async def test_keys_another_layout_wrote_are_refused_and_left_alone(opener: Open
     assert isinstance(store, RedisSessions)
     client = aioredis.Redis(port=REDIS_PORT)
     layout = store.prefix + b"sessions:layout"
-    await store.keep("a", V1, FORTY)
+    await store.record("a", [step("f", V1)], at=1.0, contents=[(V1, FORTY)])
     assert await client.get(layout) == LAYOUT.encode()  # set by the first call
     await client.set(layout, b"0")  # as another version of ctxfs would have written it
-    before = sorted(await client.keys(store.prefix + b"*"))
-    calls = [
-        store.keep("a", V2, FORTY),
-        store.record("a", [step("f", V2, V1)], at=1.0, contents=[(V2, FORTY)]),
-        store.content("a", V1),
-        store.mark("a", None, at=1.0),
-        store.drop_steps("a", [1]),
-        store.forget_owner("a"),
-    ]
-    for call in calls:
-        with pytest.raises(Unavailable, match="another version of ctxfs") as refused:
-            await call
-        assert refused.value.retryable is False
-        assert "prefix" in (refused.value.hint or "")
-    assert sorted(await client.keys(store.prefix + b"*")) == before
-    assert await client.get(store.prefix + b"sessions:blob:" + V1.encode()) == FORTY
+
+    async def dumped() -> dict[object, object]:
+        return {key: await client.dump(key) for key in await client.keys(store.prefix + b"*")}
+
+    before = await dumped()
+    fresh = opener()  # a store object of its own: it would note its owners' activity first
+    for each in (store, fresh):
+        for call in calls_refused(each, reads=each is fresh):
+            with pytest.raises(Unavailable, match="another version of ctxfs") as refused:
+                await call()
+            assert refused.value.retryable is False
+            assert "prefix" in (refused.value.hint or "")
+    assert await dumped() == before
+    await fresh.aclose()
     await client.aclose()
+
+
+def calls_refused(store: SessionStore, *, reads: bool) -> list[Callable[[], Awaitable[object]]]:
+    """Calls of every kind on *store*; with *reads*, its plain reads too."""
+    calls: list[Callable[[], Awaitable[object]]] = [
+        lambda: store.keep("b", V2, FORTY),
+        lambda: store.record("b", [step("f", V2, V1)], at=2.0, contents=[(V2, FORTY)]),
+        lambda: store.content("a", V1),
+        lambda: store.mark("a", None, at=2.0),
+        lambda: store.drop_steps("a", [1]),
+        lambda: store.forget_owner("a"),
+        lambda: store.forget_idle(10.0**10),
+    ]
+    if reads:  # (a store object checks the layout once: after it, the scripts do)
+        calls += [lambda: store.steps("a"), lambda: store.checkpoints("a")]
+        calls += [lambda: store.given_up("a")]
+    return calls
 
 
 def step(path: str, after: Version | None, before: Version | None = None) -> FileChange:

@@ -11,7 +11,8 @@ kept step names, and those some does), ``names`` (each step's, MessagePack by nu
 the last step ``numbered`` and checkpoint ``marked``), ``steps`` and ``checkpoints``
 (encoded, scored by number); ``active`` scores the owners by when a call
 last named them, ``releasing`` holds those whose contents go for idleness; ``layout`` is
-:data:`LAYOUT`, which every script checks first (and sets on keys without it). Every change
+:data:`LAYOUT`, which every script checks first (and sets on keys without it), as does a store
+object before its first call. Every change
 is one Lua script (atomic), which names its keys itself: a single server or primary, not a
 Redis Cluster.
 """
@@ -52,7 +53,7 @@ _DAMAGED: Final = "Forget the owner's session (its steps are then gone)."
 LAYOUT: Final = "1"
 """The layout of the keys (``layout``): a store whose keys another layout wrote is refused."""
 _OTHER_LAYOUT: Final = "ctxfs: keys of another layout"
-_SHARED: Final = f"""
+_CHECK_LAYOUT: Final = f"""
 local P = ARGV[1]
 local layout = redis.call('GET', P .. 'layout')
 if not layout then
@@ -60,6 +61,10 @@ if not layout then
 elseif layout ~= '{LAYOUT}' then
   return redis.error_reply('{_OTHER_LAYOUT} (' .. layout .. ')')
 end
+"""
+_SHARED: Final = (
+    _CHECK_LAYOUT
+    + """
 local function owned(who) return P .. #who .. ':' .. who .. ':' end
 local function moved(from, to, v)
   local used = redis.call('ZSCORE', from, v)
@@ -159,6 +164,12 @@ local function unname(o, number)
     redis.call('HDEL', o .. 'names', number)
   end
 end
+"""
+)
+_NOTE_ACTIVE: Final = """
+local owner, at = ARGV[2], ARGV[3]
+redis.call('ZADD', P .. 'active', at, owner)
+redis.call('SREM', P .. 'releasing', owner)
 """
 _KEEP: Final = """
 local o = owned(ARGV[2])
@@ -311,9 +322,12 @@ class RedisSessions(SessionStore):
         self._clients = LoopClients(
             url, timeout=timeout, shown=f"session store {self!r}", instead="sqlite:/// sessions"
         )
+        self._layout_checked = False
         self._scripts = {
             name: self._clients.unbound.register_script(_SHARED + body)
             for name, body in (
+                ("layout", "return 1"),
+                ("note_active", _NOTE_ACTIVE),
                 ("keep", _KEEP),
                 ("content", _CONTENT),
                 ("record", _RECORD),
@@ -323,6 +337,18 @@ class RedisSessions(SessionStore):
                 ("forget_idle", _FORGET_IDLE),
             )
         }
+
+    async def active(self, owner: str) -> None:
+        """See :meth:`SessionStore.active`; first, once per store object, the keys' layout.
+
+        Raises:
+            Unavailable: Another layout wrote the keys under the prefix (then nothing is written).
+
+        """
+        if not self._layout_checked:
+            await self._run("layout", b"")
+            self._layout_checked = True
+        await super().active(owner)
 
     async def keep(self, owner: str, version: Version, data: bytes) -> bool:
         """See :meth:`SessionStore.keep`: one script, the bounds kept in it."""
@@ -406,15 +432,8 @@ class RedisSessions(SessionStore):
         await self._script("forget", owner)
 
     async def note_active(self, owner: str, at: float) -> None:
-        """See :meth:`SessionStore.note_active`: one ``MULTI``/``EXEC`` transaction."""
-        stored = stored_owner(owner)
-        try:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.zadd(self.prefix + b"sessions:active", {stored: at})
-                pipe.srem(self.prefix + b"sessions:releasing", stored)
-                await pipe.execute()
-        except RedisError as error:
-            raise self._unavailable(error) from error
+        """See :meth:`SessionStore.note_active`: one script."""
+        await self._script("note_active", owner, repr(at))
 
     async def forget_idle(self, before: float) -> bool:
         """See :meth:`SessionStore.forget_idle`: one script."""
