@@ -565,6 +565,37 @@ async def test_a_patch_over_several_files_is_undone_as_one_step(fs: Fs) -> None:
     assert await snapshot(fs, paths) == {**files, "docs/new.md": None, "lib/mv.py": None}
 
 
+@pytest.mark.parametrize("where", ["memory", "local"])
+async def test_a_move_of_a_file_larger_than_the_bound_is_undone_from_where_it_went(
+    where: str, tmp_path: Path
+) -> None:
+    # the file's content was never kept (larger than the owner's bound): the undo takes it
+    # from where the move left it
+    big = numbered(500).encode()
+    sessions = MemorySessions(max_bytes_per_owner=1000)
+    url = "memory://" if where == "memory" else str(tmp_path)
+    async with open_fs(url, load_entrypoints=False, sessions=sessions) as fs:
+        await seed(fs, {"big.txt": big, "small.txt": b"small\n"})
+        a = fs.context(owner=A).fs
+        await a.read_bytes("big.txt")
+        await a.move("big.txt", "dir/big.txt")
+        paths = ["big.txt", "dir/big.txt"]
+        assert (await a.undo(dry_run=True)).written is False
+        assert await snapshot(fs, paths) == {"big.txt": None, "dir/big.txt": big}
+        outcome = await a.undo()
+        assert await snapshot(fs, paths) == {"big.txt": big, "dir/big.txt": None}
+        assert {file.path for file in outcome.files} == set(paths)
+        await a.edit("big.txt", "line 0\n", "LINE 0\n")  # (the undo's result counts as seen)
+        await a.move("big.txt", "moved.txt")
+        with pytest.raises(InvalidArgument, match="not kept"):  # its content before the edit
+            await a.undo(2)  # is nowhere now
+        await a.read_bytes("small.txt")
+        await a.move("small.txt", "dir/small.txt")
+        await a.delete("dir/small.txt")
+        await a.undo()  # small: kept, as it always was
+        assert await raw(fs, "dir/small.txt") == b"small\n"
+
+
 async def test_undo_removes_the_directories_a_step_made(fs: Fs) -> None:
     await seed(fs, {"keep/old.txt": b"old\n"})
     a = fs.context(owner=A).fs

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ctxfs.core.backend import NO_PERMISSIONS, FileKind, Permissions
+from ctxfs.core.backend import NO_PERMISSIONS, Permissions
 from ctxfs.core.directories import authorize_removals, made, removable, remove_made
 from ctxfs.core.errors import (
     AlreadyExists,
@@ -28,16 +28,25 @@ from ctxfs.core.errors import (
     NotADirectory,
     NotARegularFile,
     NotEnabled,
-    NotFound,
-    Stale,
     Unavailable,
 )
-from ctxfs.core.moves import another_tree, entries_below, kind_at, move, tree_version
+from ctxfs.core.moves import kind_at, move
 from ctxfs.core.mutations import rolled_back, store, taken_back, updating_all
 from ctxfs.core.outcomes import OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import Report, reported
+from ctxfs.core.rewind_checks import (
+    AlreadyBack,
+    changed_file,
+    refuse_another_tree,
+    refuse_changed,
+    refuse_history_changed,
+    refuse_interleaved,
+    refuse_relocated,
+    refuse_unrecorded,
+    refused,
+)
 from ctxfs.core.sessions import Checkpoint, FileChange, Step
-from ctxfs.core.sessions.base import UNDONE, UNRECORDED
+from ctxfs.core.sessions.base import UNDONE
 
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
@@ -142,7 +151,7 @@ async def _rewind(
 
 
 @dataclass
-class _Planned:
+class Planned:
     """One file of an undo: the version its steps left, and the one to put back."""
 
     path: str
@@ -160,9 +169,9 @@ class _Planned:
     """Whether a step deleted, made or moved a file at the path (not only changed it)."""
 
 
-def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
+def _plan(steps: Sequence[Step]) -> dict[str, Planned]:
     """What *steps* (oldest first) did to each file, by key, in the order first touched."""
-    planned: dict[str, _Planned] = {}
+    planned: dict[str, Planned] = {}
     for step in reversed(steps):  # newest first: the oldest step's "before" wins
         for change in step.changes:
             if change.directory:
@@ -170,7 +179,7 @@ def _plan(steps: Sequence[Step]) -> dict[str, _Planned]:
             replaced = None in (change.before, change.after) or change.moved_from is not None
             entry = planned.get(change.key)
             if entry is None:
-                planned[change.key] = _Planned(
+                planned[change.key] = Planned(
                     path=change.path,
                     key=change.key,
                     resolved=change.resolved,
@@ -195,7 +204,7 @@ async def _put_back(
     dry_run: bool,
 ) -> UndoOutcome:
     """Undo *steps*, the owner's last (oldest first)."""
-    _refuse_unrecorded(steps)
+    refuse_unrecorded(steps)
     if any(change.directory and change.moved_from for step in steps for change in step.changes):
         return await _move_back(ctx, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
@@ -211,12 +220,12 @@ async def _put_back(
 
     async def refuse(updates: list[Update]) -> None:  # (every file authorized and locked)
         nonlocal covered
-        await _refuse_history_changed(ctx, memory, steps)
+        await refuse_history_changed(ctx, memory, steps)
         if not dry_run:  # (asked now, before anything changes: a mark since counts)
             covered = await _covered_records(ctx, memory, steps)
-        await _refuse_interleaved(ctx, memory, entries)
-        await _fetch_contents(ctx, memory, entries)
-        await _refuse_changed(ctx, memory, entries, updates, seen_before if dry_run else None)
+        await refuse_interleaved(ctx, memory, entries)
+        await _fetch_contents(ctx, memory, entries, updates)
+        await refuse_changed(ctx, memory, entries, updates, seen_before if dry_run else None)
 
     async with AsyncExitStack() as stack:
         await authorize_removals(ctx, stack, directories, dry_run=dry_run)
@@ -233,7 +242,7 @@ async def _put_back(
                 )
                 for entry in entries
             ]
-            await _refuse_relocated(ctx, memory, entries, reports)
+            await refuse_relocated(ctx, memory, entries, reports)
             async with updating_all(
                 ctx,
                 reports,
@@ -245,12 +254,16 @@ async def _put_back(
                 if not dry_run:
                     updates = [update for update, _ in opened]
                     await _write_back(ctx, entries, reports, updates)
-        except _AlreadyBack:
+        except AlreadyBack:
             pass  # (the steps are then dropped, as after writing)
         except (IsADirectory, NotADirectory, NotARegularFile) as error:  # no file there now
             left = next((entry.left for entry in entries if entry.path == error.path), None)
-            raise _refused(
-                [await _changed(ctx, memory, str(error.path), (left, None), now=None, data=None)],
+            raise refused(
+                [
+                    await changed_file(
+                        ctx, memory, str(error.path), (left, None), now=None, data=None
+                    )
+                ],
                 f"changed since your step(s), by someone else ({error.message})",
                 hint="Leave it as it is, or put a file back there by hand.",
             ) from error
@@ -307,24 +320,21 @@ async def _drop_steps(
     await memory.store.drop_steps(ctx.owner, [*(step.number for step in steps), *(covered or [])])
 
 
-def _refuse_unrecorded(steps: Sequence[Step]) -> None:
-    """Refuse to undo *steps* if the owner's history misses a step among them."""
-    missed = [step.number for step in steps if any(c.kind == UNRECORDED for c in step.changes)]
-    if missed:
-        raise InvalidArgument(
-            f"changes made before step {missed[-1] + 1} could not be recorded (the session "
-            "store failed then), so they cannot be undone; nothing was put back",
-            hint=f"Undo only the steps after step {missed[-1]}, or restore files by hand.",
-            details={"unrecorded": missed[-1]},
-        )
+async def _fetch_contents(
+    ctx: Context, memory: SessionMemory, entries: list[Planned], updates: list[Update]
+) -> None:
+    """Fetch the content each of *entries* goes back to; refuse if one is not kept.
 
-
-async def _fetch_contents(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
-    """Fetch the content each of *entries* goes back to; refuse if one is not kept."""
+    A content not kept that one of the files (*updates*, as read) holds now is taken from
+    it: a moved file goes back whatever its size.
+    """
+    held = {u.current.version: u.current.data for u in updates if u.current is not None}
     given_up = []
     for entry in entries:
         if entry.back is not None:
             entry.content = await memory.content(ctx.owner, entry.back)
+            if entry.content is None:
+                entry.content = held.get(entry.back)
             if entry.content is None:
                 given_up.append(entry.path)
     if given_up:
@@ -338,7 +348,7 @@ async def _fetch_contents(ctx: Context, memory: SessionMemory, entries: list[_Pl
 
 async def _write_back(
     ctx: Context,
-    entries: list[_Planned],
+    entries: list[Planned],
     reports: list[Report],
     updates: list[Update],
 ) -> None:
@@ -382,7 +392,7 @@ async def _move_back(
         )
     there, here = moves[0].path, moves[0].moved_from
     assert here is not None
-    await _refuse_another_tree(ctx, there, moves[0].after)  # (the move checks it under the locks)
+    await refuse_another_tree(ctx, there, moves[0].after)  # (the move checks it under the locks)
     if await kind_at(ctx, here) is not None:  # (the move back checks it again, under the locks)
         raise AlreadyExists(
             f"{here} exists again, so the move to {there} cannot be undone; nothing changed",
@@ -418,162 +428,6 @@ async def _move_back(
         directories=tuple(directories),
         kept_directories=tuple(kept),
         written=not dry_run,
-    )
-
-
-async def _refuse_another_tree(ctx: Context, there: str, moved: Version | None) -> None:
-    """Refuse to move back what is at *there* unless it is the directory tree moved there."""
-    try:
-        now = tree_version(await entries_below(ctx, there)) if moved is not None else None
-    except (NotFound, NotADirectory):
-        now = None
-    if now != moved or await kind_at(ctx, there) is not FileKind.DIRECTORY:
-        raise another_tree(there)
-
-
-async def _refuse_changed(
-    ctx: Context,
-    memory: SessionMemory,
-    entries: list[_Planned],
-    updates: list[Update],
-    seen_before: list[tuple[str, Observation | None]] | None,
-) -> None:
-    """Refuse the undo if a file is not as the owner's steps left it; else observe each.
-
-    What the owner had seen goes to *seen_before*, if given (a dry run puts it back).
-    Raises ``_AlreadyBack`` if every file is as the undo leaves it already.
-    """
-    pairs = list(zip(entries, updates, strict=True))
-    if all(_holds(update, entry.back, entry.content) for entry, update in pairs):
-        raise _AlreadyBack
-    changed_files = []
-    for entry, update in pairs:
-        if _holds(update, entry.left, None):
-            continue
-        left = None if entry.left is None else await memory.content(ctx.owner, entry.left)
-        if not _holds(update, entry.left, left):
-            now, data = None, None
-            if update.current is not None:
-                now, data = update.current.version, update.current.data
-            changed_files.append(
-                await _changed(ctx, memory, entry.path, (entry.left, left), now=now, data=data)
-            )
-    if changed_files:
-        raise _refused(
-            changed_files,
-            "changed since your step(s), by someone else",
-            hint="Leave those files as they are, or read them and change them by hand.",
-        )
-    # each file is as the owner's steps left it: that is what it saw (a restart may
-    # have lost its observations), so the guard lets the undo change it
-    file_context = ctx.opened_fs.file_context
-    for entry, update in pairs:
-        if update.current is not None:
-            if seen_before is not None:
-                seen_before.append(
-                    (entry.key, await file_context.observation(ctx.owner, entry.key))
-                )
-            await file_context.observe(
-                ctx.owner, entry.key, update.current.version, complete=True, path=entry.path
-            )
-
-
-async def _refuse_relocated(
-    ctx: Context, memory: SessionMemory, entries: list[_Planned], reports: list[Report]
-) -> None:
-    """Refuse the undo if a path now leads to another file than the owner's steps changed.
-
-    Within the root: the same root reached by another name (moved, mounted elsewhere,
-    another host name) leads to the same files.
-    """
-    relocated = [
-        await _changed(ctx, memory, entry.path, (entry.left, None), now=None, data=None)
-        for entry, report in zip(entries, reports, strict=True)
-        if entry.resolved is not None and report.op.resolved != entry.resolved
-    ]
-    if relocated:
-        raise _refused(
-            relocated,
-            "now lead(s) to another file than your step(s) changed (a symbolic link on the "
-            "path was changed)",
-            hint="Point the link back, or change those files by hand.",
-        )
-
-
-def _holds(update: Update, version: Version | None, content: bytes | None) -> bool:
-    """Whether the file *update* read is at *version* (None: missing), or holds *content*."""
-    current = update.current
-    if current is None or version is None:
-        return current is None and version is None
-    return current.version == version or (content is not None and current.data == content)
-
-
-async def _refuse_history_changed(
-    ctx: Context, memory: SessionMemory, steps: Sequence[Step]
-) -> None:
-    """Refuse the undo unless *steps* are still the owner's last, as the history was read.
-
-    Another call of the owner's may have undone them, or made a step, since.
-    """
-    oldest = min(step.number for step in steps)
-    now = await memory.store.steps(ctx.owner, after=oldest - 1)
-    if [step.number for step in now if step.undid is None] != [step.number for step in steps]:
-        raise Stale(
-            "another call of yours undid or made steps while this one was starting; "
-            "nothing was put back",
-            hint="Look at what changed (changes), then undo again if still needed.",
-            details={"steps": [step.number for step in steps]},
-        )
-
-
-async def _refuse_interleaved(ctx: Context, memory: SessionMemory, entries: list[_Planned]) -> None:
-    """Refuse the undo if another change came between the owner's steps to a file."""
-    changed_files = []
-    for entry in entries:
-        for was, became in entry.gaps:
-            data = None if became is None else await memory.content(ctx.owner, became)
-            old = None if was is None or data is None else await memory.content(ctx.owner, was)
-            if old is not None and old == data:
-                continue  # the same content under a new version
-            changed_files.append(
-                await _changed(ctx, memory, entry.path, (was, old), now=became, data=data)
-            )
-            break
-    if changed_files:
-        raise _refused(
-            changed_files,
-            "changed between your steps, by someone else (or by a change that was not recorded)",
-            hint="Undo fewer steps (those after that change), or change those files by hand.",
-        )
-
-
-async def _changed(
-    ctx: Context,
-    memory: SessionMemory,
-    path: str,
-    left: tuple[Version | None, bytes | None],
-    *,
-    now: Version | None,
-    data: bytes | None,
-) -> dict[str, object]:
-    """A file of a refused undo: the version (and content) *left*, the one *now*, the diff."""
-    version, old = left
-    diff = None if old is None or data is None else await memory.diff(ctx, path, old, data)
-    return {"path": path, "left": version, "current": now, "diff": diff and diff.text}
-
-
-class _AlreadyBack(Exception):
-    """Every file of an undo is as it leaves them already: there is nothing to write."""
-
-
-def _refused(changed_files: list[dict[str, object]], what: str, *, hint: str) -> Stale:
-    paths = [str(changed["path"]) for changed in changed_files]
-    diffs = [str(changed["diff"]) for changed in changed_files if changed["diff"]]
-    return Stale(
-        f"{', '.join(paths)} {what}; nothing was put back",
-        path=paths[0],
-        hint=hint,
-        details={"changed": changed_files, "diff": "\n".join(diffs) or None},
     )
 
 
