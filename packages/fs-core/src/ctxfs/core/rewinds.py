@@ -326,7 +326,7 @@ async def _fetch_contents(
     """Fetch the content each of *entries* goes back to; refuse if one is not kept.
 
     A content not kept that one of the files (*updates*, as read) holds now is taken from
-    it: a moved file goes back whatever its size.
+    it: a moved file goes back whatever its size, where the move kept its version.
     """
     held = {u.current.version: u.current.data for u in updates if u.current is not None}
     given_up = []

@@ -11,10 +11,9 @@ kept step names, and those some does), ``names`` (each step's, MessagePack by nu
 the last step ``numbered`` and checkpoint ``marked``), ``steps`` and ``checkpoints``
 (encoded, scored by number); ``active`` scores the owners by when a call
 last named them, ``releasing`` holds those whose contents go for idleness; ``layout`` is
-:data:`LAYOUT`, which every script checks first (and sets on keys without it), as does a store
-object before its first call. Every change
-is one Lua script (atomic), which names its keys itself: a single server or primary, not a
-Redis Cluster.
+:data:`LAYOUT`, which every script checks first (and sets on keys without it), as does a
+store object before its first call. Every call is one Lua script (atomic; reads too, for the
+check), which names its keys itself: a single server or primary, not a Redis Cluster.
 """
 
 from __future__ import annotations
@@ -171,6 +170,11 @@ local owner, at = ARGV[2], ARGV[3]
 redis.call('ZADD', P .. 'active', at, owner)
 redis.call('SREM', P .. 'releasing', owner)
 """
+_STEPS: Final = (
+    "return redis.call('ZRANGEBYSCORE', owned(ARGV[2]) .. 'steps', '(' .. ARGV[3], '+inf')"
+)
+_CHECKPOINTS: Final = "return redis.call('ZRANGE', owned(ARGV[2]) .. 'checkpoints', 0, -1)"
+_GIVEN_UP: Final = "return redis.call('HGET', owned(ARGV[2]) .. 'counts', 'given_up')"
 _KEEP: Final = """
 local o = owned(ARGV[2])
 keep(ARGV[2], ARGV[3], ARGV[4])
@@ -328,6 +332,9 @@ class RedisSessions(SessionStore):
             for name, body in (
                 ("layout", "return 1"),
                 ("note_active", _NOTE_ACTIVE),
+                ("steps", _STEPS),
+                ("checkpoints", _CHECKPOINTS),
+                ("given_up", _GIVEN_UP),
                 ("keep", _KEEP),
                 ("content", _CONTENT),
                 ("record", _RECORD),
@@ -391,14 +398,12 @@ class RedisSessions(SessionStore):
 
         """
         await self.active(owner)
-        name = self._owned(owner, b"steps")
-        texts = await self._call(self._client.zrangebyscore, name, f"({after}", "+inf")
-        return await self._decoded(Step.decode, texts)
+        return await self._decoded(Step.decode, await self._script("steps", owner, after))
 
     async def given_up(self, owner: str) -> int:
         """See :meth:`SessionStore.given_up`."""
         await self.active(owner)
-        given_up = await self._call(self._client.hget, self._owned(owner, b"counts"), "given_up")
+        given_up = await self._script("given_up", owner)
         return 0 if given_up is None else int(given_up)
 
     async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
@@ -423,8 +428,7 @@ class RedisSessions(SessionStore):
 
         """
         await self.active(owner)
-        texts = await self._call(self._client.zrange, self._owned(owner, b"checkpoints"), 0, -1)
-        return await self._decoded(Checkpoint.decode, texts)
+        return await self._decoded(Checkpoint.decode, await self._script("checkpoints", owner))
 
     async def forget_owner(self, owner: str) -> None:
         """See :meth:`SessionStore.forget_owner`: one script."""
