@@ -1,0 +1,116 @@
+"""The update routine every store shares: what it hands the store's ``_put``.
+
+A toy store keeps permissions as data (as fs-local keeps a file's mode and owner), so that
+the routine's move, a patch's rollback and an undo can be seen handing them on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from ctxfs.core import ABSENT, FilePatch, Fs, Hunk, PatchAction, Unavailable
+from ctxfs.core.kit import (
+    NO_PERMISSIONS,
+    Blob,
+    ConditionalUpdate,
+    Permissions,
+    ReadRequest,
+    Version,
+)
+from ctxfs.core.memory import MemoryBackend
+from ctxfs.core.sessions import MemorySessions
+
+pytestmark = pytest.mark.anyio
+
+
+class PermissionsBackend(MemoryBackend):
+    """The memory store, with each file's permissions kept beside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.permissions: dict[str, Permissions] = {}
+
+    @asynccontextmanager
+    async def _open_update(self, path: str, request: ReadRequest) -> AsyncIterator[KeptUpdate]:
+        async with super()._open_update(path, request) as update:
+            yield KeptUpdate(self, path, update.current)
+
+
+class KeptUpdate(ConditionalUpdate):
+    backend: PermissionsBackend
+
+    def __init__(self, backend: PermissionsBackend, path: str, current: Blob | None) -> None:
+        super().__init__(backend, path, current)
+        if current is not None:
+            self.permissions = backend.permissions.get(path, NO_PERMISSIONS)
+
+    async def _put(self, data: bytes, *, was: Version | None, permissions: Permissions) -> Version:
+        version = await super()._put(data, was=was, permissions=permissions)
+        kept = self.backend.permissions.get(self.path, NO_PERMISSIONS) if was else NO_PERMISSIONS
+        self.backend.permissions[self.path] = permissions if permissions.mode else kept
+        return version
+
+    async def _remove(self, *, was: Version) -> None:
+        await super()._remove(was=was)
+        del self.backend.permissions[self.path]
+
+
+RUN = Permissions(mode=0o751, owner=(7, 8))
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[tuple[PermissionsBackend, Fs]]:
+    backend = PermissionsBackend()
+    await backend.write("run.sh", b"echo one\n", expect=ABSENT)
+    await backend.write("b.txt", b"b\n", expect=ABSENT)
+    backend.permissions.update({"run.sh": RUN, "b.txt": NO_PERMISSIONS})
+    async with Fs(backend, load_entrypoints=False, sessions=MemorySessions()) as fs:
+        yield backend, fs
+
+
+async def test_a_move_gives_the_copy_the_files_permissions(
+    store: tuple[PermissionsBackend, Fs],
+) -> None:
+    backend, fs = store
+    ctx = fs.context(owner="agent")
+    await ctx.fs.read("run.sh")
+    await ctx.fs.move("run.sh", "bin/run.sh")
+    assert backend.permissions == {"bin/run.sh": RUN, "b.txt": NO_PERMISSIONS}
+    await ctx.fs.undo()  # the file made anew at its old path gets them back too
+    assert backend.permissions == {"run.sh": RUN, "b.txt": NO_PERMISSIONS}
+
+
+async def test_a_patch_rolled_back_puts_a_deleted_file_back_with_its_permissions(
+    store: tuple[PermissionsBackend, Fs],
+) -> None:
+    backend, fs = store
+    ctx = fs.context(owner="agent")
+    for path in ("run.sh", "b.txt"):
+        await ctx.fs.read(path)
+    backend.faults.fail_next("write", Unavailable("the store is down"), path="b.txt")
+    changed = Hunk(anchors=(), old=("b",), new=("c",))
+    with pytest.raises(Unavailable) as failed:
+        await ctx.fs.apply_patch(
+            [
+                FilePatch(action=PatchAction.DELETE, path="run.sh"),
+                FilePatch(action=PatchAction.UPDATE, path="b.txt", hunks=(changed,)),
+            ]
+        )
+    assert failed.value.details["restored"] == ["run.sh"]  # (deleted, then put back)
+    assert (await backend.read("run.sh")).data == b"echo one\n"
+    assert backend.permissions["run.sh"] == RUN
+
+
+async def test_an_undone_delete_puts_the_file_back_with_its_permissions(
+    store: tuple[PermissionsBackend, Fs],
+) -> None:
+    backend, fs = store
+    ctx = fs.context(owner="agent")
+    await ctx.fs.read("run.sh")
+    await ctx.fs.delete("run.sh")
+    assert "run.sh" not in backend.permissions
+    await ctx.fs.undo()
+    assert backend.permissions["run.sh"] == RUN
