@@ -40,6 +40,8 @@ class PermissionsBackend(MemoryBackend):
 
 
 class KeptUpdate(ConditionalUpdate):
+    """The default update, reading and writing the file's permissions as a store keeps them."""
+
     backend: PermissionsBackend
 
     def __init__(self, backend: PermissionsBackend, path: str, current: Blob | None) -> None:
@@ -50,7 +52,8 @@ class KeptUpdate(ConditionalUpdate):
     async def _put(self, data: bytes, *, was: Version | None, permissions: Permissions) -> Version:
         version = await super()._put(data, was=was, permissions=permissions)
         kept = self.backend.permissions.get(self.path, NO_PERMISSIONS) if was else NO_PERMISSIONS
-        self.backend.permissions[self.path] = permissions if permissions.mode else kept
+        given = permissions.mode is not None  # (else the file keeps its own; a new one, none)
+        self.backend.permissions[self.path] = permissions if given else kept
         return version
 
     async def _remove(self, *, was: Version) -> None:
