@@ -254,7 +254,7 @@ async def test_steps_are_numbered_bounded_and_never_renumbered(opener: Opener) -
     assert await store.steps("b") == []
 
 
-async def test_a_files_mode_and_ownership_come_back_with_its_step(opener: Opener) -> None:
+async def test_a_files_permissions_come_back_with_its_step(opener: Opener) -> None:
     store = opener()
     permissions = Permissions(mode=0o750, owner=(7, 8))
     deleted = FileChange(
@@ -278,10 +278,17 @@ def test_a_step_whose_mode_or_owner_ids_are_damaged_is_no_step(damaged: dict[str
     text = json.dumps({"number": 1, "at": 1.0, "changes": [{**change, **damaged}]})
     with pytest.raises(ValueError, match="not an encoded step"):
         Step.decode(text)
-    for name, whole in (("mode", 0o7777), ("mode", 0), ("ownership", [4294967294, 0])):
-        text = json.dumps({"number": 1, "at": 1.0, "changes": [{**change, name: whole}]})
-        kept = getattr(Step.decode(text).changes[0].permissions, name.replace("ownership", "owner"))
-        assert kept == (tuple(whole) if isinstance(whole, list) else whole)
+
+
+@pytest.mark.parametrize(
+    ("name", "whole"), [("mode", 0o7777), ("mode", 0), ("ownership", [4294967294, 0])]
+)
+def test_a_step_keeps_a_mode_and_owner_ids_at_their_bounds(name: str, whole: object) -> None:
+    change = {"path": "f", "key": "k", "kind": "delete", "before": "v", "after": None}
+    text = json.dumps({"number": 1, "at": 1.0, "changes": [{**change, name: whole}]})
+    permissions = Step.decode(text).changes[0].permissions
+    kept = permissions.mode if name == "mode" else permissions.owner
+    assert kept == (tuple(whole) if isinstance(whole, list) else whole)
 
 
 async def test_a_step_keeps_its_contents_in_the_same_call(opener: Opener) -> None:
@@ -356,6 +363,7 @@ async def test_keys_another_layout_wrote_are_refused_and_left_alone(opener: Open
             with pytest.raises(Unavailable, match="another version of ctxfs") as refused:
                 await call()
             assert refused.value.retryable is False
+            assert refused.value.details == {"layout": "0", "expected_layout": LAYOUT}
             assert "prefix" in (refused.value.hint or "")
     assert await dumped() == before
     await fresh.aclose()

@@ -1,7 +1,8 @@
 """What an undo or a rewind refuses: files someone else changed, a history changed meanwhile.
 
-Each check raises the refusal it names, which says what changed (with its diff) and that
-nothing was put back; :class:`AlreadyBack` says instead that there is nothing to write.
+Each check raises the refusal it names, which says what stands in the way (a file changed, with
+its diff) and that nothing was put back; :class:`AlreadyBack` says instead that there is
+nothing to write.
 """
 
 from __future__ import annotations

@@ -92,13 +92,17 @@ class SqliteObservations(ObservationStore):
     async def update(self, owner: str, key: str, change: Change) -> None:
         """See :meth:`ObservationStore.update`: a read, then one ``BEGIN IMMEDIATE`` transaction.
 
-        Nothing is written when *change* leaves the entry as that read found it.
+        Nothing is written when *change* leaves the entry as that read found it, unless it is
+        due to be renewed.
         """
         await self._file.run(partial(_update, _entry(owner, key), self._ages(), change))
         await self._expire_if_due()
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
-        """See :meth:`ObservationStore.put`: a read, then one statement if the entry differs."""
+        """See :meth:`ObservationStore.put`: a read, then one statement if the entry differs.
+
+        Or if it is due to be renewed.
+        """
         await self._file.run(partial(_put, _entry(owner, key), self._ages(), observation))
         await self._expire_if_due()
 
@@ -127,7 +131,9 @@ class SqliteObservations(ObservationStore):
 
     def _ages(self) -> _Ages:
         now = time.time()
-        return _Ages(live=now - self.max_age, renewed=now - self.max_age / _RENEWALS_PER_AGE)
+        return _Ages(
+            expired_before=now - self.max_age, renew_before=now - self.max_age / _RENEWALS_PER_AGE
+        )
 
     def __repr__(self) -> str:
         return f"SqliteObservations({str(self.path)!r})"
@@ -137,10 +143,10 @@ class SqliteObservations(ObservationStore):
 class _Ages:
     """The times an entry's last write is compared with."""
 
-    live: float
-    """Written before it, an entry has expired."""
-    renewed: float
-    """Written since, an entry a call leaves as it is needs no write."""
+    expired_before: float
+    """An entry last written before it has expired."""
+    renew_before: float
+    """An entry last written before it is written anew by a call that leaves it as it is."""
 
 
 def _entry(owner: str, key: str) -> tuple[bytes, bytes]:
@@ -182,15 +188,15 @@ def _put(
 def _holds(row: tuple[str, float] | None, ages: _Ages, observation: Observation | None) -> bool:
     """Whether the entry read as *row* is *observation* already (then nothing need be written).
 
-    One last written before ``ages.renewed`` is not: it is written anew (renewed).
+    One last written before ``ages.renew_before`` is not: it is written anew (renewed).
     """
     if observation is None:
         return _current(row, ages) is None
-    return row is not None and row[1] >= ages.renewed and row[0] == observation.encode()
+    return row is not None and row[1] >= ages.renew_before and row[0] == observation.encode()
 
 
 def _current(row: tuple[str, float] | None, ages: _Ages) -> Observation | None:
-    return None if row is None or row[1] < ages.live else Observation.stored(row[0])
+    return None if row is None or row[1] < ages.expired_before else Observation.stored(row[0])
 
 
 def _write(

@@ -46,7 +46,7 @@ from ctxfs.core.versions import Version
 
 D = TypeVar("D")
 
-__all__ = ["RedisSessions"]
+__all__ = ["LAYOUT", "RedisSessions"]
 
 _DAMAGED: Final = "Forget the owner's session (its steps are then gone)."
 LAYOUT: Final = "1"
@@ -348,6 +348,9 @@ class RedisSessions(SessionStore):
     async def active(self, owner: str) -> None:
         """See :meth:`SessionStore.active`; first, once per store object, the keys' layout.
 
+        Every script checks it too; checked here, keys of another layout fail the first call
+        as themselves, before a note of activity or a look for idle owners fails (logged).
+
         Raises:
             Unavailable: Another layout wrote the keys under the prefix (then nothing is written).
 
@@ -479,13 +482,15 @@ class RedisSessions(SessionStore):
     def _unavailable(self, error: RedisError) -> Unavailable:
         if _OTHER_LAYOUT not in str(error):
             return unavailable(error, f"session store {self!r}")
+        keys = f"{self.prefix.decode()}sessions:*"
+        found = str(error).rpartition(f"{_OTHER_LAYOUT} (")[2].partition(")")[0]
         return Unavailable(
-            f"the session store {self!r} holds keys another version of ctxfs wrote "
-            f"under the prefix {self.prefix.decode()!r}",
+            f"the session store {self!r} holds keys another version of ctxfs wrote ({keys}, "
+            f"of layout {found!r}, not {LAYOUT!r})",
             retryable=False,
-            hint="Give this ctxfs a prefix of its own (?prefix=...), or remove the keys under "
-            "this one (the sessions' contents and steps are then forgotten).",
-            details={"other_layout": repr(self)},
+            hint=f"Give this ctxfs a prefix of its own (?prefix=...), or remove the keys {keys} "
+            "(the sessions' contents and steps are then forgotten).",
+            details={"layout": found, "expected_layout": LAYOUT},
         )
 
     def __repr__(self) -> str:

@@ -218,7 +218,7 @@ class SftpBackend(Backend):
             made = await self._make_parents(sftp, posixpath.dirname(real), path)
             try:
                 async with self.leases.held(sftp, real, path, token) as reclaimed:
-                    current, had = await self.client.file_version(sftp, real, path)
+                    current, current_mode = await self.client.file_version(sftp, real, path)
                     if reclaimed and current == content_version(data):
                         # Our lock outlived a lost connection, so no one else wrote since:
                         # the bytes there are our own cut-off attempt's.
@@ -226,8 +226,8 @@ class SftpBackend(Backend):
                     check_expect(path, expect, current)
                     held = partial(self.leases.still_held, sftp, real, path, token)
                     replace = current is not None
-                    bits = had if mode is None else mode
-                    await _publish(sftp, real, data, mode=bits, replace=replace, held=held)
+                    given = current_mode if mode is None else mode
+                    await _publish(sftp, real, data, mode=given, replace=replace, held=held)
             except BaseException:
                 for directory in reversed(made):  # a failed create leaves no directories
                     with suppress(asyncssh.SFTPError, OSError):
