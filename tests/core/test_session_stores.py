@@ -647,9 +647,10 @@ async def test_an_owner_whose_note_failed_is_given_up_and_a_failed_look_retried(
     releasing.join()
     clock.now += 2 * DAY
     other.execute("BEGIN IMMEDIATE")
-    await store.steps("caller")  # the look is busy: logged, due again
+    await store.steps("caller")  # the look is busy: logged, due again a minute later
     other.execute("ROLLBACK")
     other.close()
+    clock.now += 60.0
     await store.steps("caller")
     assert await store.given_up("once") == 1
     await store.aclose()
@@ -813,6 +814,29 @@ async def test_a_look_cancelled_with_its_call_comes_again_at_the_next_call(
     await store.steps("caller")
     clock.now += 60.0
     await store.steps("caller")  # (a look that ended says when the next is due)
+    assert len(looks) == 2
+    await store.aclose()
+
+
+async def test_a_failing_look_is_tried_again_a_minute_later_not_at_every_call(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    store = MemorySessions(max_idle_days=1, clock=clock)
+    looks: list[float] = []
+
+    async def failing_look(before: float) -> bool:
+        looks.append(before)
+        raise Unavailable("the store is down")
+
+    monkeypatch.setattr(store, "forget_idle", failing_look)
+    for _ in range(5):  # calls within the minute: one look, one warning
+        await store.steps("caller")
+        clock.now += 10.0
+    assert len(looks) == 1
+    assert caplog.text.count("could not give up the owners idle") == 1
+    clock.now += 20.0  # a minute since the failed look
+    await store.steps("caller")
     assert len(looks) == 2
     await store.aclose()
 

@@ -280,7 +280,9 @@ class SessionStore(ABC):
         The activity is noted once per :data:`ACTIVITY_LAG` per owner and store object; a
         look comes every :data:`SWEEP_SECONDS` (at once when the clock went back), and at
         the next call while idle owners remain. Neither fails the call: a store that
-        cannot note or look now is logged, and tried again later.
+        cannot note or look now is logged, and tried again later (a failed look after
+        :data:`ACTIVITY_LAG`, so that a store failing for long logs it once a minute; a
+        look cancelled with its call at the next call).
         """
         now = self.clock()
         if not 0 <= now - self._noted.get(owner, -math.inf) < ACTIVITY_LAG:
@@ -297,6 +299,7 @@ class SessionStore(ABC):
             try:
                 more = await self.forget_idle(now - self.max_idle_days * 86_400.0)
             except Exception as error:  # (a look may fail; the call goes on)
+                more, self._look_every = False, ACTIVITY_LAG
                 log.warning("could not give up the owners idle in %r: %s", self, error)
             finally:
                 if more:
