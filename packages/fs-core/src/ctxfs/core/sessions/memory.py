@@ -52,6 +52,10 @@ class _Turns:
             if len(self._heap) > 2 * len(self.used) + 64:
                 self.rebuild()
 
+    def drop(self, version: Version) -> None:
+        """Take *version* out of the order (its entries are skipped when met)."""
+        del self.used[version]
+
     def rebuild(self) -> None:
         """Place every version again (after many changed whether they are named)."""
         self._heap = [(self._named(v), used, v) for v, used in self.used.items()]
@@ -215,13 +219,14 @@ class MemorySessions(SessionStore):
     def _let_go(self, owner: str, version: Version) -> None:
         mine = self._owners[owner]
         mine.kept_bytes -= mine.sizes.pop(version)
-        del mine.turns.used[version]
+        mine.turns.drop(version)
         if version in mine.names:
             self._namer(version, -1)
         holders = self._holders[version]
         holders.discard(owner)
         if not holders:
-            del self._holders[version], self._turns.used[version]
+            del self._holders[version]
+            self._turns.drop(version)
             self._bytes -= len(self._blobs.pop(version))
 
     async def content(self, owner: str, version: Version) -> bytes | None:

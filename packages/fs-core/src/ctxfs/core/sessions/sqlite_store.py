@@ -269,8 +269,7 @@ class SqliteSessions(SessionStore):
             db.executemany(
                 "INSERT INTO names VALUES (?, ?, ?)", [(owner, number, v) for v in names]
             )
-            for (version,) in db.execute(_NAMED, (owner, number)).fetchall():
-                db.execute(_NAMER, (1, version))
+            _count_namers(db, db.execute(_NAMED, (owner, number)).fetchall(), 1)
             tick = _tick(db, len(contents)) if contents else 0
             for later, (version, data) in enumerate(contents):
                 _keep_in(db, owner, version, data, tick + later)
@@ -357,6 +356,11 @@ def _tick(db: sqlite3.Connection, uses: int = 1) -> int:
     """The first of *uses* ticks of the file's clock, each past every use before."""
     (clock,) = db.execute("UPDATE totals SET clock = clock + ? RETURNING clock", (uses,)).fetchone()
     return int(clock) - uses + 1
+
+
+def _count_namers(db: sqlite3.Connection, versions: list[tuple[bytes]], by: int) -> None:
+    """Count *by* more holders naming each of *versions* (rows of one column)."""
+    db.executemany(_NAMER, [(by, version) for (version,) in versions])
 
 
 def _counted(db: sqlite3.Connection, owner: bytes, column: str) -> int:
@@ -448,8 +452,7 @@ def _unname(db: sqlite3.Connection, owner: bytes, steps: str, number: int) -> No
         f"AND NOT ({steps})) RETURNING version",
         (owner, number),
     ).fetchall()
-    for (version,) in unnamed:
-        db.execute(_NAMER, (-1, version))
+    _count_namers(db, unnamed, -1)
     db.execute(f"DELETE FROM names WHERE owner = ?1 AND {steps}", (owner, number))
 
 
@@ -491,8 +494,7 @@ def _forget_idle(before: float, db: sqlite3.Connection) -> bool:
         db.execute("DELETE FROM steps WHERE owner = ?", row)
         db.execute("DELETE FROM names WHERE owner = ?", row)
         query = "UPDATE kept SET named = 0 WHERE owner = ? AND named RETURNING version"
-        for (version,) in db.execute(query, row).fetchall():
-            db.execute(_NAMER, (-1, version))
+        _count_namers(db, db.execute(query, row).fetchall(), -1)
         db.execute("UPDATE owners SET steps = 0, given_up = numbered WHERE owner = ?", row)
         if _let_go_some(db, owner):  # all gone: only its numbering stays, if any
             numbering = db.execute("SELECT numbered, marked FROM owners WHERE owner = ?", row)
