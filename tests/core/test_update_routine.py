@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from ctxfs.core import ABSENT, FilePatch, Fs, Hunk, PatchAction, Unavailable
+from ctxfs.core import ABSENT, ContextFs, FilePatch, Fs, Hunk, PatchAction, Unavailable
 from ctxfs.core.kit import (
     NO_PERMISSIONS,
     Blob,
@@ -65,38 +65,37 @@ RUN = Permissions(mode=0o751, owner=(7, 8))
 
 
 @pytest.fixture
-async def store() -> AsyncIterator[tuple[PermissionsBackend, Fs]]:
+async def store() -> AsyncIterator[tuple[PermissionsBackend, ContextFs]]:
+    """The toy store, and an agent's ``ctx.fs`` on it."""
     backend = PermissionsBackend()
     await backend.write("run.sh", b"echo one\n", expect=ABSENT)
     await backend.write("b.txt", b"b\n", expect=ABSENT)
     backend.permissions.update({"run.sh": RUN, "b.txt": NO_PERMISSIONS})
     async with Fs(backend, load_entrypoints=False, sessions=MemorySessions()) as fs:
-        yield backend, fs
+        yield backend, fs.context(owner="agent").fs
 
 
 async def test_a_move_gives_the_copy_the_files_permissions(
-    store: tuple[PermissionsBackend, Fs],
+    store: tuple[PermissionsBackend, ContextFs],
 ) -> None:
-    backend, fs = store
-    ctx = fs.context(owner="agent")
-    await ctx.fs.read("run.sh")
-    await ctx.fs.move("run.sh", "bin/run.sh")
+    backend, agent = store
+    await agent.read("run.sh")
+    await agent.move("run.sh", "bin/run.sh")
     assert backend.permissions == {"bin/run.sh": RUN, "b.txt": NO_PERMISSIONS}
-    await ctx.fs.undo()  # the file made anew at its old path gets them back too
+    await agent.undo()  # the file made anew at its old path gets them back too
     assert backend.permissions == {"run.sh": RUN, "b.txt": NO_PERMISSIONS}
 
 
 async def test_a_patch_rolled_back_puts_a_deleted_file_back_with_its_permissions(
-    store: tuple[PermissionsBackend, Fs],
+    store: tuple[PermissionsBackend, ContextFs],
 ) -> None:
-    backend, fs = store
-    ctx = fs.context(owner="agent")
+    backend, agent = store
     for path in ("run.sh", "b.txt"):
-        await ctx.fs.read(path)
+        await agent.read(path)
     backend.faults.fail_next("write", Unavailable("the store is down"), path="b.txt")
     changed = Hunk(anchors=(), old=("b",), new=("c",))
     with pytest.raises(Unavailable) as failed:
-        await ctx.fs.apply_patch(
+        await agent.apply_patch(
             [
                 FilePatch(action=PatchAction.DELETE, path="run.sh"),
                 FilePatch(action=PatchAction.UPDATE, path="b.txt", hunks=(changed,)),
@@ -108,12 +107,11 @@ async def test_a_patch_rolled_back_puts_a_deleted_file_back_with_its_permissions
 
 
 async def test_an_undone_delete_puts_the_file_back_with_its_permissions(
-    store: tuple[PermissionsBackend, Fs],
+    store: tuple[PermissionsBackend, ContextFs],
 ) -> None:
-    backend, fs = store
-    ctx = fs.context(owner="agent")
-    await ctx.fs.read("run.sh")
-    await ctx.fs.delete("run.sh")
+    backend, agent = store
+    await agent.read("run.sh")
+    await agent.delete("run.sh")
     assert "run.sh" not in backend.permissions
-    await ctx.fs.undo()
+    await agent.undo()
     assert backend.permissions["run.sh"] == RUN
