@@ -13,8 +13,6 @@ every provider, the MCP server and pydantic-ai::
 
     class WordCount(Tool[CountArgs, CountData]):
         name = "word_count"
-        arguments = CountArgs
-        result = CountData
         summary = "Count the words of a text file."
 
         async def run(self, step: Step, args: CountArgs) -> CountData:
@@ -30,6 +28,7 @@ every provider, the MCP server and pydantic-ai::
 from __future__ import annotations
 
 import enum
+import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Generic, TypeVar
@@ -168,6 +167,8 @@ class Step:
 class Tool(Generic[ArgsT, DataT]):
     """A model-facing tool. Subclass it; the class attributes declare what it is.
 
+    ``Tool[Args, Data]`` sets :attr:`arguments` and :attr:`result` where the class does not.
+
     Give a :attr:`summary` (or implement :meth:`description`, for a text with the limits' numbers),
     then implement :meth:`run` and :meth:`render`, or :meth:`answer` for a tool that answers with
     another tool's result.
@@ -196,6 +197,15 @@ class Tool(Generic[ArgsT, DataT]):
 
     summary: ClassVar[str] = ""
     """What the model reads about the tool, when no limit's number is in it."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if typing.get_origin(base) is Tool:
+                models = zip(("arguments", "result"), typing.get_args(base), strict=True)
+                for attribute, model in models:
+                    if isinstance(model, type) and attribute not in vars(cls):
+                        setattr(cls, attribute, model)
 
     def description(self, limits: Limits) -> str:
         """What the model reads about the tool, with the numbers *limits* set (:attr:`summary`)."""

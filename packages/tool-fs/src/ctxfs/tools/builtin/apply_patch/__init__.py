@@ -47,8 +47,6 @@ class ApplyPatchTool(Tool[ApplyPatchArgs, PatchData]):
     """Add, update, move and delete files with one patch."""
 
     name = "apply_patch"
-    arguments = ApplyPatchArgs
-    result = PatchData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 

@@ -28,8 +28,6 @@ class CallToolTool(Tool[CallToolArgs, ResultData]):
     """Run a deferred tool: the result is that tool's own, through the same checks."""
 
     name = "call_tool"
-    arguments = CallToolArgs
-    result = ResultData
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
     offering = Offering.DISCOVERY
 

@@ -57,8 +57,6 @@ class ChangesTool(Tool[ChangesArgs, ChangesData]):
     """List the files the agent saw that changed since."""
 
     name = "changes"
-    arguments = ChangesArgs
-    result = ChangesData
     exposure = Exposure.DEFERRED
 
     summary = "List the files you read or wrote that were changed since by someone else, diffed."

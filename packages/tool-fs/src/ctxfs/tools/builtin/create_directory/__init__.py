@@ -22,8 +22,6 @@ class CreateDirectoryTool(Tool[CreateDirectoryArgs, CreateDirectoryData]):
     """Create a directory."""
 
     name = "create_directory"
-    arguments = CreateDirectoryArgs
-    result = CreateDirectoryData
     writes = True
     annotations = Annotations(read_only=False, destructive=False, idempotent=True)
 

@@ -22,8 +22,6 @@ class DeleteTool(Tool[DeleteArgs, DeleteData]):
     """Delete a file."""
 
     name = "delete"
-    arguments = DeleteArgs
-    result = DeleteData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 

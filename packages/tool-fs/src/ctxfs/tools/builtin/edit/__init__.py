@@ -24,8 +24,6 @@ class EditTool(Tool[EditArgs, EditData]):
     """Replace exact text."""
 
     name = "edit"
-    arguments = EditArgs
-    result = EditData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 

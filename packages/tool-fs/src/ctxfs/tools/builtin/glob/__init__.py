@@ -68,8 +68,6 @@ class GlobTool(Tool[GlobArgs, GlobData]):
     """Find files by path pattern."""
 
     name = "glob"
-    arguments = GlobArgs
-    result = GlobData
 
     summary = (
         "Find files by path pattern under `path` (default: the workspace root), e.g. "

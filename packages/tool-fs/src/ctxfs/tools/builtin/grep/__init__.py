@@ -160,8 +160,6 @@ class GrepTool(Tool[GrepArgs, GrepData]):
     """Search text files."""
 
     name = "grep"
-    arguments = GrepArgs
-    result = GrepData
 
     summary = (
         "Search the files under `path` (default: the workspace root) for a regular "

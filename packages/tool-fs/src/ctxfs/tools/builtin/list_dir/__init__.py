@@ -50,8 +50,6 @@ class ListDirTool(Tool[ListDirArgs, ListData]):
     """List a directory."""
 
     name = "list_dir"
-    arguments = ListDirArgs
-    result = ListData
 
     summary = "List a directory (default: the workspace root): names sorted, with sizes."
 

@@ -36,8 +36,6 @@ class MoveTool(Tool[MoveArgs, MoveData]):
     """Move (rename) a file, or a directory with everything in it."""
 
     name = "move"
-    arguments = MoveArgs
-    result = MoveData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 

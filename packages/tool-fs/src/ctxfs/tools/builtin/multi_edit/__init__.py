@@ -31,8 +31,6 @@ class MultiEditTool(Tool[MultiEditArgs, EditData]):
     """Several exact replacements in one file."""
 
     name = "multi_edit"
-    arguments = MultiEditArgs
-    result = EditData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 

@@ -59,8 +59,6 @@ class NotebookEditTool(Tool[NotebookEditArgs, NotebookEditData]):
     """Edit one notebook cell."""
 
     name = "notebook_edit"
-    arguments = NotebookEditArgs
-    result = NotebookEditData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 

@@ -68,8 +68,6 @@ class PatchCallTool(Tool[PatchOperation, PatchData]):
     """The Responses API's ``apply_patch``: one file operation per call."""
 
     name = "apply_patch_call"
-    arguments = PatchOperation
-    result = PatchData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
     offering = Offering.PROVIDER

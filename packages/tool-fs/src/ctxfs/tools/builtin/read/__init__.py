@@ -122,8 +122,6 @@ class ReadTool(Tool[ReadArgs, ReadData]):
     """Read a window of lines, an image or a PDF's pages."""
 
     name = "read"
-    arguments = ReadArgs
-    result = ReadData
 
     def description(self, limits: Limits) -> str:
         return (

@@ -39,8 +39,6 @@ class SearchToolsTool(Tool[SearchToolsArgs, SearchToolsData]):
     """Search the deferred tools by name, description, parameters and owner."""
 
     name = "search_tools"
-    arguments = SearchToolsArgs
-    result = SearchToolsData
     offering = Offering.DISCOVERY
 
     summary = "Find more tools (undo, ...) by what they do, for call_tool."

@@ -137,8 +137,6 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
     """The text editor: ``view``, ``create``, ``str_replace`` and ``insert``."""
 
     name = EDITOR_NAME
-    arguments = EditorCommand
-    result = ResultData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
     offering = Offering.PROVIDER

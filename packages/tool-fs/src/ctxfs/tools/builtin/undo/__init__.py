@@ -35,8 +35,6 @@ class UndoTool(Tool[UndoArgs, UndoData]):
     """Undo the agent's last changes, or every change since a checkpoint."""
 
     name = "undo"
-    arguments = UndoArgs
-    result = UndoData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
     exposure = Exposure.DEFERRED

@@ -34,8 +34,6 @@ class WriteTool(Tool[WriteArgs, WriteData]):
     """Create or replace a whole file."""
 
     name = "write"
-    arguments = WriteArgs
-    result = WriteData
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=True)
 
