@@ -153,7 +153,11 @@ def _abort(transport: asyncio.WriteTransport) -> None:
 def _text(line: bytes) -> str:
     """A line read as text (invalid UTF-8 replaced, as by the SDK's reader), or a mark."""
     text = line.decode("utf-8", "replace")
-    return _BAD_ID if _has_bad_id(text) else text
+    try:
+        bad_id = has_bad_id(json.loads(text))
+    except (ValueError, RecursionError):
+        bad_id = False
+    return _BAD_ID if bad_id else text
 
 
 class _PipeLines:
@@ -261,14 +265,6 @@ class _BoundedLines(io.TextIOWrapper):
                 return _TOO_LONG
             if not line or line.strip():
                 return _text(line)
-
-
-def _has_bad_id(line: str) -> bool:
-    """Whether *line* is a JSON object with an id that is neither a string nor an integer."""
-    try:
-        return has_bad_id(json.loads(line))
-    except (ValueError, RecursionError):
-        return False
 
 
 class _Unanswered:
