@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Final, TypeVar
 
@@ -459,25 +459,18 @@ class RedisSessions(SessionStore):
         return await self._run(name, stored_owner(owner), *args)
 
     async def _run(self, name: str, owner: bytes, *args: object) -> Any:
-        keyed = [self.prefix + b"sessions:", owner, *args]
-        return await self._call(self._scripts[name], keys=[], args=keyed, client=self._client)
+        keyed: list[Any] = [self.prefix + b"sessions:", owner, *args]
+        client = self._clients.current()  # (``InvalidArgument`` on a loop other than asyncio's)
+        try:
+            return await self._scripts[name](keys=[], args=keyed, client=client)
+        except RedisError as error:
+            raise self._unavailable(error) from error
 
     async def _decoded(self, decode: Callable[[str], D], texts: list[str]) -> list[D]:
         """*texts* decoded, in a worker thread (a history may be long)."""
         return await anyio.to_thread.run_sync(
             partial(decoded, decode, texts, store=repr(self), hint=_DAMAGED)
         )
-
-    @property
-    def _client(self) -> Any:
-        """The running loop's client (``InvalidArgument`` on a loop other than asyncio's)."""
-        return self._clients.current()
-
-    async def _call(self, call: Callable[..., Awaitable[Any]], *args: object, **kw: object) -> Any:
-        try:
-            return await call(*args, **kw)
-        except RedisError as error:
-            raise self._unavailable(error) from error
 
     def _unavailable(self, error: RedisError) -> Unavailable:
         if _OTHER_LAYOUT not in str(error):
