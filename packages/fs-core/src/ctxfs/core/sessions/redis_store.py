@@ -394,12 +394,7 @@ class RedisSessions(SessionStore):
         return Step(number=int(number), changes=changes, at=at)
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
-        """See :meth:`SessionStore.steps`.
-
-        Raises:
-            Unavailable: Also when a step on the server is damaged.
-
-        """
+        """See :meth:`SessionStore.steps`."""
         await self.active(owner)
         return await self._decoded(Step.decode, await self._script("steps", owner, after))
 
@@ -424,12 +419,7 @@ class RedisSessions(SessionStore):
         return Checkpoint(id=Checkpoint.id_of(int(number)), label=label, step=int(step), at=at)
 
     async def checkpoints(self, owner: str) -> list[Checkpoint]:
-        """See :meth:`SessionStore.checkpoints`.
-
-        Raises:
-            Unavailable: Also when a checkpoint on the server is damaged.
-
-        """
+        """See :meth:`SessionStore.checkpoints`."""
         await self.active(owner)
         return await self._decoded(Checkpoint.decode, await self._script("checkpoints", owner))
 
