@@ -339,8 +339,7 @@ class LocalBackend(Backend):
         against it); elsewhere *path* is located.
         """
         where = authorized_location(self, path) or await self._locate(path)
-        key = where.key
-        async with self.locks.hold("cas", key, timeout=_CAS_LOCK_TIMEOUT):
+        async with self.locks.hold("cas", where.key, timeout=_CAS_LOCK_TIMEOUT):
             yield
 
     async def _inline(self, function: Callable[..., T], *args: object) -> T:

@@ -17,6 +17,7 @@ must read again. A store that cannot answer raises ``Unavailable``.
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
@@ -29,6 +30,7 @@ from ctxfs.core.observations.base import (
     Observation,
     ObservationStore,
     shown_url,
+    url_count,
 )
 from ctxfs.core.observations.memory import MemoryObservations
 
@@ -77,9 +79,10 @@ def open_observations(url: str | None) -> ObservationStore:
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     if parts.scheme == "memory" and not parts.netloc and not parts.path:
+        count = partial(url_count, url, query, store="observations")
         store = MemoryObservations(
-            max_observations=_count(url, query, "max_observations", DEFAULT_MAX_OBSERVATIONS),
-            max_per_owner=_count(url, query, "max_per_owner", DEFAULT_MAX_PER_OWNER),
+            max_observations=count("max_observations", DEFAULT_MAX_OBSERVATIONS),
+            max_per_owner=count("max_per_owner", DEFAULT_MAX_PER_OWNER),
         )
         if query:
             raise InvalidArgument(
@@ -112,18 +115,6 @@ def open_observations(url: str | None) -> ObservationStore:
 def sqlite_url(path: str | os.PathLike[str]) -> str:
     """The URL of a SQLite store at *path* (absolute, or relative to the working directory)."""
     return f"sqlite:///{quote(os.fspath(path))}"
-
-
-def _count(url: str, query: dict[str, str], name: str, default: int) -> int:
-    text = query.pop(name, None)
-    if text is None:
-        return default
-    if not text.isdecimal() or int(text) < 1:
-        raise InvalidArgument(
-            f"{name}={text!r} in {shown_url(url)!r} is not a positive whole number",
-            details={"observations": shown_url(url)},
-        )
-    return int(text)
 
 
 def _max_age(url: str, query: dict[str, str]) -> float:

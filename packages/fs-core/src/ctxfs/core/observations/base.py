@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
+from ctxfs.core.errors import InvalidArgument
 from ctxfs.core.versions import Version
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "stored_bytes",
     "stored_owner",
     "stored_text",
+    "url_count",
 ]
 
 DEFAULT_MAX_OBSERVATIONS: Final = 100_000
@@ -191,3 +193,16 @@ def shown_url(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def url_count(url: str, query: dict[str, str], name: str, default: int, *, store: str) -> int:
+    """Take option *name* out of *query*, of the *store* URL *url*: a positive whole number."""
+    text = query.pop(name, None)
+    if text is None:
+        return default
+    if not text.isdecimal() or int(text) < 1:
+        raise InvalidArgument(
+            f"{name}={text!r} in {shown_url(url)!r} is not a positive whole number",
+            details={store: shown_url(url)},
+        )
+    return int(text)

@@ -76,10 +76,7 @@ class RedisObservations(ObservationStore):
             return Observation.stored(await self._client.get(self._name(owner, key)))
 
     async def owned(self, owner: str) -> dict[str, Observation]:
-        """See :meth:`ObservationStore.owned`: the owner's set walked, each step read by ``MGET``.
-
-        An entry that expired or was forgotten is left out, as is a damaged one.
-        """
+        """See :meth:`ObservationStore.owned`: the owner's set walked, read by ``MGET`` in steps."""
         start = len(self._name(owner, ""))
         owned: dict[str, Observation] = {}
         with self._errors():

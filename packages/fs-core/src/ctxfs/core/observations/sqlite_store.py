@@ -82,27 +82,17 @@ class SqliteObservations(ObservationStore):
         return await self._file.run(partial(_get, _entry(owner, key), self._ages()))
 
     async def owned(self, owner: str) -> dict[str, Observation]:
-        """See :meth:`ObservationStore.owned`: one ``SELECT``, in a worker thread (it may be long).
-
-        Entries not renewed for *max_age* seconds are left out.
-        """
+        """See :meth:`ObservationStore.owned`: a ``SELECT`` in a worker thread (it may be long)."""
         since = time.time() - self.max_age
         return await self._file.run(partial(_owned, stored_owner(owner), since), off_loop=True)
 
     async def update(self, owner: str, key: str, change: Change) -> None:
-        """See :meth:`ObservationStore.update`: a read, then one ``BEGIN IMMEDIATE`` transaction.
-
-        Nothing is written when *change* leaves the entry as that read found it, unless it is
-        due to be renewed.
-        """
+        """See :meth:`ObservationStore.update`: a read, then one ``BEGIN IMMEDIATE`` transaction."""
         await self._file.run(partial(_update, _entry(owner, key), self._ages(), change))
         await self._expire_if_due()
 
     async def put(self, owner: str, key: str, observation: Observation | None) -> None:
-        """See :meth:`ObservationStore.put`: a read, then one statement if the entry differs.
-
-        Or if it is due to be renewed.
-        """
+        """See :meth:`ObservationStore.put`: a read, then one statement, only where needed."""
         await self._file.run(partial(_put, _entry(owner, key), self._ages(), observation))
         await self._expire_if_due()
 

@@ -14,11 +14,12 @@ A store that cannot answer raises ``Unavailable``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ctxfs.core.errors import InvalidArgument
-from ctxfs.core.observations.base import shown_url
+from ctxfs.core.observations.base import shown_url, url_count
 from ctxfs.core.sessions.base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_BYTES_PER_OWNER,
@@ -80,11 +81,12 @@ def open_sessions(url: str | None) -> SessionStore:
         return MemorySessions()
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    count = partial(url_count, url, query, store="sessions")
     bounds = _Bounds(
-        max_bytes=_count(url, query, "max_bytes", DEFAULT_MAX_BYTES),
-        max_bytes_per_owner=_count(url, query, "max_bytes_per_owner", DEFAULT_MAX_BYTES_PER_OWNER),
-        max_steps=_count(url, query, "max_steps", DEFAULT_MAX_STEPS),
-        max_idle_days=_count(url, query, "max_idle_days", DEFAULT_MAX_IDLE_DAYS),
+        max_bytes=count("max_bytes", DEFAULT_MAX_BYTES),
+        max_bytes_per_owner=count("max_bytes_per_owner", DEFAULT_MAX_BYTES_PER_OWNER),
+        max_steps=count("max_steps", DEFAULT_MAX_STEPS),
+        max_idle_days=count("max_idle_days", DEFAULT_MAX_IDLE_DAYS),
     )
     if parts.scheme == "memory" and not parts.netloc and not parts.path and not query:
         return MemorySessions(**bounds)
@@ -106,18 +108,6 @@ def open_sessions(url: str | None) -> SessionStore:
         "max_steps and max_idle_days.",
         details={"sessions": shown_url(url)},
     )
-
-
-def _count(url: str, query: dict[str, str], name: str, default: int) -> int:
-    text = query.pop(name, None)
-    if text is None:
-        return default
-    if not text.isdecimal() or int(text) < 1:
-        raise InvalidArgument(
-            f"{name}={text!r} in {shown_url(url)!r} is not a positive whole number",
-            details={"sessions": shown_url(url)},
-        )
-    return int(text)
 
 
 def __getattr__(name: str) -> object:

@@ -401,7 +401,7 @@ class SessionStore(ABC):
         """*owner*'s steps numbered above *after* that are kept, oldest first.
 
         Raises:
-            Unavailable: The store cannot be reached or read.
+            Unavailable: The store cannot be reached or read, or holds a damaged step.
 
         """
 
@@ -440,7 +440,7 @@ class SessionStore(ABC):
         """*owner*'s checkpoints, oldest first.
 
         Raises:
-            Unavailable: The store cannot be reached or read.
+            Unavailable: The store cannot be reached or read, or holds a damaged checkpoint.
 
         """
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Final, TypeVar
 
@@ -394,12 +394,7 @@ class RedisSessions(SessionStore):
         return Step(number=int(number), changes=changes, at=at)
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
-        """See :meth:`SessionStore.steps`.
-
-        Raises:
-            Unavailable: Also when a step on the server is damaged.
-
-        """
+        """See :meth:`SessionStore.steps`."""
         await self.active(owner)
         return await self._decoded(Step.decode, await self._script("steps", owner, after))
 
@@ -424,12 +419,7 @@ class RedisSessions(SessionStore):
         return Checkpoint(id=Checkpoint.id_of(int(number)), label=label, step=int(step), at=at)
 
     async def checkpoints(self, owner: str) -> list[Checkpoint]:
-        """See :meth:`SessionStore.checkpoints`.
-
-        Raises:
-            Unavailable: Also when a checkpoint on the server is damaged.
-
-        """
+        """See :meth:`SessionStore.checkpoints`."""
         await self.active(owner)
         return await self._decoded(Checkpoint.decode, await self._script("checkpoints", owner))
 
@@ -459,25 +449,18 @@ class RedisSessions(SessionStore):
         return await self._run(name, stored_owner(owner), *args)
 
     async def _run(self, name: str, owner: bytes, *args: object) -> Any:
-        keyed = [self.prefix + b"sessions:", owner, *args]
-        return await self._call(self._scripts[name], keys=[], args=keyed, client=self._client)
+        keyed: list[Any] = [self.prefix + b"sessions:", owner, *args]
+        client = self._clients.current()  # (``InvalidArgument`` on a loop other than asyncio's)
+        try:
+            return await self._scripts[name](keys=[], args=keyed, client=client)
+        except RedisError as error:
+            raise self._unavailable(error) from error
 
     async def _decoded(self, decode: Callable[[str], D], texts: list[str]) -> list[D]:
         """*texts* decoded, in a worker thread (a history may be long)."""
         return await anyio.to_thread.run_sync(
             partial(decoded, decode, texts, store=repr(self), hint=_DAMAGED)
         )
-
-    @property
-    def _client(self) -> Any:
-        """The running loop's client (``InvalidArgument`` on a loop other than asyncio's)."""
-        return self._clients.current()
-
-    async def _call(self, call: Callable[..., Awaitable[Any]], *args: object, **kw: object) -> Any:
-        try:
-            return await call(*args, **kw)
-        except RedisError as error:
-            raise self._unavailable(error) from error
 
     def _unavailable(self, error: RedisError) -> Unavailable:
         if _OTHER_LAYOUT not in str(error):

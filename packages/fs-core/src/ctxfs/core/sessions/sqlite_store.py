@@ -178,12 +178,7 @@ class SqliteSessions(SessionStore):
         return await self._file.run(call, off_loop=sum(len(d) for _, d in kept) > _ON_THE_LOOP)
 
     async def steps(self, owner: str, *, after: int = 0) -> list[Step]:
-        """See :meth:`SessionStore.steps`.
-
-        Raises:
-            Unavailable: Also when a step in the file is damaged.
-
-        """
+        """See :meth:`SessionStore.steps`."""
         await self.active(owner)
         query = "SELECT step FROM steps WHERE owner = ? AND number > ? ORDER BY number"
         return await self._decoded(Step.decode, query, stored_owner(owner), after)
@@ -205,12 +200,7 @@ class SqliteSessions(SessionStore):
         return await self._file.run(call)
 
     async def checkpoints(self, owner: str) -> list[Checkpoint]:
-        """See :meth:`SessionStore.checkpoints`.
-
-        Raises:
-            Unavailable: Also when a checkpoint in the file is damaged.
-
-        """
+        """See :meth:`SessionStore.checkpoints`."""
         await self.active(owner)
         query = "SELECT checkpoint FROM checkpoints WHERE owner = ? ORDER BY number"
         return await self._decoded(Checkpoint.decode, query, stored_owner(owner))
