@@ -67,9 +67,7 @@ class CountData(ResultData):
 class WordCount(Tool[CountArgs, CountData]):
     """Counts the words of a text file (a read: it counts as observing the file)."""
 
-    name = "word_count"
-    arguments = CountArgs
-    result = CountData
+    name = "word_count"  # (Tool[CountArgs, CountData] sets its arguments and result)
     owner = "tests"
 
     def description(self, limits: Limits) -> str:
@@ -107,6 +105,19 @@ class Shout(Tool[ShoutArgs, ResultData]):
 
     def render(self, data: ResultData, args: ShoutArgs) -> str:
         return f"Shouted {data.target}."
+
+
+def test_the_type_arguments_set_what_a_tool_does_not_and_a_subclass_inherits_the_rest() -> None:
+    class Loud(Shout):
+        name = "loud"
+
+    class Counted(Tool[ShoutArgs, CountData]):
+        arguments = CountArgs
+
+    assert (WordCount.arguments, WordCount.result) == (CountArgs, CountData)
+    assert (Loud.arguments, Loud.result) == (ShoutArgs, ResultData)
+    assert (Counted.arguments, Counted.result) == (CountArgs, CountData)
+    assert (type("Again", (Counted,), {}).arguments) is CountArgs
 
 
 @pytest.fixture

@@ -200,7 +200,7 @@ class Tool(Generic[ArgsT, DataT]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for base in getattr(cls, "__orig_bases__", ()):
+        for base in vars(cls).get("__orig_bases__", ()):  # (its own: a subclass inherits)
             if typing.get_origin(base) is Tool:
                 models = zip(("arguments", "result"), typing.get_args(base), strict=True)
                 for attribute, model in models:
