@@ -116,6 +116,7 @@ def test_the_type_arguments_set_what_a_tool_does_not_and_a_subclass_inherits_the
 
     assert (WordCount.arguments, WordCount.result) == (CountArgs, CountData)
     assert (Loud.arguments, Loud.result) == (ShoutArgs, ResultData)
+
     class Again(Counted):
         name = "again"
 
