@@ -46,7 +46,8 @@ def serve_forked(count: int, work: Callable[[], int], *, shared: RunDirectory | 
     """Run ``work()`` in *count* forked workers until SIGTERM or SIGINT; return a status.
 
     Each worker holds *shared* until it ends, however it is told to (the caller holds it in this
-    process). Call it before any thread or event loop starts in this process (it forks).
+    process). A stop that comes while workers are being started, whichever thread catches it,
+    stops those started and starts no more. Call it with no event loop running (it forks).
     """
     stopping = False
     started: dict[int, float] = {}
@@ -60,9 +61,14 @@ def serve_forked(count: int, work: Callable[[], int], *, shared: RunDirectory | 
                 os.kill(pid, signal.SIGTERM if signum == signal.SIGINT else signum)
 
     def start() -> None:
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # stop() sees every worker
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
-            started[_fork(work, shared, mask)] = time.monotonic()
+            if stopping:
+                return
+            pid = _fork(work, shared, mask)
+            started[pid] = time.monotonic()
+            if stopping:  # (caught by another thread, stop() ran as this one forked)
+                os.kill(pid, signal.SIGTERM)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
