@@ -63,14 +63,12 @@ def serve_forked(count: int, work: Callable[[], int], *, shared: RunDirectory | 
     def start() -> None:
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
-            if stopping:
-                return
-            pid = _fork(work, shared, mask)
-            started[pid] = time.monotonic()
-            if stopping:  # (caught by another thread, stop() ran as this one forked)
-                os.kill(pid, signal.SIGTERM)
+            if not stopping:
+                started[_fork(work, shared, mask)] = time.monotonic()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if stopping:  # (caught by another thread, stop() may have run as this one forked)
+            stop(signal.SIGTERM, None)
 
     previous = {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
     quick = 0
