@@ -8,12 +8,15 @@ import textwrap
 
 STOPPED_AS_IT_FORKS = textwrap.dedent(
     """
-    import signal, threading, time
+    import os, signal, threading, time
     from ctxfs.tools import workers
 
     # Another thread, stop signals not blocked: the kernel hands it the SIGTERM.
     catcher = threading.Thread(target=time.sleep, args=(60,), daemon=True)
     catcher.start()
+    caught, wakeup = os.pipe()
+    os.set_blocking(wakeup, False)
+    signal.set_wakeup_fd(wakeup)  # (a byte once a thread has caught a signal)
     fork, forked = workers._fork, []
 
     def stopped_as_it_forks(work, shared, mask):
@@ -21,7 +24,7 @@ STOPPED_AS_IT_FORKS = textwrap.dedent(
         forked.append(pid)
         if len(forked) == 1:  # the stop comes before the supervisor has noted the first worker
             signal.pthread_kill(catcher.ident, signal.SIGTERM)
-            time.sleep(0.2)
+            os.read(caught, 1)
             for _ in range(100):  # (its handler runs here, in this thread)
                 pass
         return pid

@@ -47,7 +47,8 @@ def serve_forked(count: int, work: Callable[[], int], *, shared: RunDirectory | 
 
     Each worker holds *shared* until it ends, however it is told to (the caller holds it in this
     process). A stop that comes while workers are being started, whichever thread catches it,
-    stops those started and starts no more. Call it with no event loop running (it forks).
+    stops those started and starts no more. Call it in the main thread (it handles signals),
+    with no event loop running (it forks).
     """
     stopping = False
     started: dict[int, float] = {}
