@@ -62,7 +62,7 @@ def serve_forked(count: int, work: Callable[[], int], *, shared: RunDirectory | 
                 os.kill(pid, signal.SIGTERM if signum == signal.SIGINT else signum)
 
     def start() -> None:
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # (until the worker's own)
         try:
             if not stopping:
                 started[_fork(work, shared, mask)] = time.monotonic()
