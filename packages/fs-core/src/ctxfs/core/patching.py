@@ -178,7 +178,7 @@ async def _write_part(
         permissions = update.permissions if moved else NO_PERMISSIONS
         await store(ctx, last, there, change.data, document, permissions=permissions)
         done.append((there, last.after))
-        if there is not update:
+        if moved:
             await update.delete()
             done.append((update, None))
 

@@ -70,8 +70,7 @@ class SqliteObservations(ObservationStore):
             "remove a damaged one (observations are then forgotten: read again).",
         )
         try:
-            expired = time.time() - self.max_age
-            self._file.now(partial(_expire, expired))
+            self._file.now(partial(_expire, self._ages().expired_before))
         except BaseException:
             self._file.close()
             raise
@@ -83,7 +82,7 @@ class SqliteObservations(ObservationStore):
 
     async def owned(self, owner: str) -> dict[str, Observation]:
         """See :meth:`ObservationStore.owned`: a ``SELECT`` in a worker thread (it may be long)."""
-        since = time.time() - self.max_age
+        since = self._ages().expired_before
         return await self._file.run(partial(_owned, stored_owner(owner), since), off_loop=True)
 
     async def update(self, owner: str, key: str, change: Change) -> None:
@@ -117,7 +116,7 @@ class SqliteObservations(ObservationStore):
             return
         self._next_expiry = time.monotonic() + self.max_age / _EXPIRIES_PER_AGE
         with suppress(FsError):
-            await self._file.run(partial(_expire, time.time() - self.max_age), off_loop=True)
+            await self._file.run(partial(_expire, self._ages().expired_before), off_loop=True)
 
     def _ages(self) -> _Ages:
         now = time.time()
