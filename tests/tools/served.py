@@ -27,6 +27,29 @@ LEGACY = "2025-06-18"
 """A handshake-era protocol version."""
 
 
+def where_they_wait(pid: int) -> str:
+    """What the kernel says of *pid* and its descendants: state, signals, threads, wait channel."""
+    lines, pending = [], [pid]
+    while pending:
+        process = Path(f"/proc/{pending.pop()}")
+        try:
+            status = dict(
+                line.split(":\t", 1) for line in (process / "status").read_text().splitlines()
+            )
+            tasks = sorted(task.name for task in (process / "task").iterdir())
+            wchan = (process / "wchan").read_text()
+            for task in tasks:
+                pending += map(int, (process / "task" / task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        shown = ("State", "SigPnd", "ShdPnd", "SigBlk", "SigCgt")
+        lines.append(
+            f"{process.name}: threads {tasks}, wchan {wchan}, "
+            + ", ".join(f"{key} {status.get(key, '?')}" for key in shown)
+        )
+    return "\n".join(lines)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -92,8 +115,10 @@ def serve_http(
         try:
             out, _ = process.communicate(timeout=30)  # (workers shut down one by one)
         except subprocess.TimeoutExpired:
+            waiting = where_they_wait(process.pid)
             process.kill()
-            pytest.fail(f"ctxfs serve did not stop within 30 s: {process.communicate()[1][-2000:]}")
+            said = process.communicate()[1][-2000:]
+            pytest.fail(f"ctxfs serve did not stop within 30 s: {said}\n{waiting}")
         assert out == "", "nothing but MCP may reach stdout"
 
 
