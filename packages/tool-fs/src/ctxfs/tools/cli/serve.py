@@ -42,6 +42,8 @@ which the SDK keeps within a major release (SemVer; ``tests/tools/test_sdk_publi
 
 
 _INSTALL: Final = "pip install 'ctxfs-tools[cli]'"
+_GRACE_SECONDS: Final = 10
+"""How long a stopping HTTP server lets the requests in flight finish before it cancels them."""
 
 log = logging.getLogger("ctxfs")
 
@@ -101,7 +103,7 @@ async def _serve_http(
             fs, toolset, owner=args.owner, workspace=args.workspace, per_session=per_session
         )
         app = http_app(create_server(tools), options, on_session_end=tools.session_ended)
-        config = uvicorn.Config(app, log_level="warning")
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=_GRACE_SECONDS)
         if announce:
             _announce(args, options, generated, repr(fs.backend), _port_of(listening))
         await uvicorn.Server(config).serve(sockets=[listening])
