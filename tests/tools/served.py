@@ -111,19 +111,25 @@ def serve_http(
     try:
         yield Served(url=f"http://{host}:{port}/mcp", process=process, banner=banner)
     finally:
-        process.terminate()
-        try:
-            out, said = process.communicate(timeout=20)  # (its requests in flight get 10 s)
+        out, said = stopped(process)
+    assert out == "", "nothing but MCP may reach stdout"
+    assert "killed workers" not in said, said  # (they should have ended when told)
+
+
+def stopped(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """Stop a ``ctxfs serve`` with SIGTERM; what it wrote then on stdout and stderr."""
+    process.terminate()
+    try:
+        out, said = process.communicate(timeout=20)  # (its requests in flight get 10 s)
+    except subprocess.TimeoutExpired:
+        waiting = where_they_wait(process.pid)
+        try:  # a supervisor kills its workers 15 s after the stop
+            said = process.communicate(timeout=30)[1][-2000:]
         except subprocess.TimeoutExpired:
-            waiting = where_they_wait(process.pid)
-            try:  # a supervisor kills its workers 15 s after the stop
-                said = process.communicate(timeout=30)[1][-2000:]
-            except subprocess.TimeoutExpired:
-                process.kill()
-                said = "(and it did not end 50 s after it)\n" + process.communicate()[1][-2000:]
-            pytest.fail(f"ctxfs serve did not stop within 20 s: {said}\n{waiting}")
-        assert out == "", "nothing but MCP may reach stdout"
-        assert "killed workers" not in said, said  # (they should have ended when told)
+            process.kill()
+            said = "(and it did not end 50 s after it)\n" + process.communicate()[1][-2000:]
+        pytest.fail(f"ctxfs serve did not stop within 20 s: {said}\n{waiting}")
+    return out, said
 
 
 @asynccontextmanager

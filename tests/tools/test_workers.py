@@ -42,7 +42,7 @@ STOPPED_AS_IT_FORKS = textwrap.dedent(
         return 0
 
     workers._fork, workers._Supervisor.asked_to_stop = stopped_as_it_forks, noted
-    status = workers.serve_forked(2, serve)
+    status = workers.serve_forked(2, serve, kill_seconds=60)  # (after the test's timeout)
     print(status, len(forked))
     """
 )
@@ -66,6 +66,7 @@ def supervised(script: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_a_stop_caught_while_a_worker_is_forked_ends_it_and_starts_no_more() -> None:
     done = supervised(STOPPED_AS_IT_FORKS)
     assert (done.returncode, done.stdout) == (0, "0 1\n"), done.stderr
+    assert "killed" not in done.stderr
 
 
 CAUGHT_WHILE_IT_WAITS = textwrap.dedent(
@@ -99,11 +100,20 @@ STOPPED = textwrap.dedent(
     import os, signal, sys, threading, time
     from ctxfs.tools import workers
 
-    heeded, stops, kill_seconds = sys.argv[1] == "heeded", int(sys.argv[2]), float(sys.argv[3])
+    how, stops, kill_seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     said, tell = os.pipe()
+    kill = os.kill
+
+    def slowly(pid, signum):  # a SIGKILL that takes half a second to land
+        if signum != signal.SIGKILL:
+            return kill(pid, signum)
+        threading.Timer(0.5, kill, (pid, signum)).start()
+
+    if how == "slow to die":
+        os.kill = slowly
 
     def serve():
-        if not heeded:  # a worker that notes each stop and goes on
+        if how != "heeded":  # a worker that notes each stop and goes on
             signal.signal(signal.SIGTERM, lambda *_: os.write(tell, b"stop"))
         os.write(tell, b"serv")
         while True:
@@ -140,7 +150,13 @@ def test_workers_that_heed_a_stop_end_before_their_time_is_up() -> None:
 def test_workers_that_ignore_a_stop_are_killed_once_its_time_is_up() -> None:
     done = stopped("ignored", 1, 0.5)
     assert (done.returncode, done.stdout) == (0, "0\n"), done.stderr
-    assert "killed workers" in done.stderr
+    assert done.stderr.count("killed workers") == 1, done.stderr
+
+
+def test_workers_slow_to_die_are_killed_once_and_waited_for() -> None:
+    done = stopped("slow to die", 1, 0.5)
+    assert (done.returncode, done.stdout) == (0, "0\n"), done.stderr
+    assert done.stderr.count("killed workers") == 1, done.stderr  # (no busy loop meanwhile)
 
 
 def test_a_second_stop_kills_workers_at_once() -> None:

@@ -104,6 +104,9 @@ class _Supervisor:
             for _ in range(count):
                 self.start()
             return self.supervise()
+        except BaseException:
+            self.tell(signal.SIGTERM)  # (a failed fork, say: the workers go too)
+            raise
         finally:
             restoring.close()
 
