@@ -2,8 +2,9 @@
 
 A call runs on the event loop when the file is free at once, else waits in a worker
 thread (a long call that must not wait runs in a thread, ``Busy`` if the file is in use).
-SQLite's errors become ``Busy`` and ``Unavailable``; a failed connection is opened again.
-A file whose tables differ from the schema's is refused at opening.
+The log is copied back into the file (checkpointed) in a worker thread too, never on the
+loop. SQLite's errors become ``Busy`` and ``Unavailable``; a failed connection is opened
+again. A file whose tables differ from the schema's is refused at opening.
 """
 
 from __future__ import annotations
@@ -11,16 +12,19 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import anyio
 
-from ctxfs.core.errors import Busy, Unavailable
+from ctxfs.core.errors import Busy, FsError, Unavailable
 
-__all__ = ["SqliteFile", "immediate"]
+__all__ = ["CHECKPOINT_CHANGES", "SqliteFile", "immediate"]
+
+CHECKPOINT_CHANGES: Final = 512
+"""Rows the calls on the event loop change between two checkpoints (each in a worker thread)."""
 
 T = TypeVar("T")
 
@@ -53,7 +57,7 @@ class SqliteFile:
         """Each thread's (its loop's) limiter of the waits in worker threads: one at a time."""
         self._waiting = _Connection(partial(self._opened, timeout), self)  # in a worker thread
         try:
-            self._at_once = _Connection(partial(self._opened, 0), self)  # never waits
+            self._at_once = _Connection(partial(self._opened, 0, on_loop=True), self)  # never waits
             self._called(self._waiting, self._opening)
         except BaseException:
             self._waiting.db.close()
@@ -98,9 +102,12 @@ class SqliteFile:
 
         """
         try:
-            return await self._attempt(call, last=False, off_loop=off_loop, wait=wait)
+            result = await self._attempt(call, last=False, off_loop=off_loop, wait=wait)
         except _ReadOnly:  # a connection SQLite opened read-only, the file being so then
-            return await self._attempt(call, last=True, off_loop=off_loop, wait=wait)
+            result = await self._attempt(call, last=True, off_loop=off_loop, wait=wait)
+        if self._at_once.changes_since_checkpoint() >= CHECKPOINT_CHANGES:
+            await self._checkpoint()
+        return result
 
     async def aclose(self) -> None:
         """:meth:`close` in a worker thread: a call under way there ends first, off the loop."""
@@ -132,7 +139,19 @@ class SqliteFile:
         finally:
             declared.close()
 
-    def _opened(self, timeout: float) -> sqlite3.Connection:
+    async def _checkpoint(self) -> None:
+        """Copy the log written on the loop back into the file, in a worker thread.
+
+        The connection used on the loop never does (its own automatic checkpoint, a few
+        milliseconds of ``fsync``, would stall every call meanwhile). A checkpoint that
+        cannot run now is left to the next: the changes it would copy are committed already,
+        and the call that was made is not cancelled after the fact.
+        """
+        self._at_once.checkpointed()
+        with anyio.CancelScope(shield=True), suppress(FsError):
+            await self.run(_passive_checkpoint, off_loop=True, wait=False)
+
+    def _opened(self, timeout: float, *, on_loop: bool = False) -> sqlite3.Connection:
         try:
             db = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -141,6 +160,8 @@ class SqliteFile:
             raise self._unavailable(error) from error
         try:
             db.execute("PRAGMA synchronous=NORMAL")  # (the write-ahead log keeps it safe)
+            if on_loop:
+                db.execute("PRAGMA wal_autocheckpoint=0")  # (see _checkpoint)
         except sqlite3.Error as error:
             db.close()
             raise self._unavailable(error) from error
@@ -220,6 +241,10 @@ class SqliteFile:
         )
 
 
+def _passive_checkpoint(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
 def _columns(db: sqlite3.Connection, table: str) -> list[tuple[object, ...]]:
     """Name, type, NOT NULL, default and key of each column of *table* (none: no such table)."""
     return [row[1:] for row in db.execute(f'PRAGMA table_info("{table}")')]
@@ -248,6 +273,18 @@ class _Connection:
         self.lock = threading.Lock()
         self.failed = False  # opened again at its next use
         self.closed = False
+        self._checkpointed = 0  # its count of changes at the last checkpoint
+
+    def changes_since_checkpoint(self) -> int:
+        """Rows this connection changed since :meth:`checkpointed` (or since it was opened)."""
+        try:
+            return self.db.total_changes - self._checkpointed
+        except sqlite3.ProgrammingError:  # closed meanwhile
+            return 0
+
+    def checkpointed(self) -> None:
+        """Count its changes from now."""
+        self._checkpointed = self.db.total_changes
 
     def usable(self) -> sqlite3.Connection:
         """The connection, opened (and the file set up) again if it failed.
@@ -263,6 +300,7 @@ class _Connection:
             self.db = self.connect()
             self.file.set_up(self.db)
             self.failed = False
+            self._checkpointed = 0
         return self.db
 
 
