@@ -320,12 +320,15 @@ def test_the_needed_mcp_is_the_one_the_extras_require() -> None:
 def test_a_missing_local_backend_names_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    installed = importlib.metadata.entry_points
+
     def without_file(*, group: str, name: str | None = None) -> importlib.metadata.EntryPoints:
-        found = importlib.metadata.entry_points(group=group)
-        kept = (ep for ep in found if ep.name != "file" and name in (None, ep.name))
+        kept = (
+            ep for ep in installed(group=group) if ep.name != "file" and name in (None, ep.name)
+        )
         return importlib.metadata.EntryPoints(kept)
 
-    monkeypatch.setattr("ctxfs.core.registry.entry_points", without_file)
+    monkeypatch.setattr(importlib.metadata, "entry_points", without_file)
     assert main(["call", "--root", str(tmp_path), "read", '{"file_path": "a.txt"}']) == 2
     err = capsys.readouterr().err
     assert err == (

@@ -7,6 +7,7 @@ stderr every module the process imports, whenever it does.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -95,6 +96,19 @@ async def served(argv: list[str], stderr: Path) -> set[str]:
 def test_importing_the_cli_imports_no_store_no_tool_and_no_sdk() -> None:
     modules = run(sys.executable, "-X", "importtime", "-c", "import ctxfs.tools.cli")
     assert loaded(modules, "mcp", "ctxfs.core", "ctxfs.tools.builtin", *ONLY_SOME_CALLS) == []
+
+
+def test_importing_the_core_and_a_backend_reads_no_package_metadata() -> None:
+    # (importlib.metadata, with email and zipfile, waits for an open by URL or a plugin's load)
+    modules = run(sys.executable, "-X", "importtime", "-c", "import ctxfs.core, ctxfs.local")
+    assert loaded(modules, "importlib.metadata", "email", *ONLY_SOME_CALLS) == []
+
+
+@pytest.mark.parametrize("module", ["ctxfs.core", "ctxfs.tools"])
+def test_the_version_of_each_package_is_its_distributions(module: str) -> None:
+    package = importlib.import_module(module)
+    distribution = {"ctxfs.core": "ctxfs-core", "ctxfs.tools": "ctxfs-tools"}[module]
+    assert package.__version__ == importlib.metadata.version(distribution)
 
 
 def test_a_call_reading_text_imports_neither(root: Path) -> None:

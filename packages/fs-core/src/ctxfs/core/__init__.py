@@ -13,7 +13,6 @@ Every mutation of an existing file is guarded by the version its owner last
 observed; policies plug in through pluggy hooks (:mod:`ctxfs.core.hookspecs`).
 """
 
-from importlib.metadata import version
 from typing import TYPE_CHECKING
 
 from ctxfs.core.backend import (
@@ -217,10 +216,12 @@ __all__ = [
     "sqlite_url",
 ]
 
-__version__ = version("ctxfs-core")
-
 
 def __getattr__(name: str) -> object:
+    if name == "__version__":  # (importlib.metadata loads with the first look)
+        from importlib.metadata import version  # noqa: PLC0415
+
+        return version("ctxfs-core")
     if name == "SqliteObservations":  # sqlite3 loads with the first SQLite store
         from ctxfs.core.observations import SqliteObservations  # noqa: PLC0415
 

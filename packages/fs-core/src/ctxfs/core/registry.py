@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any, Final
 
 from ctxfs.core.backend import Backend
@@ -60,6 +59,8 @@ def open_backend(url_or_path: str | os.PathLike[str], **options: Any) -> Backend
 
 
 def _factory(scheme: str) -> BackendFactory:
+    from importlib.metadata import entry_points  # noqa: PLC0415 - its import costs every import
+
     found = entry_points(group=BACKENDS_GROUP, name=scheme)
     if not found and "+" in scheme:  # a family: "fsspec+memory" is served by "fsspec"
         scheme = scheme.partition("+")[0]
