@@ -115,6 +115,8 @@ from ctxfs.core.versions import ABSENT, Absent, Expect, Version, content_version
 if TYPE_CHECKING:
     from ctxfs.core.observations import SqliteObservations
 
+    __version__: str
+
 __all__ = [
     "ABSENT",
     "DEFAULT_CHUNK_SIZE",
