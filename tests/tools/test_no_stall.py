@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs
+from ctxfs.local import LocalBackend
+from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
-from tests.tools.conftest import Seed
+from tests.tools.conftest import Seed, skip_without_ripgrep
 from tests.tools.media import shared_pdf
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -176,5 +179,51 @@ async def test_a_pdf_extracted_until_its_deadline(fs: Fs, ctx: Context, seed: Se
         fs, lambda: call(tools, ctx, "read", file_path="slow.pdf")
     )
     assert result.structured["pdf"]["time_limit_reached"] is True
+    assert reads > 0
+    assert worst < WORST_WAIT, f"a read waited {worst:.3f} s"
+
+
+@pytest.fixture(params=["local", "ripgrep"])
+async def wide_fs(request: pytest.FixtureRequest, memory_path: Path) -> AsyncIterator[Fs]:
+    """fs-local on tmpfs, searching by its own walk or with ripgrep, holding 100 × 1,000
+    one-line files under ``tree/`` and ``small.txt`` (made behind its back, at once)."""
+    if request.param == "ripgrep" and find_ripgrep() is None:
+        skip_without_ripgrep()
+    root = memory_path / "root"
+    for directory in range(100):
+        (root / "tree" / f"d{directory}").mkdir(parents=True)
+        for number in range(1_000):
+            (root / "tree" / f"d{directory}" / f"f{number}.txt").write_bytes(b"match\n")
+    (root / "small.txt").write_bytes(b"a small file\n")
+    backend = LocalBackend(
+        root, state_dir=memory_path / "state", ripgrep=request.param == "ripgrep"
+    )
+    async with Fs(backend, load_entrypoints=False) as opened:
+        yield opened
+
+
+LISTED: list[tuple[str, dict[str, Any]]] = [
+    ("glob", {"pattern": "tree/**/*.txt"}),
+    ("glob", {"pattern": "tree/**/*.txt", "sort": "modified"}),
+    ("grep", {"pattern": "match", "output_mode": "count"}),
+]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize(("tool", "arguments"), LISTED, ids=["glob", "glob by time", "grep count"])
+async def test_a_listing_of_100k_files(wide_fs: Fs, tool: str, arguments: dict[str, Any]) -> None:
+    # Sorting and matching 100,000 paths takes a few hundred milliseconds, done in a thread.
+    ctx = wide_fs.context(owner="agent")
+    worst, reads, result = await worst_read_wait(
+        wide_fs, lambda: call(FsToolset(), ctx, tool, **arguments)
+    )
+    assert result.error_code is None, result.text
+    if tool == "glob":  # (a walk's grep may count only as far as the page: "at least")
+        assert result.structured["total"] == 100_000
+    if "sort" not in arguments:
+        found = result.structured.get("paths") or [
+            file["path"] for file in result.structured["files"]
+        ]
+        assert found[:3] == ["tree/d0/f0.txt", "tree/d0/f1.txt", "tree/d0/f10.txt"]
     assert reads > 0
     assert worst < WORST_WAIT, f"a read waited {worst:.3f} s"

@@ -21,6 +21,7 @@ through it.
 from ctxfs.core.backend import (
     DEFAULT_CHUNK_SIZE,
     IGNORE_FILES,
+    LISTING_WORK_INLINE_ENTRIES,
     NO_PERMISSIONS,
     Backend,
     Blob,
@@ -41,6 +42,7 @@ from ctxfs.core.backend import (
     Update,
     authorized_location,
     check_expect,
+    listing_work,
     relocated,
 )
 from ctxfs.core.extras import require
@@ -59,6 +61,7 @@ __all__ = [
     "ABSENT",
     "DEFAULT_CHUNK_SIZE",
     "IGNORE_FILES",
+    "LISTING_WORK_INLINE_ENTRIES",
     "MAX_NAME_BYTES",
     "MAX_PATH_BYTES",
     "NO_PERMISSIONS",
@@ -92,6 +95,7 @@ __all__ = [
     "content_version",
     "is_reserved",
     "join_path",
+    "listing_work",
     "relocated",
     "require",
 ]

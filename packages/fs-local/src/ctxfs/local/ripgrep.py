@@ -43,6 +43,8 @@ _ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
 """The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
 _STEP: Final = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_PARSED_INLINE_BYTES: Final = 64 * 1024
+"""Output read on the event loop; more (a listing of 100,000 names) is read in a worker thread."""
 
 
 @functools.cache
@@ -222,7 +224,9 @@ class Ripgrep:
         if ran is None:
             return None
         output, timed_out = ran
-        found = _parsed(output, search, prefix="" if search.path else "./")
+        parsed = functools.partial(_parsed, output, search, prefix="" if search.path else "./")
+        inline = len(output) <= _PARSED_INLINE_BYTES
+        found = parsed() if inline else await anyio.to_thread.run_sync(parsed)
         return replace(found, complete=not timed_out) if timed_out else found
 
     async def _run(

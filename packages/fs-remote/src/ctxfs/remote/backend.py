@@ -50,6 +50,7 @@ from ctxfs.core.kit import (
     Stat,
     Version,
     check_expect,
+    listing_work,
 )
 from ctxfs.remote.ioloop import on_io_loop
 from ctxfs.remote.keys import KeySpace
@@ -331,7 +332,7 @@ class ObjectStoreBackend(Backend):
         listing = await self._io(
             path or "the root", self.store.scan, self.keys.directory(path), deep=True
         )
-        return self._files(listing)
+        return await listing_work(len(listing.objects), partial(self._files, listing))
 
     def _files(self, listing: Listing) -> list[Stat]:
         return [

@@ -23,7 +23,10 @@ from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Final
+
+import anyio.lowlevel
 
 from ctxfs.core import (
     Context,
@@ -37,7 +40,7 @@ from ctxfs.core import (
     normalize_path,
     relative_to,
 )
-from ctxfs.core.kit import IGNORE_FILES
+from ctxfs.core.kit import IGNORE_FILES, LISTING_WORK_INLINE_ENTRIES, listing_work
 
 if TYPE_CHECKING:
     from ctxfs.tools.ignorefiles import IgnoreFile
@@ -137,6 +140,21 @@ class Walk:
     ignored: int = 0
     """Entries an ignore file excludes, left out (a directory counts once)."""
 
+    def take(self, entry: Stat, only: WalkFilter, rules: IgnoreRules) -> bool:
+        """Keep *entry* if a file, or count why it is left out; True for a directory to enter."""
+        is_directory = entry.kind is FileKind.DIRECTORY
+        if is_directory and entry.name in only.skip_dirs:
+            return False
+        if not only.hidden and entry.name.startswith("."):
+            self.hidden += 1
+        elif rules.verdict(entry.path, directory=is_directory):
+            self.ignored += 1
+        elif is_directory:
+            return True
+        elif entry.kind in (FileKind.FILE, FileKind.SYMLINK):
+            self.files.append(entry)
+        return False
+
 
 async def walk(
     ctx: Context,
@@ -154,7 +172,7 @@ async def walk(
     root = normalize_path(root)
     result = Walk()
     flat = await ctx.fs.list_tree(root)
-    lister = ctx.fs.list if flat is None else _directories(root, flat)
+    lister = ctx.fs.list if flat is None else await _directories(root, flat)
     above = IgnoreRules() if only.ignored else await _rules_above(ctx, root)
     pending: deque[tuple[str, IgnoreRules]] = deque([(root, above)])
     seen = 0
@@ -172,44 +190,54 @@ async def walk(
             rules = rules.adding(await _ignore_files(ctx, directory, entries))
         for entry in entries:
             seen += 1
+            if seen % LISTING_WORK_INLINE_ENTRIES == 0:
+                await anyio.lowlevel.checkpoint()  # (a store's whole tree may come at once)
             if seen > max_entries:
                 result.truncated = True
                 result.not_listed = sorted([directory, *(path for path, _ in pending)])
                 break
-            is_directory = entry.kind is FileKind.DIRECTORY
-            if is_directory and entry.name in only.skip_dirs:
-                continue
-            if not only.hidden and entry.name.startswith("."):
-                result.hidden += 1
-            elif rules.verdict(entry.path, directory=is_directory):
-                result.ignored += 1
-            elif is_directory:
-                if glob is None or glob.may_hold(relative_to(entry.path, root)):
-                    pending.append((entry.path, rules))
-            elif entry.kind in (FileKind.FILE, FileKind.SYMLINK):
-                result.files.append(entry)
-    result.files.sort(key=lambda entry: entry.path)
+            entered = result.take(entry, only, rules)
+            if entered and (glob is None or glob.may_hold(relative_to(entry.path, root))):
+                pending.append((entry.path, rules))
+    await listing_work(len(result.files), partial(result.files.sort, key=_path))
     return result
 
 
-def _directories(root: str, files: Listing) -> Callable[[str], Awaitable[Listing]]:
+def _path(entry: Stat) -> str:
+    return entry.path
+
+
+async def _directories(root: str, files: Listing) -> Callable[[str], Awaitable[Listing]]:
     """A lister of the directories implied by *files* (every file below *root*).
 
     In an object store a file may share its name with a directory (a prefix): both are listed.
     """
-    children: defaultdict[str, dict[tuple[str, bool], Stat]] = defaultdict(dict)
-    for entry in files:
-        parent = entry.path.rpartition("/")[0]
-        children[parent][entry.path, entry.kind is FileKind.DIRECTORY] = entry
-        while parent != root and (parent, True) not in children[grand := parent.rpartition("/")[0]]:
-            children[grand][parent, True] = Stat(path=parent, kind=FileKind.DIRECTORY)
-            parent = grand
+
+    def by_directory() -> defaultdict[str, dict[tuple[str, bool], Stat]]:
+        children: defaultdict[str, dict[tuple[str, bool], Stat]] = defaultdict(dict)
+        for entry in files:
+            parent = entry.path.rpartition("/")[0]
+            children[parent][entry.path, entry.kind is FileKind.DIRECTORY] = entry
+            while (
+                parent != root
+                and (parent, True) not in children[grand := parent.rpartition("/")[0]]
+            ):
+                children[grand][parent, True] = Stat(path=parent, kind=FileKind.DIRECTORY)
+                parent = grand
+        return children
+
+    children = await listing_work(len(files), by_directory)
 
     async def listed(directory: str) -> Listing:
-        entries = sorted(children.get(directory, {}).values(), key=lambda entry: entry.name)
+        found = children.get(directory, {})
+        entries = await listing_work(len(found), partial(sorted, found.values(), key=_name))
         return Listing(entries, unnamed=files.unnamed if directory == root else ())
 
     return listed
+
+
+def _name(entry: Stat) -> str:
+    return entry.name
 
 
 async def files_below(
@@ -240,8 +268,11 @@ async def files_below(
     listed = await ctx.fs.search_files(search)
     if listed is None:
         return await walk(ctx, root, only=only, max_entries=max_entries, glob=glob)
-    files = [Stat(path=path, kind=FileKind.FILE) for path in sorted(listed.counts)]
-    return Walk(files=files, truncated=not listed.complete)
+
+    def files() -> list[Stat]:
+        return [Stat(path=path, kind=FileKind.FILE) for path in sorted(listed.counts)]
+
+    return Walk(files=await listing_work(len(listed.counts), files), truncated=not listed.complete)
 
 
 async def all_lines(ctx: Context, path: str, *, max_chars: int) -> list[str]:
@@ -280,7 +311,7 @@ async def _ignore_files(ctx: Context, directory: str, entries: Listing) -> list[
     """The ignore files of *directory* (listed as *entries*), weakest first; unreadable: none."""
     from ctxfs.tools.ignorefiles import IgnoreFile  # noqa: PLC0415 - loaded by the first walk
 
-    names = {entry.name: entry for entry in entries}
+    names = await listing_work(len(entries), lambda: {entry.name: entry for entry in entries})
     wanted = [(kind, names[name].path) for kind, name in enumerate(IGNORE_FILES) if name in names]
     git = names.get(".git")
     if git is not None and git.kind is FileKind.DIRECTORY:

@@ -10,6 +10,7 @@ a backend author needs in one import.
 from ctxfs.core.backend.authorized import authorized_location, relocated
 from ctxfs.core.backend.capabilities import Capabilities, CasScope
 from ctxfs.core.backend.files import (
+    LISTING_WORK_INLINE_ENTRIES,
     NO_PERMISSIONS,
     Blob,
     FileKind,
@@ -18,6 +19,7 @@ from ctxfs.core.backend.files import (
     Location,
     Permissions,
     Stat,
+    listing_work,
 )
 from ctxfs.core.backend.reads import DEFAULT_CHUNK_SIZE, ReadRequest, ReadStream
 from ctxfs.core.backend.searches import (
@@ -34,6 +36,7 @@ from ctxfs.core.backend.update import ConditionalUpdate, Update, check_expect
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "IGNORE_FILES",
+    "LISTING_WORK_INLINE_ENTRIES",
     "NO_PERMISSIONS",
     "Backend",
     "Blob",
@@ -56,5 +59,6 @@ __all__ = [
     "Update",
     "authorized_location",
     "check_expect",
+    "listing_work",
     "relocated",
 ]

@@ -6,11 +6,12 @@ import builtins
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from functools import partial
 
 from anyio.abc import AsyncResource
 
 from ctxfs.core.backend.capabilities import Capabilities
-from ctxfs.core.backend.files import Blob, FileKind, Listing, Location, Stat
+from ctxfs.core.backend.files import Blob, FileKind, Listing, Location, Stat, listing_work
 from ctxfs.core.backend.reads import DEFAULT_CHUNK_SIZE, ReadRequest, ReadStream
 from ctxfs.core.backend.searches import FileLines, FileMatches, FileSearch, LineSearch
 from ctxfs.core.backend.update import ConditionalUpdate, Update, missing_file
@@ -235,7 +236,10 @@ class Backend(AsyncResource):
         """
         path = check_path(path)
         listed = None if details else await self._list_names(path)
-        return self.listing(path, await self._list(path)) if listed is None else listed
+        if listed is not None:
+            return listed
+        entries = await self._list(path)
+        return await listing_work(len(entries), partial(self.listing, path, entries))
 
     def listing(self, path: str, entries: Iterable[Stat]) -> Listing:
         """The :class:`Listing` of directory *path* from a store's *entries* (:meth:`list`)."""
@@ -258,7 +262,7 @@ class Backend(AsyncResource):
         listed = await self._list_tree(path) if self.capabilities.tree_listing else None
         if listed is None:
             return None
-        tree = Listing.tree(path, listed)
+        tree = await listing_work(len(listed), partial(Listing.tree, path, listed))
         empty = not tree and not tree.unnamed
         if empty and path and (await self._stat(path)).kind is not FileKind.DIRECTORY:
             raise NotADirectory(f"{path} is a file, not a directory", path=path)

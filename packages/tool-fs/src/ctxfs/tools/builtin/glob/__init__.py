@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from ctxfs.core import glob_matcher, normalize_path, relative_to
+from ctxfs.core.kit import listing_work
 from ctxfs.tools import walk
 from ctxfs.tools.results import (
     Page,
@@ -97,14 +98,18 @@ class GlobTool(Tool[GlobArgs, GlobData]):
                 seconds=options.grep_seconds,
                 glob=matcher,
             )
-        matches = matcher.fullmatch
-        if root:
-            found = [e for e in walked.files if matches(relative_to(e.path, root))]
-        else:  # paths are relative to the root already
-            found = [e for e in walked.files if matches(e.path)]
-        if args.sort == "modified":  # newest first; the path breaks ties
-            found.sort(key=lambda entry: (-(entry.mtime or 0.0), entry.path))
-        paths = [entry.path for entry in found]
+
+        def matching() -> list[str]:
+            matches = matcher.fullmatch
+            if root:
+                found = [e for e in walked.files if matches(relative_to(e.path, root))]
+            else:  # paths are relative to the root already
+                found = [e for e in walked.files if matches(e.path)]
+            if args.sort == "modified":  # newest first; the path breaks ties
+                found.sort(key=lambda entry: (-(entry.mtime or 0.0), entry.path))
+            return [entry.path for entry in found]
+
+        paths = await listing_work(len(walked.files), matching)
         page = Page.of(args.offset, args.limit, step.limits.of(GlobOptions).glob_limit)
         shown = page.cut(paths)
         next_offset = page.next_offset(len(shown), len(paths))

@@ -33,6 +33,7 @@ from ctxfs.core import (
     normalize_path,
     relative_to,
 )
+from ctxfs.core.kit import listing_work
 from ctxfs.tools.builtin.grep.background import Background, ReadAhead
 from ctxfs.tools.builtin.grep.query import (
     FileCount,
@@ -186,12 +187,16 @@ async def _from_counts(
     cannot be read here, a line the engine splits otherwise), the counts are not used.
     """
     keep = query.file_filter
-    counts = {
-        path: count
-        for path, count in matches.counts.items()
-        if keep is None or keep(relative_to(path, root))
-    }
-    ordered = sorted(counts)
+
+    def kept() -> tuple[dict[str, int], list[str]]:
+        counts = {
+            path: count
+            for path, count in matches.counts.items()
+            if keep is None or keep(relative_to(path, root))
+        }
+        return counts, sorted(counts)
+
+    counts, ordered = await listing_work(len(matches.counts), kept)
     found = Grep(
         files_searched=matches.searched,
         lines_matched=sum(counts.values()),
