@@ -235,14 +235,13 @@ class Backend(AsyncResource):
 
         """
         path = check_path(path)
-        listed = None if details else await self._list_names(path)
-        if listed is not None:
+        if not details and (listed := await self._list_names(path)) is not None:
             return listed
         entries = await self._list(path)
         return await listing_work(len(entries), partial(self.listing, path, entries))
 
     def listing(self, path: str, entries: Iterable[Stat]) -> Listing:
-        """The :class:`Listing` of directory *path* from a store's *entries* (:meth:`list`)."""
+        """The :class:`Listing` of *path* from a store's *entries* (:meth:`list`), in any thread."""
         return Listing.of(path, entries)
 
     async def list_tree(self, path: str) -> Listing | None:
