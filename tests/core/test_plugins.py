@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
@@ -358,3 +358,23 @@ class Neuter:
 
 async def test_hook_wrappers_cannot_take_the_guard_away() -> None:
     await _guarded(Fs(MemoryBackend(), plugins=[Neuter()], load_entrypoints=False))
+
+
+async def test_a_long_listing_is_asked_about_in_batches_and_all_of_it_is_heard() -> None:
+    class HidesSevens:
+        def __init__(self) -> None:
+            self.asked: list[int] = []
+
+        @hookimpl
+        def ctxfs_hidden(self, ctx: Context, paths: Sequence[str]) -> set[str]:
+            self.asked.append(len(paths))
+            return {path for path in paths if path.endswith("7")}
+
+    backend, plugin = MemoryBackend(), HidesSevens()
+    for number in range(5_000):
+        await backend.write(f"d/f{number}", b"", expect=ABSENT)
+    async with Fs(backend, plugins=[plugin], load_entrypoints=False) as fs:
+        listed = await fs.context(owner="agent").fs.list("d")
+    assert len(listed) == 4_500
+    assert not [entry for entry in listed if entry.path.endswith("7")]
+    assert max(plugin.asked) <= 2_000 < sum(plugin.asked)  # (each entry: two spellings)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from ctxfs.core.sqlite_file import CHECKPOINT_CHANGES, SqliteFile
@@ -51,3 +55,25 @@ async def test_the_log_written_on_the_event_loop_stays_bounded(
     assert log.stat().st_size <= 2 * before_the_first
     with sqlite3.connect(tmp_path / "f.db") as reader:
         assert reader.execute("SELECT count(*) FROM rows").fetchone()[0] == 5 * CHECKPOINT_CHANGES
+
+
+async def test_a_checkpoint_never_waits_for_a_call_in_progress(file: SqliteFile) -> None:
+    # A call in a worker thread may wait for another process for seconds: the call on the
+    # loop that crosses the mark leaves the checkpoint to the next one rather than wait too.
+    for number in range(CHECKPOINT_CHANGES - 1):
+        await file.run(_insert(number))
+    started, release = threading.Event(), threading.Event()
+
+    def long_call(db: sqlite3.Connection) -> None:
+        started.set()
+        release.wait(10)
+        db.execute("SELECT count(*) FROM rows").close()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(partial(file.run, long_call, off_loop=True))
+        await anyio.to_thread.run_sync(started.wait)
+        crossing = anyio.current_time()
+        await file.run(_insert(CHECKPOINT_CHANGES))  # (shielded: a deadline would not tell)
+        waited = anyio.current_time() - crossing
+        release.set()
+    assert waited < 5, f"the call crossing the mark waited {waited:.1f} s"

@@ -20,6 +20,7 @@ import anyio
 import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs
+from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
 from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
@@ -186,7 +187,8 @@ async def test_a_pdf_extracted_until_its_deadline(fs: Fs, ctx: Context, seed: Se
 @pytest.fixture(params=["local", "ripgrep"])
 async def wide_fs(request: pytest.FixtureRequest, memory_path: Path) -> AsyncIterator[Fs]:
     """fs-local on tmpfs, searching by its own walk or with ripgrep, holding 100 × 1,000
-    one-line files under ``tree/`` and ``small.txt`` (made behind its back, at once)."""
+    one-line files under ``tree/`` and ``small.txt`` (made behind its back, at once), and a
+    policy that hides a path."""
     if request.param == "ripgrep" and find_ripgrep() is None:
         skip_without_ripgrep()
     root = memory_path / "root"
@@ -198,7 +200,8 @@ async def wide_fs(request: pytest.FixtureRequest, memory_path: Path) -> AsyncIte
     backend = LocalBackend(
         root, state_dir=memory_path / "state", ripgrep=request.param == "ripgrep"
     )
-    async with Fs(backend, load_entrypoints=False) as opened:
+    rules = PathRules(deny=["secret"])  # (every path of a listing is then asked about)
+    async with Fs(backend, plugins=[rules], load_entrypoints=False) as opened:
         yield opened
 
 

@@ -182,8 +182,9 @@ def ctxfs_hidden(
     """Name the paths, among *paths*, to leave out of what *ctx* sees listed (None: none).
 
     Called for every listing (and so every walk of the search tools) with the
-    entries' paths and, for symbolic links, what they resolve to. An entry is left
-    out if any implementation names its path or its link's resolution.
+    entries' paths and, for symbolic links, what they resolve to; a long listing's,
+    2,000 at a time. An entry is left out if any implementation names its path or
+    its link's resolution.
 
     Args:
         ctx: The execution context listing.

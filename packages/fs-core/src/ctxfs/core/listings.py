@@ -9,11 +9,21 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio.lowlevel
 
-from ctxfs.core.backend import FileKind, FileLines, FileMatches, Listing, ListingPage, Location
+from ctxfs.core.backend import (
+    LISTING_WORK_INLINE_ENTRIES,
+    FileKind,
+    FileLines,
+    FileMatches,
+    Listing,
+    ListingPage,
+    Location,
+    listing_work,
+)
 from ctxfs.core.backend.authorized import authorizing
 from ctxfs.core.errors import FsError
 from ctxfs.core.globs import relative_to
@@ -51,7 +61,9 @@ async def _entries(ctx: Context, op: Operation, *, details: bool) -> Listing:
         return entries
     directory = op.resolved  # where the entries are, through links
     leads: dict[str, list[str]] = {}
-    for entry in entries:
+    for number, entry in enumerate(entries, 1):
+        if number % LISTING_WORK_INLINE_ENTRIES == 0:
+            await anyio.lowlevel.checkpoint()
         leads[entry.path] = [entry.path, join_path(directory, entry.name)]
         if entry.kind is FileKind.SYMLINK:
             with suppress(FsError):  # a link that leads nowhere it could be read
@@ -67,10 +79,13 @@ async def listed_tree(ctx: Context, path: str) -> Listing | None:
         entries = await opened_fs.backend.list_tree(report.op.path)
         if entries is None or not opened_fs.hooks.hides:
             return entries
-        leads = {entry.path: _with_parents(entry.path, report.op.path) for entry in entries}
-        return await _unhidden(
-            ctx, entries, leads, sorted({p for paths in leads.values() for p in paths})
-        )
+        top = report.op.path
+
+        def leading() -> tuple[dict[str, list[str]], list[str]]:
+            leads = {entry.path: _with_parents(entry.path, top) for entry in entries}
+            return leads, sorted({p for paths in leads.values() for p in paths})
+
+        return await _unhidden(ctx, entries, *await listing_work(len(entries), leading))
 
 
 async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None:
@@ -85,23 +100,36 @@ async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None
             found = await opened_fs.backend.search_files(replace(search, path=resolved))
         if found is None or (report.op.path == resolved and not opened_fs.hooks.hides):
             return found
-        if report.op.path == resolved:  # no link on the way: every path is spelled as found
-            spelled = {path: (path, count) for path, count in found.counts.items()}
-        else:
-            spelled = {
-                join_path(report.op.path, relative_to(path, resolved)): (path, count)
-                for path, count in found.counts.items()
-            }
+        spelled = await listing_work(
+            len(found.counts), partial(_spelled, found, report.op.path, resolved)
+        )
         hidden: set[str] = set()
         if opened_fs.hooks.hides and spelled:
-            every = [p for pair in spelled.items() for p in (pair[0], pair[1][0])]
+            every = await listing_work(len(spelled), partial(_both_spellings, spelled))
             hidden = await opened_fs.hooks.hidden(ctx, every)
-        counts = {
-            path: count
-            for path, (real, count) in spelled.items()
-            if path not in hidden and real not in hidden
-        }
-        return replace(found, counts=counts)
+
+        def unhidden() -> dict[str, int]:
+            return {
+                path: count
+                for path, (real, count) in spelled.items()
+                if path not in hidden and real not in hidden
+            }
+
+        return replace(found, counts=await listing_work(len(spelled), unhidden))
+
+
+def _both_spellings(spelled: dict[str, tuple[str, int]]) -> list[str]:
+    return [p for path, (found_path, _) in spelled.items() for p in (path, found_path)]
+
+
+def _spelled(found: FileMatches, path: str, resolved: str) -> dict[str, tuple[str, int]]:
+    """Each path of *found* (below *resolved*) spelled below *path*: its path found, its count."""
+    if path == resolved:  # no link on the way: every path is spelled as found
+        return {found_path: (found_path, count) for found_path, count in found.counts.items()}
+    return {
+        join_path(path, relative_to(found_path, resolved)): (found_path, count)
+        for found_path, count in found.counts.items()
+    }
 
 
 async def searched_lines(ctx: Context, search: LineSearch) -> FileLines | None:
@@ -129,9 +157,12 @@ async def _unhidden(
 ) -> Listing:
     """*entries* but those with a path in *leads* a policy hides, asking about *asked*."""
     hidden = await ctx.opened_fs.hooks.hidden(ctx, asked)
-    return Listing(
-        (e for e in entries if hidden.isdisjoint(leads[e.path])), unnamed=entries.unnamed
-    )
+
+    def unhidden() -> Listing:
+        kept = (e for e in entries if hidden.isdisjoint(leads[e.path]))
+        return Listing(kept, unnamed=entries.unnamed)
+
+    return await listing_work(len(entries), unhidden)
 
 
 def _with_parents(path: str, top: str) -> list[str]:

@@ -16,9 +16,11 @@ from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Final, TypeVar
 
+import anyio.lowlevel
 import pluggy
 
 from ctxfs.core import hookspecs
+from ctxfs.core.backend import LISTING_WORK_INLINE_ENTRIES
 from ctxfs.core.errors import FsError
 
 if TYPE_CHECKING:
@@ -120,7 +122,11 @@ class PluginHost:
         if not paths or not hook.get_hookimpls():
             return set()
         named: set[str] = set()
-        named.update(*(answer or () for answer in await resolve(hook(ctx=ctx, paths=paths))))
+        for start in range(0, len(paths), LISTING_WORK_INLINE_ENTRIES):  # the loop's turns
+            if start:
+                await anyio.lowlevel.checkpoint()
+            batch = paths[start : start + LISTING_WORK_INLINE_ENTRIES]
+            named.update(*(answer or () for answer in await resolve(hook(ctx=ctx, paths=batch))))
         return named
 
     async def authorize(self, ctx: Context, op: Operation) -> None:

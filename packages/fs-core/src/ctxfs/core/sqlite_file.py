@@ -148,8 +148,18 @@ class SqliteFile:
         and the call that was made is not cancelled after the fact.
         """
         self._at_once.checkpointed()
-        with anyio.CancelScope(shield=True), suppress(FsError):
-            await self.run(_passive_checkpoint, off_loop=True, wait=False)
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._checkpoint_now)
+
+    def _checkpoint_now(self) -> None:
+        """A passive checkpoint through the thread's connection, unless it is in use now."""
+        if not self._waiting.lock.acquire(blocking=False):
+            return  # (a call of its may wait for another process: the next mark will do)
+        try:
+            with suppress(FsError):
+                self._called(self._waiting, _passive_checkpoint)
+        finally:
+            self._waiting.lock.release()
 
     def _opened(self, timeout: float, *, on_loop: bool = False) -> sqlite3.Connection:
         try:
@@ -273,18 +283,21 @@ class _Connection:
         self.lock = threading.Lock()
         self.failed = False  # opened again at its next use
         self.closed = False
-        self._checkpointed = 0  # its count of changes at the last checkpoint
+        self._checkpointed = (self.db, 0)  # its count of changes at the last checkpoint
 
     def changes_since_checkpoint(self) -> int:
         """Rows this connection changed since :meth:`checkpointed` (or since it was opened)."""
+        db, (counted, count) = self.db, self._checkpointed
         try:
-            return self.db.total_changes - self._checkpointed
+            return db.total_changes - (count if counted is db else 0)
         except sqlite3.ProgrammingError:  # closed meanwhile
             return 0
 
     def checkpointed(self) -> None:
         """Count its changes from now."""
-        self._checkpointed = self.db.total_changes
+        db = self.db
+        with suppress(sqlite3.ProgrammingError):  # (closed meanwhile: nothing to count)
+            self._checkpointed = (db, db.total_changes)
 
     def usable(self) -> sqlite3.Connection:
         """The connection, opened (and the file set up) again if it failed.
@@ -300,7 +313,6 @@ class _Connection:
             self.db = self.connect()
             self.file.set_up(self.db)
             self.failed = False
-            self._checkpointed = 0
         return self.db
 
 

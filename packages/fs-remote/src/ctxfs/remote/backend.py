@@ -318,10 +318,8 @@ class ObjectStoreBackend(Backend):
         await self._ready()
         listing = await self._io(path or "the root", self.store.scan, self.keys.directory(path))
         if not path or listing.objects or listing.prefixes:
-            return self._files(listing) + [
-                Stat(path=self.keys.path(sub.removesuffix("/")), kind=FileKind.DIRECTORY)
-                for sub in listing.prefixes
-            ]
+            entries = len(listing.objects) + len(listing.prefixes)
+            return await listing_work(entries, partial(self._entries, listing))
         if await self._current(path, self.keys.key(path)) is None:
             raise NotFound(f"{path} does not exist", path=path)
         raise NotADirectory(f"{path} is a file, not a directory", path=path)
@@ -333,6 +331,12 @@ class ObjectStoreBackend(Backend):
             path or "the root", self.store.scan, self.keys.directory(path), deep=True
         )
         return await listing_work(len(listing.objects), partial(self._files, listing))
+
+    def _entries(self, listing: Listing) -> list[Stat]:
+        return self._files(listing) + [
+            Stat(path=self.keys.path(sub.removesuffix("/")), kind=FileKind.DIRECTORY)
+            for sub in listing.prefixes
+        ]
 
     def _files(self, listing: Listing) -> list[Stat]:
         return [
