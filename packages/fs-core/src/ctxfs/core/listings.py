@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio.lowlevel
@@ -100,13 +99,15 @@ async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None
             found = await opened_fs.backend.search_files(replace(search, path=resolved))
         if found is None or (report.op.path == resolved and not opened_fs.hooks.hides):
             return found
-        spelled = await listing_work(
-            len(found.counts), partial(_spelled, found, report.op.path, resolved)
-        )
-        hidden: set[str] = set()
-        if opened_fs.hooks.hides and spelled:
-            every = await listing_work(len(spelled), partial(_both_spellings, spelled))
-            hidden = await opened_fs.hooks.hidden(ctx, every)
+        hides, spelled_at = opened_fs.hooks.hides, report.op.path
+
+        def spellings() -> tuple[dict[str, tuple[str, int]], list[str]]:
+            spelled = _spelled(found, spelled_at, resolved)
+            both = [p for path, (real, _) in spelled.items() for p in (path, real)] if hides else []
+            return spelled, both
+
+        spelled, every = await listing_work(len(found.counts), spellings)
+        hidden = await opened_fs.hooks.hidden(ctx, every) if every else set()
 
         def unhidden() -> dict[str, int]:
             return {
@@ -116,10 +117,6 @@ async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None
             }
 
         return replace(found, counts=await listing_work(len(spelled), unhidden))
-
-
-def _both_spellings(spelled: dict[str, tuple[str, int]]) -> list[str]:
-    return [p for path, (found_path, _) in spelled.items() for p in (path, found_path)]
 
 
 def _spelled(found: FileMatches, path: str, resolved: str) -> dict[str, tuple[str, int]]:

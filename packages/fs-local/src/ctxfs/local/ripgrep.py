@@ -28,7 +28,7 @@ from typing import Final
 import anyio.to_thread
 
 from ctxfs.core import FileLines, FileMatches, FileSearch, LineSearch, glob_matcher
-from ctxfs.core.kit import IGNORE_FILES, RESERVED_PREFIX
+from ctxfs.core.kit import IGNORE_FILES, RESERVED_PREFIX, listing_work
 from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
 from ctxfs.local.longlines import cut_lines
 
@@ -43,8 +43,6 @@ _ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
 """The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
 _STEP: Final = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
-_PARSED_INLINE_BYTES: Final = 64 * 1024
-"""Output read on the event loop; more (a listing of 100,000 names) is read in a worker thread."""
 
 
 @functools.cache
@@ -225,8 +223,7 @@ class Ripgrep:
             return None
         output, timed_out = ran
         parsed = functools.partial(_parsed, output, search, prefix="" if search.path else "./")
-        inline = len(output) <= _PARSED_INLINE_BYTES
-        found = parsed() if inline else await anyio.to_thread.run_sync(parsed)
+        found = await listing_work(output.count(b"\0"), parsed)  # (a NUL ends each name)
         return replace(found, complete=not timed_out) if timed_out else found
 
     async def _run(
