@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+from contextlib import suppress
+
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxfs.core import (
     ABSENT,
     Capabilities,
     CasScope,
     Context,
+    FsError,
     InvalidPath,
     MemoryBackend,
     Unavailable,
@@ -90,3 +95,41 @@ def test_capabilities() -> None:
         locks=False,
         directory_moves=True,
     )
+
+
+_PATHS = st.lists(st.sampled_from("abc"), min_size=1, max_size=3).map("/".join)
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), _PATHS),
+        st.tuples(st.just("delete"), _PATHS),
+        st.tuples(st.just("mkdir"), _PATHS),
+        st.tuples(st.just("move_directory"), _PATHS, _PATHS),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=_STEPS)
+def test_a_listing_names_what_the_store_holds_after_any_changes(
+    steps: list[tuple[str, ...]],
+) -> None:
+    backend = MemoryBackend()
+
+    async def change_then_list() -> dict[str, list[str]]:
+        for method, *paths in steps:
+            options = {"expect": None} if method == "write" else {}
+            arguments = (*paths, b"x") if method == "write" else paths
+            with suppress(FsError):  # a change the store refuses changes nothing
+                await getattr(backend, method)(*arguments, **options)
+        return {
+            directory: [entry.path for entry in await backend.list(directory)]
+            for directory in backend.store.directories
+        }
+
+    listed = anyio.run(change_then_list)
+    held = [*backend.store.files, *backend.store.directories]
+    for directory, paths in listed.items():
+        prefix = f"{directory}/" if directory else ""
+        below = {path for path in held if path.startswith(prefix) and path != directory}
+        assert paths == sorted({prefix + path[len(prefix) :].split("/")[0] for path in below})

@@ -50,7 +50,8 @@ class MemoryStore:
     """The shared state behind one or more :class:`MemoryBackend` objects."""
 
     files: dict[str, _File] = field(default_factory=dict)
-    directories: set[str] = field(default_factory=lambda: {""})
+    directories: dict[str, set[str]] = field(default_factory=lambda: {"": set()})
+    """Every directory (``""`` is the root), and the names in it."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -163,7 +164,8 @@ class MemoryBackend(Backend):
             self._check_parents(path)
             existing = self.store.files.get(path)
             check_expect(path, expect, existing.version if existing is not None else None)
-            self._make_parents(path)
+            if existing is None:
+                self._name(path)
             stored = self.store.files[path] = _File.of(data)
             return stored.version
 
@@ -173,19 +175,22 @@ class MemoryBackend(Backend):
             if path in self.store.directories:
                 if expect is not None:
                     raise InvalidArgument(f"{path} is a directory; it has no version", path=path)
-                if self._children(path):
+                if self.store.directories[path]:
                     raise InvalidArgument(f"directory {path} is not empty", path=path)
-                self.store.directories.discard(path)
+                del self.store.directories[path]
+                self._unname(path)
                 return
             file = self._file(path)
             check_expect(path, expect, file.version)
             del self.store.files[path]
+            self._unname(path)
 
     async def _list(self, path: str) -> list[Stat]:
         await self._enter("list", path)
         with self.store.lock:
             self._check_directory(path)
-            return [self._stat_locked(child) for child in self._children(path)]
+            names = sorted(self.store.directories[path])
+            return [self._stat_locked(join_path(path, name)) for name in names]
 
     async def _move_directory(self, source: str, destination: str) -> None:
         """Rename directory *source* to *destination* under the store lock: at once."""
@@ -195,13 +200,15 @@ class MemoryBackend(Backend):
             if destination in self.store.directories or destination in self.store.files:
                 raise AlreadyExists(f"{destination} already exists", path=destination)
             self._check_parents(destination)
-            self._make_parents(destination)
+            self._unname(source)
             self.store.directories = {
-                _moved(path, source, destination) for path in self.store.directories
+                _moved(path, source, destination): names
+                for path, names in self.store.directories.items()
             }
             self.store.files = {
                 _moved(path, source, destination): file for path, file in self.store.files.items()
             }
+            self._name(destination)
 
     async def _mkdir(self, path: str) -> None:
         await self._enter("mkdir", path)
@@ -209,8 +216,9 @@ class MemoryBackend(Backend):
             if path in self.store.files:
                 raise AlreadyExists(f"{path} exists and is a file", path=path)
             self._check_parents(path)
-            self._make_parents(path)
-            self.store.directories.add(path)
+            if path not in self.store.directories:
+                self.store.directories[path] = set()
+                self._name(path)
 
     # The helpers below run with the store lock held.
 
@@ -247,27 +255,29 @@ class MemoryBackend(Backend):
             if parent in self.store.files:
                 raise NotADirectory(f"{parent} is a file, not a directory", path=path)
 
-    def _make_parents(self, path: str) -> None:
-        parent = path.rpartition("/")[0]
-        while parent and parent not in self.store.directories:
-            self.store.directories.add(parent)
-            parent = parent.rpartition("/")[0]
+    def _name(self, path: str) -> None:
+        """Name new *path* in its directory, making the directories it lacks."""
+        directories = self.store.directories
+        while path:
+            parent, _, name = path.rpartition("/")
+            made = parent not in directories
+            directories.setdefault(parent, set()).add(name)
+            if not made:
+                return
+            path = parent
 
-    def _children(self, path: str) -> tuple[str, ...]:
-        prefix = f"{path}/" if path else ""
-        names = {
-            child[len(prefix) :].partition("/")[0]
-            for child in (*self.store.files, *self.store.directories)
-            if child.startswith(prefix) and child != path
-        }
-        return tuple(join_path(path, name) for name in sorted(names))
+    def _unname(self, path: str) -> None:
+        parent, _, name = path.rpartition("/")
+        self.store.directories[parent].discard(name)
 
     def _force(self, path: str, data: bytes | None) -> None:
         with self.store.lock:
             if data is None:
-                self.store.files.pop(path, None)
+                if self.store.files.pop(path, None) is not None:
+                    self._unname(path)
             else:
-                self._make_parents(path)
+                if path not in self.store.files:
+                    self._name(path)
                 self.store.files[path] = _File.of(data)
 
     def __repr__(self) -> str:
