@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +48,24 @@ def where_they_wait(pid: int) -> str:
             + ", ".join(f"{key} {status.get(key, '?')}" for key in shown)
         )
     return "\n".join(lines)
+
+
+def running(pid: int) -> bool:
+    """Whether process *pid* runs (neither gone nor a zombie)."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def eventually(check: Callable[[], bool], seconds: float = 20) -> bool:
+    """Whether *check* comes true within *seconds* (polled)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def free_port() -> int:

@@ -15,8 +15,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,9 +43,11 @@ from tests.tools.served import (
     TOKENS,
     Served,
     client,
+    eventually,
     initialize,
     post,
     read_in_session,
+    running,
     serve_http,
     stale_conflict,
     token_file,
@@ -251,13 +252,6 @@ def forked_workers(supervisor: int) -> list[int]:
     return children_of(supervisor)
 
 
-def running(pid: int) -> bool:
-    try:
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-
-
 def test_the_workers_banner_names_a_shared_store_without_its_password(
     workspace: Path, tmp_path: Path, redis_url: str
 ) -> None:
@@ -364,16 +358,6 @@ def port_is_free(url: str) -> bool:
             probe.bind((address.hostname, address.port))
         except OSError:
             return False
-    return True
-
-
-def eventually(check: Callable[[], bool], seconds: float = 20) -> bool:
-    """Whether *check* comes true within *seconds* (polled)."""
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
     return True
 
 

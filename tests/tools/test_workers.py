@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ from subprocess import PIPE
 
 import pytest
 
-from tests.tools.served import where_they_wait
+from tests.tools.served import eventually, running, where_they_wait
 
 STOPPED_AS_IT_FORKS = textwrap.dedent(
     """
@@ -188,3 +189,35 @@ FORKED_ALONE = textwrap.dedent(
 def test_a_thread_left_running_ends_before_a_worker_is_forked() -> None:
     done = supervised(FORKED_ALONE)
     assert (done.returncode, done.stdout) == (0, "1\n"), done.stderr
+
+
+DEAF = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from ctxfs.tools import workers
+
+    def serve():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a worker deaf to a stop
+        os.write(1, b"%d\\n" % os.getpid())
+        while True:
+            time.sleep(1)
+
+    workers.serve_forked(2, serve, kill_seconds=float(sys.argv[1]))
+    """
+)
+
+
+@pytest.mark.parametrize("kill_seconds", [0.5, 120])
+def test_workers_of_a_killed_supervisor_end_once_their_time_is_up(kill_seconds: float) -> None:
+    command = [sys.executable, "-c", DEAF, str(kill_seconds)]
+    with subprocess.Popen(command, stdout=PIPE, text=True, start_new_session=True) as process:
+        try:
+            assert process.stdout is not None
+            forked = [int(process.stdout.readline()) for _ in range(2)]
+            process.kill()
+            process.wait(timeout=10)
+            ended = eventually(lambda: not any(map(running, forked)), seconds=5)
+            assert ended == (kill_seconds < 5), where_they_wait(forked[0])
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # (its workers are in its group)

@@ -5,8 +5,9 @@
 finishes what it is answering). A worker still running :data:`KILL_SECONDS` after the stop, or
 when a second stop comes, is killed. A worker that dies on its own is started again; three running
 that die within :data:`QUICK_DEATH_SECONDS` of their start stop everything (status 1). A supervisor
-that dies, however it dies, takes its workers with it (``PR_SET_PDEATHSIG`` on Linux; elsewhere
-each checks its parent every second).
+that dies, however it dies, takes its workers with it: each is told to stop (``PR_SET_PDEATHSIG``
+on Linux; elsewhere each checks its parent every second), and ends itself if it still runs
+*kill_seconds* later.
 
 What the workers share must live outside them (the observation store, fs-local's locks on disk);
 what lasts one run only goes in a :class:`RunDirectory`.
@@ -142,7 +143,7 @@ class _Supervisor:
         try:
             if not self.stopping:
                 pipe = (self.wakeup_read, self.wakeup_write)
-                forked = _fork(self.work, self.shared, mask, closing=pipe)
+                forked = _fork(self.work, self.shared, mask, self.kill_seconds, closing=pipe)
                 self.started[forked] = time.monotonic()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -214,13 +215,15 @@ def _fork(
     work: Callable[[], int],
     shared: RunDirectory | None,
     mask: set[int],
+    kill_seconds: float,
     *,
     closing: Iterable[int] = (),
 ) -> int:
     """Fork a worker that runs ``work()``; return its pid.
 
     Call it with SIGTERM and SIGINT blocked: the worker restores *mask* once it has its own. The
-    worker takes none of the supervisor's signal handling, and closes *closing*.
+    worker takes none of the supervisor's signal handling, and closes *closing*. If the
+    supervisor dies, the worker gets SIGTERM, and ends *kill_seconds* later if still running.
     """
     supervisor = os.getpid()
     pid = os.fork()
@@ -236,7 +239,7 @@ def _fork(
             signal.signal(signum, lambda signum, _: _end(128 + signum, shared))
         if shared is not None:
             shared.hold()
-        _die_with(supervisor)
+        _die_with(supervisor, kill_seconds, shared)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         status = work()
     except BaseException:
@@ -256,22 +259,29 @@ def _end(status: int, shared: RunDirectory | None) -> NoReturn:
         os._exit(status)
 
 
-def _die_with(supervisor: int) -> None:
-    """Have SIGTERM sent to this process when *supervisor*, its parent, ends; or now if it has."""
+def _die_with(supervisor: int, kill_seconds: float, shared: RunDirectory | None) -> None:
+    """Stop this worker when *supervisor*, its parent, ends (now if it has); end it if it runs on.
+
+    The stop is SIGTERM; the end comes *kill_seconds* after it.
+    """
     if sys.platform == "linux":
         prctl = ctypes.CDLL(None, use_errno=True).prctl
         if prctl(ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGTERM)):
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    else:
-        threading.Thread(target=_watch, args=(supervisor,), daemon=True).start()
+    watch = threading.Thread(target=_watch, args=(supervisor, kill_seconds, shared), daemon=True)
+    watch.start()
     if os.getppid() != supervisor:  # it died before it could be watched
         signal.raise_signal(signal.SIGTERM)
 
 
-def _watch(supervisor: int) -> None:
+def _watch(supervisor: int, kill_seconds: float, shared: RunDirectory | None) -> None:
     while os.getppid() == supervisor:
         time.sleep(1)
-    os.kill(os.getpid(), signal.SIGTERM)
+    if sys.platform != "linux":  # (on Linux, the kernel has sent it)
+        os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(kill_seconds)
+    log.error("worker %d: still running %s s after its supervisor died", os.getpid(), kill_seconds)
+    _end(128 + signal.SIGKILL, shared)
 
 
 def _how(status: int) -> str:
