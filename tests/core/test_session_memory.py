@@ -713,6 +713,45 @@ async def test_an_undo_puts_back_each_file_with_its_mode(
     assert not (root / "elsewhere.sh").exists()
 
 
+async def test_an_undo_of_a_file_made_anew_with_the_same_bytes_puts_its_mode_back(
+    on_disk: tuple[Fs, Path],
+) -> None:
+    fs, root = on_disk
+    (root / "run.sh").write_text("echo hi\n")
+    (root / "run.sh").chmod(0o755)
+    a = fs.context(owner=A).fs
+    await a.read("run.sh")
+    await a.delete("run.sh")
+    await a.write("run.sh", "echo hi\n")  # the same bytes, the store's default mode
+    assert (root / "run.sh").stat().st_mode & 0o7777 == 0o644
+    undone = await a.undo(2)
+    assert (undone.steps, [file.path for file in undone.files]) == ((2, 1), ["run.sh"])
+    assert ((root / "run.sh").read_text(), (root / "run.sh").stat().st_mode & 0o7777) == (
+        "echo hi\n",
+        0o755,
+    )
+    await a.delete("run.sh")
+    await a.write("run.sh", "echo hi\n")
+    (root / "run.sh").chmod(0o755)  # as it was: the undo has nothing to write
+    placed = (root / "run.sh").stat().st_ino
+    assert (await a.undo(2)).steps == (4, 3)  # (its numbers go on)
+    assert (root / "run.sh").stat().st_ino == placed
+
+
+async def test_after_an_undo_its_owner_is_named_as_the_author_of_the_change(
+    local_place: Place,
+) -> None:
+    async with local_place.open() as fs:
+        a, b = fs.context(owner=A).fs, fs.context(owner=B).fs
+        await b.write("f.txt", "base\n")
+        await a.read("f.txt")
+        await a.edit("f.txt", "base", "mine")
+        await b.read("f.txt")
+        await a.undo()
+        [changed] = await b.changed()
+    assert (changed.path, changed.changed_by) == ("f.txt", A)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root gives files away: run as root (CI does)")
 async def test_as_root_an_undo_and_a_moving_patch_keep_each_files_owner(
     tmp_path: Path, request: pytest.FixtureRequest
@@ -947,8 +986,12 @@ async def test_an_undo_through_a_link_retargeted_since_changes_no_other_file(
     assert (root / "release-1" / "notes.txt").read_text() == "one\n"
 
 
-async def test_an_undo_after_the_root_was_moved_puts_the_files_back_there(tmp_path: Path) -> None:
-    # The same root under another name (renamed, mounted elsewhere) holds the same files.
+@pytest.mark.parametrize("read_again", [True, False])
+async def test_an_undo_after_the_root_was_moved_puts_the_files_back_there(
+    tmp_path: Path, read_again: bool
+) -> None:
+    # The same root under another name (renamed, mounted elsewhere) holds the same files; its
+    # files as the steps left them count as seen there (the observations went with the process).
     sessions, first = f"sqlite:///{tmp_path}/sessions.db", tmp_path / "project"
     first.mkdir()
     (first / "current").mkdir()
@@ -959,9 +1002,11 @@ async def test_an_undo_after_the_root_was_moved_puts_the_files_back_there(tmp_pa
     moved = first.rename(tmp_path / "renamed")
     async with open_fs(str(moved), load_entrypoints=False, sessions=sessions) as fs:
         a = fs.context(owner=A).fs
-        await a.read("current/a.txt")
+        if read_again:
+            await a.read("current/a.txt")
         assert (await a.undo()).steps == (2,)
         assert await raw(fs, "current/a.txt") == b"one\n"
+        await a.edit("current/a.txt", "one", "three")  # the undo's version counts as seen
 
 
 @pytest.mark.parametrize("now", ["a directory", "a FIFO", "a file for its directory"])

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AlreadyBack",
     "changed_file",
+    "is_back",
     "refuse_another_tree",
     "refuse_changed",
     "refuse_history_changed",
@@ -65,15 +66,18 @@ async def refuse_changed(
     memory: SessionMemory,
     entries: list[Planned],
     updates: list[Update],
+    *,
+    reports: list[Report],
     seen_before: list[tuple[str, Observation | None]] | None,
 ) -> None:
     """Refuse the undo if a file is not as the owner's steps left it; else observe each.
 
-    What the owner had seen goes to *seen_before*, if given (a dry run puts it back).
-    Raises ``AlreadyBack`` if every file is as the undo leaves it already.
+    Each is observed under the key its path has now (*reports*: the root may have moved since
+    the steps). What the owner had seen goes to *seen_before*, if given (a dry run puts it
+    back). Raises ``AlreadyBack`` if every file is as the undo leaves it already.
     """
     pairs = list(zip(entries, updates, strict=True))
-    if all(_holds(update, entry.back, entry.content) for entry, update in pairs):
+    if all(is_back(update, entry) for entry, update in pairs):
         raise AlreadyBack
     changed_files = []
     for entry, update in pairs:
@@ -96,14 +100,13 @@ async def refuse_changed(
     # each file is as the owner's steps left it: that is what it saw (a restart may
     # have lost its observations), so the guard lets the undo change it
     file_context = ctx.opened_fs.file_context
-    for entry, update in pairs:
+    for entry, update, report in zip(entries, updates, reports, strict=True):
         if update.current is not None:
+            key = report.op.key
             if seen_before is not None:
-                seen_before.append(
-                    (entry.key, await file_context.observation(ctx.owner, entry.key))
-                )
+                seen_before.append((key, await file_context.observation(ctx.owner, key)))
             await file_context.observe(
-                ctx.owner, entry.key, update.current.version, complete=True, path=entry.path
+                ctx.owner, key, update.current.version, complete=True, path=entry.path
             )
 
 
@@ -127,6 +130,17 @@ async def refuse_relocated(
             "path was changed)",
             hint="Point the link back, or change those files by hand.",
         )
+
+
+def is_back(update: Update, entry: Planned) -> bool:
+    """Whether the file *update* read is as the undo of *entry* leaves it.
+
+    Its content; and, where a step made it anew, its permission bits (where the store keeps them).
+    """
+    if not _holds(update, entry.back, entry.content):
+        return False
+    mode = entry.permissions.mode
+    return update.current is None or not entry.replaced or mode in (None, update.permissions.mode)
 
 
 def _holds(update: Update, version: Version | None, content: bytes | None) -> bool:

@@ -193,7 +193,13 @@ def _plan(steps: Sequence[Step]) -> dict[str, Planned]:
                 entry.gaps.append((change.after, entry.back))
             entry.back, entry.permissions = change.before, change.permissions
             entry.replaced = entry.replaced or replaced
-    return {key: entry for key, entry in planned.items() if entry.left != entry.back or entry.gaps}
+    return {
+        key: entry
+        for key, entry in planned.items()
+        if entry.left != entry.back
+        or entry.gaps
+        or (entry.replaced and entry.permissions.mode is not None)  # (its mode may differ now)
+    }
 
 
 async def _put_back(
@@ -225,7 +231,8 @@ async def _put_back(
             covered = await _covered_records(ctx, memory, steps)
         await refuse_interleaved(ctx, memory, entries)
         await _fetch_contents(ctx, memory, entries, updates)
-        await refuse_changed(ctx, memory, entries, updates, seen_before if dry_run else None)
+        seen = seen_before if dry_run else None
+        await refuse_changed(ctx, memory, entries, updates, reports=reports, seen_before=seen)
 
     async with AsyncExitStack() as stack:
         await authorize_removals(ctx, stack, directories, dry_run=dry_run)
@@ -253,7 +260,7 @@ async def _put_back(
             ) as opened:
                 if not dry_run:
                     updates = [update for update, _ in opened]
-                    await _write_back(ctx, entries, reports, updates)
+                    await _write_back(ctx, memory, entries, reports, updates)
         except AlreadyBack:
             pass  # (the steps are then dropped, as after writing)
         except (IsADirectory, NotADirectory, NotARegularFile) as error:  # no file there now
@@ -348,11 +355,15 @@ async def _fetch_contents(
 
 async def _write_back(
     ctx: Context,
+    memory: SessionMemory,
     entries: list[Planned],
     reports: list[Report],
     updates: list[Update],
 ) -> None:
-    """Put each file back; if one fails (or the call is cancelled), undo those put back."""
+    """Put each file back (noted as the owner's change); on a failure, take back those put back.
+
+    A cancelled call takes them back too.
+    """
     done: list[tuple[Update, Version | None]] = []  # each update, and the version it left
     stored: list[tuple[Update, Report]] = []
     try:
@@ -373,6 +384,10 @@ async def _write_back(
     except BaseException:
         await taken_back(ctx, stored, done)
         raise
+    at = time.time()
+    for entry, report in zip(entries, reports, strict=True):
+        if entry.content is not None and report.after is not None:
+            memory.authored(ctx.owner, report.op.key, report.after, at=at)
 
 
 async def _move_back(

@@ -95,6 +95,13 @@ class SessionMemory:
         """
         return self._authors.get((key, version))
 
+    def authored(self, owner: str, key: str, version: Version, *, at: float) -> None:
+        """Note that *owner* stored *version* of the file *key* at *at* (see :meth:`author`)."""
+        self._authors[(key, version)] = (owner, at)
+        self._authors.move_to_end((key, version))
+        if len(self._authors) > MAX_AUTHORS:
+            self._authors.popitem(last=False)
+
     async def keep(
         self,
         owner: str,
@@ -206,10 +213,7 @@ class SessionMemory:
         at, now = time.time(), time.monotonic()
         for change in changes:
             if change.after is not None:
-                self._authors[(change.key, change.after)] = (owner, at)
-                self._authors.move_to_end((change.key, change.after))
-        while len(self._authors) > MAX_AUTHORS:
-            self._authors.popitem(last=False)
+                self.authored(owner, change.key, change.after, at=at)
         entries = {
             version: entry
             for version, (data, path) in (contents or {}).items()
