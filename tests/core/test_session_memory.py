@@ -713,31 +713,6 @@ async def test_an_undo_puts_back_each_file_with_its_mode(
     assert not (root / "elsewhere.sh").exists()
 
 
-async def test_an_undo_of_a_file_made_anew_with_the_same_bytes_puts_its_mode_back(
-    on_disk: tuple[Fs, Path],
-) -> None:
-    fs, root = on_disk
-    (root / "run.sh").write_text("echo hi\n")
-    (root / "run.sh").chmod(0o755)
-    a = fs.context(owner=A).fs
-    await a.read("run.sh")
-    await a.delete("run.sh")
-    await a.write("run.sh", "echo hi\n")  # the same bytes, the store's default mode
-    assert (root / "run.sh").stat().st_mode & 0o7777 == 0o644
-    undone = await a.undo(2)
-    assert (undone.steps, [file.path for file in undone.files]) == ((2, 1), ["run.sh"])
-    assert ((root / "run.sh").read_text(), (root / "run.sh").stat().st_mode & 0o7777) == (
-        "echo hi\n",
-        0o755,
-    )
-    await a.delete("run.sh")
-    await a.write("run.sh", "echo hi\n")
-    (root / "run.sh").chmod(0o755)  # as it was: the undo has nothing to write
-    placed = (root / "run.sh").stat().st_ino
-    assert (await a.undo(2)).steps == (4, 3)  # (its numbers go on)
-    assert (root / "run.sh").stat().st_ino == placed
-
-
 async def test_after_an_undo_its_owner_is_named_as_the_author_of_the_change(
     local_place: Place,
 ) -> None:

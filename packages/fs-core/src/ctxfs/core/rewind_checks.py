@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AlreadyBack",
     "changed_file",
-    "is_back",
     "refuse_another_tree",
     "refuse_changed",
     "refuse_history_changed",
@@ -77,7 +76,7 @@ async def refuse_changed(
     back). Raises ``AlreadyBack`` if every file is as the undo leaves it already.
     """
     pairs = list(zip(entries, updates, strict=True))
-    if all(is_back(update, entry) for entry, update in pairs):
+    if all(_holds(update, entry.back, entry.content) for entry, update in pairs):
         raise AlreadyBack
     changed_files = []
     for entry, update in pairs:
@@ -130,17 +129,6 @@ async def refuse_relocated(
             "path was changed)",
             hint="Point the link back, or change those files by hand.",
         )
-
-
-def is_back(update: Update, entry: Planned) -> bool:
-    """Whether the file *update* read is as the undo of *entry* leaves it.
-
-    Its content; and, where a step made it anew, its permission bits (where the store keeps them).
-    """
-    if not _holds(update, entry.back, entry.content):
-        return False
-    mode = entry.permissions.mode
-    return update.current is None or not entry.replaced or mode in (None, update.permissions.mode)
 
 
 def _holds(update: Update, version: Version | None, content: bytes | None) -> bool:

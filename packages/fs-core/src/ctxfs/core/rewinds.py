@@ -193,13 +193,7 @@ def _plan(steps: Sequence[Step]) -> dict[str, Planned]:
                 entry.gaps.append((change.after, entry.back))
             entry.back, entry.permissions = change.before, change.permissions
             entry.replaced = entry.replaced or replaced
-    return {
-        key: entry
-        for key, entry in planned.items()
-        if entry.left != entry.back
-        or entry.gaps
-        or (entry.replaced and entry.permissions.mode is not None)  # (its mode may differ now)
-    }
+    return {key: entry for key, entry in planned.items() if entry.left != entry.back or entry.gaps}
 
 
 async def _put_back(
