@@ -627,6 +627,40 @@ async def test_arguments_may_come_as_a_json_string(tools: FsToolset, ctx: Contex
     assert "must be a JSON object" in listed.text
 
 
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("read", '{"file_path": "a.txt", "offset": 1%s}' % ("0" * 5000)),  # (JSON's limit)
+        ("read", {"file_path": "a.txt", "offset": 10**5000}),
+        ("read", {"file_path": "a.txt", "limit": 2**63}),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "view", "path": "a.txt", "view_range": [1, 10**5000]},
+        ),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "insert", "path": "a.txt", "insert_line": 10**5000, "insert_text": "x"},
+        ),
+        (
+            "multi_edit",
+            {
+                "file_path": "a.txt",
+                "edits": [{"old_string": "a", "new_string": "b", "replace_all": -(10**5000)}],
+            },
+        ),
+    ],
+)
+async def test_a_number_beyond_64_bits_is_an_invalid_argument(
+    tools: FsToolset, ctx: Context, seed: Seed, name: str, arguments: dict[str, object] | str
+) -> None:
+    await seed("a.txt", b"a\n")
+    await tools.execute(ctx, "read", {"file_path": "a.txt"})
+    result = await tools.execute(ctx, name, arguments, provider="anthropic")
+    assert result.error_code is ErrorCode.INVALID_ARGUMENT, result.text
+    assert "number" in result.text
+    assert (await ctx.fs.read("a.txt")).text == "a\n"
+
+
 async def test_too_large_files_are_refused_before_reading(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

@@ -188,6 +188,33 @@ async def test_a_pinned_call_cannot_misread_utf8_or_name_an_unknown_codec(
     assert unknown.value.details["field"] == "encoding"
 
 
+@pytest.mark.parametrize("codec", ["cp037", "cp500", "cp1140"])
+async def test_an_ebcdic_file_ends_its_lines_in_its_own_bytes(codec: str) -> None:
+    # EBCDIC's line feed is byte 0x25, and byte 0x0A is another character: no line ends there.
+    backend = MemoryBackend()
+    ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
+    await backend.write("e.txt", "HELLO ÄÖ\nSECOND\nTHIRD\n".encode(codec), expect=ABSENT)
+    shown = await ctx.fs.read("e.txt", encoding=codec)
+    assert (shown.text, shown.total_lines) == ("HELLO ÄÖ\nSECOND\nTHIRD\n", 3)
+    assert (await ctx.fs.read("e.txt", encoding=codec, offset=2, limit=1)).text == "SECOND\n"
+    await ctx.fs.insert("e.txt", 1, "NEW\n")
+    await ctx.fs.edit("e.txt", "THIRD", "3RD")
+    data = (await backend.read("e.txt")).data
+    assert data == "HELLO ÄÖ\nNEW\nSECOND\n3RD\n".encode(codec)
+
+
+@pytest.mark.parametrize("codec", ["unicode_escape", "raw_unicode_escape", "punycode", "idna"])
+async def test_a_codec_of_escapes_is_no_encoding_to_pin(codec: str) -> None:
+    backend = MemoryBackend()
+    ctx = Fs(backend, load_entrypoints=False).context(owner="agent")
+    await backend.write("u.txt", b"caf\\u00e9\n", expect=ABSENT)
+    with pytest.raises(FsError) as refused:
+        await ctx.fs.read("u.txt", encoding=codec)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    with pytest.raises(LookupError):
+        TextOptions(encoding_overrides={"*.txt": codec})
+
+
 async def test_a_path_override_pins_the_encoding_of_matching_files() -> None:
     backend = MemoryBackend()
     options = TextOptions(encoding_overrides={"legacy/**/*.txt": "koi8-r"})

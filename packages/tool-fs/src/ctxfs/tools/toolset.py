@@ -275,6 +275,8 @@ def _parse(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
             arguments = json.loads(arguments or "{}")
         except json.JSONDecodeError as bad:
             raise InvalidArgument(f"the arguments are not valid JSON: {bad}") from None
+        except ValueError:  # (a number of more than 4,300 digits)
+            raise InvalidArgument("the arguments hold a number too long to read") from None
         except RecursionError:
             raise InvalidArgument("the arguments nest too deeply to be read") from None
     if not isinstance(arguments, Mapping):

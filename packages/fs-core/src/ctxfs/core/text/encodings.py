@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from ctxfs.core.errors import BinaryFile, EncodingError
-from ctxfs.core.text.legacy import detect_legacy, is_single_byte, strict_round_trip
+from ctxfs.core.text.legacy import (
+    detect_legacy,
+    ends_lines_in_ascii,
+    is_single_byte,
+    strict_round_trip,
+)
 from ctxfs.core.text.options import TextOptions
 
 __all__ = ["UTF8", "KnownEncodings", "TextEncoding", "detect_encoding", "sniff_binary"]
@@ -48,12 +53,12 @@ class TextEncoding:
     @property
     def ascii_compatible(self) -> bool:
         r"""Whether ``\r`` and ``\n`` bytes always mean line endings, never parts of a character."""
-        return not self.codec.startswith(("utf-16", "utf-32"))
+        return ends_lines_in_ascii(self.codec)
 
     @property
     def byte_safe(self) -> bool:
         """Whether byte-level search finds exactly the character matches (UTF-8, single-byte)."""
-        return self.codec == "utf-8" or is_single_byte(self.codec)
+        return self.ascii_compatible and (self.codec == "utf-8" or is_single_byte(self.codec))
 
     @property
     def told_by_bytes(self) -> bool:

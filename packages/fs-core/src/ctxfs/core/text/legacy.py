@@ -139,6 +139,15 @@ def _vote(head: bytes, names: list[str]) -> str | None:
 
 
 @functools.cache
+def ends_lines_in_ascii(codec: str) -> bool:
+    r"""Whether *codec* spells ``\r`` and ``\n`` as those ASCII bytes, both ways (EBCDIC: no)."""
+    try:
+        return "\r\n".encode(codec) == b"\r\n" and b"\r\n".decode(codec) == "\r\n"
+    except UnicodeError:
+        return False
+
+
+@functools.cache
 def is_single_byte(codec: str) -> bool:
     """Whether *codec* maps each byte to one character (a charmap codec, or Latin-1)."""
     name = codecs.lookup(codec).name

@@ -103,7 +103,7 @@ def text_codec(encoding: str) -> str:
 
     Raises:
         LookupError: Python knows no text encoding *encoding* (``hex``, ``zlib``:
-            codecs of bytes to bytes, are none).
+            codecs of bytes to bytes, are none; nor are escapes such as ``unicode_escape``).
 
     """
     try:
@@ -112,4 +112,9 @@ def text_codec(encoding: str) -> str:
         b"".decode(name)
     except ValueError as error:  # a name no codec has (NUL, a lone surrogate), "undefined"
         raise LookupError(f"unknown encoding: {encoding!r}") from error
+    if name in _ESCAPES:
+        raise LookupError(f"{encoding!r} spells text in escapes; it encodes no text file")
     return name
+
+
+_ESCAPES: Final = frozenset({"unicode-escape", "raw-unicode-escape", "idna", "punycode"})
