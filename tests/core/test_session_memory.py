@@ -984,6 +984,41 @@ async def test_an_undo_after_the_root_was_moved_puts_the_files_back_there(
         await a.edit("current/a.txt", "one", "three")  # the undo's version counts as seen
 
 
+@pytest.mark.parametrize("backend", ["local", "s3"])
+async def test_an_undo_refuses_a_step_made_under_another_root(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str
+) -> None:
+    # One session store and one owner in two roots (two projects, two prefixes of a bucket):
+    # a step made in the first is not undone in the second, whose files may look the same.
+    sessions = MemorySessions()
+    places = []
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        places.append(make_place(request, tmp_path / name, backend, "memory"))
+        places[-1].sessions = sessions
+    async with places[0].open() as first, places[1].open() as second:
+        await seed(first, {"README": b"v0\n"})
+        await seed(second, {"README": b"v0\n", "pkg/__init__.py": b""})
+        one, two = first.context(owner=A).fs, second.context(owner=A).fs
+        await one.read("README")
+        await one.edit("README", "v0", "v1")
+        await one.write("pkg/__init__.py", "")
+        await two.read("pkg/__init__.py")
+        for steps in (1, 2):
+            with pytest.raises(InvalidArgument, match="another root") as refused:
+                await two.undo(steps)
+            assert refused.value.details["elsewhere"] == [2, 1][:steps][::-1]
+        assert await snapshot(second, ["README", "pkg/__init__.py"]) == {
+            "README": b"v0\n",
+            "pkg/__init__.py": b"",
+        }
+        assert (await one.undo(2)).steps == (2, 1)
+        assert await snapshot(first, ["README", "pkg/__init__.py"]) == {
+            "README": b"v0\n",
+            "pkg/__init__.py": None,
+        }
+
+
 @pytest.mark.parametrize("now", ["a directory", "a FIFO", "a file for its directory"])
 async def test_an_undo_where_no_file_is_now_is_refused_stale_changing_nothing(
     on_disk: tuple[Fs, Path], now: str

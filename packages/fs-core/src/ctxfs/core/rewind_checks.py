@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AlreadyBack",
     "changed_file",
+    "refuse_another_root",
     "refuse_another_tree",
     "refuse_changed",
     "refuse_history_changed",
@@ -47,6 +48,21 @@ def refuse_unrecorded(steps: Sequence[Step]) -> None:
             "store failed then), so they cannot be undone; nothing was put back",
             hint=f"Undo only the steps after step {missed[-1]}, or restore files by hand.",
             details={"unrecorded": missed[-1]},
+        )
+
+
+def refuse_another_root(memory: SessionMemory, steps: Sequence[Step]) -> None:
+    """Refuse to undo *steps* if one changed files under another root than this one's."""
+    here = None if memory.backend is None else memory.backend.root_identity
+    elsewhere = [
+        step.number for step in steps if any(c.root not in (None, here) for c in step.changes)
+    ]
+    if elsewhere:
+        raise InvalidArgument(
+            f"step {elsewhere[-1]} changed files under another root than this one (the same "
+            "owner working in another directory or store); nothing was put back",
+            hint=f"Undo it where it was made, or undo only the steps after step {elsewhere[-1]}.",
+            details={"elsewhere": elsewhere},
         )
 
 

@@ -37,6 +37,7 @@ from ctxfs.core.reports import Report, reported
 from ctxfs.core.rewind_checks import (
     AlreadyBack,
     changed_file,
+    refuse_another_root,
     refuse_another_tree,
     refuse_changed,
     refuse_history_changed,
@@ -205,6 +206,7 @@ async def _put_back(
 ) -> UndoOutcome:
     """Undo *steps*, the owner's last (oldest first)."""
     refuse_unrecorded(steps)
+    refuse_another_root(memory, steps)
     if any(change.directory and change.moved_from for step in steps for change in step.changes):
         return await _move_back(ctx, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])

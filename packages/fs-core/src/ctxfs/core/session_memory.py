@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -210,6 +211,9 @@ class SessionMemory:
         """Record *changes* as one step of *owner*, keeping *contents* (data, path by version)."""
         if not changes:
             return
+        root = None if self.backend is None else self.backend.root_identity
+        if root is not None:
+            changes = [replace(change, root=root) for change in changes]
         at, now = time.time(), time.monotonic()
         for change in changes:
             if change.after is not None:

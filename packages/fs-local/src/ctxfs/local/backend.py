@@ -127,7 +127,9 @@ class LocalBackend(Backend):
             ) from error
         self.temp_max_age = temp_max_age
         self.inline_reads = inline_reads
-        device = os.fstat(self.root_fd).st_dev
+        opened = os.fstat(self.root_fd)
+        device = opened.st_dev
+        self.root_identity = f"local:{device}:{opened.st_ino}"  # (a rename keeps both)
         self._memory_device = device if writes.kept_in_memory(device) else None
         self.ripgrep = ripgrep
         self._names = DirectoryNames()

@@ -51,6 +51,10 @@ class Backend(AsyncResource):
     def capabilities(self) -> Capabilities:
         """What this backend can do (a property or a class attribute)."""
 
+    root_identity: str | None = None
+    """What names the root wherever it is reached from, where known (fs-local: its device and
+    inode, which a rename keeps); an owner's steps made under another root are not undone here."""
+
     # -- the public contract: shared checks, then the primitive --------------------------------
 
     async def locate(self, path: str) -> Location:
@@ -238,11 +242,7 @@ class Backend(AsyncResource):
         if not details and (listed := await self._list_names(path)) is not None:
             return listed
         entries = await self._list(path)
-        return await listing_work(len(entries), partial(self.listing, path, entries))
-
-    def listing(self, path: str, entries: Iterable[Stat]) -> Listing:
-        """The :class:`Listing` of *path* from a store's *entries* (:meth:`list`), in any thread."""
-        return Listing.of(path, entries)
+        return await listing_work(len(entries), partial(Listing.of, path, entries))
 
     async def list_tree(self, path: str) -> Listing | None:
         """Every file below directory *path*, at any depth, sorted by path, in one listing.

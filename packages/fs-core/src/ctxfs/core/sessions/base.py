@@ -80,6 +80,8 @@ class FileChange:
     """For an :data:`UNDONE` change: the oldest step the undo undid."""
     resolved: str | None = None
     """Where the path led within the root (:attr:`Operation.resolved`), where known."""
+    root: str | None = None
+    """The root it was made under (:attr:`Backend.root_identity`), where known."""
 
     def encode(self) -> dict[str, Any]:
         """The change as plain JSON data (what shared stores keep)."""
@@ -103,6 +105,7 @@ class FileChange:
             ),
             undid=data.get("undid"),
             resolved=data.get("resolved"),
+            root=data.get("root"),
         )
 
 
