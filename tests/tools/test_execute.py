@@ -648,6 +648,7 @@ async def test_arguments_may_come_as_a_json_string(tools: FsToolset, ctx: Contex
                 "edits": [{"old_string": "a", "new_string": "b", "replace_all": -(10**5000)}],
             },
         ),
+        ("str_replace_based_edit_tool", {"command": 10**5000, "path": "a.txt"}),
     ],
 )
 async def test_a_number_beyond_64_bits_is_an_invalid_argument(
@@ -657,7 +658,7 @@ async def test_a_number_beyond_64_bits_is_an_invalid_argument(
     await tools.execute(ctx, "read", {"file_path": "a.txt"})
     result = await tools.execute(ctx, name, arguments, provider="anthropic")
     assert result.error_code is ErrorCode.INVALID_ARGUMENT, result.text
-    assert "number" in result.text
+    assert "a number" in result.text
     assert (await ctx.fs.read("a.txt")).text == "a\n"
 
 

@@ -129,7 +129,7 @@ class LocalBackend(Backend):
         self.inline_reads = inline_reads
         opened = os.fstat(self.root_fd)
         device = opened.st_dev
-        self.root_identity = f"local:{device}:{opened.st_ino}"  # (a rename keeps both)
+        self.root_identity = _root_identity(self.root_fd, opened)
         self._memory_device = device if writes.kept_in_memory(device) else None
         self.ripgrep = ripgrep
         self._names = DirectoryNames()
@@ -373,6 +373,17 @@ class LocalBackend(Backend):
         if found[1].st_size <= INLINE_READ_MAX:
             return read(*found)
         return await _run_owning(found[0], partial(read, *found))
+
+
+def _root_identity(root_fd: int, opened: os.stat_result) -> str:
+    """The root's filesystem and inode, which a rename, a bind mount or a remount keep.
+
+    The filesystem is named by its ``f_fsid`` (ext4, XFS, Btrfs: from the filesystem's UUID;
+    tmpfs: one per mount), or by its device number where it gives none.
+    """
+    fsid = os.fstatvfs(root_fd).f_fsid
+    filesystem = f"{fsid:x}" if fsid else f"dev{opened.st_dev}"
+    return f"local:{filesystem}:{opened.st_ino}"
 
 
 async def _run_owning(fd: int, work: Callable[[], T]) -> T:

@@ -70,7 +70,6 @@ OptionsT = TypeVar("OptionsT")
 
 
 _PATH_FIELDS: Final = frozenset({"path", "file_path"})
-_LARGEST_NUMBER: Final = 2**63 - 1
 
 
 class ToolArgs(BaseModel):
@@ -78,8 +77,7 @@ class ToolArgs(BaseModel):
 
     An optional argument sent as null takes its default: OpenAI's strict mode makes models send
     every argument, null for the ones they leave out. A path may spell bytes of a name that are not
-    UTF-8 as results show them (``\xNN``). A whole number beyond 64 bits is refused, wherever
-    it is in the arguments.
+    UTF-8 as results show them (``\xNN``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # (as ResultData)
@@ -96,26 +94,6 @@ class ToolArgs(BaseModel):
             or key not in cls.model_fields
             or cls.model_fields[key].is_required()
         }
-
-    @model_validator(mode="before")
-    @classmethod
-    def _numbers_in_range(cls, data: Any) -> Any:
-        if any(abs(number) > _LARGEST_NUMBER for number in _whole_numbers(data)):
-            raise ValueError(f"a number is out of range: at most {_LARGEST_NUMBER} in size")
-        return data
-
-
-def _whole_numbers(data: Any) -> typing.Iterator[int]:
-    """The whole numbers in *data*, however deep in its lists, tuples and dicts."""
-    pending = [data]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, int):
-            yield value
-        elif isinstance(value, dict):
-            pending.extend(value.values())
-        elif isinstance(value, list | tuple):
-            pending.extend(value)
 
 
 @dataclass(frozen=True, kw_only=True)

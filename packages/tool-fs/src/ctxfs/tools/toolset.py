@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -29,6 +29,9 @@ MAX_NAME_CHARS: Final = 64
 """The longest tool name offered, its prefix included (OpenAI's and Anthropic's limit)."""
 
 log = logging.getLogger(__name__)
+
+_LARGEST_NUMBER: Final = 2**63 - 1
+"""The largest whole number in a call's arguments (more is no position or count of a file)."""
 
 
 class FsToolset:
@@ -283,7 +286,25 @@ def _parse(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
         raise InvalidArgument(
             f"the arguments must be a JSON object, not {type(arguments).__name__}"
         )
+    for name, value in arguments.items():
+        if any(abs(number) > _LARGEST_NUMBER for number in _whole_numbers(value)):
+            raise InvalidArgument(
+                f"{name}: a number beyond {_LARGEST_NUMBER}", details={"field": name}
+            )
     return arguments
+
+
+def _whole_numbers(data: object) -> Iterator[int]:
+    """The whole numbers in *data*, however deep in its lists, tuples and mappings."""
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, int):
+            yield value
+        elif isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif isinstance(value, list | tuple):
+            pending.extend(value)
 
 
 def _target_of(arguments: Mapping[str, Any]) -> str | None:

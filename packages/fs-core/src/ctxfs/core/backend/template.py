@@ -52,7 +52,7 @@ class Backend(AsyncResource):
         """What this backend can do (a property or a class attribute)."""
 
     root_identity: str | None = None
-    """What names the root wherever it is reached from, where known (fs-local: its device and
+    """What names the root wherever it is reached from, where known (fs-local: its filesystem and
     inode, which a rename keeps); an owner's steps made under another root are not undone here."""
 
     # -- the public contract: shared checks, then the primitive --------------------------------
