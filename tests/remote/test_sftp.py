@@ -343,3 +343,21 @@ async def test_the_tools_work_at_the_root(root: tuple[str, Path]) -> None:
             result = await tools.execute(ctx, name, arguments)
             assert result.error_code is None, (name, result.text)
             assert "a.txt" in result.text
+
+
+@pytest.mark.parametrize("path", ["/", ""])
+async def test_a_root_of_slash_reaches_the_servers_files(root: tuple[str, Path], path: str) -> None:
+    # The server's whole tree: paths below "/" are inside it (no "//" prefix to match).
+    url, local = root
+    local.mkdir(parents=True, exist_ok=True)
+    (local / "a.txt").write_text("one\n")
+    parts = urlsplit(url)
+    relative = f"{parts.path.lstrip('/')}/a.txt"
+    async with Fs(sftp(f"{parts.scheme}://{parts.netloc}{path}"), load_entrypoints=False) as fs:
+        ctx = fs.context(owner="a")
+        assert (await ctx.fs.read(relative)).text == "one\n"
+        await ctx.fs.edit(relative, "one", "two")
+        assert [entry.path for entry in await ctx.fs.list(relative.rpartition("/")[0])] == [
+            relative
+        ]
+    assert (local / "a.txt").read_text() == "two\n"

@@ -120,7 +120,7 @@ class SftpClient:
                     raise
                 probe, name = posixpath.split(probe)
                 rest = posixpath.join(name, rest) if rest else name
-        if real != self.real_root and not real.startswith(f"{self.real_root}/"):
+        if real != self.real_root and not real.startswith(self._below_root()):
             raise OutsideRoot(f"{path} leads outside the root through a symbolic link", path=path)
         return posixpath.join(real, rest) if rest else real
 
@@ -137,7 +137,11 @@ class SftpClient:
 
     def relative(self, real: str) -> str:
         """The root-relative path of the server's real path *real* (inside the root)."""
-        return "" if real == self.real_root else real[len(f"{self.real_root}/") :]
+        return "" if real == self.real_root else real[len(self._below_root()) :]
+
+    def _below_root(self) -> str:
+        """How the real path of anything below the root starts (``/`` for the root ``/``)."""
+        return f"{(self.real_root or '').rstrip('/')}/"
 
     async def attributes(
         self, sftp: asyncssh.SFTPClient, full: str, path: str, *, follow: bool
