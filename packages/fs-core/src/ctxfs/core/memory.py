@@ -189,7 +189,7 @@ class MemoryBackend(Backend):
         await self._enter("list", path)
         with self.store.lock:
             self._check_directory(path)
-            names = sorted(self.store.directories[path])
+            names = self.store.directories[path]  # (the listing sorts them)
             return [self._stat_locked(join_path(path, name)) for name in names]
 
     async def _move_directory(self, source: str, destination: str) -> None:
