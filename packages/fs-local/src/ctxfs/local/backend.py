@@ -9,6 +9,7 @@ changes in :mod:`ctxfs.local.writes`, listings in :mod:`ctxfs.local.listing`. Ve
 from __future__ import annotations
 
 import builtins
+import codecs
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
@@ -56,6 +57,10 @@ INLINE_READ_MAX: Final = 256 * 1024
 """Files up to this size are read on the event loop (see ``inline_reads``)."""
 
 _CAS_LOCK_TIMEOUT: Final = 30.0
+_ENCODING_HEAD: Final = 1 << 20
+"""The leading bytes that tell a file's encoding (``TextOptions.detect_bytes``'s default)."""
+_UTF16_BOMS: Final = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_UTF32_BOMS: Final = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -87,6 +92,8 @@ class LocalBackend(Backend):
             thread.
         ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the root by
             Landlock, where both are available; else searches walk and read through the backend.
+            Ripgrep counts a directory's files as UTF-8 bytes: for a tree of legacy text
+            (cp1252, EBCDIC), pass False to search each file in its encoding.
 
     """
 
@@ -407,12 +414,37 @@ async def _run_owning(fd: int, work: Callable[[], T]) -> T:
 
 
 def _open_searchable(root: RootDirectory, paths: tuple[str, ...]) -> dict[str, int]:
-    """Each path a search may read, opened as a read opens it (a FIFO's open does not wait)."""
+    """Each path a search may read, opened as a read opens it (a FIFO's open does not wait).
+
+    Only files ripgrep reads as ctxfs does (:func:`_read_as_utf8`); the others are read there.
+    """
     opened: dict[str, int] = {}
     for path in paths:
         with contextlib.suppress(FsError):
-            opened[path] = root.open_file(path)[0]
+            fd = root.open_file(path)[0]
+            if _read_as_utf8(fd):
+                opened[path] = fd
+            else:
+                os.close(fd)
     return opened
+
+
+def _read_as_utf8(fd: int) -> bool:
+    """Whether the file's leading bytes are UTF-8, or UTF-16 with a BOM: what ripgrep decodes.
+
+    ctxfs reads other text in its encoding (or refuses it), where ripgrep would match bytes.
+    """
+    try:
+        head = os.pread(fd, _ENCODING_HEAD, 0)
+    except OSError:  # not a regular file: the read there says what it is
+        return False
+    if head.startswith(_UTF16_BOMS) and not head.startswith(_UTF32_BOMS):
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < _ENCODING_HEAD)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _single_named(root_fd: int, counts: dict[str, int]) -> tuple[dict[str, int], int]:

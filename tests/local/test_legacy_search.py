@@ -1,0 +1,111 @@
+"""A file of text that is not UTF-8 is searched as ctxfs reads it, with ripgrep as without.
+
+Ripgrep reads bytes as UTF-8; ctxfs reads a file in its legacy encoding (detected, or
+named by ``encoding_overrides``), so ripgrep gives no lines of such a file. Each case greps
+one file with ripgrep and with the walk (``ripgrep=False``) and compares the results; each
+also says what must be found, so that two answers equally wrong fail.
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxfs.core import Fs, LineSearch, TextOptions
+from ctxfs.local import LocalBackend
+from ctxfs.local.ripgrep import find_ripgrep
+from ctxfs.tools import FsToolset
+from tests.tools.conftest import skip_without_ripgrep
+
+pytestmark = pytest.mark.anyio
+
+FILES: dict[str, bytes] = {
+    "docs/latin.txt": "le café est là\nrien\ncafé noir\n".encode("cp1252"),
+    "docs/utf8.txt": "un café\n".encode(),
+    "docs/sjis.txt": "ソース表示\nコード\n".encode("shift_jis"),
+    "mainframe/ebcdic.txt": "hello café\nworld\n".encode("cp500"),
+    "docs/damaged.txt": "naïve café, déjà vu, señor\ncafé \xff".encode().replace(
+        b"\xc3\xbf", b"\xff"
+    ),
+}
+OVERRIDES = {"**/latin.txt": "cp1252", "mainframe/*": "cp500"}
+
+
+@pytest.fixture(autouse=True)
+def _ripgrep() -> None:
+    if find_ripgrep() is None:
+        skip_without_ripgrep()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    for path, data in FILES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    return root
+
+
+async def grep(root: Path, *, ripgrep: bool, **arguments: Any) -> dict[str, Any]:
+    backend = LocalBackend(root, state_dir=f"{root}.state", ripgrep=ripgrep)
+    options = TextOptions(encoding_overrides=OVERRIDES)
+    async with Fs(backend, load_entrypoints=False, text_options=options) as fs:
+        found = await FsToolset().execute(fs.context(owner="agent"), "grep", arguments)
+    assert found.error_code is None, found.text
+    return found.structured
+
+
+CASES: list[tuple[str, str, int]] = [
+    # pattern, the file, its matching lines
+    ("café", "docs/latin.txt", 2),
+    ("caf.", "docs/latin.txt", 2),
+    ("rien", "docs/latin.txt", 1),
+    (r"\w+é", "docs/damaged.txt", 2),
+    ("表示", "docs/sjis.txt", 1),
+    ("world", "mainframe/ebcdic.txt", 1),
+    (r"^h\w+o\b", "mainframe/ebcdic.txt", 1),
+    ("café", "docs/utf8.txt", 1),
+]
+
+
+@pytest.mark.parametrize("mode", ["content", "count"])
+@pytest.mark.parametrize(("pattern", "path", "lines"), CASES)
+async def test_ripgrep_finds_in_one_legacy_file_what_the_walk_finds(
+    root: Path, mode: str, pattern: str, path: str, lines: int
+) -> None:
+    arguments: dict[str, Any] = {"pattern": pattern, "path": path, "output_mode": mode}
+    if mode == "content":
+        arguments["before"] = 1
+    engine = await grep(root, ripgrep=True, **arguments)
+    assert engine == await grep(root, ripgrep=False, **arguments)
+    found = len(engine["matches"]) if mode == "content" else engine["files"][0]["count"]
+    assert found == lines
+
+
+@pytest.mark.parametrize(
+    ("data", "given"),
+    [
+        ("café\n".encode(), True),
+        (codecs.BOM_UTF8 + "café\n".encode(), True),
+        (codecs.BOM_UTF16_LE + "café\n".encode("utf-16-le"), True),
+        (codecs.BOM_UTF32_LE + "café\n".encode("utf-32-le"), False),
+        ("café\n".encode("cp1252"), False),
+        ("café\n".encode()[:-2], False),  # cut within a character
+        (b"caf\n" + b"ok\n" * (1 << 19) + b"\xe9\n", True),  # past the bytes that tell
+    ],
+)
+async def test_the_engine_gives_the_lines_of_files_it_reads_as_ctxfs_does(
+    tmp_path: Path, data: bytes, given: bool
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "file.txt").write_bytes(data)
+    backend = LocalBackend(root, state_dir=tmp_path / "state")
+    async with Fs(backend, load_entrypoints=False) as fs:
+        search = LineSearch(paths=("file.txt",), pattern="caf")
+        found = await fs.context(owner="agent").fs.search_lines(search)
+    assert found is not None
+    assert ("file.txt" in found.lines) is given
