@@ -48,6 +48,7 @@ class AzureStore(ObjectStore):
         self.fs = fs
         self.container = container
         self.name = f"az://{container}"
+        self.service = fs.service_client.url  # (the account's: containers are named within it)
         self._once: dict[str, Any] = {"retry_total": 0}
         """Per-call SDK options: the backend retries, boundedly, and checks what a retry finds;
         a connection is awaited no longer than its deadline (:mod:`ctxfs.remote.retry`)."""

@@ -143,7 +143,9 @@ class ObjectStoreBackend(Backend):
         self.retrying = Retries(retries=retries, deadline=deadline)
         self.store = store
         self.keys = keys
-        self.root_identity = f"{store.name}/{keys.prefix}"
+        self.root_identity = " on ".join(
+            filter(None, (f"{store.name}/{keys.prefix}", store.service))
+        )
         self.require_global_cas = require_global_cas
         self._max_cas_size = max_cas_size if max_cas_size is not None else store.max_cas_size
         self._probe_wanted = probe or require_global_cas

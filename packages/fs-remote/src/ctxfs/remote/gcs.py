@@ -65,6 +65,7 @@ class GcsStore(ObjectStore):
         self.fs = fs
         self.bucket = bucket
         self.name = f"gs://{bucket}"
+        self.service = fs.base
         self.connect_timeout = connect_timeout
         """Seconds to wait for a connection (the retry deadline: :mod:`ctxfs.remote.retry`)."""
         self._session: aiohttp.ClientSession | None = None

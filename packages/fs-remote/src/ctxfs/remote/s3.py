@@ -53,6 +53,7 @@ class S3Store(ObjectStore):
         self.fs = fs
         self.bucket = bucket
         self.name = f"s3://{bucket}"
+        self.service = fs.endpoint_url or ""  # (AWS's own: its buckets' names are global)
         self._clients: dict[int, Any] = {}  # the clients s3fs gave, to be closed
         self._closed = False  # (s3fs then holds a closed client: a new one is asked for)
 

@@ -65,6 +65,9 @@ class ObjectStore(ABC):
 
     Attributes:
         name: The URL of the store, for messages (``s3://bucket``).
+        service: Where the store is served, where stores of one name may differ (an endpoint,
+            an account's URL; empty: the one service of that name). With the name and the
+            prefix, it names the backend's root (:attr:`~ctxfs.core.Backend.root_identity`).
         scope: How far the store enforces conditions when it honours them
             (``GLOBAL`` for a real store; the probe checks it).
         max_cas_size: The largest body one conditional write can carry.
@@ -72,6 +75,7 @@ class ObjectStore(ABC):
     """
 
     name: str
+    service: str = ""
     scope: CasScope = CasScope.GLOBAL
     max_cas_size: int | None = None
 

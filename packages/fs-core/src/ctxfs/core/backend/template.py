@@ -52,8 +52,8 @@ class Backend(AsyncResource):
         """What this backend can do (a property or a class attribute)."""
 
     root_identity: str | None = None
-    """What names the root wherever it is reached from, where known (fs-local: its filesystem and
-    inode, which a rename keeps); an owner's steps made under another root are not undone here."""
+    """What names the root wherever reached from, where known (fs-local: filesystem and inode; a
+    store: service, name, prefix); an owner's steps made under another root are not undone here."""
 
     # -- the public contract: shared checks, then the primitive --------------------------------
 

@@ -97,6 +97,7 @@ class SftpBackend(Backend):
         self.client = SftpClient(
             host, root, port=port, username=username, connect_options=options, retrying=retrying
         )
+        self.root_identity = self.client.name
         self.leases = Leases(
             owner=f"{socket.gethostname()}:{os.getpid()}", lease=lease, timeout=lock_timeout
         )
