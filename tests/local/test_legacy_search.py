@@ -1,9 +1,10 @@
-"""A file of text that is not UTF-8 is searched as ctxfs reads it, with ripgrep as without.
+"""Text that is not UTF-8 is searched as ctxfs reads it, with ripgrep as without.
 
-Ripgrep reads bytes as UTF-8; ctxfs reads a file in its legacy encoding (detected, or
-named by ``encoding_overrides``), so ripgrep gives no lines of such a file. Each case greps
-one file with ripgrep and with the walk (``ripgrep=False``) and compares the results; each
-also says what must be found, so that two answers equally wrong fail.
+Ripgrep reads bytes as UTF-8; ctxfs reads a file in its legacy encoding (detected, or named
+by ``encoding_overrides``). Ripgrep gives no lines of such a file; in a directory, it leaves
+such files to ctxfs where the Fs names encodings, or the pattern characters beyond ASCII.
+Each case greps with ripgrep and with the walk (``ripgrep=False``) and compares the results;
+each also says what must be found, so that two answers equally wrong fail.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from ctxfs.core import Fs, LineSearch, TextOptions
+from ctxfs.core import FileSearch, Fs, LineSearch, TextOptions
+from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
-from ctxfs.local.ripgrep import find_ripgrep
+from ctxfs.local.ripgrep import NOT_UTF8, Ripgrep, find_ripgrep
 from ctxfs.tools import FsToolset
 from tests.tools.conftest import skip_without_ripgrep
 
@@ -49,10 +51,18 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-async def grep(root: Path, *, ripgrep: bool, **arguments: Any) -> dict[str, Any]:
+async def grep(
+    root: Path,
+    *,
+    ripgrep: bool,
+    overrides: dict[str, str] = OVERRIDES,
+    deny: tuple[str, ...] = (),
+    **arguments: Any,
+) -> dict[str, Any]:
     backend = LocalBackend(root, state_dir=f"{root}.state", ripgrep=ripgrep)
-    options = TextOptions(encoding_overrides=OVERRIDES)
-    async with Fs(backend, load_entrypoints=False, text_options=options) as fs:
+    options = TextOptions(encoding_overrides=overrides)
+    plugins = [PathRules(deny=deny)]
+    async with Fs(backend, load_entrypoints=False, text_options=options, plugins=plugins) as fs:
         found = await FsToolset().execute(fs.context(owner="agent"), "grep", arguments)
     assert found.error_code is None, found.text
     return found.structured
@@ -83,6 +93,71 @@ async def test_ripgrep_finds_in_one_legacy_file_what_the_walk_finds(
     assert engine == await grep(root, ripgrep=False, **arguments)
     found = len(engine["matches"]) if mode == "content" else engine["files"][0]["count"]
     assert found == lines
+
+
+DIRECTORY_CASES: list[tuple[str, str, dict[str, str], set[str]]] = [
+    # pattern, the directory, the Fs's overrides, the files that must hold a match
+    ("café", "", OVERRIDES, {*FILES} - {"docs/sjis.txt"}),
+    ("café", "docs", {}, {"docs/utf8.txt", "docs/damaged.txt"}),  # (latin.txt: too short to tell)
+    ("表示", "", {}, {"docs/sjis.txt"}),
+    ("world", "", OVERRIDES, {"mainframe/ebcdic.txt"}),
+    (r"^h\w+o\b", "mainframe", OVERRIDES, {"mainframe/ebcdic.txt"}),
+    ("rien", "", OVERRIDES, {"docs/latin.txt"}),
+]
+
+
+@pytest.mark.parametrize("mode", ["content", "count", "files_with_matches"])
+@pytest.mark.parametrize(("pattern", "path", "overrides", "holding"), DIRECTORY_CASES)
+async def test_ripgrep_finds_in_a_directory_of_legacy_text_what_the_walk_finds(
+    root: Path, mode: str, pattern: str, path: str, overrides: dict[str, str], holding: set[str]
+) -> None:
+    arguments: dict[str, Any] = {"pattern": pattern, "path": path, "output_mode": mode}
+    if mode == "content":
+        arguments["context"] = 1
+    engine = await grep(root, ripgrep=True, overrides=overrides, **arguments)
+    assert engine == await grep(root, ripgrep=False, overrides=overrides, **arguments)
+    if mode == "content":
+        assert {hit["path"] for hit in engine["matches"]} == holding
+    else:
+        assert {entry["path"] for entry in engine["files"]} == holding
+
+
+async def test_a_legacy_file_a_policy_hides_stays_hidden(root: Path) -> None:
+    (root / "secret").mkdir()
+    (root / "secret" / "latin.txt").write_bytes("secret café\n".encode("cp1252"))
+    arguments: dict[str, Any] = {"pattern": "café", "output_mode": "count"}
+    denied = await grep(root, ripgrep=True, deny=("secret",), **arguments)
+    assert {entry["path"] for entry in denied["files"]} == {*FILES} - {"docs/sjis.txt"}
+    assert denied["files_skipped"] == 0  # (not even as a file refused)
+    shown = await grep(root, ripgrep=True, **arguments)
+    assert "secret/latin.txt" in {entry["path"] for entry in shown["files"]}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "overrides", "runs"),
+    [
+        ("caf", {}, ["asked"]),
+        ("café", {}, ["asked", "not UTF-8"]),
+        ("caf", OVERRIDES, ["asked", "not UTF-8"]),
+    ],
+)
+async def test_only_a_search_that_may_meet_legacy_text_looks_for_it(
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pattern: str,
+    overrides: dict[str, str],
+    runs: list[str],
+) -> None:
+    searched: list[FileSearch] = []
+    search = Ripgrep.search
+
+    async def recorded(self: Ripgrep, *args: Any, **options: Any) -> Any:
+        searched.append(args[-1])
+        return await search(self, *args, **options)
+
+    monkeypatch.setattr(Ripgrep, "search", recorded)
+    await grep(root, ripgrep=True, overrides=overrides, pattern=pattern, output_mode="count")
+    assert sorted("not UTF-8" if run.pattern == NOT_UTF8 else "asked" for run in searched) == runs
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio.lowlevel
@@ -101,31 +102,41 @@ async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None
             return found
         hides, spelled_at = opened_fs.hooks.hides, report.op.path
 
-        def spellings() -> tuple[dict[str, tuple[str, int]], list[str]]:
-            spelled = _spelled(found, spelled_at, resolved)
-            both = [p for path, (real, _) in spelled.items() for p in (path, real)] if hides else []
-            return spelled, both
+        def spellings() -> tuple[_Spelled, _Spelled, list[str]]:
+            spelled = _spelled(found.counts, spelled_at, resolved)
+            unsearched = _spelled(dict.fromkeys(found.unsearched, 0), spelled_at, resolved)
+            every = [*spelled.items(), *unsearched.items()] if hides else []
+            return spelled, unsearched, [p for path, (real, _) in every for p in (path, real)]
 
-        spelled, every = await listing_work(len(found.counts), spellings)
+        size = len(found.counts) + len(found.unsearched)
+        spelled, unsearched, every = await listing_work(size, spellings)
         hidden = await opened_fs.hooks.hidden(ctx, every) if every else set()
 
-        def unhidden() -> dict[str, int]:
+        def unhidden(spelled: _Spelled) -> dict[str, int]:
             return {
                 path: count
                 for path, (real, count) in spelled.items()
                 if path not in hidden and real not in hidden
             }
 
-        return replace(found, counts=await listing_work(len(spelled), unhidden))
+        return replace(
+            found,
+            counts=await listing_work(len(spelled), partial(unhidden, spelled)),
+            unsearched=frozenset(unhidden(unsearched)),
+        )
 
 
-def _spelled(found: FileMatches, path: str, resolved: str) -> dict[str, tuple[str, int]]:
-    """Each path of *found* (below *resolved*) spelled below *path*: its path found, its count."""
+_Spelled = dict[str, tuple[str, int]]
+"""Paths as the caller spells them, each with the path found and its count."""
+
+
+def _spelled(counts: dict[str, int], path: str, resolved: str) -> _Spelled:
+    """Each path of *counts* (below *resolved*) spelled below *path*: its path found, its count."""
     if path == resolved:  # no link on the way: every path is spelled as found
-        return {found_path: (found_path, count) for found_path, count in found.counts.items()}
+        return {found_path: (found_path, count) for found_path, count in counts.items()}
     return {
         join_path(path, relative_to(found_path, resolved)): (found_path, count)
-        for found_path, count in found.counts.items()
+        for found_path, count in counts.items()
     }
 
 

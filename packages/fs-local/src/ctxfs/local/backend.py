@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Final, Self, TypeVar, TypeVarTuple
 from urllib.parse import urlsplit
 
+import anyio
 from anyio.to_thread import run_sync
 
 from ctxfs.core import FsError, InvalidArgument, Stale
@@ -47,7 +48,7 @@ from ctxfs.local.answers import RecentAnswers
 from ctxfs.local.flocks import LockDirectory, default_state_dir, unusable_state_dir
 from ctxfs.local.listing import DirectoryNames
 from ctxfs.local.resolve import choose_resolver
-from ctxfs.local.ripgrep import find_ripgrep
+from ctxfs.local.ripgrep import NOT_UTF8, Ripgrep, find_ripgrep
 from ctxfs.local.root import DIR_FLAGS, TEMP_PREFIX, RootDirectory, Seen
 from ctxfs.local.update import LockedUpdate
 
@@ -92,8 +93,9 @@ class LocalBackend(Backend):
             thread.
         ripgrep: Search with ripgrep (:mod:`ctxfs.local.ripgrep`), confined to the root by
             Landlock, where both are available; else searches walk and read through the backend.
-            Ripgrep counts a directory's files as UTF-8 bytes: for a tree of legacy text
-            (cp1252, EBCDIC), pass False to search each file in its encoding.
+            Ripgrep reads bytes as UTF-8: files that are not are left to ctxfs where it may
+            matter (:meth:`search_files`); for a tree of legacy text searched with ASCII
+            patterns too, pass False (or name its encodings: ``encoding_overrides``).
 
     """
 
@@ -265,32 +267,81 @@ class LocalBackend(Backend):
     async def search_files(self, search: FileSearch) -> FileMatches | None:
         """Ripgrep's answer, confined by Landlock (None where either is missing).
 
-        Asked again while nothing below the directory has changed (the next page), the answer is
-        given again without a search. Files with other names are left out unless they may be read.
+        Ripgrep reads bytes as UTF-8. For a search that may find text beyond ASCII (a pattern
+        naming such characters, a caller with ``legacy_text``), a second run beside it names
+        the files that are not UTF-8, left to the caller (:attr:`~FileMatches.unsearched`).
+        Asked again while nothing below the directory has changed (the next page), an answer
+        is given again without a search. Files with other names are left out unless they may
+        be read.
         """
         # the first call runs the binary once (what it loads): not on the event loop
         engine = await run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
-        found = None
-        if self.answers.holds(search):
-            found = await run_sync(self.answers.recall, self.root_fd, search)
-        if found is None:
-            since_ns = self.answers.started()
-            directory_fd = await run_sync(self._searched_directory, search.path)
-            try:
-                found = await engine.search(
-                    self.root, self.root_fd, search, directory_fd=directory_fd
+        questions = [search]
+        if search.pattern is not None and (search.legacy_text or not search.pattern.isascii()):
+            # (a pattern in ripgrep's syntax: this question never leaves fs-local)
+            questions.append(
+                replace(
+                    search, pattern=NOT_UTF8, ignore_case=False, multiline=False, found_so_far=None
                 )
-            finally:
-                if directory_fd is not None:
-                    os.close(directory_fd)
-            if found is not None:
-                self.answers.remember(search, found, since_ns=since_ns)
-        if found is None or self.root_dir.read_hard_links or search.pattern is None:
+            )
+        answers = await self._answers(engine, questions)
+        found = answers[0]
+        if found is None or None in answers:
+            return None
+        if len(answers) > 1 and (not_utf8 := answers[1]) is not None:
+            unsearched = frozenset(not_utf8.counts)
+            found = replace(
+                found,
+                counts={path: n for path, n in found.counts.items() if path not in unsearched},
+                unsearched=unsearched,
+                complete=found.complete and not_utf8.complete,
+            )
+        if self.root_dir.read_hard_links or search.pattern is None:
             return found
         counts, linked = await run_sync(_single_named, self.root_fd, found.counts)
         return replace(found, counts=counts, skipped={"hard_linked": linked} if linked else {})
+
+    async def _answers(
+        self, engine: Ripgrep, questions: list[FileSearch]
+    ) -> list[FileMatches | None]:
+        """Ripgrep's answer to each of *questions* (one directory's), run side by side.
+
+        An answer kept from before is given again while nothing it covers has changed.
+        """
+        directory_fd = await run_sync(self._searched_directory, questions[0].path)
+        answers: list[FileMatches | BaseException | None] = [None] * len(questions)
+
+        async def answer(index: int) -> None:
+            question = questions[index]
+            try:
+                found = None
+                if self.answers.holds(question):
+                    found = await run_sync(self.answers.recall, self.root_fd, question)
+                if found is None:
+                    since_ns = self.answers.started()
+                    found = await engine.search(
+                        self.root, self.root_fd, question, directory_fd=directory_fd
+                    )
+                    if found is not None:
+                        self.answers.remember(question, found, since_ns=since_ns)
+                answers[index] = found
+            except Exception as error:  # raised below as it is, not in an exception group
+                answers[index] = error
+
+        try:
+            async with anyio.create_task_group() as side_by_side:
+                for index in range(1, len(questions)):
+                    side_by_side.start_soon(answer, index)
+                await answer(0)
+        finally:
+            if directory_fd is not None:
+                os.close(directory_fd)
+        for answered in answers:
+            if isinstance(answered, BaseException):
+                raise answered
+        return [answered for answered in answers if not isinstance(answered, BaseException)]
 
     def _searched_directory(self, path: str) -> int | None:
         """Directory *path* open (as judged, if it was), for ripgrep to read only beneath it.

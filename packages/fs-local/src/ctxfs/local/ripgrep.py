@@ -32,7 +32,7 @@ from ctxfs.core.kit import IGNORE_FILES, RESERVED_PREFIX, listing_work
 from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
 from ctxfs.local.longlines import cut_lines
 
-__all__ = ["Ripgrep", "find_ripgrep"]
+__all__ = ["NOT_UTF8", "Ripgrep", "find_ripgrep"]
 
 _LIBRARY: Final = re.compile(rb"(/\S+) \(0x[0-9a-f]+\)")
 _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
@@ -43,6 +43,40 @@ _ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
 """The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
 _STEP: Final = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+_TAIL: Final = r"[\x80-\xBF]"
+_NO_TAIL: Final = r"(?:[^\x80-\xBF]|$)"
+_UTF8_CHARACTER: Final = (  # a character's bytes (RFC 3629): ASCII, then 2, 3 and 4 bytes long
+    r"[\x00-\x7F]",
+    rf"[\xC2-\xDF]{_TAIL}",
+    rf"\xE0[\xA0-\xBF]{_TAIL}",
+    rf"[\xE1-\xEC\xEE\xEF]{_TAIL}{_TAIL}",
+    rf"\xED[\x80-\x9F]{_TAIL}",
+    rf"\xF0[\x90-\xBF]{_TAIL}{_TAIL}",
+    rf"[\xF1-\xF3]{_TAIL}{_TAIL}{_TAIL}",
+    rf"\xF4[\x80-\x8F]{_TAIL}{_TAIL}",
+)
+_NO_UTF8_CHARACTER: Final = (  # bytes where a character begins that begin no character's bytes
+    r"[\x80-\xC1\xF5-\xFF]",
+    rf"[\xC2-\xDF]{_NO_TAIL}",
+    r"\xE0(?:[^\xA0-\xBF]|$)",
+    rf"\xE0[\xA0-\xBF]{_NO_TAIL}",
+    rf"[\xE1-\xEC\xEE\xEF]{_NO_TAIL}",
+    rf"[\xE1-\xEC\xEE\xEF]{_TAIL}{_NO_TAIL}",
+    r"\xED(?:[^\x80-\x9F]|$)",
+    rf"\xED[\x80-\x9F]{_NO_TAIL}",
+    r"\xF0(?:[^\x90-\xBF]|$)",
+    rf"\xF0[\x90-\xBF]{_NO_TAIL}",
+    rf"\xF0[\x90-\xBF]{_TAIL}{_NO_TAIL}",
+    rf"[\xF1-\xF3]{_NO_TAIL}",
+    rf"[\xF1-\xF3]{_TAIL}{_NO_TAIL}",
+    rf"[\xF1-\xF3]{_TAIL}{_TAIL}{_NO_TAIL}",
+    r"\xF4(?:[^\x80-\x8F]|$)",
+    rf"\xF4[\x80-\x8F]{_NO_TAIL}",
+    rf"\xF4[\x80-\x8F]{_TAIL}{_NO_TAIL}",
+)
+NOT_UTF8: Final = f"(?-u:^(?:{'|'.join(_UTF8_CHARACTER)})*(?:{'|'.join(_NO_UTF8_CHARACTER)}))"
+"""A line that is not UTF-8, in ripgrep's syntax (bytes): its longest UTF-8 start, then bytes
+that begin no character."""
 
 
 @functools.cache

@@ -39,6 +39,9 @@ class FileSearch:
     never fewer."""
     seconds: float | None = None
     """Stop after this long; the answer then covers what was searched (``complete`` False)."""
+    legacy_text: bool = False
+    """The caller reads some files in a legacy encoding (``encoding_overrides``): an engine that
+    reads bytes as UTF-8 leaves the files that are not to it (:attr:`FileMatches.unsearched`)."""
     found_so_far: Callable[[int], None] | None = field(default=None, compare=False)
     """Told, from any thread, how many files the engine has found so far (the progress
     of a long search)."""
@@ -112,3 +115,6 @@ class FileMatches:
     """False when the search stopped at its time limit."""
     skipped: dict[str, int] = field(default_factory=dict)
     """Files the engine found but left out, by reason (``hard_linked``, ...)."""
+    unsearched: frozenset[str] = frozenset()
+    """Files the engine found but does not read as the caller does (text that is not UTF-8):
+    not in :attr:`counts`, they are for the caller to search."""

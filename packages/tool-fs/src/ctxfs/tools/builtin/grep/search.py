@@ -94,7 +94,7 @@ async def grep(ctx: Context, query: GrepQuery) -> Grep:
 
 async def _engine_counts(ctx: Context, query: GrepQuery, root: str) -> FileMatches | None:
     """The backend engine's files and counts, telling the caller how far it is meanwhile."""
-    search, progress = _file_search(query, root), query.progress
+    search, progress = _file_search(ctx, query, root), query.progress
     if progress is None:
         return await ctx.fs.search_files(search)
     found = [0]  # written by the engine's thread, read here
@@ -160,7 +160,7 @@ async def _searched(
         raise query.pattern.too_slow(slow.path, slow.number) from None
 
 
-def _file_search(query: GrepQuery, root: str) -> FileSearch:
+def _file_search(ctx: Context, query: GrepQuery, root: str) -> FileSearch:
     """What a backend's own engine is asked for *query*."""
     return FileSearch(
         path=root,
@@ -173,6 +173,7 @@ def _file_search(query: GrepQuery, root: str) -> FileSearch:
         names=query.names,
         glob=None if query.glob is None else query.glob.pattern,
         seconds=query.seconds,
+        legacy_text=bool(ctx.opened_fs.text_options.encoding_overrides),
     )
 
 
@@ -181,12 +182,18 @@ async def _from_counts(
 ) -> Grep | None:
     """The result from a backend engine's counts per file; None where they prove wrong.
 
-    Only the files the page falls in are searched: in the lines the engine gives of
-    them (each authorized like a read), or, for a file it leaves out, through ``ctx.fs``.
-    Where that search finds fewer lines than the counts promise the page (a file that
-    cannot be read here, a line the engine splits otherwise), the counts are not used.
+    The files the engine left unsearched are counted here first. Only the files the page
+    falls in are then searched: in the lines the engine gives of them (each authorized like
+    a read), or, for a file it leaves out, through ``ctx.fs``. Where that search finds fewer
+    lines than the counts promise the page (a file that cannot be read here, a line the
+    engine splits otherwise), the counts are not used.
     """
     keep = query.file_filter
+    here = await _counted_here(
+        ctx,
+        query,
+        [path for path in matches.unsearched if keep is None or keep(relative_to(path, root))],
+    )
 
     def kept() -> tuple[dict[str, int], list[str]]:
         counts = {
@@ -194,15 +201,16 @@ async def _from_counts(
             for path, count in matches.counts.items()
             if keep is None or keep(relative_to(path, root))
         }
+        counts.update((counted.path, counted.count) for counted in here.files)
         return counts, sorted(counts)
 
     counts, ordered = await listing_work(len(matches.counts), kept)
     found = Grep(
-        files_searched=matches.searched,
+        files_searched=max(0, matches.searched - len(matches.unsearched)) + here.files_searched,
         lines_matched=sum(counts.values()),
-        timed_out=not matches.complete,
-        complete=matches.complete,
-        skipped=Counter(matches.skipped),
+        timed_out=not matches.complete or here.timed_out,
+        complete=matches.complete and not here.timed_out,
+        skipped=Counter(matches.skipped) + here.skipped,
     )
     page = query.page
     if query.mode is not OutputMode.CONTENT:
@@ -221,7 +229,7 @@ async def _from_counts(
     if base is None:
         return found
     shifted = replace(query, page=Page(first=page.first - base, count=page.count), memo=None)
-    given = await _engine_lines(ctx, shifted, wanted)
+    given = await _engine_lines(ctx, shifted, [p for p in wanted if p not in matches.unsearched])
     local = Grep()
     files = [Stat(path=path, kind=FileKind.FILE) for path in wanted]
     await _searched(ctx, shifted, local, files, given=given)
@@ -230,6 +238,17 @@ async def _from_counts(
         return None
     found.hits, found.skipped = local.hits, found.skipped + local.skipped
     found.timed_out = found.timed_out or local.timed_out
+    return found
+
+
+async def _counted_here(ctx: Context, query: GrepQuery, paths: list[str]) -> Grep:
+    """The matching lines of each of *paths* that holds one, counted here (``files``)."""
+    found = Grep()
+    if paths:
+        page = Page(first=1, count=len(paths))
+        counting = replace(query, mode=OutputMode.COUNT, page=page, memo=None)
+        files = [Stat(path=path, kind=FileKind.FILE) for path in sorted(paths)]
+        await _searched(ctx, counting, found, files)
     return found
 
 
