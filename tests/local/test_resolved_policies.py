@@ -74,6 +74,38 @@ async def test_a_link_into_a_denied_area_is_denied(
     assert not (root / "secrets" / "planted").exists()
 
 
+@pytest.mark.parametrize("tool", ["read", "write"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "slink/key/x",  # a file there: not "not a directory"
+        "slink/missing/x",
+        "keylink/x",
+        "dangling",  # a link to where nothing is: not "not found"
+        "dangling/x",
+        "loop/x",  # a loop there: not "links loop"
+    ],
+)
+async def test_a_path_that_stops_resolving_in_a_denied_area_is_denied(
+    fs: Fs, tools: FsToolset, root: Path, tool: str, path: str
+) -> None:
+    os.symlink("secrets/key", root / "keylink")
+    os.symlink("secrets/missing", root / "dangling")
+    os.symlink("loop", root / "secrets" / "loop")
+    os.symlink("secrets/loop", root / "loop")
+    arguments = {"file_path": path} | ({"content": "x\n"} if tool == "write" else {})
+    result = await call(fs, tools, tool, **arguments)
+    assert result.error_code is ErrorCode.DENIED, result.text
+    assert sorted(os.listdir(root / "secrets")) == ["key", "loop"]
+
+
+async def test_a_link_to_where_nothing_is_elsewhere_says_so(
+    fs: Fs, tools: FsToolset, root: Path
+) -> None:
+    os.symlink("notes/missing", root / "dangling")
+    assert (await call(fs, tools, "read", file_path="dangling")).error_code is ErrorCode.NOT_FOUND
+
+
 async def test_denied_names_and_links_to_them_are_neither_listed_nor_searched(
     fs: Fs, tools: FsToolset
 ) -> None:

@@ -11,13 +11,24 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import posixpath
 import stat
 from collections.abc import Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ctxfs.core import Denied, FsError, IsADirectory, NotARegularFile, NotFound, Unavailable
+from ctxfs.core import (
+    Denied,
+    FsError,
+    InvalidPath,
+    IsADirectory,
+    NotADirectory,
+    NotARegularFile,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+)
 from ctxfs.core.kit import (
     MAX_PATH_BYTES,
     FileKind,
@@ -224,11 +235,14 @@ class RootDirectory:
         except FsError:
             return False
 
-    def locate(self, path: str) -> Location:
-        """Resolve *path* as far as it exists; the rest is kept as spelled.
+    def locate(self, path: str, *, hops: int = 0) -> Location:
+        """Resolve *path* as far as it opens; the rest is kept as spelled.
 
         The key is the absolute path that gives, the same for every spelling and
-        every root above the file, before and after a create makes its parents.
+        every root above the file, before and after a create makes its parents. What
+        stops the resolution (a file, a loop, a directory that may not be entered) is
+        told by the call itself, once the policies have judged where it leads; a link
+        that leads nowhere leads to where its target would be.
 
         Raises:
             InvalidPath: That absolute path is longer than ``PATH_MAX`` holds.
@@ -238,12 +252,17 @@ class RootDirectory:
         for depth in range(len(parts), -1, -1):
             try:
                 fd = self._open("/".join(parts[:depth]), os.O_PATH)
-            except NotFound:
+            except (NotFound, NotADirectory, InvalidPath, PermissionDenied):
                 continue
             try:
                 real = self.real(fd, path)
+                target = _link_target(fd, parts[depth]) if depth < len(parts) else None
             finally:
                 os.close(fd)
+            if target is not None and hops < _MOST_HOPS and self.follow_symlinks:
+                beyond = posixpath.normpath(posixpath.join(real, target, *parts[depth + 1 :]))
+                if not beyond.startswith(("/", "../")) and beyond != "..":
+                    return self.locate("" if beyond == "." else beyond, hops=hops + 1)
             rest = "/".join(parts[depth:])
             resolved = join_path(real, rest) if rest else real
             key = os.path.join(self.text, resolved) if resolved else self.text
@@ -325,6 +344,8 @@ class RootDirectory:
         except FsError as error:
             if entry is not None:
                 self._check_still_judged(entry)  # (an error must not tell what lies elsewhere)
+                if isinstance(error, NotADirectory):  # (said of the entry asked for)
+                    raise translate(OSError(errno.ENOTDIR, error.message), entry) from error
             if not isinstance(error, NotFound) or not create or not path:
                 raise
         parts = path.split("/")
@@ -396,3 +417,15 @@ class RootDirectory:
             hint=f"Change the file the link points to ({target}) instead.",
             details={"symlink_target": target},
         )
+
+
+_MOST_HOPS: Final = 40
+"""Links that lead nowhere :meth:`RootDirectory.locate` follows in turn, at most (as the kernel)."""
+
+
+def _link_target(directory_fd: int, name: str) -> str | None:
+    """The target of the link *name* in the directory open at *directory_fd*; None: no link."""
+    try:
+        return os.readlink(name, dir_fd=directory_fd)
+    except OSError:  # no such entry, or not a link
+        return None
