@@ -23,9 +23,11 @@ import pytest
 from ctxfs.core import (
     Context,
     ErrorCode,
+    FileSearch,
     Fs,
     FsError,
     InvalidPath,
+    LineSearch,
     MemoryBackend,
     NotARegularFile,
 )
@@ -481,6 +483,9 @@ async def test_54_a_deleted_root_is_an_error_and_is_never_recreated(
         ctx.fs.edit("a.txt", "alpha", "beta"),
         ctx.fs.delete("a.txt"),
         ctx.fs.list(),
+        ctx.fs.search_files(FileSearch(path="", pattern="alpha")),  # (ripgrep's, where it runs)
+        ctx.fs.search_files(FileSearch(path="", pattern=None)),
+        ctx.fs.search_lines(LineSearch(paths=("a.txt",), pattern="alpha")),
     )
     for attempt_op in attempts:
         with pytest.raises(FsError) as caught:

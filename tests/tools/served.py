@@ -90,6 +90,8 @@ class Served:
     process: subprocess.Popen[str]
     banner: list[str]
     """The ``serving`` line and the one after it."""
+    said: str = ""
+    """What it wrote on stderr after the banner, once stopped (the block has ended)."""
 
     def next_line(self) -> str:
         """The next line the server writes on stderr."""
@@ -126,10 +128,12 @@ def serve_http(
         if not line:
             break
         banner.append(line.rstrip("\n"))
+    served = Served(url=f"http://{host}:{port}/mcp", process=process, banner=banner)
     try:
-        yield Served(url=f"http://{host}:{port}/mcp", process=process, banner=banner)
+        yield served
     finally:
         out, said = stopped(process)
+        served.said = said
     assert out == "", "nothing but MCP may reach stdout"
     assert "killed workers" not in said, said  # (they should have ended when told)
 

@@ -94,6 +94,13 @@ def test_call_grep_with_a_catastrophic_pattern_fails_instead_of_hanging(tmp_path
             "no installed package provides the 'nosuch' scheme",
         ),
         (["serve", "--root", "{root}", "--plugin", "no.such.module:thing"], "cannot load plugin"),
+        *(
+            (
+                ["serve", "--root", "{root}", "--transport", "http", "--workers", "2", option],
+                f"{option.partition('=')[0]} memory:// is each worker's own",
+            )
+            for option in ("--observations=memory://", "--sessions=MEMORY://shared")
+        ),
     ],
 )
 def test_usage_errors_are_one_line_and_status_2(
@@ -265,6 +272,42 @@ def test_a_result_that_cannot_be_written_is_a_one_line_error(
     )
     assert done.returncode == 1
     assert done.stderr.decode() == f"ctxfs: cannot write the result: {why}\n"
+
+
+def test_a_call_with_stderr_closed_answers_on_stdout_alone(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x\n")
+    call = [CTXFS, "call", "--root", str(tmp_path)]
+    done = subprocess.run(
+        ["/bin/sh", "-c", 'exec "$@" 2>&-', "sh", *call, "read", '{"file_path": "a.txt"}'],
+        capture_output=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, b"1 x\n(end of file; lines 1-1 of 1)\n")
+    refused = subprocess.run(
+        ["/bin/sh", "-c", 'exec "$@" 2>&-', "sh", *call, "read", "not json"],
+        capture_output=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert (refused.returncode, refused.stdout) == (2, b"")  # (the why goes nowhere, not stdout)
+
+
+@pytest.mark.parametrize("closed", ["<&-", ">&-"])
+def test_serve_with_a_standard_stream_closed_ends_without_a_traceback(
+    tmp_path: Path, closed: str
+) -> None:
+    serve = [CTXFS, "serve", "--root", str(tmp_path)]
+    done = subprocess.run(
+        ["/bin/sh", "-c", f'exec "$@" {closed}', "sh", *serve],
+        input=b"", capture_output=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert done.returncode == 0
+
+
+def test_the_demo_with_stdout_closed_is_a_one_line_error() -> None:
+    done = subprocess.run(
+        ["/bin/sh", "-c", 'exec "$@" >&-', "sh", CTXFS, "demo"],
+        capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (1, b"ctxfs: cannot show the demo: stdout is closed\n")
 
 
 def test_root_expands_the_home_directory_and_variables(

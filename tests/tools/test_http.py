@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -451,6 +452,7 @@ BAD_TOKEN_FILES = {
     "S3cret+Tok/0123456789= alice\n": "line 1: the principal is no name",  # swapped
     "alice same-token-0123456789\nbob same-token-0123456789\n": "the token of line 1 again",
     "# nothing but comments\n\n": "holds no `principal token` line",
+    "alice secret-token-0123456789\u2028bob other-token-0123456789\n": "got 4 fields",
 }
 
 
@@ -489,6 +491,29 @@ async def test_no_auth_is_loud_and_takes_requests_without_a_token(workspace: Pat
         assert "WARNING --no-auth" in served.banner[1]
         async with Client(served.url) as anonymous:
             assert code_of(await anonymous.call_tool("read", {"file_path": "notes.md"})) is None
+
+
+def test_a_client_gone_before_its_body_ends_is_no_error(workspace: Path, tmp_path: Path) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    with serve_http("--root", str(workspace), "--token-file", str(token_file(tmp_path))) as served:
+        host, port = served.url.removeprefix("http://").partition("/")[0].split(":")
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Authorization: Bearer {TOKENS['alice']}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        for cut in (1, len(body) // 2):
+            with socket.create_connection((host, int(port))) as gone:
+                gone.sendall(head.encode() + body[:-cut])
+            time.sleep(0.2)
+    assert "Traceback" not in served.said
+    assert "ERROR" not in served.said
+
+
+def test_a_token_file_an_editor_began_with_a_bom_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_bytes(b"\xef\xbb\xbfalice secret-token-0123456789\r\nbob other-token-0123456789\r\n")
+    assert Tokens.read(path).principals == ["alice", "bob"]
 
 
 def test_tokens_are_compared_whole_and_name_their_principal() -> None:

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -314,6 +315,56 @@ async def test_a_store_the_clients_roots_replace_closes_after_its_calls(tmp_path
         assert not (await client.call_tool("write", arguments)).is_error
     assert (first / "held.txt").read_text() == "kept\n"
     assert (second / "new.txt").read_text() == "there\n"
+
+
+async def test_a_first_root_that_cannot_be_opened_is_refused_saying_which(tmp_path: Path) -> None:
+    # A directory that is not there, named in bytes that are not UTF-8 (%FF in its URI).
+    async def listed(context: object) -> ListRootsResult:
+        del context
+        return ListRootsResult(roots=[Root(uri=FileUrl((tmp_path / "gone \udcff").as_uri()))])
+
+    async with Client(stdio(None), mode="legacy", list_roots_callback=listed) as client:
+        for _ in range(2):  # (refused, and served on)
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("read", {"file_path": "a"})
+            assert "first root" in refused.value.message
+            assert "gone \\xff" in refused.value.message
+
+
+def test_roots_that_cannot_be_read_are_refused_at_once(tmp_path: Path) -> None:
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {"roots": {}},
+                        "clientInfo": {"name": "raw", "version": "1"}}}  # fmt: skip
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "read", "arguments": {"file_path": "a"}}}  # fmt: skip
+    with subprocess.Popen(
+        [sys.executable, "-m", "ctxfs.tools.cli", "serve"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path,
+    ) as server:  # fmt: skip
+        assert server.stdin is not None
+        assert server.stdout is not None
+
+        def send(*messages: dict[str, Any]) -> None:
+            assert server.stdin is not None
+            server.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in messages))
+            server.stdin.flush()
+
+        try:
+            send(hello)
+            json.loads(server.stdout.readline())  # the handshake's answer
+            send(initialized)
+            asked = json.loads(server.stdout.readline())
+            assert asked["method"] == "roots/list"
+            roots = {"roots": [{"uri": "https://example.com/project"}]}  # (no file: URL)
+            started = time.monotonic()
+            send({"jsonrpc": "2.0", "id": asked["id"], "result": roots}, call)
+            refused = json.loads(server.stdout.readline())
+            assert time.monotonic() - started < 5  # not the wait for roots to come (10 s)
+            message = refused["error"]["message"]
+            assert message.startswith("no workspace: the client's roots cannot be read")
+        finally:
+            server.kill()
 
 
 async def test_without_root_or_client_roots_every_request_is_refused_saying_so(era: str) -> None:

@@ -5,6 +5,8 @@ The backend records every file it reads, so "no full rescan" is counted, not tim
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 
 from ctxfs.core import ABSENT, Context, Fs, MemoryBackend, Operation, hookimpl
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
+from ctxfs.tools.builtin.grep.query import PROGRESS_GAP
 
 pytestmark = pytest.mark.anyio
 
@@ -153,11 +156,30 @@ async def test_a_caller_that_asks_hears_the_search_go(ctx: Context) -> None:
     assert found.structured["total_exact"]
     assert heard
     assert {total for _, total, _ in heard} == {FILES}
-    assert heard[-1][0] == FILES
-    assert heard[-1][2] == f"{FILES} of {FILES} files searched, 399 matching lines"
+    done, _, said = heard[-1]
+    told = re.fullmatch(rf"(\d+) of {FILES} files searched, \d+ matching lines", said)
+    assert told is not None, said
+    assert int(told.group(1)) == done
     quiet: list[object] = []
     await FsToolset().execute(ctx, "grep", {"pattern": "needle"}, progress=quiet.append)  # type: ignore[arg-type]
     assert quiet == []  # a search quicker than a second says nothing
+
+
+async def test_progress_from_the_first_moment_comes_at_most_every_tenth_of_a_second(
+    ctx: Context,
+) -> None:
+    heard: list[float] = []
+
+    async def progress(done: float, total: float | None, message: str) -> None:
+        del done, total, message
+        heard.append(time.monotonic())
+
+    tools = FsToolset(ToolsetOptions(progress_seconds=0, grep_limit=1000))
+    started = time.monotonic()
+    await tools.execute(ctx, "grep", {"pattern": "needle"}, progress=progress)
+    took = time.monotonic() - started
+    assert heard
+    assert len(heard) <= 2 + took / PROGRESS_GAP  # (not one at every batch of lines)
 
 
 async def test_a_store_without_an_engine_sees_each_operation_reported_once(

@@ -246,6 +246,16 @@ def test_a_cancelled_call_is_never_answered_and_the_server_serves_on(
     assert server.stdout.read() == b""
 
 
+@pytest.mark.parametrize("request_id", [{"x": 1}, [1], None, 1.5])
+def test_a_cancel_naming_no_request_is_ignored_and_the_server_serves_on(
+    server: subprocess.Popen[bytes], request_id: object
+) -> None:
+    notification = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+    send(server, frame({**notification, "params": {"requestId": request_id}}))
+    send(server, frame(read_call(18, "small.txt")))
+    assert reply(server)["result"]["structuredContent"]["content"] == "one\ntwo\n"
+
+
 @pytest.mark.parametrize(
     "params",
     [{"arguments": {}}, {"name": 7}, {"name": "read", "arguments": []}],

@@ -278,6 +278,7 @@ class LocalBackend(Backend):
         engine = await run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
+        self.root_dir.check()  # (ripgrep starts in the root: a deleted one is said so here)
         questions = [search]
         if search.pattern is not None and (search.legacy_text or not search.pattern.isascii()):
             # (a pattern in ripgrep's syntax: this question never leaves fs-local)
@@ -365,6 +366,7 @@ class LocalBackend(Backend):
         engine = await run_sync(find_ripgrep) if self.ripgrep else None
         if engine is None:
             return None
+        self.root_dir.check()
         opened = await run_sync(_open_searchable, self.root_dir, search.paths)
         if not opened:  # none is a regular file that may be read: none to give
             return FileLines(lines={})

@@ -97,7 +97,7 @@ class Tokens:
 
         """
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8-sig")  # (an editor's BOM: not a name)
             mode = os.stat(path).st_mode
         except (OSError, UnicodeDecodeError) as error:
             raise TokenFileError(f"cannot read the token file {path}: {error}") from None
@@ -105,7 +105,7 @@ class Tokens:
             log.warning("the token file %s can be read by other users (chmod 600 it)", path)
         pairs: list[tuple[str, str]] = []
         seen: dict[str, int] = {}
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(text.split("\n"), start=1):  # (only \n ends a line)
             fields = line.split()
             if not fields or fields[0].startswith("#"):
                 continue

@@ -59,6 +59,8 @@ class OneMessage:
                 break
             size += len(message.get("body", b""))
             more = message.get("more_body", False)
+        if received[-1]["type"] == "http.disconnect":
+            return  # the client left before its body ended: no one to answer
         if not more and size <= self.max_body_bytes:
             refusal = _refusal(b"".join(m.get("body", b"") for m in received))
             if refusal is not None:

@@ -22,9 +22,11 @@ from anyio.abc import AsyncResource
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import ListRootsRequest, ListRootsResult, NotificationParams
+from pydantic import ValidationError
 
 from ctxfs.core import Fs
 from ctxfs.tools.mcpserver import NO_ROOTS, McpTools
+from ctxfs.tools.names import escaped
 
 __all__ = ["ClientRoots"]
 
@@ -75,6 +77,10 @@ class ClientRoots(AsyncResource):
         except MCPError as error:
             await self._refuse(f"no workspace: the client did not list its roots ({error.message})")
             return
+        except ValidationError as error:  # (a root that is no file: URL, say)
+            said = error.errors(include_url=False)[0]["msg"]
+            await self._refuse(f"no workspace: the client's roots cannot be read ({said})")
+            return
         if not listed.roots:
             await self._refuse("no workspace: the client lists no MCP roots")
             return
@@ -105,6 +111,7 @@ class ClientRoots(AsyncResource):
 
     async def _refuse(self, why: str) -> None:
         """Serve no store from now on: requests are refused saying *why*, as is stderr, once."""
+        why = escaped(why)  # (a root's name may hold bytes that are not UTF-8)
         log.error("%s", why)
         replaced, self.root = self.tools.fs, None
         self.tools.use(None, why=why)

@@ -345,7 +345,9 @@ class _Requests(_Stream):
                 isinstance(message, JSONRPCNotification)
                 and message.method == "notifications/cancelled"
             ):
-                self.unanswered.discard((message.params or {}).get("requestId"))
+                cancelled = (message.params or {}).get("requestId")
+                if isinstance(cancelled, str | int):  # (an id of another type names no request)
+                    self.unanswered.discard(cancelled)
             return item
 
     def __aiter__(self) -> Self:

@@ -29,6 +29,7 @@ __all__ = ["MCP_BEFORE", "MCP_NEEDED", "STORE_PACKAGES", "main", "run"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ctxfs`` command; return its exit status."""
+    _hold_closed_standard_streams()
     command_line = parser()
     args = command_line.parse_args(argv)
     if getattr(args, "transport", None) == "http" and args.owner is None:
@@ -64,6 +65,25 @@ def run() -> NoReturn:
     status = main()
     gc.freeze()  # the exit's last garbage collection need not walk every object of the run
     sys.exit(status)
+
+
+def _hold_closed_standard_streams() -> None:
+    """Open ``/dev/null`` on each of descriptors 0-2 the caller closed (``2>&-``).
+
+    Else what the command opens first lands there (the event loop's, say) and is taken for
+    a standard stream. Stdin and stdout are held read-only (a write there still fails, as to
+    a closed stdout); stderr takes what is said and drops it.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, os.O_WRONLY if fd == 2 else os.O_RDONLY)
+            if held != fd:
+                os.dup2(held, fd)
+                os.close(held)
+    if sys.stderr is None:  # (the interpreter found it closed)
+        sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")  # noqa: SIM115
 
 
 def _flushed(status: int) -> int:

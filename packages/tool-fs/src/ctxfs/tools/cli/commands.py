@@ -88,4 +88,7 @@ async def demo(args: argparse.Namespace) -> int:
     """Run the demo; with ``--keep``, its workspace stays."""
     from ctxfs.tools.demo import run_demo  # noqa: PLC0415
 
+    if sys.stdout is None:
+        print("ctxfs: cannot show the demo: stdout is closed", file=sys.stderr)
+        return 1
     return await run_demo(keep=args.keep, out=sys.stdout)

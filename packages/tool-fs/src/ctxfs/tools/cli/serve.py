@@ -122,6 +122,12 @@ def serve_in_workers(args: argparse.Namespace) -> int:
 
     if args.transport != "http":
         raise UsageError("--workers is for --transport http (stdio has one client)")
+    for option in ("observations", "sessions"):
+        if (getattr(args, option) or "").partition(":")[0].lower() == "memory":
+            raise UsageError(
+                f"--{option} memory:// is each worker's own, and a client's calls reach any "
+                "worker: name a store the workers share (sqlite:///PATH, redis://HOST), or none"
+            )
     check_mcp()
     options, generated = _http_options(args, stateless=True)
     with _bound(args.host, args.port, listen=False, shared=False) as alone:  # no one holds it

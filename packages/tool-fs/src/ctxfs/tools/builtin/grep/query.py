@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Final
 
 from ctxfs.core import GlobMatcher
 from ctxfs.tools.builtin.grep.memo import ScanMemo
@@ -14,6 +15,7 @@ from ctxfs.tools.results import Page
 from ctxfs.tools.walk import Walk, WalkFilter
 
 __all__ = [
+    "PROGRESS_GAP",
     "FileCount",
     "Grep",
     "GrepQuery",
@@ -40,6 +42,9 @@ class SearchStatus:
 
 SearchProgress = Callable[[SearchStatus], Awaitable[None]]
 """Where a long search reports how far it is."""
+
+PROGRESS_GAP: Final = 0.1
+"""The fewest seconds between two reports of a search's progress."""
 
 
 class OutputMode(StrEnum):
@@ -119,8 +124,14 @@ class GrepQuery:
     memo: ScanMemo | None = None
     """What earlier pages of this search learned; it learns what this one reads."""
     progress: SearchProgress | None = None
-    """Told how far the search is, after *progress_seconds* and as often after that."""
+    """Told how far the search is, after *progress_seconds* and as often after that (every
+    :data:`PROGRESS_GAP` at most: 0 tells at once, not at every step)."""
     progress_seconds: float = 1.0
+
+    @property
+    def progress_gap(self) -> float:
+        """The seconds between two progress reports."""
+        return max(self.progress_seconds, PROGRESS_GAP)
 
 
 @dataclass

@@ -207,7 +207,7 @@ class Scan:
         """Tell the caller how far the search is, if it asked and it is time."""
         progress, now = self.query.progress, time.monotonic()
         if progress is not None and now >= self.next_report:
-            self.next_report = now + self.query.progress_seconds
+            self.next_report = now + self.query.progress_gap
             found = self.found
             await progress(
                 SearchStatus(

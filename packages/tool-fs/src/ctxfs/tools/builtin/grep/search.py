@@ -100,9 +100,10 @@ async def _engine_counts(ctx: Context, query: GrepQuery, root: str) -> FileMatch
     found = [0]  # written by the engine's thread, read here
 
     async def tell() -> None:
+        await anyio.sleep(query.progress_seconds)
         while True:
-            await anyio.sleep(query.progress_seconds)
             await progress(SearchStatus(matching_files=found[0]))
+            await anyio.sleep(query.progress_gap)
 
     async with Background() as reporting:
         reporting.start_soon(tell)
