@@ -61,7 +61,7 @@ async def grep(
 ) -> dict[str, Any]:
     backend = LocalBackend(root, state_dir=f"{root}.state", ripgrep=ripgrep)
     options = TextOptions(encoding_overrides=overrides)
-    plugins = [PathRules(deny=deny)]
+    plugins = [PathRules(deny=deny)] if deny else []
     async with Fs(backend, load_entrypoints=False, text_options=options, plugins=plugins) as fs:
         found = await FsToolset().execute(fs.context(owner="agent"), "grep", arguments)
     assert found.error_code is None, found.text

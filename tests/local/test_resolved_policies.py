@@ -99,6 +99,26 @@ async def test_a_path_that_stops_resolving_in_a_denied_area_is_denied(
     assert sorted(os.listdir(root / "secrets")) == ["key", "loop"]
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"pattern": "nothing-matches"},
+        {"pattern": "token", "output_mode": "count"},
+        {"pattern": "nothing-matches", "glob": "**/id_rsa"},
+        {"pattern": "nothing-matches", "hidden": True},
+    ],
+)
+async def test_a_search_tells_nothing_of_how_many_files_are_denied(
+    fs: Fs, tools: FsToolset, root: Path, arguments: dict[str, object]
+) -> None:
+    before = await call(fs, tools, "grep", **arguments)
+    for name in ("id_rsa", "a.pem", "b.txt"):
+        (root / "secrets" / name).write_text("no token here either\n")
+    after = await call(fs, tools, "grep", **arguments)
+    assert before.error_code is None, before.text
+    assert (after.text, after.structured) == (before.text, before.structured)
+
+
 async def test_a_link_to_where_nothing_is_elsewhere_says_so(
     fs: Fs, tools: FsToolset, root: Path
 ) -> None:

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from ctxfs.core import FileSearch, Fs
+from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
 from ctxfs.local.ripgrep import Ripgrep, find_ripgrep
 from ctxfs.tools import FsToolset, ToolsetOptions
@@ -72,8 +73,9 @@ async def test_a_search_past_its_deadline_kills_ripgrep_and_says_so(
     assert stuck[0].poll() is not None
 
 
+@pytest.mark.parametrize("denied", [False, True])
 async def test_a_long_ripgrep_search_tells_how_many_files_it_found_so_far(
-    stuck: list[subprocess.Popen[bytes]], tmp_path: Path
+    stuck: list[subprocess.Popen[bytes]], tmp_path: Path, denied: bool
 ) -> None:
     heard: list[tuple[float, float | None, str]] = []
 
@@ -82,12 +84,16 @@ async def test_a_long_ripgrep_search_tells_how_many_files_it_found_so_far(
 
     backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
     tools = FsToolset(ToolsetOptions(grep_seconds=1.5, progress_seconds=0.2))
-    async with Fs(backend, load_entrypoints=False) as fs:
+    plugins = [PathRules(deny=["secret"])] if denied else []
+    async with Fs(backend, load_entrypoints=False, plugins=plugins) as fs:
         ctx = fs.context(owner="a")
         found = await tools.execute(ctx, "grep", {"pattern": "needle"}, progress=progress)
     assert found.structured["timed_out"] is True
     assert len(heard) >= 3  # every 0.2 s while ripgrep ran
-    assert heard[-1] == (1, None, "1 file with matches so far")
+    # (where a policy hides files, ripgrep's count would count them too: none is told)
+    assert heard[-1] == (
+        (0, None, "searching") if denied else (1, None, "1 file with matches so far")
+    )
 
 
 @pytest.mark.slow

@@ -560,6 +560,7 @@ async def test_s3_keys_no_path_can_name_are_skipped_by_listings_and_walks(url_fo
     import s3fs  # noqa: PLC0415
 
     from ctxfs.core import Fs  # noqa: PLC0415
+    from ctxfs.core.policies import PathRules  # noqa: PLC0415
     from ctxfs.remote.keys import split_url  # noqa: PLC0415
     from ctxfs.tools import FsToolset  # noqa: PLC0415
 
@@ -591,6 +592,9 @@ async def test_s3_keys_no_path_can_name_are_skipped_by_listings_and_walks(url_fo
             assert listed.structured["unnamed"] == 2
             searched = await tools.execute(ctx, "grep", {"pattern": "k"})
             assert searched.structured["total"] == 3
+            denied = Fs(fs.backend, plugins=[PathRules(deny=["x"])], load_entrypoints=False)
+            found = await tools.execute(denied.context(owner="a"), "glob", {"pattern": "**"})
+            assert found.structured["unnamed"] == 3  # (x//y.txt lies where x is denied)
 
 
 # -- searching a tree ------------------------------------------------------------------------------

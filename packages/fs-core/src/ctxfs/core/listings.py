@@ -83,9 +83,12 @@ async def listed_tree(ctx: Context, path: str) -> Listing | None:
 
         def leading() -> tuple[dict[str, list[str]], list[str]]:
             leads = {entry.path: _with_parents(entry.path, top) for entry in entries}
+            for key in entries.unnamed:
+                leads[key] = _named_parents(key, top)
             return leads, sorted({p for paths in leads.values() for p in paths})
 
-        return await _unhidden(ctx, entries, *await listing_work(len(entries), leading))
+        leads, asked = await listing_work(len(entries), leading)
+        return await _unhidden(ctx, entries, leads, asked)
 
 
 async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None:
@@ -123,6 +126,7 @@ async def searched_files(ctx: Context, search: FileSearch) -> FileMatches | None
             found,
             counts=await listing_work(len(spelled), partial(unhidden, spelled)),
             unsearched=frozenset(unhidden(unsearched)),
+            searched=None if hides else found.searched,  # (with the files no one may see)
         )
 
 
@@ -163,14 +167,29 @@ async def searched_lines(ctx: Context, search: LineSearch) -> FileLines | None:
 async def _unhidden(
     ctx: Context, entries: Listing, leads: dict[str, list[str]], asked: list[str]
 ) -> Listing:
-    """*entries* but those with a path in *leads* a policy hides, asking about *asked*."""
+    """*entries* (and their unnamed keys) but those with a path in *leads* a policy hides.
+
+    The policies are asked about *asked*.
+    """
     hidden = await ctx.opened_fs.hooks.hidden(ctx, asked)
 
     def unhidden() -> Listing:
         kept = (e for e in entries if hidden.isdisjoint(leads[e.path]))
-        return Listing(kept, unnamed=entries.unnamed)
+        named = tuple(key for key in entries.unnamed if hidden.isdisjoint(leads.get(key, ())))
+        return Listing(kept, unnamed=named)
 
     return await listing_work(len(entries), unhidden)
+
+
+def _named_parents(key: str, top: str) -> list[str]:
+    """The directories below *top* a key no path names lies in, as far as paths name them."""
+    segments = key.split("/")[:-1]
+    for end, segment in enumerate(segments):
+        if segment in ("", ".", ".."):
+            segments = segments[:end]
+            break
+    parent = "/".join(segments)
+    return _with_parents(parent, top) if parent and parent != top else []
 
 
 def _with_parents(path: str, top: str) -> list[str]:

@@ -89,7 +89,7 @@ class RecentAnswers:
             answer = self._answers.get(question)
         if answer is None:
             return None
-        budget = answer.found.searched + _MARGIN
+        budget = (answer.found.searched or 0) + _MARGIN
         if changed_since(root_fd, search, answer.since_ns, budget=budget):
             with self._lock:
                 if self._answers.get(question) is answer:  # not a newer one, kept meanwhile

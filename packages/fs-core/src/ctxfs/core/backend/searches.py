@@ -109,8 +109,8 @@ class FileMatches:
     counts: dict[str, int]
     """Each file holding a match (its canonical path) and its matching lines; listing only:
     every file, with 0."""
-    searched: int
-    """Files searched."""
+    searched: int | None
+    """Files searched; None where that number would tell of files a policy hides."""
     complete: bool = True
     """False when the search stopped at its time limit."""
     skipped: dict[str, int] = field(default_factory=dict)

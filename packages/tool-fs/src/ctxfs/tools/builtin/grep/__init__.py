@@ -129,7 +129,9 @@ class GrepData(PageData):
     lines_matched: int = Field(
         default=0, description="Matching lines (multiline: matches) in every file searched."
     )
-    files_searched: int
+    files_searched: int | None = Field(
+        description="Files searched; absent where that number would count files hidden from you."
+    )
     files_skipped: int = Field(description="Files not searched: binary, undecodable or unreadable.")
     skipped: dict[str, int] = Field(
         default_factory=dict,
@@ -229,7 +231,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
             total=found.total,
             total_exact=found.complete,
             lines_matched=found.lines_matched,
-            files_searched=found.files_searched,
+            files_searched=found.files_searched if found.searched_told else None,
             files_skipped=sum(found.skipped.values()),
             skipped=dict(sorted(found.skipped.items())),
             hidden_skipped=found.walk.hidden,
@@ -245,18 +247,19 @@ class GrepTool(Tool[GrepArgs, GrepData]):
 
     def render(self, data: GrepData, args: GrepArgs) -> str:
         lines = _listed(data)
-        files = count(data.files_searched, "file")
+        searched = "" if data.files_searched is None else count(data.files_searched, "file")
         if data.output_mode is OutputMode.CONTENT:
             noun, unit = "matches", ("match", "matches")
         else:
             noun, unit = "matching files", ("file", "files")
         if data.total == 0:
-            lines.append(f"(no match in {files})")
+            lines.append(f"(no match in {searched})" if searched else "(no match)")
         elif data.next_offset is None and data.offset == 1:
-            lines.append(f"({count(data.total, *unit)} in {files} searched)")
+            where = f" in {searched} searched" if searched else ""
+            lines.append(f"({count(data.total, *unit)}{where})")
         else:
             at_least = "" if data.total_exact else "at least "
-            of = f"{at_least}{data.total} in {files} searched"
+            of = f"{at_least}{data.total}" + (f" in {searched} searched" if searched else "")
             shown = len(data.matches) + len(data.files)
             lines.append(page_footer(noun, data.offset, shown, of, data.next_offset))
         if data.output_mode is OutputMode.COUNT and data.total:
@@ -299,7 +302,7 @@ def _reporter(step: Step) -> query.SearchProgress | None:
         if status.matching_lines is not None:
             parts.append(count(status.matching_lines, "matching line"))
         done = status.searched if status.searched is not None else status.matching_files
-        await progress(done or 0, status.files, ", ".join(parts))
+        await progress(done or 0, status.files, ", ".join(parts) or "searching")
 
     return report
 

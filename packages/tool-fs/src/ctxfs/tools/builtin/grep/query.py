@@ -147,6 +147,8 @@ class Grep:
     lines_matched: int = 0
     """Matching lines (multiline: matches) in all."""
     files_searched: int = 0
+    searched_told: bool = True
+    """Whether :attr:`files_searched` may be told (not where it counts files a policy hides)."""
     skipped: Counter[str] = field(default_factory=Counter)
     """Files not searched, by the error code that stopped them (``binary_file``, ...)."""
     timed_out: bool = False

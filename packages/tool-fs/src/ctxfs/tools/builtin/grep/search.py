@@ -98,11 +98,12 @@ async def _engine_counts(ctx: Context, query: GrepQuery, root: str) -> FileMatch
     if progress is None:
         return await ctx.fs.search_files(search)
     found = [0]  # written by the engine's thread, read here
+    counted = not ctx.opened_fs.hooks.hides  # (else the files a policy hides would count too)
 
     async def tell() -> None:
         await anyio.sleep(query.progress_seconds)
         while True:
-            await progress(SearchStatus(matching_files=found[0]))
+            await progress(SearchStatus(matching_files=found[0] if counted else None))
             await anyio.sleep(query.progress_gap)
 
     async with Background() as reporting:
@@ -207,7 +208,9 @@ async def _from_counts(
 
     counts, ordered = await listing_work(len(matches.counts), kept)
     found = Grep(
-        files_searched=max(0, matches.searched - len(matches.unsearched)) + here.files_searched,
+        files_searched=max(0, (matches.searched or 0) - len(matches.unsearched))
+        + here.files_searched,
+        searched_told=matches.searched is not None,
         lines_matched=sum(counts.values()),
         timed_out=not matches.complete or here.timed_out,
         complete=matches.complete and not here.timed_out,
