@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxfs.core import Context, ErrorCode, Fs, MemoryBackend, hookimpl
-from ctxfs.tools import BUILTIN_TOOLS, Exposure
+from ctxfs.tools import BUILTIN_TOOLS, Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.offers import (
     Chosen,
     Configured,
@@ -48,6 +48,14 @@ def test_read_only_hides_the_writers_and_reveals_nothing() -> None:
     deferred = Configured(Registered(NAMES), {"grep": Exposure.HIDDEN, "read": Exposure.DEFERRED})
     offer = ReadOnly(deferred, frozenset({"write"})).offer()
     assert levels(offer) == {"read": "deferred", "write": "hidden", "grep": "hidden"}
+
+
+@pytest.mark.parametrize("tools", [{"write"}, {"read", "edit", "write"}])
+def test_read_only_with_tools_that_write_named_is_refused(tools: set[str]) -> None:
+    with pytest.raises(ValueError, match="read-only offers no tool that writes") as refused:
+        FsToolset(ToolsetOptions(read_only=True, tools=frozenset(tools)))
+    assert "'read'" not in str(refused.value)
+    assert FsToolset(ToolsetOptions(read_only=True, tools=frozenset({"read", "grep"})))
 
 
 def test_a_choice_hides_the_others() -> None:

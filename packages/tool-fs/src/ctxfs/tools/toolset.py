@@ -68,6 +68,11 @@ class FsToolset:
                 f"no tool is named {', '.join(map(repr, unknown))} "
                 f"(the tools: {', '.join(self.selectable)}; name them without the prefix)"
             )
+        if self.options.read_only and (writers := self._writers(self.options.tools or ())):
+            raise ValueError(
+                "read-only offers no tool that writes: leave "
+                f"{', '.join(map(repr, writers))} out of the tools named"
+            )
 
     # -- the registry ----------------------------------------------------------------------
 
@@ -90,6 +95,10 @@ class FsToolset:
         self._states[tool.name] = tool.new_state()
         self._configured = None
         self._aliases = ProviderTools.among(self._tools.values())
+
+    def _writers(self, names: Iterable[str]) -> list[str]:
+        """The tools among *names* that write, sorted."""
+        return sorted(name for name in names if self._tools[name].writes)
 
     def tool(self, name: str) -> Tool[Any, Any]:
         """The registered tool *name* (``KeyError`` if there is none)."""
