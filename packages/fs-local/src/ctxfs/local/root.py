@@ -424,8 +424,17 @@ _MOST_HOPS: Final = 40
 
 
 def _link_target(directory_fd: int, name: str) -> str | None:
-    """The target of the link *name* in the directory open at *directory_fd*; None: no link."""
+    """The target of the link *name* in the directory open at *directory_fd*; None: none to follow.
+
+    Only a relative target whose ``..`` all lead it (``../secret/key``), each of which steps up
+    from the link's directory exactly (resolved: no link in it); one further on would step
+    back from a link maybe, which only the kernel tells.
+    """
     try:
-        return os.readlink(name, dir_fd=directory_fd)
+        target = os.readlink(name, dir_fd=directory_fd)
     except OSError:  # no such entry, or not a link
         return None
+    segments = target.split("/")
+    while segments and segments[0] == "..":
+        segments.pop(0)
+    return None if target.startswith("/") or ".." in segments else target
