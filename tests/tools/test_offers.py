@@ -56,7 +56,7 @@ def test_read_only_with_tools_that_write_named_is_refused(tools: set[str]) -> No
         FsToolset(ToolsetOptions(read_only=True, tools=frozenset(tools)))
     assert "'read'" not in str(refused.value)
     reading = FsToolset(ToolsetOptions(read_only=True, tools=frozenset({"read", "grep"})))
-    assert reading.options.tools == {"read", "grep"}  # (tools that only read: taken)
+    assert reading.options.tools == frozenset({"read", "grep"})  # (tools that only read: taken)
 
 
 def test_a_choice_hides_the_others() -> None:
