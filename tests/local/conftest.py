@@ -6,11 +6,13 @@ import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ctxfs.core import Context, Fs
+from ctxfs.core import Context, FileSearch, Fs
 from ctxfs.local import LocalBackend
+from ctxfs.local.ripgrep import Ripgrep
 from tests.loops import anyio_backend  # noqa: F401 - fs-local on trio with the slow set
 
 SECRET = b"top secret\n"
@@ -95,3 +97,17 @@ async def make_fs(layout: Layout, resolver: str) -> AsyncIterator[MakeFs]:
 @pytest.fixture
 def ctx(make_fs: MakeFs) -> Context:
     return make_fs().context(owner="agent")
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[FileSearch]:
+    """Every count pass ripgrep runs, in order."""
+    runs: list[FileSearch] = []
+    search = Ripgrep.search
+
+    async def recorded(self: Ripgrep, *args: Any, **options: Any) -> Any:
+        runs.append(args[-1])
+        return await search(self, *args, **options)
+
+    monkeypatch.setattr(Ripgrep, "search", recorded)
+    return runs

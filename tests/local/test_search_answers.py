@@ -18,7 +18,7 @@ import pytest
 from ctxfs.core import Context, FileSearch, Fs
 from ctxfs.local import LocalBackend
 from ctxfs.local.answers import RecentAnswers, changed_since
-from ctxfs.local.ripgrep import Ripgrep, find_ripgrep
+from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset
 from tests.tools.conftest import skip_without_ripgrep
 
@@ -42,20 +42,6 @@ def root(tmp_path: Path) -> Path:
     (root / "node_modules").mkdir()
     time.sleep(SETTLE * 2)  # the tree is older than any search below
     return root
-
-
-@pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> list[FileSearch]:
-    """Every count pass ripgrep runs."""
-    runs: list[FileSearch] = []
-    search = Ripgrep.search
-
-    async def recorded(self: Ripgrep, *args: Any, **options: Any) -> Any:
-        runs.append(args[-1])
-        return await search(self, *args, **options)
-
-    monkeypatch.setattr(Ripgrep, "search", recorded)
-    return runs
 
 
 @pytest.fixture
