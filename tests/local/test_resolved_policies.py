@@ -84,6 +84,8 @@ async def test_a_link_into_a_denied_area_is_denied(
         "dangling",  # a link to where nothing is: not "not found"
         "dangling/x",
         "loop/x",  # a loop there: not "links loop"
+        "via_dotdot",  # config/../secrets/missing
+        "via_link/x",  # cfglink/../secrets/missing: the .. steps back from config, a link's
     ],
 )
 async def test_a_path_that_stops_resolving_in_a_denied_area_is_denied(
@@ -93,6 +95,8 @@ async def test_a_path_that_stops_resolving_in_a_denied_area_is_denied(
     os.symlink("secrets/missing", root / "dangling")
     os.symlink("loop", root / "secrets" / "loop")
     os.symlink("secrets/loop", root / "loop")
+    os.symlink("config/../secrets/missing", root / "via_dotdot")
+    os.symlink("cfglink/../secrets/missing", root / "via_link")
     arguments = {"file_path": path} | ({"content": "x\n"} if tool == "write" else {})
     result = await call(fs, tools, tool, **arguments)
     assert result.error_code is ErrorCode.DENIED, result.text

@@ -235,7 +235,7 @@ class RootDirectory:
         except FsError:
             return False
 
-    def locate(self, path: str, *, hops: int = 0) -> Location:
+    def locate(self, path: str) -> Location:
         """Resolve *path* as far as it opens; the rest is kept as spelled.
 
         The key is the absolute path that gives, the same for every spelling and
@@ -248,27 +248,44 @@ class RootDirectory:
             InvalidPath: That absolute path is longer than ``PATH_MAX`` holds.
 
         """
-        parts = path.split("/") if path else []
+        resolved = self._resolved(path.split("/") if path else [], hops=0)
+        assert resolved is not None  # (a path without "..": what does not open stays below)
+        key = os.path.join(self.text, resolved) if resolved else self.text
+        if len(os.fsencode(key)) > MAX_PATH_BYTES:  # (the kernel could not tell it back)
+            raise translate(OSError(errno.ENAMETOOLONG, "File name too long"), path)
+        return Location(resolved=resolved, key=key)
+
+    def _resolved(self, parts: list[str], *, hops: int) -> str | None:
+        """Where *parts* lead (see :meth:`locate`); None if what does not open leads out.
+
+        The longest start that opens is resolved by the kernel (through links and ``..``);
+        a link that leads nowhere is followed, its target resolved in turn; the rest is
+        joined on as spelled.
+        """
         for depth in range(len(parts), -1, -1):
             try:
                 fd = self._open("/".join(parts[:depth]), os.O_PATH)
             except (NotFound, NotADirectory, InvalidPath, PermissionDenied):
                 continue
             try:
-                real = self.real(fd, path)
-                target = _link_target(fd, parts[depth]) if depth < len(parts) else None
+                real = self.real(fd, "/".join(parts))
+                name = parts[depth] if depth < len(parts) else ".."
+                target = None if name in (".", "..") else _link_target(fd, name)
             finally:
                 os.close(fd)
             if target is not None and hops < _MOST_HOPS and self.follow_symlinks:
-                beyond = posixpath.normpath(posixpath.join(real, target, *parts[depth + 1 :]))
-                if not beyond.startswith(("/", "../")) and beyond != "..":
-                    return self.locate("" if beyond == "." else beyond, hops=hops + 1)
+                steps = [step for step in target.split("/") if step not in ("", ".")]
+                here = real.split("/") if real else []
+                beyond = self._resolved([*here, *steps, *parts[depth + 1 :]], hops=hops + 1)
+                if beyond is not None:
+                    return beyond
             rest = "/".join(parts[depth:])
-            resolved = join_path(real, rest) if rest else real
-            key = os.path.join(self.text, resolved) if resolved else self.text
-            if len(os.fsencode(key)) > MAX_PATH_BYTES:  # (the kernel could not tell it back)
-                raise translate(OSError(errno.ENAMETOOLONG, "File name too long"), path)
-            return Location(resolved=resolved, key=key)
+            if ".." not in parts[depth:]:
+                return join_path(real, rest) if rest else real
+            joined = posixpath.normpath(join_path(real, rest))  # (real holds no link)
+            if joined == ".." or joined.startswith("../"):
+                return None
+            return "" if joined == "." else joined
         raise AssertionError("unreachable: the root always opens")  # pragma: no cover
 
     def real(self, fd: int, path: str) -> str:
@@ -424,17 +441,12 @@ _MOST_HOPS: Final = 40
 
 
 def _link_target(directory_fd: int, name: str) -> str | None:
-    """The target of the link *name* in the directory open at *directory_fd*; None: none to follow.
+    """The target of the link *name* in the directory open at *directory_fd*, to follow.
 
-    Only a relative target whose ``..`` all lead it (``../secret/key``), each of which steps up
-    from the link's directory exactly (resolved: no link in it); one further on would step
-    back from a link maybe, which only the kernel tells.
+    None: no link, or one to an absolute path (outside the root).
     """
     try:
         target = os.readlink(name, dir_fd=directory_fd)
     except OSError:  # no such entry, or not a link
         return None
-    segments = target.split("/")
-    while segments and segments[0] == "..":
-        segments.pop(0)
-    return None if target.startswith("/") or ".." in segments else target
+    return None if target.startswith("/") else target
