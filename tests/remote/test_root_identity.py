@@ -11,6 +11,7 @@ import pytest
 
 from ctxfs.core import Backend, open_backend
 
+SIGNATURE = "SECRET-SIGNATURE"
 AZURITE_KEY = (
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
@@ -23,6 +24,20 @@ def _azure(endpoint: str) -> Backend:
         f"BlobEndpoint={endpoint}/devstoreaccount1;"
     )
     return open_backend("az://container/project", connection_string=connection)
+
+
+def _azure_sas(endpoint: str) -> Backend:
+    pytest.importorskip("adlfs", reason="the azure extra: uv sync --all-extras")
+    signed = f"sv=2024-01-01&sig={SIGNATURE}"  # (a token rotates: the root stays the same)
+    connection = f"BlobEndpoint={endpoint}/account/;SharedAccessSignature={signed}"
+    return open_backend("az://container/project", connection_string=connection)
+
+
+def _s3_by_environment(endpoint: str) -> Backend:
+    pytest.importorskip("s3fs", reason="the s3 extra: uv sync --all-extras")
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setenv("AWS_ENDPOINT_URL_S3", endpoint)
+        return open_backend("s3://bucket/project", anon=True)
 
 
 def _s3(endpoint: str) -> Backend:
@@ -40,10 +55,15 @@ def _sftp(endpoint: str) -> Backend:
     return open_backend(f"sftp://agent@{endpoint.removeprefix('http://')}/srv/project")
 
 
-@pytest.mark.parametrize("opened", [_s3, _gcs, _azure, _sftp], ids=["s3", "gcs", "azure", "sftp"])
+@pytest.mark.parametrize(
+    "opened",
+    [_s3, _s3_by_environment, _gcs, _azure, _azure_sas, _sftp],
+    ids=["s3", "s3 by its environment", "gcs", "azure", "azure by a SAS", "sftp"],
+)
 def test_one_name_served_at_two_places_is_two_roots(opened: Callable[[str], Backend]) -> None:
     here, again = opened("http://127.0.0.1:5555"), opened("http://127.0.0.1:5555")
     there = opened("http://127.0.0.2:5555")
     assert here.root_identity is not None
     assert here.root_identity == again.root_identity  # (another process: the same root)
     assert there.root_identity not in (None, here.root_identity)
+    assert SIGNATURE not in here.root_identity  # (kept with every step: no credential)

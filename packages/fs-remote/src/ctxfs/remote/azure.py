@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from ctxfs.core import (
     ABSENT,
@@ -48,7 +49,8 @@ class AzureStore(ObjectStore):
         self.fs = fs
         self.container = container
         self.name = f"az://{container}"
-        self.service = fs.service_client.url  # (the account's: containers are named within it)
+        # the account's (containers are named within it), without a SAS token's query
+        self.service = urlsplit(fs.service_client.url)._replace(query="", fragment="").geturl()
         self._once: dict[str, Any] = {"retry_total": 0}
         """Per-call SDK options: the backend retries, boundedly, and checks what a retry finds;
         a connection is awaited no longer than its deadline (:mod:`ctxfs.remote.retry`)."""

@@ -53,7 +53,7 @@ class S3Store(ObjectStore):
         self.fs = fs
         self.bucket = bucket
         self.name = f"s3://{bucket}"
-        self.service = fs.endpoint_url or ""  # (AWS's own: its buckets' names are global)
+        self.service = _endpoint(fs)
         self._clients: dict[int, Any] = {}  # the clients s3fs gave, to be closed
         self._closed = False  # (s3fs then holds a closed client: a new one is asked for)
 
@@ -256,6 +256,17 @@ def _error(exc: BaseException) -> FsError:  # noqa: PLR0911 - a return per kind 
     if isinstance(exc, boto.ConnectionError | boto.HTTPClientError):
         return Unavailable(f"{type(exc).__name__}: {exc}")
     return translate(exc)
+
+
+def _endpoint(fs: Any) -> str:
+    """The endpoint *fs* calls, where named; empty: AWS's own (whose buckets' names are global).
+
+    Named by the option, the client's options or botocore's environment.
+    """
+    named = fs.endpoint_url or (fs.client_kwargs or {}).get("endpoint_url")
+    for variable in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+        named = named or os.environ.get(variable)
+    return str(named or "")
 
 
 def open_s3(url: str, **options: Any) -> ObjectStoreBackend:
