@@ -10,6 +10,7 @@ each also says what must be found, so that two answers equally wrong fail.
 from __future__ import annotations
 
 import codecs
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
 from ctxfs.local.ripgrep import NOT_UTF8, find_ripgrep
 from ctxfs.tools import FsToolset
+from ctxfs.tools.builtin.grep.search import MOST_COUNTED_HERE
 from tests.tools.conftest import skip_without_ripgrep
 
 pytestmark = pytest.mark.anyio
@@ -120,6 +122,43 @@ async def test_ripgrep_finds_in_a_directory_of_legacy_text_what_the_walk_finds(
         assert {hit["path"] for hit in engine["matches"]} == holding
     else:
         assert {entry["path"] for entry in engine["files"]} == holding
+
+
+async def test_a_pattern_escaping_a_character_beyond_ascii_meets_legacy_text(root: Path) -> None:
+    french = "Le café est très bon à Paris, où l'été déjà commence.\n" * 20
+    (root / "docs" / "long-latin.txt").write_bytes(french.encode("cp1252"))  # (long: told)
+    arguments: dict[str, Any] = {"pattern": "\\xe9t\\xe9", "output_mode": "count", "path": "docs"}
+    engine = await grep(root, ripgrep=True, overrides={}, **arguments)
+    assert engine == await grep(root, ripgrep=False, overrides={}, **arguments)
+    assert engine["files"] == [{"path": "docs/long-latin.txt", "count": 20}]
+
+
+async def test_encodings_the_fs_names_make_every_pattern_meet_legacy_text(root: Path) -> None:
+    ebcdic = TextOptions(legacy_encodings=("cp500",))  # (every file that is not UTF-8)
+    backend = LocalBackend(root / "mainframe", state_dir=f"{root}.state", ripgrep=True)
+    async with Fs(backend, load_entrypoints=False, text_options=ebcdic) as fs:
+        found = await FsToolset().execute(fs.context(owner="a"), "grep", {"pattern": "world"})
+    assert found.structured["total"] == 1, found.text
+
+
+async def test_many_legacy_files_are_searched_by_the_walk_as_far_as_the_page(root: Path) -> None:
+    for number in range(MOST_COUNTED_HERE + 1):
+        (root / "docs" / f"more-{number:03}.txt").write_bytes("été\n".encode("cp1252") * 40)
+    arguments: dict[str, Any] = {"pattern": "été", "output_mode": "files_with_matches", "limit": 3}
+    engine = await grep(root, ripgrep=True, overrides={"**/more-*": "cp1252"}, **arguments)
+    walked = await grep(root, ripgrep=False, overrides={"**/more-*": "cp1252"}, **arguments)
+    assert engine == walked
+    assert engine["total_exact"] is False  # (the walk stopped at its page)
+
+
+async def test_a_hard_linked_legacy_file_is_skipped_as_hard_linked(root: Path) -> None:
+    os.link(root / "docs" / "latin.txt", root / "latin-again.txt")
+    found = await grep(root, ripgrep=True, pattern="café", output_mode="count")
+    assert found["skipped"] == {"hard_linked": 2}
+    assert {entry["path"] for entry in found["files"]} == {*FILES} - {
+        "docs/sjis.txt",
+        "docs/latin.txt",
+    }
 
 
 async def test_a_legacy_file_a_policy_hides_stays_hidden(root: Path) -> None:

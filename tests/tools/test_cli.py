@@ -96,10 +96,22 @@ def test_call_grep_with_a_catastrophic_pattern_fails_instead_of_hanging(tmp_path
         (["serve", "--root", "{root}", "--plugin", "no.such.module:thing"], "cannot load plugin"),
         *(
             (
-                ["serve", "--root", "{root}", "--transport", "http", "--workers", "2", option],
+                [
+                    "serve",
+                    *(["--root", "{root}"] if "url" not in option else []),
+                    "--transport",
+                    "http",
+                    "--workers",
+                    "2",
+                    option,
+                ],
                 f"{option.partition('=')[0]} memory:// is each worker's own",
             )
-            for option in ("--observations=memory://", "--sessions=MEMORY://shared")
+            for option in (
+                "--observations=memory://",
+                "--sessions=MEMORY://shared",
+                "--url=memory://b",
+            )
         ),
     ],
 )

@@ -246,7 +246,7 @@ def test_a_cancelled_call_is_never_answered_and_the_server_serves_on(
     assert server.stdout.read() == b""
 
 
-@pytest.mark.parametrize("request_id", [{"x": 1}, [1], None, 1.5])
+@pytest.mark.parametrize("request_id", [{"x": 1}, [1], None, 1.5, True])
 def test_a_cancel_naming_no_request_is_ignored_and_the_server_serves_on(
     server: subprocess.Popen[bytes], request_id: object
 ) -> None:

@@ -48,7 +48,7 @@ from ctxfs.local.answers import RecentAnswers
 from ctxfs.local.flocks import LockDirectory, default_state_dir, unusable_state_dir
 from ctxfs.local.listing import DirectoryNames
 from ctxfs.local.resolve import choose_resolver
-from ctxfs.local.ripgrep import NOT_UTF8, Ripgrep, find_ripgrep
+from ctxfs.local.ripgrep import NOT_UTF8, Ripgrep, find_ripgrep, names_beyond_ascii
 from ctxfs.local.root import DIR_FLAGS, TEMP_PREFIX, RootDirectory, Seen
 from ctxfs.local.update import LockedUpdate
 
@@ -280,7 +280,9 @@ class LocalBackend(Backend):
             return None
         self.root_dir.check()  # (ripgrep starts in the root: a deleted one is said so here)
         questions = [search]
-        if search.pattern is not None and (search.legacy_text or not search.pattern.isascii()):
+        if search.pattern is not None and (
+            search.legacy_text or names_beyond_ascii(search.pattern)
+        ):
             # (a pattern in ripgrep's syntax: this question never leaves fs-local)
             questions.append(
                 replace(
@@ -302,7 +304,14 @@ class LocalBackend(Backend):
         if self.root_dir.read_hard_links or search.pattern is None:
             return found
         counts, linked = await run_sync(_single_named, self.root_fd, found.counts)
-        return replace(found, counts=counts, skipped={"hard_linked": linked} if linked else {})
+        left, also = await run_sync(_single_named, self.root_fd, dict.fromkeys(found.unsearched, 0))
+        linked += also
+        return replace(
+            found,
+            counts=counts,
+            unsearched=frozenset(left),
+            skipped={"hard_linked": linked} if linked else {},
+        )
 
     async def _answers(
         self, engine: Ripgrep, questions: list[FileSearch]
@@ -330,6 +339,7 @@ class LocalBackend(Backend):
                 answers[index] = found
             except Exception as error:  # raised below as it is, not in an exception group
                 answers[index] = error
+                side_by_side.cancel_scope.cancel()  # (the other's answer is of no use now)
 
         try:
             async with anyio.create_task_group() as side_by_side:

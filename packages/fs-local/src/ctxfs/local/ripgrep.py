@@ -32,7 +32,7 @@ from ctxfs.core.kit import IGNORE_FILES, RESERVED_PREFIX, listing_work
 from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
 from ctxfs.local.longlines import cut_lines
 
-__all__ = ["NOT_UTF8", "Ripgrep", "find_ripgrep"]
+__all__ = ["NOT_UTF8", "Ripgrep", "find_ripgrep", "names_beyond_ascii"]
 
 _LIBRARY: Final = re.compile(rb"(/\S+) \(0x[0-9a-f]+\)")
 _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
@@ -74,6 +74,17 @@ _NO_UTF8_CHARACTER: Final = (  # bytes where a character begins that begin no ch
     rf"\xF4[\x80-\x8F]{_NO_TAIL}",
     rf"\xF4[\x80-\x8F]{_TAIL}{_NO_TAIL}",
 )
+_BEYOND_ASCII_ESCAPE: Final = re.compile(r"\\(?:x[89a-fA-F]|x\{|u|U|N\{)")
+
+
+def names_beyond_ascii(pattern: str) -> bool:
+    r"""Whether *pattern* (Python's syntax) names a character beyond ASCII.
+
+    Itself, or escaped (``\xe9``, ``\u00e9``, ``\N{...}``).
+    """
+    return not pattern.isascii() or _BEYOND_ASCII_ESCAPE.search(pattern) is not None
+
+
 NOT_UTF8: Final = f"(?-u:^(?:{'|'.join(_UTF8_CHARACTER)})*(?:{'|'.join(_NO_UTF8_CHARACTER)}))"
 """A line that is not UTF-8, in ripgrep's syntax (bytes): its longest UTF-8 start, then bytes
 that begin no character."""

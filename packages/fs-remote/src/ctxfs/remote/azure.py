@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 from typing import Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from ctxfs.core import (
     ABSENT,
@@ -50,7 +50,8 @@ class AzureStore(ObjectStore):
         self.container = container
         self.name = f"az://{container}"
         # the account's (containers are named within it), without a SAS token's query
-        self.service = urlsplit(fs.service_client.url)._replace(query="", fragment="").geturl()
+        account = urlsplit(fs.service_client.url)
+        self.service = urlunsplit((account.scheme, account.netloc, account.path, "", ""))
         self._once: dict[str, Any] = {"retry_total": 0}
         """Per-call SDK options: the backend retries, boundedly, and checks what a retry finds;
         a connection is awaited no longer than its deadline (:mod:`ctxfs.remote.retry`)."""

@@ -346,7 +346,7 @@ class _Requests(_Stream):
                 and message.method == "notifications/cancelled"
             ):
                 cancelled = (message.params or {}).get("requestId")
-                if isinstance(cancelled, str | int):  # (an id of another type names no request)
+                if isinstance(cancelled, str | int) and not isinstance(cancelled, bool):
                     self.unanswered.discard(cancelled)
             return item
 

@@ -40,8 +40,9 @@ class FileSearch:
     seconds: float | None = None
     """Stop after this long; the answer then covers what was searched (``complete`` False)."""
     legacy_text: bool = False
-    """The caller reads some files in a legacy encoding (``encoding_overrides``): an engine that
-    reads bytes as UTF-8 leaves the files that are not to it (:attr:`FileMatches.unsearched`)."""
+    """The caller names encodings it reads text in (``encoding_overrides``, its own
+    ``legacy_encodings``): an engine that reads bytes as UTF-8 leaves the files that are not
+    to it (:attr:`FileMatches.unsearched`)."""
     found_so_far: Callable[[int], None] | None = field(default=None, compare=False)
     """Told, from any thread, how many files the engine has found so far (the progress
     of a long search)."""

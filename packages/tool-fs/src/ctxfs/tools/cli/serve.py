@@ -122,11 +122,12 @@ def serve_in_workers(args: argparse.Namespace) -> int:
 
     if args.transport != "http":
         raise UsageError("--workers is for --transport http (stdio has one client)")
-    for option in ("observations", "sessions"):
-        if (getattr(args, option) or "").partition(":")[0].lower() == "memory":
+    for option in ("url", "observations", "sessions"):
+        if (getattr(args, option) or "").partition(":")[0].lower() in ("memory", "fsspec+memory"):
+            share = "a store" if option == "url" else "one (sqlite:///PATH, redis://HOST), or none"
             raise UsageError(
                 f"--{option} memory:// is each worker's own, and a client's calls reach any "
-                "worker: name a store the workers share (sqlite:///PATH, redis://HOST), or none"
+                f"worker: name {share} the workers share"
             )
     check_mcp()
     options, generated = _http_options(args, stateless=True)

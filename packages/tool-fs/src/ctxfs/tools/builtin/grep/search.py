@@ -29,6 +29,7 @@ from ctxfs.core import (
     FsError,
     LineSearch,
     Stat,
+    TextOptions,
     TooLarge,
     normalize_path,
     relative_to,
@@ -46,10 +47,14 @@ from ctxfs.tools.builtin.grep.scan import Scan, TooSlow
 from ctxfs.tools.results import Page
 from ctxfs.tools.walk import all_lines, walk
 
-__all__ = ["LINE_MAX_CHARS", "MULTILINE_MAX_CHARS", "grep"]
+__all__ = ["LINE_MAX_CHARS", "MOST_COUNTED_HERE", "MULTILINE_MAX_CHARS", "grep"]
 
 MULTILINE_MAX_CHARS: Final = 64 << 20
 """The largest file (in characters) a multiline search reads; a larger one is skipped."""
+_DEFAULT_ENCODINGS: Final = TextOptions().legacy_encodings
+MOST_COUNTED_HERE: Final = 64
+"""The most files an engine leaves unsearched that a search counts by reading them all, for
+exact totals; beyond, the search walks and reads as far as its page needs."""
 LINE_MAX_CHARS: Final = 8 << 20
 """The longest line ctxfs's own search holds (a file with a longer one is skipped, as
 ``line_too_long``): memory stays bounded. A backend's engine cuts such lines instead."""
@@ -175,8 +180,13 @@ def _file_search(ctx: Context, query: GrepQuery, root: str) -> FileSearch:
         names=query.names,
         glob=None if query.glob is None else query.glob.pattern,
         seconds=query.seconds,
-        legacy_text=bool(ctx.opened_fs.text_options.encoding_overrides),
+        legacy_text=_names_encodings(ctx.opened_fs.text_options),
     )
+
+
+def _names_encodings(options: TextOptions) -> bool:
+    """Whether *options* name encodings to read text in (not the defaults'): legacy text."""
+    return bool(options.encoding_overrides) or options.legacy_encodings != _DEFAULT_ENCODINGS
 
 
 async def _from_counts(
@@ -184,13 +194,16 @@ async def _from_counts(
 ) -> Grep | None:
     """The result from a backend engine's counts per file; None where they prove wrong.
 
-    The files the engine left unsearched are counted here first. Only the files the page
+    The files the engine left unsearched are counted here first (more than
+    :data:`MOST_COUNTED_HERE`: None). Only the files the page
     falls in are then searched: in the lines the engine gives of them (each authorized like
     a read), or, for a file it leaves out, through ``ctx.fs``. Where that search finds fewer
     lines than the counts promise the page (a file that cannot be read here, a line the
     engine splits otherwise), the counts are not used.
     """
-    keep = query.file_filter
+    if len(matches.unsearched) > MOST_COUNTED_HERE:
+        return None  # (the walk reads them in their turn, as far as the page needs)
+    keep, started = query.file_filter, time.monotonic()
     here = await _counted_here(
         ctx,
         query,
@@ -232,7 +245,10 @@ async def _from_counts(
             break
     if base is None:
         return found
-    shifted = replace(query, page=Page(first=page.first - base, count=page.count), memo=None)
+    left = max(0.0, query.seconds - (time.monotonic() - started))  # (one deadline for all)
+    shifted = replace(
+        query, page=Page(first=page.first - base, count=page.count), memo=None, seconds=left
+    )
     given = await _engine_lines(ctx, shifted, [p for p in wanted if p not in matches.unsearched])
     local = Grep()
     files = [Stat(path=path, kind=FileKind.FILE) for path in wanted]
@@ -246,12 +262,19 @@ async def _from_counts(
 
 
 async def _counted_here(ctx: Context, query: GrepQuery, paths: list[str]) -> Grep:
-    """The matching lines of each of *paths* that holds one, counted here (``files``)."""
+    """The matching lines of each of *paths* that holds one, counted here (``files``).
+
+    A file the search's memo knows, unchanged since, is counted without being read.
+    """
     found = Grep()
     if paths:
-        page = Page(first=1, count=len(paths))
-        counting = replace(query, mode=OutputMode.COUNT, page=page, memo=None)
-        files = [Stat(path=path, kind=FileKind.FILE) for path in sorted(paths)]
+        files = []
+        for path in sorted(paths):
+            try:
+                files.append(await ctx.fs.stat(path))
+            except FsError:  # (its read says why, as it is skipped)
+                files.append(Stat(path=path, kind=FileKind.FILE))
+        counting = replace(query, mode=OutputMode.COUNT, page=Page(first=1, count=len(paths)))
         await _searched(ctx, counting, found, files)
     return found
 
