@@ -6,6 +6,7 @@ import pytest
 
 from ctxfs.core import (
     ABSENT,
+    AlreadyExists,
     BackendError,
     Context,
     Expect,
@@ -169,11 +170,13 @@ async def test_each_part_keeps_its_operation_s_rules(
     attempts = [
         [FilePatch(action=ADD, path="unread.txt", content="over\n")],  # a write over it
         [FilePatch(action=DELETE, path="unread.txt")],
-        [update("src/app.py", hunk(["import os"], ["import re"]), move_to="unread.txt")],
     ]
     for patch in attempts:
         with pytest.raises(NotObserved):
             await memory_ctx.fs.apply_patch(patch)
+    moved = update("src/app.py", hunk(["import os"], ["import re"]), move_to="unread.txt")
+    with pytest.raises(AlreadyExists):  # (a move never goes over a file, read or not)
+        await memory_ctx.fs.apply_patch([moved])
     with pytest.raises(InvalidArgument):
         await memory_ctx.fs.apply_patch(
             [FilePatch(action=DELETE, path="old.txt"), FilePatch(action=DELETE, path="./old.txt")]

@@ -98,6 +98,55 @@ async def test_a_patch_whose_last_hunk_fails_changes_nothing(
     assert await stored(ctx, "src/main.py") is None
 
 
+ALIGNED = [
+    # the file, the patch's lines, the file after: the marked lines change, no other byte
+    (b"def f():\n    foo()\n    bar()\nfoo()\n", "-foo()\n-bar()\n foo()", b"def f():\nfoo()\n"),
+    (b"a\r\nb\na\n", "-a\n-b\n a", b"a\n"),
+    (b"a  \nb\na\n", "-a\n-b\n a", b"a\n"),
+    (b"a  \nb  \n", "-a\n b\n+a", b"b  \na\n"),
+    (b"a\nb\r\nc\n", "-a\n b\n+a", b"b\r\na\nc\n"),
+]
+
+
+@pytest.mark.parametrize(("before", "hunk", "after"), ALIGNED)
+async def test_a_hunk_changes_the_lines_it_marks_and_keeps_its_context_as_it_is(
+    tools: FsToolset, ctx: Context, seed: Seed, before: bytes, hunk: str, after: bytes
+) -> None:
+    # (where a line's text comes twice in a hunk, a guessed alignment took the other one)
+    await seed("f.txt", before)
+    await tools.execute(ctx, "read", {"file_path": "f.txt"})
+    patch = f"*** Begin Patch\n*** Update File: f.txt\n@@\n{hunk}\n*** End Patch\n"
+    result = await tools.execute(ctx, "apply_patch", {"input": patch})
+    assert not result.is_error, result.text
+    assert await stored(ctx, "f.txt") == after
+
+
+async def test_a_hunk_of_many_alike_lines_applies_as_marked(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    # (a line-alignment guess over it took minutes: 8 times longer for each doubling)
+    await seed("x.txt", b"x\n" * 1000)
+    await tools.execute(ctx, "read", {"file_path": "x.txt"})
+    lines = [("-x\n+z" if n % 2 else " x\n+y") for n in range(500)]
+    patch = "*** Begin Patch\n*** Update File: x.txt\n@@\n" + "\n".join(lines) + "\n*** End Patch"
+    result = await tools.execute(ctx, "apply_patch", {"input": patch})
+    assert not result.is_error, result.text
+    assert await stored(ctx, "x.txt") == b"x\ny\nz\n" * 250 + b"x\n" * 500
+
+
+async def test_a_move_over_a_file_is_refused_changing_nothing(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("a.txt", b"one\n")
+    await seed("b.txt", b"precious\n")
+    for path in ("a.txt", "b.txt"):
+        await tools.execute(ctx, "read", {"file_path": path})
+    patch = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n*** End Patch"
+    result = await tools.execute(ctx, "apply_patch", {"input": patch})
+    assert result.error_code == "already_exists", result.text
+    assert (await stored(ctx, "a.txt"), await stored(ctx, "b.txt")) == (b"one\n", b"precious\n")
+
+
 async def test_a_stale_file_fails_the_patch_before_anything_is_written(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

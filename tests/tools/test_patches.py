@@ -35,9 +35,17 @@ def test_a_codex_patch_parses_into_its_files() -> None:
     assert updated.action is PatchAction.UPDATE
     assert (updated.path, updated.move_to) == ("src/app.py", "src/main.py")
     assert updated.hunks == (
-        Hunk(anchors=("def main():",), old=('    print("hi")', ""), new=('    print("hello")', "")),
         Hunk(
-            old=("def other():", "    return 1"), new=("def other():", "    return 2"), at_end=True
+            anchors=("def main():",),
+            old=('    print("hi")', ""),
+            new=('    print("hello")', ""),
+            edits=((0, 1, 0, 1),),  # (each run of - and + lines, as marked)
+        ),
+        Hunk(
+            old=("def other():", "    return 1"),
+            new=("def other():", "    return 2"),
+            at_end=True,
+            edits=((1, 2, 1, 2),),
         ),
     )
 
@@ -64,4 +72,4 @@ def test_a_v4a_diff_parses_as_the_responses_api_sends_it() -> None:
     created = parse_diff(PatchAction.ADD, "a.txt", "+one\n+two\n")
     assert created.content == "one\ntwo\n"
     updated = parse_diff(PatchAction.UPDATE, "a.txt", "@@\n-one\n+uno\n two\n")
-    assert updated.hunks == (Hunk(old=("one", "two"), new=("uno", "two")),)
+    assert updated.hunks == (Hunk(old=("one", "two"), new=("uno", "two"), edits=((0, 1, 0, 1),)),)

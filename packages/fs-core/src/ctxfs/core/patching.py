@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from ctxfs.core.backend import NO_PERMISSIONS
-from ctxfs.core.errors import BackendError, FsError, InvalidArgument, NoChange
+from ctxfs.core.errors import AlreadyExists, BackendError, FsError, InvalidArgument, NoChange
 from ctxfs.core.moves import moving
 from ctxfs.core.mutations import Opened, Refusal, rolled_back, store, taken_back, updating_all
 from ctxfs.core.outcomes import OpKind, PatchedFile, PatchOutcome
@@ -207,5 +207,14 @@ def _refusal(parts: list[_PatchPart]) -> Refusal:
             update, at = updates[at], at + len(part.reports)
             if part.patch.action is not PatchAction.ADD and update.current is None:
                 raise await update.missing()
+            arriving = part.reports[-1]
+            if len(part.reports) == 2 and updates[at - 1].current is not None:  # (a move)
+                raise AlreadyExists(
+                    f"{arriving.op.path} already exists: the patch would move "
+                    f"{part.reports[0].op.path} over it",
+                    path=arriving.op.path,
+                    hint="Move to a path where no file is, or delete that file in a call "
+                    "of its own first.",
+                )
 
     return refuse

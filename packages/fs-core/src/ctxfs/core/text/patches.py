@@ -1,13 +1,12 @@
 """Patches over several files: what each file gets, and where a hunk applies in its lines.
 
 A :class:`FilePatch` adds, deletes or updates (and may move) one file;
-:func:`patch_document` changes only the lines its hunks add or remove, so a
-context line matched loosely keeps its bytes.
+:func:`patch_document` changes only the lines its hunks mark added or removed, so
+a context line matched loosely keeps its bytes.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +40,10 @@ class Hunk:
     new: tuple[str, ...]
     at_end: bool = False
     """The change ends at the end of the file (``*** End of File``)."""
+    edits: tuple[tuple[int, int, int, int], ...] = ()
+    """Where *old* becomes *new*, as the patch marks it: ``(old_from, old_to, new_from,
+    new_to)`` each, in order; the lines between are context. Empty: the lines *old* and *new*
+    do not share at their start and their end."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,9 +106,8 @@ def patch_document(document: AnyDocument, patch: FilePatch) -> Change:
     """
     spans: list[tuple[int, int, tuple[str, ...]]] = []
     for start, hunk in zip(locate_hunks(document.lines, patch), patch.hunks, strict=True):
-        matcher = difflib.SequenceMatcher(None, hunk.old, hunk.new, autojunk=False)
-        for tag, old_from, old_to, new_from, new_to in matcher.get_opcodes():
-            if tag != "equal":
+        for old_from, old_to, new_from, new_to in hunk.edits or _edits(hunk.old, hunk.new):
+            if hunk.old[old_from:old_to] != hunk.new[new_from:new_to]:  # (else: as they are)
                 spans.append((start + old_from, start + old_to, hunk.new[new_from:new_to]))
     if not spans:
         raise NoChange(
@@ -115,6 +117,20 @@ def patch_document(document: AnyDocument, patch: FilePatch) -> Change:
             hint="Mark with - the lines as they are and with + the lines as they should be.",
         )
     return document.replace_lines(spans)
+
+
+def _edits(old: Sequence[str], new: Sequence[str]) -> tuple[tuple[int, int, int, int], ...]:
+    """The one edit that makes *old* into *new*: what lies between the lines they share.
+
+    Those at their start and at their end are context.
+    """
+    shared = 0
+    while shared < min(len(old), len(new)) and old[shared] == new[shared]:
+        shared += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - shared and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return ((shared, len(old) - tail, shared, len(new) - tail),)
 
 
 _Fold = Callable[[str], str] | None

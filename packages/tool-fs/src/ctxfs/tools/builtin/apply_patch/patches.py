@@ -101,51 +101,71 @@ def _updated(path: str, body: Sequence[str], *, first: int) -> FilePatch:
     move_to = None
     if body and body[0].startswith(_MOVE):
         move_to, body, first = body[0].removeprefix(_MOVE).strip(), body[1:], first + 1
-    hunks: list[Hunk] = []
-    anchors: list[str] = []
-    old: list[str] = []
-    new: list[str] = []
-    changed = False
-
-    def close(*, at_end: bool = False) -> None:
-        nonlocal changed
-        if changed:
-            hunks.append(
-                Hunk(anchors=tuple(anchors), old=tuple(old), new=tuple(new), at_end=at_end)
-            )
-        elif old or at_end:
-            raise _bad(number, "a hunk with no '-' or '+' line changes nothing")
-        anchors.clear()
-        old.clear()
-        new.clear()
-        changed = False
-
-    number = first
+    hunks = _Hunks()
     for number, line in enumerate(body, first):
+        hunks.number = number
         if line.startswith("@@"):
-            if changed or old:
-                close()
-            anchor = line[2:].strip()
-            if anchor:
-                anchors.append(anchor)
+            hunks.close()
+            if anchor := line[2:].strip():
+                hunks.anchors.append(anchor)
         elif line == _END_OF_FILE:
-            close(at_end=True)
-        elif line.startswith("-"):
-            old.append(line[1:])
-            changed = True
-        elif line.startswith("+"):
-            new.append(line[1:])
-            changed = True
+            hunks.close(at_end=True)
+        elif line.startswith(("-", "+")):
+            hunks.changed(line)
         elif line.startswith(" ") or not line:
-            old.append(line[1:])
-            new.append(line[1:])
+            hunks.context(line[1:])
         else:
             raise _bad(number, "a hunk line starts with ' ', '-', '+' or '@@'")
-    if changed or old:
-        close()
-    if not hunks and move_to is None:
+    hunks.close()
+    if not hunks.done and move_to is None:
         raise _bad(first, f"the update of {path} changes nothing")
-    return FilePatch(action=PatchAction.UPDATE, path=path, move_to=move_to, hunks=tuple(hunks))
+    return FilePatch(action=PatchAction.UPDATE, path=path, move_to=move_to, hunks=hunks.done)
+
+
+class _Hunks:
+    """The hunks of an update, read line by line: each one's lines and its marked edits."""
+
+    def __init__(self) -> None:
+        self.done: tuple[Hunk, ...] = ()
+        self.number = 0  # the patch line being read
+        self.anchors: list[str] = []
+        self.old: list[str] = []
+        self.new: list[str] = []
+        self.edits: list[tuple[int, int, int, int]] = []  # each run of '-' and '+' lines
+        self.run: tuple[int, int] | None = None  # where the run being read began
+
+    def changed(self, line: str) -> None:
+        """A '-' or '+' *line*."""
+        self.run = self.run or (len(self.old), len(self.new))
+        (self.old if line.startswith("-") else self.new).append(line[1:])
+
+    def context(self, text: str) -> None:
+        self._end_run()
+        self.old.append(text)
+        self.new.append(text)
+
+    def close(self, *, at_end: bool = False) -> None:
+        """End the hunk being read (refused if it changes nothing and is not empty)."""
+        self._end_run()
+        if self.edits:
+            hunk = Hunk(
+                anchors=tuple(self.anchors),
+                old=tuple(self.old),
+                new=tuple(self.new),
+                at_end=at_end,
+                edits=tuple(self.edits),
+            )
+            self.done = (*self.done, hunk)
+        elif self.old or at_end:
+            raise _bad(self.number, "a hunk with no '-' or '+' line changes nothing")
+        elif self.anchors and not at_end:
+            return  # (an @@ line, then another: the anchors add up)
+        self.anchors, self.old, self.new, self.edits = [], [], [], []
+
+    def _end_run(self) -> None:
+        if self.run is not None:
+            self.edits.append((self.run[0], len(self.old), self.run[1], len(self.new)))
+            self.run = None
 
 
 def _lines(text: str) -> list[str]:
