@@ -176,6 +176,20 @@ async def test_a_call_can_pin_the_encoding_the_detection_refused(
     assert (await memory_backend.read("he.txt")).data == "שלום חבר\n".encode("cp1255")
 
 
+@pytest.mark.parametrize("named", ["utf-8", "UTF8"])
+async def test_damaged_utf8_the_detection_refused_is_edited_as_read_in_utf8(
+    memory_backend: MemoryBackend, memory_fs: Fs, named: str
+) -> None:
+    # (its edits re-detected it, refused it, and hinted at cp1251 or koi8-r)
+    ctx = memory_fs.context(owner="agent")
+    await memory_backend.write("d.txt", b"ok\n\xff\xfe bad\nz\n", expect=ABSENT)
+    with pytest.raises(EncodingError):
+        await ctx.fs.read("d.txt")
+    assert "bad" in (await ctx.fs.read("d.txt", encoding=named)).text
+    await ctx.fs.edit("d.txt", "z\n", "Z\n")
+    assert (await memory_backend.read("d.txt")).data == b"ok\n\xff\xfe bad\nZ\n"
+
+
 async def test_a_pinned_call_cannot_misread_utf8_or_name_an_unknown_codec(
     memory_backend: MemoryBackend, memory_ctx: object
 ) -> None:

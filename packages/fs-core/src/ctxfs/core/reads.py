@@ -66,12 +66,10 @@ async def read_text(
         elif window.misread:  # a byte past the start is not in the encoding chosen there
             stream, window = await _judged_whole(ctx, options, windowed, stream, window)
         report.after = stream.version
-        named = encoding is not None and window.encoding == options.legacy_encodings[0]
+        chosen = window.decoded_as or TextEncoding(codec=window.encoding)
+        named = encoding is not None and chosen.codec == options.legacy_encodings[0]
         opened_fs.known_encodings.pin(  # what the owner's edits of this version decode with
-            ctx.owner,
-            op.path,
-            stream.version,
-            TextEncoding(codec=window.encoding) if named else None,
+            ctx.owner, op.path, stream.version, chosen if named else None
         )
         await opened_fs.hooks.observed(
             ctx,

@@ -89,7 +89,10 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
             continue
         start = _find(file, hunk.old, cursor, at_end=hunk.at_end)
         if start is None:
-            raise _not_found(patch, index, "its context and removed lines are")
+            what = "its context and removed lines are"
+            if hunk.at_end:
+                what += " not the file's last lines ('*** End of File'), or"
+            raise _not_found(patch, index, what)
         starts.append(start)
         cursor = start + len(hunk.old)
     return starts
