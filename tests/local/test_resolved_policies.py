@@ -211,7 +211,7 @@ async def test_one_file_by_two_paths_in_one_patch_is_refused(
     )
     patched = await tools.execute(ctx, "apply_patch", {"input": whole})
     assert patched.error_code is ErrorCode.INVALID_ARGUMENT, patched.text
-    assert "are the same file" in patched.text
+    assert "names one file twice" in patched.text
     assert _files(root) == before
 
 

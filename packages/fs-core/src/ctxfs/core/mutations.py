@@ -88,9 +88,16 @@ async def updating_all(
     named: dict[str, Report] = {}
     for report in reports:
         if (first := named.setdefault(report.op.key, report)) is not report:
+            said = (
+                f"names {first.op.path} twice"
+                if first.op.path == report.op.path
+                else f"names one file twice: {first.op.path} and {report.op.path}"
+            )
             raise InvalidArgument(
-                f"{first.op.path} and {report.op.path} are the same file",
+                f"the call {said}",
                 path=first.op.path,
+                hint="Change each file once in a call (one update of it, or one move); "
+                "do the rest in a call of its own after.",
             )
     if max_size is ABSENT:
         max_size = opened_fs.text_options.max_edit_bytes
