@@ -304,8 +304,11 @@ class LocalBackend(Backend):
         if self.root_dir.read_hard_links or search.pattern is None:
             return found
         counts, linked = await run_sync(_single_named, self.root_fd, found.counts)
-        left, also = await run_sync(_single_named, self.root_fd, dict.fromkeys(found.unsearched, 0))
-        linked += also
+        left: dict[str, int] = {}
+        if found.unsearched:
+            named = dict.fromkeys(found.unsearched, 0)
+            left, also = await run_sync(_single_named, self.root_fd, named)
+            linked += also
         return replace(
             found,
             counts=counts,
