@@ -123,6 +123,16 @@ async def test_a_search_tells_nothing_of_how_many_files_are_denied(
     assert (after.text, after.structured) == (before.text, before.structured)
 
 
+async def test_rules_that_hide_nothing_keep_the_count_of_files_searched(
+    tools: FsToolset, root: Path
+) -> None:
+    rules = PathRules(read_only=["**"])  # (serve --read-only)
+    fs = Fs(LocalBackend(root, state_dir=root.parent / "state"), plugins=[rules])
+    found = await call(fs, tools, "grep", pattern="nothing-matches")
+    assert found.structured["files_searched"] >= 3, found.text
+    assert not fs.hooks.hides
+
+
 async def test_a_link_to_where_nothing_is_elsewhere_says_so(
     fs: Fs, tools: FsToolset, root: Path
 ) -> None:

@@ -184,7 +184,9 @@ def ctxfs_hidden(
     Called for every listing (and so every walk of the search tools) with the
     entries' paths and, for symbolic links, what they resolve to; a long listing's,
     2,000 at a time. An entry is left out if any implementation names its path or
-    its link's resolution.
+    its link's resolution. Where a plugin may hide paths, counts that would include
+    them (the files a search engine read) are not told; a plugin whose ``hides``
+    attribute is False hides nothing now, and keeps them.
 
     Args:
         ctx: The execution context listing.

@@ -113,8 +113,12 @@ class PluginHost:
 
     @property
     def hides(self) -> bool:
-        """Whether any plugin implements ``ctxfs_hidden`` (if none, listings are kept whole)."""
-        return bool(self.manager.hook.ctxfs_hidden.get_hookimpls())
+        """Whether a plugin may hide paths (if none, listings and counts are kept whole).
+
+        One that implements ``ctxfs_hidden``, unless its ``hides`` attribute is False.
+        """
+        implementations = self.manager.hook.ctxfs_hidden.get_hookimpls()
+        return any(getattr(found.plugin, "hides", True) for found in implementations)
 
     async def hidden(self, ctx: Context, paths: Sequence[str]) -> set[str]:
         """The paths among *paths* some ``ctxfs_hidden`` implementation leaves out."""

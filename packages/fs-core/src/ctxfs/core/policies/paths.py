@@ -48,6 +48,8 @@ class PathRules:
     def __init__(self, *, deny: Iterable[str] = (), read_only: Iterable[str] = ()) -> None:
         self.deny = [_rule(pattern) for pattern in deny]
         self.read_only = [_rule(pattern) for pattern in read_only]
+        self.hides = bool(self.deny)
+        """Whether these rules hide paths from listings (deny rules do)."""
 
     @hookimpl
     def ctxfs_authorize(self, ctx: Context, op: Operation) -> FsError | None:
