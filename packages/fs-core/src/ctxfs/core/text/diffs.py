@@ -19,6 +19,7 @@ __all__ = [
     "MAX_DIFF_SECONDS",
     "MAX_MATCH_WORK",
     "VersionDiff",
+    "shared_ends",
     "short_diff",
     "version_diff",
 ]
@@ -59,6 +60,17 @@ def short_diff(before: str, after: str, *, first_line: int) -> str | None:
     return "\n".join(_hunk_lines(groups, old, new, first_line - 1, counted=True)) or None
 
 
+def shared_ends(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
+    """How many lines *old* and *new* share at their start, and then at their end."""
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
 def _lines(text: str) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -97,12 +109,7 @@ def version_diff(
     the texts' size.
     """
     old, new = _lines(before), _lines(after)
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
+    head, tail = shared_ends(old, new)
     old_middle, new_middle = old[head : len(old) - tail], new[head : len(new) - tail]
     if not old_middle and not new_middle:
         text = f"no line of {path} changed (its line endings, final newline or encoding did)"

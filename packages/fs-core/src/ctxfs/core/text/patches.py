@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Final
 
 from ctxfs.core.errors import NoChange, NoMatch
+from ctxfs.core.text.diffs import shared_ends
 from ctxfs.core.text.document import AnyDocument, Change
 
 __all__ = ["FilePatch", "Hunk", "PatchAction", "locate_hunks", "patch_document"]
@@ -127,12 +128,7 @@ def _edits(old: Sequence[str], new: Sequence[str]) -> tuple[tuple[int, int, int,
 
     Those at their start and at their end are context.
     """
-    shared = 0
-    while shared < min(len(old), len(new)) and old[shared] == new[shared]:
-        shared += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - shared and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
+    shared, tail = shared_ends(old, new)
     return ((shared, len(old) - tail, shared, len(new) - tail),)
 
 
