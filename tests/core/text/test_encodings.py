@@ -197,3 +197,10 @@ def test_known_encodings_are_bounded_and_can_be_forgotten() -> None:
     known.clear()
     assert known.get("v2") is None
     assert known.get("v3") is None
+
+
+def test_options_name_encodings_where_they_differ_from_the_defaults() -> None:
+    assert not TextOptions().names_encodings
+    assert TextOptions(encoding_overrides={"*.txt": "cp1252"}).names_encodings
+    assert TextOptions(legacy_encodings=("cp500",)).names_encodings
+    assert TextOptions(legacy_encodings=()).names_encodings  # (text that is not UTF-8 refused)

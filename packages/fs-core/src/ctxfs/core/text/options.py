@@ -59,6 +59,14 @@ class TextOptions:
     """Glob pattern -> encoding, for files written in another code page than the rest: the
     first pattern matching a file's root-relative path pins its legacy encoding."""
 
+    @property
+    def names_encodings(self) -> bool:
+        """Whether these options name encodings to read text in: files of legacy text lie here.
+
+        Overrides, or legacy encodings other than :data:`DEFAULT_LEGACY_ENCODINGS`.
+        """
+        return bool(self.encoding_overrides) or self.legacy_encodings != DEFAULT_LEGACY_ENCODINGS
+
     def for_path(self, path: str) -> TextOptions:
         """These options for the file at *path*: pinned by the first override matching it."""
         for pattern, encoding in self.encoding_overrides.items():

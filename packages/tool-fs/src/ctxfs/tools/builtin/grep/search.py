@@ -29,7 +29,6 @@ from ctxfs.core import (
     FsError,
     LineSearch,
     Stat,
-    TextOptions,
     TooLarge,
     normalize_path,
     relative_to,
@@ -51,7 +50,6 @@ __all__ = ["LINE_MAX_CHARS", "MOST_COUNTED_HERE", "MULTILINE_MAX_CHARS", "grep"]
 
 MULTILINE_MAX_CHARS: Final = 64 << 20
 """The largest file (in characters) a multiline search reads; a larger one is skipped."""
-_DEFAULT_ENCODINGS: Final = TextOptions().legacy_encodings
 MOST_COUNTED_HERE: Final = 64
 """The most files an engine leaves unsearched that a search counts by reading them all, for
 exact totals; beyond, the search walks and reads as far as its page needs."""
@@ -180,13 +178,8 @@ def _file_search(ctx: Context, query: GrepQuery, root: str) -> FileSearch:
         names=query.names,
         glob=None if query.glob is None else query.glob.pattern,
         seconds=query.seconds,
-        legacy_text=_names_encodings(ctx.opened_fs.text_options),
+        legacy_text=ctx.opened_fs.text_options.names_encodings,
     )
-
-
-def _names_encodings(options: TextOptions) -> bool:
-    """Whether *options* name encodings to read text in (not the defaults'): legacy text."""
-    return bool(options.encoding_overrides) or options.legacy_encodings != _DEFAULT_ENCODINGS
 
 
 async def _from_counts(
