@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import anyio
 from anyio.to_thread import run_sync
 
-from ctxfs.core import FsError, InvalidArgument, Stale
+from ctxfs.core import FsError, InvalidArgument, Stale, TextOptions
 from ctxfs.core.kit import (
     Backend,
     Blob,
@@ -58,8 +58,8 @@ INLINE_READ_MAX: Final = 256 * 1024
 """Files up to this size are read on the event loop (see ``inline_reads``)."""
 
 _CAS_LOCK_TIMEOUT: Final = 30.0
-_ENCODING_HEAD: Final = 1 << 20
-"""The leading bytes that tell a file's encoding (``TextOptions.detect_bytes``'s default)."""
+_ENCODING_HEAD: Final = TextOptions.detect_bytes
+"""The leading bytes that tell a file's encoding (as read by default)."""
 _UTF16_BOMS: Final = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _UTF32_BOMS: Final = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
 
