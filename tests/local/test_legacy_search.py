@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import codecs
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxfs.core import FileSearch, Fs, LineSearch, TextOptions
 from ctxfs.core.policies import PathRules
@@ -211,3 +214,26 @@ async def test_the_engine_gives_the_lines_of_files_it_reads_as_ctxfs_does(
         found = await fs.context(owner="agent").fs.search_lines(search)
     assert found is not None
     assert ("file.txt" in found.lines) is given
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=12), min_size=1, max_size=40))
+def test_not_utf8_names_exactly_the_lines_that_are_not(lines: list[bytes]) -> None:
+    engine = find_ripgrep()
+    assert engine is not None
+    lines = [line.replace(b"\n", b"n").replace(b"\0", b"z") for line in lines]
+    found = subprocess.run(
+        [engine.binary, "--no-config", "--line-number", "--no-filename", "--regexp", NOT_UTF8],
+        input=b"\n".join(lines) + b"\n",
+        capture_output=True,
+        check=False,
+    )
+    named = {int(record.split(b":")[0]) for record in found.stdout.split(b"\n") if record}
+    expected = set()
+    for number, line in enumerate(lines, 1):
+        try:
+            line.decode()
+        except UnicodeDecodeError:
+            expected.add(number)
+    assert named == expected
+    assert found.returncode == (0 if expected else 1), os.fsdecode(found.stderr)
