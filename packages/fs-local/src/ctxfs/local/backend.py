@@ -295,9 +295,12 @@ class LocalBackend(Backend):
             return None
         if len(answers) > 1 and (not_utf8 := answers[1]) is not None:
             unsearched = frozenset(not_utf8.counts)
+            counts = found.counts
+            if unsearched:  # (100,000 counts are not copied on the loop for nothing)
+                counts = {path: n for path, n in counts.items() if path not in unsearched}
             found = replace(
                 found,
-                counts={path: n for path, n in found.counts.items() if path not in unsearched},
+                counts=counts,
                 unsearched=unsearched,
                 complete=found.complete and not_utf8.complete,
             )
