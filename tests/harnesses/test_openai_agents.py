@@ -210,7 +210,10 @@ async def test_read_only_offers_no_tool_that_writes(ctx: Context) -> None:
     )
     assert refused.status == "failed"
     assert refused.output is not None
-    assert refused.output.startswith("Error [invalid_argument]: unknown tool")
+    assert refused.output.startswith(
+        "Error [invalid_argument]: tool 'apply_patch_call' stands for apply_patch, which this "
+        "step does not offer; the tools offered are: read, "
+    )
     assert await exists(ctx, "notes.txt")
 
 
@@ -222,6 +225,30 @@ async def test_a_deferred_tool_runs_through_the_prefixed_call_tool(ctx: Context)
     )
     assert "fs_grep" not in offered(model.calls[0])
     assert {"fs_read", "fs_search_tools", "fs_call_tool"} <= set(offered(model.calls[0]))
+    assert "notes.txt" in outputs(model)["call-1"]
+
+
+class GrepDeferred:
+    """A plugin that defers ``grep``."""
+
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
+        del ctx
+        return "deferred" if tool == "grep" else None
+
+
+async def test_a_tool_a_plugin_defers_runs_through_call_tool_though_the_list_defers_none() -> None:
+    fs = Fs(MemoryBackend(), plugins=[GrepDeferred()], load_entrypoints=False)
+    await fs.context(owner="setup").fs.write("notes.txt", "hello\n")
+    ctx = fs.context(owner="agent-1")
+    none_deferred = ToolsetOptions(exposure={"undo": Exposure.DIRECT, "changes": Exposure.DIRECT})
+    grep = {"name": "grep", "arguments": '{"pattern": "hel"}'}
+    model = await run(
+        tools(ctx, FsToolset(none_deferred)),
+        [function_call("call_tool", grep, call_id="call-1")],
+    )
+    assert "grep" not in offered(model.calls[0])
+    assert {"search_tools", "call_tool"} <= set(offered(model.calls[0]))
     assert "notes.txt" in outputs(model)["call-1"]
 
 

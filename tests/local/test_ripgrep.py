@@ -109,3 +109,19 @@ async def test_a_pattern_too_long_for_a_command_line_is_searched_all_the_same(
     async with Fs(backend, load_entrypoints=False) as fs:
         found = await FsToolset().execute(fs.context(owner="a"), "grep", {"pattern": pattern})
     assert found.text.startswith("a.txt:1: x = ident_011999\n"), found.text
+
+
+async def test_a_pattern_no_command_line_holds_is_searched_as_elsewhere(tmp_path: Path) -> None:
+    # A lone surrogate cannot be an argument of ripgrep's: the search reads the files, as a
+    # store without an engine does (and matches no text).
+    if find_ripgrep() is None:
+        skip_without_ripgrep()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "a.txt").write_text("hello\n")
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state", ripgrep=True)
+    async with Fs(backend, load_entrypoints=False) as fs:
+        ctx, tools = fs.context(owner="a"), FsToolset()
+        for arguments in ({"pattern": "\ud800"}, {"pattern": "\ud800", "path": "a.txt"}):
+            found = await tools.execute(ctx, "grep", arguments)
+            assert not found.is_error, found.text
+            assert found.structured["total"] == 0

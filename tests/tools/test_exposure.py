@@ -39,6 +39,10 @@ async def test_undo_and_changes_are_deferred_by_default(tools: FsToolset, ctx: C
     read_only = FsToolset(ToolsetOptions(read_only=True))
     assert (await read_only.plan(ctx))["undo"] is Exposure.HIDDEN  # it writes
     assert (await names(read_only, ctx))[-2:] == ["search_tools", "call_tool"]  # changes
+    runner = (await read_only.tools(ctx))[-1]
+    assert (runner.read_only, runner.destructive) == (True, False)  # it runs no tool that writes
+    runner = (await tools.tools(ctx))[-1]
+    assert (runner.read_only, runner.destructive) == (False, True)
 
 
 async def test_deferred_tools_are_absent_and_the_search_pair_appears(ctx: Context) -> None:
@@ -232,3 +236,9 @@ async def test_deferred_tools_under_a_prefix_run_through_the_prefixed_call_tool(
         ctx, "fs_call_tool", {"name": "grep", "arguments": {"pattern": "a"}}
     )
     assert not called.is_error, called.text
+    as_models_call_it = await tools.execute(
+        ctx, "fs_call_tool", {"name": "fs_grep", "arguments": {"pattern": "a"}}
+    )
+    assert as_models_call_it.text == called.text
+    unknown = await tools.execute(ctx, "fs_call_tool", {"name": "fs_fs_grep"})
+    assert unknown.error_code == "invalid_argument"

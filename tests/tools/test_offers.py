@@ -95,3 +95,19 @@ def test_a_layer_is_any_offer_layer() -> None:
             return Offer(exposure={})
 
     assert (ReadOnly(Nothing(), frozenset({"write"})).offer()).offered == ()
+
+
+async def test_a_list_made_once_holds_discovery_where_a_plugin_may_defer(ctx: Context) -> None:
+    # A harness that lists the tools once cannot list call_tool in the step a plugin defers
+    # grep: its list holds the discovery pair wherever plugins vote, and the step decides.
+    nothing_deferred = FsToolset(
+        ToolsetOptions(exposure={"undo": Exposure.DIRECT, "changes": Exposure.DIRECT})
+    )
+    discovery = ("search_tools", "call_tool")
+    assert not set(discovery) & set(nothing_deferred.fixed(ctx).offered)
+    voting = Fs(ctx.opened_fs.backend, plugins=[Voter()], load_entrypoints=False).context(owner="a")
+    fixed = nothing_deferred.fixed(voting)
+    assert fixed.offered[-2:] == discovery
+    assert fixed.exposure == nothing_deferred.configured().exposure
+    step = await nothing_deferred.offer(voting)  # write deferred: the pair is the step's too
+    assert step.offered[-2:] == discovery

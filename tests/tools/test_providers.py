@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import pytest
 
-from ctxfs.core import Context, Fs, NotFound
+from ctxfs.core import Context, Fs, NotFound, number_lines
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from ctxfs.tools.results import (
     anthropic_tool_result,
@@ -436,6 +436,50 @@ async def test_the_editor_says_what_to_do_in_its_own_arguments(
     said = ambiguous.text + ambiguous.structured["error"]["hint"]
     assert "old_str" in said
     assert not {"old_string", "replace_all"} & set(re.findall(r"\w+", said))
+
+
+async def test_the_editor_shows_lines_names_and_diffs_as_they_are(
+    editor: EditorCall, ctx: Context, seed: Seed
+) -> None:
+    # Only the tools' notes are said in the editor's terms: text, names and diffs that
+    # spell the other tools' arguments reach the model byte for byte.
+    source = (
+        "def f(old_string, new_string):\n"
+        '    said = "continue with offset=40, or set replace_all"\n'
+        '    told = "use an offset from 1 to 9"\n'
+    )
+    await seed("src/old_string.py", source.encode())
+    view = await editor(command="view", path="src/old_string.py")
+    assert view.text.startswith(number_lines(source, 1))
+    listing = await editor(command="view", path="src")
+    assert listing.text.startswith("old_string.py")
+    copied = await editor(
+        command="str_replace",
+        path="src/old_string.py",
+        old_str="def f(old_string, new_string):",
+        new_str="def f(old_string, new_string, replace_all):",
+    )
+    assert not copied.is_error, copied.text
+    assert copied.text.startswith("Edited src/old_string.py: ")
+    assert "+def f(old_string, new_string, replace_all):" in copied.text
+    missing = await editor(command="str_replace", path="src/old_string.py", old_str="nope")
+    assert missing.error_code == "no_match"
+    assert "src/old_string.py" in missing.structured["error"]["message"]
+    assert "old_str " in missing.structured["error"]["message"]
+
+
+async def test_the_editor_pages_a_large_directory_with_view_range(
+    editor: EditorCall, seed: Seed
+) -> None:
+    for number in range(600):
+        await seed(f"big/f{number:03}.txt", b"x")
+    first = await editor(command="view", path="big")
+    assert first.text.endswith("(entries 1-500 of 600; continue with view_range [501, -1])")
+    rest = await editor(command="view", path="big", view_range=[501, -1])
+    assert rest.text.splitlines()[0].startswith("f500.txt")
+    assert rest.text.endswith("(entries 501-600 of 600)")
+    middle = await editor(command="view", path="big", view_range=[3, 4])
+    assert [line.split()[0] for line in middle.text.splitlines()[:2]] == ["f002.txt", "f003.txt"]
 
 
 async def test_editor_root_maps_absolute_paths_and_refuses_others(ctx: Context, seed: Seed) -> None:

@@ -307,6 +307,18 @@ async def test_undo_puts_back_the_last_change(fs: Fs, ctx: Context) -> None:
     assert nothing.error_code is ErrorCode.INVALID_ARGUMENT
 
 
+async def test_a_write_that_changes_nothing_is_no_step_to_undo(fs: Fs, ctx: Context) -> None:
+    await written(ctx, "app.py", "x = 1\n")
+    assert not (await call(ctx, "edit", _edit("app.py", "x = 1", "x = 2"))).is_error
+    same = await call(ctx, "write", {"file_path": "app.py", "content": "x = 2\n"})
+    assert "nothing changed" in same.text
+    same = await call(ctx, EDITOR, {"command": "create", "path": "app.py", "file_text": "x = 2\n"})
+    assert not same.is_error, same.text
+    undone = await call(ctx, EDITOR, {"command": "undo_edit", "path": "app.py"})
+    assert undone.text.startswith("Undid your last edit of app.py: put back 1 file."), undone.text
+    assert (await fs.backend.read("app.py")).data == b"x = 1\n"
+
+
 async def test_undo_removes_the_directory_create_directory_made(fs: Fs, ctx: Context) -> None:
     made = await call(ctx, "create_directory", {"path": "pkg/sub"})
     assert not made.is_error, made.text
@@ -388,7 +400,9 @@ async def test_undo_edit_undoes_the_newest_change_of_that_file_only(fs: Fs, ctx:
     later = await call(ctx, EDITOR, {"command": "undo_edit", "path": "app.py"})
     assert later.error_code is ErrorCode.INVALID_ARGUMENT
     assert "your newest change, and it changed notes.md, not app.py" in later.text
-    assert '"arguments": {"steps": 2}' in later.text  # the undo tool, through call_tool
+    told = later.structured["error"]["hint"].partition("call_tool with ")[2]
+    told = json.loads(told.partition(", which undoes")[0])  # in call_tool's own schema
+    assert told == {"name": "undo", "arguments": '{"steps": 2}'}
     assert (await fs.backend.read("app.py")).data == b"x = 1\n"
     never = await call(ctx, EDITOR, {"command": "undo_edit", "path": "other.py"})
     assert never.error_code is ErrorCode.INVALID_ARGUMENT

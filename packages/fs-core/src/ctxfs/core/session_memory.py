@@ -172,12 +172,15 @@ class SessionMemory:
     async def recorded(self, ctx: Context, stored: Sequence[tuple[Update, Report]]) -> None:
         """Record the committed changes *stored* as one step of *ctx*'s owner, with contents.
 
-        The versions before and after each change are kept in the same store call.
+        The versions before and after each change are kept in the same store call. A write of
+        the bytes a file held already changes nothing: no step records it.
         """
         owner, changes, contents = ctx.owner, [], {}
         sources = {report.op.path: update for update, report in stored}
         for update, report in stored:
             op, current = report.op, update.current
+            if report.before == report.after and op.moved_from is None and not report.made:
+                continue
             if current is not None and current.whole:
                 contents[current.version] = (current.data, op.path)
             written = report.written

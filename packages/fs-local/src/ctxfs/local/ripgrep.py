@@ -378,9 +378,9 @@ def _read_alike(pattern: str) -> bool:
 
     Not with verbose mode (spaces in a class differ), a class's set operations (``&&``,
     ``--``, ``~~``) or a class inside a class, nor an escaped letter or digit Rust reads
-    otherwise (``\<``, ``\z``, ``\N``...).
+    otherwise (``\<``, ``\z``, ``\N``...), nor a lone surrogate (no command line holds it).
     """
-    if _VERBOSE.search(pattern):
+    if _VERBOSE.search(pattern) or not _utf8(pattern):
         return False
     at, in_class = 0, False
     while at < len(pattern):
@@ -400,6 +400,14 @@ def _read_alike(pattern: str) -> bool:
             continue
         in_class = in_class and char != "]"
         at += 1
+    return True
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
     return True
 
 

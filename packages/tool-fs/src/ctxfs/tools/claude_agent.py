@@ -18,7 +18,7 @@ after the server's key in ``mcp_servers``; :func:`allowed_tools` lists those nam
 agent calls them without asking for permission.
 
 The model reads the result's text (on a failure: the error code and the hint), then any image. The
-SDK lists the tools once, so the list is the configuration's (:meth:`FsToolset.configured`); a tool
+SDK lists the tools once, so the list is made once (:meth:`FsToolset.fixed`); a tool
 an exposure plugin hides in a step is refused with an error result. Arguments the SDK rejects
 against the input schema come back as its own ``Input validation error: ...``.
 
@@ -82,7 +82,7 @@ def server(
 
     """
     toolset = toolset if toolset is not None else FsToolset()
-    offered = toolset.listed(ctx, toolset.configured())
+    offered = toolset.listed(ctx, toolset.fixed(ctx))
     tools = [_sdk_tool(ctx, toolset, definition) for definition in offered]
     return create_sdk_mcp_server(name, version=__version__, tools=tools)
 
@@ -95,12 +95,14 @@ def allowed_tools(toolset: FsToolset | None = None, *, name: str = "ctxfs") -> l
         name: The server's key in ``ClaudeAgentOptions.mcp_servers``.
 
     Returns:
-        ``mcp__<name>__<tool>`` for each tool the server lists, in its order.
+        ``mcp__<name>__<tool>`` for each tool the server may list, in its order: the discovery
+        tools too, which it lists where a tool may be deferred.
 
     """
     toolset = toolset if toolset is not None else FsToolset()
     prefix = f"mcp__{name}__{toolset.options.tool_prefix}"
-    return [prefix + tool for tool in toolset.configured().offered]
+    offer = toolset.configured()
+    return [prefix + tool for tool in (*offer.direct, *offer.discovery)]
 
 
 def _sdk_tool(ctx: Context, toolset: FsToolset, definition: ToolDefinition) -> SdkMcpTool[Any]:

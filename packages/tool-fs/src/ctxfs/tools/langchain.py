@@ -8,7 +8,7 @@
     fs_tools = tools(fs.context(owner="agent-1"))
     model = model.bind_tools(fs_tools)  # and ToolNode(fs_tools) runs the model's calls
 
-Each tool of the configuration's offer (:meth:`FsToolset.configured`) is a :class:`CtxfsTool` bound
+Each tool of the list made once (:meth:`FsToolset.fixed`) is a :class:`CtxfsTool` bound
 to the agent's context, with the tool's JSON schema as its ``args_schema``; its calls run through
 :meth:`FsToolset.execute`. Sync calls (``invoke``) all run on one event loop the tool set owns
 (:class:`SyncLoop`), so stores bound to a loop (Redis, SQLite) see one loop however many calls come;
@@ -57,17 +57,17 @@ Content = str | list[TextContentBlock | ImageContentBlock]
 
 
 def tools(ctx: Context, toolset: FsToolset | None = None) -> list[BaseTool]:
-    """The tools of *toolset*'s configured offer (default ``FsToolset()``), bound to *ctx*.
+    """The tools of *toolset*'s fixed list (default ``FsToolset()``), bound to *ctx*.
 
-    Named as models call them (with the tool prefix), the discovery pair included while some tool is
-    deferred. The list is fixed: a tool a plugin hides in a step fails its calls with an error
-    result. The tools share one :class:`SyncLoop` for their sync calls.
+    Named as models call them (with the tool prefix), the discovery pair included while some tool
+    may be deferred (:meth:`FsToolset.fixed`). A tool a plugin hides in a step fails its calls with
+    an error result. The tools share one :class:`SyncLoop` for their sync calls.
     """
     toolset = toolset if toolset is not None else FsToolset()
     loop = SyncLoop()
     return [
         CtxfsTool.of(definition, ctx=ctx, toolset=toolset, loop=loop)
-        for definition in toolset.listed(ctx, toolset.configured())
+        for definition in toolset.listed(ctx, toolset.fixed(ctx))
     ]
 
 

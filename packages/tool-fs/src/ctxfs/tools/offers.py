@@ -49,6 +49,9 @@ class Offer:
     """The tools that appear while some tool is deferred."""
     failures: Mapping[str, FsError] = field(default_factory=dict)
     """Tools hidden because a plugin failed while answering for them, and why."""
+    lists_discovery: bool = False
+    """Whether :attr:`offered` holds the discovery tools though none is deferred: a list made
+    once, for steps in which a plugin may defer a tool."""
 
     @functools.cached_property
     def direct(self) -> tuple[str, ...]:
@@ -63,7 +66,7 @@ class Offer:
     @functools.cached_property
     def offered(self) -> tuple[str, ...]:
         """The tools the model is offered as tools of their own."""
-        return self.direct + (self.discovery if self.deferred else ())
+        return self.direct + (self.discovery if self.deferred or self.lists_discovery else ())
 
     def stricter(
         self, levels: Mapping[str, Exposure], failures: Mapping[str, FsError] | None = None

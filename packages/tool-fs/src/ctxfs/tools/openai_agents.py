@@ -55,7 +55,7 @@ def tools(
 ) -> list[FunctionTool | ApplyPatchTool]:
     """The ctxfs file tools for an ``Agent``, bound to the agent's context *ctx*.
 
-    One ``FunctionTool`` per tool of the configuration's offer (:meth:`FsToolset.configured`),
+    One ``FunctionTool`` per tool of the list made once (:meth:`FsToolset.fixed`),
     strict where the arguments allow, enabled while the step's offer (:meth:`FsToolset.offer`) holds
     it. A call returns the result's text, then its images (``ToolOutputImage``); a failure is such a
     result too (the error code and the next action), never raised.
@@ -69,7 +69,7 @@ def tools(
 
     """
     toolset = toolset if toolset is not None else FsToolset()
-    offered = toolset.listed(ctx, toolset.configured())
+    offered = toolset.listed(ctx, toolset.fixed(ctx))
     patch_function = toolset.options.tool_prefix + "apply_patch"
     step_offer = _StepOffer(toolset, ctx)
     return [

@@ -123,7 +123,7 @@ class FsToolset:
     # -- what a step offers -----------------------------------------------------------------
 
     def configured(self) -> Offer:
-        """The configuration's offer, before any plugin's vote: what a fixed tool list holds.
+        """The configuration's offer, before any plugin's vote.
 
         A plugin may still defer or hide a tool in a step; a call of it is then refused.
         """
@@ -131,6 +131,18 @@ class FsToolset:
         if self._configured is None or self._configured[0] != configuration:
             self._configured = (configuration, layers(self._tools.values(), self.options).offer())
         return self._configured[1]
+
+    def fixed(self, ctx: Context) -> Offer:
+        """What a tool list made once holds: the configuration's offer (:meth:`configured`).
+
+        Where a plugin votes on the tools (``ctxfs_tool_exposure``), it holds the discovery tools
+        too, for the steps in which a plugin defers a tool; in a step that defers none, they are
+        refused as any tool the step does not offer.
+        """
+        offer = self.configured()
+        if offer.deferred or not ctx.opened_fs.hooks.asks_tool_exposure:
+            return offer
+        return dataclasses.replace(offer, lists_discovery=True)
 
     async def offer(self, ctx: Context) -> Offer:
         """Work out what this step offers: configuration, then every plugin's vote.
@@ -241,12 +253,17 @@ class FsToolset:
                     f"tool {called!r} is not offered directly; run it through {runner}",
                     hint=f'Call {runner} with {{"name": "{name}", "arguments": "{{...}}"}}.',
                 )
+        own = [t for t in self._aliases.tools if t.name == called and t.provider == step.provider]
+        if own:  # (listed once, by a harness, but not in this step)
+            stands_for = ", ".join(prefix + name for name in own[0].stands_for)
+            why = f"tool {called!r} stands for {stands_for}, which this step does not offer"
+            return self._unknown(step, called, why)
         return self._unknown(step, called)
 
-    def _unknown(self, step: Step, called: str) -> InvalidArgument:
+    def _unknown(self, step: Step, called: str, why: str | None = None) -> InvalidArgument:
         offered = [self.options.tool_prefix + name for name in step.offer.offered]
         return InvalidArgument(
-            f"unknown tool {called!r}; the tools offered are: {', '.join(offered)}",
+            f"{why or f'unknown tool {called!r}'}; the tools offered are: {', '.join(offered)}",
             hint="Call one of the offered tools.",
             details={"offered": offered},
         )

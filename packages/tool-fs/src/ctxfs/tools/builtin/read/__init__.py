@@ -42,6 +42,7 @@ from ctxfs.tools.results import MediaPart, ResultData, ToolResult, count, size
 from ctxfs.tools.tool import Limits, Ordinal, Step, Tool, ToolArgs
 
 __all__ = [
+    "INVALID_BYTES_NOTE",
     "READ",
     "ImageInfo",
     "NotebookInfo",
@@ -52,6 +53,10 @@ __all__ = [
     "ReadTool",
 ]
 
+INVALID_BYTES_NOTE: Final = (
+    "(bytes that are not valid text show as \ufffd; keep them out of old_string)"
+)
+"""The note under a window of text holding bytes the encoding cannot decode."""
 _MEDIA_SUFFIXES: Final = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".pdf", NOTEBOOK_SUFFIX)
 """Names read as bytes first (what they hold still decides how they are read)."""
 _HEAD_BYTES: Final = 16
@@ -311,7 +316,7 @@ def _notes(data: ReadData) -> list[str]:
         notes.append(f"(line {cut} cut where marked: too long to show whole)")
     encoding = data.encoding or "utf-8"
     if "invalid bytes" in encoding:
-        notes.append("(bytes that are not valid text show as \ufffd; keep them out of old_string)")
+        notes.append(INVALID_BYTES_NOTE)
     elif encoding != "utf-8":
         notes.append(f"(decoded as {encoding}; changes keep that encoding)")
     return notes

@@ -13,6 +13,7 @@ step changed the file (``ctx.fs.undo(1)``), and is refused otherwise.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
@@ -28,11 +29,20 @@ from ctxfs.core import (
     normalize_path,
 )
 from ctxfs.tools.builtin.edit import EDIT, EditArgs
-from ctxfs.tools.builtin.list_dir import LIST_DIR, ListDirArgs
-from ctxfs.tools.builtin.read import READ, ReadArgs
+from ctxfs.tools.builtin.list_dir import LIST_DIR, ListData, ListDirArgs
+from ctxfs.tools.builtin.read import INVALID_BYTES_NOTE, READ, ReadArgs, ReadData
 from ctxfs.tools.builtin.write import WRITE, WriteArgs
 from ctxfs.tools.definitions import Exposure
-from ctxfs.tools.results import ResultData, ToolResult, UndoData, count, span, undone, with_diff
+from ctxfs.tools.results import (
+    STRIPPED_NOTE,
+    ResultData,
+    ToolResult,
+    UndoData,
+    count,
+    span,
+    undone,
+    with_diff,
+)
 from ctxfs.tools.tool import Annotations, Limits, Offering, Step, Tool, ToolArgs
 
 __all__ = [
@@ -157,19 +167,20 @@ class TextEditorTool(Tool[EditorCommand, ResultData]):
         try:
             result = await self._answer(step, args)
         except FsError as error:
-            error.message = _in_editor_terms(error.message)
-            error.hint = _in_editor_terms(error.hint)
+            error.message = _in_editor_terms(error.message, error.path)
+            error.hint = _in_editor_terms(error.hint, error.path)
             raise
-        text = _in_editor_terms(result.text)
+        text = _notes_in_editor_terms(result.text, result.data)
         return result if text == result.text else result.model_copy(update={"text": text})
 
     async def _answer(self, step: Step, args: EditorCommand) -> ToolResult:
         command = args.root
         path = _relative(command.path, step.limits.of(TextEditorOptions).editor_root)
         if isinstance(command, View):
-            if (await step.ctx.fs.stat(path)).kind is FileKind.DIRECTORY:
-                return await step.tool(LIST_DIR.name).answer(step, ListDirArgs(path=path))
             offset, limit = _view_range(command.view_range)
+            if (await step.ctx.fs.stat(path)).kind is FileKind.DIRECTORY:
+                listing = ListDirArgs(path=path, offset=offset, limit=limit)
+                return await step.tool(LIST_DIR.name).answer(step, listing)
             read = ReadArgs(file_path=path, offset=offset, limit=limit, fresh=True)
             return await step.tool(READ.name).answer(step, read)
         if isinstance(command, Create):
@@ -233,10 +244,8 @@ def _not_newest(step: Step, path: str, *, steps_back: int, later: list[str]) -> 
     if exposure is Exposure.DIRECT:
         tool = f"{prefix}undo with steps={steps_back}, which undoes them too, or "
     elif exposure is Exposure.DEFERRED:
-        tool = (
-            f'{prefix}call_tool with {{"name": "undo", "arguments": {{"steps": {steps_back}}}}}, '
-            "which undoes them too, or "
-        )
+        call = json.dumps({"name": "undo", "arguments": json.dumps({"steps": steps_back})})
+        tool = f"{prefix}call_tool with {call}, which undoes them too, or "
     else:
         tool = ""
     return InvalidArgument(
@@ -252,14 +261,35 @@ _IN_EDITOR_TERMS: Final = (
     (re.compile(r"continue with offset=(\d+)"), r"continue with view_range [\1, -1]"),
     (re.compile(r"use an offset from 1 to (\d+)"), r"use a view_range within lines 1 to \1"),
     (re.compile(r", or set replace_all\b"), ""),
-    (re.compile(r"\b(old|new)_string\b"), r"\1_str"),
+    (re.compile(r"(?<![\w/.-])(old|new)_string(?![\w/-]|\.\w)"), r"\1_str"),
 )
 """What the tools the editor runs as say of their arguments, in the editor's own terms."""
 
 
-def _in_editor_terms(text: str) -> str:
+def _in_editor_terms(text: str, path: str | None = None) -> str:
+    """*text* (the tools' own words) in the editor's terms; *path*, where it is named, as it is."""
+    if path:
+        return path.join(_in_editor_terms(part) for part in text.split(path))
     for said, meant in _IN_EDITOR_TERMS:
         text = said.sub(meant, text)
+    return text
+
+
+def _notes_in_editor_terms(text: str, data: ResultData) -> str:
+    """*text* with the notes the tools add to what they show in the editor's terms.
+
+    Only the notes change, never the lines, names or diffs shown: each note is found as the
+    tool wrote it, where it writes it (the last after the lines shown, the first before a diff).
+    """
+    notes: list[tuple[str, bool]] = [(STRIPPED_NOTE, False), (INVALID_BYTES_NOTE, True)]
+    if isinstance(data, ReadData | ListData) and data.next_offset is not None:
+        notes.append((f"continue with offset={data.next_offset}", True))
+    if isinstance(data, ReadData) and data.returned_lines == 0 and data.total_lines:
+        notes.append((f"use an offset from 1 to {data.total_lines}", True))
+    for note, last in notes:
+        before, found, after = text.rpartition(note) if last else text.partition(note)
+        if found:
+            text = before + _in_editor_terms(note) + after
     return text
 
 
