@@ -650,6 +650,24 @@ async def test_an_undo_over_someone_elses_change_between_the_steps_is_refused(fs
     assert await raw(fs, "m.py") == b"x = 2\nB = True\n"
 
 
+async def test_an_undo_of_a_step_no_longer_the_newest_is_stale(fs: Fs) -> None:
+    # A caller that chose the step to undo (the text editor's undo_edit of a file) is not
+    # given another: a step the owner made meanwhile is no longer that one.
+    a = fs.context(owner=A).fs
+    await a.write("m.py", "x = 1\n")
+    await a.edit("m.py", "x = 1", "x = 2")
+    assert fs.session_memory is not None
+    chosen = (await fs.session_memory.store.steps(A))[-1].number
+    await a.write("other.py", "y = 1\n")
+    with pytest.raises(Stale, match="no longer step") as refused:
+        await a.undo(1, newest=chosen)
+    assert refused.value.details["newest"] == chosen + 1
+    assert (await raw(fs, "m.py"), await raw(fs, "other.py")) == (b"x = 2\n", b"y = 1\n")
+    await a.undo(1, newest=chosen + 1)
+    await a.undo(1, newest=chosen)
+    assert await raw(fs, "m.py") == b"x = 1\n"
+
+
 async def test_an_undo_that_fails_part_way_puts_nothing_back(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -1220,6 +1238,29 @@ async def test_two_undos_of_one_owner_at_once_undo_two_steps(fs: Fs) -> None:
         both.start_soon(undo)
     assert sorted(outcomes) == [(2,), (3,)]
     assert await raw(fs, "f.txt") == b"v1\n"
+
+
+async def test_an_undo_whose_steps_the_store_fails_to_drop_says_the_files_are_back() -> None:
+    class FailingDrop(MemorySessions):
+        fail = True
+
+        async def drop_steps(self, owner: str, numbers: Sequence[int]) -> None:
+            if self.fail:
+                self.fail = False
+                raise Unavailable("the store is down")
+            await super().drop_steps(owner, numbers)
+
+    fs = Fs(MemoryBackend(), sessions=FailingDrop(), load_entrypoints=False)
+    a = fs.context(owner=A).fs
+    await a.write("f.txt", "one\n")
+    await a.edit("f.txt", "one", "two")
+    with pytest.raises(Unavailable, match="the files were put back") as failed:
+        await a.undo()
+    assert failed.value.details["put_back"] == ["f.txt"]
+    assert await raw(fs, "f.txt") == b"one\n"
+    again = await a.undo()  # the files match the steps: they are dropped, nothing written
+    assert (again.steps, await raw(fs, "f.txt")) == ((2,), b"one\n")
+    assert (await a.undo()).steps == (1,)
 
 
 def test_two_undos_of_one_owner_in_two_threads_each_with_its_loop_undo_two_steps() -> None:

@@ -301,10 +301,23 @@ async def test_undo_puts_back_the_last_change(fs: Fs, ctx: Context) -> None:
     assert undone.data_as(UndoData).steps == [2]
     assert (await fs.backend.read("app.py")).data == b"x = 1\n"
     removed = await deferred(ctx, "undo", {})
-    assert "app.py: removed (you had created it)" in removed.text
+    assert "app.py: removed (you had created it or moved it there)" in removed.text
     assert not await exists(fs, "app.py")
     nothing = await deferred(ctx, "undo", {})
     assert nothing.error_code is ErrorCode.INVALID_ARGUMENT
+
+
+async def test_undo_says_a_directory_moved_back_is_back(fs: Fs, ctx: Context) -> None:
+    await written(ctx, "src/pkg/mod.py", "x = 1\n")
+    moved = await call(ctx, "move", {"source_path": "src/pkg", "destination_path": "lib/pkg"})
+    assert not moved.is_error, moved.text
+    undone = await deferred(ctx, "undo", {})
+    assert not undone.is_error, undone.text
+    assert undone.text.startswith("Undid your last change: moved back 1 directory and removed")
+    assert "  src/pkg/: moved back from lib/pkg/, with its files" in undone.text
+    assert "you had created" not in undone.text
+    assert undone.structured["files"] == [{"path": "src/pkg", "moved_back_from": "lib/pkg"}]
+    assert (await fs.backend.read("src/pkg/mod.py")).data == b"x = 1\n"
 
 
 async def test_a_write_that_changes_nothing_is_no_step_to_undo(fs: Fs, ctx: Context) -> None:

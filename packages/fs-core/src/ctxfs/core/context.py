@@ -407,7 +407,9 @@ class ContextFs(Browsing):
         """
         return await checkpoint(self._ctx, label)
 
-    async def undo(self, steps: int = 1, *, dry_run: bool = False) -> UndoOutcome:
+    async def undo(
+        self, steps: int = 1, *, dry_run: bool = False, newest: int | None = None
+    ) -> UndoOutcome:
         """Put back what the owner's last *steps* changes did, all or nothing.
 
         A step is one call that changed files (a write, an edit, a move, a patch
@@ -415,7 +417,8 @@ class ContextFs(Browsing):
         encoding, BOM and line endings; a file made again, its permission bits), a
         created file is removed, a deleted one restored, a move reversed; every file
         is authorized and locked like any change, and the undone steps leave the
-        history. With *dry_run*, the checks run and nothing is written.
+        history. With *dry_run*, the checks run and nothing is written; with *newest*
+        (a step's number), only while it is the owner's newest step, else ``Stale``.
 
         Raises:
             InvalidArgument: *steps* is no whole number from 1 to the steps kept, a
@@ -431,7 +434,7 @@ class ContextFs(Browsing):
             FsError: Any refusal of a policy, ``Busy``, or what the store raised.
 
         """
-        return await undo(self._ctx, steps, dry_run=dry_run)
+        return await undo(self._ctx, steps, dry_run=dry_run, newest=newest)
 
     async def rewind(self, checkpoint: str, *, dry_run: bool = False) -> UndoOutcome:
         """Undo every step since *checkpoint* (an id from :meth:`checkpoint`), all or nothing.

@@ -268,6 +268,8 @@ class RestoredFile:
     """The version it held before the undo (None: it did not exist)."""
     now: Version | None
     """The version it holds after (None: removed). In a dry run, what it would hold."""
+    moved_back_from: str | None = None
+    """For a directory moved back (its files with it), where it was; *was* and *now* are None."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,6 +28,7 @@ from ctxfs.core.errors import (
     NotADirectory,
     NotARegularFile,
     NotEnabled,
+    Stale,
     Unavailable,
 )
 from ctxfs.core.moves import kind_at, move
@@ -82,7 +83,7 @@ async def checkpoint(ctx: Context, label: str | None) -> Checkpoint:
     return await (await _memory(ctx)).store.mark(ctx.owner, label, at=time.time())
 
 
-async def undo(ctx: Context, steps: int, *, dry_run: bool) -> UndoOutcome:
+async def undo(ctx: Context, steps: int, *, dry_run: bool, newest: int | None) -> UndoOutcome:
     """:meth:`ContextFs.undo <ctxfs.core.ContextFs.undo>`."""
     memory = await _memory(ctx)
     given: object = steps  # (a caller without type checks may pass anything)
@@ -91,12 +92,21 @@ async def undo(ctx: Context, steps: int, *, dry_run: bool) -> UndoOutcome:
             f"steps must be a whole number, 1 or more, got {steps!r}", details={"field": "steps"}
         )
     async with memory.undoing(ctx.owner):
-        return await _undo(ctx, memory, steps, dry_run=dry_run)
+        return await _undo(ctx, memory, steps, dry_run=dry_run, newest=newest)
 
 
-async def _undo(ctx: Context, memory: SessionMemory, steps: int, *, dry_run: bool) -> UndoOutcome:
+async def _undo(
+    ctx: Context, memory: SessionMemory, steps: int, *, dry_run: bool, newest: int | None
+) -> UndoOutcome:
     history = await memory.store.steps(ctx.owner)
     kept = [step for step in history if step.undid is None]
+    if newest is not None and (not kept or kept[-1].number != newest):
+        raise Stale(
+            f"your newest step is no longer step {newest}: another call of yours made or "
+            "undid one meanwhile; nothing was put back",
+            hint="Look at what changed (changes), then undo again if still needed.",
+            details={"newest": kept[-1].number if kept else None},
+        )
     if len(kept) < steps:
         gone = await memory.store.given_up(ctx.owner)
         raise InvalidArgument(
@@ -122,9 +132,10 @@ async def _rewind(
     marks = await memory.store.checkpoints(ctx.owner)
     mark = next((m for m in marks if m.id == checkpoint_id), None)
     if mark is None:
-        gone = await memory.store.given_up(ctx.owner)
+        gone, most = await memory.store.given_up(ctx.owner), memory.store.max_steps
         raise InvalidArgument(
             f"no checkpoint is named {checkpoint_id!r}"
+            + (f"; only the newest {most} checkpoints are kept" if len(marks) >= most else "")
             + (f"; steps up to {gone} were given up, and checkpoints may be too" if gone else ""),
             hint="Rewind to one of the checkpoints listed in details"
             + (f" ({_kept_for(memory)})." if gone else "."),
@@ -313,14 +324,29 @@ async def _drop_steps(
     """Drop the undone *steps* and *covered*, recording the undo first unless *covered* is None.
 
     None is asked again: a checkpoint marked since (while the files went back) may hold a step.
+
+    Raises:
+        Unavailable: The store failed; the files are back all the same, which it says.
+
     """
-    if covered is None:
-        covered = await _covered_records(ctx, memory, steps)
-    if covered is not None:
-        oldest = min(step.number for step in steps)
-        record = FileChange(path="", key="", kind=UNDONE, before=None, after=None, undid=oldest)
-        await memory.record(ctx.owner, [record])
-    await memory.store.drop_steps(ctx.owner, [*(step.number for step in steps), *(covered or [])])
+    try:
+        if covered is None:
+            covered = await _covered_records(ctx, memory, steps)
+        if covered is not None:
+            oldest = min(step.number for step in steps)
+            record = FileChange(path="", key="", kind=UNDONE, before=None, after=None, undid=oldest)
+            await memory.record(ctx.owner, [record])
+        numbers = [*(step.number for step in steps), *(covered or [])]
+        await memory.store.drop_steps(ctx.owner, numbers)
+    except Exception as failure:  # (a store's bug too)
+        raise Unavailable(
+            "the files were put back, but the session store could not drop the steps undone "
+            f"from your history: {failure}",
+            retryable=True,
+            hint="Undo the same steps again once the store is back: the files match them "
+            "already, so that only drops them.",
+            details={"put_back": sorted({c.path for s in steps for c in s.changes if c.path})},
+        ) from failure
 
 
 async def _fetch_contents(
@@ -435,7 +461,7 @@ async def _move_back(
             )
     return UndoOutcome(
         steps=(step.number,),
-        files=(RestoredFile(path=here, was=None, now=None),),
+        files=(RestoredFile(path=here, was=None, now=None, moved_back_from=there),),
         directories=tuple(directories),
         kept_directories=tuple(kept),
         written=not dry_run,

@@ -145,6 +145,9 @@ class UndoneFile(BaseModel):
         default=None, description="Its version before the undo; absent: it did not exist."
     )
     now: str | None = Field(default=None, description="Its version after; absent: removed.")
+    moved_back_from: str | None = Field(
+        default=None, description="A directory moved back (its files with it): where it was."
+    )
 
 
 class UndoData(ResultData):
@@ -164,7 +167,10 @@ class UndoData(ResultData):
     @classmethod
     def of_undo(cls, outcome: UndoOutcome, *, tool: str) -> UndoData:
         """The data of *outcome* (an :class:`~ctxfs.core.outcomes.UndoOutcome`)."""
-        files = [UndoneFile(path=f.path, was=f.was, now=f.now) for f in outcome.files]
+        files = [
+            UndoneFile(path=f.path, was=f.was, now=f.now, moved_back_from=f.moved_back_from)
+            for f in outcome.files
+        ]
         return cls.of(
             tool=tool,
             steps=list(outcome.steps),
@@ -429,9 +435,12 @@ def edited(data: EditData, *, changes: str, note: str = "") -> str:
 
 def undone(data: UndoData, what: str) -> str:
     """What an undo of *what* (``your last change``) put back, or in a dry run would, by file."""
-    done = (
-        [f"put back {count(len(data.files), 'file')}"] if data.files or not data.directories else []
-    )
+    moved = sum(file.moved_back_from is not None for file in data.files)
+    files = len(data.files) - moved
+    done = [f"put back {count(files, 'file')}"] if files or not (moved or data.directories) else []
+    if moved:
+        verb = "moved back" if data.written else "move back"
+        done.append(f"{verb} {count(moved, 'directory', 'directories')}")
     if data.directories:
         removed = "removed" if data.written else "remove"
         done.append(f"{removed} {count(len(data.directories), 'directory', 'directories')}")
@@ -446,8 +455,10 @@ def undone(data: UndoData, what: str) -> str:
         for path in kept
     ]
     for file in data.files:
-        if file.now is None:
-            lines.append(f"  {file.path}: removed (you had created it)")
+        if file.moved_back_from is not None:
+            lines.append(f"  {file.path}/: moved back from {file.moved_back_from}/, with its files")
+        elif file.now is None:
+            lines.append(f"  {file.path}: removed (you had created it or moved it there)")
         elif file.was is None:
             lines.append(f"  {file.path}: restored (you had deleted or moved it)")
         else:

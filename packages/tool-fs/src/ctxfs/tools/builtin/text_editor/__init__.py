@@ -232,7 +232,7 @@ async def _undo_edit(step: Step, path: str) -> ToolResult:
     if back > 1:
         later = sorted({change.path or "files it could not record" for change in steps[-1].changes})
         raise _not_newest(step, path, steps_back=back, later=later)
-    outcome = await ctx.fs.undo(1)
+    outcome = await ctx.fs.undo(1, newest=steps[-1].number)  # (not a step made since)
     data = UndoData.of_undo(outcome, tool="undo_edit").model_copy(update={"target": path})
     return ToolResult.success(undone(data, f"your last edit of {path}"), data)
 
