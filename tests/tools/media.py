@@ -114,6 +114,24 @@ def shared_pdf(pages: int, content: bytes) -> bytes:
     return _document(objects + [_PAGE % 4] * pages)
 
 
+def deflated_pdf(pages: int, size: int) -> bytes:
+    """A PDF of *pages* pages, each drawing its own content: *size* bytes deflated (no text)."""
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * n) for n in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for number in range(pages):
+        squeezed = zlib.compressobj(9)
+        data = squeezed.compress(b"%% page %d\n" % number + b" " * size) + squeezed.flush()
+        objects.append(_PAGE % (5 + 2 * number))
+        objects.append(
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(data), data)
+        )
+    return _document(objects)
+
+
 _PAGE: Final = (
     b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
     b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>"

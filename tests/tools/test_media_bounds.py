@@ -25,7 +25,14 @@ from ctxfs.tools import FsToolset, ReadData, ToolResult, ToolsetOptions
 from ctxfs.tools.builtin.read import media
 from ctxfs.tools.builtin.read.pdfs import pdf_text
 from tests.tools.conftest import Seed
-from tests.tools.media import deep_png, image, pdf, shared_pdf, slow_second_page_pdf
+from tests.tools.media import (
+    deep_png,
+    deflated_pdf,
+    image,
+    pdf,
+    shared_pdf,
+    slow_second_page_pdf,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -118,6 +125,14 @@ def test_a_page_flooded_with_operators_is_shown_without_its_text(tmp_path: Path)
     assert "(its text is not extracted: its content is too large to parse here)" in run["text"]
     assert run["seconds"] < 3
     assert run["mib"] < 100
+
+
+def test_what_a_pdf_page_inflated_goes_before_the_next_page(tmp_path: Path) -> None:
+    # Six pages, each of its own 40 MB of deflated spaces: before, pypdf kept every page's
+    # inflated content for the whole read (+163 MiB here, 40 more with every page in time).
+    run = measured(tmp_path, "deflated.pdf", deflated_pdf(6, 40_000_000), pdf_seconds=60)
+    assert run["data"]["pdf"]["textless_pages"] == [1, 2, 3, 4, 5, 6]
+    assert run["mib"] < 80
 
 
 def test_a_62_megapixel_16_bit_png_is_too_large_before_it_is_decoded(tmp_path: Path) -> None:

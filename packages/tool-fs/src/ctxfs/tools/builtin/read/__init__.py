@@ -15,6 +15,8 @@ from pydantic import AliasChoices, Field, field_validator
 
 from ctxfs.core import (
     BinaryFile,
+    Busy,
+    BytesOutcome,
     EncodingError,
     FsError,
     InvalidArgument,
@@ -142,7 +144,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         data, media = await self._shown(step, args)
         return ToolResult.success(self.render(data, args), data, media)
 
-    async def _shown(self, step: Step, args: ReadArgs) -> Shown:
+    async def _shown(self, step: Step, args: ReadArgs, *, again: bool = False) -> Shown:
         fs, path = step.ctx.fs, args.file_path
         head = None  # the first bytes, which tell an image or a PDF (not an observation)
         as_text = None  # text that starts like a PDF: shown as text unless it is one
@@ -175,6 +177,8 @@ class ReadTool(Tool[ReadArgs, ReadData]):
             _check_size(head.path, head.size, most)  # before the read that observes it
             blob = await fs.read_bytes(path, length=most + 1)
             _check_size(blob.path, blob.size, most)  # (it grew meanwhile)
+            if _replaced(blob, kind, again=again):  # by another kind since: read it anew
+                return await self._shown(step, args, again=True)
             part = Part(offset=args.offset, limit=args.limit, pages=args.pages)
             reading = await READERS[kind](step, blob, part)
         except NotANotebook as refusal:  # named .ipynb, holding something else: read as text
@@ -260,6 +264,24 @@ def _unchanged(data: ReadData) -> str:
     )
     more = "" if data.next_offset is None else f"; continue with offset={data.next_offset}"
     return f"({said}; pass fresh: true to see them again{more})"
+
+
+def _replaced(blob: BytesOutcome, kind: Kind, *, again: bool) -> bool:
+    """Whether *blob* is another kind than its first bytes told (the file was replaced).
+
+    Raises:
+        Busy: It was, *again*.
+
+    """
+    if kind_of(blob.data[:_HEAD_BYTES], blob.path) == kind:
+        return False
+    if again:
+        raise Busy(
+            f"{blob.path} is being replaced: it changed kind while it was read",
+            path=blob.path,
+            hint="Read it again once it stops changing.",
+        )
+    return True
 
 
 def _check_size(path: str, size_of_file: int, most: int) -> None:

@@ -238,6 +238,8 @@ def _page_text(reader: PdfReader, number: int, file: _TimedFile) -> tuple[str, s
         if file.late:  # (what pypdf read before it went on past a stop)
             return "", "time"
         return f"(the text of this page could not be extracted: {bad})", None
+    finally:  # what pypdf decoded for the page (its content, inflated) goes with it
+        reader.resolved_objects.clear()
     # pypdf goes on past a stopped read, with what it had read
     return ("", "time") if file.late else (text, None)
 
