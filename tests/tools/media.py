@@ -6,23 +6,38 @@ import io
 import os
 import struct
 import zlib
-from typing import Final
+from typing import Any, Final
 
 from PIL import Image
 from pypdf import PdfReader, PdfWriter
 
 
 def image(
-    size: tuple[int, int], format: str = "PNG", *, mode: str = "RGB", noise: bool = False
+    size: tuple[int, int],
+    format: str = "PNG",
+    *,
+    mode: str = "RGB",
+    noise: bool = False,
+    **saved: Any,
 ) -> bytes:
-    """An image of *size* in *format*: a gradient (compresses well) or noise (does not)."""
+    """An image of *size* in *format*: a gradient (compresses well) or noise (does not).
+
+    *saved*: more of Pillow's options to save it with (``progressive=True``, ``exif=...``).
+    """
     if noise:
         picture = Image.frombytes("RGB", size, os.urandom(size[0] * size[1] * 3))
     else:
         picture = Image.linear_gradient("L").resize(size).convert(mode)
     out = io.BytesIO()
-    picture.save(out, format, **({"compress_level": 1} if format == "PNG" else {}))
+    picture.save(out, format, **({"compress_level": 1} if format == "PNG" else {}), **saved)
     return out.getvalue()
+
+
+def turned(orientation: int) -> bytes:
+    """EXIF data saying a photo is stored turned (*orientation*: 6, a quarter turn right)."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return exif.tobytes()
 
 
 def animation(frames: int, format: str = "GIF", size: tuple[int, int] = (40, 30)) -> bytes:

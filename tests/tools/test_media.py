@@ -35,7 +35,7 @@ from ctxfs.tools.builtin.read import media
 from ctxfs.tools.builtin.read.images import prepared_image
 from ctxfs.tools.builtin.read.pdfs import pdf_text
 from tests.tools.conftest import Seed
-from tests.tools.media import animation, dimensions, encrypted, image, pdf
+from tests.tools.media import animation, dimensions, encrypted, image, pdf, turned
 
 pytestmark = pytest.mark.anyio
 
@@ -542,3 +542,12 @@ async def test_a_file_replaced_by_another_kind_while_read_is_read_as_it_is_now(
     result = await read(FsToolset(), ctx, "f.bin")
     assert not result.is_error, result.text
     assert result.text.startswith(shown)
+
+
+async def test_a_photo_stored_turned_is_sent_upright_whatever_its_size(fs: Fs, seed: Seed) -> None:
+    # Small enough to send as it is, it was sent as stored (60x20, the tag left to the
+    # provider); large, it was turned: one photo, two orientations.
+    await seed("small.jpg", image((60, 20), "JPEG", exif=turned(6)))
+    shown = image_of(await read(FsToolset(), fs.context(owner="a"), "small.jpg"))
+    assert shown.image is not None
+    assert (shown.image.width, shown.image.height) == (20, 60)

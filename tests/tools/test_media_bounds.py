@@ -192,6 +192,21 @@ async def test_an_image_is_reckoned_decoded_at_the_scale_it_decodes_at(
         assert shown.width == 1568
 
 
+async def test_a_progressive_jpeg_is_reckoned_with_every_coefficient_it_holds(
+    ctx: Context, seed: Seed
+) -> None:
+    # libjpeg holds a progressive JPEG's coefficients at full size (2 bytes a band a pixel),
+    # whatever the scale it decodes at: before, 16 MP read as 12 MB at 1/2 scale (+96 MB).
+    tools = FsToolset(ToolsetOptions(max_image_decoded_bytes=64 << 20))
+    await seed("baseline.jpg", image((4_000, 4_000), "JPEG"))
+    await seed("progressive.jpg", image((4_000, 4_000), "JPEG", progressive=True))
+    assert not (await read(tools, ctx, "baseline.jpg")).is_error
+    refused = await read(tools, ctx, "progressive.jpg")
+    assert refused.error_code is ErrorCode.TOO_LARGE
+    details = refused.structured["error"]["details"]
+    assert details["decoded_bytes"] == 2_000 * 2_000 * 4 + 4_000 * 4_000 * 3 * 2
+
+
 async def test_a_pdf_read_out_of_time_says_so_and_always_moves_on(ctx: Context, seed: Seed) -> None:
     tools = FsToolset(ToolsetOptions(pdf_seconds=0.05))  # (each page takes 0.2 s here)
     await seed("report.pdf", shared_pdf(3, b"BT /F1 12 Tf " + b"() Tj " * 20_000 + b"ET"))

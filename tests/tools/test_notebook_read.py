@@ -95,7 +95,8 @@ async def test_without_pillow_a_notebook_reads_with_its_plot_left_out(
     notebook = result.data_as(ReadData).notebook
     assert notebook is not None
     assert (notebook.images, notebook.left_out_images) == (0, 1)
-    assert "[image 1: image/png" in result.text
+    assert "[image/png image: not attached: " in result.text
+    assert "[image 1:" not in result.text
     assert result.media == ()
 
 
@@ -174,15 +175,16 @@ async def test_a_malformed_notebook_reads_as_text_saying_why_it_is_none(
     assert edited.structured["error"]["message"] == data.not_a_notebook  # the one reason
 
 
-async def test_pages_and_encoding_do_not_apply_to_a_notebook(
+async def test_pages_do_not_apply_to_a_notebook_and_an_encoding_reads_it_as_text(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:
     await seed(NB, plotted())
-    for arguments in ({"pages": "1"}, {"encoding": "cp1251"}):
-        refused = await read(tools, ctx, **arguments)
-        assert refused.error_code is ErrorCode.INVALID_ARGUMENT, arguments
-        assert refused.data.error is not None
-        assert refused.data.error.details["field"] == next(iter(arguments))
+    refused = await read(tools, ctx, pages="1")
+    assert refused.error_code is ErrorCode.INVALID_ARGUMENT
+    assert refused.data.error is not None
+    assert refused.data.error.details["field"] == "pages"
+    as_text = await read(tools, ctx, encoding="utf-8", limit=2)
+    assert as_text.text.startswith('1 {\n2  "cells": [\n'), as_text.text
 
 
 async def test_mcp_clients_get_the_cells_as_text_and_the_plot_as_image_content() -> None:
@@ -228,19 +230,46 @@ async def test_a_refused_read_licenses_nothing(
     fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:
     await seed("blob.bin", b"\x00\x01binary\x00" * 10)
-    await seed("big.ipynb", plotted())
     await seed("big.png", image((300, 300), noise=True))
     small = FsToolset(options=ToolsetOptions(max_media_bytes=1_000))
     assert (await tools.execute(ctx, "read", {"file_path": "blob.bin"})).error_code is (
         ErrorCode.BINARY_FILE
     )
-    for name in ("big.ipynb", "big.png"):
-        refused = await small.execute(ctx, "read", {"file_path": name})
-        assert refused.error_code is ErrorCode.TOO_LARGE, refused.text
-    for name in ("blob.bin", "big.ipynb", "big.png"):
+    refused = await small.execute(ctx, "read", {"file_path": "big.png"})
+    assert refused.error_code is ErrorCode.TOO_LARGE, refused.text
+    for name in ("blob.bin", "big.png"):
         deleted = await tools.execute(ctx, "delete", {"file_path": name})
         assert deleted.error_code is ErrorCode.NOT_OBSERVED, (name, deleted.text)
     assert (await fs.backend.read("blob.bin")).data.startswith(b"\x00\x01binary")
+
+
+async def test_a_notebook_too_large_for_cells_is_read_and_edited_as_text(
+    fs: Fs, ctx: Context, seed: Seed
+) -> None:
+    await seed("big.ipynb", plotted())
+    small = FsToolset(options=ToolsetOptions(max_media_bytes=1_000))
+    shown = await small.execute(ctx, "read", {"file_path": "big.ipynb", "limit": 3})
+    assert not shown.is_error, shown.text
+    assert shown.text.startswith('1 {\n2  "cells": [\n')
+    assert "more than read shows as cells (1000 B); it is shown as text)" in shown.text
+    edited = await small.execute(
+        ctx, "edit", {"file_path": "big.ipynb", "old_string": '"cells"', "new_string": '"cells" '}
+    )
+    assert not edited.is_error, edited.text
+
+
+async def test_a_notebook_not_in_utf_8_is_read_in_the_encoding_named_and_edited(
+    fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("n.ipynb", '{"cells": [], "metadata": {"a": "é"}, "nbformat": 4}'.encode("cp1252"))
+    named = await tools.execute(ctx, "read", {"file_path": "n.ipynb", "encoding": "cp1252"})
+    assert not named.is_error, named.text
+    assert "(decoded as cp1252; changes keep that encoding)" in named.text
+    edited = await tools.execute(
+        ctx, "edit", {"file_path": "n.ipynb", "old_string": '"a"', "new_string": '"b"'}
+    )
+    assert not edited.is_error, edited.text
+    assert (await fs.backend.read("n.ipynb")).data.endswith(b'{"b": "\xe9"}, "nbformat": 4}')
 
 
 async def test_a_byte_read_without_observing_licenses_nothing(
@@ -329,3 +358,24 @@ async def test_the_plots_one_read_returns_stay_within_a_request(
     assert len(result.media) == info.images == 2
     assert info.left_out_images == 4
     assert "4 image outputs not returned" in result.text
+    assert result.text.count("[image/png image: not attached: no room left in this read]") == 4
+    assert "[image 2: image/png, attached]" in result.text
+
+
+async def test_an_image_output_left_out_is_named_so_and_the_attached_numbered_in_order(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    # The images come back unlabelled, in order: the text's numbers are theirs.
+    outputs = [
+        {"output_type": "display_data", "data": {"image/png": data}, "metadata": {}}
+        for data in (base64.b64encode(b"\x89PNG\r\n\x1a\n damaged").decode(),
+                     base64.b64encode(image((20, 10))).decode())
+    ]  # fmt: skip
+    await seed(NB, NBFORMAT.dumps(notebook(code("c1", "plot()", *outputs))))
+    result = await read(tools, ctx)
+    assert len(result.media) == 1
+    assert "[image/png image: not attached: starts like a PNG image but cannot be decoded" in (
+        result.text
+    )
+    assert "[image 1: image/png, attached]" in result.text
+    assert "[image 2:" not in result.text

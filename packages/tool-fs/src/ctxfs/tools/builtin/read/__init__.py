@@ -162,18 +162,12 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         if head is None:
             head = await fs.read_bytes(path, length=_HEAD_BYTES, observe=False)
         kind = kind_of(head.data, path)
-        if kind == "text":
-            if args.pages is not None:
-                raise InvalidArgument(
-                    f"pages is for PDFs; {head.path} is not a PDF",
-                    path=head.path,
-                    hint="Read a text file by lines, with offset and limit.",
-                    details={"field": "pages"},
-                )
-            return _once(step, args, await self._text(step, args)), ()  # named like an image
+        most = step.limits.of(ReadOptions).max_media_bytes
+        text_read = await self._as_text(step, args, head, kind, most)
+        if text_read is not None:
+            return _once(step, args, text_read), ()
         try:
             _check_arguments(args, kind, head.path)
-            most = step.limits.of(ReadOptions).max_media_bytes
             _check_size(head.path, head.size, most)  # before the read that observes it
             blob = await fs.read_bytes(path, length=most + 1)
             _check_size(blob.path, blob.size, most)  # (it grew meanwhile)
@@ -190,6 +184,28 @@ class ReadTool(Tool[ReadArgs, ReadData]):
             return _once(step, args, as_text), ()  # text that only starts like a PDF
         data = self.data(target=blob.path, version=blob.version, **reading.fields)
         return data, reading.media
+
+    async def _as_text(
+        self, step: Step, args: ReadArgs, head: BytesOutcome, kind: Kind, most: int
+    ) -> ReadData | None:
+        """The file read as text, if it is (by its first bytes) or is to be; else None.
+
+        A notebook is read as its JSON text in the encoding named, or when it is larger than
+        read shows as cells (*most*).
+        """
+        if kind == "notebook" and args.encoding is None and head.size > most:
+            why = f"{head.path} is {size(head.size)}, more than read shows as cells ({size(most)})"
+            return await self._text(step, args, not_a_notebook=why)
+        if kind == "text" and args.pages is not None:
+            raise InvalidArgument(
+                f"pages is for PDFs; {head.path} is not a PDF",
+                path=head.path,
+                hint="Read a text file by lines, with offset and limit.",
+                details={"field": "pages"},
+            )
+        if kind == "text" or (kind == "notebook" and args.encoding is not None):
+            return await self._text(step, args)  # (text named like an image, too)
+        return None
 
     async def _text(self, step: Step, args: ReadArgs, **fields: Any) -> ReadData:
         most = step.ctx.opened_fs.text_options.default_limit

@@ -147,7 +147,7 @@ def _prepared(
     lossless = image.format != "JPEG"
     if not lossless and not fits:  # decode at 1/2, 1/4 or 1/8 scale when that is still big enough
         image.draft("RGB", _fit(image.size, limits.max_edge))
-    decoded = _decoded_bytes(image)
+    decoded = _decoded_bytes(image, width * height)
     if decoded > limits.max_decoded_bytes:
         raise TooLarge(
             f"{path} is an image of {width}x{height} pixels that takes {size(decoded)} decoded; "
@@ -161,7 +161,7 @@ def _prepared(
                 "max_decoded_bytes": limits.max_decoded_bytes,
             },
         )
-    if fits and frames == 1:
+    if fits and frames == 1 and image.getexif().get(_ORIENTATION, 1) == 1:
         image.load()  # a damaged file is refused here, not by the provider's API
         sent, sent_type, sent_size = data, media_type, (width, height)
     else:
@@ -179,13 +179,24 @@ def _prepared(
     )
 
 
-def _decoded_bytes(image: Image.Image) -> int:
-    """The memory Pillow takes for *image* decoded (a pixel of several bands takes 4 bytes)."""
+def _decoded_bytes(image: Image.Image, pixels: int) -> int:
+    """The memory Pillow takes for *image* (of *pixels* in the file) decoded.
+
+    A pixel of several bands takes 4 bytes. A progressive JPEG also holds every coefficient
+    of its *pixels*, 2 bytes a band, whatever the scale it decodes at (libjpeg's buffer).
+    """
     from PIL import ImageMode  # noqa: PLC0415
 
     mode = ImageMode.getmode(image.mode)
     per_pixel = 4 if len(mode.bands) > 1 else int(mode.typestr[-1])
-    return image.width * image.height * per_pixel
+    decoded = image.width * image.height * per_pixel
+    if image.format == "JPEG" and image.info.get("progressive"):
+        decoded += pixels * len(image.getbands()) * 2
+    return decoded
+
+
+_ORIENTATION: Final = 0x0112
+"""The EXIF tag of a photo's stored orientation (1: as stored)."""
 
 
 _SMALLER_COPY: Final = "It cannot be shown. A smaller copy of it (made with another tool) can be."

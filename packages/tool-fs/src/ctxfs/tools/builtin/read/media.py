@@ -9,6 +9,7 @@ once per event loop. Another kind of file is one more entry in :data:`READERS`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
@@ -237,16 +238,21 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
         told = f"{blob.path} has {cells} cells; there is no cell {part.offset}"
         raise refusal.retold(told, field="offset") from None
     parts: list[MediaPart] = []
+    left_out: dict[int, str] = {}  # by the image's number: why it is not attached
     room = _IMAGES_PER_READ * step.limits.of(ReadOptions).max_image_bytes  # one request's worth
-    for image in rendered.images:
+    for at, image in enumerate(rendered.images):
         try:
             prepared = await _prepared(step, image.data, image.media_type, blob.path)
-        except FsError:  # a damaged or huge image output is only named in the text
+        except FsError as refusal:  # a damaged or huge image output is only named in the text
+            left_out[image.number] = refusal.message.removeprefix(f"{blob.path} ")
             continue
         if len(prepared.data) > room:
+            rest = (later.number for later in rendered.images[at:])
+            left_out.update(dict.fromkeys(rest, "no room left in this read"))
             break
         room -= len(prepared.data)
         parts.append(_part(prepared))
+    text = rendered.text if not left_out else _numbered_as_attached(rendered.text, left_out)
     info = NotebookInfo(
         cells=rendered.cells,
         first_cell=rendered.first_cell + 1,
@@ -258,11 +264,33 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
         left_out_images=rendered.left_out_images + len(rendered.images) - len(parts),
         cut_outputs=rendered.cut_outputs,
     )
-    fields = {"kind": "notebook", "content": rendered.text, "notebook": info}
+    fields = {"kind": "notebook", "content": text, "notebook": info}
     return Reading(
         fields={**fields, "output_capped": rendered.next_cell is not None}, media=tuple(parts)
     )
 
+
+def _numbered_as_attached(text: str, left_out: Mapping[int, str]) -> str:
+    """*text* saying which image outputs are not attached, and numbering those that are in order.
+
+    Only the renderer's own lines change (``[image N: TYPE, attached]``, each alone on its line).
+    """
+    attached = 0
+
+    def told(found: re.Match[str]) -> str:
+        nonlocal attached
+        number, media_type = int(found["number"]), found["type"]
+        if number in left_out:
+            return f"[{media_type} image: not attached: {left_out[number]}]"
+        attached += 1
+        return f"[image {attached}: {media_type}, attached]"
+
+    return _ATTACHED.sub(told, text)
+
+
+_ATTACHED: Final = re.compile(
+    r"^\[image (?P<number>\d+): (?P<type>image/[\w.+-]+), attached\]$", re.MULTILINE
+)
 
 Reader = Callable[[Step, BytesOutcome, Part], Awaitable[Reading]]
 READERS: Final[dict[Kind, Reader]] = {"image": _image, "pdf": _pdf, "notebook": _notebook}
