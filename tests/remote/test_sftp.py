@@ -361,3 +361,29 @@ async def test_a_root_of_slash_reaches_the_servers_files(root: tuple[str, Path],
             relative
         ]
     assert (local / "a.txt").read_text() == "two\n"
+
+
+async def test_options_asyncssh_does_not_take_are_refused_at_open(
+    root: tuple[str, Path],
+) -> None:
+    # Else the first call failed with asyncssh's TypeError, as a bug to report.
+    with pytest.raises(FsError) as refused:
+        sftp(root[0], probe=False)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    assert "takes no option 'probe'" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("options", "code"),
+    [({"known_hosts": os.devnull}, ErrorCode.PERMISSION_DENIED),
+     ({"client_keys": ["/nonexistent/client_key"]}, ErrorCode.INVALID_ARGUMENT)],
+    ids=["host key not trusted", "key file missing"],
+)  # fmt: skip
+async def test_a_connection_that_cannot_succeed_is_not_retried_as_unavailable(
+    root: tuple[str, Path], options: dict[str, Any], code: ErrorCode
+) -> None:
+    with pytest.raises(FsError) as refused:
+        async with Fs(sftp(root[0], **options), load_entrypoints=False) as fs:
+            await fs.context(owner="a").fs.stat("")
+    assert refused.value.code is code, refused.value
+    assert not refused.value.retryable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import os
 import posixpath
@@ -51,6 +52,22 @@ _KINDS: Final = {
 }
 
 
+_CONNECT_OPTIONS: Final = frozenset(
+    name
+    for call in (
+        asyncssh.connect,
+        *(
+            vars(kind)["prepare"]
+            for kind in asyncssh.SSHClientConnectionOptions.__mro__
+            if "prepare" in vars(kind)
+        ),
+    )
+    for name, parameter in inspect.signature(call).parameters.items()
+    if parameter.kind is not inspect.Parameter.VAR_KEYWORD and name not in ("self", "host")
+)
+"""The keywords ``asyncssh.connect`` takes (its own, and its connection options')."""
+
+
 class SftpBackend(Backend):
     """Files under *root* on an SFTP server.
 
@@ -92,6 +109,14 @@ class SftpBackend(Backend):
     ) -> None:
         if not root.startswith("/"):
             raise InvalidArgument(f"the SFTP root must be an absolute path, got {root!r}")
+        unknown = sorted(set(connect_options or {}) - _CONNECT_OPTIONS)
+        if unknown:
+            raise InvalidArgument(
+                f"the sftp backend takes no option {', '.join(map(repr, unknown))}",
+                hint="Pass the backend's own options (lease, lock_timeout, retries, deadline) "
+                "and asyncssh.connect's (client_keys, known_hosts, password, ...).",
+                details={"options": unknown},
+            )
         options = {"connect_timeout": deadline, **(connect_options or {})}
         retrying = Retries(retries=retries, deadline=deadline)
         self.client = SftpClient(

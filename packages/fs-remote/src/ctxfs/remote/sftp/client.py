@@ -19,6 +19,7 @@ import asyncssh
 from ctxfs.core import (
     AlreadyExists,
     FsError,
+    InvalidArgument,
     IsADirectory,
     NotADirectory,
     NotARegularFile,
@@ -291,6 +292,27 @@ def sftp_error(exc: BaseException, path: str) -> FsError:  # noqa: PLR0911 - a r
         return translate(exc)
     if isinstance(exc, asyncssh.PermissionDenied):
         return PermissionDenied(f"SSH login refused: {exc.reason}", path=path)
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        return PermissionDenied(
+            f"the SSH server's host key is not trusted: {exc.reason}",
+            path=path,
+            hint="Add the server's host key to known_hosts (or pass known_hosts=...); "
+            "retrying cannot help.",
+        )
+    if isinstance(exc, asyncssh.KeyImportError | asyncssh.KeyEncryptionError):
+        return InvalidArgument(
+            f"an SSH key cannot be used: {exc}",
+            path=path,
+            hint="Check client_keys (and the passphrase of an encrypted key).",
+        )
+    if isinstance(
+        exc, FileNotFoundError | PermissionError | IsADirectoryError | NotADirectoryError
+    ):
+        return InvalidArgument(
+            f"a file the SSH connection needs cannot be read: {exc}",
+            path=path,
+            hint="Check the paths of client_keys and known_hosts, and their permissions.",
+        )
     if isinstance(exc, asyncssh.Error | OSError):
         return Unavailable(f"SSH connection failed: {exc}", path=path)
     return translate(exc)
