@@ -4,8 +4,8 @@ A store without a rename copies under the destination's condition, then deletes
 under the source's: a kill in between leaves both copies (the next mover finds
 the source again), never neither. A zygote imports ctxfs once and forks a mover
 per trial, killed with SIGKILL at a random moment after its first move began.
-An SFTP mover killed holding a file's lock leaves it held until its lease ends,
-as the lock protocol says: the lease is short here.
+A mover killed holding a file's lock (SFTP's, or an object store's removal lock)
+leaves it held until its lease ends, as the lock protocol says: the lease is short here.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ def anyio_backend() -> str:
 
 async def test_kill_9_during_a_move_never_loses_the_file(server: Server, url_for: UrlFor) -> None:
     url = url_for(server)
-    if server.name == "sftp":  # a killed mover's lock lives out its lease: keep it short
-        server = replace(server, options={**server.options, "lease": 2.0, "lock_timeout": 15.0})
+    # a killed mover's lock (SFTP's, or an object store's removal lock) lives out its lease
+    server = replace(server, options={**server.options, "lease": 2.0, "lock_timeout": 15.0})
     async with open_fs(url, load_entrypoints=False, **server.options) as fs:
         await fs.context(owner="setup").fs.write(SIDES[0], CONTENT)
     zygote = subprocess.Popen(

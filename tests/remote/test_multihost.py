@@ -6,14 +6,18 @@ and start together only once every one has its store open.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from pathlib import Path
 
+import anyio
 import pytest
 from benchmarks.contention import finish, start
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import Server
 
-from ctxfs.core import NotObserved, Stale, open_fs
+from ctxfs.core import FsError, NotObserved, Stale, open_fs
+from ctxfs.remote import ObjectStoreBackend
+from ctxfs.remote.ioloop import on_io_loop
 
 WORKERS = 4
 INCREMENTS = 25
@@ -66,3 +70,46 @@ async def test_hosts_sharing_redis_observations_see_one_file_by_one_key(
             with pytest.raises(Stale):
                 await outer.context(owner="agent").fs.edit("sub/f.txt", "two", "four")
             assert (await inner.context(owner="check").fs.read("f.txt")).text == "three\n"
+
+
+async def outcome(call: Awaitable[object]) -> str:
+    """``ok``, or the code of the error *call* raised."""
+    try:
+        await call
+    except FsError as error:
+        return error.code.value
+    return "ok"
+
+
+@pytest.mark.parametrize("other", ["move", "delete"])
+async def test_two_hosts_moving_one_file_leave_one_copy(
+    server: Server, url_for: UrlFor, other: str
+) -> None:
+    # A conditional delete refused because the file is gone reads the same whether another
+    # host took it or this one's own request landed and was sent again: before, a refused
+    # delete of the source was taken for the latter, both moves succeeded, two copies were
+    # left (or a delete said it removed a file that lived on where a move took it).
+    url = url_for(server)
+    options = {**server.options, "load_entrypoints": False}
+    async with open_fs(url, **options) as one, open_fs(url, **options) as two:
+        for number in range(8):
+            source = f"src-{number}.txt"
+            await one.context(owner="setup").fs.write(source, "the only copy\n")
+            first, second = one.context(owner="a").fs, two.context(owner="b").fs
+            await first.read(source)
+            await second.read(source)
+            racing = second.move(source, f"b-{number}.txt") if other == "move" else None
+            done: dict[str, str] = {}
+
+            async def run(name: str, call: Awaitable[object]) -> None:
+                done[name] = await outcome(call)  # noqa: B023 - awaited within the loop's turn
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(run, "a", first.move(source, f"a-{number}.txt"))
+                group.start_soon(run, "b", racing or second.delete(source))
+            assert sorted(done.values()) == ["not_found", "ok"], done
+            left = [stat.path for stat in await one.backend.list("") if f"-{number}." in stat.path]
+            assert len(left) == (0 if other == "delete" and done["b"] == "ok" else 1), (done, left)
+        if isinstance(one.backend, ObjectStoreBackend):  # (no removal lock is left behind)
+            stored = await on_io_loop(one.backend.store.scan, one.backend.keys.directory(""))
+            assert [info.key for info in stored.objects if "removing" in info.key] == []

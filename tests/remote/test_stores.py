@@ -23,6 +23,7 @@ from ctxfs.core import (
     ABSENT,
     Backend,
     BackendError,
+    Busy,
     ErrorCode,
     FileKind,
     FsError,
@@ -37,6 +38,7 @@ from ctxfs.core import (
 )
 from ctxfs.remote import ObjectStoreBackend
 from ctxfs.remote.ioloop import on_io_loop
+from ctxfs.remote.removals import RemovalLocks
 from ctxfs.tools import FsToolset
 
 pytestmark = pytest.mark.anyio
@@ -344,6 +346,11 @@ async def test_a_delete_whose_answer_was_lost_is_not_a_failure(
             assert (await backend.read("a.txt")).data == b"two"
 
 
+def deletes_of_files(requests: list[tuple[str, str]]) -> int:
+    """The ``DELETE`` requests among *requests* but those of removal locks."""
+    return sum(method == "DELETE" and "removing-" not in path for method, path in requests)
+
+
 @pytest.mark.parametrize("store", OBJECT_STORES, ids=lambda s: s.name)
 async def test_a_removal_whose_connection_drops_after_it_landed_deletes_and_moves(
     store: Server, url_for: UrlFor
@@ -359,11 +366,11 @@ async def test_a_removal_whose_connection_drops_after_it_landed_deletes_and_move
             flaky.faults = [Fault("DELETE", forward=True, hang_up=True)]
             flaky.requests.clear()
             await ctx.fs.delete("a.txt")
-            assert [method for method, _ in flaky.requests].count("DELETE") == 2
+            assert deletes_of_files(flaky.requests) == 2
             flaky.faults = [Fault("DELETE", forward=True, hang_up=True)]
             flaky.requests.clear()
             moved = await ctx.fs.move("src.txt", "dst.txt")
-            assert [method for method, _ in flaky.requests].count("DELETE") == 2
+            assert deletes_of_files(flaky.requests) == 2
             assert (await ctx.fs.read("dst.txt")).text == "precious\n"
             assert moved.destination == "dst.txt"
             for gone in ("a.txt", "src.txt"):
@@ -636,3 +643,38 @@ async def test_a_search_lists_the_tree_once_flat_and_hides_what_a_policy_denies(
         assert found.structured["total"] == 12
         assert "secret" not in found.text
         assert [deep for _, deep in scans] == [True, True]
+
+
+# -- conditional removals take turns ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store", OBJECT_STORES)
+async def test_a_removal_lock_waits_for_its_holder_and_breaks_a_crashed_ones(
+    store: Server, url_for: UrlFor
+) -> None:
+    async with opened(store, url_for(store)) as backend:
+        assert isinstance(backend, ObjectStoreBackend)
+
+        async def io(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            del what
+            return await on_io_loop(fn, *args, **kwargs)
+
+        quick = RemovalLocks(backend.store, backend.keys, io, lease=30, timeout=0.3)
+        async with quick.held("k", "f.txt"):
+            started = time.monotonic()
+            with pytest.raises(Busy, match="being moved or deleted by someone else"):
+                async with quick.held("k", "f.txt"):
+                    pass
+            assert time.monotonic() - started >= 0.3
+            async with quick.held("other", "g.txt"):  # (another key's lock is another's)
+                pass
+        crashed = RemovalLocks(backend.store, backend.keys, io, lease=0.2, timeout=5)
+        holding = crashed.held("k", "f.txt")
+        await holding.__aenter__()  # and never leaves: its holder crashed
+        await anyio.sleep(0.3)
+        started = time.monotonic()
+        async with quick.held("k", "f.txt"):
+            assert time.monotonic() - started < 0.3  # broken at once, its lease over
+        await holding.__aexit__(None, None, None)  # (it finds its lock broken: nothing to do)
+        listing = await on_io_loop(backend.store.scan, backend.keys.directory(""))
+        assert [info.key for info in listing.objects] == []

@@ -54,6 +54,7 @@ from ctxfs.core.kit import (
 )
 from ctxfs.remote.ioloop import on_io_loop
 from ctxfs.remote.keys import KeySpace
+from ctxfs.remote.removals import REMOVAL_LEASE, REMOVAL_TIMEOUT, RemovalLocks
 from ctxfs.remote.retry import DEFAULT_DEADLINE, DEFAULT_RETRIES, RETRY_OPTIONS, Retries
 from ctxfs.remote.store import Listing, ObjectInfo, ObjectStore
 
@@ -73,6 +74,8 @@ BACKEND_OPTIONS: Final = (
     "max_cas_size",
     "concurrent_reads",
     "kept_versions",
+    "lease",
+    "lock_timeout",
     *RETRY_OPTIONS,
 )
 """The keyword options of ``open_fs`` that configure the backend, not the store's client."""
@@ -121,6 +124,9 @@ class ObjectStoreBackend(Backend):
         kept_versions: Read earlier versions back from the store where the probe finds
             that it keeps them (:attr:`~ctxfs.core.Capabilities.kept_versions`); False:
             never (the session memory then keeps copies, as for any store).
+        lease: Seconds a conditional removal's lock lasts before another remover may break it
+            (its holder crashed; :mod:`ctxfs.remote.removals`).
+        lock_timeout: Seconds a removal waits for another's lock before ``Busy``.
 
     """
 
@@ -136,6 +142,8 @@ class ObjectStoreBackend(Backend):
         max_cas_size: int | None = None,
         concurrent_reads: int = DEFAULT_CONCURRENT_READS,
         kept_versions: bool = True,
+        lease: float = REMOVAL_LEASE,
+        lock_timeout: float = REMOVAL_TIMEOUT,
     ) -> None:
         if concurrent_reads < 1:
             raise InvalidArgument(f"concurrent_reads must be at least 1, not {concurrent_reads}")
@@ -154,6 +162,9 @@ class ObjectStoreBackend(Backend):
         self._kept_versions = False
         self._probing = KeyedLocks()  # (one probe, whichever thread's loop calls first)
         self._emulation = KeyedLocks()
+        self._removals = RemovalLocks(
+            self.store, self.keys, self._io, lease=lease, timeout=lock_timeout
+        )
 
     # -- opening: the probe -----------------------------------------------------------------
 
@@ -393,12 +404,15 @@ class ObjectStoreBackend(Backend):
         await self._ready()
         key = self.keys.key(path)
         try:
-            if self._emulating and expect is not None:
+            if expect is None:
+                await self._remove(path, key, None)
+            elif self._emulating:
                 async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
                     await self._check_expect(path, key, expect)
                     await self._remove(path, key, None)
             else:
-                await self._remove(path, key, expect)
+                async with self._removals.held(key, path):
+                    await self._remove(path, key, expect)
         except NotFound:
             if await self._has_entries(path):
                 raise InvalidArgument(
@@ -409,10 +423,11 @@ class ObjectStoreBackend(Backend):
     async def _remove(self, path: str, key: str, expect: Version | None) -> None:
         """Remove *key*; one refused once the request may have landed is resolved by a look.
 
-        With *expect*, the object is first seen at that version (nothing is sent otherwise). A
-        refusal after that, or in a retry, means the request may have landed with its answer
-        lost (aiohttp sends a ``DELETE`` again when its connection drops): no object left is
-        done, another object there is ``Unavailable``, since whose it is cannot be told.
+        With *expect*, the object is first seen at that version (nothing is sent otherwise),
+        under its removal lock (:mod:`ctxfs.remote.removals`): no other remover's request is
+        between. A refusal after that, or in a retry, means the request may have landed with its
+        answer lost (aiohttp sends a ``DELETE`` again when its connection drops): no object left
+        is done, another object there is ``Unavailable``, since whose it is cannot be told.
         """
         if expect is not None:
             current = await self._current(path, key)
