@@ -27,7 +27,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import Field
 
-from ctxfs.core import Context, Fs, Operation, hookimpl, open_fs
+from ctxfs.core import Context, Fs, MemoryBackend, Operation, hookimpl, open_fs
 from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
 from ctxfs.local import LocalBackend
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
@@ -349,6 +349,25 @@ def test_a_tool_a_plugin_hides_in_a_step_is_listed_but_refused(tmp_path: Path) -
     integrations.switch("docs", on=True, workspace="w1")  # the same tool works from now on
     edit = {"file_path": "guide.md", "old_string": "guide", "new_string": "x"}
     assert named(fs_tools)["edit"].invoke(edit).startswith("Edited guide.md")
+
+
+class GrepDeferred:
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
+        del ctx
+        return "deferred" if tool == "grep" else None
+
+
+async def test_a_tool_a_plugin_defers_runs_through_call_tool_in_the_fixed_list() -> None:
+    # The list is made once: call_tool is in it wherever plugins vote, though the
+    # configuration defers nothing.
+    fs = Fs(MemoryBackend(), plugins=[GrepDeferred()], load_entrypoints=False)
+    await fs.context(owner="setup").fs.write("notes.txt", "hello\n")
+    none_deferred = ToolsetOptions(exposure={"undo": Exposure.DIRECT, "changes": Exposure.DIRECT})
+    listed = named(tools(fs.context(owner="agent"), FsToolset(none_deferred)))
+    assert {"search_tools", "call_tool"} <= set(listed)
+    found = await listed["call_tool"].ainvoke({"name": "grep", "arguments": '{"pattern": "hel"}'})
+    assert "notes.txt:1: hello" in found
 
 
 def test_the_example_runs_offline(tmp_path: Path) -> None:
