@@ -75,7 +75,8 @@ def anyio_backend() -> str:
 async def test_kill_9_during_a_move_never_loses_the_file(server: Server, url_for: UrlFor) -> None:
     url = url_for(server)
     # a killed mover's lock (SFTP's, or an object store's removal lock) lives out its lease
-    server = replace(server, options={**server.options, "lease": 2.0, "lock_timeout": 15.0})
+    short = {"lease": 2.0} if server.name == "sftp" else {"removal_lease": 2.0}
+    server = replace(server, options={**server.options, **short})
     async with open_fs(url, load_entrypoints=False, **server.options) as fs:
         await fs.context(owner="setup").fs.write(SIDES[0], CONTENT)
     zygote = subprocess.Popen(

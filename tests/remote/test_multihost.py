@@ -15,7 +15,7 @@ from benchmarks.contention import finish, start
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import Server
 
-from ctxfs.core import FsError, NotObserved, Stale, open_fs
+from ctxfs.core import Fs, FsError, NotFound, NotObserved, Stale, open_fs
 from ctxfs.remote import ObjectStoreBackend
 from ctxfs.remote.ioloop import on_io_loop
 
@@ -72,6 +72,14 @@ async def test_hosts_sharing_redis_observations_see_one_file_by_one_key(
             assert (await inner.context(owner="check").fs.read("f.txt")).text == "three\n"
 
 
+async def exists(fs: Fs, path: str) -> bool:
+    try:
+        await fs.backend.stat(path)
+    except NotFound:
+        return False
+    return True
+
+
 async def outcome(call: Awaitable[object]) -> str:
     """``ok``, or the code of the error *call* raised."""
     try:
@@ -113,3 +121,29 @@ async def test_two_hosts_moving_one_file_leave_one_copy(
         if isinstance(one.backend, ObjectStoreBackend):  # (no removal lock is left behind)
             stored = await on_io_loop(one.backend.store.scan, one.backend.keys.directory(""))
             assert [info.key for info in stored.objects if "removing" in info.key] == []
+
+
+async def test_two_roots_one_inside_the_other_moving_one_file_leave_one_copy(
+    server: Server, url_for: UrlFor
+) -> None:
+    # Each finds the file's removal lock beside the file, not at its own root.
+    url = url_for(server)
+    options = {**server.options, "load_entrypoints": False}
+    async with open_fs(url, **options) as outer, open_fs(f"{url}/sub", **options) as inner:
+        for number in range(6):
+            await outer.context(owner="setup").fs.write(f"sub/f-{number}.txt", "the only copy\n")
+            first, second = outer.context(owner="a").fs, inner.context(owner="b").fs
+            await first.read(f"sub/f-{number}.txt")
+            await second.read(f"f-{number}.txt")
+            done: list[str] = []
+
+            async def run(call: Awaitable[object]) -> None:
+                done.append(await outcome(call))  # noqa: B023 - awaited within the loop's turn
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(run, first.move(f"sub/f-{number}.txt", f"a-{number}.txt"))
+                group.start_soon(run, second.move(f"f-{number}.txt", f"b-{number}.txt"))
+            assert sorted(done) == ["not_found", "ok"], done
+            places = (f"sub/f-{number}.txt", f"a-{number}.txt", f"sub/b-{number}.txt")
+            copies = [path for path in places if await exists(outer, path)]
+            assert len(copies) == 1, copies

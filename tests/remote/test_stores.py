@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import socket
 import sys
@@ -659,7 +660,7 @@ async def test_a_removal_lock_waits_for_its_holder_and_breaks_a_crashed_ones(
             del what
             return await on_io_loop(fn, *args, **kwargs)
 
-        quick = RemovalLocks(backend.store, backend.keys, io, lease=30, timeout=0.3)
+        quick = RemovalLocks(backend.store, io, lease=30, timeout=0.3)
         async with quick.held("k", "f.txt"):
             started = time.monotonic()
             with pytest.raises(Busy, match="being moved or deleted by someone else"):
@@ -668,7 +669,7 @@ async def test_a_removal_lock_waits_for_its_holder_and_breaks_a_crashed_ones(
             assert time.monotonic() - started >= 0.3
             async with quick.held("other", "g.txt"):  # (another key's lock is another's)
                 pass
-        crashed = RemovalLocks(backend.store, backend.keys, io, lease=0.2, timeout=5)
+        crashed = RemovalLocks(backend.store, io, lease=0.2, timeout=5)
         holding = crashed.held("k", "f.txt")
         await holding.__aenter__()  # and never leaves: its holder crashed
         await anyio.sleep(0.3)
@@ -678,3 +679,46 @@ async def test_a_removal_lock_waits_for_its_holder_and_breaks_a_crashed_ones(
         await holding.__aexit__(None, None, None)  # (it finds its lock broken: nothing to do)
         listing = await on_io_loop(backend.store.scan, backend.keys.directory(""))
         assert [info.key for info in listing.objects] == []
+
+
+@pytest.mark.parametrize("store", OBJECT_STORES)
+async def test_a_move_that_waited_in_vain_for_the_removal_lock_undoes_its_copy(
+    store: Server, url_for: UrlFor
+) -> None:
+    # Another host took the lock and removed the source (it died holding it): nothing of
+    # this move's was sent, so the source gone is not taken for its own delete landed.
+    options = {**store.options, "load_entrypoints": False, "removal_timeout": 0.5}
+    async with open_fs(url_for(store), **options) as fs:
+        backend = fs.backend
+        assert isinstance(backend, ObjectStoreBackend)
+        mover = fs.context(owner="b").fs
+        await mover.write("d/f.txt", "the only copy\n")
+        await mover.read("d/f.txt")
+        key = backend.keys.key("d/f.txt")
+        name = hashlib.sha256(b"f.txt").hexdigest()[:40]
+        lock = f"{key.rpartition('/')[0]}/.ctxfs-removing-{name}"
+        driver, read = backend.store, backend.store.get
+
+        async def another_host_moves_it_once_read(wanted: str, request: Any) -> Any:
+            got = await read(wanted, request)
+            if wanted == key:  # (the move's own read of its source: then the other host acts)
+                lease = json.dumps({"token": "another host", "expires": time.time() + 60})
+                await driver.put(lock, lease.encode(), expect=ABSENT)
+                await driver.remove(key)
+            return got
+
+        driver.get = another_host_moves_it_once_read  # type: ignore[method-assign,assignment]
+        try:
+            with pytest.raises(Busy):
+                await mover.move("d/f.txt", "d/copy.txt")
+        finally:
+            driver.get = read  # type: ignore[method-assign]
+        with pytest.raises(NotFound):  # its copy undone: no second copy of the file
+            await backend.stat("d/copy.txt")
+        await on_io_loop(driver.remove, lock)
+
+
+def test_removal_lock_options_are_checked_at_open(url_for: UrlFor) -> None:
+    for bad in ({"removal_lease": 0}, {"removal_lease": "30"}, {"removal_timeout": float("nan")}):
+        with pytest.raises(InvalidArgument, match="must be a positive number of seconds"):
+            opened(S3, url_for(S3), **bad)

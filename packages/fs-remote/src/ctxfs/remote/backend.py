@@ -13,6 +13,7 @@ in fact landed succeeds, while identical bytes from another writer conflict.
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -25,6 +26,7 @@ import anyio
 from ctxfs.core import (
     AlreadyExists,
     BackendError,
+    Busy,
     FsError,
     InvalidArgument,
     NotADirectory,
@@ -74,8 +76,8 @@ BACKEND_OPTIONS: Final = (
     "max_cas_size",
     "concurrent_reads",
     "kept_versions",
-    "lease",
-    "lock_timeout",
+    "removal_lease",
+    "removal_timeout",
     *RETRY_OPTIONS,
 )
 """The keyword options of ``open_fs`` that configure the backend, not the store's client."""
@@ -124,9 +126,9 @@ class ObjectStoreBackend(Backend):
         kept_versions: Read earlier versions back from the store where the probe finds
             that it keeps them (:attr:`~ctxfs.core.Capabilities.kept_versions`); False:
             never (the session memory then keeps copies, as for any store).
-        lease: Seconds a conditional removal's lock lasts before another remover may break it
-            (its holder crashed; :mod:`ctxfs.remote.removals`).
-        lock_timeout: Seconds a removal waits for another's lock before ``Busy``.
+        removal_lease: Seconds a conditional removal's lock lasts before another remover may
+            break it (its holder crashed; :mod:`ctxfs.remote.removals`).
+        removal_timeout: Seconds a removal waits for another's lock before ``Busy``.
 
     """
 
@@ -142,8 +144,8 @@ class ObjectStoreBackend(Backend):
         max_cas_size: int | None = None,
         concurrent_reads: int = DEFAULT_CONCURRENT_READS,
         kept_versions: bool = True,
-        lease: float = REMOVAL_LEASE,
-        lock_timeout: float = REMOVAL_TIMEOUT,
+        removal_lease: float = REMOVAL_LEASE,
+        removal_timeout: float = REMOVAL_TIMEOUT,
     ) -> None:
         if concurrent_reads < 1:
             raise InvalidArgument(f"concurrent_reads must be at least 1, not {concurrent_reads}")
@@ -162,9 +164,11 @@ class ObjectStoreBackend(Backend):
         self._kept_versions = False
         self._probing = KeyedLocks()  # (one probe, whichever thread's loop calls first)
         self._emulation = KeyedLocks()
-        self._removals = RemovalLocks(
-            self.store, self.keys, self._io, lease=lease, timeout=lock_timeout
-        )
+        self._removals: RemovalLocks | None = None
+        if store.scope is not CasScope.PROCESS:  # (one process's store repeats no request)
+            self._removals = RemovalLocks(
+                store, self._io, lease=removal_lease, timeout=removal_timeout
+            )
 
     # -- opening: the probe -----------------------------------------------------------------
 
@@ -404,15 +408,15 @@ class ObjectStoreBackend(Backend):
         await self._ready()
         key = self.keys.key(path)
         try:
-            if expect is None:
-                await self._remove(path, key, None)
+            if expect is None or self._removals is None:
+                await self._remove(path, key, expect)
             elif self._emulating:
                 async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
                     await self._check_expect(path, key, expect)
                     await self._remove(path, key, None)
             else:
-                async with self._removals.held(key, path):
-                    await self._remove(path, key, expect)
+                async with self._removals.held(key, path) as send_by:
+                    await self._remove(path, key, expect, send_by=send_by)
         except NotFound:
             if await self._has_entries(path):
                 raise InvalidArgument(
@@ -420,7 +424,9 @@ class ObjectStoreBackend(Backend):
                 ) from None
             raise
 
-    async def _remove(self, path: str, key: str, expect: Version | None) -> None:
+    async def _remove(
+        self, path: str, key: str, expect: Version | None, *, send_by: float | None = None
+    ) -> None:
         """Remove *key*; one refused once the request may have landed is resolved by a look.
 
         With *expect*, the object is first seen at that version (nothing is sent otherwise),
@@ -428,6 +434,8 @@ class ObjectStoreBackend(Backend):
         between. A refusal after that, or in a retry, means the request may have landed with its
         answer lost (aiohttp sends a ``DELETE`` again when its connection drops): no object left
         is done, another object there is ``Unavailable``, since whose it is cannot be told.
+        No attempt starts after *send_by* (``time.monotonic()``; the lock's half-life): ``Busy``
+        if none was sent, ``Unavailable`` if one may have landed.
         """
         if expect is not None:
             current = await self._current(path, key)
@@ -439,6 +447,8 @@ class ObjectStoreBackend(Backend):
         async def attempt() -> None:  # (on the IO loop)
             nonlocal attempts
             attempts += 1
+            if send_by is not None and time.monotonic() > send_by:
+                raise _too_late(path, sent=attempts > 1)
             try:
                 await self.store.remove(key, expect=expect)
             except (NotFound, Stale) as refusal:
@@ -507,4 +517,17 @@ def _named(error: FsError, what: str) -> FsError:
         hint=error.hint,
         retryable=error.retryable,
         details=error.details,
+    )
+
+
+def _too_late(path: str, *, sent: bool) -> FsError:
+    """The refusal of a removal whose lock is too near its end to send under."""
+    if not sent:
+        return Busy(f"{path}: its removal lock ran too long; nothing was removed", path=path)
+    return Unavailable(
+        f"{path}: whether the delete landed cannot be told (its answer was lost, and its lock "
+        "ran too long to ask again)",
+        path=path,
+        retryable=False,
+        hint="Read the file again before going on.",
     )

@@ -5,11 +5,14 @@ remover took it or this remover's own request landed and was sent again (aiohttp
 idempotent request once when its connection drops) with the first answer lost. Removers that
 take turns leave only the second: two moves of one file cannot both succeed.
 
-The lock of a key is the object ``.ctxfs-removing-HASH`` at the root, made by a create-only
-write carrying the holder's write id (so a lost answer is told by a look) and JSON
-``{"token": ..., "expires": time}``. Another remover waits for it (then ``Busy``); one past its
-lease (its holder crashed) is removed at its version, which only one breaker can do. The holder
-removes it at the version it made; if that fails, it lapses with its lease.
+The lock of an object ``DIR/NAME`` is ``DIR/.ctxfs-removing-HASH`` beside it (so every root
+holding the object finds the same lock), made by a create-only write carrying the holder's
+token as its write id (a lost answer is told by a look) and JSON ``{"token", "expires"}``.
+Another remover waits for it (then ``Busy``); one past its lease (its holder crashed) is
+removed at its version, which only one breaker can do. Hosts' clocks are taken to agree to
+well within a lease. A holder sends no request once half its lease is over (an attempt started
+earlier ends within its client's timeouts, under a minute), and removes its lock at the
+version it made; if that fails, the lock lapses with its lease.
 """
 
 from __future__ import annotations
@@ -25,14 +28,13 @@ from typing import Any, Final
 
 import anyio
 
-from ctxfs.core import AlreadyExists, Busy, FsError, NotFound, Stale
+from ctxfs.core import AlreadyExists, Busy, FsError, InvalidArgument, NotFound, Stale
 from ctxfs.core.kit import ABSENT, RESERVED_PREFIX, ReadRequest, Version
-from ctxfs.remote.keys import KeySpace
 from ctxfs.remote.store import ObjectStore
 
 __all__ = ["REMOVAL_LEASE", "REMOVAL_TIMEOUT", "RemovalLocks"]
 
-REMOVAL_LEASE: Final = 30.0
+REMOVAL_LEASE: Final = 120.0
 """Seconds a removal lock lasts; a removal holds it for a few requests."""
 REMOVAL_TIMEOUT: Final = 10.0
 """Seconds a removal waits for another's lock before ``Busy``."""
@@ -42,64 +44,91 @@ Io = Callable[..., Awaitable[Any]]
 
 
 class RemovalLocks:
-    """The removal locks of one store's keys (see the module's docstring).
+    """The removal locks of one store's objects (see the module's docstring).
 
     Args:
         store: The store the locks live in.
-        keys: Where its internal objects go.
         io: The backend's way of calling the store (on its IO loop, with retries).
         lease: Seconds a lock lasts before another remover may break it.
         timeout: Seconds to wait for another remover's lock.
+
+    Raises:
+        InvalidArgument: *lease* or *timeout* is not a positive number of seconds.
 
     """
 
     def __init__(
         self,
         store: ObjectStore,
-        keys: KeySpace,
         io: Io,
         *,
         lease: float = REMOVAL_LEASE,
         timeout: float = REMOVAL_TIMEOUT,
     ) -> None:
-        self.store, self.keys, self.io = store, keys, io
-        self.lease, self.timeout = lease, timeout
+        for name, seconds in (("removal_lease", lease), ("removal_timeout", timeout)):
+            given: object = seconds  # (a caller without type checks may pass anything)
+            if not isinstance(given, int | float) or not 0 < given < float("inf"):
+                raise InvalidArgument(
+                    f"{name} must be a positive number of seconds, not {seconds!r}",
+                    details={"field": name},
+                )
+        self.store, self.io = store, io
+        self.lease, self.timeout = float(lease), float(timeout)
 
     @asynccontextmanager
-    async def held(self, key: str, path: str) -> AsyncIterator[None]:
+    async def held(self, key: str, path: str) -> AsyncIterator[float]:
         """Hold the removal lock of *key* (file *path*, as errors name it).
 
+        Yields the ``time.monotonic()`` after which no request may be sent under it.
+
         Raises:
-            Busy: Another remover held it for *timeout* seconds.
+            Busy: Another remover held it for *timeout* seconds, or it could not be taken
+                (the store failed): nothing was removed.
 
         """
-        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:40]
-        lock = self.keys.internal(f"{RESERVED_PREFIX}removing-{digest}")
+        parent, _, name = key.rpartition("/")
+        digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:40]
+        lock = f"{parent}/{RESERVED_PREFIX}removing-{digest}".lstrip("/")
         token = uuid.uuid4().hex
-        version = await self._take(lock, path, token)
         try:
-            yield
+            version, taken_at = await self._take(lock, path, token)
+        except BaseException as failure:
+            with anyio.CancelScope(shield=True), suppress(FsError):
+                await self._let_go(lock, path, token)  # (its create may have landed unanswered)
+            if isinstance(failure, Busy) or not isinstance(failure, FsError):
+                raise
+            raise Busy(
+                f"{path} could not be locked for its removal ({failure.message}); "
+                "nothing was removed",
+                path=path,
+            ) from failure
+        try:
+            yield taken_at + self.lease / 2
         finally:
             # (if that fails, another broke it as expired, or it lapses with its lease)
             with anyio.CancelScope(shield=True), suppress(FsError):
                 await self.io(path, self.store.remove, lock, expect=version)
 
-    async def _take(self, lock: str, path: str, token: str) -> Version:
+    async def _take(self, lock: str, path: str, token: str) -> tuple[Version, float]:
+        """The lock's version, and the ``time.monotonic()`` before the write of its lease."""
         deadline, delay = anyio.current_time() + self.timeout, 0.005
         while True:
             lease = {"token": token, "expires": time.time() + self.lease}
+            started = time.monotonic()
             try:
-                return await self.io(  # type: ignore[no-any-return]
+                version = await self.io(
                     path, self.store.put, lock, json.dumps(lease).encode(),
                     expect=ABSENT, write_id=token,
                 )  # fmt: skip
             except AlreadyExists:
                 held = await self._held(lock, path)
+            else:
+                return version, started
             if held is not None:
                 version, holder = held
                 if holder.get("token") == token:
-                    return version  # the answer to our create was lost: it landed
-                if float(holder.get("expires", 0.0)) < time.time():  # its holder crashed
+                    return version, started  # the answer to our create was lost: it landed
+                if _expires(holder) < time.time():  # its holder crashed
                     await self._break(lock, path, version)
                     continue
             if anyio.current_time() > deadline:
@@ -109,7 +138,7 @@ class RemovalLocks:
                     details={"waited_seconds": self.timeout},
                 )
             await anyio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 0.2)
+            delay = min(delay * 2, 0.5)
 
     async def _held(self, lock: str, path: str) -> tuple[Version, dict[str, Any]] | None:
         """The lock's version and lease; None if it is gone (then take it again)."""
@@ -120,10 +149,24 @@ class RemovalLocks:
         try:
             holder = json.loads(data)
         except ValueError:
-            holder = {}  # (no store writes half an object: another writer's, not ours)
+            holder = {}  # (no store writes half an object: a foreign one, broken as expired)
         return info.version, holder if isinstance(holder, dict) else {}
 
     async def _break(self, lock: str, path: str, version: Version) -> None:
         """Remove an expired lock at *version*: only one breaker removes it."""
         with suppress(NotFound, Stale):  # (another breaker did, or a new holder took it)
             await self.io(path, self.store.remove, lock, expect=version)
+
+    async def _let_go(self, lock: str, path: str, token: str) -> None:
+        """Remove the lock if *token* holds it (a create that landed, its answer lost)."""
+        held = await self._held(lock, path)
+        if held is not None and held[1].get("token") == token:
+            await self._break(lock, path, held[0])
+
+
+def _expires(holder: dict[str, Any]) -> float:
+    """When a lock's lease ends (a foreign or damaged one's has ended)."""
+    try:
+        return float(holder.get("expires", 0.0))
+    except (TypeError, ValueError):
+        return 0.0

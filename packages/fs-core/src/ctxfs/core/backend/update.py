@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from ctxfs.core.backend.files import NO_PERMISSIONS, Blob, FileKind, Permissions
-from ctxfs.core.errors import AlreadyExists, BackendError, FsError, IsADirectory, NotFound, Stale
+from ctxfs.core.errors import (
+    AlreadyExists,
+    BackendError,
+    Busy,
+    FsError,
+    IsADirectory,
+    NotFound,
+    Stale,
+)
 from ctxfs.core.versions import ABSENT, Expect, Version
 
 if TYPE_CHECKING:
@@ -152,9 +160,10 @@ class Update:
         """Copy to *destination* under its condition, with this file's permissions, then remove.
 
         The removal is under this update's condition. If it is refused (``Stale``, ``NotFound``:
-        this file changed meanwhile), the copy is undone. If it fails otherwise (its answer
-        lost), the move is done where no file is left here, the copy undone where this file is
-        still as read, and else kept (``BackendError``): it may be the only one.
+        this file changed meanwhile; ``Busy``: nothing was sent), the copy is undone. If it
+        fails otherwise (its answer lost), the move is done where no file is left here, the
+        copy undone where this file is still as read, and else kept (``BackendError``): it may
+        be the only one.
         """
         assert self.current is not None
         version = await destination.write(self.current.data, permissions=self.permissions)
@@ -162,7 +171,7 @@ class Update:
             await self._remove(was=self.current.version)
         except BaseException as failure:
             with anyio.CancelScope(shield=True):
-                refused = isinstance(failure, Stale | NotFound)
+                refused = isinstance(failure, Stale | NotFound | Busy)
                 now = None if refused else await self._version_now()
                 if now == _NO_FILE and isinstance(failure, FsError):
                     return version  # the removal landed
@@ -204,7 +213,10 @@ class Update:
         try:
             await self._remove(was=was)
         except FsError as failure:
-            if isinstance(failure, Stale | NotFound) or await self._version_now() != _NO_FILE:
+            if (
+                isinstance(failure, Stale | NotFound | Busy)
+                or await self._version_now() != _NO_FILE
+            ):
                 raise
 
     async def _version_now(self) -> Version | None:
