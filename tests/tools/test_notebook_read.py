@@ -252,6 +252,8 @@ async def test_a_notebook_too_large_for_cells_is_read_and_edited_as_text(
     assert not shown.is_error, shown.text
     assert shown.text.startswith('1 {\n2  "cells": [\n')
     assert "more than read shows as cells (1000 B); it is shown as text)" in shown.text
+    paged = await small.execute(ctx, "read", {"file_path": "big.ipynb", "pages": "1"})
+    assert paged.error_code is ErrorCode.INVALID_ARGUMENT
     edited = await small.execute(
         ctx, "edit", {"file_path": "big.ipynb", "old_string": '"cells"', "new_string": '"cells" '}
     )
@@ -371,11 +373,12 @@ async def test_an_image_output_left_out_is_named_so_and_the_attached_numbered_in
         for data in (base64.b64encode(b"\x89PNG\r\n\x1a\n damaged").decode(),
                      base64.b64encode(image((20, 10))).decode())
     ]  # fmt: skip
-    await seed(NB, NBFORMAT.dumps(notebook(code("c1", "plot()", *outputs))))
+    said = markdown("doc", "A plot shows as\n[image 2: image/png, attached]")
+    await seed(NB, NBFORMAT.dumps(notebook(said, code("c1", "plot()", *outputs))))
     result = await read(tools, ctx)
     assert len(result.media) == 1
     assert "[image/png image: not attached: starts like a PNG image but cannot be decoded" in (
         result.text
     )
     assert "[image 1: image/png, attached]" in result.text
-    assert "[image 2:" not in result.text
+    assert "A plot shows as\n[image 2: image/png, attached]\n</cell>" in result.text  # as it is

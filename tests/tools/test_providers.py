@@ -466,6 +466,10 @@ async def test_the_editor_shows_lines_names_and_diffs_as_they_are(
     assert missing.error_code == "no_match"
     assert "src/old_string.py" in missing.structured["error"]["message"]
     assert "old_str " in missing.structured["error"]["message"]
+    await seed("s", b"x\n")  # a name inside the words said of it: they are said all the same
+    await editor(command="view", path="s")
+    short = await editor(command="str_replace", path="s", old_str="nope", new_str="y")
+    assert short.structured["error"]["message"].startswith("old_str was not found in s")
 
 
 async def test_the_editor_pages_a_large_directory_with_view_range(

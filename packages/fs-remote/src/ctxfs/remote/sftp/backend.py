@@ -63,7 +63,8 @@ _CONNECT_OPTIONS: Final = frozenset(
         ),
     )
     for name, parameter in inspect.signature(call).parameters.items()
-    if parameter.kind is not inspect.Parameter.VAR_KEYWORD and name not in ("self", "host")
+    if parameter.kind is not inspect.Parameter.VAR_KEYWORD
+    and name not in ("self", "host", "port", "username")  # (the URL's)
 )
 """The keywords ``asyncssh.connect`` takes (its own, and its connection options')."""
 
@@ -114,7 +115,8 @@ class SftpBackend(Backend):
             raise InvalidArgument(
                 f"the sftp backend takes no option {', '.join(map(repr, unknown))}",
                 hint="Pass the backend's own options (lease, lock_timeout, retries, deadline) "
-                "and asyncssh.connect's (client_keys, known_hosts, password, ...).",
+                "and asyncssh.connect's (client_keys, known_hosts, password, ...); the user, "
+                "host and port go in the URL.",
                 details={"options": unknown},
             )
         options = {"connect_timeout": deadline, **(connect_options or {})}

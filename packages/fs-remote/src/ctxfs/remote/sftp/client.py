@@ -305,9 +305,7 @@ def sftp_error(exc: BaseException, path: str) -> FsError:  # noqa: PLR0911 - a r
             path=path,
             hint="Check client_keys (and the passphrase of an encrypted key).",
         )
-    if isinstance(
-        exc, FileNotFoundError | PermissionError | IsADirectoryError | NotADirectoryError
-    ):
+    if isinstance(exc, OSError) and exc.filename is not None:  # (a local file, not the socket)
         return InvalidArgument(
             f"a file the SSH connection needs cannot be read: {exc}",
             path=path,

@@ -93,6 +93,7 @@ def render_notebook(
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
     max_images: int = DEFAULT_MAX_IMAGES,
     max_cells: int | None = None,
+    image_marker: str = "",
 ) -> RenderedNotebook:
     """Render the bytes of a notebook for a model, from cell *first_cell* (0-based).
 
@@ -103,7 +104,9 @@ def render_notebook(
     ``[image N: image/png, attached]`` and comes back in ``images``. Cells are
     shown whole while the text stays within *max_chars* (at least one, cut if it
     must be), *max_cells* at most; ``next_cell`` then says where to continue. The
-    text numbers cells from 1, as a read's ``offset`` does.
+    text numbers cells from 1, as a read's ``offset`` does. *image_marker* goes before each
+    image's number in its line (``[image MARKER1: ...]``): a caller that rewrites those lines
+    finds them by it, never in a cell's own text.
 
     Raises:
         NotANotebook: The bytes are not an nbformat 4 notebook.
@@ -118,7 +121,9 @@ def render_notebook(
             path=path or None,
             details={"field": "first_cell", "cells": len(cells)},
         )
-    renderer = _Renderer(max_output_chars=max_output_chars, max_images=max_images)
+    renderer = _Renderer(
+        max_output_chars=max_output_chars, max_images=max_images, image_marker=image_marker
+    )
     blocks: list[str] = []
     used = 0
     index = first_cell
@@ -170,9 +175,10 @@ def _footer(cells: list[dict[str, Any]], next_cell: int | None) -> str:
 class _Renderer:
     """Renders cells one by one, counting images and cuts; a cell left out is taken back."""
 
-    def __init__(self, *, max_output_chars: int, max_images: int) -> None:
+    def __init__(self, *, max_output_chars: int, max_images: int, image_marker: str) -> None:
         self.max_output_chars = max_output_chars
         self.max_images = max_images
+        self.image_marker = image_marker
         self.images: list[NotebookImage] = []
         self.cut = self.left_out = 0
         self._pending: list[NotebookImage] = []
@@ -249,7 +255,7 @@ class _Renderer:
         self._pending.append(
             NotebookImage(number=number, media_type=media_type, data=data, cell_id=cell_id)
         )
-        return f"[image {number}: {media_type}, attached]"
+        return f"[image {self.image_marker}{number}: {media_type}, attached]"
 
     def block(self, opening: str, text: str) -> str:
         return f"{opening}\n{_lines(self.shortened(text))}</output>\n"

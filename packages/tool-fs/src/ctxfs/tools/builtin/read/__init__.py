@@ -194,6 +194,7 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         read shows as cells (*most*).
         """
         if kind == "notebook" and args.encoding is None and head.size > most:
+            _check_arguments(args, kind, head.path)  # (as for one shown as cells)
             why = f"{head.path} is {size(head.size)}, more than read shows as cells ({size(most)})"
             return await self._text(step, args, not_a_notebook=why)
         if kind == "text" and args.pages is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
@@ -221,6 +222,7 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     from ctxfs.tools.notebooks import render_notebook  # noqa: PLC0415 - with the first notebook
 
     budget = step.ctx.opened_fs.text_options.max_output_chars
+    marker = f"{uuid.uuid4().hex}#"  # (no notebook holds it: only the renderer's lines have it)
     render = functools.partial(
         render_notebook,
         blob.data,
@@ -228,6 +230,7 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
         first_cell=(part.offset or 1) - 1,
         max_chars=budget,
         max_cells=part.limit,
+        image_marker=marker,
     )
     try:
         rendered = await _media_work(step, render)
@@ -252,7 +255,7 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
             break
         room -= len(prepared.data)
         parts.append(_part(prepared))
-    text = rendered.text if not left_out else _numbered_as_attached(rendered.text, left_out)
+    text = _numbered_as_attached(rendered.text, marker, left_out)
     info = NotebookInfo(
         cells=rendered.cells,
         first_cell=rendered.first_cell + 1,
@@ -270,10 +273,10 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     )
 
 
-def _numbered_as_attached(text: str, left_out: Mapping[int, str]) -> str:
+def _numbered_as_attached(text: str, marker: str, left_out: Mapping[int, str]) -> str:
     """*text* saying which image outputs are not attached, and numbering those that are in order.
 
-    Only the renderer's own lines change (``[image N: TYPE, attached]``, each alone on its line).
+    Only the renderer's own lines change: those its *marker* names.
     """
     attached = 0
 
@@ -285,12 +288,9 @@ def _numbered_as_attached(text: str, left_out: Mapping[int, str]) -> str:
         attached += 1
         return f"[image {attached}: {media_type}, attached]"
 
-    return _ATTACHED.sub(told, text)
+    placed = rf"\[image {re.escape(marker)}(?P<number>\d+): (?P<type>image/[\w.+-]+), attached\]"
+    return re.sub(placed, told, text)
 
-
-_ATTACHED: Final = re.compile(
-    r"^\[image (?P<number>\d+): (?P<type>image/[\w.+-]+), attached\]$", re.MULTILINE
-)
 
 Reader = Callable[[Step, BytesOutcome, Part], Awaitable[Reading]]
 READERS: Final[dict[Kind, Reader]] = {"image": _image, "pdf": _pdf, "notebook": _notebook}

@@ -269,7 +269,9 @@ _IN_EDITOR_TERMS: Final = (
 def _in_editor_terms(text: str, path: str | None = None) -> str:
     """*text* (the tools' own words) in the editor's terms; *path*, where it is named, as it is."""
     if path:
-        return path.join(_in_editor_terms(part) for part in text.split(path))
+        named = re.compile(rf"(?<![\w/.-]){re.escape(path)}(?![\w/-]|\.\w)")
+        parts = named.split(text)
+        return path.join(_in_editor_terms(part) for part in parts)
     for said, meant in _IN_EDITOR_TERMS:
         text = said.sub(meant, text)
     return text
