@@ -37,3 +37,12 @@ class EditSwitch:
     def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
         del ctx
         return "hidden" if self.hiding and tool == "edit" else None
+
+
+class GrepDeferred:
+    """A plugin that defers ``grep`` in every step."""
+
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
+        del ctx
+        return "deferred" if tool == "grep" else None

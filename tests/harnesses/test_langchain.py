@@ -32,7 +32,7 @@ from ctxfs.core.policies import IntegrationSwitch, StaticIntegrations
 from ctxfs.local import LocalBackend
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.langchain import tools
-from tests.harnesses.common import run_example
+from tests.harnesses.common import GrepDeferred, run_example
 from tests.tools.media import image
 
 pytestmark = pytest.mark.anyio
@@ -349,13 +349,6 @@ def test_a_tool_a_plugin_hides_in_a_step_is_listed_but_refused(tmp_path: Path) -
     integrations.switch("docs", on=True, workspace="w1")  # the same tool works from now on
     edit = {"file_path": "guide.md", "old_string": "guide", "new_string": "x"}
     assert named(fs_tools)["edit"].invoke(edit).startswith("Edited guide.md")
-
-
-class GrepDeferred:
-    @hookimpl
-    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
-        del ctx
-        return "deferred" if tool == "grep" else None
 
 
 async def test_a_tool_a_plugin_defers_runs_through_call_tool_in_the_fixed_list() -> None:

@@ -27,7 +27,7 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from ctxfs.core import Context, Fs, MemoryBackend, NotFound, hookimpl
 from ctxfs.tools import Exposure, FsToolset, ToolsetOptions
 from ctxfs.tools.openai_agents import CtxfsEditor, tools
-from tests.harnesses.common import EditSwitch, run_example
+from tests.harnesses.common import EditSwitch, GrepDeferred, run_example
 from tests.tools.media import image
 
 pytestmark = pytest.mark.anyio
@@ -226,15 +226,6 @@ async def test_a_deferred_tool_runs_through_the_prefixed_call_tool(ctx: Context)
     assert "fs_grep" not in offered(model.calls[0])
     assert {"fs_read", "fs_search_tools", "fs_call_tool"} <= set(offered(model.calls[0]))
     assert "notes.txt" in outputs(model)["call-1"]
-
-
-class GrepDeferred:
-    """A plugin that defers ``grep``."""
-
-    @hookimpl
-    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> object:
-        del ctx
-        return "deferred" if tool == "grep" else None
 
 
 async def test_a_tool_a_plugin_defers_runs_through_call_tool_though_the_list_defers_none() -> None:
