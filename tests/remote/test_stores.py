@@ -722,3 +722,40 @@ def test_removal_lock_options_are_checked_at_open(url_for: UrlFor) -> None:
     for bad in ({"removal_lease": 0}, {"removal_lease": "30"}, {"removal_timeout": float("nan")}):
         with pytest.raises(InvalidArgument, match="must be a positive number of seconds"):
             opened(S3, url_for(S3), **bad)
+
+
+async def test_a_move_whose_removal_stays_unknown_keeps_its_copy_and_lets_its_lock_lapse(
+    url_for: UrlFor,
+) -> None:
+    # Every DELETE of the source unanswered: it may land yet. The move keeps its copy (it may
+    # be the only one), and no other remover acts before the lock's lease ends.
+    with proxy(S3.port) as flaky:
+        options = S3.options | through(S3, flaky.url) | {"retries": 1, "removal_timeout": 0.3}
+        async with open_fs(url_for(S3), load_entrypoints=False, **options) as fs:
+            mover, other = fs.context(owner="a").fs, fs.context(owner="b").fs
+            await mover.write("src.txt", "the only copy\n")
+            await mover.read("src.txt")
+            await other.read("src.txt")
+            flaky.faults = [Fault("DELETE")] * 4
+            with pytest.raises(BackendError, match="keeps the content read"):
+                await mover.move("src.txt", "dst.txt")
+            assert (await fs.backend.read("dst.txt")).data == b"the only copy\n"
+            assert (await fs.backend.read("src.txt")).data == b"the only copy\n"
+            flaky.faults = []
+            with pytest.raises(Busy):
+                await other.delete("src.txt")
+
+
+@pytest.mark.parametrize(
+    "expires", ["1e400", "NaN", "9" * 400, '"soon"', "1e12"], ids=lambda body: body[:8]
+)
+async def test_a_damaged_removal_lock_is_broken(url_for: UrlFor, expires: str) -> None:
+    async with opened(S3, url_for(S3)) as backend:
+        assert isinstance(backend, ObjectStoreBackend)
+        version = await backend.write("g.txt", b"x", expect=ABSENT)
+        lock = backend.keys.internal(f".ctxfs-removing-{hashlib.sha256(b'g.txt').hexdigest()[:40]}")
+        body = f'{{"token": "another", "expires": {expires}}}'.encode()
+        await on_io_loop(backend.store.put, lock, body, expect=ABSENT)
+        await backend.delete("g.txt", expect=version)
+        listing = await on_io_loop(backend.store.scan, backend.keys.directory(""))
+        assert [info.key for info in listing.objects] == []

@@ -52,6 +52,7 @@ from ctxfs.core.kit import (
     Stat,
     Version,
     check_expect,
+    is_reserved,
     listing_work,
 )
 from ctxfs.remote.ioloop import on_io_loop
@@ -364,8 +365,10 @@ class ObjectStoreBackend(Backend):
         ]
 
     async def _has_entries(self, path: str) -> bool:
-        listing = await self._io(path, self.store.scan, self.keys.directory(path), limit=1)
-        return bool(listing.objects or listing.prefixes)
+        """Whether objects live under *path*'s prefix (a removal lock left there is none)."""
+        listing = await self._io(path, self.store.scan, self.keys.directory(path), limit=8)
+        named = [info.key.rpartition("/")[2] for info in listing.objects]
+        return bool(listing.prefixes) or not all(map(is_reserved, named)) or len(named) == 8
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -415,8 +418,14 @@ class ObjectStoreBackend(Backend):
                     await self._check_expect(path, key, expect)
                     await self._remove(path, key, None)
             else:
-                async with self._removals.held(key, path) as send_by:
-                    await self._remove(path, key, expect, send_by=send_by)
+                async with self._removals.held(key, path) as lock:
+                    try:
+                        await self._remove(path, key, expect, send_by=lock.send_by)
+                    except (Unavailable, BackendError):  # it may have landed, or land yet
+                        lock.lapse()  # (no other remover acts before its lease ends)
+                        if await self._current(path, key) is None:
+                            return  # it did (nothing else removes the file under the lock)
+                        raise
         except NotFound:
             if await self._has_entries(path):
                 raise InvalidArgument(
@@ -434,8 +443,10 @@ class ObjectStoreBackend(Backend):
         between. A refusal after that, or in a retry, means the request may have landed with its
         answer lost (aiohttp sends a ``DELETE`` again when its connection drops): no object left
         is done, another object there is ``Unavailable``, since whose it is cannot be told.
-        No attempt starts after *send_by* (``time.monotonic()``; the lock's half-life): ``Busy``
-        if none was sent, ``Unavailable`` if one may have landed.
+        No attempt starts after *send_by* (``time.monotonic()``, from the lock): ``Busy`` if
+        none was sent, ``Unavailable`` if one may have landed. Without a lock (*send_by* None: a
+        store whose conditions hold in one process, which repeats no request), a first refusal
+        is one.
         """
         if expect is not None:
             current = await self._current(path, key)
@@ -452,8 +463,8 @@ class ObjectStoreBackend(Backend):
             try:
                 await self.store.remove(key, expect=expect)
             except (NotFound, Stale) as refusal:
-                if attempts == 1 and expect is None:
-                    raise
+                if attempts == 1 and (expect is None or send_by is None):
+                    raise  # (unlocked, a first refusal is another remover's doing)
                 try:
                     await self.store.head(key)
                 except NotFound:

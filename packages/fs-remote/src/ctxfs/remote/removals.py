@@ -10,37 +10,63 @@ holding the object finds the same lock), made by a create-only write carrying th
 token as its write id (a lost answer is told by a look) and JSON ``{"token", "expires"}``.
 Another remover waits for it (then ``Busy``); one past its lease (its holder crashed) is
 removed at its version, which only one breaker can do. Hosts' clocks are taken to agree to
-well within a lease. A holder sends no request once half its lease is over (an attempt started
-earlier ends within its client's timeouts, under a minute), and removes its lock at the
-version it made; if that fails, the lock lapses with its lease.
+well within a lease. A holder sends no request once a third of its lease is over (an attempt
+started earlier ends within its client's timeouts: S3's, 10 s to connect and 60 s to read), and
+removes its lock at the version it made, unless its removal's outcome is unknown: then the lock
+lapses with its lease, so that no other remover acts while a late request may still land.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
 
-from ctxfs.core import AlreadyExists, Busy, FsError, InvalidArgument, NotFound, Stale
+from ctxfs.core import (
+    AlreadyExists,
+    Busy,
+    FsError,
+    InvalidArgument,
+    NotFound,
+    Stale,
+    Unavailable,
+)
 from ctxfs.core.kit import ABSENT, RESERVED_PREFIX, ReadRequest, Version
 from ctxfs.remote.store import ObjectStore
 
-__all__ = ["REMOVAL_LEASE", "REMOVAL_TIMEOUT", "RemovalLocks"]
+__all__ = ["REMOVAL_LEASE", "REMOVAL_TIMEOUT", "HeldLock", "RemovalLocks"]
 
 REMOVAL_LEASE: Final = 120.0
-"""Seconds a removal lock lasts; a removal holds it for a few requests."""
+"""Seconds a removal lock lasts; a removal holds it for a few requests. More than three
+times the longest attempt the store's client may make."""
 REMOVAL_TIMEOUT: Final = 10.0
 """Seconds a removal waits for another's lock before ``Busy``."""
 
 Io = Callable[..., Awaitable[Any]]
 """How a call reaches the store: the backend's, with its retries (``io(what, fn, *args)``)."""
+
+
+@dataclass(kw_only=True)
+class HeldLock:
+    """A removal lock held."""
+
+    send_by: float
+    """The ``time.monotonic()`` after which no request may be sent under it."""
+    lapsing: bool = False
+    """Left to lapse with its lease rather than removed (:meth:`lapse`)."""
+
+    def lapse(self) -> None:
+        """Leave the lock to lapse: a request sent under it may still land."""
+        self.lapsing = True
 
 
 class RemovalLocks:
@@ -76,14 +102,12 @@ class RemovalLocks:
         self.lease, self.timeout = float(lease), float(timeout)
 
     @asynccontextmanager
-    async def held(self, key: str, path: str) -> AsyncIterator[float]:
+    async def held(self, key: str, path: str) -> AsyncIterator[HeldLock]:
         """Hold the removal lock of *key* (file *path*, as errors name it).
 
-        Yields the ``time.monotonic()`` after which no request may be sent under it.
-
         Raises:
-            Busy: Another remover held it for *timeout* seconds, or it could not be taken
-                (the store failed): nothing was removed.
+            Busy: Another remover held it for *timeout* seconds, or the store was unavailable
+                while it was taken: nothing was removed.
 
         """
         parent, _, name = key.rpartition("/")
@@ -95,19 +119,20 @@ class RemovalLocks:
         except BaseException as failure:
             with anyio.CancelScope(shield=True), suppress(FsError):
                 await self._let_go(lock, path, token)  # (its create may have landed unanswered)
-            if isinstance(failure, Busy) or not isinstance(failure, FsError):
+            if not isinstance(failure, Unavailable):
                 raise
             raise Busy(
                 f"{path} could not be locked for its removal ({failure.message}); "
                 "nothing was removed",
                 path=path,
             ) from failure
+        held = HeldLock(send_by=taken_at + self.lease / 3)
         try:
-            yield taken_at + self.lease / 2
+            yield held
         finally:
-            # (if that fails, another broke it as expired, or it lapses with its lease)
-            with anyio.CancelScope(shield=True), suppress(FsError):
-                await self.io(path, self.store.remove, lock, expect=version)
+            if not held.lapsing:  # (if that fails, another broke it, or it lapses)
+                with anyio.CancelScope(shield=True), suppress(FsError):
+                    await self.io(path, self.store.remove, lock, expect=version)
 
     async def _take(self, lock: str, path: str, token: str) -> tuple[Version, float]:
         """The lock's version, and the ``time.monotonic()`` before the write of its lease."""
@@ -128,7 +153,7 @@ class RemovalLocks:
                 version, holder = held
                 if holder.get("token") == token:
                     return version, started  # the answer to our create was lost: it landed
-                if _expires(holder) < time.time():  # its holder crashed
+                if _expires(holder, self.lease) < time.time():  # its holder crashed
                     await self._break(lock, path, version)
                     continue
             if anyio.current_time() > deadline:
@@ -164,9 +189,14 @@ class RemovalLocks:
             await self._break(lock, path, held[0])
 
 
-def _expires(holder: dict[str, Any]) -> float:
-    """When a lock's lease ends (a foreign or damaged one's has ended)."""
+def _expires(holder: dict[str, Any], lease: float) -> float:
+    """When a lock's lease ends; a foreign or damaged one's has ended.
+
+    So has one said to end later than a lease could from now (a clock that far ahead, or a
+    number that large, is taken for damage).
+    """
     try:
-        return float(holder.get("expires", 0.0))
-    except (TypeError, ValueError):
+        expires = float(holder.get("expires", 0.0))
+    except (TypeError, ValueError, OverflowError):
         return 0.0
+    return expires if math.isfinite(expires) and expires <= time.time() + 2 * lease else 0.0

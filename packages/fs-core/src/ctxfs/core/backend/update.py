@@ -16,18 +16,18 @@ from ctxfs.core.backend.files import NO_PERMISSIONS, Blob, FileKind, Permissions
 from ctxfs.core.errors import (
     AlreadyExists,
     BackendError,
-    Busy,
     FsError,
     IsADirectory,
     NotFound,
     Stale,
+    Unavailable,
 )
 from ctxfs.core.versions import ABSENT, Expect, Version
 
 if TYPE_CHECKING:
     from ctxfs.core.backend.template import Backend
 
-__all__ = ["ConditionalUpdate", "Update", "check_expect", "missing_file"]
+__all__ = ["ConditionalUpdate", "Update", "check_expect", "may_have_landed", "missing_file"]
 
 
 class Update:
@@ -159,11 +159,10 @@ class Update:
     async def _move(self, destination: Update) -> Version:
         """Copy to *destination* under its condition, with this file's permissions, then remove.
 
-        The removal is under this update's condition. If it is refused (``Stale``, ``NotFound``:
-        this file changed meanwhile; ``Busy``: nothing was sent), the copy is undone. If it
-        fails otherwise (its answer lost), the move is done where no file is left here, the
-        copy undone where this file is still as read, and else kept (``BackendError``): it may
-        be the only one.
+        The removal is under this update's condition. If it is refused (any error but
+        ``Unavailable`` and ``BackendError``: nothing was removed), the copy is undone. If it
+        fails otherwise (its answer lost; it may even land later), the move is done where no
+        file is left here, and else the copy is kept (``BackendError``): it may be the only one.
         """
         assert self.current is not None
         version = await destination.write(self.current.data, permissions=self.permissions)
@@ -171,30 +170,34 @@ class Update:
             await self._remove(was=self.current.version)
         except BaseException as failure:
             with anyio.CancelScope(shield=True):
-                refused = isinstance(failure, Stale | NotFound | Busy)
-                now = None if refused else await self._version_now()
-                if now == _NO_FILE and isinstance(failure, FsError):
+                if isinstance(failure, FsError) and not may_have_landed(failure):
+                    await self._undo_copy(destination, version, failure)
+                    raise
+                if await self._version_now() == _NO_FILE and isinstance(failure, FsError):
                     return version  # the removal landed
-                if not refused and now != self.current.version:
+                if isinstance(failure, FsError):
                     raise BackendError(
-                        f"moving {self.path} to {destination.path} failed half way ({failure}), "
-                        f"and {self.path} is no longer as read, or cannot be looked at: "
-                        f"{destination.path} keeps the content read",
+                        f"moving {self.path} to {destination.path} failed half way ({failure}); "
+                        f"{self.path} may yet be removed by it, so {destination.path} keeps the "
+                        "content read",
                         path=self.path,
                         hint=f"Read {self.path} and {destination.path} again before going on.",
                         details={"destination": destination.path, "version": version},
                     ) from failure
-                try:
-                    await destination.undo(version)
-                except FsError as undo:
-                    raise BackendError(
-                        f"moving {self.path} to {destination.path} failed half way, and the "
-                        f"copy could not be undone: both paths now hold the file ({undo})",
-                        path=self.path,
-                        details={"destination": destination.path, "version": version},
-                    ) from failure
             raise
         return version
+
+    async def _undo_copy(self, destination: Update, version: Version, failure: FsError) -> None:
+        """Undo the copy of a move whose removal was refused (*failure*)."""
+        try:
+            await destination.undo(version)
+        except FsError as undo:
+            raise BackendError(
+                f"moving {self.path} to {destination.path} failed half way, and the "
+                f"copy could not be undone: both paths now hold the file ({undo})",
+                path=self.path,
+                details={"destination": destination.path, "version": version},
+            ) from failure
 
     async def _undo_move(self, destination: Update, written: Version) -> None:
         """Put the file back here (create-only), then undo the destination."""
@@ -213,10 +216,7 @@ class Update:
         try:
             await self._remove(was=was)
         except FsError as failure:
-            if (
-                isinstance(failure, Stale | NotFound | Busy)
-                or await self._version_now() != _NO_FILE
-            ):
+            if not may_have_landed(failure) or await self._version_now() != _NO_FILE:
                 raise
 
     async def _version_now(self) -> Version | None:
@@ -287,3 +287,12 @@ async def missing_file(backend: Backend, path: str, missing: NotFound | None = N
         if kind is FileKind.DIRECTORY:
             return IsADirectory(f"{path} is a directory", path=path)
     return missing if missing is not None else NotFound(f"{path} does not exist", path=path)
+
+
+def may_have_landed(failure: FsError) -> bool:
+    """Whether a change that failed with *failure* may have been made all the same.
+
+    ``Unavailable`` and ``BackendError``: its answer may have been lost. Any other error is a
+    refusal (nothing was changed).
+    """
+    return isinstance(failure, Unavailable | BackendError)
