@@ -164,3 +164,14 @@ def test_outline_and_directories_keep_every_match(pattern: str, path: str) -> No
     parents = path.split("/")[:-1]
     for depth in range(1, len(parents) + 1):
         assert matcher.may_hold("/".join(parents[:depth]))
+
+
+def test_a_thousand_globstars_match_without_recursing() -> None:
+    # Each "**" took a level of recursion: 300 raised RecursionError (backend_error), from a
+    # glob argument or from one line of a .gitignore, for every search of the tree.
+    many = "/".join(["**"] * 1000)
+    assert glob_matcher(f"{many}/x").fullmatch("a/b/x")
+    assert not glob_matcher(f"{many}/x").fullmatch("a/b/y")
+    alternating = "/".join(["**", "a"] * 500)
+    assert glob_matcher(alternating).fullmatch("/".join(["a"] * 500))
+    assert not glob_matcher(alternating).fullmatch("/".join(["a"] * 499))

@@ -125,3 +125,22 @@ async def test_a_pattern_no_command_line_holds_is_searched_as_elsewhere(tmp_path
             found = await tools.execute(ctx, "grep", arguments)
             assert not found.is_error, found.text
             assert found.structured["total"] == 0
+
+
+async def test_a_search_through_a_link_to_the_root_searches_the_root(tmp_path: Path) -> None:
+    # The link resolves to "" (the root), which was taken for "not resolved": every search
+    # of it failed stale, "retry", for good.
+    (tmp_path / "root" / "d").mkdir(parents=True)
+    (tmp_path / "root" / "a.txt").write_text("x\n")
+    (tmp_path / "root" / "r").symlink_to(".")
+    (tmp_path / "root" / "d" / "back").symlink_to("..")
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    async with Fs(backend, load_entrypoints=False) as fs:
+        ctx, tools = fs.context(owner="a"), FsToolset()
+        for path in ("r", "d/back"):
+            found = await tools.execute(ctx, "grep", {"pattern": "x", "path": path})
+            assert found.text.startswith(f"{path}/a.txt:1: x"), found.text
+            listed = await tools.execute(ctx, "glob", {"pattern": "*.txt", "path": path})
+            assert listed.text.startswith(f"{path}/a.txt"), listed.text
+        nul = await tools.execute(ctx, "grep", {"pattern": "x\0"})
+        assert not nul.is_error, nul.text  # (no command line holds a NUL: searched as elsewhere)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxfs.core import InvalidArgument
 from ctxfs.tools.builtin.grep.patterns import LinePattern, OutOfTime
 from tests.conftest import examples
 
@@ -87,3 +88,26 @@ def test_a_pattern_the_check_cannot_judge_is_still_stopped(pattern: str) -> None
                                                   ("a|b", False), ("a+", False), (r"(x)\1", False)])  # fmt: skip
 def test_only_a_literal_pattern_is_searched_with_no_timeout(pattern: str, literal: bool) -> None:
     assert LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0).literal is literal
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(?:(?:a{200}){200}){100}",
+        "(?:(?:a{1000}){1000}){1000}",
+        "a{1000000}",
+        "(" * 600 + "a" + ")" * 600,
+    ],
+    ids=["40k-times-100", "1e9", "1e6", "600-deep"],
+)
+def test_a_pattern_too_large_to_compile_is_refused_before_it_is(pattern: str) -> None:
+    # The first took 1.1 GB to compile, the second past 2.5 GB (MemoryError, backend_error);
+    # the last raised RecursionError.
+    with pytest.raises(InvalidArgument) as refused:
+        LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0)
+    assert refused.value.details == {"field": "pattern"}
+
+
+@pytest.mark.parametrize("pattern", [r"\d{4}-\d{2}-\d{2}", "x{0,65535}", "(?:ab){50000}", "[{]{3}"])
+def test_counted_repeats_of_a_usual_size_compile(pattern: str) -> None:
+    assert LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0).compiled.pattern

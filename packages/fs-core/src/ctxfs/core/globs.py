@@ -96,7 +96,7 @@ class GlobMatcher:
 class _Alternative:
     """One brace-free pattern."""
 
-    __slots__ = ("_anywhere", "_fixed", "_last_globstar", "pattern", "segments")
+    __slots__ = ("_anywhere", "_fixed", "pattern", "segments")
 
     def __init__(self, pattern: str, segments: tuple[_Segment | None, ...]) -> None:
         self.pattern = pattern
@@ -105,7 +105,6 @@ class _Alternative:
         self._anywhere = segments[0] is None and len(segments) > 1
         rest = segments[1:] if self._anywhere else segments
         self._fixed = None if None in rest else tuple(s for s in rest if s is not None)
-        self._last_globstar = max((i for i, s in enumerate(segments) if s is None), default=-1)
 
     def fullmatch(self, path: str) -> bool:
         """Whether *path* matches this alternative."""
@@ -114,7 +113,7 @@ class _Alternative:
             return bool(fixed[0](path.rpartition("/")[2]))
         names = path.split("/")
         if fixed is None:
-            return self._from(0, 0, names, {})
+            return self._spans(names)
         if self._anywhere and len(names) > len(fixed):
             names = names[len(names) - len(fixed) :]
         return len(names) == len(fixed) and all(
@@ -136,32 +135,25 @@ class _Alternative:
         segments = self.pattern.strip("/").split("/")
         return tuple(("**",) if not anchored else ()) + tuple(map(_widened, segments))
 
-    def _from(
-        self, at: int, first: int, names: list[str], seen: dict[tuple[int, int], bool]
-    ) -> bool:
-        """Whether segments ``at..`` match names ``first..`` (memoized on the pair)."""
-        key = (at, first)
-        if key not in seen:
-            seen[key] = self._decide(at, first, names, seen)
-        return seen[key]
+    def _spans(self, names: list[str]) -> bool:
+        """Whether the segments, ``**`` among them, match *names*: which names each may reach.
 
-    def _decide(
-        self, at: int, first: int, names: list[str], seen: dict[tuple[int, int], bool]
-    ) -> bool:
-        if at == len(self.segments):
-            return first == len(names)
-        segment, rest = self.segments[at], len(self.segments) - at - 1
-        if segment is not None:
-            return (
-                first < len(names)
-                and bool(segment(names[first]))
-                and self._from(at + 1, first + 1, names, seen)
-            )
-        if not rest:
-            return first < len(names)  # a final "**": one or more names, any
-        if at == self._last_globstar:  # the rest is fixed: it takes the last names
-            return first <= len(names) - rest and self._from(at + 1, len(names) - rest, names, seen)
-        return any(self._from(at + 1, skip, names, seen) for skip in range(first, len(names)))
+        A ``**`` takes any names (none at least, one at least last); linear in segments times
+        names, with no recursion (a pattern may hold a thousand ``**``).
+        """
+        count = len(names)
+        reached = [True] + [False] * count  # reached[i]: the segments so far took names[:i]
+        for at, segment in enumerate(self.segments):
+            if segment is None:
+                first = reached.index(True) if True in reached else None
+                if first is None:
+                    return False
+                if at == len(self.segments) - 1:  # a final "**": one or more names, any
+                    return first < count
+                reached = [first <= i < count for i in range(count + 1)]
+            else:
+                reached = [False] + [reached[i] and bool(segment(names[i])) for i in range(count)]
+        return reached[count]
 
 
 @lru_cache(maxsize=256)

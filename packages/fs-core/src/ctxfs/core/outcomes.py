@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Final
 
 from ctxfs.core.backend.files import FileKind
 from ctxfs.core.versions import Version
@@ -51,6 +52,10 @@ _MUTATING = frozenset(
 )
 
 
+_UNLOCATED: Final = "\0"
+"""Where an operation's location is not given (no path holds NUL; ``""`` is the root)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Operation:
     """One requested operation, as policies see it before anything is touched."""
@@ -60,12 +65,13 @@ class Operation:
     """Canonical root-relative path, as the caller spelled it."""
     size: int | None = None
     """For a write, the size in bytes of the new content."""
-    resolved: str = ""
+    resolved: str = _UNLOCATED
     """The canonical root-relative path it reaches, symbolic links followed (a policy must
-    judge both: ``envlink`` may reach ``.env``); the path itself where nothing resolves."""
-    key: str = ""
+    judge both: ``envlink`` may reach ``.env``; a link to the root reaches ``""``); the path
+    itself where none is given."""
+    key: str = _UNLOCATED
     """The identity of the file: every spelling of one file has the same key (locks and
-    observations are keyed by it); the path itself where nothing resolves."""
+    observations are keyed by it); what it resolves to where none is given."""
     moved_to: str | None = None
     """For a move's source: the destination (canonical, as spelled)."""
     moved_from: str | None = None
@@ -74,9 +80,9 @@ class Operation:
     """Nothing is to be written: the operation only says what it would change."""
 
     def __post_init__(self) -> None:
-        if not self.resolved:
+        if self.resolved == _UNLOCATED:
             object.__setattr__(self, "resolved", self.path)
-        if not self.key:
+        if self.key == _UNLOCATED:
             object.__setattr__(self, "key", self.resolved)
 
 

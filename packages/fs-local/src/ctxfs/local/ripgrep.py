@@ -378,9 +378,10 @@ def _read_alike(pattern: str) -> bool:
 
     Not with verbose mode (spaces in a class differ), a class's set operations (``&&``,
     ``--``, ``~~``) or a class inside a class, nor an escaped letter or digit Rust reads
-    otherwise (``\<``, ``\z``, ``\N``...), nor a lone surrogate (no command line holds it).
+    otherwise (``\<``, ``\z``, ``\N``...), nor a NUL or a lone surrogate (no command line
+    holds them).
     """
-    if _VERBOSE.search(pattern) or not _utf8(pattern):
+    if _VERBOSE.search(pattern) or "\0" in pattern or not _utf8(pattern):
         return False
     at, in_class = 0, False
     while at < len(pattern):

@@ -90,11 +90,19 @@ class LinePattern:
         flags = regex.IGNORECASE if ignore_case else 0
         if multiline:
             flags |= regex.MULTILINE | regex.DOTALL
+        if (repeated := _repeated_size(pattern) - len(pattern)) > MAX_REPEATED_SIZE:
+            raise InvalidArgument(
+                f"pattern repeats itself too much: its counted repeats add about "
+                f"{repeated:,} pieces (at most {MAX_REPEATED_SIZE:,})",
+                hint="Use smaller counts in {m,n}, or + and * instead of nested counts.",
+                details={"field": "pattern"},
+            )
         try:
             compiled = regex.compile(pattern, flags)
-        except regex.error as bad:
+        except (regex.error, RecursionError, MemoryError) as bad:
+            why = bad if isinstance(bad, regex.error) else "it nests too deeply, or is too large"
             raise InvalidArgument(
-                f"pattern is not a valid regular expression: {bad}",
+                f"pattern is not a valid regular expression: {why}",
                 hint="Fix the regular expression (Python syntax); escape special characters.",
                 details={"field": "pattern"},
             ) from None
@@ -182,6 +190,43 @@ class LinePattern:
             "(a+)+), no overlapping alternatives, fewer adjacent quantifiers such as .*.*",
             details={"field": "pattern", "path": path, "line": number},
         )
+
+
+MAX_REPEATED_SIZE: Final = 100_000
+"""The most pieces a pattern's counted repeats may add (``(?:a{200}){200}``: about 40,000):
+the regex engine expands them when it compiles, a piece at a time."""
+
+
+def _repeated_size(pattern: str) -> int:
+    """About how many pieces *pattern* makes, its counted repeats expanded (linear, no stack).
+
+    Each character or escape is one; a group is what it holds; ``{m,n}`` repeats the piece
+    before it the most times it says (``{m,}``: *m*).
+    """
+    sizes, last, at = [0], 1, 0
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":
+            last, at = 1, at + 2
+        elif char == "[":  # a class is one piece: to its closing "]"
+            end = pattern.find("]", at + 2 if pattern[at + 1 : at + 2] in ("]", "^") else at + 1)
+            last, at = 1, (len(pattern) if end < 0 else end + 1)
+        elif char == "(":
+            sizes.append(0)
+            at += 3 if pattern.startswith("?:", at + 1) else 1  # (a group's "?:" is no piece)
+            continue
+        elif char == ")" and len(sizes) > 1:
+            last, at = max(sizes.pop(), 1), at + 1
+        elif char == "{" and (counted := _quantifier(pattern, at)) is not None:
+            low, high, at = counted
+            times = int(min(max(low, 0 if high == math.inf else high), 1 << 40))
+            sizes[-1] += last * (times - 1)
+            last *= max(times, 1)
+            continue
+        else:
+            last, at = 1, at + 1
+        sizes[-1] += last
+    return sum(sizes)
 
 
 def _quantifier(pattern: str, at: int) -> tuple[int, float, int] | None:
