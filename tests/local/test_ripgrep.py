@@ -144,3 +144,25 @@ async def test_a_search_through_a_link_to_the_root_searches_the_root(tmp_path: P
             assert listed.text.startswith(f"{path}/a.txt"), listed.text
         nul = await tools.execute(ctx, "grep", {"pattern": "x\0"})
         assert not nul.is_error, nul.text  # (no command line holds a NUL: searched as elsewhere)
+
+
+async def test_the_walk_and_ripgrep_leave_links_alike(tmp_path: Path) -> None:
+    # ripgrep follows no link; the walk (a sort by time, a multiline search) listed every
+    # link as a file: to directories, dangling, to itself.
+    (tmp_path / "root" / "d").mkdir(parents=True)
+    (tmp_path / "root" / "a.txt").write_text("x\n")
+    for name, target in (("in.txt", "a.txt"), ("up", ".."), ("gone", "nowhere"), ("self", "self")):
+        (tmp_path / "root" / name).symlink_to(target)
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state", ripgrep=True)
+    async with Fs(backend, load_entrypoints=False) as fs:
+        ctx, tools = fs.context(owner="a"), FsToolset()
+        for name, arguments in (
+            ("glob", {"pattern": "**"}),
+            ("glob", {"pattern": "**", "sort": "modified"}),
+            ("grep", {"pattern": "x", "output_mode": "files_with_matches"}),
+            ("grep", {"pattern": "x", "output_mode": "files_with_matches", "multiline": True}),
+        ):
+            found = await tools.execute(ctx, name, arguments)
+            assert found.text.splitlines()[0] == "a.txt", (arguments, found.text)
+            assert "skipped" not in found.text, (arguments, found.text)
+            assert found.text.splitlines()[1].startswith("(1 file"), (arguments, found.text)

@@ -151,7 +151,7 @@ class Walk:
             self.ignored += 1
         elif is_directory:
             return True
-        elif entry.kind in (FileKind.FILE, FileKind.SYMLINK):
+        elif entry.kind is FileKind.FILE:  # (a link is not followed, as by ripgrep)
             self.files.append(entry)
         return False
 
