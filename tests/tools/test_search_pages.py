@@ -114,6 +114,16 @@ async def test_pages_join_into_one_whole_search(ctx: Context, mode: str) -> None
     assert page.structured["total"] == whole.structured["total"]
 
 
+async def test_a_page_past_the_end_says_so(ctx: Context) -> None:
+    tools = FsToolset()
+    past = await grep(tools, ctx, output_mode="files_with_matches", offset=100_000)
+    assert not past.structured.get("files")
+    total = past.structured["total"]
+    assert past.text.startswith(f"(no matching files from offset 100000: there are {total} ")
+    listed = await tools.execute(ctx, "list_dir", {"path": "", "offset": 100_000})
+    assert listed.text.startswith("(no entries from offset 100000: there are ")
+
+
 async def test_a_file_changed_between_pages_is_searched_again(
     backend: RecordingBackend, ctx: Context
 ) -> None:

@@ -485,6 +485,8 @@ def size(number: int) -> str:
 
 def page_footer(noun: str, first: int, shown: int, of: str, next_offset: int | None) -> str:
     """The footer of one page of a longer list: which items, of how many, how to go on."""
+    if not shown:  # (an offset past the end)
+        return f"(no {noun} from offset {first}: there are {of})"
     more = f"; continue with offset={next_offset}" if next_offset else ""
     return f"({noun} {first}-{first + shown - 1} of {of}{more})"
 
