@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxfs.core import Fs
+from ctxfs.core import Fs, NotADirectory
 from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
 
@@ -116,3 +116,13 @@ async def test_hidden_entries_are_neither_shown_nor_counted(big: Path, tmp_path:
     assert "secret.env" not in names
     assert "link-to-secret" not in names
     assert {page.total for page in pages} == {ENTRIES + 1}  # the files and sub/
+
+
+async def test_listing_a_file_says_it_is_one(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x\n")
+    backend = LocalBackend(tmp_path, state_dir=tmp_path.parent / "state-of-a-file")
+    for details in (True, False):
+        with pytest.raises(NotADirectory, match=r"^a\.txt is a file, not a directory$"):
+            await backend.list("a.txt", details=details)
+    with pytest.raises(NotADirectory, match="a component of a.txt/b"):
+        await backend.list("a.txt/b")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from ctxfs.core import FileKind, Listing, NotFound, Stat, join_path
+from ctxfs.core import FileKind, Listing, NotADirectory, NotFound, Stat, join_path
 from ctxfs.local.oserrors import translated
 from ctxfs.local.root import DIR_FLAGS, TEMP_PREFIX, RootDirectory, stat_of
 
@@ -95,7 +95,7 @@ class DirectoryNames:
 def list_entries(root: RootDirectory, path: str, temp_max_age: float) -> list[Stat]:
     """The entries of directory *path*, with details; temporary files are reaped."""
     root.check()  # a deleted root still lists as empty through its descriptor
-    dir_fd = root.open(path, DIR_FLAGS)
+    dir_fd = _listed(root, path)
     entries: list[Stat] = []
     try:
         with translated(path), os.scandir(dir_fd) as scan:
@@ -118,7 +118,7 @@ def list_names(
 ) -> Listing:
     """Directory *path*'s listing, kinds only, kept in *names*; temporary files are reaped."""
     root.check()
-    dir_fd = root.open(path, DIR_FLAGS)
+    dir_fd = _listed(root, path)
 
     def finish(path: str, entries: list[Stat]) -> Listing:
         for entry in entries:
@@ -131,6 +131,20 @@ def list_names(
             return names.entries(dir_fd, path, finish=finish)
     finally:
         os.close(dir_fd)
+
+
+def _listed(root: RootDirectory, path: str) -> int:
+    """Directory *path*, open to list; a file there is said to be one."""
+    try:
+        return root.open(path, DIR_FLAGS)
+    except NotADirectory:
+        if root.stat(path).kind is FileKind.DIRECTORY:  # (else: a parent is no directory)
+            raise
+        raise NotADirectory(
+            f"{path} is a file, not a directory",
+            path=path,
+            hint="Read the file, or list the directory that holds it.",
+        ) from None
 
 
 def details(root: RootDirectory, entries: list[Stat]) -> list[Stat]:
