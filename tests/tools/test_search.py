@@ -257,6 +257,18 @@ async def test_a_filtered_grep_counts_only_the_files_it_searched(
         assert f"(1 match in {searched} files searched)" in found.text
 
 
+async def test_a_grep_never_counts_files_its_filter_leaves_out(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    # An engine reads "*.[ch]" as "*": it searched a.txt and b.py too, and said 4 files.
+    for name in ("a.c", "b.h", "a.txt", "b.py"):
+        await seed(name, b"x\n")
+    found = await run(tools, ctx, "grep", pattern="x", glob="*.[ch]")
+    assert [match["path"] for match in found.structured["matches"]] == ["a.c", "b.h"]
+    assert found.structured.get("files_searched") in (None, 2)
+    assert "4 files searched" not in found.text
+
+
 async def test_a_walk_enters_only_the_directories_a_glob_may_match(
     ctx: Context, seed: Seed
 ) -> None:

@@ -84,6 +84,11 @@ class GlobMatcher:
         base = tuple(map(_widened, below.split("/"))) if below else ()
         return tuple(base + alternative.outline() for alternative in self.alternatives)
 
+    @property
+    def widened(self) -> bool:
+        """Whether :meth:`outline` keeps paths the pattern does not (``*.[ch]``: ``*``)."""
+        return any(alternative.widened for alternative in self.alternatives)
+
     def names(self) -> tuple[str, ...] | None:
         """Globs of file *names* (as :meth:`outline`'s) every matching path's name matches.
 
@@ -128,6 +133,11 @@ class _Alternative:
             if not segment(name):
                 return False
         return len(names) < len(self.segments)
+
+    @property
+    def widened(self) -> bool:
+        """Whether :meth:`outline` widened a segment."""
+        return any(_widened(segment) != segment for segment in self.pattern.strip("/").split("/"))
 
     def outline(self) -> tuple[str, ...]:
         """The alternative's segments, as :meth:`GlobMatcher.outline` gives them."""

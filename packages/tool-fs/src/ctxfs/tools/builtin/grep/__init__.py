@@ -200,6 +200,7 @@ class GrepTool(Tool[GrepArgs, GrepData]):
                 after=context if args.after is None else args.after,
                 multiline=args.multiline,
                 file_filter=(lambda path: all(keep(path) for keep in filters)) if filters else None,
+                filter_widened=any(m.widened for m in (glob, kind) if m is not None),
                 names=None if kind is None else kind.names(),
                 glob=glob,
                 only=WalkFilter(

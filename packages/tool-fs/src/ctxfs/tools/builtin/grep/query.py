@@ -110,6 +110,9 @@ class GrepQuery:
     multiline: bool = False
     file_filter: Callable[[str], bool] | None = None
     """Which files (by path below *root*) to search; None: all."""
+    filter_widened: bool = False
+    """Whether an engine filtering by :attr:`names` and :attr:`glob` keeps more files than
+    *file_filter* (it counts them as searched)."""
     names: tuple[str, ...] | None = None
     """Globs every searched file's name matches (see :meth:`GlobMatcher.names`), for an
     engine to filter with first; None: any name."""

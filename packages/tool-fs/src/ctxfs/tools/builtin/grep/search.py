@@ -216,7 +216,7 @@ async def _from_counts(
     found = Grep(
         files_searched=max(0, (matches.searched or 0) - len(matches.unsearched))
         + here.files_searched,
-        searched_told=matches.searched is not None,
+        searched_told=matches.searched is not None and not query.filter_widened,
         lines_matched=sum(counts.values()),
         timed_out=not matches.complete or here.timed_out,
         complete=matches.complete and not here.timed_out,
