@@ -447,6 +447,7 @@ async def test_the_editor_shows_lines_names_and_diffs_as_they_are(
         "def f(old_string, new_string):\n"
         '    said = "continue with offset=40, or set replace_all"\n'
         '    told = "use an offset from 1 to 9"\n'
+        "# (The line numbers pasted into old_string were ignored.)\n"
     )
     await seed("src/old_string.py", source.encode())
     view = await editor(command="view", path="src/old_string.py")

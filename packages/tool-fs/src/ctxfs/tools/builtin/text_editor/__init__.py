@@ -35,6 +35,7 @@ from ctxfs.tools.builtin.write import WRITE, WriteArgs
 from ctxfs.tools.definitions import Exposure
 from ctxfs.tools.results import (
     STRIPPED_NOTE,
+    EditData,
     ResultData,
     ToolResult,
     UndoData,
@@ -283,7 +284,11 @@ def _notes_in_editor_terms(text: str, data: ResultData) -> str:
     Only the notes change, never the lines, names or diffs shown: each note is found as the
     tool wrote it, where it writes it (the last after the lines shown, the first before a diff).
     """
-    notes: list[tuple[str, bool]] = [(STRIPPED_NOTE, False), (INVALID_BYTES_NOTE, True)]
+    notes: list[tuple[str, bool]] = []
+    if isinstance(data, EditData) and data.stripped_line_numbers:
+        notes.append((STRIPPED_NOTE, False))
+    if isinstance(data, ReadData) and "invalid bytes" in (data.encoding or ""):
+        notes.append((INVALID_BYTES_NOTE, True))
     if isinstance(data, ReadData | ListData) and data.next_offset is not None:
         notes.append((f"continue with offset={data.next_offset}", True))
     if isinstance(data, ReadData) and data.returned_lines == 0 and data.total_lines:
