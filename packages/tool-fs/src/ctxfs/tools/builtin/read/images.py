@@ -161,7 +161,7 @@ def _prepared(
                 "max_decoded_bytes": limits.max_decoded_bytes,
             },
         )
-    if fits and frames == 1 and image.getexif().get(_ORIENTATION, 1) == 1:
+    if fits and frames == 1 and _orientation(image) == 1:
         image.load()  # a damaged file is refused here, not by the provider's API
         sent, sent_type, sent_size = data, media_type, (width, height)
     else:
@@ -193,6 +193,14 @@ def _decoded_bytes(image: Image.Image, pixels: int) -> int:
     if image.format == "JPEG" and image.info.get("progressive"):
         decoded += pixels * len(image.getbands()) * 2
     return decoded
+
+
+def _orientation(image: Image.Image) -> int:
+    """The photo's stored orientation (EXIF; 1: as stored, and where its EXIF is damaged)."""
+    try:
+        return int(image.getexif().get(_ORIENTATION, 1))
+    except Exception:  # (Pillow's EXIF parser raises many kinds; the picture is still shown)
+        return 1
 
 
 _ORIENTATION: Final = 0x0112
