@@ -60,6 +60,28 @@ def test_invalid_bytes_elsewhere_survive() -> None:
     assert edit(data, "target", "goal") == data.replace(b"target", b"goal")
 
 
+def test_the_diff_of_an_edit_shows_invalid_bytes_as_reads_do() -> None:
+    # It showed them as \xNN escapes, which a model then copied into its next old_string.
+    data = "résumé naïve\n".encode() * 20 + b"caf\xe9 ol\xc3\xa9\n"  # UTF-8, one byte damaged
+    change = decode_document(data, OPTIONS, path="f").replace(" ol", " OL", replace_all=False)
+    assert change.diff is not None
+    assert "-caf\ufffd ol\u00e9" in change.diff
+    assert "+caf\ufffd OL\u00e9" in change.diff
+
+
+@pytest.mark.parametrize("codec", ["utf-8", "cp1252", "utf-16"])
+def test_a_nul_is_no_text_to_write(codec: str) -> None:
+    # A NUL makes a file binary to every reader (but in UTF-16 and UTF-32, where it is text).
+    document = decode_document("a\nb\n".encode(codec), OPTIONS, path="f")
+    if codec == "utf-16":
+        assert document.replace("a", "\0", replace_all=False).data == "\0\nb\n".encode(codec)
+        return
+    with pytest.raises(FsError) as refused:
+        document.replace("a", "x\0", replace_all=False)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    assert refused.value.details == {"field": "new_string"}
+
+
 def test_cp1252_edit_writes_cp1252() -> None:
     text = FRENCH.replace(". ", ".\r\n") + "\r\nUne idée naïve.\r\n"
     assert edit(text.encode("cp1252"), "naïve", "naïveté") == text.replace(

@@ -83,8 +83,21 @@ class TextDocument(Generic[AnyStr]):
         r"""Convert caller text to the document's units, line endings folded to ``\n``.
 
         With *fold* false, the text keeps its own line endings.
+
+        Raises:
+            InvalidArgument: *text* holds a NUL (but for UTF-16 or UTF-32) or a lone surrogate.
+            EncodingError: The encoding cannot hold *text*.
+
         """
         folded = TEXT_ENDINGS.fold(text) if fold else text
+        if "\0" in folded and not self.encoding.codec.startswith(("utf-16", "utf-32")):
+            raise InvalidArgument(
+                f"{what} holds a NUL character, which makes {self.path or 'a file'} binary "
+                "to every reader",
+                path=self.path,
+                hint="Leave NUL characters out of text.",
+                details={"field": what},
+            )
         if isinstance(self.raw, str):
             self._refuse_lone_surrogates(folded, what)
             return folded
@@ -220,7 +233,7 @@ class TextDocument(Generic[AnyStr]):
             return None
         before = self.text_of(logical[start:end])
         after = before.replace(self.text_of(old), self.text_of(new), len(matches))
-        return short_diff(before, after, first_line=first)
+        return short_diff(display(before), display(after), first_line=first)  # (as reads show)
 
     def insert(self, after_line: int, text: str) -> Change:
         """Insert *text* as whole lines after line *after_line* (0 inserts at the top).
