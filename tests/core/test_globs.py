@@ -175,3 +175,9 @@ def test_a_thousand_globstars_match_without_recursing() -> None:
     alternating = "/".join(["**", "a"] * 500)
     assert glob_matcher(alternating).fullmatch("/".join(["a"] * 500))
     assert not glob_matcher(alternating).fullmatch("/".join(["a"] * 499))
+
+
+@pytest.mark.parametrize("pattern", ["{" * 300, "{a," * 1000 + "}" * 1000])
+def test_braces_nested_too_deeply_are_refused(pattern: str) -> None:
+    with pytest.raises(InvalidArgument, match="nest too deeply"):
+        glob_matcher(pattern)

@@ -174,7 +174,8 @@ def glob_matcher(pattern: str, *, braces: bool = True) -> GlobMatcher:
 
     Raises:
         InvalidArgument: The pattern (or an alternative) is empty, has an unclosed
-            ``[``, or its braces expand to more than :data:`MAX_ALTERNATIVES` patterns.
+            ``[``, or its braces expand to more than :data:`MAX_ALTERNATIVES` patterns (or
+            nest too deeply to expand).
 
     """
     if not pattern or pattern.strip("/") == "":
@@ -182,9 +183,10 @@ def glob_matcher(pattern: str, *, braces: bool = True) -> GlobMatcher:
     try:
         braced = braces and "{" in pattern
         expanded = bracex.expand(pattern, limit=MAX_ALTERNATIVES) if braced else [pattern]
-    except bracex.ExpansionLimitException:
+    except (bracex.ExpansionLimitException, RecursionError):
         raise InvalidArgument(
-            f"the glob pattern's braces give more than {MAX_ALTERNATIVES} patterns",
+            f"the glob pattern's braces give more than {MAX_ALTERNATIVES} patterns, or nest "
+            "too deeply",
             hint="Use fewer or smaller brace groups, or several calls.",
             details={"field": "pattern"},
         ) from None
