@@ -724,3 +724,15 @@ def test_numbers_no_run_could_use_are_refused_at_start(
     )  # fmt: skip
     assert done.returncode == 2
     assert said in done.stderr
+
+
+@pytest.mark.parametrize(("workers", "short"), [(1, True), (2, False)])
+def test_workers_answer_every_reread_with_the_text(workers: int, short: bool) -> None:
+    # What each worker showed an owner is its own: a forget_shown reaches one of them only.
+    from ctxfs.tools.cli.arguments import parser  # noqa: PLC0415
+    from ctxfs.tools.cli.opening import toolset_of  # noqa: PLC0415
+
+    args = parser().parse_args(
+        ["serve", "--transport", "http", "--workers", str(workers), "--root", "."]
+    )
+    assert toolset_of(args).options.short_rereads is short

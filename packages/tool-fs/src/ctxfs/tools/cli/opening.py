@@ -60,7 +60,11 @@ def opened(args: argparse.Namespace, *, kept: bool = False) -> tuple[Fs, FsTools
 
 
 def toolset_of(args: argparse.Namespace) -> FsToolset:
-    """The toolset the options describe."""
+    """The toolset the options describe.
+
+    Workers answer no re-read in one line: what each showed an owner is its own (a client's
+    ``forget_shown`` reaches one), so another could say "unchanged" of text the model dropped.
+    """
     from ctxfs.tools import FsToolset, ToolsetOptions  # noqa: PLC0415
 
     try:
@@ -69,6 +73,7 @@ def toolset_of(args: argparse.Namespace) -> FsToolset:
             progress_seconds=args.progress,
             tools=args.tools,
             tool_prefix=args.tool_prefix,
+            short_rereads=getattr(args, "workers", 1) <= 1,
         )
         return FsToolset(options)
     except ValueError as error:  # an unknown tool, a prefix no provider takes
