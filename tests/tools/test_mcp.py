@@ -564,6 +564,19 @@ def test_a_line_that_is_no_message_gets_the_json_rpc_error_and_the_server_reads_
     assert sorted(reply["id"] for reply in replies if "result" in reply) == [1, 2, 3, 4]
 
 
+def test_a_request_nested_too_deeply_to_read_is_answered_with_its_id(workspace: Path) -> None:
+    # Valid JSON the SDK's reader refuses: answered as the parse error of request 5 (it was
+    # id null, "not JSON", and the client waited for its answer for ever).
+    nested = b"[" * 500 + b"]" * 500
+    deep = b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"x": %s}}' % nested
+    replies = wire(deep, ping(6), root=workspace)
+    refused = next(reply for reply in replies if "error" in reply)
+    assert refused["id"] == 5
+    assert refused["error"]["code"] == -32700
+    assert "nests too deeply" in refused["error"]["message"]
+    assert [reply["id"] for reply in replies if "result" in reply] == [6]
+
+
 @pytest.mark.parametrize("through", ["pipes", "sockets", "files", "socket"])
 def test_a_request_whose_id_is_no_string_nor_integer_is_answered_invalid(
     workspace: Path, through: str
@@ -589,18 +602,18 @@ def test_a_line_longer_than_the_limit_is_dropped_and_answered(
     huge = b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": "' + b"a" * (64 << 20)
     replies = wire(huge + b'"}}', ping(1), root=workspace, through=through)
     refused, answered = sorted(replies, key=lambda reply: "result" in reply)
-    assert refused["id"] is None
+    assert refused["id"] == 9  # (its first bytes name it: the client hears of its request)
     assert refused["error"]["code"] == -32600
     assert "longer than 4194304 bytes" in refused["error"]["message"]
     assert answered == {"jsonrpc": "2.0", "id": 1, "result": {}}
     small = wire(
         ping(1) + b" " * 100, ping(2), max_message_bytes=64, root=workspace, through=through
     )
-    assert sorted(str(reply["id"]) for reply in small) == ["2", "None"]
+    assert sorted(str(reply["id"]) for reply in small) == ["1", "2"]
     # the last line, too long and with no newline: answered all the same
     unended = wire(ping(3), ping(4) + b" " * 100, max_message_bytes=64, root=workspace,
                    through=through, ended=False)  # fmt: skip
-    assert sorted(str(reply["id"]) for reply in unended) == ["3", "None"]
+    assert sorted(str(reply["id"]) for reply in unended) == ["3", "4"]
 
 
 def call(number: int, tool: str, **arguments: object) -> bytes:

@@ -24,6 +24,7 @@ import fcntl
 import io
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -58,8 +59,11 @@ __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "serve_stdio"]
 DEFAULT_MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_REQUEST_BODY_SIZE
 """The longest line a client may send (the SDK's limit of an HTTP request body)."""
 
-_TOO_LONG: Final = "\x00 the line is too long\n"
-"""What a line longer than the limit is read as: no JSON, told apart by :func:`_refusal`."""
+_TOO_LONG: Final = "\x00 the line is too long, its id: "
+"""What a line longer than the limit is read as (then its id, as JSON): no JSON, told apart
+by :func:`_refusal`."""
+_LEADING_ID: Final = re.compile(rb'"id"\s*:\s*("(?:[^"\\\n]|\\.)*"|-?\d+)')
+"""A message's id, where it comes before its params (as clients write it)."""
 _BAD_ID: Final = "\x00 the id is neither a string nor an integer\n"
 """What a message whose id is neither a string nor an integer is read as (:func:`_refusal`)."""
 _DRAIN_SECONDS: Final = 30.0
@@ -176,8 +180,9 @@ class _PipeLines:
             except asyncio.IncompleteReadError as end:  # the last line, unended
                 line = end.partial
             except asyncio.LimitOverrunError as overrun:
-                ended = await self._skipped(overrun.consumed)
-                yield _TOO_LONG
+                head = await self.reader.readexactly(overrun.consumed)
+                ended = await self._skipped(0)
+                yield _too_long(_leading_id(head))
                 if ended:
                     continue
                 return
@@ -187,7 +192,10 @@ class _PipeLines:
                 yield _text(line)
 
     async def _skipped(self, held: int) -> bool:
-        """Drop a line too long to hold, as it arrives; False if the input ends within it."""
+        """Drop a line too long to hold, as it arrives; False if the input ends within it.
+
+        *held*: the bytes of it the reader holds (dropped first).
+        """
         while True:
             await self.reader.readexactly(held)
             try:
@@ -245,7 +253,7 @@ class _Lines(io.TextIOWrapper):
 class _BoundedLines(io.TextIOWrapper):
     """The lines of descriptor *fd*, read by :meth:`readline` only (no other read method).
 
-    A line longer than *limit* bytes (its newline aside) is read as :data:`_TOO_LONG`; bytes that
+    A line longer than *limit* bytes (its newline aside) is read as :func:`_too_long`; bytes that
     are not UTF-8 are replaced (U+FFFD), as by the SDK's own reader.
     """
 
@@ -260,9 +268,10 @@ class _BoundedLines(io.TextIOWrapper):
         while True:
             line = self.source.readline(self.limit + 1)
             if len(line) > self.limit and not line.endswith(b"\n"):
+                request = _leading_id(line)
                 while line and not line.endswith(b"\n"):  # the rest of it, as it arrives
                     line = self.source.readline(1 << 16)
-                return _TOO_LONG
+                return _too_long(request)
             if not line or line.strip():
                 return _text(line)
 
@@ -333,9 +342,9 @@ class _Requests(_Stream):
                 await self.unanswered.drain()
                 raise
             if isinstance(item, Exception):
-                error = _refusal(item, self.max_line_bytes)
+                error, request = _refusal(item, self.max_line_bytes)
                 await self.replies.send(
-                    SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
+                    SessionMessage(JSONRPCError(jsonrpc="2.0", id=request, error=error))
                 )
                 continue
             message = item.message
@@ -360,16 +369,48 @@ class _Requests(_Stream):
             raise StopAsyncIteration from None
 
 
-def _refusal(error: Exception, max_line_bytes: int) -> ErrorData:
-    """The JSON-RPC error answering a line the SDK could not read as a message (*error*)."""
+def _refusal(error: Exception, max_line_bytes: int) -> tuple[ErrorData, str | int | None]:
+    """The JSON-RPC error answering a line the SDK could not read as a message (*error*).
+
+    And the id of the request it answers, where the line tells it (else None).
+    """
     if isinstance(error, ValidationError):
         first = error.errors()[0]
-        if first["input"] == _TOO_LONG:
+        line = first["input"] if isinstance(first["input"], str) else ""
+        if line.startswith(_TOO_LONG):
             message = f"Invalid Request: the line is longer than {max_line_bytes} bytes"
-            return ErrorData(code=INVALID_REQUEST, message=message)
-        if first["input"] == _BAD_ID:
-            return BAD_ID
+            request = json.loads(line.removeprefix(_TOO_LONG))
+            return ErrorData(code=INVALID_REQUEST, message=message), request
+        if line == _BAD_ID:
+            return BAD_ID, None
         if first["type"] == "json_invalid":
-            return ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON")
+            request = _leading_id(line.encode())
+            try:
+                json.loads(line)
+            except (ValueError, RecursionError):
+                return ErrorData(
+                    code=PARSE_ERROR, message="Parse error: the line is not JSON"
+                ), request
+            message = "Parse error: the line's JSON nests too deeply to read"
+            return ErrorData(code=PARSE_ERROR, message=message), request
     message = "Invalid Request: the line is not a JSON-RPC message"
-    return ErrorData(code=INVALID_REQUEST, message=message)
+    return ErrorData(code=INVALID_REQUEST, message=message), None
+
+
+def _too_long(request: str | int | None) -> str:
+    """What a line too long to read is read as: :data:`_TOO_LONG`, then its *request*'s id."""
+    return f"{_TOO_LONG}{json.dumps(request)}\n"
+
+
+def _leading_id(head: bytes) -> str | int | None:
+    """The id a message's first bytes give before its params (its request's), if any."""
+    head = head[:4096]
+    found = _LEADING_ID.search(head)
+    params = head.find(b'"params"')
+    if found is None or -1 < params < found.start():
+        return None
+    try:
+        request = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return request if isinstance(request, str | int) else None
