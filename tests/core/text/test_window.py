@@ -89,6 +89,21 @@ async def test_a_cut_never_splits_a_character() -> None:
     assert window.text.startswith("ééé …")
 
 
+@pytest.mark.parametrize("chunk", [5, 7, 4096])
+async def test_a_long_line_cut_in_a_character_is_no_invalid_byte(chunk: int) -> None:
+    # The bytes kept of a long line end anywhere: in a character of three bytes, they made
+    # valid UTF-8 read as "invalid bytes shown as \ufffd" (and read twice).
+    options = TextOptions(max_line_chars=10, max_output_chars=1000)
+    window = await window_of(("\u20ac" * 300 + "\nend\n").encode(), options=options, chunk=chunk)
+    assert window.text.startswith("\u20ac" * 10 + " …")
+    assert (window.encoding, window.misread) == ("utf-8", False)
+    seen_first = TextOptions(
+        max_line_chars=10, max_output_chars=1000, detect_bytes=64, sniff_bytes=64
+    )
+    damaged = await window_of(("\u00e9\n" * 50).encode() + b"a\xffb\n", options=seen_first)
+    assert (damaged.text.endswith("a\ufffdb\n"), damaged.misread) == (True, True)
+
+
 async def test_output_budget_ends_the_window_with_the_exact_next_offset() -> None:
     options = TextOptions(max_line_chars=100, max_output_chars=400)
     data = "".join(f"{n:03d} " + "y" * 40 + "\n" for n in range(1, 101)).encode()

@@ -290,6 +290,7 @@ class _Scanner(Generic[AnyStr]):
         self.tail_size = 0  # units of the unfinished last line in all
         self.cut_sizes: dict[int, int] = {}  # line number -> full size, for lines cut while kept
         self.escaped = False  # the window's text carries invalid bytes as escapes
+        self.escape_shown = False  # ... and some are shown (not all cut off a long line's end)
 
     def feed(self, piece: AnyStr) -> None:
         if not piece:
@@ -379,7 +380,7 @@ class _Scanner(Generic[AnyStr]):
         else:
             last_terminated = True
         shown, count, truncated, capped = self._fit(complete, last_terminated=last_terminated)
-        misread = self.escaped and not self.encoding.keeps_invalid_bytes
+        misread = self.escape_shown and not self.encoding.keeps_invalid_bytes
         following = self.offset + count
         next_offset = following if capped or (count and following <= total) else None
         return Window(
@@ -414,7 +415,8 @@ class _Scanner(Generic[AnyStr]):
                     size = self._size(line)
                 content = line[:cap] + truncation_marker(size, self.unit)
                 truncated.append(number)
-            if escaped:
+            if escaped and _ESCAPE.search(content):  # (a cut can split a character: not shown)
+                self.escape_shown = True
                 content = display(content)
             if index + 1 < len(lines) or last_terminated:
                 content += "\n"
