@@ -568,7 +568,7 @@ def test_a_request_nested_too_deeply_to_read_is_answered_with_its_id(workspace: 
     # Valid JSON the SDK's reader refuses: answered as the parse error of request 5 (it was
     # id null, "not JSON", and the client waited for its answer for ever).
     nested = b"[" * 500 + b"]" * 500
-    deep = b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"x": %s}}' % nested
+    deep = b'{"jsonrpc": "2.0", "method": "ping", "params": {"x": %s}, "id": 5}' % nested
     replies = wire(deep, ping(6), root=workspace)
     refused = next(reply for reply in replies if "error" in reply)
     assert refused["id"] == 5

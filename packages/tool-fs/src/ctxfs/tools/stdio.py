@@ -386,11 +386,14 @@ def _refusal(error: Exception, max_line_bytes: int) -> tuple[ErrorData, str | in
         if first["type"] == "json_invalid":
             request = _leading_id(line.encode())
             try:
-                json.loads(line)
+                parsed = json.loads(line)
             except (ValueError, RecursionError):
                 return ErrorData(
                     code=PARSE_ERROR, message="Parse error: the line is not JSON"
                 ), request
+            found = parsed.get("id") if isinstance(parsed, dict) else None
+            if isinstance(found, str | int) and not isinstance(found, bool):
+                request = found
             message = "Parse error: the line's JSON nests too deeply to read"
             return ErrorData(code=PARSE_ERROR, message=message), request
     message = "Invalid Request: the line is not a JSON-RPC message"
