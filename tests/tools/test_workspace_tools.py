@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from ctxfs.core import ABSENT, Context, Fs, MemoryBackend
+from ctxfs.core import ABSENT, Context, Fs, MemoryBackend, open_fs
 from ctxfs.tools import FsToolset, ToolResult
 
 pytestmark = pytest.mark.anyio
@@ -79,6 +80,16 @@ async def test_create_directory_makes_parents_and_is_idempotent(ctx: Context) ->
         assert made.error_code is None, made.text
     listed = await call(ctx, "list_dir", path="src/pkg")
     assert "sub/" in listed.text
+
+
+async def test_create_directory_on_a_store_without_directories_says_it_made_nothing() -> None:
+    # (An undo after it would undo the change before it: the model is told there is none.)
+    async with open_fs(f"fsspec+memory://ctxfs-{uuid.uuid4().hex}/root") as fs:
+        ctx = fs.context(owner="agent")
+        made = await call(ctx, "create_directory", path="build/out")
+        assert made.structured["implicit"] is True
+        assert made.text.startswith("Nothing to make: on this store build/out/ appears with")
+        assert "nothing to undo" in made.text
 
 
 @pytest.mark.parametrize(

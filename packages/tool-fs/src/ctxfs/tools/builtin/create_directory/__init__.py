@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from ctxfs.tools.results import ResultData
 from ctxfs.tools.tool import Annotations, Step, Tool, ToolArgs
 
@@ -17,6 +19,12 @@ class CreateDirectoryArgs(ToolArgs):
 class CreateDirectoryData(ResultData):
     """The data of a ``create_directory`` result."""
 
+    implicit: bool = Field(
+        default=False,
+        description="The store keeps no directories (an object store): nothing was made; "
+        "one appears with its first file.",
+    )
+
 
 class CreateDirectoryTool(Tool[CreateDirectoryArgs, CreateDirectoryData]):
     """Create a directory."""
@@ -29,10 +37,16 @@ class CreateDirectoryTool(Tool[CreateDirectoryArgs, CreateDirectoryData]):
 
     async def run(self, step: Step, args: CreateDirectoryArgs) -> CreateDirectoryData:
         await step.ctx.fs.mkdir(args.path)
-        return self.data(target=args.path)
+        implicit = not step.ctx.opened_fs.backend.capabilities.real_directories
+        return self.data(target=args.path, implicit=implicit)
 
     def render(self, data: CreateDirectoryData, args: CreateDirectoryArgs) -> str:
         del args
+        if data.implicit:
+            return (
+                f"Nothing to make: on this store {data.target}/ appears with its first file "
+                "(nothing was written, and there is nothing to undo)."
+            )
         return f"Directory {data.target} exists."
 
 
