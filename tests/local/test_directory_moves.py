@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxfs.core import Busy, Fs, NotObserved, Operation, OpKind
+from ctxfs.core import Busy, Fs, NotObserved, Operation, OpKind, hookimpl
 from ctxfs.core import moves as core_moves
 from ctxfs.core.policies import PathRules
 from ctxfs.local import LocalBackend
@@ -74,6 +74,23 @@ async def test_a_directory_moves_whole_links_moved_not_followed(fs: Fs, root: Pa
     assert not (root / "pkg").exists()
     assert tree(root / "lib" / "pkg") == before  # the link moved as a link, still "../secrets"
     assert (root / "secrets" / "key").read_text() == "TOKEN=abc\n"
+
+
+async def test_each_link_moved_is_an_operation_of_its_own_key(root: Path) -> None:
+    # A link's move had the empty key (the root's), and two links shared one lock and entry.
+    os.symlink("a.py", root / "pkg" / "second")
+    seen: list[Operation] = []
+
+    class Judge:
+        @hookimpl
+        def ctxfs_authorize(self, ctx: object, op: Operation) -> None:
+            seen.append(op)
+
+    async with local_fs(root, plugins=[Judge()]) as fs:
+        moved = await call(fs, "move", source_path="pkg", destination_path="lib/pkg")
+    assert moved.error_code is None, moved.text
+    links = {op.path: op.key for op in seen if op.path in ("pkg/keys", "pkg/second")}
+    assert links == {"pkg/keys": "pkg/keys", "pkg/second": "pkg/second"}
 
 
 @pytest.mark.parametrize(

@@ -97,8 +97,11 @@ def test_only_a_literal_pattern_is_searched_with_no_timeout(pattern: str, litera
         "(?:(?:a{1000}){1000}){1000}",
         "a{1000000}",
         "(" * 600 + "a" + ")" * 600,
+        r"(?:a{1000}[\])]){1000}",
+        "(?x)(?:a{1000} # )\n){1000}",
+        "a{" + "9" * 5000 + "}",
     ],
-    ids=["40k-times-100", "1e9", "1e6", "600-deep"],
+    ids=["40k-times-100", "1e9", "1e6", "600-deep", "escaped-bracket", "verbose", "5000-digits"],
 )
 def test_a_pattern_too_large_to_compile_is_refused_before_it_is(pattern: str) -> None:
     # The first took 1.1 GB to compile, the second past 2.5 GB (MemoryError, backend_error);
@@ -108,6 +111,17 @@ def test_a_pattern_too_large_to_compile_is_refused_before_it_is(pattern: str) ->
     assert refused.value.details == {"field": "pattern"}
 
 
-@pytest.mark.parametrize("pattern", [r"\d{4}-\d{2}-\d{2}", "x{0,65535}", "(?:ab){50000}", "[{]{3}"])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"\d{4}-\d{2}-\d{2}",
+        "x{0,65535}",
+        "(?:ab){50000}",
+        "[{]{3}",
+        "(?P<longname>x){10000}",
+        "(?:a|b|c|d|e|f|g|h){12000}",
+        r"\{3\}",
+    ],
+)
 def test_counted_repeats_of_a_usual_size_compile(pattern: str) -> None:
     assert LinePattern.compile(pattern, ignore_case=False, line_seconds=1.0).compiled.pattern

@@ -294,7 +294,8 @@ async def _entry_pair(
     backend = ctx.opened_fs.backend
     old, new = join_path(here.path, relative), join_path(there.path, relative)
     if kind is FileKind.SYMLINK:  # the link itself moves: what it leads to does not
-        gone = Location(resolved=join_path(here.resolved, relative), key="")
+        link = join_path(here.resolved, relative)
+        gone = Location(resolved=link, key=link)  # (its own key: the link's path)
     else:
         gone = await backend.locate(old)
     come = await backend.locate(new)

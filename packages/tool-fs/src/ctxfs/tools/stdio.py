@@ -62,7 +62,7 @@ DEFAULT_MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_REQUEST_BODY_SIZE
 _TOO_LONG: Final = "\x00 the line is too long, its id: "
 """What a line longer than the limit is read as (then its id, as JSON): no JSON, told apart
 by :func:`_refusal`."""
-_LEADING_ID: Final = re.compile(rb'"id"\s*:\s*("(?:[^"\\\n]|\\.)*"|-?\d+)')
+_LEADING_ID: Final = re.compile(rb'"id"\s*:\s*("(?:[^"\\\n]|\\.)*"|-?\d+(?=\s*[,}]))')
 """A message's id, where it comes before its params (as clients write it)."""
 _BAD_ID: Final = "\x00 the id is neither a string nor an integer\n"
 """What a message whose id is neither a string nor an integer is read as (:func:`_refusal`)."""

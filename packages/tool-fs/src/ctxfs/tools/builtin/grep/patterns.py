@@ -192,7 +192,7 @@ class LinePattern:
         )
 
 
-MAX_REPEATED_SIZE: Final = 100_000
+MAX_REPEATED_SIZE: Final = 200_000
 """The most pieces a pattern's counted repeats may add (``(?:a{200}){200}``: about 40,000):
 the regex engine expands them when it compiles, a piece at a time."""
 
@@ -200,20 +200,23 @@ the regex engine expands them when it compiles, a piece at a time."""
 def _repeated_size(pattern: str) -> int:
     """About how many pieces *pattern* makes, its counted repeats expanded (linear, no stack).
 
-    Each character or escape is one; a group is what it holds; ``{m,n}`` repeats the piece
-    before it the most times it says (``{m,}``: *m*).
+    Each character or escape is one; a class is one; a group is what it holds (its ``?P<name>``
+    or other prefix none); ``{m,n}`` repeats the piece before it the most times it says
+    (``{m,}``: *m*). In verbose mode a ``#`` starts a comment, to the line's end.
     """
+    verbose = _VERBOSE_FLAG.search(pattern) is not None
     sizes, last, at = [0], 1, 0
     while at < len(pattern):
         char = pattern[at]
         if char == "\\":
             last, at = 1, at + 2
         elif char == "[":  # a class is one piece: to its closing "]"
-            end = pattern.find("]", at + 2 if pattern[at + 1 : at + 2] in ("]", "^") else at + 1)
-            last, at = 1, (len(pattern) if end < 0 else end + 1)
+            found = _CHARACTER_CLASS.match(pattern, at)
+            last, at = 1, (len(pattern) if found is None else found.end())
         elif char == "(":
             sizes.append(0)
-            at += 3 if pattern.startswith("?:", at + 1) else 1  # (a group's "?:" is no piece)
+            prefix = _GROUP_PREFIX.match(pattern, at + 1)
+            at = at + 1 if prefix is None else prefix.end()
             continue
         elif char == ")" and len(sizes) > 1:
             last, at = max(sizes.pop(), 1), at + 1
@@ -223,10 +226,20 @@ def _repeated_size(pattern: str) -> int:
             sizes[-1] += last * (times - 1)
             last *= max(times, 1)
             continue
+        elif char == "#" and verbose:
+            ended = pattern.find("\n", at)
+            at = len(pattern) if ended < 0 else ended + 1
+            continue
         else:
             last, at = 1, at + 1
         sizes[-1] += last
     return sum(sizes)
+
+
+_VERBOSE_FLAG: Final = re.compile(r"\(\?[a-zA-Z]*x[a-zA-Z-]*[):]")
+"""An inline flag turning verbose mode on (``(?x)``, ``(?ix:``)."""
+_GROUP_PREFIX: Final = re.compile(r"\?(?:P?<(?![=!])[^>]*>|P=[^)]*|<[=!]|[:=!>|]|[a-zA-Z-]*:?)")
+"""What follows a group's ``(`` before its content: ``?:``, ``?P<name>``, ``?<=``, flags."""
 
 
 def _quantifier(pattern: str, at: int) -> tuple[int, float, int] | None:
@@ -243,9 +256,17 @@ def _quantifier(pattern: str, at: int) -> tuple[int, float, int] | None:
     elif not (low or high):
         return None  # "{}" or "{,}": literal braces
     else:
-        least, most = int(low or 0), math.inf if comma and not high else int(high or low)
+        least, most = _count(low or "0"), math.inf if comma and not high else _count(high or low)
     end = found.end()
     return least, most, end + (end < len(pattern) and pattern[end] in "?+")  # lazy or possessive
+
+
+def _count(digits: str) -> int:
+    """A quantifier's count; one of more than nine digits counts as a billion.
+
+    (Python reads no more than 4,300 digits, and the regex engine no count past 4,294,967,295.)
+    """
+    return int(digits) if len(digits) <= 9 else 10**9
 
 
 def _can_backtrack(pattern: str) -> bool:
