@@ -16,7 +16,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BAD_ID", "NOT_A_MESSAGE", "OneMessage", "has_bad_id"]
+__all__ = ["BAD_ID", "NOT_A_MESSAGE", "OneMessage", "has_bad_id", "request_id"]
 
 BAD_ID: Final = ErrorData(
     code=INVALID_REQUEST, message="Invalid Request: the id must be a string or an integer"
@@ -26,11 +26,14 @@ NOT_A_MESSAGE: Final = ErrorData(
 )
 
 
+def request_id(value: object) -> str | int | None:
+    """*value* (parsed JSON) as a request's id: a string or an integer; else None."""
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
 def has_bad_id(message: object) -> bool:
     """Whether *message* (parsed JSON) is an object whose id is neither a string nor an integer."""
-    if not isinstance(message, dict) or "id" not in message:
-        return False
-    return isinstance(message["id"], bool) or not isinstance(message["id"], str | int)
+    return isinstance(message, dict) and "id" in message and request_id(message["id"]) is None
 
 
 class OneMessage:

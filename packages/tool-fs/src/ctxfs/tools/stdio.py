@@ -49,7 +49,7 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from ctxfs.tools.messages import BAD_ID, has_bad_id
+from ctxfs.tools.messages import BAD_ID, has_bad_id, request_id
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -62,6 +62,8 @@ DEFAULT_MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_REQUEST_BODY_SIZE
 _TOO_LONG: Final = "\x00 the line is too long, its id: "
 """What a line longer than the limit is read as (then its id, as JSON): no JSON, told apart
 by :func:`_refusal`."""
+_ID_BYTES: Final = 4096
+"""The first bytes of a line too long to read that are looked at for its id."""
 _LEADING_ID: Final = re.compile(rb'"id"\s*:\s*("(?:[^"\\\n]|\\.)*"|-?\d+(?=\s*[,}]))')
 """A message's id, where it comes before its params (as clients write it)."""
 _BAD_ID: Final = "\x00 the id is neither a string nor an integer\n"
@@ -180,8 +182,8 @@ class _PipeLines:
             except asyncio.IncompleteReadError as end:  # the last line, unended
                 line = end.partial
             except asyncio.LimitOverrunError as overrun:
-                head = await self.reader.readexactly(overrun.consumed)
-                ended = await self._skipped(0)
+                head = await self.reader.readexactly(min(overrun.consumed, _ID_BYTES))
+                ended = await self._skipped(overrun.consumed - len(head))
                 yield _too_long(_leading_id(head))
                 if ended:
                     continue
@@ -354,8 +356,8 @@ class _Requests(_Stream):
                 isinstance(message, JSONRPCNotification)
                 and message.method == "notifications/cancelled"
             ):
-                cancelled = (message.params or {}).get("requestId")
-                if isinstance(cancelled, str | int) and not isinstance(cancelled, bool):
+                cancelled = request_id((message.params or {}).get("requestId"))
+                if cancelled is not None:
                     self.unanswered.discard(cancelled)
             return item
 
@@ -391,9 +393,8 @@ def _refusal(error: Exception, max_line_bytes: int) -> tuple[ErrorData, str | in
                 return ErrorData(
                     code=PARSE_ERROR, message="Parse error: the line is not JSON"
                 ), request
-            found = parsed.get("id") if isinstance(parsed, dict) else None
-            if isinstance(found, str | int) and not isinstance(found, bool):
-                request = found
+            found = request_id(parsed.get("id")) if isinstance(parsed, dict) else None
+            request = request if found is None else found
             message = "Parse error: the line's JSON nests too deeply to read"
             return ErrorData(code=PARSE_ERROR, message=message), request
     message = "Invalid Request: the line is not a JSON-RPC message"
@@ -407,13 +408,12 @@ def _too_long(request: str | int | None) -> str:
 
 def _leading_id(head: bytes) -> str | int | None:
     """The id a message's first bytes give before its params (its request's), if any."""
-    head = head[:4096]
+    head = head[:_ID_BYTES]
     found = _LEADING_ID.search(head)
     params = head.find(b'"params"')
     if found is None or -1 < params < found.start():
         return None
     try:
-        request = json.loads(found.group(1))
+        return request_id(json.loads(found.group(1)))
     except ValueError:
         return None
-    return request if isinstance(request, str | int) else None
