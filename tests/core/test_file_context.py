@@ -93,6 +93,24 @@ async def test_edit_after_partial_read_works(seeded: Fs, memory_ctx: Context) ->
     assert (await seeded.backend.read("f.txt")).data.startswith(b"first\nline 2\n")
 
 
+async def test_changes_after_a_partial_read_still_leave_the_rest_unseen(
+    seeded: Fs, memory_ctx: Context
+) -> None:
+    await memory_ctx.fs.read("f.txt", limit=1)
+    edited = await memory_ctx.fs.edit("f.txt", "line 1\n", "first\n")
+    seen = await seeded.file_context.observation("agent-1", "f.txt")
+    assert seen == Observation(version=edited.version, complete=False, path="f.txt")
+    with pytest.raises(NotObserved, match=r"only part of f\.txt"):
+        await memory_ctx.fs.write("f.txt", "replaced\n")
+    await memory_ctx.fs.insert("f.txt", 1, "second")
+    await memory_ctx.fs.move("f.txt", "g.txt")  # the move carries what was seen of the source
+    with pytest.raises(NotObserved, match=r"only part of g\.txt"):
+        await memory_ctx.fs.write("g.txt", "replaced\n")
+    await memory_ctx.fs.read("g.txt")
+    await memory_ctx.fs.move("g.txt", "h.txt")
+    assert (await memory_ctx.fs.write("h.txt", "replaced\n")).created is False
+
+
 async def test_windows_that_add_up_to_the_whole_file_are_a_complete_read(
     seeded: Fs, memory_ctx: Context
 ) -> None:

@@ -458,11 +458,15 @@ async def test_a_page_without_text_says_it_may_be_a_scan(
     assert "--- page 2 of 2 ---\n(no text on this page: it may be a scanned image" in result.text
 
 
-async def test_reading_a_pdf_licenses_replacing_it(
+async def test_reading_every_page_of_a_pdf_licenses_replacing_it_and_some_pages_do_not(
     tools: FsToolset, ctx: Context, seed: Seed, fs: Fs
 ) -> None:
     await seed("report.pdf", REPORT)
-    await read(tools, ctx, "report.pdf", pages="1")  # a page, but the bytes were read whole
+    await read(tools, ctx, "report.pdf", pages="2-")  # all but the first page: partial
+    with pytest.raises(NotObserved, match=r"only part of report\.pdf has been read"):
+        await ctx.fs.write_bytes("report.pdf", pdf("new"))
+    await ctx.fs.rewrite_bytes("report.pdf", bytes)  # an edit needs any part of it
+    await read(tools, ctx, "report.pdf")  # every page
     await ctx.fs.write_bytes("report.pdf", pdf("new"))
     assert (await fs.backend.read("report.pdf")).data == pdf("new")
 

@@ -117,11 +117,24 @@ async def test_cells_page_by_offset_and_limit_and_a_read_licenses_notebook_edit(
     assert past.data.error is not None
     assert past.data.error.details["field"] == "offset"
     assert "no cell 9" in past.text
+    replaced = await tools.execute(ctx, "write", {"file_path": NB, "content": "{}"})
+    assert replaced.error_code is ErrorCode.NOT_OBSERVED  # (one cell of three was shown)
+    assert "only part of nb.ipynb has been read" in replaced.text
     edited = await tools.execute(
         ctx, "notebook_edit", {"file_path": NB, "cell_id": "intro", "new_source": "# Costs\n"}
     )
     assert edited.error_code is None, edited.text
     assert json.loads((await fs.backend.read(NB)).data)["cells"][0]["source"] == "# Costs\n"
+
+
+async def test_a_read_of_every_cell_licenses_writing_the_notebook_over(
+    fs: Fs, tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed(NB, plotted())
+    assert (await read(tools, ctx)).error_code is None
+    replaced = await tools.execute(ctx, "write", {"file_path": NB, "content": "{}\n"})
+    assert replaced.error_code is None, replaced.text
+    assert (await fs.backend.read(NB)).data == b"{}\n"
 
 
 async def test_a_notebook_changed_after_the_read_is_stale_for_notebook_edit(

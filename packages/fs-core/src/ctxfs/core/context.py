@@ -29,7 +29,7 @@ from ctxfs.core.outcomes import (
     WriteOutcome,
 )
 from ctxfs.core.patching import apply_patch
-from ctxfs.core.reads import read_bytes, read_text
+from ctxfs.core.reads import read_bytes, read_text, saw
 from ctxfs.core.reports import Report, reported
 from ctxfs.core.rewinds import checkpoint, rewind, undo
 from ctxfs.core.text import (
@@ -84,6 +84,19 @@ class Context:
         the tools then show a file's text again instead of saying it is unchanged.
         """
         self.opened_fs.shown.forget(self.owner)
+
+    async def saw(self, outcome: BytesOutcome, *, whole: bool) -> None:
+        """Record that the owner was shown *outcome* (of ``read_bytes(observe=False)``).
+
+        With *whole* (and bytes that are the whole file) the observation is complete,
+        else partial: for a reader that shows part of what it read (a notebook's cells,
+        a PDF's pages), which allows an edit of that version but not a write over it.
+
+        Raises:
+            FsError: The path no longer locates, or the observation store failed.
+
+        """
+        await saw(self, outcome, whole=whole)
 
     def __repr__(self) -> str:
         return f"Context(owner={self.owner!r}, workspace={self.workspace!r})"

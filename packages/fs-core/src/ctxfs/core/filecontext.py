@@ -6,14 +6,15 @@ Rules, checked under the mutation locks against the version the store holds:
   observation of its current version by the same owner (any window of it counts);
 - a write over an existing file needs a *complete* observation of its current
   version (a read of the whole file, windows of it that add up to the whole
-  file, or the owner's own last write or edit);
+  file, the owner's own last write, or its edit of a version it had seen whole);
 - creating a file needs no observation (the store write is create-only);
 - no observation is ``NotObserved``; an observation of another version is
   ``Stale``.
 
-After a mutation the owner's observation is the new version, complete; other
-owners' are now stale. Locks: an in-process lock per file, then the backend's own
-where it has one, within one bounded wait that ends in ``Busy``.
+After a mutation the owner's observation is the new version (complete after a
+write, else as complete as what it had seen); other owners' are now stale. Locks:
+an in-process lock per file, then the backend's own where it has one, within one
+bounded wait that ends in ``Busy``.
 """
 
 from __future__ import annotations
@@ -169,16 +170,20 @@ class FileContextPlugin:
         """Make *seen* (None: nothing) what *owner* has seen of the file *key* (a change undone)."""
         await self.observations.put(owner, key, seen)
 
-    @hookimpl
-    async def ctxfs_committed(
-        self, ctx: Context, op: Operation, before: Version | None, after: Version | None
+    async def committed(
+        self, owner: str, op: Operation, after: Version | None, *, seen: Observation | None
     ) -> None:
-        """Make the owner's own mutation its complete observation."""
-        del before
-        observation = (
-            None if after is None else Observation(version=after, complete=True, path=op.path)
-        )
-        await self.observations.put(ctx.owner, op.key, observation)
+        """Make the owner's own mutation its observation: complete for a write, else as *seen*.
+
+        *seen* is what the owner had seen of the file before (of the source, for a
+        move's destination): an edit after a partial read leaves a partial observation.
+        """
+        if after is None:
+            await self.observations.put(owner, op.key, None)
+            return
+        whole = op.kind is OpKind.WRITE or (seen is not None and seen.complete)
+        observation = Observation(version=after, complete=whole, path=op.path)
+        await self.observations.put(owner, op.key, observation)
 
     async def follow(self, owner: str, moves: Sequence[tuple[Operation, Operation]]) -> None:
         """Move *owner*'s observations from each leaving key to the arriving one (a directory move).

@@ -215,9 +215,11 @@ async def _commit(
         if not report.op.dry_run
     ]
     opened_fs = ctx.opened_fs
+    moved_from = {report.op.path: report.seen for _, report in stored if report.op.moved_to}
     try:
         for _, report in stored:
-            await opened_fs.hooks.committed(ctx, report.op, report.before, report.after)
+            seen = moved_from.get(report.op.moved_from or "", report.seen)
+            await opened_fs.hooks.committed(ctx, report.op, report.before, report.after, seen=seen)
     except BaseException as failure:
         done = [(update, report.after) for update, report in stored]
         kept = await taken_back(ctx, stored, done)

@@ -195,10 +195,16 @@ class PluginHost:
         await resolve(hook(ctx=ctx, op=op, error=error, before=before, after=after))
 
     async def committed(
-        self, ctx: Context, op: Operation, before: Version | None, after: Version | None
+        self,
+        ctx: Context,
+        op: Operation,
+        before: Version | None,
+        after: Version | None,
+        *,
+        seen: Observation | None,
     ) -> None:
-        """Tell every observer that *op* has been stored."""
-        await self.guard.ctxfs_committed(ctx, op, before, after)
+        """Tell every observer that *op* has been stored (*seen*: what the owner had seen)."""
+        await self.guard.committed(ctx.owner, op, after, seen=seen)
         await resolve(self._committed(ctx=ctx, op=op, before=before, after=after))
 
     async def moved(self, ctx: Context, moves: Sequence[tuple[Operation, Operation]]) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 from ctxfs.core.backend import Location
 from ctxfs.core.backend.authorized import authorizing
 from ctxfs.core.errors import InvalidArgument
-from ctxfs.core.outcomes import BytesOutcome, OpKind, ReadOutcome
+from ctxfs.core.outcomes import BytesOutcome, Operation, OpKind, ReadOutcome
 from ctxfs.core.reports import reported
 from ctxfs.core.text import TextEncoding, TextOptions, iter_lines, read_window
 from ctxfs.core.text.window import Window
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ctxfs.core.backend import ReadStream
     from ctxfs.core.context import Context
 
-__all__ = ["JUDGED_WHOLE_BYTES", "numbered_lines", "read_bytes", "read_text"]
+__all__ = ["JUDGED_WHOLE_BYTES", "numbered_lines", "read_bytes", "read_text", "saw"]
 
 JUDGED_WHOLE_BYTES: Final = 64 << 20
 """The largest file whose encoding a read judges whole where its start misled (held meanwhile)."""
@@ -115,21 +115,34 @@ async def read_bytes(
             end=None if length is None else offset + length,
             max_size=opened_fs.text_options.max_edit_bytes if length is None else None,
         )
-        complete = offset == 0 and blob.whole
         report.after = blob.version
+        outcome = BytesOutcome(
+            path=op.path,
+            data=blob.data,
+            version=blob.version,
+            offset=offset,
+            size=blob.size,
+            complete=offset == 0 and blob.whole,
+        )
         if observe:
-            await opened_fs.hooks.observed(ctx, op, blob.version, complete=complete)
-            if complete and opened_fs.session_memory is not None:
-                memory = opened_fs.session_memory
-                await memory.keep(ctx.owner, blob.version, blob.data, path=op.path, again=False)
-    return BytesOutcome(
-        path=op.path,
-        data=blob.data,
-        version=blob.version,
-        offset=offset,
-        size=blob.size,
-        complete=complete,
-    )
+            await _observed(ctx, op, outcome, whole=outcome.complete)
+    return outcome
+
+
+async def saw(ctx: Context, outcome: BytesOutcome, *, whole: bool) -> None:
+    """:meth:`Context.saw <ctxfs.core.Context.saw>`."""
+    where = await ctx.opened_fs.backend.locate(outcome.path)
+    op = Operation(kind=OpKind.READ, path=outcome.path, resolved=where.resolved, key=where.key)
+    await _observed(ctx, op, outcome, whole=whole and outcome.complete)
+
+
+async def _observed(ctx: Context, op: Operation, outcome: BytesOutcome, *, whole: bool) -> None:
+    """Record that the owner saw *outcome* (all of the file, if *whole*) of *op*'s file."""
+    opened_fs = ctx.opened_fs
+    await opened_fs.hooks.observed(ctx, op, outcome.version, complete=whole)
+    if whole and opened_fs.session_memory is not None:
+        memory = opened_fs.session_memory
+        await memory.keep(ctx.owner, outcome.version, outcome.data, path=op.path, again=False)
 
 
 async def numbered_lines(

@@ -169,12 +169,13 @@ class ReadTool(Tool[ReadArgs, ReadData]):
         try:
             _check_arguments(args, kind, head.path)
             _check_size(head.path, head.size, most)  # before the read that observes it
-            blob = await fs.read_bytes(path, length=most + 1)
+            blob = await fs.read_bytes(path, length=most + 1, observe=False)
             _check_size(blob.path, blob.size, most)  # (it grew meanwhile)
             if _replaced(blob, kind, again=again):  # by another kind since: read it anew
                 return await self._shown(step, args, again=True)
             part = Part(offset=args.offset, limit=args.limit, pages=args.pages)
             reading = await READERS[kind](step, blob, part)
+            await step.ctx.saw(blob, whole=reading.whole)  # (some cells or pages: partial)
         except NotANotebook as refusal:  # named .ipynb, holding something else: read as text
             text = await self._text(step, args, not_a_notebook=refusal.message)
             return _once(step, args, text), ()

@@ -100,6 +100,8 @@ class Reading:
 
     fields: Mapping[str, Any]
     media: tuple[MediaPart, ...] = ()
+    whole: bool = True
+    """Whether the model is shown all the file holds (else its read is a partial observation)."""
 
 
 def kind_of(head: bytes, path: str) -> Kind:
@@ -215,7 +217,8 @@ async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     )
     info = PdfInfo.model_validate(shown, from_attributes=True)
     fields = {"kind": "pdf", "content": shown.text, "output_capped": shown.budget_reached}
-    return Reading(fields={**fields, "pdf": info})
+    whole = shown.first_page == 1 and shown.next_page is None and not shown.skipped_pages
+    return Reading(fields={**fields, "pdf": info}, whole=whole)
 
 
 async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
@@ -269,7 +272,9 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     )
     fields = {"kind": "notebook", "content": text, "notebook": info}
     return Reading(
-        fields={**fields, "output_capped": rendered.next_cell is not None}, media=tuple(parts)
+        fields={**fields, "output_capped": rendered.next_cell is not None},
+        media=tuple(parts),
+        whole=rendered.first_cell == 0 and rendered.next_cell is None,
     )
 
 
