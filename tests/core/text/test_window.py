@@ -127,6 +127,17 @@ async def test_crlf_split_between_chunks_is_one_line_break() -> None:
         assert window.total_lines == 4
 
 
+async def test_a_crlf_split_between_chunks_then_an_empty_line_keeps_every_line() -> None:
+    data = b"ab\r\n\ncd\r\n\n"  # a CR ending a chunk, its LF and a break starting the next
+    options = TextOptions(detect_bytes=1, sniff_bytes=1)  # (the scanner's first piece: 1 byte)
+    for chunk in range(1, 6):
+        for offset in range(1, 5):
+            window = await window_of(data, offset=offset, chunk=chunk, options=options)
+            expected = ["ab\n", "\n", "cd\n", "\n"][offset - 1 :]
+            assert window.text == "".join(expected), (chunk, offset)
+            assert window.total_lines == 4
+
+
 async def test_utf16_with_bom_streams_in_any_chunking() -> None:
     data = "héllo\r\nwörld\r\n".encode("utf-16")
     for chunk in (1, 2, 3, 1024):
@@ -178,7 +189,10 @@ def test_window_matches_the_obvious_reference(
     data = text.encode(encoding)
     if encoding == "utf-8" and b"\x00" in data:
         return  # a NUL makes UTF-8 content binary, by design
-    options = TextOptions(max_line_chars=cap, max_output_chars=cap + room)
+    head = max(chunk, 4)  # (the first piece the scanner gets is the head read to detect)
+    options = TextOptions(
+        max_line_chars=cap, max_output_chars=cap + room, detect_bytes=head, sniff_bytes=head
+    )
     window = anyio.run(
         lambda: window_of(data, offset=offset, limit=limit, chunk=chunk, options=options)
     )

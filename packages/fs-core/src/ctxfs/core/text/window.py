@@ -296,6 +296,8 @@ class _Scanner(Generic[AnyStr]):
         if not piece:
             return
         position = 1 if self.after_cr and piece.startswith(self.endings.lf) else 0
+        if position and self.collecting and not self.done and self._kept_cr():
+            self._keep(piece[:position])  # (the CRLF's LF: the kept text folds it with its CR)
         if self.done:
             self.line += count_terminators(piece, self.endings, after_cr=self.after_cr)
         elif position < len(piece):
@@ -359,6 +361,10 @@ class _Scanner(Generic[AnyStr]):
             self._keep(units[:room])
             self.tail_kept += min(room, len(units))
         self.tail_size += len(units)
+
+    def _kept_cr(self) -> bool:
+        """Whether the last unit kept is a CR (the piece that ended with it was collected)."""
+        return bool(self.kept) and self.kept[-1].endswith(self.endings.cr)
 
     def _keep(self, units: AnyStr) -> None:
         self.kept.append(units)
