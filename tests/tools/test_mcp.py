@@ -96,6 +96,29 @@ async def test_tools_carry_schemas_and_annotations() -> None:
     assert (edit.annotations.read_only_hint, edit.annotations.idempotent_hint) == (False, False)
 
 
+async def test_error_results_meet_the_output_schema_their_tool_lists() -> None:
+    server, _ = await memory_server()
+    failing = {
+        "read": {"file_path": "missing.md"},
+        "edit": {"file_path": "notes.md", "old_string": "zzz", "new_string": "y"},
+        "move": {"source_path": "missing.md", "destination_path": "b.md"},
+        "grep": {"pattern": "("},
+        "apply_patch": {"patch": "garbage"},
+    }
+    async with Client(server, raise_exceptions=True) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        for name, arguments in failing.items():
+            result = await client.call_tool(name, arguments)
+            schema = tools[name].output_schema
+            assert result.is_error, name
+            assert schema is not None
+            assert schema.get("anyOf"), name  # (the success fields are required)
+            assert result.structured_content is not None
+            jsonschema.validate(result.structured_content, schema)  # as TypeScript clients do
+            with pytest.raises(jsonschema.ValidationError):  # a success needs its fields
+                jsonschema.validate({"target": "notes.md"}, schema)
+
+
 async def test_two_client_sessions_are_two_owners() -> None:
     server, fs = await memory_server()
     async with (

@@ -318,12 +318,18 @@ class McpTools:
 
 
 def _without_said(schema: dict[str, Any]) -> dict[str, Any]:
-    """An output schema less :data:`SAID_BY_THE_RESULT`."""
+    """An output schema less :data:`SAID_BY_THE_RESULT`, that error results meet too.
+
+    A success result holds the fields the schema requires; an error result its ``error``
+    instead (clients that check ``structuredContent`` check it on errors too).
+    """
     kept = {key: value for key, value in schema.items() if key not in ("properties", "required")}
     properties = schema.get("properties", {})
     kept["properties"] = {k: v for k, v in properties.items() if k not in SAID_BY_THE_RESULT}
     required = [name for name in schema.get("required", []) if name not in SAID_BY_THE_RESULT]
-    return {**kept, "required": required} if required else kept
+    return (
+        {**kept, "anyOf": [{"required": required}, {"required": ["error"]}]} if required else kept
+    )
 
 
 def create_server(tools: McpTools, *, name: str = "ctxfs") -> Server[Any]:
