@@ -268,15 +268,18 @@ def _odd_words(text: str, script: str) -> bool:
         words += 1
         odd += _odd_word(word, script)
     odd += sum(1 for pair in pairwise(f" {text} ") if _stray(*pair))
-    return odd == words > 0 or (odd >= 2 and odd * 10 > words)
+    return odd == words > 0 or (odd > 0 and odd * 10 > words)
 
 
 def _stray(before: str, char: str) -> bool:
     """Whether *char* after *before* reads like no text.
 
-    So do a mark or a kashida no letter carries, a symbol beyond ASCII touching a letter
-    beyond ASCII, and, in Thai, a vowel sign or a leading vowel without its consonant.
+    So do a mark or a kashida no letter carries, a kashida no letter follows (it joins
+    letters), a symbol beyond ASCII touching a letter beyond ASCII, and, in Thai, a vowel
+    sign or a leading vowel without its consonant.
     """
+    if before == _KASHIDA and not (char.isalpha() or _is_mark(char) or char == _KASHIDA):
+        return True
     if _THAI_LEADING_VOWEL <= before <= _THAI_LEADING_VOWEL_END:
         return not _THAI_CONSONANT <= char <= _THAI_CONSONANT_END
     if _is_mark(char) or char == _KASHIDA:
@@ -470,7 +473,7 @@ def _chinese(chars: list[str]) -> _Fit | None:
     if not ideographs or _share(chars, _is_cjk_text) < 0.95:
         return None
     common = sum(1 for char in ideographs if char in _COMMON_HANZI) / len(ideographs)
-    if common < 0.1 and len(ideographs) >= _ENOUGH_CJK:  # too few is no evidence either way
+    if common < 0.1:  # (a few rare ones are what bytes of Latin letters read as, too)
         return None
     return _Fit(tier=_TIER_IDEOGRAPHS, score=common)
 
