@@ -125,13 +125,13 @@ async def test_a_hunk_of_many_alike_lines_applies_as_marked(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:
     # (a line-alignment guess over it took minutes: 8 times longer for each doubling)
-    await seed("x.txt", b"x\n" * 1000)
+    await seed("x.txt", b"top\n" + b"x\n" * 1000)
     await tools.execute(ctx, "read", {"file_path": "x.txt"})
     lines = [("-x\n+z" if n % 2 else " x\n+y") for n in range(500)]
-    patch = "*** Begin Patch\n*** Update File: x.txt\n@@\n" + "\n".join(lines) + "\n*** End Patch"
-    result = await tools.execute(ctx, "apply_patch", {"input": patch})
+    patch = "*** Begin Patch\n*** Update File: x.txt\n@@ top\n" + "\n".join(lines)
+    result = await tools.execute(ctx, "apply_patch", {"input": patch + "\n*** End Patch"})
     assert not result.is_error, result.text
-    assert await stored(ctx, "x.txt") == b"x\ny\nz\n" * 250 + b"x\n" * 500
+    assert await stored(ctx, "x.txt") == b"top\n" + b"x\ny\nz\n" * 250 + b"x\n" * 500
 
 
 async def test_a_move_over_a_file_is_refused_changing_nothing(

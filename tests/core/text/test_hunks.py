@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxfs.core import FilePatch, Hunk, NoMatch, PatchAction
+from ctxfs.core import AmbiguousMatch, FilePatch, Hunk, NoMatch, PatchAction
 from ctxfs.core.text import locate_hunks
 from ctxfs.tools.builtin.apply_patch.patches import parse_diff, parse_patch
 
@@ -63,9 +63,24 @@ def test_the_linear_search_finds_what_a_naive_one_finds(
         action=PatchAction.UPDATE, path="f", hunks=(Hunk(old=tuple(wanted), new=("x",)),)
     )
     exact = naive_index(lines, wanted)
-    loose = naive_index([line.rstrip() for line in lines], wanted)
-    if exact is None and loose is None:
+    folded = lines if exact is not None else [line.rstrip() for line in lines]
+    start = naive_index(folded, wanted)
+    if start is None:
         with pytest.raises(NoMatch):
             locate_hunks(lines, patch)
+    elif naive_index(folded[start + 1 :], wanted) is not None:  # (no @@ line: must be one)
+        with pytest.raises(AmbiguousMatch):
+            locate_hunks(lines, patch)
     else:
-        assert locate_hunks(lines, patch) == [exact if exact is not None else loose]
+        assert locate_hunks(lines, patch) == [start]
+
+
+def test_a_hunk_matching_twice_is_refused_unless_an_anchor_picks_the_first() -> None:
+    lines = ["def a():", "    x = 1", "def b():", "    x = 1"]
+    twice = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-    x = 1\n+    x = 2\n")
+    with pytest.raises(AmbiguousMatch) as caught:
+        locate_hunks(lines, twice)
+    assert caught.value.details["lines"] == [2, 4]
+    assert "@@ line" in caught.value.hint
+    anchored = parse_diff(PatchAction.UPDATE, "f.py", "@@ def a():\n-    x = 1\n+    x = 2\n")
+    assert locate_hunks(lines, anchored) == [1]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from ctxfs.core.errors import NoChange, NoMatch
+from ctxfs.core.errors import AmbiguousMatch, NoChange, NoMatch
 from ctxfs.core.text.diffs import shared_ends
 from ctxfs.core.text.document import AnyDocument, Change
 
@@ -65,11 +65,14 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
 
     Hunks are found in order, each below the one before: its anchors first,
     then its old lines, compared exactly, then without trailing whitespace,
-    then without surrounding whitespace.
+    then without surrounding whitespace. A hunk without anchors must match once
+    below the hunk before it; one with anchors applies at the first match below them.
 
     Raises:
         NoMatch: A hunk's anchor or old lines are not found; ``details["hunk"]``
             (0-based) names it, and the message shows its first lines.
+        AmbiguousMatch: A hunk without anchors matches twice; ``details["hunk"]``
+            names it, ``details["lines"]`` where (1-based).
 
     """
     starts, cursor = list[int](), 0
@@ -80,7 +83,7 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
 
     for index, hunk in enumerate(patch.hunks):
         for anchor in hunk.anchors:
-            after = _find(file, (anchor,), cursor, at_end=False)
+            after, _ = _find(file, (anchor,), cursor, at_end=False)
             if after is None:
                 raise _not_found(patch, index, f"its @@ line {anchor!r} is")
             cursor = after + 1
@@ -88,12 +91,17 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
             starts.append(len(lines))
             cursor = len(lines)
             continue
-        start = _find(file, hunk.old, cursor, at_end=hunk.at_end)
+        start, fold = _find(file, hunk.old, cursor, at_end=hunk.at_end)
         if start is None:
             what = "its context and removed lines are"
             if hunk.at_end:
                 what += " not the file's last lines ('*** End of File'), or"
             raise _not_found(patch, index, what)
+        if not hunk.anchors and not hunk.at_end:
+            folded = hunk.old if fold is None else [fold(line) for line in hunk.old]
+            again = _index(file(fold), folded, start + 1)
+            if again is not None:
+                raise _ambiguous(patch, index, (start + 1, again + 1))
         starts.append(start)
         cursor = start + len(hunk.old)
     return starts
@@ -139,18 +147,21 @@ _FOLDS: Final[tuple[_Fold, ...]] = (None, str.rstrip, str.strip)
 
 def _find(
     file: Callable[[_Fold], Sequence[str]], wanted: Sequence[str], cursor: int, *, at_end: bool
-) -> int | None:
-    """The first line from *cursor* where *wanted* lines follow (at the end, if *at_end*)."""
+) -> tuple[int | None, _Fold]:
+    """The first line from *cursor* where *wanted* lines follow (at the end, if *at_end*).
+
+    With the fold they matched under (the last tried where none did).
+    """
     for fold in _FOLDS:
         lines = file(fold)
         folded = list(wanted) if fold is None else [fold(line) for line in wanted]
         if at_end:
             last = len(lines) - len(folded)
             if last >= cursor and list(lines[last:]) == folded:
-                return last
+                return last, fold
         elif (start := _index(lines, folded, cursor)) is not None:
-            return start
-    return None
+            return start, fold
+    return None, None
 
 
 def _index(haystack: Sequence[str], needle: Sequence[str], start: int) -> int | None:
@@ -171,6 +182,18 @@ def _index(haystack: Sequence[str], needle: Sequence[str], start: int) -> int | 
             if matched == len(needle):
                 return at - matched + 1
     return None
+
+
+def _ambiguous(patch: FilePatch, index: int, lines: tuple[int, int]) -> AmbiguousMatch:
+    hunk = patch.hunks[index]
+    return AmbiguousMatch(
+        f"hunk {index + 1} of {len(patch.hunks)} matches {patch.path} at lines {lines[0]} and "
+        f"{lines[1]} (below the hunks before it); nothing was changed",
+        path=patch.path,
+        hint="Add an @@ line naming the function or class the change is in (the first "
+        "match below it applies), or more context lines.",
+        details={"hunk": index, "lines": list(lines), "first_lines": list(hunk.old[:3])},
+    )
 
 
 def _not_found(patch: FilePatch, index: int, what: str) -> NoMatch:
