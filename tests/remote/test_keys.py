@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from ctxfs.core import ErrorCode, FsError, InvalidArgument
+from ctxfs.core import ErrorCode, FsError, InvalidArgument, open_fs
 from ctxfs.remote.keys import KeySpace, split_url
 
 
@@ -53,3 +55,14 @@ def test_urls_split_into_bucket_and_prefix() -> None:
     for bad in ("s3:///nobucket", "s3://b/p?versionId=1", "s3://b/p#frag"):
         with pytest.raises(ValueError, match=r"bucket|keyword"):
             split_url(bad)
+
+
+@pytest.mark.parametrize(
+    "url", ["fsspec+file:///tmp/root", "fsspec+local://tmp", "fsspec+sftp://h/r"]
+)
+def test_fsspec_filesystems_that_follow_links_are_refused_at_open(url: str, tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgument, match="follows symbolic links"):
+        open_fs(url)
+    (tmp_path / "out").symlink_to("/etc")
+    with pytest.raises(InvalidArgument):  # (a link in the root would reach /etc)
+        open_fs(f"fsspec+file://{tmp_path}")

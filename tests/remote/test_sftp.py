@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,17 @@ async def test_an_update_keeps_the_files_mode_and_leaves_nothing_behind(
     assert (local / "run.sh").stat().st_mode & 0o777 == 0o751
     assert (local / "run.sh").read_bytes() == b"echo two\n"
     assert sorted(p.name for p in local.iterdir()) == ["run.sh"]
+
+
+async def test_an_update_drops_setuid_and_setgid(root: tuple[str, Path]) -> None:
+    url, local = root
+    async with sftp(url) as backend:
+        await backend.write("tool", b"#!/bin/sh\n", expect=ABSENT)
+        os.chown(local / "tool", 65534, 65534)
+        os.chmod(local / "tool", 0o6755)  # (a setuid program of nobody's)
+        version = (await backend.read("tool")).version
+        await backend.write("tool", b"#!/bin/sh\nid\n", expect=version)  # by the login: root
+    assert stat.S_IMODE((local / "tool").stat().st_mode) == 0o755
 
 
 async def test_a_move_a_delete_and_their_undos_keep_the_files_mode(root: tuple[str, Path]) -> None:

@@ -3,21 +3,25 @@
 For filesystems with no conditional writes, above all ``memory://``. Versions are
 ``xxh3:`` hashes of the content. Each call reads, compares and writes on the IO
 loop's thread with no await between, so writers through ctxfs in this process
-cannot interleave (``cas_scope`` ``PROCESS``). Meant for in-memory and local
-filesystems: network I/O here would hold up every other store's calls.
+cannot interleave (``cas_scope`` ``PROCESS``). Meant for in-memory filesystems:
+network I/O here would hold up every other store's calls, and filesystems with
+symbolic links (the local disk, SFTP) are refused, since a link would lead out of
+the root.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from ctxfs.core import (
     ABSENT,
     AlreadyExists,
     CasScope,
     Expect,
+    InvalidArgument,
     NotFound,
     ReadRequest,
     Stale,
@@ -109,14 +113,31 @@ class FsspecStore(ObjectStore):
         return listing
 
 
+_FOLLOWS_LINKS: Final = frozenset({"file", "local", "sftp", "ssh", "smb", "ftp"})
+"""Protocols of filesystems whose server follows symbolic links: no key could keep to a root."""
+
+
 def open_fsspec(url: str, **options: Any) -> ObjectStoreBackend:
     """The backend for ``fsspec+<protocol>://bucket[/prefix]``, e.g. ``fsspec+memory://b``.
 
     The backend's options (:data:`~ctxfs.remote.backend.BACKEND_OPTIONS`) configure it;
     the others go to the filesystem.
+
+    Raises:
+        InvalidArgument: The protocol is a filesystem with symbolic links (the local
+            disk, SFTP, SMB, FTP), which a link would let a path leave the root of.
+
     """
     scheme, _, rest = url.partition("://")
     protocol = scheme.removeprefix("fsspec+")
+    if protocol in _FOLLOWS_LINKS or issubclass(
+        fsspec.get_filesystem_class(protocol), LocalFileSystem
+    ):
+        raise InvalidArgument(
+            f"{scheme}:// cannot keep to its root: that filesystem follows symbolic links",
+            hint="Open the local disk as a plain path (ctxfs.local), and a server as sftp://.",
+            details={"field": "url"},
+        )
     bucket, prefix = split_url(f"{protocol}://{rest}")
     settings = pop_backend_options(options)
     fs = fsspec.filesystem(protocol, **options)

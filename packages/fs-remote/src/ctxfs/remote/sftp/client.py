@@ -317,4 +317,7 @@ def sftp_error(exc: BaseException, path: str) -> FsError:  # noqa: PLR0911 - a r
 
 
 def _mode(attrs: asyncssh.SFTPAttrs) -> int | None:
-    return stat.S_IMODE(attrs.permissions) if attrs.permissions is not None else None
+    """The permission bits a file written in place of this one gets: setuid and setgid dropped."""
+    if attrs.permissions is None:
+        return None
+    return stat.S_IMODE(attrs.permissions) & ~(stat.S_ISUID | stat.S_ISGID)
