@@ -205,6 +205,25 @@ async def test_control_characters_in_names_are_escaped(tools: FsToolset, tmp_pat
     assert listing.structured["entries"][0]["name"] == "z\nline"
 
 
+async def test_a_name_that_is_not_utf8_is_moved_by_its_escaped_spelling(
+    tools: FsToolset, tmp_path: Path
+) -> None:
+    (tmp_path / "root").mkdir()
+    (tmp_path / os.fsdecode(b"root/caf\xe9.txt")).write_bytes(b"x\n")
+    async with Fs(
+        LocalBackend(tmp_path / "root", state_dir=tmp_path / "s"), load_entrypoints=False
+    ) as fs:
+        ctx = fs.context(owner="a")
+        listing = await tools.execute(ctx, "list_dir", {})
+        assert listing.text.startswith("caf\\xe9.txt")
+        assert (await tools.execute(ctx, "read", {"file_path": "caf\\xe9.txt"})).error_code is None
+        moved = await tools.execute(
+            ctx, "move", {"source_path": "caf\\xe9.txt", "destination_path": "cafe.txt"}
+        )
+    assert moved.error_code is None, moved.text
+    assert sorted(os.listdir(tmp_path / "root")) == ["cafe.txt"]
+
+
 async def test_glob_is_sorted_counted_paged_and_skips_ignored_dirs(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

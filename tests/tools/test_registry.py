@@ -312,6 +312,25 @@ async def test_an_offer_that_names_a_tool_this_toolset_lacks_gives_a_result(fs: 
     assert result.error_code is ErrorCode.INVALID_ARGUMENT
 
 
+async def test_an_exposure_may_be_named_and_a_wrong_name_is_refused_at_once(fs: Fs) -> None:
+    ctx = fs.context(owner="a")
+    named = FsToolset(ToolsetOptions(exposure={"grep": "deferred"}))  # type: ignore[dict-item]
+    assert "grep" in (await named.offer(ctx)).deferred
+    with pytest.raises(ValueError, match="exposure of 'grep' must be one of"):
+        ToolsetOptions(exposure={"grep": "Deferred"})  # type: ignore[dict-item]
+
+    class Counted(WordCount):
+        exposure = "deferred"  # type: ignore[assignment]
+
+    class Misnamed(WordCount):
+        exposure = "later"  # type: ignore[assignment]
+
+    counted = FsToolset(tools=[*FsToolset().registered, Counted()])
+    assert "word_count" in (await counted.offer(ctx)).deferred
+    with pytest.raises(ValueError, match="exposure of the tool 'word_count'"):
+        FsToolset(tools=[Misnamed()])
+
+
 async def test_the_configured_offer_follows_the_options(fs: Fs) -> None:
     exposure: dict[str, Exposure] = {}
     toolset = FsToolset(ToolsetOptions(exposure=exposure))

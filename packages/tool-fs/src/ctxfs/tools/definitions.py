@@ -47,6 +47,22 @@ class Exposure(enum.StrEnum):
     HIDDEN = "hidden"
     """Neither offered nor callable."""
 
+    @classmethod
+    def of(cls, value: str, *, what: str) -> Exposure:
+        """*value* (an exposure or its name) as an exposure.
+
+        Raises:
+            ValueError: *value* is neither; *what* says whose exposure it is.
+
+        """
+        try:
+            return cls(value)
+        except ValueError:
+            names = ", ".join(repr(level.value) for level in cls)
+            raise ValueError(
+                f"the exposure of {what} must be one of {names}, not {value!r}"
+            ) from None
+
 
 @dataclass(frozen=True, kw_only=True)
 class CommonOptions:
@@ -73,6 +89,8 @@ class CommonOptions:
     asked: the CLI, an MCP client with a progress token), and as often after that."""
 
     def __post_init__(self) -> None:
+        for name, level in self.exposure.items():  # (a name counts: "deferred")
+            Exposure.of(level, what=repr(name))
         if not 0 <= self.progress_seconds < math.inf:  # (nan compares false)
             raise ValueError(
                 f"progress_seconds must be 0 or more seconds, not {self.progress_seconds}"

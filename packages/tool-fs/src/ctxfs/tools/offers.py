@@ -106,7 +106,7 @@ class Configured(OfferLayer):
     exposure: Mapping[str, Exposure]
 
     def offer(self) -> Offer:
-        return self.inner.offer().stricter(self.exposure)
+        return self.inner.offer().stricter({n: Exposure(x) for n, x in self.exposure.items()})
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ DataT = TypeVar("DataT", bound=ResultData)
 OptionsT = TypeVar("OptionsT")
 
 
-_PATH_FIELDS: Final = frozenset({"path", "file_path"})
+_PATH_FIELDS: Final = frozenset({"path", "file_path", "source_path", "destination_path"})
 
 
 class ToolArgs(BaseModel):

@@ -80,12 +80,13 @@ class FsToolset:
         """Add *tool*; it is offered, described and run like the built-in ones.
 
         Raises:
-            ValueError: A tool of that name is registered already, or the name (with the
-                prefix) is longer than :data:`MAX_NAME_CHARS`.
+            ValueError: A tool of that name is registered already, its exposure is none, or
+                the name (with the prefix) is longer than :data:`MAX_NAME_CHARS`.
 
         """
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is registered already")
+        Exposure.of(tool.exposure, what=f"the tool {tool.name!r}")
         if len(self.options.tool_prefix + tool.name) > MAX_NAME_CHARS:
             raise ValueError(
                 f"the tool name {self.options.tool_prefix + tool.name!r} is longer than "
