@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxfs.core import Busy, Context, Fs, Stale
+from ctxfs.core import Busy, Context, Fs, MemoryObservations, Stale
 from ctxfs.local import LocalBackend
 
 pytestmark = pytest.mark.anyio
@@ -89,6 +89,19 @@ async def test_a_read_through_one_spelling_licenses_an_edit_through_another(root
     with pytest.raises(Stale):  # the reader's view is stale, whatever the spelling
         await reader.fs.edit("d/c.txt", "1", "3")
     assert (root / "d" / "c.txt").read_text() == "2\n"
+
+
+async def test_what_changed_names_only_files_read_in_this_root(root: Path) -> None:
+    state, observations = root.parent / "state", MemoryObservations()  # (one store, two roots)
+    (root / "d" / "d").mkdir()
+    (root / "d" / "d" / "c.txt").write_text("another file\n")
+    outer = Fs(LocalBackend(root, state_dir=state), observations=observations)
+    inner = Fs(LocalBackend(root / "d", state_dir=state), observations=observations)
+    await outer.context(owner="a").fs.read("d/c.txt")  # inner's c.txt, not its d/c.txt
+    (root / "d" / "c.txt").write_text("changed\n")
+    [changed] = await outer.context(owner="a").fs.changed()
+    assert changed.path == "d/c.txt"
+    assert await inner.context(owner="a").fs.changed() == []
 
 
 REPLACER = """

@@ -28,6 +28,8 @@ async def changed(ctx: Context) -> list[ChangedFile]:
         with ExitStack() as judged:
             try:  # what the policies let the owner read now (where the kernel resolves it), only
                 where = await _located(ctx, path)
+                if where is not None and where.key != key:
+                    continue  # seen in another root sharing the store, or reached by a link since
                 op = Operation(kind=OpKind.READ, path=path, key=key)
                 if where is not None:
                     op = replace(op, resolved=where.resolved, key=where.key)
