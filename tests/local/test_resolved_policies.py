@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxfs.core import ErrorCode, Fs, InvalidArgument
-from ctxfs.core.policies import PathRules
+from ctxfs.core import ErrorCode, Fs, InvalidArgument, NotEnabled
+from ctxfs.core.policies import IntegrationSwitch, PathRules, StaticIntegrations
 from ctxfs.local import LocalBackend
 from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset, ToolResult
@@ -228,6 +228,28 @@ async def test_one_file_by_two_paths_in_one_patch_is_refused(
 def _files(root: Path) -> dict[Path, bytes]:
     """Every file below *root* and what it holds."""
     return {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}
+
+
+async def test_a_switched_off_capability_governs_what_a_link_reaches(root: Path) -> None:
+    integrations = StaticIntegrations()
+    switch = IntegrationSwitch(
+        integrations,
+        key_of=lambda path: "config" if path.startswith("config/") else None,
+        keys=["config"],
+        writing_tools=(),  # (the tools stay offered: the paths are the guard)
+    )
+    integrations.switch("config", on=False, workspace="w")
+    fs = Fs(LocalBackend(root, state_dir=root.parent / "state"), plugins=[switch])
+    ctx = fs.context(owner="agent", workspace="w")
+    await ctx.fs.read("cfglink/app.ini")  # reads go on
+    for attempt in (
+        ctx.fs.edit("cfglink/app.ini", "false", "true"),
+        ctx.fs.write("cfglink/new.ini", "x\n"),
+    ):
+        with pytest.raises(NotEnabled):
+            await attempt
+    assert sorted(os.listdir(root / "config")) == ["app.ini"]
+    assert (root / "config" / "app.ini").read_text() == "debug = false\n"
 
 
 async def test_a_link_into_a_read_only_area_reads_but_does_not_change(

@@ -84,15 +84,16 @@ class IntegrationSwitch:
         """Refuse a change to what a switched-off capability governs."""
         if not op.kind.mutates:
             return None
-        key = self.key_of(op.path)
-        if key is None or await self._enabled(ctx.workspace, key):
-            return None
-        return NotEnabled(
-            f"{op.path} belongs to {key!r}, which is switched off in this workspace",
-            path=op.path,
-            hint=f"{key!r} is off here: its files can be read but not changed; do not retry.",
-            details={"capability": key},
-        )
+        for key in dict.fromkeys((self.key_of(op.path), self.key_of(op.resolved))):
+            if key is not None and not await self._enabled(ctx.workspace, key):  # (both paths)
+                return NotEnabled(
+                    f"{op.path} belongs to {key!r}, which is switched off in this workspace",
+                    path=op.path,
+                    hint=f"{key!r} is off here: its files can be read but not changed; "
+                    "do not retry.",
+                    details={"capability": key},
+                )
+        return None
 
     @hookimpl
     async def ctxfs_tool_exposure(self, ctx: Context, tool: str, writes: bool) -> str | None:
