@@ -12,7 +12,17 @@ from typing import Any
 
 import pytest
 
-from ctxfs.core import ABSENT, Context, ErrorCode, Fs, FsError, MemoryBackend, Operation, hookimpl
+from ctxfs.core import (
+    ABSENT,
+    Context,
+    ErrorCode,
+    Fs,
+    FsError,
+    MemoryBackend,
+    Operation,
+    Unavailable,
+    hookimpl,
+)
 from ctxfs.core.policies import (
     AuditLedger,
     CheckOuts,
@@ -215,6 +225,30 @@ LEDGER_PLUGIN = """
     ledger = AuditLedger(os.environ["CTXFS_TEST_AUDIT_LOG"])
     rules = PathRules(deny=["secrets"])
 """
+
+
+async def test_a_ledger_that_cannot_be_written_says_whether_the_operation_was_done(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "ledger").mkdir()  # (appending to a directory fails, as a full disk would)
+    fs = Fs(MemoryBackend(), load_entrypoints=False, plugins=[AuditLedger(tmp_path / "ledger")])
+    ctx = fs.context(owner="agent")
+    with pytest.raises(Unavailable) as done:
+        await ctx.fs.write("a\u2028b.txt", "x\n")
+    assert done.value.details == {"done": True}
+    assert "was done, but the audit ledger" in done.value.message
+    assert (await fs.backend.read("a\u2028b.txt")).data == b"x\n"
+    with pytest.raises(Unavailable) as failed:
+        await ctx.fs.edit("missing.txt", "x", "y")
+    assert failed.value.details == {"done": False}
+    assert "failed (not_found:" in failed.value.message
+    ledger = AuditLedger(tmp_path / "audit.jsonl")
+    await (
+        Fs(MemoryBackend(), load_entrypoints=False, plugins=[ledger])
+        .context(owner="agent")
+        .fs.write("a\u2028b.txt", "x\n")
+    )
+    assert [record["path"] for record in ledger.records()] == ["a\u2028b.txt"]
 
 
 async def test_the_ledger_records_every_operation_including_refusals(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ctxfs.core.errors import Unavailable
 from ctxfs.core.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -27,7 +28,9 @@ class AuditLedger:
 
     Each line holds ``time`` (UTC, ISO 8601), ``owner``, ``workspace``, ``op``,
     ``path``, ``before`` and ``after`` (versions), ``outcome`` (``ok`` or
-    ``error``) and ``error_code``. Keep the ledger outside the workspace.
+    ``error``) and ``error_code``. Keep the ledger outside the workspace. A line that
+    cannot be appended fails the call ``unavailable``, saying whether the operation
+    was done (``details["done"]``).
 
     Args:
         path: The ledger file; created (mode 0600) if missing, only ever appended to.
@@ -62,7 +65,18 @@ class AuditLedger:
             "error_code": None if error is None else error.code.value,
         }
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        await anyio.to_thread.run_sync(self._append, line.encode("utf-8", "surrogateescape"))
+        try:
+            await anyio.to_thread.run_sync(self._append, line.encode("utf-8", "surrogateescape"))
+        except OSError as failure:
+            ended = "was done" if error is None else f"failed ({error.code}: {error.message})"
+            raise Unavailable(
+                f"the {op.kind} of {op.path or 'the root'} {ended}, but the audit ledger "
+                f"{self.path} could not record it: {failure.strerror or failure}",
+                path=op.path or None,
+                hint="Tell the user the audit ledger cannot be written (disk space, "
+                "permissions); read the file before changing it again.",
+                details={"done": error is None},
+            ) from failure
 
     def _append(self, data: bytes) -> None:
         with self._guard:
@@ -78,4 +92,5 @@ class AuditLedger:
         """Every record so far, in order (for tests and tools)."""
         if not self.path.exists():
             return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line]
+        text = self.path.read_bytes().decode("utf-8", "surrogateescape")
+        return [json.loads(line) for line in text.split("\n") if line]  # (a path may hold U+2028)
