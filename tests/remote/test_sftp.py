@@ -65,6 +65,18 @@ async def test_a_crashed_writers_lock_is_broken_once_its_lease_ends(
     assert sorted(p.name for p in local.iterdir()) == ["a.txt"]  # no lock, temp or broken lease
 
 
+@pytest.mark.parametrize(
+    "held", [{"owner": "x"}, {"owner": "x", "expires": 1e18}, {"owner": "x", "expires": "soon"}]
+)
+async def test_a_damaged_or_foreign_lock_is_broken(root: tuple[str, Path], held: object) -> None:
+    url, local = root
+    async with sftp(url, lock_timeout=5) as backend:
+        version = await backend.write("a.txt", b"one", expect=ABSENT)
+        (local / ".ctxfs-lock.a.txt").write_text(json.dumps(held))
+        await backend.write("a.txt", b"two", expect=version)
+        assert (await backend.read("a.txt")).data == b"two"
+
+
 async def test_symbolic_links_out_of_the_root_are_refused(
     root: tuple[str, Path], tmp_path: Path
 ) -> None:

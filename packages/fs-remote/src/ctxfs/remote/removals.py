@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import time
 import uuid
@@ -41,6 +40,7 @@ from ctxfs.core import (
     Unavailable,
 )
 from ctxfs.core.kit import ABSENT, RESERVED_PREFIX, ReadRequest, Version
+from ctxfs.remote.leases import lease_expiry
 from ctxfs.remote.store import ObjectStore
 
 __all__ = ["REMOVAL_LEASE", "REMOVAL_TIMEOUT", "HeldLock", "RemovalLocks"]
@@ -153,7 +153,7 @@ class RemovalLocks:
                 version, holder = held
                 if holder.get("token") == token:
                     return version, started  # the answer to our create was lost: it landed
-                if _expires(holder, self.lease) < time.time():  # its holder crashed
+                if lease_expiry(holder, self.lease) < time.time():  # its holder crashed
                     await self._break(lock, path, version)
                     continue
             if anyio.current_time() > deadline:
@@ -187,16 +187,3 @@ class RemovalLocks:
         held = await self._held(lock, path)
         if held is not None and held[1].get("token") == token:
             await self._break(lock, path, held[0])
-
-
-def _expires(holder: dict[str, Any], lease: float) -> float:
-    """When a lock's lease ends; a foreign or damaged one's has ended.
-
-    So has one said to end later than a lease could from now (a clock that far ahead, or a
-    number that large, is taken for damage).
-    """
-    try:
-        expires = float(holder.get("expires", 0.0))
-    except (TypeError, ValueError, OverflowError):
-        return 0.0
-    return expires if math.isfinite(expires) and expires <= time.time() + 2 * lease else 0.0

@@ -27,6 +27,7 @@ import asyncssh
 
 from ctxfs.core import Busy, Stale
 from ctxfs.core.kit import MAX_NAME_BYTES, RESERVED_PREFIX
+from ctxfs.remote.leases import lease_expiry
 from ctxfs.remote.sftp.client import is_missing
 
 __all__ = ["DEFAULT_LEASE", "DEFAULT_LOCK_TIMEOUT", "LOCK_PREFIX", "Leases"]
@@ -101,7 +102,7 @@ class Leases:
         held = await self._lease(sftp, _lock_of(full))
         if held is None or held.get("owner") != token:
             return None
-        return float(held.get("expires", 0.0)) - time.time()
+        return lease_expiry(held, self.lease) - time.time()
 
     async def still_held(self, sftp: asyncssh.SFTPClient, full: str, path: str, token: str) -> None:
         """Return while *token* holds file *full*'s lock with a third of its lease left.
@@ -155,7 +156,7 @@ class Leases:
             return None  # released meanwhile: try again
         if held.get("owner") == token:
             return "reclaimed"
-        if float(held.get("expires", float("inf"))) < time.time():
+        if lease_expiry(held, self.lease) < time.time():  # (a damaged lease has ended)
             await self._break(sftp, lock)
         return None
 
