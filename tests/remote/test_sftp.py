@@ -22,7 +22,7 @@ import pytest
 from tests.remote.conftest import UrlFor
 from tests.remote.servers import SFTP
 
-from ctxfs.core import ABSENT, Busy, ErrorCode, Fs, FsError, Stale, open_backend
+from ctxfs.core import ABSENT, Busy, ErrorCode, Fs, FsError, Stale, open_backend, open_fs
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +51,7 @@ async def test_a_crashed_writers_lock_is_broken_once_its_lease_ends(
     root: tuple[str, Path],
 ) -> None:
     url, local = root
-    async with sftp(url, lock_timeout=0.3) as backend:
+    async with sftp(url, lease_timeout=0.3) as backend:
         version = await backend.write("a.txt", b"one", expect=ABSENT)
         lock = local / ".ctxfs-lock.a.txt"
         lease(lock, owner="crashed-host:1:x", expires=time.time() + 60)
@@ -65,12 +65,21 @@ async def test_a_crashed_writers_lock_is_broken_once_its_lease_ends(
     assert sorted(p.name for p in local.iterdir()) == ["a.txt"]  # no lock, temp or broken lease
 
 
+async def test_open_fs_gives_the_lease_wait_to_the_backend_and_the_lock_wait_to_fs(
+    root: tuple[str, Path],
+) -> None:
+    url, _ = root
+    async with open_fs(url, **SFTP.options, lease_timeout=2.5, lock_timeout=4.0) as fs:
+        assert fs.backend.leases.timeout == 2.5  # type: ignore[attr-defined]
+        assert fs.file_context.lock_timeout == 4.0
+
+
 @pytest.mark.parametrize(
     "held", [{"owner": "x"}, {"owner": "x", "expires": 1e18}, {"owner": "x", "expires": "soon"}]
 )
 async def test_a_damaged_or_foreign_lock_is_broken(root: tuple[str, Path], held: object) -> None:
     url, local = root
-    async with sftp(url, lock_timeout=5) as backend:
+    async with sftp(url, lease_timeout=5) as backend:
         version = await backend.write("a.txt", b"one", expect=ABSENT)
         (local / ".ctxfs-lock.a.txt").write_text(json.dumps(held))
         await backend.write("a.txt", b"two", expect=version)
@@ -213,7 +222,7 @@ async def test_a_lock_left_without_a_lease_is_broken_once_it_is_older_than_one(
     root: tuple[str, Path],
 ) -> None:
     url, local = root
-    async with sftp(url, lease=2.0, lock_timeout=0.3) as backend:
+    async with sftp(url, lease=2.0, lease_timeout=0.3) as backend:
         version = await backend.write("a.txt", b"one", expect=ABSENT)
         lock = local / ".ctxfs-lock.a.txt"
         lock.write_bytes(b"")  # a writer crashed between creating its lock and filling it
@@ -254,7 +263,7 @@ async def test_an_upload_that_outlasts_its_lease_publishes_nothing(
             await anyio.sleep(1.5)
         await stalled(handle)
 
-    async with sftp(url, lease=1.0) as a, sftp(url, lease=1.0, lock_timeout=10) as b:
+    async with sftp(url, lease=1.0) as a, sftp(url, lease=1.0, lease_timeout=10) as b:
         base = await a.write("a.txt", b"base", expect=ABSENT)
         monkeypatch.setattr(asyncssh.SFTPClientFile, "fsync", slow_fsync)
         outcomes: dict[str, object] = {}

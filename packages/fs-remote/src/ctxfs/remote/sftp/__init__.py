@@ -30,7 +30,7 @@ __all__ = ["SftpBackend", "open_sftp"]
 def open_sftp(url: str, **options: Any) -> SftpBackend:
     """The backend for ``sftp://[user@]host[:port]/absolute/root``.
 
-    Keyword options ``lease``, ``lock_timeout``, ``retries`` and ``deadline``
+    Keyword options ``lease``, ``lease_timeout``, ``retries`` and ``deadline``
     configure the backend; the others go to ``asyncssh.connect``
     (``client_keys``, ``known_hosts``, ``password``, ...), which otherwise uses
     the SSH agent, the default keys and ``~/.ssh/known_hosts``.
@@ -41,7 +41,7 @@ def open_sftp(url: str, **options: Any) -> SftpBackend:
     parts = urlsplit(url)
     if not parts.hostname:
         raise ValueError(f"{url!r} names no host (expected sftp://user@host/root)")
-    names = ("lease", "lock_timeout", *RETRY_OPTIONS)
+    names = ("lease", "lease_timeout", *RETRY_OPTIONS)
     settings = {name: options.pop(name) for name in names if name in options}
     return SftpBackend(
         parts.hostname,

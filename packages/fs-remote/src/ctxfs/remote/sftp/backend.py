@@ -81,7 +81,7 @@ class SftpBackend(Backend):
             ``known_hosts``, ``password``, ``passphrase``, ...); ``connect_timeout``
             defaults to the deadline.
         lease: Seconds a write lock's lease lasts.
-        lock_timeout: Seconds a write waits for another writer's lock.
+        lease_timeout: Seconds a write waits for another writer's lock.
         retries: Reconnections after a lost connection before ``Unavailable``.
         deadline: Seconds after which a failing call is retried no more.
 
@@ -104,7 +104,7 @@ class SftpBackend(Backend):
         username: str | None = None,
         connect_options: dict[str, Any] | None = None,
         lease: float = DEFAULT_LEASE,
-        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        lease_timeout: float = DEFAULT_LOCK_TIMEOUT,
         retries: int = 2,
         deadline: float = DEFAULT_DEADLINE,
     ) -> None:
@@ -114,7 +114,7 @@ class SftpBackend(Backend):
         if unknown:
             raise InvalidArgument(
                 f"the sftp backend takes no option {', '.join(map(repr, unknown))}",
-                hint="Pass the backend's own options (lease, lock_timeout, retries, deadline) "
+                hint="Pass the backend's own options (lease, lease_timeout, retries, deadline) "
                 "and asyncssh.connect's (client_keys, known_hosts, password, ...); the user, "
                 "host and port go in the URL.",
                 details={"options": unknown},
@@ -126,7 +126,7 @@ class SftpBackend(Backend):
         )
         self.root_identity = self.client.name
         self.leases = Leases(
-            owner=f"{socket.gethostname()}:{os.getpid()}", lease=lease, timeout=lock_timeout
+            owner=f"{socket.gethostname()}:{os.getpid()}", lease=lease, timeout=lease_timeout
         )
 
     async def __aenter__(self) -> Self:
