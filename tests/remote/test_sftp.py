@@ -114,6 +114,26 @@ async def test_symbolic_links_out_of_the_root_are_refused(
         assert kinds == {"escape": "symlink", "inside": "symlink", "real": "directory"}
 
 
+async def test_a_link_inside_the_root_is_never_replaced_or_removed(root: tuple[str, Path]) -> None:
+    url, local = root
+    async with sftp(url) as backend:
+        version = await backend.write("target.txt", b"alpha", expect=ABSENT)
+        (local / "link.txt").symlink_to("target.txt")
+        (local / "dangling.txt").symlink_to("nowhere.txt")
+        for attempt in (
+            backend.write("link.txt", b"beta", expect=version),
+            backend.delete("link.txt", expect=version),
+            backend.write("dangling.txt", b"x", expect=ABSENT),
+        ):
+            with pytest.raises(FsError) as refused:
+                await attempt
+            assert refused.value.code is ErrorCode.NOT_A_REGULAR_FILE
+            assert "symbolic link" in refused.value.message
+    assert (local / "link.txt").is_symlink()
+    assert (local / "dangling.txt").is_symlink()
+    assert (local / "target.txt").read_bytes() == b"alpha"
+
+
 async def test_an_update_keeps_the_files_mode_and_leaves_nothing_behind(
     root: tuple[str, Path],
 ) -> None:

@@ -42,6 +42,7 @@ from ctxfs.core.backend import (
     Update,
     authorized_location,
     check_expect,
+    link_refusal,
     listing_work,
     relocated,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "content_version",
     "is_reserved",
     "join_path",
+    "link_refusal",
     "listing_work",
     "relocated",
     "require",

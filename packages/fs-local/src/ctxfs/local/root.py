@@ -36,6 +36,7 @@ from ctxfs.core.kit import (
     Stat,
     authorized_location,
     join_path,
+    link_refusal,
     relocated,
 )
 from ctxfs.local.oserrors import translate, translated
@@ -428,12 +429,7 @@ class RootDirectory:
             target = os.readlink(name, dir_fd=dir_fd)
         except OSError:
             target = "?"
-        return NotARegularFile(
-            f"{path} is a symbolic link (to {target}); it is never replaced by a write",
-            path=path,
-            hint=f"Change the file the link points to ({target}) instead.",
-            details={"symlink_target": target},
-        )
+        return link_refusal(path, target)
 
 
 _MOST_HOPS: Final = 40

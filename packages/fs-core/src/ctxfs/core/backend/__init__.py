@@ -31,7 +31,7 @@ from ctxfs.core.backend.searches import (
     LineSearch,
 )
 from ctxfs.core.backend.template import Backend
-from ctxfs.core.backend.update import ConditionalUpdate, Update, check_expect
+from ctxfs.core.backend.update import ConditionalUpdate, Update, check_expect, link_refusal
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -59,6 +59,7 @@ __all__ = [
     "Update",
     "authorized_location",
     "check_expect",
+    "link_refusal",
     "listing_work",
     "relocated",
 ]

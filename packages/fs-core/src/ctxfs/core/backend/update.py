@@ -18,6 +18,7 @@ from ctxfs.core.errors import (
     BackendError,
     FsError,
     IsADirectory,
+    NotARegularFile,
     NotFound,
     Stale,
     Unavailable,
@@ -27,7 +28,14 @@ from ctxfs.core.versions import ABSENT, Expect, Version
 if TYPE_CHECKING:
     from ctxfs.core.backend.template import Backend
 
-__all__ = ["ConditionalUpdate", "Update", "check_expect", "may_have_landed", "missing_file"]
+__all__ = [
+    "ConditionalUpdate",
+    "Update",
+    "check_expect",
+    "link_refusal",
+    "may_have_landed",
+    "missing_file",
+]
 
 
 class Update:
@@ -272,6 +280,19 @@ def check_expect(
                 path=path,
                 details={"expected_version": expect, "current_version": actual},
             )
+
+
+def link_refusal(path: str, target: str) -> NotARegularFile:
+    """The refusal to write over, remove or move symbolic link *path* (to *target*) itself.
+
+    A backend with links changes the files they lead to, by their own paths, never a link.
+    """
+    return NotARegularFile(
+        f"{path} is a symbolic link (to {target}); ctxfs never replaces, removes or moves a link",
+        path=path,
+        hint=f"Change the file it leads to ({target}) by that path instead.",
+        details={"symlink_target": target},
+    )
 
 
 async def missing_file(backend: Backend, path: str, missing: NotFound | None = None) -> FsError:

@@ -137,7 +137,7 @@ def detect_encoding(
     legacy = detect_legacy(data, options.legacy_encodings, path=path, complete=complete)
     if legacy is not None:
         return TextEncoding(codec=legacy)
-    if invalid <= _STRAY_BYTES_TOLERATED and not valid_non_ascii:  # stray bytes in ASCII
+    if invalid <= _STRAY_BYTES_TOLERATED:  # stray bytes in ASCII or UTF-8 text
         return TextEncoding(codec="utf-8", keeps_invalid_bytes=True)
     tried = ", ".join(options.legacy_encodings) or "none configured"
     raise EncodingError(

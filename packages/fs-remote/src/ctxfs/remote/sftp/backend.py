@@ -242,7 +242,7 @@ class SftpBackend(Backend):
         token = self.leases.token()  # the same on every attempt
 
         async def run(sftp: asyncssh.SFTPClient) -> Version:
-            real = await self.client.located(sftp, full, path)  # one lock for every spelling
+            real = await self.client.changed_entry(sftp, full, path)  # one lock per file
             made = await self._make_parents(sftp, posixpath.dirname(real), path)
             try:
                 async with self.leases.held(sftp, real, path, token) as reclaimed:
@@ -300,7 +300,7 @@ class SftpBackend(Backend):
 
         async def take(sftp: asyncssh.SFTPClient) -> tuple[Blob | None, int | None] | None:
             nonlocal real
-            real = await self.client.located(sftp, full, path)  # one lock for every spelling
+            real = await self.client.changed_entry(sftp, full, path)  # one lock per file
             if not await self._has_directory(sftp, real, path):
                 return None
             await self.leases.take(sftp, real, path, token)
@@ -356,7 +356,7 @@ class SftpBackend(Backend):
                     raise InvalidArgument(f"{path} is a directory that is not empty", path=path)
                 await sftp.rmdir(full)
                 return
-            real = await self.client.located(sftp, full, path)  # one lock for every spelling
+            real = await self.client.changed_entry(sftp, full, path)  # one lock per file
             async with self.leases.held(sftp, real, path, token):
                 current, _ = await self.client.file_version(sftp, real, path)
                 if current is None:

@@ -29,7 +29,14 @@ from ctxfs.core import (
     TooLarge,
     Unavailable,
 )
-from ctxfs.core.kit import Blob, ContentHasher, ReadRequest, Version, content_version
+from ctxfs.core.kit import (
+    Blob,
+    ContentHasher,
+    ReadRequest,
+    Version,
+    content_version,
+    link_refusal,
+)
 from ctxfs.remote.errors import translate
 from ctxfs.remote.ioloop import on_io_loop
 from ctxfs.remote.keys import KeySpace
@@ -128,13 +135,36 @@ class SftpClient:
     async def located(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> str:
         """Where file *full* lives, inside the root: its directory's real path and its own name.
 
-        So every spelling of one file has one lock; a link at its name is the entry replaced.
+        So every spelling of one file has one lock (a write refuses a link at its name:
+        :meth:`changed_entry`).
         """
         real = await self.confined(sftp, full, path)
         if full == self.root:
             return real  # the root itself: its parent is outside
         directory, name = posixpath.split(full)
         return posixpath.join(await self.confined(sftp, directory, path), name)
+
+    async def changed_entry(self, sftp: asyncssh.SFTPClient, full: str, path: str) -> str:
+        """:meth:`located`, for a write, removal or move: a symbolic link there is refused.
+
+        Raises:
+            NotARegularFile: *full* names a symbolic link (a dangling one too).
+
+        """
+        real = await self.located(sftp, full, path)
+        try:
+            attrs = await sftp.lstat(real)
+        except asyncssh.SFTPError as exc:
+            if is_missing(exc):
+                return real
+            raise await self.refine(sftp, exc, path) from exc
+        if attrs.type == asyncssh.FILEXFER_TYPE_SYMLINK:
+            try:
+                target = await sftp.readlink(real)
+            except asyncssh.SFTPError:
+                target = "?"
+            raise link_refusal(path, target)
+        return real
 
     def relative(self, real: str) -> str:
         """The root-relative path of the server's real path *real* (inside the root)."""

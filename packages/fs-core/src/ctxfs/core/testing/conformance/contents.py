@@ -44,7 +44,10 @@ class ContentConformance(ConformanceBase):
         with pytest.raises(NotObserved):  # part of the file does not license replacing it
             await alice.fs.write_bytes("a.bin", b"mine")
         await alice.fs.edit("a.bin", "one", "uno")  # it does license an edit
+        with pytest.raises(NotObserved):  # after which the rest is still unseen
+            await alice.fs.write_bytes("a.bin", b"mine")
         await bob.fs.read_bytes("a.bin")
+        await alice.fs.read_bytes("a.bin")
         await alice.fs.write_bytes("a.bin", b"alice")
         with pytest.raises(Stale):
             await bob.fs.write_bytes("a.bin", b"bob")
