@@ -61,6 +61,17 @@ async def test_files_with_matches_and_counts_page_over_files(
     assert "continue with offset=3" in second.text
 
 
+async def test_a_page_never_counts_more_matching_files_than_it_searched(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    for n in range(400):  # (one match each: a batch fills at a file's last line)
+        await seed(f"big/f{n:03d}.txt", b"needle\n")
+    for mode in ("content", "files_with_matches", "count"):
+        found = await run(tools, ctx, "grep", pattern="needle", output_mode=mode)
+        searched = found.structured.get("files_searched")
+        assert searched is None or found.structured["total"] <= searched, (mode, found.text)
+
+
 async def test_files_mode_stops_reading_a_file_at_its_first_match(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

@@ -107,6 +107,8 @@ class Scan:
         known = self._known(entry)
         if known is None:
             if self.page_done():
+                if not self.batch:  # (the files read since the last batch are searched)
+                    self.found.files_searched += len(self.files_read)
                 self.found.complete = False
                 return None
             return True

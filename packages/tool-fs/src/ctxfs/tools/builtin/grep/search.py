@@ -311,6 +311,7 @@ async def _search_lines(
                             if search.settled(path):
                                 break
                             if search.page_done():
+                                search.found.files_searched += 1  # (up to this line)
                                 search.found.complete = False
                                 return
             except FsError as error:  # this file cannot be searched (its lines not yet searched go)
