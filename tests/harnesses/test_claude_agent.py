@@ -195,7 +195,7 @@ async def test_a_tool_a_plugin_hides_in_a_step_is_refused_when_called() -> None:
         edit = {"file_path": "docs/guide.md", "old_string": "guide", "new_string": "x"}
         refused = await claude.call_tool("edit", edit)
         assert refused.is_error
-        assert text(refused).startswith("Error [invalid_argument]: unknown tool 'edit'")
+        assert text(refused).startswith("Error [invalid_argument]: tool 'edit' is not offered")
         assert (await fs.backend.read("docs/guide.md")).data == b"# guide\n"
 
         integrations.switch("docs", on=True, workspace="w1")

@@ -343,7 +343,7 @@ def test_a_tool_a_plugin_hides_in_a_step_is_listed_but_refused(tmp_path: Path) -
     assert "edit" in model.tool_names  # LangChain's list is fixed
     assert read.status == "success"
     assert refused.status == "error"
-    assert refused.text.startswith("Error [invalid_argument]: unknown tool 'edit'")
+    assert refused.text.startswith("Error [invalid_argument]: tool 'edit' is not offered in this")
     assert (tmp_path / "guide.md").read_text() == "# guide\n"
 
     integrations.switch("docs", on=True, workspace="w1")  # the same tool works from now on

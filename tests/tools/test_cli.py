@@ -46,6 +46,25 @@ def test_call_prints_what_the_model_would_read(
     assert [entry["name"] for entry in data["entries"]] == ["a.txt"]
 
 
+def test_text_a_terminal_cannot_encode_is_escaped_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "u.txt").write_text("café ✓\n")
+    environment = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    for options in ([], ["--json"]):
+        done = subprocess.run(
+            [CTXFS, "call", "--root", str(tmp_path), *options, "read", '{"file_path": "u.txt"}'],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=120,
+            check=False,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        if options:  # JSON escapes them itself
+            assert json.loads(done.stdout)["content"] == "café ✓\n"
+        else:
+            assert "caf\\xe9 \\u2713" in done.stdout
+
+
 def test_a_call_failure_is_a_line_with_the_code_then_what_helps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -127,6 +146,8 @@ def test_usage_errors_are_one_line_and_status_2(
 PLUGINS = {
     "misspelled": "from ctxfs.core import hookimpl\nclass P:\n    @hookimpl\n"
     "    def ctxfs_authorise(self, ctx, op): ...\nP = P()\n",
+    "wrong_arguments": "from ctxfs.core import hookimpl\nclass P:\n    @hookimpl\n"
+    "    def ctxfs_authorize(self, nonsense): ...\nP = P()\n",
     "raising": "raise RuntimeError('boom')\n",
     "broken": "def (\n",
     "noisy": "print('IMPORT-TIME PRINT')\nclass P: ...\nP = P()\n",
@@ -138,6 +159,7 @@ PLUGINS = {
     ("plugins", "said"),
     [
         (["misspelled:P"], "a plugin cannot be used: unknown hook 'ctxfs_authorise'"),
+        (["wrong_arguments:P"], "Argument(s) {'nonsense'} are declared in the hookimpl"),
         (["quiet:P", "quiet:P"], "a plugin cannot be used: Plugin name already registered"),
         (["raising"], "cannot load plugin 'raising': RuntimeError: boom"),
         (["broken"], "cannot load plugin 'broken': SyntaxError"),
@@ -239,7 +261,7 @@ def test_call_read_only_hides_and_refuses(
     (tmp_path / "a.txt").write_text("one\n")
     arguments = '{"file_path": "b.txt", "content": "x"}'
     assert main(["call", "--root", str(tmp_path), "--read-only", "write", arguments]) == 1
-    assert "unknown tool 'write'" in capsys.readouterr().err
+    assert "tool 'write' is not offered in this step" in capsys.readouterr().err
     assert not (tmp_path / "b.txt").exists()
 
 
@@ -249,7 +271,7 @@ def test_demo_runs_end_to_end() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "<- error [stale]" in out
-    assert out.count("<- ok") == 8
+    assert out.count("<- ok") == 7  # (the stale error's diff is Alice's read)
     assert "app.py kept its CRLF line endings (5 of 5 lines)." in out
     workspace = Path(out.splitlines()[0].removeprefix("Workspace: "))
     assert not workspace.exists(), "the throw-away workspace is removed"

@@ -235,6 +235,27 @@ class Counting:
         return None
 
 
+class EditSwitch:
+    hiding = False
+
+    @hookimpl
+    def ctxfs_tool_exposure(self, ctx: Context, tool: str) -> str | None:
+        return "hidden" if self.hiding and tool == "edit" else None
+
+
+async def test_a_tool_listed_once_then_held_back_is_said_not_offered_not_unknown(fs: Fs) -> None:
+    switch = EditSwitch()
+    ctx = Fs(fs.backend, plugins=[switch], load_entrypoints=False).context(owner="a")
+    toolset = FsToolset()
+    assert "edit" in [tool.name for tool in toolset.listed(ctx, toolset.fixed(ctx))]
+    switch.hiding = True
+    refused = await toolset.execute(ctx, "edit", _edit("two", "deux"))
+    assert refused.error_code is ErrorCode.INVALID_ARGUMENT
+    assert refused.text.startswith("Error [invalid_argument]: tool 'edit' is not offered in this")
+    unknown = await toolset.execute(ctx, "edut", _edit("two", "deux"))
+    assert "unknown tool 'edut'" in unknown.text
+
+
 async def test_a_step_asks_the_plugins_once_for_its_listing_and_its_calls(fs: Fs) -> None:
     counting = Counting()
     watched = Fs(fs.backend, plugins=[counting], load_entrypoints=False)

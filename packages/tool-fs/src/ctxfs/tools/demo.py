@@ -1,9 +1,9 @@
 """``ctxfs demo``: two scripted agents on a throw-away workspace, through the real tools.
 
 Alice and Bob both read ``app.py`` (a CRLF file). Bob edits it first, so Alice's edit fails
-``stale``; she reads again and redoes it. Every call goes through :meth:`FsToolset.execute` on the
-local backend, exactly as a model's would, and the demo prints each call and the text the model
-would see.
+``stale``, showing her what changed; that counts as her read, so she redoes it at once. Every
+call goes through :meth:`FsToolset.execute` on the local backend, exactly as a model's would,
+and the demo prints each call and the text the model would see.
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ SCRIPT: Final[list[tuple[str, str, dict[str, Any], str]]] = [
         "changes the greeting first",
     ),
     ("alice", "edit", _TYPED, "edits what she read: refused, the file changed"),
-    ("alice", "read", {"file_path": "app.py"}, "reads again, as the error says"),
-    ("alice", "edit", _TYPED, "redoes her edit on Bob's version"),
+    ("alice", "edit", _TYPED, "redoes her edit on Bob's version (the diff she was shown: a read)"),
     ("alice", "grep", {"pattern": "greet"}, "checks every use"),
     ("bob", "write", {"file_path": "NOTES.md", "content": "Reviewed app.py.\n"}, "adds a note"),
 ]

@@ -339,7 +339,8 @@ def create_server(tools: McpTools, *, name: str = "ctxfs") -> Server[Any]:
         version=__version__,
         instructions=(
             "File tools over one workspace. Read a file before editing it; an edit or write "
-            "of a file changed since you read it fails `stale`: read it again, then redo it."
+            "of a file changed since you read it fails `stale`: redo it against the change the "
+            "error shows (read the file again only if it shows none)."
         ),
         lifespan=tools.connection,
         on_list_tools=tools.list_tools,

@@ -145,7 +145,12 @@ async def voted(offer: Offer, ctx: Context, tools: Mapping[str, Tool[Any, Any]])
         try:
             votes = await ctx.opened_fs.hooks.tool_exposure(ctx, name, writes=tools[name].writes)
         except Exception as failure:
-            log.exception("a ctxfs_tool_exposure plugin failed for tool %r", name)
+            log.exception(  # (its traceback once a step)
+                "a ctxfs_tool_exposure plugin failed for tool %r: %r",
+                name,
+                failure,  # noqa: TRY401 - said where the traceback is not
+                exc_info=not failures,
+            )
             failures[name] = contained(failure, f"could not tell whether {name!r} is offered")
             votes = [Exposure.HIDDEN]
         answers = []

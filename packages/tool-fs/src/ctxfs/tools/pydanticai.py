@@ -58,7 +58,8 @@ class CtxfsToolset(AbstractToolset[Any]):
         toolset: The tools and their options (default: ``FsToolset()``).
         context: Finds the ctxfs context in a run (default: the run's ``deps``).
         id: The toolset's id among the agent's toolsets.
-        max_retries: Retries pydantic-ai allows a tool whose arguments it rejects.
+        max_retries: Retries pydantic-ai allows a tool whose arguments are no JSON object
+            (the tool checks the rest itself, and says what is wrong in its result).
 
     """
 
@@ -68,7 +69,7 @@ class CtxfsToolset(AbstractToolset[Any]):
         *,
         context: Callable[[RunContext[Any]], Context] = _deps_context,
         id: str | None = "ctxfs",
-        max_retries: int = 1,
+        max_retries: int = 3,
     ) -> None:
         self.toolset = toolset if toolset is not None else FsToolset()
         self.context = context

@@ -241,7 +241,7 @@ class FsToolset:
         """
         if any(alias.name == called for alias in self._aliases.offered(step.offer, step.provider)):
             return called
-        offer, prefix = step.offer, self.options.tool_prefix
+        offer, prefix, why = step.offer, self.options.tool_prefix, None
         name = called.removeprefix(prefix)
         if called.startswith(prefix):
             if name in offer.offered:
@@ -254,12 +254,13 @@ class FsToolset:
                     f"tool {called!r} is not offered directly; run it through {runner}",
                     hint=f'Call {runner} with {{"name": "{name}", "arguments": "{{...}}"}}.',
                 )
+            if offer.exposure.get(name) is Exposure.HIDDEN and name in self._tools:
+                why = f"tool {called!r} is not offered in this step"  # (listed once, maybe)
         own = [t for t in self._aliases.tools if t.name == called and t.provider == step.provider]
         if own:  # (listed once, by a harness, but not in this step)
             stands_for = ", ".join(prefix + name for name in own[0].stands_for)
             why = f"tool {called!r} stands for {stands_for}, which this step does not offer"
-            return self._unknown(step, called, why)
-        return self._unknown(step, called)
+        return self._unknown(step, called, why)
 
     def _unknown(self, step: Step, called: str, why: str | None = None) -> InvalidArgument:
         offered = [self.options.tool_prefix + name for name in step.offer.offered]

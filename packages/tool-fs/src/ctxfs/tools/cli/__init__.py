@@ -11,6 +11,7 @@ either.
 from __future__ import annotations
 
 import gc
+import io
 import logging
 import os
 import signal
@@ -84,6 +85,9 @@ def _hold_closed_standard_streams() -> None:
                 os.close(held)
     if sys.stderr is None:  # (the interpreter found it closed)
         sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):  # a terminal in Latin-1 gets é as \xe9
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _flushed(status: int) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import sys
 from typing import TextIO
@@ -29,8 +30,9 @@ async def call(args: argparse.Namespace) -> int:
         shown = _ProgressLine(sys.stderr)
         result = await toolset.execute(ctx, args.tool, arguments, progress=shown.update)
         shown.close()
-    if args.json:
-        shown_result = _printed(json.dumps(result.structured, indent=2, ensure_ascii=False))
+    if args.json:  # (\u escapes where stdout cannot hold every character: still JSON)
+        plain = codecs.lookup(getattr(sys.stdout, "encoding", None) or "ascii").name == "utf-8"
+        shown_result = _printed(json.dumps(result.structured, indent=2, ensure_ascii=not plain))
     else:
         shown_result = result.is_error or _printed(result.text)
     failure = result.data.error
@@ -91,4 +93,10 @@ async def demo(args: argparse.Namespace) -> int:
     if sys.stdout is None:
         print("ctxfs: cannot show the demo: stdout is closed", file=sys.stderr)
         return 1
-    return await run_demo(keep=args.keep, out=sys.stdout)
+    try:
+        return await run_demo(keep=args.keep, out=sys.stdout)
+    except BrokenPipeError:
+        raise  # the reader stopped early (``| head``): ended quietly by main
+    except OSError as error:  # (a full disk behind stdout, say)
+        print(f"ctxfs: cannot show the demo: {error.strerror or error}", file=sys.stderr)
+        return 1

@@ -125,7 +125,8 @@ def store_of(args: argparse.Namespace, where: str, *, kept: bool = False) -> Fs:
         except (PluginValidationError, ValueError) as error:  # a plugin pluggy cannot take
             if isinstance(error, FsError):
                 raise
-            said = str(error).partition("\n")[0]  # (pluggy adds the registry's repr)
+            lines = str(error).splitlines()  # (pluggy adds the registry's repr: a dict)
+            said = "; ".join(line for line in lines if not line.startswith("{"))
             raise UsageError(f"a plugin cannot be used: {said}") from error
         except Unavailable as error:
             made_before = error.details.get("other_layout")

@@ -71,8 +71,10 @@ class SearchToolsTool(Tool[SearchToolsArgs, SearchToolsData]):
         return self.data(tools=summaries)
 
     def render(self, data: SearchToolsData, args: SearchToolsArgs) -> str:
+        if not data.tools:
+            return "(no tool matches; try other words)"
         lines = [f"{s.name}({', '.join(s.arguments)}): {s.description}" for s in data.tools]
-        return "\n".join(lines or ["(no tool matches; try other words)"])
+        return "\n".join([*lines, "(run one through call_tool, with its name and arguments)"])
 
 
 SEARCH_TOOLS = SearchToolsTool()
