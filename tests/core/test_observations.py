@@ -316,6 +316,10 @@ async def test_open_observations_by_url(tmp_path: Path) -> None:
         "memory:?max_per_owner=0",
         "memory:?max_observations=lots",
         "memory:?max_age=5",
+        f"sqlite:///{tmp_path}/o.db?maxage=5",  # (a misspelt option)
+        "sqlite:///:memory:",  # (no file: each connection a database of its own)
+        "sqlite:///a%00b.db",
+        "redis://127.0.0.1:1/0?max_ag=5",
     )
     for bad in bad_urls:
         with pytest.raises(InvalidArgument):

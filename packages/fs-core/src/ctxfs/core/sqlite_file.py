@@ -19,7 +19,7 @@ from typing import Final, TypeVar
 
 import anyio
 
-from ctxfs.core.errors import Busy, FsError, Unavailable
+from ctxfs.core.errors import Busy, FsError, InvalidArgument, Unavailable
 
 __all__ = ["CHECKPOINT_CHANGES", "SqliteFile", "immediate"]
 
@@ -49,6 +49,11 @@ class SqliteFile:
     def __init__(
         self, path: Path, *, schema: Sequence[str], timeout: float, what: str, hint: str
     ) -> None:
+        if str(path) in ("", ":memory:") or "\x00" in str(path):
+            raise InvalidArgument(
+                f"the {what} must be a file, not {str(path)!r}",
+                hint="Name a file (./:memory: for one so named); use memory: for this process.",
+            )
         self.path = path
         self.schema = tuple(schema)
         self.what = what

@@ -95,7 +95,14 @@ def open_observations(url: str | None) -> ObservationStore:
         from ctxfs.core.observations.sqlite_store import SqliteObservations  # noqa: PLC0415
 
         path = unquote(parts.path.removeprefix("/"))  # the slash that ends the empty host
-        return SqliteObservations(path, max_age=_max_age(url, query))
+        max_age = _max_age(url, query)
+        if query:
+            raise InvalidArgument(
+                f"{shown_url(url)!r}: the SQLite store takes max_age, "
+                f"not {', '.join(sorted(query))}",
+                details={"observations": shown_url(url)},
+            )
+        return SqliteObservations(path, max_age=max_age)
     if parts.scheme in ("redis", "rediss", "unix"):
         from ctxfs.core.observations.redis_store import RedisObservations  # noqa: PLC0415
 
