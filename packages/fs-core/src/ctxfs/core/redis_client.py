@@ -51,7 +51,7 @@ class LoopClients:
         try:
             self.unbound = self._opened()
             """A client no loop uses (it checks the URL; scripts are registered on it)."""
-            self.unbound.connection_pool.make_connection()  # (its options: none is unknown)
+            self.unbound.connection_pool.make_connection()  # type: ignore[no-untyped-call]  # (its options: none unknown)
         except (ValueError, TypeError, RedisError) as error:
             raise InvalidArgument(
                 f"{shown} is not a usable Redis URL: {error}",
