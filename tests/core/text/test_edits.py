@@ -82,6 +82,15 @@ def test_a_nul_is_no_text_to_write(codec: str) -> None:
     assert refused.value.details == {"field": "new_string"}
 
 
+def test_a_nul_the_file_holds_already_may_be_matched_and_kept() -> None:
+    data = b"x" * 9000 + b"\nkey=\0value\nend\n"  # (past the bytes that tell binary files)
+    document = decode_document(data, OPTIONS, path="f")
+    removed = document.replace("key=\0value", "key=value", replace_all=False)
+    assert removed.data == data.replace(b"\0", b"")
+    kept = document.replace("end", "END", replace_all=False)
+    assert kept.data == data.replace(b"end", b"END")
+
+
 def test_cp1252_edit_writes_cp1252() -> None:
     text = FRENCH.replace(". ", ".\r\n") + "\r\nUne idée naïve.\r\n"
     assert edit(text.encode("cp1252"), "naïve", "naïveté") == text.replace(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import AnyStr, Final, Generic, TypeAlias
+from typing import Any, AnyStr, Final, Generic, TypeAlias
 
 from ctxfs.core.errors import (
     AmbiguousMatch,
@@ -52,6 +52,9 @@ MAX_LISTED_LINES: Final = 20
 """Lines holding an ambiguous ``old_string`` an error names (it counts the others)."""
 
 
+_NUL: Final[dict[type, Any]] = {str: "\0", bytes: b"\0"}
+
+
 class TextDocument(Generic[AnyStr]):
     """One decoded file. Build it with :func:`decode_document`."""
 
@@ -85,12 +88,18 @@ class TextDocument(Generic[AnyStr]):
         With *fold* false, the text keeps its own line endings.
 
         Raises:
-            InvalidArgument: *text* holds a NUL (but for UTF-16 or UTF-32) or a lone surrogate.
+            InvalidArgument: *text* holds a lone surrogate, or a NUL where the document holds
+                none (but for UTF-16 or UTF-32, and in *old_string*, which is not written).
             EncodingError: The encoding cannot hold *text*.
 
         """
         folded = TEXT_ENDINGS.fold(text) if fold else text
-        if "\0" in folded and not self.encoding.codec.startswith(("utf-16", "utf-32")):
+        if (
+            "\0" in folded
+            and what != "old_string"
+            and not self.encoding.codec.startswith(("utf-16", "utf-32"))
+            and not self._holds_nul()
+        ):
             raise InvalidArgument(
                 f"{what} holds a NUL character, which makes {self.path or 'a file'} binary "
                 "to every reader",
@@ -106,6 +115,10 @@ class TextDocument(Generic[AnyStr]):
         except UnicodeEncodeError as exc:
             self._refuse_lone_surrogates(folded, what)
             raise unencodable(self.path, self.encoding, folded, exc) from None
+
+    def _holds_nul(self) -> bool:
+        """Whether the document holds a NUL already (past the bytes that tell binary files)."""
+        return bool(_NUL[type(self.raw)] in self.raw)
 
     def _needle(self, old_string: str) -> AnyStr | None:
         """*old_string* in the document's units; None where the encoding cannot hold it."""
