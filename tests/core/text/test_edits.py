@@ -12,6 +12,7 @@ from ctxfs.core import (
     ErrorCode,
     FsError,
     MemoryBackend,
+    NoMatch,
 )
 from ctxfs.core.text import TextOptions, decode_document
 from ctxfs.core.text.document import MAX_LISTED_LINES, strip_line_numbers
@@ -555,6 +556,22 @@ def test_a_rewrite_never_fuses_a_kept_lone_cr_with_a_new_line_feed(
 ) -> None:
     change = decode_document(data, OPTIONS, path="f").rewrite(content)
     assert change.data == written
+
+
+def test_an_edit_whose_text_an_earlier_edit_changed_says_so() -> None:
+    document = decode_document(b"def foo(a):\r\n    return a\r\n", OPTIONS, path="f")
+    edits = [
+        Replacement(old_string="def foo(a):", new_string="def foo(a, b):"),
+        Replacement(old_string="def foo(a):\n    return a", new_string="..."),
+    ]
+    with pytest.raises(NoMatch) as refused:
+        replace_in_turn(document, edits, OPTIONS)
+    assert "an earlier edit of this call changed it" in refused.value.message
+    assert refused.value.details == {"edit": 1, "changed_by_an_earlier_edit": True}
+    missing = [edits[0], Replacement(old_string="nowhere", new_string="x")]
+    with pytest.raises(NoMatch) as absent:
+        replace_in_turn(document, missing, OPTIONS)
+    assert "earlier edit" not in absent.value.message
 
 
 def test_edits_in_turn_change_a_file_with_invalid_bytes_and_show_them_in_the_diff() -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ctxfs.core.errors import EmptyOldString, FsError, InvalidArgument, NoChange
+from ctxfs.core.errors import EmptyOldString, FsError, InvalidArgument, NoChange, NoMatch
 from ctxfs.core.text.changes import display
 from ctxfs.core.text.diffs import short_diff
 from ctxfs.core.text.document import AnyDocument, Change, decode_document
+from ctxfs.core.text.lines import TEXT_ENDINGS
 from ctxfs.core.text.options import TextOptions
 from ctxfs.core.text.rewrite import common_ends
 
@@ -61,6 +62,10 @@ def replace_in_turn(
     for index, edit in enumerate(edits):
         try:
             change = current.replace(edit.old_string, edit.new_string, replace_all=edit.replace_all)
+        except NoMatch as error:
+            if index and TEXT_ENDINGS.fold(edit.old_string) in document.logical_text:
+                raise _consumed(error, index, len(edits)) from None
+            raise _of_edit(error, index, len(edits)) from None
         except FsError as error:
             raise _of_edit(error, index, len(edits)) from None
         replacements += change.replacements
@@ -94,6 +99,18 @@ def _changed_lines(before: str, after: str) -> tuple[int, int, str | None]:
         first_line=head + 1,
     )
     return head + 1, head + max(1, len(added)), diff
+
+
+def _consumed(error: NoMatch, index: int, count: int) -> NoMatch:
+    """*error* of edit *index*, whose old_string the file held before an earlier edit changed it."""
+    return NoMatch(
+        f"edit {index + 1} of {count} (index {index}): its old_string is in the file, but an "
+        "earlier edit of this call changed it (each edit applies to the text the ones before "
+        "left); nothing was changed",
+        path=error.path,
+        hint="Match the text as the earlier edits leave it, or make the two edits one.",
+        details={"edit": index, "changed_by_an_earlier_edit": True},
+    )
 
 
 def _of_edit(error: FsError, index: int, count: int) -> FsError:
