@@ -600,6 +600,15 @@ def test_a_request_nested_too_deeply_to_read_is_answered_with_its_id(workspace: 
     assert [reply["id"] for reply in replies if "result" in reply] == [6]
 
 
+def test_a_lone_surrogate_escape_is_a_parse_error_saying_so(workspace: Path) -> None:
+    lone = b'{"jsonrpc": "2.0", "method": "ping", "params": {"x": "a\\ud800b"}, "id": 5}'
+    replies = wire(lone, ping(6), root=workspace)
+    refused = next(reply for reply in replies if "error" in reply)
+    assert (refused["id"], refused["error"]["code"]) == (5, -32700)
+    assert "surrogate" in refused["error"]["message"] or "hex escape" in refused["error"]["message"]
+    assert "nests" not in refused["error"]["message"]
+
+
 @pytest.mark.parametrize("through", ["pipes", "sockets", "files", "socket"])
 def test_a_request_whose_id_is_no_string_nor_integer_is_answered_invalid(
     workspace: Path, through: str

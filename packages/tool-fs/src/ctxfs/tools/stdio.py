@@ -395,7 +395,11 @@ def _refusal(error: Exception, max_line_bytes: int) -> tuple[ErrorData, str | in
                 ), request
             found = request_id(parsed.get("id")) if isinstance(parsed, dict) else None
             request = request if found is None else found
-            message = "Parse error: the line's JSON nests too deeply to read"
+            message = (  # (JSON that Python's reader takes, the SDK's not: a lone surrogate)
+                "Parse error: the line's JSON nests too deeply to read"
+                if "recursion limit" in first["msg"]
+                else f"Parse error: {first['msg'].removeprefix('Invalid JSON: ')}"
+            )
             return ErrorData(code=PARSE_ERROR, message=message), request
     message = "Invalid Request: the line is not a JSON-RPC message"
     return ErrorData(code=INVALID_REQUEST, message=message), None
