@@ -38,6 +38,7 @@ from ctxfs.tools.httpserver import (
 )
 from ctxfs.tools.httpsessions import SessionLimits
 from ctxfs.tools.mcpserver import OWNER_META_KEY, McpTools, create_server
+from ctxfs.tools.messages import OneMessage
 from tests.tools.served import (
     CRLF,
     LEGACY,
@@ -803,3 +804,27 @@ async def test_two_openings_racing_for_one_idle_sessions_room_get_one_session_ea
         with anyio.fail_after(5):
             await one_ended.wait()
         assert ended == [first]
+
+
+@pytest.mark.parametrize("content_type", [b"text/plain", b"", b"application/jsonx"])
+async def test_a_post_that_is_not_json_is_refused_before_its_body_is_awaited(
+    content_type: bytes,
+) -> None:
+    passed_on: list[str] = []
+
+    async def downstream(scope: Any, receive: Any, send: Any) -> None:
+        passed_on.append(scope["method"])  # (where a session would take its place)
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    scope = _scope("POST")
+    scope["headers"] = [(name, content_type if name == b"content-type" else value)
+                        for name, value in scope["headers"]]  # fmt: skip
+    with anyio.fail_after(5):  # (a body trickled in slowly is never waited for)
+        status, _ = await _asgi(OneMessage(downstream, max_body_bytes=1024), scope, b"")
+    assert (status, passed_on) == (415, [])
+    json_scope = _scope("POST")
+    with anyio.fail_after(5):
+        ping = b'{"jsonrpc": "2.0", "method": "ping", "id": 1}'
+        await _asgi(OneMessage(downstream, max_body_bytes=1024), json_scope, ping)
+    assert passed_on == ["POST"]

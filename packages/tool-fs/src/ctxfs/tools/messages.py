@@ -26,6 +26,11 @@ NOT_A_MESSAGE: Final = ErrorData(
 )
 
 
+NOT_JSON: Final = ErrorData(
+    code=INVALID_REQUEST, message="Unsupported Media Type: Content-Type must be application/json"
+)
+
+
 def request_id(value: object) -> str | int | None:
     """*value* (parsed JSON) as a request's id: a string or an integer; else None."""
     return value if isinstance(value, str | int) and not isinstance(value, bool) else None
@@ -37,9 +42,11 @@ def has_bad_id(message: object) -> bool:
 
 
 class OneMessage:
-    """ASGI middleware: a JSON POST body must be one JSON-RPC message with a usable id.
+    """ASGI middleware: a POST body must be one JSON-RPC message with a usable id.
 
-    A body that is not JSON, or longer than *max_body_bytes*, goes on to *app*, which answers it.
+    A POST that is not JSON is refused at once (HTTP 415, as the SDK would, before it holds a
+    session's place); one longer than *max_body_bytes*, or not JSON, goes on to *app*,
+    which answers it.
     """
 
     def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
@@ -48,10 +55,14 @@ class OneMessage:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Refuse a body that is no single JSON-RPC message (HTTP 400); pass on the rest."""
-        headers = Headers(scope=scope)
-        json_body = headers.get("content-type", "").startswith("application/json")
-        if scope["method"] != "POST" or not json_body:
+        if scope["method"] != "POST":
             await self.app(scope, receive, send)
+            return
+        content_type = Headers(scope=scope).get("content-type", "")
+        if "application/json" not in (
+            part.strip() for part in content_type.split(";")[0].split(",")
+        ):
+            await _answer(NOT_JSON, 415)(scope, receive, send)  # (as the SDK splits the header)
             return
         received: list[Message] = []
         size, more = 0, True
@@ -67,15 +78,20 @@ class OneMessage:
         if not more and size <= self.max_body_bytes:
             refusal = _refusal(b"".join(m.get("body", b"") for m in received))
             if refusal is not None:
-                body = JSONRPCError(jsonrpc="2.0", id=None, error=refusal)
-                json = body.model_dump_json(by_alias=True, exclude_unset=True)
-                await Response(json, 400, media_type="application/json")(scope, receive, send)
+                await _answer(refusal, 400)(scope, receive, send)
                 return
 
         async def replayed() -> Message:
             return received.pop(0) if received else await receive()
 
         await self.app(scope, replayed, send)
+
+
+def _answer(error: ErrorData, status: int) -> Response:
+    """The HTTP answer refusing a request with JSON-RPC *error* (id null)."""
+    body = JSONRPCError(jsonrpc="2.0", id=None, error=error)
+    json = body.model_dump_json(by_alias=True, exclude_unset=True)
+    return Response(json, status, media_type="application/json")
 
 
 def _refusal(body: bytes) -> ErrorData | None:
