@@ -42,6 +42,8 @@ class Proxy:
     """The methods whose headers and parameters are dropped (None: every one)."""
     requests: list[tuple[str, str]] = field(default_factory=list)
     """``(method, path)`` of every request, in order."""
+    sent: list[int] = field(default_factory=list)
+    """The bytes of the body of every answer, in order."""
     url: str = ""
     faults: list[Fault] = field(default_factory=list)
     not_found: Callable[[str], bytes] | None = None
@@ -108,6 +110,7 @@ def proxy(
             for key, value in response_headers:
                 if key.lower() not in _HOP_BY_HOP | {"content-length"}:
                     self.send_header(key, value)
+            seen.sent.append(len(payload))
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             if self.command != "HEAD":

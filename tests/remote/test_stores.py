@@ -347,6 +347,18 @@ async def test_a_delete_whose_answer_was_lost_is_not_a_failure(
             assert (await backend.read("a.txt")).data == b"two"
 
 
+async def test_an_azure_read_too_large_asks_for_no_more_than_its_bound(url_for: UrlFor) -> None:
+    # Azure's SDK fetches up to 32 MiB with its first GET; S3 and GCS stop at the headers.
+    store, url = AZURE, url_for(AZURE)
+    with proxy(store.port) as counted:
+        async with opened(store, url, **through(store, counted.url)) as backend:
+            await backend.write("big.bin", b"x" * (3 << 20), expect=ABSENT)
+            counted.sent.clear()
+            with pytest.raises(TooLarge):
+                await backend.read("big.bin", max_size=1 << 20)
+            assert max(counted.sent) <= (1 << 20) + 1  # (not the 3 MiB)
+
+
 def deletes_of_files(requests: list[tuple[str, str]]) -> int:
     """The ``DELETE`` requests among *requests* but those of removal locks."""
     return sum(method == "DELETE" and "removing-" not in path for method, path in requests)

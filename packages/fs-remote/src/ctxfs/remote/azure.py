@@ -69,6 +69,8 @@ class AzureStore(ObjectStore):
         if not request.whole:
             call["offset"] = first
             call["length"] = None if end is None else end - first
+        elif request.max_size is not None:  # (the first GET would fetch up to 32 MiB)
+            call["offset"], call["length"] = 0, request.max_size + 1
         try:
             downloader = await self._blob(key).download_blob(**call, **self._once)
         except Exception as exc:
