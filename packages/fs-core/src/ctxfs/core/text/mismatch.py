@@ -41,6 +41,14 @@ _TRAILING = re.compile(r"(?<![ \t])[ \t]++(?=\n|\Z)")  # each run tried once: li
 _strip_trailing = functools.partial(_TRAILING.sub, "")
 _LEADING = re.compile(r"^[ \t]+", re.MULTILINE)
 _ANY_LINE_NUMBER = re.compile(r"^[ \t]*\d+(?:[ \t]*(?:│|→|\||:)[ \t]?|[ \t]|$)", re.MULTILINE)
+_CUT_MARK = re.compile(r" … \[line cut here; it holds \d+ \w+\]")  # (window.truncation_marker)
+_SHOWN_ESCAPE = re.compile(r"\\x([0-9a-f]{2})|\\u([0-9a-f]{4})")  # (how reads show a character)
+_INVISIBLE: Final = dict.fromkeys("\u200b\u200c\u200d\u2060\ufeff\u00ad", "")
+
+
+def _unescaped(old: str) -> str:
+    r"""*old* with each ``\xNN`` and ``\uNNNN`` a tool showed as the character it stands for."""
+    return _SHOWN_ESCAPE.sub(lambda match: chr(int(match.group(1) or match.group(2), 16)), old)
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -78,6 +86,12 @@ _LENSES: Final[list[Lens]] = [
     ("Unicode normalization (composed vs decomposed accents)",
      lambda text: unicodedata.normalize("NFC", text),
      lambda old: unicodedata.normalize("NFC", old)),
+    ("invisible characters in the file (zero-width spaces or joiners, soft hyphens)",
+     lambda text: _replace(text, _INVISIBLE), lambda old: _replace(old, _INVISIBLE)),
+    ("characters shown escaped (each \\xNN or \\uNNNN stands for one character)",
+     lambda text: text, _unescaped),
+    ("a cut line's mark (match only the text before it)",
+     lambda text: text, lambda old: _CUT_MARK.sub("", old)),
 ]  # fmt: skip
 
 
