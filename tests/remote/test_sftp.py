@@ -148,6 +148,20 @@ async def test_an_update_keeps_the_files_mode_and_leaves_nothing_behind(
     assert sorted(p.name for p in local.iterdir()) == ["run.sh"]
 
 
+async def test_a_write_removes_what_an_attempt_of_it_left_before_its_connection_was_lost(
+    root: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, local = root
+    async with sftp(url) as backend:
+        monkeypatch.setattr(backend.leases, "token", lambda: "host:1:one-write")
+        version = await backend.write("a.txt", b"one", expect=ABSENT)
+        left = hashlib.sha256(b"host:1:one-write").hexdigest()[:32]
+        (local / f".ctxfs-tmp.{left}").write_bytes(b"half of an earlier attempt")
+        await backend.write("a.txt", b"two", expect=version)
+    assert sorted(p.name for p in local.iterdir()) == ["a.txt"]
+    assert (local / "a.txt").read_bytes() == b"two"
+
+
 async def test_an_update_drops_setuid_and_setgid(root: tuple[str, Path]) -> None:
     url, local = root
     async with sftp(url) as backend:

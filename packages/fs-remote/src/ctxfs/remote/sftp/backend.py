@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import itertools
 import os
 import posixpath
 import socket
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from functools import partial
@@ -255,7 +255,9 @@ class SftpBackend(Backend):
                     held = partial(self.leases.still_held, sftp, real, path, token)
                     replace = current is not None
                     given = current_mode if mode is None else mode
-                    await _publish(sftp, real, data, mode=given, replace=replace, held=held)
+                    await _publish(
+                        sftp, real, data, mode=given, replace=replace, held=held, token=token
+                    )
             except BaseException:
                 for directory in reversed(made):  # a failed create leaves no directories
                     with suppress(asyncssh.SFTPError, OSError):
@@ -429,7 +431,15 @@ class _LeasedUpdate(Update):
 
         async def publish(sftp: asyncssh.SFTPClient) -> None:
             held = partial(self._still_held, sftp)
-            await _publish(sftp, self.full, data, mode=mode, replace=was is not None, held=held)
+            await _publish(
+                sftp,
+                self.full,
+                data,
+                mode=mode,
+                replace=was is not None,
+                held=held,
+                token=self.token,
+            )
 
         await self._change(version, was, publish)
         return version
@@ -488,14 +498,25 @@ async def _publish(
     mode: int | None,
     replace: bool,
     held: Callable[[], Awaitable[None]],
+    token: str,
 ) -> None:
     """Write *data* to a temporary file beside *full*, fsync it, and rename it over *full*.
 
     *held* runs just before the rename, and raises if the lock is no longer ours to publish under.
+    The temporary file is named after the lock's *token*: a retry after a lost connection
+    (whose cleanup could not run) removes what the attempt before left.
     """
-    temp = posixpath.join(posixpath.dirname(full), f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+    name = hashlib.sha256(token.encode()).hexdigest()[:32]
+    temp = posixpath.join(posixpath.dirname(full), f"{TEMP_PREFIX}{name}")
     try:
-        async with sftp.open(temp, "xb") as handle:
+        try:
+            handle = await sftp.open(temp, "xb")
+        except asyncssh.SFTPError as exc:
+            if exc.code not in (asyncssh.FX_FAILURE, asyncssh.FX_FILE_ALREADY_EXISTS):
+                raise  # FX_FAILURE: "exists", on protocol 3
+            await _quietly_remove(sftp, temp)  # (an attempt of this write that lost its connection)
+            handle = await sftp.open(temp, "xb")
+        async with handle:
             await handle.write(data)
             await handle.fsync()
         if mode is not None:
