@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import re
 import socket
@@ -31,8 +32,10 @@ from ctxfs.core import (
     MemoryBackend,
     NotARegularFile,
 )
+from ctxfs.core.kit import MAX_PATH_BYTES
 from ctxfs.core.policies import CheckOuts, LeaseBook
 from ctxfs.local import TEMP_PREFIX, LocalBackend
+from ctxfs.local.resolve import Resolver
 from tests.local.conftest import SECRET, Layout, MakeFs
 
 pytestmark = pytest.mark.anyio
@@ -248,6 +251,36 @@ async def test_28_a_link_loop_is_refused_with_a_hint_to_avoid_it(
     with pytest.raises(InvalidPath) as caught:
         await ctx.fs.read("loopa")
     assert caught.value.hint == "Use a path that reaches the file without these links."
+
+
+class CountingResolver(Resolver):
+    """The backend's own resolver, counting the opens it is asked for."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver, self.name, self.opens = resolver, resolver.name, 0
+
+    def open(self, root_fd: int, path: str, flags: int, *, follow_symlinks: bool) -> int:
+        self.opens += 1
+        return self.resolver.open(root_fd, path, flags, follow_symlinks=follow_symlinks)
+
+
+@pytest.mark.parametrize("parts", [1, 100, 400])
+async def test_a_link_that_lengthens_itself_is_refused_in_a_few_opens(
+    make_fs: MakeFs, layout: Layout, parts: int
+) -> None:
+    # a -> a/a/.../a: every expansion is longer; locating a/x.txt (inline, on the event
+    # loop) must not follow it 40 times trying each start of an ever longer path
+    os.symlink("/".join(["a"] * parts), layout.root / "a")
+    fs = make_fs()
+    backend = fs.backend
+    assert isinstance(backend, LocalBackend)
+    counting = backend.root_dir.resolver = CountingResolver(backend.root_dir.resolver)
+    for attempt in (fs.context(owner="agent").fs.read, fs.context(owner="agent").fs.stat):
+        with pytest.raises(InvalidPath) as caught:
+            await attempt("a/x.txt")
+        assert caught.value.hint == "Use a path that reaches the file without these links."
+    most = 40 * (math.ceil(math.log2(MAX_PATH_BYTES)) + 2)  # hops, each halving <= 4 KB
+    assert counting.opens <= 2 * most
 
 
 async def test_a_path_too_long_for_the_kernel_is_refused_with_a_hint(
