@@ -195,9 +195,9 @@ async def _attempts(root: Path, state: Path) -> dict[str, str | None]:
     return codes
 
 
-async def _read_then_edit(ctx: Context, path: str) -> None:
+async def _read_then_edit(ctx: Context, path: str, old: str = "not", new: str = "now") -> None:
     await ctx.fs.read(path)
-    await ctx.fs.edit(path, "not", "now")
+    await ctx.fs.edit(path, old, new)
 
 
 def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
@@ -212,6 +212,12 @@ def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
         anyio.run(_attempts, scratch / "root", scratch / "state")
     finally:
         shutil.rmtree(scratch)
+    codes: dict[str, str | None] = _in_child_as_nobody(lambda: anyio.run(_attempts, root, state))
+    return codes
+
+
+def _in_child_as_nobody(work: Callable[[], object], *, groups: tuple[int, ...] = ()) -> Any:
+    """What *work* returns (through JSON), run in a forked child as ``nobody`` (and *groups*)."""
     reader, writer = os.pipe()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork() beside threads
@@ -220,11 +226,10 @@ def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
         status = 1
         try:
             os.close(reader)
-            os.setgroups([])
+            os.setgroups(list(groups))
             os.setgid(NOBODY)
             os.setuid(NOBODY)
-            report = json.dumps(anyio.run(_attempts, root, state)).encode()
-            os.write(writer, report)
+            os.write(writer, json.dumps(work()).encode())
             status = 0
         except BaseException:
             os.write(writer, traceback.format_exc().encode())
@@ -235,7 +240,46 @@ def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
         data = pipe.read()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, data
-    codes: dict[str, str | None] = json.loads(data)
+    return json.loads(data)
+
+
+TEAM, STRANGERS = 2000, 3000
+
+
+def test_a_change_by_another_user_keeps_the_files_group_where_it_is_the_users(
+    world_readable_tmp: Path,
+) -> None:
+    # the new file is made in the writer's own group: a member of the file's gives it that
+    if os.geteuid() != 0:
+        pytest.skip("a user of two groups is made by root")
+    root, state = world_readable_tmp / "root", world_readable_tmp / "state"
+    for directory in (root, state):
+        directory.mkdir()
+        os.chown(directory, NOBODY, NOBODY)
+    for name, group in (("team.txt", TEAM), ("strangers.txt", STRANGERS)):
+        (root / name).write_text("one\n")
+        os.chown(root / name, NOBODY, group)
+        (root / name).chmod(0o660)
+    shutil.copytree(root, world_readable_tmp / "warm")  # edited here first: what it imports
+    anyio.run(_edit_files, world_readable_tmp / "warm", world_readable_tmp / "warm-state")
+    codes = _in_child_as_nobody(lambda: anyio.run(_edit_files, root, state), groups=(TEAM,))
+    assert codes == [None, None]  # a group not the user's is not kept, and that is no error
+    assert [(root / name).read_text() for name in ("team.txt", "strangers.txt")] == ["two\n"] * 2
+    assert (root / "team.txt").stat().st_gid == TEAM
+    assert (root / "strangers.txt").stat().st_gid == NOBODY
+
+
+async def _edit_files(root: Path, state: Path) -> list[str | None]:
+    """Read and edit team.txt and strangers.txt under *root*; the codes of the edits."""
+    codes: list[str | None] = []
+    async with Fs(LocalBackend(root, state_dir=state), load_entrypoints=False) as fs:
+        ctx = fs.context(owner="agent")
+        for name in ("team.txt", "strangers.txt"):
+            try:
+                await _read_then_edit(ctx, name, "one", "two")
+                codes.append(None)
+            except FsError as error:
+                codes.append(error.code.value)
     return codes
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import struct
 import time
 from pathlib import Path
 
@@ -117,3 +119,57 @@ async def test_a_patch_adding_a_file_and_one_inside_it_is_refused_and_leaves_not
         await ctx.fs.apply_patch(parts if outer_first else parts[::-1])
     assert caught.value.path == "n"
     assert sorted(os.listdir(layout.root)) == before
+
+
+def _acl(*entries: tuple[int, int, int]) -> bytes:
+    """A ``system.posix_acl_access`` value: (tag, permissions, id) entries, as the kernel keeps."""
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry) for entry in entries)
+
+
+ANYONE = 0xFFFFFFFF
+NOBODY_DENIED = _acl(  # owner rw, user nobody nothing, group r, mask r, others r
+    (0x01, 6, ANYONE), (0x02, 0, 65534), (0x04, 4, ANYONE), (0x10, 4, ANYONE), (0x20, 4, ANYONE)
+)
+
+
+async def test_a_changed_file_keeps_its_access_list_and_user_attributes(
+    make_fs: MakeFs, layout: Layout
+) -> None:
+    # a rewrite publishes a new inode: without its ACL, nobody (denied by it) could read it
+    target = layout.root / "a.txt"
+    target.chmod(0o644)
+    try:
+        os.setxattr(target, "system.posix_acl_access", NOBODY_DENIED)
+        os.setxattr(target, "user.note", b"keep me")
+    except OSError as error:
+        if error.errno != errno.ENOTSUP:
+            raise
+        pytest.skip(f"{layout.root} keeps no ACLs or user attributes")
+    ctx = make_fs().context(owner="agent")
+    await ctx.fs.read("a.txt")
+    await ctx.fs.edit("a.txt", "alpha", "beta")
+    await ctx.fs.write("a.txt", "gamma\n")
+    assert target.read_bytes() == b"gamma\n"
+    assert os.getxattr(target, "system.posix_acl_access") == NOBODY_DENIED
+    assert os.getxattr(target, "user.note") == b"keep me"
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+async def test_a_changed_program_loses_its_capabilities_as_it_loses_setuid(
+    make_fs: MakeFs, layout: Layout
+) -> None:
+    target = layout.root / "run.sh"
+    target.write_bytes(b"#!/bin/sh\necho hi\n")
+    target.chmod(0o4755)
+    capabilities = struct.pack("<5I", 0x02000000, 1 << 10, 0, 0, 0)  # cap_net_bind_service
+    try:
+        os.setxattr(target, "security.capability", capabilities)
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.ENOTSUP):
+            raise
+        pytest.skip("file capabilities cannot be set here")
+    ctx = make_fs().context(owner="agent")
+    await ctx.fs.read("run.sh")
+    await ctx.fs.edit("run.sh", "hi", "hello")
+    assert "security.capability" not in os.listxattr(target)
+    assert target.stat().st_mode & 0o7777 == 0o755
