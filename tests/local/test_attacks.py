@@ -31,6 +31,7 @@ from ctxfs.core import (
     LineSearch,
     MemoryBackend,
     NotARegularFile,
+    Unavailable,
 )
 from ctxfs.core.kit import MAX_PATH_BYTES
 from ctxfs.core.policies import CheckOuts, LeaseBook
@@ -635,3 +636,31 @@ async def test_a_lease_holds_for_every_spelling_of_the_leased_file(layout: Layou
                 await bob.fs.edit(spelling, "a=1", "a=2")
             assert refused.value.code is ErrorCode.CHECKED_OUT, spelling
     assert (layout.root / "config" / "app.ini").read_text() == "a=1\n"
+
+
+async def test_a_closed_workspace_is_unavailable_never_what_its_descriptor_number_names_now(
+    layout: Layout, resolver: str
+) -> None:
+    backend = LocalBackend(layout.root, resolver=resolver, state_dir=layout.state)
+    fs = Fs(backend, load_entrypoints=False)
+    ctx = fs.context(owner="agent")
+    await ctx.fs.read("a.txt")
+    number = backend.root_fd
+    await fs.aclose()
+    elsewhere = os.open(layout.base / "R-evil", os.O_RDONLY | os.O_DIRECTORY)
+    if elsewhere != number:  # the freed number now names a directory outside the root
+        os.dup2(elsewhere, number)
+        os.close(elsewhere)
+    try:
+        for attempt in (
+            lambda: ctx.fs.read("x"),
+            lambda: ctx.fs.write("planted.txt", "planted\n"),
+            lambda: ctx.fs.list(""),
+            lambda: ctx.fs.stat("x"),
+            lambda: ctx.fs.mkdir("made"),
+        ):
+            with pytest.raises(Unavailable, match="was closed"):
+                await attempt()
+    finally:
+        os.close(number)
+    assert sorted(os.listdir(layout.base / "R-evil")) == ["x"]

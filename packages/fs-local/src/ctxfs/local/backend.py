@@ -129,31 +129,31 @@ class LocalBackend(Backend):
             )
         self.root = Path(os.path.realpath(root))
         try:
-            self.root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as error:
             raise InvalidArgument(
                 f"cannot open workspace root {self.root}: {error.strerror}"
             ) from error
         self.temp_max_age = temp_max_age
         self.inline_reads = inline_reads
-        opened = os.fstat(self.root_fd)
+        opened = os.fstat(root_fd)
         device = opened.st_dev
-        self.root_identity = _root_identity(self.root_fd, opened)
+        self.root_identity = _root_identity(root_fd, opened)
         self._memory_device = device if writes.kept_in_memory(device) else None
         self.ripgrep = ripgrep
         self._names = DirectoryNames()
         self.answers = RecentAnswers()
         try:
             self.resolver = choose_resolver(
-                self.root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
+                root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
             )
             self.locks = _lock_directory(self.root, state_dir)
         except BaseException:
-            os.close(self.root_fd)
+            os.close(root_fd)
             raise
         self.root_dir = RootDirectory(
             self.root,
-            self.root_fd,
+            root_fd,
             self.resolver,
             backend=self,
             follow_symlinks=follow_symlinks,
@@ -175,6 +175,11 @@ class LocalBackend(Backend):
 
     def __repr__(self) -> str:
         return f"LocalBackend({str(self.root)!r}, resolver={self.resolver.name!r})"
+
+    @property
+    def root_fd(self) -> int:
+        """The root's descriptor; ``unavailable`` once closed (:meth:`aclose`)."""
+        return self.root_dir.fd
 
     # -- the primitives ----------------------------------------------------------------------
 
@@ -401,9 +406,9 @@ class LocalBackend(Backend):
         return f"{self.locks.file_name('mutation', key)}\0{key}"
 
     async def aclose(self) -> None:
-        """Close the root and lock-directory descriptors."""
+        """Close the root and lock-directory descriptors; every later call is ``unavailable``."""
         with contextlib.suppress(OSError):
-            os.close(self.root_fd)
+            self.root_dir.close()
         with contextlib.suppress(OSError):
             self.locks.close()
 

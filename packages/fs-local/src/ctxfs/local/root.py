@@ -13,8 +13,8 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Iterator
-from dataclasses import KW_ONLY, dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -91,10 +91,10 @@ def stat_of(path: str, info: os.stat_result) -> Stat:
 
 @dataclass(eq=False)
 class RootDirectory:
-    """The directory *path*, open as *fd*, with the backend's link policies."""
+    """The directory *path*, open as *opened* (:attr:`fd`), with the backend's link policies."""
 
     path: Path
-    fd: int
+    opened: InitVar[int]
     resolver: Resolver
     _: KW_ONLY
     backend: object
@@ -104,8 +104,31 @@ class RootDirectory:
     read_hard_links: bool
     text: str = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, opened: int) -> None:
         self.text = str(self.path)
+        self._fd: int | None = opened
+
+    @property
+    def fd(self) -> int:
+        """The root's descriptor, while open.
+
+        Raises:
+            Unavailable: It was closed (:meth:`close`): its number may be another file's now.
+
+        """
+        if self._fd is None:
+            raise Unavailable(
+                f"the workspace {self.text} was closed",
+                retryable=False,
+                hint="The workspace was closed; open it again to go on.",
+            )
+        return self._fd
+
+    def close(self) -> None:
+        """Close the root's descriptor; every later use of it is ``unavailable``."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def open(self, path: str, flags: int) -> int:
         """Open *path* beneath the root with *flags*, where core judged it to be if it did.
@@ -271,7 +294,7 @@ class RootDirectory:
         """
         if hops and len(os.fsencode("/".join(parts))) > MAX_PATH_BYTES:
             raise translate(OSError(errno.ELOOP, os.strerror(errno.ELOOP)), path)
-        depth, fd = self._deepest_open(parts)
+        depth, fd = _deepest_open(parts, lambda start: self._open(start, os.O_PATH))
         try:
             real = self.real(fd, "/".join(parts))
             name = parts[depth] if depth < len(parts) else ".."
@@ -291,35 +314,6 @@ class RootDirectory:
         if joined == ".." or joined.startswith("../"):
             return None
         return "" if joined == "." else joined
-
-    def _deepest_open(self, parts: list[str]) -> tuple[int, int]:
-        """The longest start of *parts* that opens: its length, and it open (``O_PATH``).
-
-        The whole first (it opens, mostly), then by halving: a start opens if a longer one
-        does (the kernel resolves left to right), so *n* parts cost at most
-        ``log2(n) + 2`` opens.
-        """
-        deepest: tuple[int, int] | None = None
-        low, high = 0, len(parts)  # (the longest start that opens is in low..high)
-        tried = high
-        try:
-            while low <= high:
-                try:
-                    fd = self._open("/".join(parts[:tried]), os.O_PATH)
-                except (NotFound, NotADirectory, InvalidPath, PermissionDenied):
-                    high = tried - 1
-                else:
-                    if deepest is not None:
-                        os.close(deepest[1])
-                    deepest, low = (tried, fd), tried + 1
-                tried = (low + high) // 2
-        except BaseException:
-            if deepest is not None:
-                os.close(deepest[1])
-            raise
-        if deepest is None:  # pragma: no cover
-            raise AssertionError("unreachable: the root always opens")
-        return deepest
 
     def real(self, fd: int, path: str) -> str:
         """The root-relative path of what is open at *fd*, for *path* (what the kernel resolved).
@@ -471,6 +465,36 @@ class RootDirectory:
 
 _MOST_HOPS: Final = 40
 """Links that lead nowhere :meth:`RootDirectory.locate` follows in turn, at most (as the kernel)."""
+
+
+def _deepest_open(parts: list[str], opened: Callable[[str], int]) -> tuple[int, int]:
+    """The longest start of *parts* that *opened* opens: its length, and its descriptor.
+
+    The whole first (it opens, mostly), then by halving: a start opens if a longer one
+    does (the kernel resolves left to right), so *n* parts cost at most ``log2(n) + 2``
+    opens.
+    """
+    deepest: tuple[int, int] | None = None
+    low, high = 0, len(parts)  # (the longest start that opens is in low..high)
+    tried = high
+    try:
+        while low <= high:
+            try:
+                fd = opened("/".join(parts[:tried]))
+            except (NotFound, NotADirectory, InvalidPath, PermissionDenied):
+                high = tried - 1
+            else:
+                if deepest is not None:
+                    os.close(deepest[1])
+                deepest, low = (tried, fd), tried + 1
+            tried = (low + high) // 2
+    except BaseException:
+        if deepest is not None:
+            os.close(deepest[1])
+        raise
+    if deepest is None:  # pragma: no cover
+        raise AssertionError("unreachable: the root always opens")
+    return deepest
 
 
 def _link_target(directory_fd: int, name: str) -> str | None:
