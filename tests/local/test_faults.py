@@ -146,6 +146,9 @@ def test_permission_cases_as_an_unprivileged_user(world_readable_tmp: Path) -> N
     (root / "secret.txt").chmod(0o600)
     (root / "shared.txt").write_text("readable, not writable\n")
     (root / "locked").chmod(0o555)
+    (root / "unsearchable").mkdir()  # names may be listed, not looked up (no x)
+    (root / "unsearchable" / "f.txt").write_text("x\n")
+    (root / "unsearchable").chmod(0o444)
     (root / "mine").mkdir()  # the user's own directory, and in it its own read-only file
     (root / "mine" / "read-only.txt").write_text("mine, not to change\n")
     (root / "mine" / "read-only.txt").chmod(0o444)
@@ -167,10 +170,19 @@ def test_permission_cases_as_an_unprivileged_user(world_readable_tmp: Path) -> N
         "create in locked dir": "permission_denied",
         "read shared": None,
         "edit own read-only": "permission_denied",  # (a rename could replace it: not allowed)
+        "list unsearchable dir": "permission_denied",
+        "list a page of it": "permission_denied",
     }
+    (root / "unsearchable").chmod(0o755)
     assert (root / "shared.txt").read_text() == "readable, not writable\n"
     assert (root / "mine" / "read-only.txt").read_text() == "mine, not to change\n"
-    assert sorted(os.listdir(root)) == ["locked", "mine", "secret.txt", "shared.txt"]
+    assert sorted(os.listdir(root)) == [
+        "locked",
+        "mine",
+        "secret.txt",
+        "shared.txt",
+        "unsearchable",
+    ]
     assert os.listdir(root / "mine") == ["read-only.txt"]
     assert os.listdir(root / "locked") == []
 
@@ -185,6 +197,8 @@ async def _attempts(root: Path, state: Path) -> dict[str, str | None]:
         ("write shared", lambda: ctx.fs.write("shared.txt", "overwritten\n")),
         ("create in locked dir", lambda: ctx.fs.write("locked/new.txt", "x\n")),
         ("edit own read-only", lambda: _read_then_edit(ctx, "mine/read-only.txt")),
+        ("list unsearchable dir", lambda: ctx.fs.list("unsearchable")),
+        ("list a page of it", lambda: ctx.fs.list_page("unsearchable", first=1, count=10)),
     ):
         try:
             await attempt()

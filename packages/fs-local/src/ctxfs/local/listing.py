@@ -148,7 +148,13 @@ def _listed(root: RootDirectory, path: str) -> int:
 
 
 def details(root: RootDirectory, entries: list[Stat]) -> list[Stat]:
-    """*entries* with their size and time (``lstat``); those gone since are left out."""
+    """*entries* with their size and time (``lstat``); those gone since are left out.
+
+    Raises:
+        PermissionDenied: A directory may be read but not searched (no ``x``): its entries'
+            details cannot be had, as :func:`list_entries` says.
+
+    """
     directories: dict[str, int] = {}
     detailed = []
     try:
@@ -157,8 +163,9 @@ def details(root: RootDirectory, entries: list[Stat]) -> list[Stat]:
             try:
                 if parent not in directories:
                     directories[parent] = root.open(parent, DIR_FLAGS)
-                info = os.stat(name, dir_fd=directories[parent], follow_symlinks=False)
-            except (NotFound, FileNotFoundError):
+                with translated(parent):
+                    info = os.stat(name, dir_fd=directories[parent], follow_symlinks=False)
+            except NotFound:
                 continue  # removed since the listing
             detailed.append(stat_of(entry.path, info))
     finally:
