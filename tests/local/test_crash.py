@@ -265,3 +265,44 @@ def test_searches_of_hidden_names_never_show_a_temp(tmp_path: Path, engine: str)
         "sub/a.txt\n(1 file matches)",
         "sub/a.txt:1: needle\n(1 match in 1 file searched)",
     )
+
+
+def test_directories_made_for_a_change_are_durable_in_their_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a crash after the call returns must not lose a new directory, nor so what is in it:
+    # the directory each new entry was made in is fsync-ed, one level after the other
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "f.txt").write_bytes(b"f\n")
+    synced: list[int] = []  # the inodes fsync-ed
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+    def inodes(*directories: str) -> set[int]:
+        return {(root / directory).stat().st_ino for directory in directories}
+
+    async def changes() -> list[set[int]]:
+        backend = LocalBackend(root, state_dir=tmp_path / "state")
+        async with Fs(backend, load_entrypoints=False) as fs:
+            ctx, steps = fs.context(owner="a"), []
+            await ctx.fs.read("f.txt")
+            for change in (
+                lambda: ctx.fs.write("n1/n2/new.txt", "new\n"),
+                lambda: ctx.fs.mkdir("m1/m2"),
+                lambda: ctx.fs.move("f.txt", "p1/p2/f.txt"),
+            ):
+                synced.clear()
+                await change()
+                steps.append(set(synced))
+            return steps
+
+    written, made, moved = anyio.run(changes)
+    assert inodes("", "n1", "n1/n2") <= written
+    assert inodes("", "m1") <= made
+    assert inodes("", "p1", "p1/p2") <= moved

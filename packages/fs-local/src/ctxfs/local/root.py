@@ -379,9 +379,10 @@ class RootDirectory:
     ) -> int:
         """Open directory *path*; with *create*, make missing levels one at a time.
 
-        Each is made and opened (``O_NOFOLLOW``) at its parent's descriptor, and added to
-        *made* with that descriptor, which the caller then closes. *path* (or *entry*, a path
-        in it) must lead where core judged it to be: none is made, and nothing opened, else.
+        Each is made and opened (``O_NOFOLLOW``) at its parent's descriptor, whose new entry
+        is ``fsync``-ed, and added to *made* with that descriptor, which the caller then
+        closes. *path* (or *entry*, a path in it) must lead where core judged it to be: none
+        is made, and nothing opened, else.
         """
         try:
             return self._holding(self.open(path, DIR_FLAGS), entry)
@@ -416,6 +417,7 @@ class RootDirectory:
                         if made is not None:
                             made.append((fd, name))
                             kept = True
+                        os.fsync(fd)  # (its new entry, durable before anything goes in it)
                     child = os.open(name, DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
                 if not kept:
                     os.close(fd)
