@@ -14,6 +14,7 @@ import re
 import socket
 import stat
 import struct
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from ctxfs.core import (
 from ctxfs.core.kit import MAX_PATH_BYTES
 from ctxfs.core.policies import CheckOuts, LeaseBook
 from ctxfs.local import TEMP_PREFIX, LocalBackend
+from ctxfs.local.listing import ORPHAN_SECONDS
 from ctxfs.local.resolve import Resolver
 from tests.local.conftest import SECRET, Layout, MakeFs
 
@@ -553,6 +555,8 @@ async def test_55_a_lock_file_replaced_by_a_symlink_is_refused(
 async def test_56_orphaned_temps_are_hidden_and_reaped(ctx: Context, layout: Layout) -> None:
     orphan = layout.root / "sub" / f"{TEMP_PREFIX}99999999.deadbeefdeadbeef"
     orphan.write_bytes(b"half a write")
+    abandoned = time.time() - 2 * ORPHAN_SECONDS  # (its writer is gone, and long since)
+    os.utime(orphan, (abandoned, abandoned))
     # names under the prefix that no writer made are someone else's: hidden, never removed
     others = [layout.root / "sub" / f"{TEMP_PREFIX}{name}" for name in ("notes", "1.backup")]
     for other in others:

@@ -24,6 +24,7 @@ import pytest
 
 from ctxfs.core import Fs
 from ctxfs.local import TEMP_PREFIX, LocalBackend
+from ctxfs.local.listing import ORPHAN_SECONDS
 from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset
 from tests.tools.conftest import skip_without_ripgrep
@@ -134,6 +135,10 @@ def test_kill_9_never_tears_a_file(workspace: tuple[Path, Path, subprocess.Popen
         moved = [root / "moving" / side / "file.txt" for side in "ab"]
         assert [path.read_bytes() for path in moved if path.exists()] == [MOVED], "never lost"
 
+    abandoned = time.time() - 2 * ORPHAN_SECONDS  # (the writers killed, and long since)
+    for temp in root.rglob(f"{TEMP_PREFIX}*"):
+        os.utime(temp, (abandoned, abandoned))
+
     async def afterwards() -> None:
         fs = Fs(LocalBackend(root, state_dir=state), load_entrypoints=False, lock_timeout=2.0)
         ctx = fs.context(owner="survivor")
@@ -209,12 +214,35 @@ def test_temps_of_live_writers_are_kept_and_old_ones_reaped(tmp_path: Path) -> N
     assert not old.exists()
 
 
+def test_a_fresh_temp_of_a_writer_this_host_cannot_see_is_kept(tmp_path: Path) -> None:
+    # its process id names no process here: it may live in another PID namespace (a second
+    # container on the volume), writing on; a listing here must not take its file from it
+    root = tmp_path / "root"
+    root.mkdir()
+    writer = 99999999  # beyond any process id here (pid_max is at most 2**22)
+    unseen = root / f"{TEMP_PREFIX}{writer}.{'ca' * 8}"
+    abandoned = root / f"{TEMP_PREFIX}{writer}.{'be' * 8}"
+    for temp in (unseen, abandoned):
+        temp.write_bytes(b"in progress")
+    long_ago = time.time() - 2 * ORPHAN_SECONDS
+    os.utime(abandoned, (long_ago, long_ago))
+
+    async def listing() -> list[str]:
+        async with LocalBackend(root, state_dir=tmp_path / "state", temp_max_age=1e9) as backend:
+            return [entry.name for entry in await backend.list("")]
+
+    assert anyio.run(listing) == []
+    assert unseen.exists()
+    assert not abandoned.exists()
+
+
 def test_list_dir_reaps_temps_and_keeps_no_listing_that_holds_one(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
     (root / "sub" / "a.txt").write_bytes(b"alpha\n")
     dead = root / "sub" / f"{TEMP_PREFIX}99999999.{'de' * 8}"  # beyond any process id
     live = root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.{'ca' * 8}"
+    abandoned = time.time() - 2 * ORPHAN_SECONDS
 
     def settled() -> None:  # a listing of the directory may be kept while it is unchanged
         os.utime(root / "sub", (time.time() - 3600, time.time() - 3600))
@@ -229,6 +257,7 @@ def test_list_dir_reaps_temps_and_keeps_no_listing_that_holds_one(tmp_path: Path
                 shown.append([entry["name"] for entry in listed.structured["entries"]])
 
             dead.write_bytes(b"half a write")
+            os.utime(dead, (abandoned, abandoned))
             settled()
             await names()
             assert not dead.exists()

@@ -84,7 +84,8 @@ class LocalBackend(Backend):
         state_dir: Private directory for lock files, outside the root (default:
             ``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``).
         temp_max_age: Seconds after which a stray temporary file is reaped even if its writer
-            may still be alive.
+            may still be alive (one whose writer is gone: after
+            :data:`~ctxfs.local.listing.ORPHAN_SECONDS`, if sooner).
         inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event loop itself
             (microseconds on a local disk, where a worker thread costs hundreds). Turn off for a
             root on a network filesystem, whose reads can stall. A change of a file that size
