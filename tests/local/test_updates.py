@@ -6,11 +6,13 @@ import errno
 import os
 import struct
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from ctxfs.core import FilePatch, Hunk, InvalidArgument, PatchAction, Stale
+from ctxfs.core import FilePatch, Fs, Hunk, InvalidArgument, PatchAction, Stale
+from ctxfs.core.sessions import MemorySessions
 from ctxfs.local import LocalBackend
 from tests.local.conftest import Layout, MakeFs
 
@@ -173,3 +175,59 @@ async def test_a_changed_program_loses_its_capabilities_as_it_loses_setuid(
     await ctx.fs.edit("run.sh", "hi", "hello")
     assert "security.capability" not in os.listxattr(target)
     assert target.stat().st_mode & 0o7777 == 0o755
+
+
+BIG = 16 << 20
+"""A file larger than the session memory below keeps (1 MiB)."""
+
+
+@pytest.mark.parametrize("change", ["delete", "move"])
+async def test_a_delete_or_move_of_a_file_too_large_to_keep_never_holds_its_content(
+    layout: Layout, change: str
+) -> None:
+    # they need its version alone: it is hashed as read, a chunk at a time
+    (layout.root / "big.log").write_bytes(b"a line of the log\n" * (BIG // 18))
+    backend = LocalBackend(layout.root, state_dir=layout.state)
+    sessions = MemorySessions(max_bytes_per_owner=1 << 20)
+    async with Fs(backend, load_entrypoints=False, sessions=sessions) as fs:
+        ctx = fs.context(owner="agent")
+        await ctx.fs.read("big.log", limit=1)
+        tracemalloc.start()
+        try:
+            if change == "delete":
+                await ctx.fs.delete("big.log")
+            else:
+                await ctx.fs.move("big.log", "old/big.log")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < BIG // 4  # (its content alone would be 4x that)
+    assert not (layout.root / "big.log").exists()
+    assert (layout.root / "old").exists() is (change == "move")
+
+
+async def test_a_file_read_for_its_version_alone_is_put_back_whole_from_the_open_file(
+    layout: Layout,
+) -> None:
+    # an undo (a change the observation store failed to record) needs the content after all
+    kept = b"a line of the log\n" * 1000
+    replaced = b"the file the move replaced\n" * 1000
+    for name, data in (("gone.log", kept), ("moved.log", kept), ("there.log", replaced)):
+        (layout.root / name).write_bytes(data)
+    async with LocalBackend(layout.root, state_dir=layout.state) as backend:
+        async with backend.open_update("gone.log", content_max=0) as update:
+            assert update.current is not None
+            assert not update.current.whole  # its version and size alone
+            await update.delete()
+            assert not (layout.root / "gone.log").exists()
+            await update.undo(None)
+        async with (
+            backend.open_update("moved.log", content_max=0) as here,
+            backend.open_update("there.log", content_max=0) as there,
+        ):
+            written = await here.move(there)
+            assert (layout.root / "there.log").read_bytes() == kept
+            await here.undo_move(written)
+    assert (layout.root / "gone.log").read_bytes() == kept
+    assert (layout.root / "moved.log").read_bytes() == kept
+    assert (layout.root / "there.log").read_bytes() == replaced

@@ -226,15 +226,25 @@ class LocalBackend(Backend):
 
     @asynccontextmanager
     async def _open_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
-        """Read the file under its CAS lock and keep the lock until the update is done."""
+        """Read the file under its CAS lock and keep the lock until the update is done.
+
+        A file over ``request.content_max`` is hashed, not kept in memory, and held open.
+        """
+        held = reads.HeldFile()
         async with self._cas_locked(path):
-            opened = partial(reads.open_entry, self.root_dir, path, request.max_size)
-            found = await self._open_and_read(opened, partial(reads.read_entry, path))
-            current, seen = (None, Seen(None)) if found is None else found
-            device = seen.directory_device  # (where the new file is written)
-            in_memory = device is not None and device == self._memory_device
-            inline_max = INLINE_READ_MAX if self.inline_reads and in_memory else -1
-            yield LockedUpdate(self, self.root_dir, path, current, seen, inline_max=inline_max)
+            try:
+                opened = partial(reads.open_entry, self.root_dir, path, request.max_size)
+                read = partial(reads.read_entry, path, content_max=request.content_max, held=held)
+                found = await self._open_and_read(opened, read)
+                current, seen = (None, Seen(None)) if found is None else found
+                device = seen.directory_device  # (where the new file is written)
+                in_memory = device is not None and device == self._memory_device
+                inline_max = INLINE_READ_MAX if self.inline_reads and in_memory else -1
+                yield LockedUpdate(
+                    self, self.root_dir, path, current, seen, inline_max=inline_max, held=held
+                )
+            finally:
+                held.close()
 
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         """Atomically replace or create a file, under the file's CAS lock."""
