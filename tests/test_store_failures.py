@@ -35,6 +35,7 @@ from ctxfs.core.memory import MemoryBackend
 from ctxfs.core.observations import ObservationStore, RedisObservations, SqliteObservations
 from ctxfs.core.outcomes import Operation
 from ctxfs.core.policies import AuditLedger
+from ctxfs.core.sessions import MemorySessions
 from ctxfs.core.testing import FaultyObservations
 from ctxfs.core.versions import Version
 from ctxfs.local import LocalBackend
@@ -719,6 +720,35 @@ async def test_fs_local_puts_a_file_back_with_its_mode_and_a_moved_one_by_its_in
     assert secret.read_bytes() == b"KEY=1\n"
     assert secret.stat().st_mode & 0o777 == 0o600
     assert notes.stat().st_ino == inode
+
+
+async def test_fs_local_puts_back_a_file_too_large_to_keep_from_the_file_it_held_open(
+    tmp_path: Path,
+) -> None:
+    # a delete or move reads such a file for its version alone: an undo takes the content from
+    # the file read (unlinked, or replaced by the move), still open
+    failures = Failures()
+    (tmp_path / "root").mkdir()
+    log, old, new = (tmp_path / "root" / name for name in ("log.txt", "old.txt", "new.txt"))
+    for path, line in ((log, b"log\n"), (old, b"old\n"), (new, b"new\n")):
+        path.write_bytes(line * 10_000)
+    log.chmod(0o640)
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    sessions = MemorySessions(max_bytes_per_owner=1024)
+    plugins = [Committed(failures)]
+    async with Fs(backend, load_entrypoints=False, plugins=plugins, sessions=sessions) as fs:
+        ctx = fs.context(owner="agent")
+        for name in ("log.txt", "old.txt", "new.txt"):
+            await ctx.fs.read(name, limit=1)
+        failures.queued.append(Unavailable("the observer failed"))
+        with pytest.raises(Unavailable, match="nothing changed"):
+            await ctx.fs.delete("log.txt")
+        failures.queued.append(Unavailable("the observer failed"))
+        with pytest.raises(Unavailable, match="nothing changed"):
+            await ctx.fs.move("new.txt", "old.txt", overwrite=True)
+    assert log.read_bytes() == b"log\n" * 10_000
+    assert log.stat().st_mode & 0o777 == 0o640
+    assert (old.read_bytes(), new.read_bytes()) == (b"old\n" * 10_000, b"new\n" * 10_000)
 
 
 async def test_the_ledger_of_a_patch_undone_records_nothing_stored(tmp_path: Path) -> None:

@@ -11,7 +11,17 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from ctxfs.core import ABSENT, ContextFs, FilePatch, Fs, Hunk, PatchAction, Unavailable
+from ctxfs.core import (
+    ABSENT,
+    BackendError,
+    ContextFs,
+    FilePatch,
+    Fs,
+    Hunk,
+    NotFound,
+    PatchAction,
+    Unavailable,
+)
 from ctxfs.core.kit import (
     NO_PERMISSIONS,
     Blob,
@@ -115,3 +125,28 @@ async def test_an_undone_delete_puts_the_file_back_with_its_permissions(
     assert "run.sh" not in backend.permissions
     await agent.undo()
     assert backend.permissions["run.sh"] == RUN
+
+
+async def test_an_update_without_the_content_read_puts_nothing_back_in_its_place() -> None:
+    # a store may leave a large file's content out (content_max); the routine never puts
+    # back, nor copies, the empty data it then holds
+    backend = MemoryBackend()
+    await backend.write("a.txt", b"alpha\n", expect=ABSENT)
+    await backend.write("b.txt", b"bravo\n", expect=ABSENT)
+    for path in ("a.txt", "b.txt"):
+        read = await backend.read(path)
+        versioned = Blob(data=b"", version=read.version, size=read.size)
+        update = ConditionalUpdate(backend, path, versioned)
+        if path == "a.txt":
+            await update.delete()
+            with pytest.raises(BackendError, match="was not read"):
+                await update.undo(None)
+            with pytest.raises(NotFound):
+                await backend.read(path)
+        else:
+            async with backend.open_update("c.txt") as destination:
+                with pytest.raises(BackendError, match="was not read"):
+                    await update.move(destination)
+            assert (await backend.read(path)).data == b"bravo\n"
+            with pytest.raises(NotFound):
+                await backend.read("c.txt")

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import re
 import socket
 import stat
 import struct
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +32,13 @@ from ctxfs.core import (
     LineSearch,
     MemoryBackend,
     NotARegularFile,
+    Unavailable,
 )
+from ctxfs.core.kit import MAX_PATH_BYTES
 from ctxfs.core.policies import CheckOuts, LeaseBook
 from ctxfs.local import TEMP_PREFIX, LocalBackend
+from ctxfs.local.listing import ORPHAN_SECONDS
+from ctxfs.local.resolve import Resolver
 from tests.local.conftest import SECRET, Layout, MakeFs
 
 pytestmark = pytest.mark.anyio
@@ -248,6 +254,36 @@ async def test_28_a_link_loop_is_refused_with_a_hint_to_avoid_it(
     with pytest.raises(InvalidPath) as caught:
         await ctx.fs.read("loopa")
     assert caught.value.hint == "Use a path that reaches the file without these links."
+
+
+class CountingResolver(Resolver):
+    """The backend's own resolver, counting the opens it is asked for."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver, self.name, self.opens = resolver, resolver.name, 0
+
+    def open(self, root_fd: int, path: str, flags: int, *, follow_symlinks: bool) -> int:
+        self.opens += 1
+        return self.resolver.open(root_fd, path, flags, follow_symlinks=follow_symlinks)
+
+
+@pytest.mark.parametrize("parts", [1, 100, 400])
+async def test_a_link_that_lengthens_itself_is_refused_in_a_few_opens(
+    make_fs: MakeFs, layout: Layout, parts: int
+) -> None:
+    # a -> a/a/.../a: every expansion is longer; locating a/x.txt (inline, on the event
+    # loop) must not follow it 40 times trying each start of an ever longer path
+    os.symlink("/".join(["a"] * parts), layout.root / "a")
+    fs = make_fs()
+    backend = fs.backend
+    assert isinstance(backend, LocalBackend)
+    counting = backend.root_dir.resolver = CountingResolver(backend.root_dir.resolver)
+    for attempt in (fs.context(owner="agent").fs.read, fs.context(owner="agent").fs.stat):
+        with pytest.raises(InvalidPath) as caught:
+            await attempt("a/x.txt")
+        assert caught.value.hint == "Use a path that reaches the file without these links."
+    most = 40 * (math.ceil(math.log2(MAX_PATH_BYTES)) + 2)  # hops, each halving <= 4 KB
+    assert counting.opens <= 2 * most
 
 
 async def test_a_path_too_long_for_the_kernel_is_refused_with_a_hint(
@@ -519,6 +555,8 @@ async def test_55_a_lock_file_replaced_by_a_symlink_is_refused(
 async def test_56_orphaned_temps_are_hidden_and_reaped(ctx: Context, layout: Layout) -> None:
     orphan = layout.root / "sub" / f"{TEMP_PREFIX}99999999.deadbeefdeadbeef"
     orphan.write_bytes(b"half a write")
+    abandoned = time.time() - 2 * ORPHAN_SECONDS  # (its writer is gone, and long since)
+    os.utime(orphan, (abandoned, abandoned))
     # names under the prefix that no writer made are someone else's: hidden, never removed
     others = [layout.root / "sub" / f"{TEMP_PREFIX}{name}" for name in ("notes", "1.backup")]
     for other in others:
@@ -602,3 +640,31 @@ async def test_a_lease_holds_for_every_spelling_of_the_leased_file(layout: Layou
                 await bob.fs.edit(spelling, "a=1", "a=2")
             assert refused.value.code is ErrorCode.CHECKED_OUT, spelling
     assert (layout.root / "config" / "app.ini").read_text() == "a=1\n"
+
+
+async def test_a_closed_workspace_is_unavailable_never_what_its_descriptor_number_names_now(
+    layout: Layout, resolver: str
+) -> None:
+    backend = LocalBackend(layout.root, resolver=resolver, state_dir=layout.state)
+    fs = Fs(backend, load_entrypoints=False)
+    ctx = fs.context(owner="agent")
+    await ctx.fs.read("a.txt")
+    number = backend.root_fd
+    await fs.aclose()
+    elsewhere = os.open(layout.base / "R-evil", os.O_RDONLY | os.O_DIRECTORY)
+    if elsewhere != number:  # the freed number now names a directory outside the root
+        os.dup2(elsewhere, number)
+        os.close(elsewhere)
+    try:
+        for attempt in (
+            lambda: ctx.fs.read("x"),
+            lambda: ctx.fs.write("planted.txt", "planted\n"),
+            lambda: ctx.fs.list(""),
+            lambda: ctx.fs.stat("x"),
+            lambda: ctx.fs.mkdir("made"),
+        ):
+            with pytest.raises(Unavailable, match="was closed"):
+                await attempt()
+    finally:
+        os.close(number)
+    assert sorted(os.listdir(layout.base / "R-evil")) == ["x"]

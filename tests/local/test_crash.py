@@ -24,6 +24,7 @@ import pytest
 
 from ctxfs.core import Fs
 from ctxfs.local import TEMP_PREFIX, LocalBackend
+from ctxfs.local.listing import ORPHAN_SECONDS
 from ctxfs.local.ripgrep import find_ripgrep
 from ctxfs.tools import FsToolset
 from tests.tools.conftest import skip_without_ripgrep
@@ -134,6 +135,10 @@ def test_kill_9_never_tears_a_file(workspace: tuple[Path, Path, subprocess.Popen
         moved = [root / "moving" / side / "file.txt" for side in "ab"]
         assert [path.read_bytes() for path in moved if path.exists()] == [MOVED], "never lost"
 
+    abandoned = time.time() - 2 * ORPHAN_SECONDS  # (the writers killed, and long since)
+    for temp in root.rglob(f"{TEMP_PREFIX}*"):
+        os.utime(temp, (abandoned, abandoned))
+
     async def afterwards() -> None:
         fs = Fs(LocalBackend(root, state_dir=state), load_entrypoints=False, lock_timeout=2.0)
         ctx = fs.context(owner="survivor")
@@ -209,12 +214,35 @@ def test_temps_of_live_writers_are_kept_and_old_ones_reaped(tmp_path: Path) -> N
     assert not old.exists()
 
 
+def test_a_fresh_temp_of_a_writer_this_host_cannot_see_is_kept(tmp_path: Path) -> None:
+    # its process id names no process here: it may live in another PID namespace (a second
+    # container on the volume), writing on; a listing here must not take its file from it
+    root = tmp_path / "root"
+    root.mkdir()
+    writer = 99999999  # beyond any process id here (pid_max is at most 2**22)
+    unseen = root / f"{TEMP_PREFIX}{writer}.{'ca' * 8}"
+    abandoned = root / f"{TEMP_PREFIX}{writer}.{'be' * 8}"
+    for temp in (unseen, abandoned):
+        temp.write_bytes(b"in progress")
+    long_ago = time.time() - 2 * ORPHAN_SECONDS
+    os.utime(abandoned, (long_ago, long_ago))
+
+    async def listing() -> list[str]:
+        async with LocalBackend(root, state_dir=tmp_path / "state", temp_max_age=1e9) as backend:
+            return [entry.name for entry in await backend.list("")]
+
+    assert anyio.run(listing) == []
+    assert unseen.exists()
+    assert not abandoned.exists()
+
+
 def test_list_dir_reaps_temps_and_keeps_no_listing_that_holds_one(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
     (root / "sub" / "a.txt").write_bytes(b"alpha\n")
     dead = root / "sub" / f"{TEMP_PREFIX}99999999.{'de' * 8}"  # beyond any process id
     live = root / "sub" / f"{TEMP_PREFIX}{os.getpid()}.{'ca' * 8}"
+    abandoned = time.time() - 2 * ORPHAN_SECONDS
 
     def settled() -> None:  # a listing of the directory may be kept while it is unchanged
         os.utime(root / "sub", (time.time() - 3600, time.time() - 3600))
@@ -229,6 +257,7 @@ def test_list_dir_reaps_temps_and_keeps_no_listing_that_holds_one(tmp_path: Path
                 shown.append([entry["name"] for entry in listed.structured["entries"]])
 
             dead.write_bytes(b"half a write")
+            os.utime(dead, (abandoned, abandoned))
             settled()
             await names()
             assert not dead.exists()
@@ -265,3 +294,44 @@ def test_searches_of_hidden_names_never_show_a_temp(tmp_path: Path, engine: str)
         "sub/a.txt\n(1 file matches)",
         "sub/a.txt:1: needle\n(1 match in 1 file searched)",
     )
+
+
+def test_directories_made_for_a_change_are_durable_in_their_parents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a crash after the call returns must not lose a new directory, nor so what is in it:
+    # the directory each new entry was made in is fsync-ed, one level after the other
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "f.txt").write_bytes(b"f\n")
+    synced: list[int] = []  # the inodes fsync-ed
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+    def inodes(*directories: str) -> set[int]:
+        return {(root / directory).stat().st_ino for directory in directories}
+
+    async def changes() -> list[set[int]]:
+        backend = LocalBackend(root, state_dir=tmp_path / "state")
+        async with Fs(backend, load_entrypoints=False) as fs:
+            ctx, steps = fs.context(owner="a"), []
+            await ctx.fs.read("f.txt")
+            for change in (
+                lambda: ctx.fs.write("n1/n2/new.txt", "new\n"),
+                lambda: ctx.fs.mkdir("m1/m2"),
+                lambda: ctx.fs.move("f.txt", "p1/p2/f.txt"),
+            ):
+                synced.clear()
+                await change()
+                steps.append(set(synced))
+            return steps
+
+    written, made, moved = anyio.run(changes)
+    assert inodes("", "n1", "n1/n2") <= written
+    assert inodes("", "m1") <= made
+    assert inodes("", "p1", "p1/p2") <= moved

@@ -146,6 +146,9 @@ def test_permission_cases_as_an_unprivileged_user(world_readable_tmp: Path) -> N
     (root / "secret.txt").chmod(0o600)
     (root / "shared.txt").write_text("readable, not writable\n")
     (root / "locked").chmod(0o555)
+    (root / "unsearchable").mkdir()  # names may be listed, not looked up (no x)
+    (root / "unsearchable" / "f.txt").write_text("x\n")
+    (root / "unsearchable").chmod(0o444)
     (root / "mine").mkdir()  # the user's own directory, and in it its own read-only file
     (root / "mine" / "read-only.txt").write_text("mine, not to change\n")
     (root / "mine" / "read-only.txt").chmod(0o444)
@@ -167,10 +170,19 @@ def test_permission_cases_as_an_unprivileged_user(world_readable_tmp: Path) -> N
         "create in locked dir": "permission_denied",
         "read shared": None,
         "edit own read-only": "permission_denied",  # (a rename could replace it: not allowed)
+        "list unsearchable dir": "permission_denied",
+        "list a page of it": "permission_denied",
     }
+    (root / "unsearchable").chmod(0o755)
     assert (root / "shared.txt").read_text() == "readable, not writable\n"
     assert (root / "mine" / "read-only.txt").read_text() == "mine, not to change\n"
-    assert sorted(os.listdir(root)) == ["locked", "mine", "secret.txt", "shared.txt"]
+    assert sorted(os.listdir(root)) == [
+        "locked",
+        "mine",
+        "secret.txt",
+        "shared.txt",
+        "unsearchable",
+    ]
     assert os.listdir(root / "mine") == ["read-only.txt"]
     assert os.listdir(root / "locked") == []
 
@@ -185,6 +197,8 @@ async def _attempts(root: Path, state: Path) -> dict[str, str | None]:
         ("write shared", lambda: ctx.fs.write("shared.txt", "overwritten\n")),
         ("create in locked dir", lambda: ctx.fs.write("locked/new.txt", "x\n")),
         ("edit own read-only", lambda: _read_then_edit(ctx, "mine/read-only.txt")),
+        ("list unsearchable dir", lambda: ctx.fs.list("unsearchable")),
+        ("list a page of it", lambda: ctx.fs.list_page("unsearchable", first=1, count=10)),
     ):
         try:
             await attempt()
@@ -195,9 +209,9 @@ async def _attempts(root: Path, state: Path) -> dict[str, str | None]:
     return codes
 
 
-async def _read_then_edit(ctx: Context, path: str) -> None:
+async def _read_then_edit(ctx: Context, path: str, old: str = "not", new: str = "now") -> None:
     await ctx.fs.read(path)
-    await ctx.fs.edit(path, "not", "now")
+    await ctx.fs.edit(path, old, new)
 
 
 def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
@@ -212,6 +226,12 @@ def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
         anyio.run(_attempts, scratch / "root", scratch / "state")
     finally:
         shutil.rmtree(scratch)
+    codes: dict[str, str | None] = _in_child_as_nobody(lambda: anyio.run(_attempts, root, state))
+    return codes
+
+
+def _in_child_as_nobody(work: Callable[[], object], *, groups: tuple[int, ...] = ()) -> Any:
+    """What *work* returns (through JSON), run in a forked child as ``nobody`` (and *groups*)."""
     reader, writer = os.pipe()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork() beside threads
@@ -220,11 +240,10 @@ def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
         status = 1
         try:
             os.close(reader)
-            os.setgroups([])
+            os.setgroups(list(groups))
             os.setgid(NOBODY)
             os.setuid(NOBODY)
-            report = json.dumps(anyio.run(_attempts, root, state)).encode()
-            os.write(writer, report)
+            os.write(writer, json.dumps(work()).encode())
             status = 0
         except BaseException:
             os.write(writer, traceback.format_exc().encode())
@@ -235,7 +254,46 @@ def _as_nobody(root: Path, state: Path) -> dict[str, str | None]:
         data = pipe.read()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, data
-    codes: dict[str, str | None] = json.loads(data)
+    return json.loads(data)
+
+
+TEAM, STRANGERS = 2000, 3000
+
+
+def test_a_change_by_another_user_keeps_the_files_group_where_it_is_the_users(
+    world_readable_tmp: Path,
+) -> None:
+    # the new file is made in the writer's own group: a member of the file's gives it that
+    if os.geteuid() != 0:
+        pytest.skip("a user of two groups is made by root")
+    root, state = world_readable_tmp / "root", world_readable_tmp / "state"
+    for directory in (root, state):
+        directory.mkdir()
+        os.chown(directory, NOBODY, NOBODY)
+    for name, group in (("team.txt", TEAM), ("strangers.txt", STRANGERS)):
+        (root / name).write_text("one\n")
+        os.chown(root / name, NOBODY, group)
+        (root / name).chmod(0o660)
+    shutil.copytree(root, world_readable_tmp / "warm")  # edited here first: what it imports
+    anyio.run(_edit_files, world_readable_tmp / "warm", world_readable_tmp / "warm-state")
+    codes = _in_child_as_nobody(lambda: anyio.run(_edit_files, root, state), groups=(TEAM,))
+    assert codes == [None, None]  # a group not the user's is not kept, and that is no error
+    assert [(root / name).read_text() for name in ("team.txt", "strangers.txt")] == ["two\n"] * 2
+    assert (root / "team.txt").stat().st_gid == TEAM
+    assert (root / "strangers.txt").stat().st_gid == NOBODY
+
+
+async def _edit_files(root: Path, state: Path) -> list[str | None]:
+    """Read and edit team.txt and strangers.txt under *root*; the codes of the edits."""
+    codes: list[str | None] = []
+    async with Fs(LocalBackend(root, state_dir=state), load_entrypoints=False) as fs:
+        ctx = fs.context(owner="agent")
+        for name in ("team.txt", "strangers.txt"):
+            try:
+                await _read_then_edit(ctx, name, "one", "two")
+                codes.append(None)
+            except FsError as error:
+                codes.append(error.code.value)
     return codes
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxfs.core import Busy, Fs, InvalidArgument
+from ctxfs.core import Busy, Fs, InvalidArgument, Unavailable
 from ctxfs.local import LocalBackend, flocks
 
 pytestmark = pytest.mark.anyio
@@ -61,6 +61,27 @@ async def test_lock_files_live_in_the_private_state_dir(workspace: tuple[Path, P
     assert (state / "locks" / name).is_file(), "never unlinked"
     assert oct((state / "locks").stat().st_mode & 0o777) == "0o700"
     assert list(root.iterdir()) == []
+
+
+async def test_a_closed_backend_takes_no_lock_through_a_recycled_descriptor(
+    workspace: tuple[Path, Path], tmp_path: Path
+) -> None:
+    root, state = workspace
+    backend = LocalBackend(root, state_dir=state)
+    number = backend.locks.fd
+    await backend.aclose()
+    elsewhere = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    if elsewhere != number:  # the freed number now names another directory
+        os.dup2(elsewhere, number)
+        os.close(elsewhere)
+    try:
+        with pytest.raises(Unavailable, match="closed"):
+            async with backend.lock("a.txt", timeout=1):
+                pass  # pragma: no cover - never entered
+    finally:
+        os.close(number)
+    assert sorted(os.listdir(tmp_path)) == ["root", "state"]
+    await backend.aclose()  # (again: nothing more to close)
 
 
 async def test_a_cancelled_wait_leaves_nothing_acquired(workspace: tuple[Path, Path]) -> None:

@@ -362,7 +362,7 @@ class ContextFs(Browsing):
         """
         async with (
             reported(self._ctx, OpKind.DELETE, path, file=True) as report,
-            mutations.updating(self._ctx, report, max_size=None) as (update, _),
+            mutations.updating(self._ctx, report, max_size=None, content=False) as (update, _),
         ):
             await update.delete()
 

@@ -153,7 +153,13 @@ async def _move_file(
             )
 
     async with updating_all(
-        ctx, [leaving, arriving], max_size=None, refuse=refuse, authorized=True, record=record
+        ctx,
+        [leaving, arriving],
+        max_size=None,
+        content=False,
+        refuse=refuse,
+        authorized=True,
+        record=record,
     ) as opened:
         (here, _), (there, _) = opened
         if there.current is None:

@@ -46,10 +46,17 @@ Refusal: TypeAlias = Callable[[list["Update"]], Awaitable[None]]
 
 @asynccontextmanager
 async def updating(
-    ctx: Context, report: Report, *, decode: bool = False, max_size: int | Absent | None = ABSENT
+    ctx: Context,
+    report: Report,
+    *,
+    decode: bool = False,
+    max_size: int | Absent | None = ABSENT,
+    content: bool = True,
 ) -> AsyncIterator[Opened]:
     """:func:`updating_all` for one file."""
-    async with updating_all(ctx, [report], decode=decode, max_size=max_size) as [opened]:
+    async with updating_all(ctx, [report], decode=decode, max_size=max_size, content=content) as [
+        opened
+    ]:
         yield opened
 
 
@@ -60,6 +67,7 @@ async def updating_all(
     *,
     decode: bool = False,
     max_size: int | Absent | None = ABSENT,
+    content: bool = True,
     refuse: Refusal | None = None,
     authorized: bool = False,
     record: bool = True,
@@ -75,12 +83,15 @@ async def updating_all(
     *decode*, each existing file is decoded. *refuse* may raise on what the
     files hold, before the checkers vote (``ctxfs_check_version``). *max_size*
     bounds what is read (default: ``TextOptions.max_edit_bytes``; None: no
-    bound). The block stores the changes (:func:`store`); when it ends, each
-    is committed (``ctxfs_committed``) and, with *record*, the whole is a step
-    of the owner's session memory; or every one is undone. *then* runs,
-    shielded, after the commit and before the locks go (what it raises undoes
-    nothing). A ``stale`` refusal carries the diff since the owner's version
-    where it is kept.
+    bound). Without *content* (a change that needs the files' versions alone: a
+    delete, a move), a file larger than the session memory keeps may be opened
+    without its content (``content_max``: :attr:`Update.current`). The block
+    stores the changes (:func:`store`); when it ends, each is committed
+    (``ctxfs_committed``) and, with *record*, the whole is a step of the
+    owner's session memory; or every one is undone. *then* runs, shielded,
+    after the commit and before the locks go (what it raises undoes nothing).
+    A ``stale`` refusal carries the diff since the owner's version where it
+    is kept (and the file's content was read).
     """
     opened_fs = ctx.opened_fs
     for report in [] if authorized else reports:
@@ -101,6 +112,8 @@ async def updating_all(
             )
     if max_size is ABSENT:
         max_size = opened_fs.text_options.max_edit_bytes
+    memory = opened_fs.session_memory
+    content_max = None if content else 0 if memory is None else memory.store.largest_kept
     ordered = sorted(reports, key=lambda report: opened_fs.backend.lock_order(report.op.key))
     opened: dict[int, Opened] = {}
     async with AsyncExitStack() as stack:
@@ -109,7 +122,9 @@ async def updating_all(
                 await stack.enter_async_context(lock)
         for report in ordered:
             update = await stack.enter_async_context(
-                opened_fs.backend.open_update(report.op.path, max_size=max_size)
+                opened_fs.backend.open_update(
+                    report.op.path, max_size=max_size, content_max=content_max
+                )
             )
             current, document = update.current, None
             report.before = current.version if current is not None else None

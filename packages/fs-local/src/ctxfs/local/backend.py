@@ -84,7 +84,8 @@ class LocalBackend(Backend):
         state_dir: Private directory for lock files, outside the root (default:
             ``$CTXFS_STATE_DIR``, else ``$XDG_STATE_HOME/ctxfs``).
         temp_max_age: Seconds after which a stray temporary file is reaped even if its writer
-            may still be alive.
+            may still be alive (one whose writer is gone: after
+            :data:`~ctxfs.local.listing.ORPHAN_SECONDS`, if sooner).
         inline_reads: Read files of up to ``INLINE_READ_MAX`` bytes on the event loop itself
             (microseconds on a local disk, where a worker thread costs hundreds). Turn off for a
             root on a network filesystem, whose reads can stall. A change of a file that size
@@ -129,31 +130,31 @@ class LocalBackend(Backend):
             )
         self.root = Path(os.path.realpath(root))
         try:
-            self.root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as error:
             raise InvalidArgument(
                 f"cannot open workspace root {self.root}: {error.strerror}"
             ) from error
         self.temp_max_age = temp_max_age
         self.inline_reads = inline_reads
-        opened = os.fstat(self.root_fd)
+        opened = os.fstat(root_fd)
         device = opened.st_dev
-        self.root_identity = _root_identity(self.root_fd, opened)
+        self.root_identity = _root_identity(root_fd, opened)
         self._memory_device = device if writes.kept_in_memory(device) else None
         self.ripgrep = ripgrep
         self._names = DirectoryNames()
         self.answers = RecentAnswers()
         try:
             self.resolver = choose_resolver(
-                self.root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
+                root_fd, resolver or os.environ.get("CTXFS_LOCAL_RESOLVER", "auto")
             )
             self.locks = _lock_directory(self.root, state_dir)
         except BaseException:
-            os.close(self.root_fd)
+            os.close(root_fd)
             raise
         self.root_dir = RootDirectory(
             self.root,
-            self.root_fd,
+            root_fd,
             self.resolver,
             backend=self,
             follow_symlinks=follow_symlinks,
@@ -175,6 +176,11 @@ class LocalBackend(Backend):
 
     def __repr__(self) -> str:
         return f"LocalBackend({str(self.root)!r}, resolver={self.resolver.name!r})"
+
+    @property
+    def root_fd(self) -> int:
+        """The root's descriptor; ``unavailable`` once closed (:meth:`aclose`)."""
+        return self.root_dir.fd
 
     # -- the primitives ----------------------------------------------------------------------
 
@@ -220,15 +226,25 @@ class LocalBackend(Backend):
 
     @asynccontextmanager
     async def _open_update(self, path: str, request: ReadRequest) -> AsyncIterator[Update]:
-        """Read the file under its CAS lock and keep the lock until the update is done."""
+        """Read the file under its CAS lock and keep the lock until the update is done.
+
+        A file over ``request.content_max`` is hashed, not kept in memory, and held open.
+        """
+        held = reads.HeldFile()
         async with self._cas_locked(path):
-            opened = partial(reads.open_entry, self.root_dir, path, request.max_size)
-            found = await self._open_and_read(opened, partial(reads.read_entry, path))
-            current, seen = (None, Seen(None)) if found is None else found
-            device = seen.directory_device  # (where the new file is written)
-            in_memory = device is not None and device == self._memory_device
-            inline_max = INLINE_READ_MAX if self.inline_reads and in_memory else -1
-            yield LockedUpdate(self, self.root_dir, path, current, seen, inline_max=inline_max)
+            try:
+                opened = partial(reads.open_entry, self.root_dir, path, request.max_size)
+                read = partial(reads.read_entry, path, content_max=request.content_max, held=held)
+                found = await self._open_and_read(opened, read)
+                current, seen = (None, Seen(None)) if found is None else found
+                device = seen.directory_device  # (where the new file is written)
+                in_memory = device is not None and device == self._memory_device
+                inline_max = INLINE_READ_MAX if self.inline_reads and in_memory else -1
+                yield LockedUpdate(
+                    self, self.root_dir, path, current, seen, inline_max=inline_max, held=held
+                )
+            finally:
+                held.close()
 
     async def _write(self, path: str, data: bytes, expect: Expect) -> Version:
         """Atomically replace or create a file, under the file's CAS lock."""
@@ -401,9 +417,9 @@ class LocalBackend(Backend):
         return f"{self.locks.file_name('mutation', key)}\0{key}"
 
     async def aclose(self) -> None:
-        """Close the root and lock-directory descriptors."""
+        """Close the root and lock-directory descriptors; every later call is ``unavailable``."""
         with contextlib.suppress(OSError):
-            os.close(self.root_fd)
+            self.root_dir.close()
         with contextlib.suppress(OSError):
             self.locks.close()
 

@@ -63,6 +63,8 @@ class LockDirectory:
                 f"the lock directory {locks} must be owned by this user and writable only by it"
             )
         self._identity = (info.st_dev, info.st_ino)
+        self._locks = locks
+        self._closed = False
 
     def file_name(self, kind: str, key: str) -> str:
         """The lock file holding *key*'s lock of *kind* (``"mutation"`` or ``"cas"``)."""
@@ -105,6 +107,12 @@ class LockDirectory:
             _leave(where, key)
 
     def _open(self, name: str) -> int:
+        if self._closed:  # (its descriptor's number may be another file's now)
+            raise Unavailable(
+                f"the lock directory {self._locks} was closed with its workspace",
+                retryable=False,
+                hint="The workspace was closed; open it again to go on.",
+            )
         fd = os.open(
             name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd
         )
@@ -117,8 +125,13 @@ class LockDirectory:
         return fd
 
     def close(self) -> None:
-        """Close the directory (held locks are released as their holders leave)."""
-        os.close(self.fd)
+        """Close the directory (held locks are released as their holders leave); once only.
+
+        A lock asked for after is ``unavailable``.
+        """
+        if not self._closed:
+            self._closed = True
+            os.close(self.fd)
 
 
 @dataclass

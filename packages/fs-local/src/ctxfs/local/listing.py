@@ -23,10 +23,23 @@ from ctxfs.core import FileKind, Listing, NotADirectory, NotFound, Stat, join_pa
 from ctxfs.local.oserrors import translated
 from ctxfs.local.root import DIR_FLAGS, TEMP_PREFIX, RootDirectory, stat_of
 
-__all__ = ["SETTLE_SECONDS", "DirectoryNames", "details", "kind_of", "list_entries", "list_names"]
+__all__ = [
+    "ORPHAN_SECONDS",
+    "SETTLE_SECONDS",
+    "DirectoryNames",
+    "details",
+    "kind_of",
+    "list_entries",
+    "list_names",
+]
 
 SETTLE_SECONDS: Final = 2
 """A directory modified more recently than this is listed again each time."""
+ORPHAN_SECONDS: Final = 600.0
+"""How long a temporary file whose writer's process id names no process here is kept.
+
+That id may be of another PID namespace (a container sharing the volume), or of another host
+(a network file system), where the writer lives on: its file is written to within this time."""
 _TEMP_NAME: Final = re.compile(re.escape(TEMP_PREFIX) + r"(\d+)\.[0-9a-f]{16}")
 """The name of a temporary file a writer made: its process id, 8 random bytes in hex."""
 
@@ -148,7 +161,13 @@ def _listed(root: RootDirectory, path: str) -> int:
 
 
 def details(root: RootDirectory, entries: list[Stat]) -> list[Stat]:
-    """*entries* with their size and time (``lstat``); those gone since are left out."""
+    """*entries* with their size and time (``lstat``); those gone since are left out.
+
+    Raises:
+        PermissionDenied: A directory may be read but not searched (no ``x``): its entries'
+            details cannot be had, as :func:`list_entries` says.
+
+    """
     directories: dict[str, int] = {}
     detailed = []
     try:
@@ -157,8 +176,9 @@ def details(root: RootDirectory, entries: list[Stat]) -> list[Stat]:
             try:
                 if parent not in directories:
                     directories[parent] = root.open(parent, DIR_FLAGS)
-                info = os.stat(name, dir_fd=directories[parent], follow_symlinks=False)
-            except (NotFound, FileNotFoundError):
+                with translated(parent):
+                    info = os.stat(name, dir_fd=directories[parent], follow_symlinks=False)
+            except NotFound:
                 continue  # removed since the listing
             detailed.append(stat_of(entry.path, info))
     finally:
@@ -168,7 +188,11 @@ def details(root: RootDirectory, entries: list[Stat]) -> list[Stat]:
 
 
 def _reap(dir_fd: int, name: str, max_age: float, info: os.stat_result | None = None) -> None:
-    """Remove temporary file *name* (*info*: its ``lstat``) if its writer is gone or it is old."""
+    """Remove temporary file *name* (*info*: its ``lstat``) once older than *max_age*.
+
+    One whose writer is gone (its process id names no process here) goes once older than
+    :data:`ORPHAN_SECONDS`, if that is sooner.
+    """
     if info is None:
         try:
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -178,7 +202,7 @@ def _reap(dir_fd: int, name: str, max_age: float, info: os.stat_result | None = 
     if ours is None:
         return  # (not a temporary file ctxfs made: someone else's)
     age = time.time() - info.st_mtime
-    if age > max_age or not _alive(int(ours[1])):
+    if age > max_age or (age > ORPHAN_SECONDS and not _alive(int(ours[1]))):
         with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=dir_fd)
 

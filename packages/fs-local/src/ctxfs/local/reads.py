@@ -23,6 +23,7 @@ from ctxfs.local.oserrors import translated
 from ctxfs.local.root import RootDirectory, Seen, identity
 
 __all__ = [
+    "HeldFile",
     "hash_fd",
     "open_and_read",
     "open_entry",
@@ -111,23 +112,69 @@ def _refuse_link(root: RootDirectory, dir_fd: int, name: str, path: str) -> None
     raise root.symlink_refusal(dir_fd, name, path)
 
 
+class HeldFile:
+    """The file an update read for its version alone, kept open to give its content if asked."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+
+    def content(self, path: str, read: Blob) -> bytes:
+        """The whole content of the file as *read*, at its version still (its inode, even unlinked).
+
+        Raises:
+            Stale: Someone changed the file in place since (through another descriptor).
+
+        """
+        assert self.fd is not None
+        with translated(path):
+            os.lseek(self.fd, 0, os.SEEK_SET)
+            data = _read_all(self.fd, read.size)
+        if len(data) != read.size or content_version(data) != read.version:
+            raise Stale(f"{path} changed in place since it was read; it is not put back", path=path)
+        return data
+
+    def close(self) -> None:
+        """Close the file, if it was kept."""
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 def read_entry(
-    path: str, fd: int, info: os.stat_result, directory_device: int
+    path: str,
+    fd: int,
+    info: os.stat_result,
+    directory_device: int,
+    *,
+    content_max: int | None = None,
+    held: HeldFile | None = None,
 ) -> tuple[Blob, Seen]:
     """Read the whole file open at *fd* (*info*: its fstat at open), then close it.
 
-    ``Stale`` unless its identity is unchanged and it holds as many bytes as were read (a writer
-    meanwhile would leave a mix of two states).
+    A file of more than *content_max* bytes is hashed instead, its content left out of the
+    blob (``Blob.data`` empty); *fd* is then kept in *held*, not closed. ``Stale`` unless its
+    identity is unchanged and it holds as many bytes as were read (a writer meanwhile would
+    leave a mix of two states).
     """
+    kept = held is not None and content_max is not None and info.st_size > content_max
     try:
         with translated(path):
-            data = _read_all(fd, info.st_size)
+            if kept:
+                data = b""
+                version, size = _hash_counted(fd)
+            else:
+                data = _read_all(fd, info.st_size)
+                version, size = content_version(data), len(data)
             after = os.fstat(fd)
     finally:
-        os.close(fd)
-    if identity(after) != identity(info) or len(data) != after.st_size:
+        if kept:
+            assert held is not None
+            held.fd = fd
+        else:
+            os.close(fd)
+    if identity(after) != identity(info) or size != after.st_size:
         raise Stale(f"{path} changed while it was read; read it again", path=path)
-    blob = Blob(data=data, version=content_version(data), size=len(data))
+    blob = Blob(data=data, version=version, size=size)
     return blob, Seen(identity(after), info=after, directory_device=directory_device)
 
 
@@ -142,11 +189,16 @@ def _read_all(fd: int, size: int) -> bytes:
 
 def hash_fd(fd: int) -> Version:
     """The version of the content of open file *fd*."""
+    return _hash_counted(fd)[0]
+
+
+def _hash_counted(fd: int) -> tuple[Version, int]:
+    """The version of the content of open file *fd*, and its bytes counted."""
     hasher, offset = ContentHasher(), 0
     while chunk := os.pread(fd, DEFAULT_CHUNK_SIZE, offset):
         hasher.update(chunk)
         offset += len(chunk)
-    return hasher.version()
+    return hasher.version(), offset
 
 
 def read_at(fd: int, position: int, chunk_size: int, size: int) -> bytes | int:

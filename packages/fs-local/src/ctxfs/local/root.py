@@ -13,8 +13,8 @@ import errno
 import os
 import posixpath
 import stat
-from collections.abc import Iterator
-from dataclasses import KW_ONLY, dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -92,10 +92,10 @@ def stat_of(path: str, info: os.stat_result) -> Stat:
 
 @dataclass(eq=False)
 class RootDirectory:
-    """The directory *path*, open as *fd*, with the backend's link policies."""
+    """The directory *path*, open as *opened* (:attr:`fd`), with the backend's link policies."""
 
     path: Path
-    fd: int
+    opened: InitVar[int]
     resolver: Resolver
     _: KW_ONLY
     backend: object
@@ -105,8 +105,31 @@ class RootDirectory:
     read_hard_links: bool
     text: str = field(init=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, opened: int) -> None:
         self.text = str(self.path)
+        self._fd: int | None = opened
+
+    @property
+    def fd(self) -> int:
+        """The root's descriptor, while open.
+
+        Raises:
+            Unavailable: It was closed (:meth:`close`): its number may be another file's now.
+
+        """
+        if self._fd is None:
+            raise Unavailable(
+                f"the workspace {self.text} was closed",
+                retryable=False,
+                hint="The workspace was closed; open it again to go on.",
+            )
+        return self._fd
+
+    def close(self) -> None:
+        """Close the root's descriptor; every later use of it is ``unavailable``."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def open(self, path: str, flags: int) -> int:
         """Open *path* beneath the root with *flags*, where core judged it to be if it did.
@@ -246,48 +269,52 @@ class RootDirectory:
         that leads nowhere leads to where its target would be.
 
         Raises:
-            InvalidPath: That absolute path is longer than ``PATH_MAX`` holds.
+            InvalidPath: That absolute path is longer than ``PATH_MAX`` holds, or links
+                expand *path* beyond it (refused as a loop, ``ELOOP``).
 
         """
-        resolved = self._resolved(path.split("/") if path else [], hops=0)
+        resolved = self._resolved(path.split("/") if path else [], path, hops=0)
         assert resolved is not None  # (a path without "..": what does not open stays below)
         key = os.path.join(self.text, resolved) if resolved else self.text
         if len(os.fsencode(key)) > MAX_PATH_BYTES:  # (the kernel could not tell it back)
             raise translate(OSError(errno.ENAMETOOLONG, "File name too long"), path)
         return Location(resolved=resolved, key=key)
 
-    def _resolved(self, parts: list[str], *, hops: int) -> str | None:
-        """Where *parts* lead (see :meth:`locate`); None if what does not open leads out.
+    def _resolved(self, parts: list[str], path: str, *, hops: int) -> str | None:
+        """Where *parts* (*path*, links expanded) lead (see :meth:`locate`); None: out.
 
         The longest start that opens is resolved by the kernel (through links and ``..``);
         a link that leads nowhere is followed, its target resolved in turn; the rest is
-        joined on as spelled.
+        joined on as spelled. The work is bounded: a few opens per link followed (the
+        longest start is found by halving), at most :data:`_MOST_HOPS` links, none
+        expanding the path beyond ``PATH_MAX``.
+
+        Raises:
+            InvalidPath: The links expand *path* beyond ``PATH_MAX`` (as a loop: ``ELOOP``).
+
         """
-        for depth in range(len(parts), -1, -1):
-            try:
-                fd = self._open("/".join(parts[:depth]), os.O_PATH)
-            except (NotFound, NotADirectory, InvalidPath, PermissionDenied):
-                continue
-            try:
-                real = self.real(fd, "/".join(parts))
-                name = parts[depth] if depth < len(parts) else ".."
-                target = None if name in (".", "..") else _link_target(fd, name)
-            finally:
-                os.close(fd)
-            if target is not None and hops < _MOST_HOPS and self.follow_symlinks:
-                steps = [step for step in target.split("/") if step not in ("", ".")]
-                here = real.split("/") if real else []
-                beyond = self._resolved([*here, *steps, *parts[depth + 1 :]], hops=hops + 1)
-                if beyond is not None:
-                    return beyond
-            rest = "/".join(parts[depth:])
-            if ".." not in parts[depth:]:
-                return join_path(real, rest) if rest else real
-            joined = posixpath.normpath(join_path(real, rest))  # (real holds no link)
-            if joined == ".." or joined.startswith("../"):
-                return None
-            return "" if joined == "." else joined
-        raise AssertionError("unreachable: the root always opens")  # pragma: no cover
+        if hops and len(os.fsencode("/".join(parts))) > MAX_PATH_BYTES:
+            raise translate(OSError(errno.ELOOP, os.strerror(errno.ELOOP)), path)
+        depth, fd = _deepest_open(parts, lambda start: self._open(start, os.O_PATH))
+        try:
+            real = self.real(fd, "/".join(parts))
+            name = parts[depth] if depth < len(parts) else ".."
+            target = None if name in (".", "..") else _link_target(fd, name)
+        finally:
+            os.close(fd)
+        if target is not None and hops < _MOST_HOPS and self.follow_symlinks:
+            steps = [step for step in target.split("/") if step not in ("", ".")]
+            here = real.split("/") if real else []
+            further = self._resolved([*here, *steps, *parts[depth + 1 :]], path, hops=hops + 1)
+            if further is not None:
+                return further
+        rest = "/".join(parts[depth:])
+        if ".." not in parts[depth:]:
+            return join_path(real, rest) if rest else real
+        joined = posixpath.normpath(join_path(real, rest))  # (real holds no link)
+        if joined == ".." or joined.startswith("../"):
+            return None
+        return "" if joined == "." else joined
 
     def real(self, fd: int, path: str) -> str:
         """The root-relative path of what is open at *fd*, for *path* (what the kernel resolved).
@@ -353,9 +380,10 @@ class RootDirectory:
     ) -> int:
         """Open directory *path*; with *create*, make missing levels one at a time.
 
-        Each is made and opened (``O_NOFOLLOW``) at its parent's descriptor, and added to
-        *made* with that descriptor, which the caller then closes. *path* (or *entry*, a path
-        in it) must lead where core judged it to be: none is made, and nothing opened, else.
+        Each is made and opened (``O_NOFOLLOW``) at its parent's descriptor, whose new entry
+        is ``fsync``-ed, and added to *made* with that descriptor, which the caller then
+        closes. *path* (or *entry*, a path in it) must lead where core judged it to be: none
+        is made, and nothing opened, else.
         """
         try:
             return self._holding(self.open(path, DIR_FLAGS), entry)
@@ -390,6 +418,7 @@ class RootDirectory:
                         if made is not None:
                             made.append((fd, name))
                             kept = True
+                        os.fsync(fd)  # (its new entry, durable before anything goes in it)
                     child = os.open(name, DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
                 if not kept:
                     os.close(fd)
@@ -434,6 +463,36 @@ class RootDirectory:
 
 _MOST_HOPS: Final = 40
 """Links that lead nowhere :meth:`RootDirectory.locate` follows in turn, at most (as the kernel)."""
+
+
+def _deepest_open(parts: list[str], opened: Callable[[str], int]) -> tuple[int, int]:
+    """The longest start of *parts* that *opened* opens: its length, and its descriptor.
+
+    The whole first (it opens, mostly), then by halving: a start opens if a longer one
+    does (the kernel resolves left to right), so *n* parts cost at most ``log2(n) + 2``
+    opens.
+    """
+    deepest: tuple[int, int] | None = None
+    low, high = 0, len(parts)  # (the longest start that opens is in low..high)
+    tried = high
+    try:
+        while low <= high:
+            try:
+                fd = opened("/".join(parts[:tried]))
+            except (NotFound, NotADirectory, InvalidPath, PermissionDenied):
+                high = tried - 1
+            else:
+                if deepest is not None:
+                    os.close(deepest[1])
+                deepest, low = (tried, fd), tried + 1
+            tried = (low + high) // 2
+    except BaseException:
+        if deepest is not None:
+            os.close(deepest[1])
+        raise
+    if deepest is None:  # pragma: no cover
+        raise AssertionError("unreachable: the root always opens")
+    return deepest
 
 
 def _link_target(directory_fd: int, name: str) -> str | None:

@@ -9,6 +9,7 @@ from anyio.to_thread import run_sync
 
 from ctxfs.core.kit import ABSENT, Backend, Blob, Permissions, Update, Version
 from ctxfs.local import writes
+from ctxfs.local.reads import HeldFile
 from ctxfs.local.root import RootDirectory, Seen
 
 __all__ = ["LockedUpdate"]
@@ -20,7 +21,9 @@ class LockedUpdate(Update):
     Its first change checks only that the entry is still the one read (its
     identity, :class:`~ctxfs.local.root.Seen`); an undo, after it, checks the
     version this update left. A move is a rename. A first change of up to
-    *inline_max* bytes runs on the event loop (-1: none does).
+    *inline_max* bytes runs on the event loop (-1: none does). A file read for
+    its version alone is *held* open, its content read from there if needed
+    (an undo of its delete, or of a move over it).
     """
 
     def __init__(
@@ -32,11 +35,13 @@ class LockedUpdate(Update):
         seen: Seen,
         *,
         inline_max: int = -1,
+        held: HeldFile | None = None,
     ) -> None:
         super().__init__(backend, path, current)
         self.root = root
         self.seen = seen
         self.inline_max = inline_max
+        self.held = held
         self._as_read = True
         if seen.info is not None:
             owner = (seen.info.st_uid, seen.info.st_gid)
@@ -51,6 +56,12 @@ class LockedUpdate(Update):
             version = await run_sync(write, self.root, self.path, data, expect)
         self._as_read = False
         return version
+
+    async def _content(self) -> bytes:
+        held, current = self.held, self.current
+        if held is None or held.fd is None or current is None or current.whole:
+            return await super()._content()
+        return await run_sync(held.content, self.path, current)
 
     async def _remove(self, *, was: Version) -> None:
         expect = self.seen if self._as_read else was

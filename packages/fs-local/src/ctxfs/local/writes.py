@@ -1,10 +1,11 @@
 """Changes beneath a :class:`~ctxfs.local.root.RootDirectory`: atomic, durable, not via links.
 
-A write goes to a temporary file in the target's own directory (``O_EXCL | O_NOFOLLOW``), written in
-full, given the old mode, ``fsync``-ed and renamed over the target within that directory, whose
-entry is then ``fsync``-ed too. A precondition is a version (compared by hash), ``ABSENT``, or a
-:class:`Seen` entry (compared by identity, under the CAS lock held since the read). Each function
-blocks.
+A write goes to a temporary file in the target's own directory (``O_EXCL | O_NOFOLLOW``),
+written in full, given the old mode, group and extended attributes
+(:mod:`ctxfs.local.xattrs`), ``fsync``-ed and renamed over the target within that directory,
+whose entry is then ``fsync``-ed too. A precondition is a version (compared by hash),
+``ABSENT``, or a :class:`Seen` entry (compared by identity, under the CAS lock held since the
+read). Each function blocks.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ctxfs.core.kit import (
 from ctxfs.local.oserrors import translate, translated
 from ctxfs.local.reads import hash_fd
 from ctxfs.local.root import TEMP_PREFIX, RootDirectory, Seen, identity
+from ctxfs.local.xattrs import copy_xattrs
 
 __all__ = ["delete", "kept_in_memory", "mkdir", "move", "move_back", "move_directory", "write"]
 
@@ -60,9 +62,18 @@ def write(
     like: os.stat_result | None = None,
     permissions: Permissions = NO_PERMISSIONS,
 ) -> Version:
-    """Write *data* at *path* under *expect*, keeping its mode and owner (or *like*'s).
+    """Write *data* at *path* under *expect*, keeping its metadata (or *like*'s mode and owner).
 
-    *permissions* (the owner set by root only), where given, are what the file gets instead.
+    A file replaced keeps its mode, owner (where this process may give it: root), group (where
+    it may: root, or a member of the group) and extended attributes (its ACL, its ``user.``
+    attributes: :func:`~ctxfs.local.xattrs.copy_xattrs`); a file made anew (*like*: a file
+    put back), its mode, owner and group. *permissions*, where they give a mode, are what the
+    file gets instead (its owner and group given as above), and no extended attributes.
+
+    Raises:
+        PermissionDenied: The file's access control list cannot be kept (nothing changed:
+            the file would be open to whom it denies).
+
     """
     for _ in range(_DIRECTORY_RACES):
         try:
@@ -110,7 +121,8 @@ def _write_once(
         with translated(path, on_missing=root.gone):
             try:
                 model = current if current is not None else like
-                temp = _write_temp(dir_fd, data, model, permissions=permissions)
+                replaced = name if current is not None else None
+                temp = _write_temp(dir_fd, data, model, permissions=permissions, replaced=replaced)
             except FileNotFoundError:
                 if os.fstat(dir_fd).st_nlink == 0:
                     raise _DirectoryGone from None
@@ -281,18 +293,22 @@ def _write_temp(
     current: os.stat_result | None,
     *,
     permissions: Permissions,
+    replaced: str | None = None,
 ) -> str:
     """Write *data* to a fresh temporary file in *dir_fd*, durably; return its name.
 
     It gets the mode *permissions* gives, else *current*'s, else the default (less the umask);
-    as root, the owner *permissions* gives where it may be given (else it stays root's), else
-    *current*'s owner and group.
+    the owner and group *permissions* give, else *current*'s: as root, where they may be
+    given (else they stay root's); otherwise the group alone, where this user belongs to it.
+    Unless *permissions* give a mode, it also gets the extended attributes of the file
+    *replaced* (its name in *dir_fd*; *current*).
     """
     name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     mode, owner = permissions.mode, permissions.owner
     if mode is None and current is not None:
         mode = stat.S_IMODE(current.st_mode)
+    group = owner[1] if owner is not None else None if current is None else current.st_gid
     fd = os.open(name, flags, 0o600 if mode is not None else 0o666, dir_fd=dir_fd)
     try:
         view, written = memoryview(data), 0
@@ -304,6 +320,10 @@ def _write_temp(
             _give(fd, owner)
         elif os.geteuid() == 0 and current is not None:
             os.fchown(fd, current.st_uid, current.st_gid)
+        elif group is not None:  # another user: the group alone, where the user is in it
+            _give(fd, (-1, group))
+        if replaced is not None and permissions.mode is None:
+            _copy_xattrs_of(dir_fd, replaced, current, fd)
         os.fsync(fd)  # an error here fails the write: never retry-and-trust
     except BaseException:
         os.close(fd)
@@ -315,16 +335,31 @@ def _write_temp(
 
 
 def _give(fd: int, owner: tuple[int, int]) -> None:
-    """Give the file *fd* to *owner* (owner and group ids), where root may (else it stays root's).
+    """Give the file *fd* to *owner* (owner and group ids; -1 keeps one), where this process may.
 
     Root may not without the capability to, to an id its user namespace does not map, or
-    on a filesystem without owners.
+    on a filesystem without owners; another user may give only a group it belongs to. The
+    file stays as it is where it may not.
     """
     try:
         os.fchown(fd, *owner)
     except OSError as error:
         if error.errno not in (errno.EPERM, errno.EINVAL, errno.EOPNOTSUPP):
             raise
+
+
+def _copy_xattrs_of(dir_fd: int, name: str, info: os.stat_result | None, fd: int) -> None:
+    """Copy to *fd* the extended attributes of file *name* in *dir_fd*, if it is still *info*."""
+    try:
+        source = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return  # removed meanwhile: there is nothing to keep
+    try:
+        now = os.fstat(source)
+        if info is not None and (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
+            copy_xattrs(source, fd)
+    finally:
+        os.close(source)
 
 
 def _rename_noreplace(

@@ -26,6 +26,9 @@ class ReadRequest:
     """Read only this version of the file: any other is ``Stale``, never mixed bytes."""
     max_size: int | None = None
     """Refuse a file larger than this many bytes, before reading its content if possible."""
+    content_max: int | None = None
+    """For an update (:meth:`Backend.open_update`): a file larger than this many bytes may be
+    read for its version and size alone (None: read whole; see :class:`Update`)."""
 
     @property
     def whole(self) -> bool:

@@ -164,19 +164,19 @@ class Backend(AsyncResource):
         return await self._write(path, data, expect)
 
     def open_update(
-        self, path: str, *, max_size: int | None = None
+        self, path: str, *, max_size: int | None = None, content_max: int | None = None
     ) -> AbstractAsyncContextManager[Update]:
         """Read a file whole to change it: the read-compare-write of every ``ctx.fs`` mutation.
 
-        :attr:`Update.current` is the file as read (None: missing); the
-        update's changes succeed only while it is still so. A backend may hold
-        a lock for the context's lifetime.
+        :attr:`Update.current` is the file as read (None: missing; with *content_max*, a
+        larger file's content may be left out); the update's changes succeed only while it
+        is still so. A backend may hold a lock for the context's lifetime.
 
         Raises:
             IsADirectory, NotARegularFile, TooLarge: As for :meth:`read`.
 
         """
-        return _checked_update(self, _file_path(path), ReadRequest(max_size=max_size))
+        return _checked_update(self, _file_path(path), max_size, content_max)
 
     async def delete(self, path: str, *, expect: Version | None = None) -> None:
         """Delete a file, or an empty directory; with *expect*, only at that version.
@@ -493,8 +493,9 @@ async def _checked_stream(
 
 @asynccontextmanager
 async def _checked_update(
-    backend: Backend, path: str, request: ReadRequest
+    backend: Backend, path: str, max_size: int | None, content_max: int | None
 ) -> AsyncIterator[Update]:
+    request = ReadRequest(max_size=max_size, content_max=content_max)
     async with backend._open_update(path, request) as update:
         if update.current is not None:
             _checked(path, update.current, request)

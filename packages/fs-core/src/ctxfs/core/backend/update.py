@@ -53,7 +53,12 @@ class Update:
         self.path = path
         """The canonical path being updated."""
         self.current = current
-        """The whole file as it was read, or None when it did not exist."""
+        """The whole file as it was read, or None when it did not exist.
+
+        Opened with ``content_max`` (:meth:`Backend.open_update`), a store may leave out the
+        content of a larger file: its :attr:`Blob.data` is then empty (``current.whole`` is
+        False), its version and size are the file's. Such a store gives the content back
+        where a move's copy or an undo needs it (:meth:`_content`)."""
         self.moved_to: Update | None = None
         """The update of the destination :meth:`move` moved the file to, once it has."""
         self.permissions = NO_PERMISSIONS
@@ -173,7 +178,8 @@ class Update:
         file is left here, and else the copy is kept (``BackendError``): it may be the only one.
         """
         assert self.current is not None
-        version = await destination.write(self.current.data, permissions=self.permissions)
+        data = await self._content()
+        version = await destination.write(data, permissions=self.permissions)
         try:
             await self._remove(was=self.current.version)
         except BaseException as failure:
@@ -217,7 +223,26 @@ class Update:
             if written is not None:
                 await self._removed(was=written)
         else:
-            await self._put(self.current.data, was=written, permissions=self.permissions)
+            await self._put(await self._content(), was=written, permissions=self.permissions)
+
+    async def _content(self) -> bytes:
+        """The whole content read (:attr:`current`, which exists), for a move's copy or an undo.
+
+        A store that left it out of :attr:`current` gives it here (this default refuses, never
+        putting back what was not read).
+
+        Raises:
+            Stale: The content read is no longer at hand (the store's own refusal).
+            BackendError: It was left out, and this update cannot give it.
+
+        """
+        assert self.current is not None
+        if not self.current.whole:
+            raise BackendError(
+                f"the content of {self.path} was not read, and cannot be put back",
+                path=self.path,
+            )
+        return self.current.data
 
     async def _removed(self, *, was: Version) -> None:
         """:meth:`_remove`, done too where it fails unrefused and no file is left here."""

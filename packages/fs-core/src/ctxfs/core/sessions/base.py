@@ -273,9 +273,14 @@ class SessionStore(ABC):
         self._looked_at = -math.inf
         self._look_every = 0.0
 
+    @property
+    def largest_kept(self) -> int:
+        """The most bytes a content may hold to be kept: it is within both bounds."""
+        return min(self.max_bytes, self.max_bytes_per_owner)
+
     def fits(self, data: bytes) -> bool:
         """Whether *data* is within both bounds: a content larger than either is never kept."""
-        return len(data) <= min(self.max_bytes, self.max_bytes_per_owner)
+        return len(data) <= self.largest_kept
 
     async def active(self, owner: str) -> None:
         """Note that *owner* calls, and give up some of the owners idle too long if it is time.
