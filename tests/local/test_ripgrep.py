@@ -166,3 +166,22 @@ async def test_the_walk_and_ripgrep_leave_links_alike(tmp_path: Path) -> None:
             assert found.text.splitlines()[0] == "a.txt", (arguments, found.text)
             assert "skipped" not in found.text, (arguments, found.text)
             assert found.text.splitlines()[1].startswith("(1 file"), (arguments, found.text)
+
+
+async def test_a_ripgrep_that_cannot_start_here_leaves_the_search_to_the_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = find_ripgrep()
+    if engine is None:
+        skip_without_ripgrep()
+    # (a file it loads that this user may not open: a virtual environment of another user's)
+    monkeypatch.setattr(engine, "startup_files", (*engine.startup_files, str(tmp_path / "gone")))
+    monkeypatch.setattr("ctxfs.local.backend.find_ripgrep", lambda: engine)
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "a.txt").write_text("needle\n")
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    async with Fs(backend, load_entrypoints=False) as fs:
+        found = await FsToolset().execute(fs.context(owner="a"), "grep", {"pattern": "needle"})
+    assert found.error_code is None, found.text
+    assert found.text.startswith("a.txt:1: needle")
+    assert "ripgrep could not start" in caplog.text

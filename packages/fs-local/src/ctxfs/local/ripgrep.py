@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import logging
 import os
 import re
 import selectors
@@ -31,6 +32,8 @@ from ctxfs.core import FileLines, FileMatches, FileSearch, LineSearch, glob_matc
 from ctxfs.core.kit import IGNORE_FILES, RESERVED_PREFIX, listing_work
 from ctxfs.local.landlock import ReadOnlyBeneath, landlock_abi, start_confined
 from ctxfs.local.longlines import cut_lines
+
+log = logging.getLogger(__name__)
 
 __all__ = ["NOT_UTF8", "Ripgrep", "find_ripgrep", "names_beyond_ascii"]
 
@@ -293,9 +296,9 @@ class Ripgrep:
             process = await anyio.to_thread.run_sync(
                 self._start, root, beneath_fd, arguments, pass_fds, above
             )
-        except OSError as error:  # a pattern too long for a command line (128 KiB)
-            if error.errno != errno.E2BIG:
-                raise
+        except OSError as error:  # a pattern too long for a command line (128 KiB), or
+            if error.errno != errno.E2BIG:  # ripgrep cannot start here: searched in-process
+                log.warning("ripgrep could not start (%s); the search runs in-process", error)
             return None
         try:
             output, timed_out = await anyio.to_thread.run_sync(
