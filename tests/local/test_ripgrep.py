@@ -174,6 +174,7 @@ async def test_a_ripgrep_that_cannot_start_here_leaves_the_search_to_the_process
     engine = find_ripgrep()
     if engine is None:
         skip_without_ripgrep()
+    assert engine is not None
     # (a file it loads that this user may not open: a virtual environment of another user's)
     monkeypatch.setattr(engine, "startup_files", (*engine.startup_files, str(tmp_path / "gone")))
     monkeypatch.setattr("ctxfs.local.backend.find_ripgrep", lambda: engine)
