@@ -37,6 +37,7 @@ from ctxfs.core import (
     NoMatch,
     NotEnabled,
     NotFound,
+    NotObserved,
     Operation,
     PatchAction,
     Stale,
@@ -493,6 +494,12 @@ async def test_undo_after_a_partial_read_puts_back_the_file(fs: Fs) -> None:
     outcome = await a.undo()
     assert [file.path for file in outcome.files] == ["part.txt"]
     assert await raw(fs, "part.txt") == text
+    with pytest.raises(NotObserved, match="only part of"):  # lines 1-9 and 12-50: never shown
+        await a.write("part.txt", "replaced\n")
+    await a.edit("part.txt", "line 10", "line ten")  # what it saw is still a read
+    await a.read("part.txt")
+    await a.undo()
+    await a.write("part.txt", "replaced\n")  # seen whole before the undo: whole after it
 
 
 async def test_undo_removes_created_restores_deleted_and_reverses_moves(fs: Fs) -> None:

@@ -88,8 +88,10 @@ async def refuse_changed(
     """Refuse the undo if a file is not as the owner's steps left it; else observe each.
 
     Each is observed under the key its path has now (*reports*: the root may have moved since
-    the steps). What the owner had seen goes to *seen_before*, if given (a dry run puts it
-    back). Raises ``AlreadyBack`` if every file is as the undo leaves it already.
+    the steps), whole, for the undo to write it. What the owner had seen of each goes to
+    *seen_before*, if given (put back when nothing is undone; else how complete it was is
+    what the owner has seen of the file put back). Raises ``AlreadyBack`` if every file is
+    as the undo leaves it already.
     """
     pairs = list(zip(entries, updates, strict=True))
     if all(_holds(update, entry.back, entry.content) for entry, update in pairs):
@@ -116,10 +118,10 @@ async def refuse_changed(
     # have lost its observations), so the guard lets the undo change it
     file_context = ctx.opened_fs.file_context
     for entry, update, report in zip(entries, updates, reports, strict=True):
+        key = report.op.key
+        if seen_before is not None:
+            seen_before.append((key, await file_context.observation(ctx.owner, key)))
         if update.current is not None:
-            key = report.op.key
-            if seen_before is not None:
-                seen_before.append((key, await file_context.observation(ctx.owner, key)))
             await file_context.observe(
                 ctx.owner, key, update.current.version, complete=True, path=entry.path
             )

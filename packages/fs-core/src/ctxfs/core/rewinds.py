@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -208,6 +208,24 @@ def _plan(steps: Sequence[Step]) -> dict[str, Planned]:
     return {key: entry for key, entry in planned.items() if entry.left != entry.back or entry.gaps}
 
 
+async def _seen_after(
+    ctx: Context, seen_before: list[tuple[str, Observation | None]], *, undone: bool
+) -> None:
+    """Put back what the owner had seen of each file, unless *undone*.
+
+    Undone, each file put back is seen as completely as the owner had seen it before the
+    undo (a file made again: partly).
+    """
+    observations = ctx.opened_fs.file_context.observations
+    for key, seen in seen_before:
+        if not undone:
+            await observations.put(ctx.owner, key, seen)
+        elif (seen is None or not seen.complete) and (
+            now := await observations.get(ctx.owner, key)
+        ) is not None:
+            await observations.put(ctx.owner, key, replace(now, complete=False, lines=()))
+
+
 async def _put_back(
     ctx: Context,
     memory: SessionMemory,
@@ -222,9 +240,9 @@ async def _put_back(
         return await _move_back(ctx, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
     entries = list(planned.values())
-    seen_before: list[tuple[str, Observation | None]] = []  # (a dry run puts them back)
+    seen_before: list[tuple[str, Observation | None]] = []  # (put back, unless undone)
     covered: list[int] | None = None
-    dropped = False
+    dropped = written = False
 
     async def drop() -> None:  # (under the locks: the owner's other undos see the steps gone)
         nonlocal dropped
@@ -238,8 +256,9 @@ async def _put_back(
             covered = await _covered_records(ctx, memory, steps)
         await refuse_interleaved(ctx, memory, entries)
         await _fetch_contents(ctx, memory, entries, updates)
-        seen = seen_before if dry_run else None
-        await refuse_changed(ctx, memory, entries, updates, reports=reports, seen_before=seen)
+        await refuse_changed(
+            ctx, memory, entries, updates, reports=reports, seen_before=seen_before
+        )
 
     async with AsyncExitStack() as stack:
         await authorize_removals(ctx, stack, directories, dry_run=dry_run)
@@ -268,6 +287,7 @@ async def _put_back(
                 if not dry_run:
                     updates = [update for update, _ in opened]
                     await _write_back(ctx, memory, entries, reports, updates)
+            written = not dry_run
         except AlreadyBack:
             pass  # (the steps are then dropped, as after writing)
         except (IsADirectory, NotADirectory, NotARegularFile) as error:  # no file there now
@@ -283,8 +303,7 @@ async def _put_back(
             ) from error
         finally:
             with anyio.CancelScope(shield=True):
-                for key, seen in seen_before:
-                    await ctx.opened_fs.file_context.observations.put(ctx.owner, key, seen)
+                await _seen_after(ctx, seen_before, undone=written)
         if dry_run:
             removed = {entry.path for entry in entries if entry.back is None}
             directories, kept = await removable(ctx, directories, removed)
