@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from mcp.types import ImageContent, TextContent
 
-from ctxfs.core import ABSENT, Context, ErrorCode, Fs, FsError, MemoryBackend
+from ctxfs.core import ABSENT, Context, ErrorCode, Fs, FsError, MemoryBackend, TextOptions
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from ctxfs.tools.builtin.read import ReadData
 from ctxfs.tools.mcpserver import McpTools, create_server
@@ -135,6 +135,19 @@ async def test_a_read_of_every_cell_licenses_writing_the_notebook_over(
     replaced = await tools.execute(ctx, "write", {"file_path": NB, "content": "{}\n"})
     assert replaced.error_code is None, replaced.text
     assert (await fs.backend.read(NB)).data == b"{}\n"
+
+
+async def test_a_cell_cut_to_fit_the_read_licenses_no_write(tools: FsToolset) -> None:
+    fs = Fs(
+        MemoryBackend(), load_entrypoints=False, text_options=TextOptions(max_output_chars=3000)
+    )
+    big = json.dumps(notebook(code("big", "x = 1\n" * 2000))).encode()
+    await fs.backend.write(NB, big, expect=ABSENT)
+    ctx = fs.context(owner="a")
+    shown = await read(tools, ctx)
+    assert "the rest of this cell did not fit" in shown.text
+    replaced = await tools.execute(ctx, "write", {"file_path": NB, "content": "{}\n"})
+    assert replaced.error_code is ErrorCode.NOT_OBSERVED, replaced.text
 
 
 async def test_a_notebook_changed_after_the_read_is_stale_for_notebook_edit(

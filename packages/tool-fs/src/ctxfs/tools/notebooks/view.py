@@ -75,6 +75,8 @@ class RenderedNotebook:
     """The kernel's language, where the metadata says it."""
     cut_outputs: int = 0
     """Outputs shown in part (their middle left out, marked)."""
+    cut_cell: int | None = None
+    """The 0-based index of a cell shown in part, too long for *max_chars* alone."""
     left_out_images: int = 0
     """Image outputs of the cells shown that were not returned (past ``max_images``)."""
 
@@ -125,7 +127,7 @@ def render_notebook(
         max_output_chars=max_output_chars, max_images=max_images, image_marker=image_marker
     )
     blocks: list[str] = []
-    used = 0
+    used, cut_cell = 0, None
     index = first_cell
     last = len(cells) if max_cells is None else min(len(cells), first_cell + max_cells)
     while index < last:
@@ -134,6 +136,7 @@ def render_notebook(
             break
         if len(block) > max_chars:
             block = f"{block[:max_chars]}\n(… the rest of this cell did not fit)\n</cell>\n"
+            cut_cell = index
         blocks.append(block)
         used += len(block)
         index += 1
@@ -150,6 +153,7 @@ def render_notebook(
         nbformat=notebook.version,
         language=notebook.language,
         cut_outputs=renderer.cut,
+        cut_cell=cut_cell,
         left_out_images=renderer.left_out,
     )
 

@@ -217,7 +217,12 @@ async def _pdf(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     )
     info = PdfInfo.model_validate(shown, from_attributes=True)
     fields = {"kind": "pdf", "content": shown.text, "output_capped": shown.budget_reached}
-    whole = shown.first_page == 1 and shown.next_page is None and not shown.skipped_pages
+    whole = (
+        shown.first_page == 1
+        and shown.next_page is None
+        and shown.cut_page is None
+        and not shown.skipped_pages
+    )
     return Reading(fields={**fields, "pdf": info}, whole=whole)
 
 
@@ -274,7 +279,10 @@ async def _notebook(step: Step, blob: BytesOutcome, part: Part) -> Reading:
     return Reading(
         fields={**fields, "output_capped": rendered.next_cell is not None},
         media=tuple(parts),
-        whole=rendered.first_cell == 0 and rendered.next_cell is None,
+        whole=rendered.first_cell == 0
+        and rendered.next_cell is None
+        and rendered.cut_cell is None
+        and not (rendered.cut_outputs or info.left_out_images),  # (each shown whole)
     )
 
 
