@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import struct
 import time
 import tracemalloc
@@ -13,7 +14,7 @@ import pytest
 
 from ctxfs.core import FilePatch, Fs, Hunk, InvalidArgument, PatchAction, Stale
 from ctxfs.core.sessions import MemorySessions
-from ctxfs.local import LocalBackend
+from ctxfs.local import LocalBackend, writes, xattrs
 from tests.local.conftest import Layout, MakeFs
 
 pytestmark = pytest.mark.anyio
@@ -155,6 +156,36 @@ async def test_a_changed_file_keeps_its_access_list_and_user_attributes(
     assert os.getxattr(target, "system.posix_acl_access") == NOBODY_DENIED
     assert os.getxattr(target, "user.note") == b"keep me"
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+async def test_an_undone_edit_keeps_the_access_list_set_before_the_content(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = layout.root / "a.txt"
+    target.chmod(0o644)
+    try:
+        os.setxattr(target, "system.posix_acl_access", NOBODY_DENIED)
+    except OSError as error:
+        if error.errno != errno.ENOTSUP:
+            raise
+        pytest.skip(f"{layout.root} keeps no ACLs")
+    when_copied: list[tuple[int, int]] = []  # the temporary file's (mode, size) as it gets them
+    copy = xattrs.copy_xattrs
+
+    def watched(source: int, fd: int) -> None:
+        info = os.fstat(fd)
+        when_copied.append((stat.S_IMODE(info.st_mode), info.st_size))
+        copy(source, fd)
+
+    monkeypatch.setattr(writes, "copy_xattrs", watched)  # (where writes finds it)
+    backend = LocalBackend(layout.root, state_dir=layout.state)
+    async with Fs(backend, load_entrypoints=False, sessions="memory://") as fs:
+        ctx = fs.context(owner="agent")
+        await ctx.fs.read("a.txt")
+        await ctx.fs.edit("a.txt", "alpha", "beta")
+        await ctx.fs.undo()  # (a file put back over the edited one, with its mode given)
+    assert os.getxattr(target, "system.posix_acl_access") == NOBODY_DENIED
+    assert when_copied == [(0o600, 0), (0o600, 0)]  # private and empty: the content comes last
 
 
 async def test_a_changed_program_loses_its_capabilities_as_it_loses_setuid(

@@ -68,7 +68,8 @@ def write(
     it may: root, or a member of the group) and extended attributes (its ACL, its ``user.``
     attributes: :func:`~ctxfs.local.xattrs.copy_xattrs`); a file made anew (*like*: a file
     put back), its mode, owner and group. *permissions*, where they give a mode, are what the
-    file gets instead (its owner and group given as above), and no extended attributes.
+    file gets instead (its owner and group given as above; a file replaced keeps its
+    extended attributes all the same).
 
     Raises:
         PermissionDenied: The file's access control list cannot be kept (nothing changed:
@@ -300,8 +301,8 @@ def _write_temp(
     It gets the mode *permissions* gives, else *current*'s, else the default (less the umask);
     the owner and group *permissions* give, else *current*'s: as root, where they may be
     given (else they stay root's); otherwise the group alone, where this user belongs to it.
-    Unless *permissions* give a mode, it also gets the extended attributes of the file
-    *replaced* (its name in *dir_fd*; *current*).
+    It gets the extended attributes of the file *replaced* (its name in *dir_fd*; *current*)
+    first, the mode after them, and its content last.
     """
     name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -310,10 +311,9 @@ def _write_temp(
         mode = stat.S_IMODE(current.st_mode)
     group = owner[1] if owner is not None else None if current is None else current.st_gid
     fd = os.open(name, flags, 0o600 if mode is not None else 0o666, dir_fd=dir_fd)
-    try:
-        view, written = memoryview(data), 0
-        while written < len(data):
-            written += os.write(fd, view[written:])
+    try:  # (who may read it is settled while it is empty: the content comes last)
+        if replaced is not None:
+            _copy_xattrs_of(dir_fd, replaced, current, fd)  # (then the mode: its ACL's mask)
         if mode is not None:
             os.fchmod(fd, mode & ~(stat.S_ISUID | stat.S_ISGID))
         if os.geteuid() == 0 and owner is not None:
@@ -322,8 +322,9 @@ def _write_temp(
             os.fchown(fd, current.st_uid, current.st_gid)
         elif group is not None:  # another user: the group alone, where the user is in it
             _give(fd, (-1, group))
-        if replaced is not None and permissions.mode is None:
-            _copy_xattrs_of(dir_fd, replaced, current, fd)
+        view, written = memoryview(data), 0
+        while written < len(data):
+            written += os.write(fd, view[written:])
         os.fsync(fd)  # an error here fails the write: never retry-and-trust
     except BaseException:
         os.close(fd)
