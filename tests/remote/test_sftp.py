@@ -153,11 +153,20 @@ async def test_a_write_removes_what_an_attempt_of_it_left_before_its_connection_
 ) -> None:
     url, local = root
     async with sftp(url) as backend:
-        monkeypatch.setattr(backend.leases, "token", lambda: "host:1:one-write")
         version = await backend.write("a.txt", b"one", expect=ABSENT)
-        left = hashlib.sha256(b"host:1:one-write").hexdigest()[:32]
-        (local / f".ctxfs-tmp.{left}").write_bytes(b"half of an earlier attempt")
-        await backend.write("a.txt", b"two", expect=version)
+        monkeypatch.setattr(backend.leases, "token", lambda: "host:1:one-write")
+        stem = f".ctxfs-tmp.{hashlib.sha256(b'host:1:one-write').hexdigest()[:24]}."
+        (local / f"{stem}cut").write_bytes(b"half of an attempt whose connection was lost")
+        still_held, cuts = backend.leases.still_held, [asyncssh.ConnectionLost("cut")]
+
+        async def cut_once(*args: Any) -> None:
+            if cuts:
+                raise cuts.pop()
+            await still_held(*args)
+
+        monkeypatch.setattr(backend.leases, "still_held", cut_once)
+        await backend.write("a.txt", b"two", expect=version)  # (retried: the second attempt)
+    assert not cuts
     assert sorted(p.name for p in local.iterdir()) == ["a.txt"]
     assert (local / "a.txt").read_bytes() == b"two"
 

@@ -8,6 +8,7 @@ import inspect
 import itertools
 import os
 import posixpath
+import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -240,8 +241,10 @@ class SftpBackend(Backend):
         """
         full = self.client.full(path)
         token = self.leases.token()  # the same on every attempt
+        attempts = itertools.count(1)
 
         async def run(sftp: asyncssh.SFTPClient) -> Version:
+            retry = next(attempts) > 1
             real = await self.client.changed_entry(sftp, full, path)  # one lock per file
             made = await self._make_parents(sftp, posixpath.dirname(real), path)
             try:
@@ -256,7 +259,14 @@ class SftpBackend(Backend):
                     replace = current is not None
                     given = current_mode if mode is None else mode
                     await _publish(
-                        sftp, real, data, mode=given, replace=replace, held=held, token=token
+                        sftp,
+                        real,
+                        data,
+                        mode=given,
+                        replace=replace,
+                        held=held,
+                        token=token,
+                        retry=retry,
                     )
             except BaseException:
                 for directory in reversed(made):  # a failed create leaves no directories
@@ -429,8 +439,10 @@ class _LeasedUpdate(Update):
         version = content_version(data)
         mode = self.permissions.mode if permissions.mode is None else permissions.mode
 
+        attempts = itertools.count(1)
+
         async def publish(sftp: asyncssh.SFTPClient) -> None:
-            held = partial(self._still_held, sftp)
+            held, retry = partial(self._still_held, sftp), next(attempts) > 1
             await _publish(
                 sftp,
                 self.full,
@@ -439,6 +451,7 @@ class _LeasedUpdate(Update):
                 replace=was is not None,
                 held=held,
                 token=self.token,
+                retry=retry,
             )
 
         await self._change(version, was, publish)
@@ -499,24 +512,24 @@ async def _publish(
     replace: bool,
     held: Callable[[], Awaitable[None]],
     token: str,
+    retry: bool,
 ) -> None:
     """Write *data* to a temporary file beside *full*, fsync it, and rename it over *full*.
 
     *held* runs just before the rename, and raises if the lock is no longer ours to publish under.
-    The temporary file is named after the lock's *token*: a retry after a lost connection
-    (whose cleanup could not run) removes what the attempt before left.
+    Each attempt's temporary file has a name of its own, which starts with one the lock's
+    *token* gives: a *retry* after a lost connection (whose cleanup could not run) removes
+    what the attempts before left (a late rename of one still publishes whole content).
     """
-    name = hashlib.sha256(token.encode()).hexdigest()[:32]
-    temp = posixpath.join(posixpath.dirname(full), f"{TEMP_PREFIX}{name}")
+    directory = posixpath.dirname(full)
+    stem = f"{TEMP_PREFIX}{hashlib.sha256(token.encode()).hexdigest()[:24]}."
+    if retry:
+        for left in await sftp.listdir(directory):
+            if left.startswith(stem):
+                await _quietly_remove(sftp, posixpath.join(directory, left))
+    temp = posixpath.join(directory, f"{stem}{secrets.token_hex(4)}")
     try:
-        try:
-            handle = await sftp.open(temp, "xb")
-        except asyncssh.SFTPError as exc:
-            if exc.code not in (asyncssh.FX_FAILURE, asyncssh.FX_FILE_ALREADY_EXISTS):
-                raise  # FX_FAILURE: "exists", on protocol 3
-            await _quietly_remove(sftp, temp)  # (an attempt of this write that lost its connection)
-            handle = await sftp.open(temp, "xb")
-        async with handle:
+        async with sftp.open(temp, "xb") as handle:
             await handle.write(data)
             await handle.fsync()
         if mode is not None:
