@@ -21,6 +21,19 @@ def test_hunks_apply_in_order_below_their_anchors() -> None:
     assert locate_hunks(lines, patch) == [3, 5]
 
 
+def test_a_hunk_matching_twice_applies_where_only_one_place_lets_the_next_apply() -> None:
+    lines = ["a", "k", "b", "k", "c"]
+    pinned = parse_diff(PatchAction.UPDATE, "f", "@@\n-k\n+K\n@@\n b\n-k\n+K2\n")
+    assert locate_hunks(lines, pinned) == [1, 2]  # (the second k must follow b)
+    later = parse_diff(PatchAction.UPDATE, "f", "@@\n-k\n+K\n@@\n c\n+d\n")
+    with pytest.raises(AmbiguousMatch):  # c follows both: either k could be meant
+        locate_hunks(lines, later)
+    second = ["a", "k", "b", "k", "c", "x"]
+    needs_second = parse_diff(PatchAction.UPDATE, "f", "@@\n-k\n+K\n@@\n-c\n+C\n@@\n k\n+y\n")
+    with pytest.raises(NoMatch):  # (no placement of the first lets a k follow c)
+        locate_hunks(second, needs_second)
+
+
 def test_whitespace_differences_are_forgiven_only_after_an_exact_search() -> None:
     lines = ["x = 1  ", "x = 1"]
     patch = parse_diff(PatchAction.UPDATE, "f.py", "@@\n-x = 1\n+x = 2\n")

@@ -66,7 +66,8 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
     Hunks are found in order, each below the one before: its anchors first,
     then its old lines, compared exactly, then without trailing whitespace,
     then without surrounding whitespace. A hunk without anchors must match once
-    below the hunk before it; one with anchors applies at the first match below them.
+    below the hunk before it (or at one place only that lets the hunks after it apply); one
+    with anchors applies at the first match below them.
 
     Raises:
         NoMatch: A hunk's anchor or old lines are not found; ``details["hunk"]``
@@ -75,21 +76,39 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
             names it, ``details["lines"]`` where (1-based).
 
     """
-    starts, cursor = list[int](), 0
 
     @functools.cache  # the file's lines under each fold, made once, when first needed
     def file(fold: _Fold) -> Sequence[str]:
         return lines if fold is None else [fold(line) for line in lines]
 
-    for index, hunk in enumerate(patch.hunks):
+    return _located(file, len(lines), patch, 0, 0, unique=True)
+
+
+def _located(
+    file: Callable[[_Fold], Sequence[str]],
+    count: int,
+    patch: FilePatch,
+    first: int,
+    cursor: int,
+    *,
+    unique: bool,
+) -> list[int]:
+    """Where hunks *first* on of *patch* apply, from line *cursor* on (see :func:`locate_hunks`).
+
+    With *unique*, a hunk without anchors that matches twice is ambiguous, unless only one
+    of the two places lets the hunks after it apply.
+    """
+    starts: list[int] = []
+    for index in range(first, len(patch.hunks)):
+        hunk = patch.hunks[index]
         for anchor in hunk.anchors:
             after, _ = _find(file, (anchor,), cursor, at_end=False)
             if after is None:
                 raise _not_found(patch, index, f"its @@ line {anchor!r} is")
             cursor = after + 1
         if not hunk.old:  # lines added at the end (below its anchors), as the models are taught
-            starts.append(len(lines))
-            cursor = len(lines)
+            starts.append(count)
+            cursor = count
             continue
         start, fold = _find(file, hunk.old, cursor, at_end=hunk.at_end)
         if start is None:
@@ -97,14 +116,41 @@ def locate_hunks(lines: Sequence[str], patch: FilePatch) -> list[int]:
             if hunk.at_end:
                 what += " not the file's last lines ('*** End of File'), or"
             raise _not_found(patch, index, what)
-        if not hunk.anchors and not hunk.at_end:
+        if unique and not hunk.anchors and not hunk.at_end:
             folded = hunk.old if fold is None else [fold(line) for line in hunk.old]
             again = _index(file(fold), folded, start + 1)
             if again is not None:
-                raise _ambiguous(patch, index, (start + 1, again + 1))
+                start = _one_of(file, count, patch, index, (start, again))
         starts.append(start)
         cursor = start + len(hunk.old)
     return starts
+
+
+def _one_of(
+    file: Callable[[_Fold], Sequence[str]],
+    count: int,
+    patch: FilePatch,
+    index: int,
+    places: tuple[int, int],
+) -> int:
+    """The one of hunk *index*'s two *places* that lets the hunks after it apply.
+
+    Raises:
+        AmbiguousMatch: Both do (where neither does, the first is given).
+
+    """
+    viable = []
+    for place in places:
+        try:
+            _located(
+                file, count, patch, index + 1, place + len(patch.hunks[index].old), unique=False
+            )
+        except NoMatch:
+            continue
+        viable.append(place)
+    if len(viable) < 2:  # (neither: the hunk that fails after it is the one to name)
+        return viable[0] if viable else places[0]
+    raise _ambiguous(patch, index, (places[0] + 1, places[1] + 1))
 
 
 def patch_document(document: AnyDocument, patch: FilePatch) -> Change:
