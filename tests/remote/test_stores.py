@@ -34,6 +34,7 @@ from ctxfs.core import (
     Stale,
     TooLarge,
     Unavailable,
+    Version,
     open_backend,
     open_fs,
 )
@@ -357,6 +358,40 @@ async def test_an_azure_read_too_large_asks_for_no_more_than_its_bound(url_for: 
             with pytest.raises(TooLarge):
                 await backend.read("big.bin", max_size=1 << 20)
             assert max(counted.sent) <= (1 << 20) + 1  # (not the 3 MiB)
+
+
+@pytest.mark.parametrize("store", OBJECT_STORES, ids=lambda s: s.name)
+async def test_a_delete_an_edit_overtook_is_stale_and_leaves_no_lock(
+    store: Server, url_for: UrlFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another host's edit lands between the delete's look and its conditional DELETE: the
+    # store refuses it, and the object there was written over the version the delete meant.
+    url = url_for(store)
+    async with opened(store, url) as deleter, opened(store, url) as editor:
+        assert isinstance(deleter, ObjectStoreBackend)
+        version = await deleter.write("f.txt", b"one", expect=ABSENT)
+        remove = deleter.store.remove
+
+        def edit_elsewhere() -> None:  # (another host: its own event loop, its own client)
+            async def edit() -> None:
+                async with opened(store, url) as other:
+                    await other.write("f.txt", b"two", expect=version)
+
+            anyio.run(edit)
+
+        async def overtaken(key: str, *, expect: Version | None = None) -> None:
+            if key.endswith("f.txt") and expect is not None:
+                await anyio.to_thread.run_sync(edit_elsewhere)
+            await remove(key, expect=expect)
+
+        monkeypatch.setattr(deleter.store, "remove", overtaken)
+        with pytest.raises(Stale):
+            await deleter.delete("f.txt", expect=version)
+        assert (await editor.read("f.txt")).data == b"two"
+        latest = (await editor.read("f.txt")).version
+        monkeypatch.setattr(deleter.store, "remove", remove)
+        with anyio.fail_after(5):  # (no removal lock left to lapse: at once)
+            await editor.delete("f.txt", expect=latest)
 
 
 def deletes_of_files(requests: list[tuple[str, str]]) -> int:

@@ -12,6 +12,7 @@ in fact landed succeeds, while identical bytes from another writer conflict.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 import uuid
@@ -377,14 +378,19 @@ class ObjectStoreBackend(Backend):
         await self._ready()
         key = self.keys.key(path)
         if not self._emulating:
-            return await self._put(path, key, data, expect=expect)
+            return await self._put(path, key, data, expect=expect, over=expect)
         async with self._emulation.hold(key, timeout=EMULATION_LOCK_TIMEOUT):
             await self._check_expect(path, key, expect)
             enforced = self._probe is not None and self._probe.writes_enforced
-            return await self._put(path, key, data, expect=expect if enforced else None)
+            return await self._put(
+                path, key, data, expect=expect if enforced else None, over=expect
+            )
 
-    async def _put(self, path: str, key: str, data: bytes, *, expect: Expect) -> Version:
-        write_id = uuid.uuid4().hex
+    async def _put(
+        self, path: str, key: str, data: bytes, *, expect: Expect, over: Expect
+    ) -> Version:
+        """One write, its id naming the version it replaces (*over*: :func:`_written_over`)."""
+        write_id = f"{uuid.uuid4().hex}.{_written_over(over)}"
         try:
             return await self._io(path, self.store.put, key, data, expect=expect, write_id=write_id)
         except (Stale, AlreadyExists):
@@ -442,7 +448,9 @@ class ObjectStoreBackend(Backend):
         under its removal lock (:mod:`ctxfs.remote.removals`): no other remover's request is
         between. A refusal after that, or in a retry, means the request may have landed with its
         answer lost (aiohttp sends a ``DELETE`` again when its connection drops): no object left
-        is done, another object there is ``Unavailable``, since whose it is cannot be told.
+        is done; an object written over the version meant is ``Stale`` (it was never removed:
+        its write id says so, :func:`_written_over`); another is ``Unavailable``, since whose
+        it is cannot be told.
         No attempt starts after *send_by* (``time.monotonic()``, from the lock): ``Busy`` if
         none was sent, ``Unavailable`` if one may have landed. Without a lock (*send_by* None: a
         store whose conditions hold in one process, which repeats no request), a first refusal
@@ -466,11 +474,15 @@ class ObjectStoreBackend(Backend):
                 if attempts == 1 and (expect is None or send_by is None):
                     raise  # (unlocked, a first refusal is another remover's doing)
                 try:
-                    await self.store.head(key)
+                    there = await self.store.head(key)
                 except NotFound:
                     return  # the attempt whose answer was lost removed it
                 if expect is None:
                     raise
+                if (there.write_id or "").endswith(f".{_written_over(expect)}"):
+                    raise Stale(  # (written over the version meant: it was never removed)
+                        f"{path} changed since it was read; it was not deleted", path=path
+                    ) from refusal
                 raise Unavailable(
                     f"{path}: whether the delete landed cannot be told (the store refused it "
                     f"once sent: {refusal}), and a file is there now",
@@ -495,6 +507,17 @@ class ObjectStoreBackend(Backend):
     def __repr__(self) -> str:
         prefix = f"/{self.keys.prefix}" if self.keys.prefix else ""
         return f"{type(self).__name__}({self.store.name}{prefix!s})"
+
+
+def _written_over(version: Expect) -> str:
+    """What a write's id says of the version it replaced: a digest of it ("" for a create).
+
+    An object written over the version a delete was meant for shows that the delete never
+    removed it (a conditional write needs that version there).
+    """
+    if not isinstance(version, str):
+        return ""
+    return hashlib.sha256(version.encode()).hexdigest()[:16]
 
 
 def _file_stat(path: str, info: ObjectInfo) -> Stat:
