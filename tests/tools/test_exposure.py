@@ -225,6 +225,20 @@ async def test_a_providers_own_tool_keeps_its_name_under_a_prefix(ctx: Context) 
     assert not created.is_error, created.text
 
 
+async def test_descriptions_name_other_tools_as_models_call_them(ctx: Context) -> None:
+    plain = {tool.name: tool.description for tool in await FsToolset().tools(ctx)}
+    prefixed = {
+        tool.name: tool.description
+        for tool in await FsToolset(ToolsetOptions(tool_prefix="fs_")).tools(ctx)
+    }
+    assert plain["write"].endswith("use edit.")
+    assert prefixed["fs_write"].endswith("use fs_edit.")
+    assert prefixed["fs_multi_edit"].startswith("Like fs_edit,")
+    assert "you have read whole" in prefixed["fs_write"]  # (a verb, not the tool)
+    assert prefixed["fs_search_tools"].endswith("for fs_call_tool.")
+    assert prefixed["fs_call_tool"] == "Run a tool fs_search_tools found."
+
+
 async def test_deferred_tools_under_a_prefix_run_through_the_prefixed_call_tool(
     ctx: Context,
 ) -> None:

@@ -197,6 +197,8 @@ class Tool(Generic[ArgsT, DataT]):
 
     summary: ClassVar[str] = ""
     """What the model reads about the tool, when no limit's number is in it."""
+    mentions: ClassVar[tuple[str, ...]] = ()
+    """The tools its description names by their names (which then take the tool prefix)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

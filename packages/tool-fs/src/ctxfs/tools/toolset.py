@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -172,10 +173,13 @@ class FsToolset:
         """The definitions *offer* holds, named as models call them (see :meth:`tools`)."""
         limits = Step(ctx=ctx, toolset=self, offer=offer, provider="generic").limits
         prefix = self.options.tool_prefix
-        return [
-            dataclasses.replace(self._tools[name].definition(limits), name=prefix + name)
-            for name in offer.offered
-        ]
+        listed = []
+        for name in offer.offered:
+            tool = self._tools[name]
+            defined = tool.definition(limits)
+            description = _prefixed(defined.description, tool.mentions, prefix)
+            listed.append(dataclasses.replace(defined, name=prefix + name, description=description))
+        return listed
 
     async def definitions(
         self,
@@ -354,6 +358,14 @@ def _invalid(name: str, invalid: ValidationError) -> InvalidArgument:
         hint="Fix the named argument(s) as the tool's schema describes, and call again.",
         details={"problems": problems, "field": problems[0]["field"] if problems else None},
     )
+
+
+def _prefixed(text: str, names: tuple[str, ...], prefix: str) -> str:
+    """*text* with each of the tool *names* it mentions as models call it (with *prefix*)."""
+    if not prefix or not names:
+        return text
+    mentioned = re.compile(rf"(?<![\w`])({'|'.join(map(re.escape, names))})(?![\w`])")
+    return mentioned.sub(lambda match: prefix + match.group(1), text)
 
 
 def _failure(tool: str, error: FsError, target: str | None = None) -> ToolResult:

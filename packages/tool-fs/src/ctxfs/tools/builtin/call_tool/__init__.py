@@ -33,6 +33,7 @@ class CallToolTool(Tool[CallToolArgs, ResultData]):
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
     offering = Offering.DISCOVERY
 
+    mentions = ("search_tools",)
     summary = "Run a tool search_tools found."
 
     def definition(self, limits: Limits) -> ToolDefinition:

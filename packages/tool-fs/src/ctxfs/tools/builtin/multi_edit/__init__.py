@@ -34,6 +34,7 @@ class MultiEditTool(Tool[MultiEditArgs, EditData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=False)
 
+    mentions = ("edit",)
     summary = (
         "Like edit, several replacements in one file you have read since it last changed, "
         "in order, all or nothing."

@@ -41,6 +41,7 @@ class SearchToolsTool(Tool[SearchToolsArgs, SearchToolsData]):
     name = "search_tools"
     offering = Offering.DISCOVERY
 
+    mentions = ("undo", "call_tool")
     summary = "Find more tools (undo, ...) by what they do, for call_tool."
 
     async def run(self, step: Step, args: SearchToolsArgs) -> SearchToolsData:

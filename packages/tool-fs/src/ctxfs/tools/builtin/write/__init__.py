@@ -37,6 +37,7 @@ class WriteTool(Tool[WriteArgs, WriteData]):
     writes = True
     annotations = Annotations(read_only=False, destructive=True, idempotent=True)
 
+    mentions = ("edit",)
     summary = (
         "Create a file (and missing directories), or replace all of one you have read "
         "whole since it last changed. For small changes, use edit."
