@@ -500,6 +500,14 @@ async def test_undo_after_a_partial_read_puts_back_the_file(fs: Fs) -> None:
     await a.read("part.txt")
     await a.undo()
     await a.write("part.txt", "replaced\n")  # seen whole before the undo: whole after it
+    await seed(fs, {"part.txt": text})
+    await a.read("part.txt", offset=10, limit=2)
+    await a.delete("part.txt")
+    await a.write("part.txt", "a file of its own\n")  # (seen whole: but another file)
+    await a.undo(2)
+    assert await raw(fs, "part.txt") == text
+    with pytest.raises(NotObserved, match="only part of"):
+        await a.write("part.txt", "replaced\n")
 
 
 async def test_undo_removes_created_restores_deleted_and_reverses_moves(fs: Fs) -> None:

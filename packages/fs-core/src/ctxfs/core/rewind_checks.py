@@ -8,7 +8,7 @@ nothing to write.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from ctxfs.core.backend import FileKind
 from ctxfs.core.errors import InvalidArgument, NotADirectory, NotFound, Stale
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AlreadyBack",
+    "SeenBefore",
     "changed_file",
     "refuse_another_root",
     "refuse_another_tree",
@@ -37,6 +38,10 @@ __all__ = [
     "refuse_unrecorded",
     "refused",
 ]
+
+
+SeenBefore: TypeAlias = "tuple[str, Observation | None, bool]"
+"""A file's key, what the owner had seen of it before an undo, and whether a step made it anew."""
 
 
 def refuse_unrecorded(steps: Sequence[Step]) -> None:
@@ -83,7 +88,7 @@ async def refuse_changed(
     updates: list[Update],
     *,
     reports: list[Report],
-    seen_before: list[tuple[str, Observation | None]] | None,
+    seen_before: list[SeenBefore] | None,
 ) -> None:
     """Refuse the undo if a file is not as the owner's steps left it; else observe each.
 
@@ -120,7 +125,8 @@ async def refuse_changed(
     for entry, update, report in zip(entries, updates, reports, strict=True):
         key = report.op.key
         if seen_before is not None:
-            seen_before.append((key, await file_context.observation(ctx.owner, key)))
+            seen = await file_context.observation(ctx.owner, key)
+            seen_before.append((key, seen, entry.replaced))
         if update.current is not None:
             await file_context.observe(
                 ctx.owner, key, update.current.version, complete=True, path=entry.path

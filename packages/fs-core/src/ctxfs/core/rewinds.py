@@ -37,6 +37,7 @@ from ctxfs.core.outcomes import OpKind, RestoredFile, UndoOutcome
 from ctxfs.core.reports import Report, reported
 from ctxfs.core.rewind_checks import (
     AlreadyBack,
+    SeenBefore,
     changed_file,
     refuse_another_root,
     refuse_another_tree,
@@ -53,7 +54,6 @@ from ctxfs.core.sessions.base import UNDONE
 if TYPE_CHECKING:
     from ctxfs.core.backend import Update
     from ctxfs.core.context import Context
-    from ctxfs.core.observations import Observation
     from ctxfs.core.session_memory import SessionMemory
     from ctxfs.core.versions import Version
 
@@ -208,19 +208,18 @@ def _plan(steps: Sequence[Step]) -> dict[str, Planned]:
     return {key: entry for key, entry in planned.items() if entry.left != entry.back or entry.gaps}
 
 
-async def _seen_after(
-    ctx: Context, seen_before: list[tuple[str, Observation | None]], *, undone: bool
-) -> None:
+async def _seen_after(ctx: Context, seen_before: list[SeenBefore], *, undone: bool) -> None:
     """Put back what the owner had seen of each file, unless *undone*.
 
     Undone, each file put back is seen as completely as the owner had seen it before the
-    undo (a file made again: partly).
+    undo; partly where a step deleted, made or moved a file at its path (the file seen
+    before the undo was another), and where it is made again.
     """
     observations = ctx.opened_fs.file_context.observations
-    for key, seen in seen_before:
+    for key, seen, anew in seen_before:
         if not undone:
             await observations.put(ctx.owner, key, seen)
-        elif (seen is None or not seen.complete) and (
+        elif (anew or seen is None or not seen.complete) and (
             now := await observations.get(ctx.owner, key)
         ) is not None:
             await observations.put(ctx.owner, key, replace(now, complete=False, lines=()))
@@ -240,7 +239,7 @@ async def _put_back(
         return await _move_back(ctx, memory, steps, dry_run=dry_run)
     planned, directories = _plan(steps), made([step.changes for step in steps])
     entries = list(planned.values())
-    seen_before: list[tuple[str, Observation | None]] = []  # (put back, unless undone)
+    seen_before: list[SeenBefore] = []  # (put back, unless undone)
     covered: list[int] | None = None
     dropped = written = False
 

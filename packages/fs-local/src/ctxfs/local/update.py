@@ -49,7 +49,8 @@ class LockedUpdate(Update):
 
     async def _put(self, data: bytes, *, was: Version | None, permissions: Permissions) -> Version:
         expect = self.seen if self._as_read else (ABSENT if was is None else was)
-        write = partial(writes.write, like=self.seen.info, permissions=permissions)
+        own = not self._as_read  # (an undo of this update's change: the file there is its own)
+        write = partial(writes.write, like=self.seen.info, permissions=permissions, own=own)
         if self._as_read and len(data) <= self.inline_max:  # (an undo may hash what is there)
             version = write(self.root, self.path, data, expect)
         else:

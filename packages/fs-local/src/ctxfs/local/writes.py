@@ -61,6 +61,7 @@ def write(
     *,
     like: os.stat_result | None = None,
     permissions: Permissions = NO_PERMISSIONS,
+    own: bool = False,
 ) -> Version:
     """Write *data* at *path* under *expect*, keeping its metadata (or *like*'s mode and owner).
 
@@ -68,8 +69,9 @@ def write(
     it may: root, or a member of the group) and extended attributes (its ACL, its ``user.``
     attributes: :func:`~ctxfs.local.xattrs.copy_xattrs`); a file made anew (*like*: a file
     put back), its mode, owner and group. *permissions*, where they give a mode, are what the
-    file gets instead (its owner and group given as above; a file replaced keeps its
-    extended attributes all the same).
+    file gets instead (its owner and group given as above), and no extended attributes:
+    the file there may be another than the one whose content comes back; unless it is
+    *own*, this writer's own change (being undone), which kept them.
 
     Raises:
         PermissionDenied: The file's access control list cannot be kept (nothing changed:
@@ -78,7 +80,9 @@ def write(
     """
     for _ in range(_DIRECTORY_RACES):
         try:
-            return _write_once(root, path, data, expect, like=like, permissions=permissions)
+            return _write_once(
+                root, path, data, expect, like=like, permissions=permissions, own=own
+            )
         except _DirectoryGone:
             continue  # a failed create removed the directory it had made: make it again
     raise Busy(f"the directory of {path} keeps being removed", path=path)
@@ -109,6 +113,7 @@ def _write_once(
     *,
     like: os.stat_result | None,
     permissions: Permissions,
+    own: bool,
 ) -> Version:
     parent, _, name = path.rpartition("/")
     with root.made_dir(parent, entry=path) as dir_fd:
@@ -122,7 +127,8 @@ def _write_once(
         with translated(path, on_missing=root.gone):
             try:
                 model = current if current is not None else like
-                replaced = name if current is not None else None
+                keeps = current is not None and (permissions.mode is None or own)
+                replaced = name if keeps else None
                 temp = _write_temp(dir_fd, data, model, permissions=permissions, replaced=replaced)
             except FileNotFoundError:
                 if os.fstat(dir_fd).st_nlink == 0:
@@ -301,8 +307,8 @@ def _write_temp(
     It gets the mode *permissions* gives, else *current*'s, else the default (less the umask);
     the owner and group *permissions* give, else *current*'s: as root, where they may be
     given (else they stay root's); otherwise the group alone, where this user belongs to it.
-    It gets the extended attributes of the file *replaced* (its name in *dir_fd*; *current*)
-    first, the mode after them, and its content last.
+    It gets the extended attributes of the file *replaced* (its name in *dir_fd*; *current*),
+    if named, first, the mode after them, and its content last.
     """
     name = f"{TEMP_PREFIX}{os.getpid()}.{secrets.token_hex(8)}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
