@@ -481,7 +481,7 @@ class ObjectStoreBackend(Backend):
                     raise
                 if (there.write_id or "").endswith(f".{_written_over(expect)}"):
                     raise Stale(  # (written over the version meant: it was never removed)
-                        f"{path} changed since it was read; it was not deleted", path=path
+                        f"{path} changed since it was read; it is not deleted", path=path
                     ) from refusal
                 raise Unavailable(
                     f"{path}: whether the delete landed cannot be told (the store refused it "

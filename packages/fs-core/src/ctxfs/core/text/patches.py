@@ -133,23 +133,22 @@ def _one_of(
     index: int,
     places: tuple[int, int],
 ) -> int:
-    """The one of hunk *index*'s two *places* that lets the hunks after it apply.
+    """The first of hunk *index*'s two *places*, unless the hunks after it apply below the second.
+
+    Hunks apply at their first match, so what applies below the second place applies below
+    the first too: only the second needs trying. Past :data:`_PINNED_HUNKS` hunks after it,
+    none is tried (the work would grow with every pair).
 
     Raises:
-        AmbiguousMatch: Both do (where neither does, the first is given).
+        AmbiguousMatch: The hunks after it apply below the second place too.
 
     """
-    viable = []
-    for place in places:
+    hunk = patch.hunks[index]
+    if len(patch.hunks) - index - 1 <= _PINNED_HUNKS:
         try:
-            _located(
-                file, count, patch, index + 1, place + len(patch.hunks[index].old), unique=False
-            )
+            _located(file, count, patch, index + 1, places[1] + len(hunk.old), unique=False)
         except NoMatch:
-            continue
-        viable.append(place)
-    if len(viable) < 2:  # (neither: the hunk that fails after it is the one to name)
-        return viable[0] if viable else places[0]
+            return places[0]
     raise _ambiguous(patch, index, (places[0] + 1, places[1] + 1))
 
 
@@ -185,6 +184,9 @@ def _edits(old: Sequence[str], new: Sequence[str]) -> tuple[tuple[int, int, int,
     shared, tail = shared_ends(old, new)
     return ((shared, len(old) - tail, shared, len(new) - tail),)
 
+
+_PINNED_HUNKS: Final = 16
+"""Hunks after an ambiguous one that may still single out its place (see :func:`_one_of`)."""
 
 _Fold = Callable[[str], str] | None
 _FOLDS: Final[tuple[_Fold, ...]] = (None, str.rstrip, str.strip)

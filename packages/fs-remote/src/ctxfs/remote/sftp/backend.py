@@ -524,9 +524,10 @@ async def _publish(
     directory = posixpath.dirname(full)
     stem = f"{TEMP_PREFIX}{hashlib.sha256(token.encode()).hexdigest()[:24]}."
     if retry:
-        for left in await sftp.listdir(directory):
-            if left.startswith(stem):
-                await _quietly_remove(sftp, posixpath.join(directory, left))
+        with suppress(asyncssh.SFTPError):  # (best effort: a directory one may not list)
+            for left in await sftp.listdir(directory):
+                if left.startswith(stem):
+                    await _quietly_remove(sftp, posixpath.join(directory, left))
     temp = posixpath.join(directory, f"{stem}{secrets.token_hex(4)}")
     try:
         async with sftp.open(temp, "xb") as handle:
