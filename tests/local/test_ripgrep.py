@@ -186,3 +186,16 @@ async def test_a_ripgrep_that_cannot_start_here_leaves_the_search_to_the_process
     assert found.error_code is None, found.text
     assert found.text.startswith("a.txt:1: needle")
     assert "ripgrep could not start" in caplog.text
+
+
+async def test_a_brace_before_a_space_is_text_as_python_reads_it(tmp_path: Path) -> None:
+    # Rust reads "a{ 1,}" as a repeat (it skips the space); Python's regex as the text itself
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "fruit.txt").write_text("banana\n")
+    (tmp_path / "root" / "code.js").write_text("const x{ 2} = 1;\n")
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    async with Fs(backend, load_entrypoints=False) as fs:
+        ctx, tools = fs.context(owner="a"), FsToolset()
+        for pattern, found in (("na{ 1,}", []), ("x{ 2}", ["code.js"])):
+            counted = await tools.execute(ctx, "grep", {"pattern": pattern, "output_mode": "count"})
+            assert [item["path"] for item in counted.structured.get("files", [])] == found, pattern

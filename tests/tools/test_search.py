@@ -72,6 +72,17 @@ async def test_a_page_never_counts_more_matching_files_than_it_searched(
         assert searched is None or found.structured["total"] <= searched, (mode, found.text)
 
 
+async def test_a_multiline_pattern_that_matches_nothing_at_all_skips_an_empty_file(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("empty.txt", b"")
+    await seed("a.txt", b"hello\n")
+    for pattern in ("^", "$", "x*"):
+        found = await run(tools, ctx, "grep", pattern=pattern, multiline=True)
+        assert found.error_code is None, found.text
+        assert {hit["path"] for hit in found.structured["matches"]} == {"a.txt"}
+
+
 async def test_files_mode_stops_reading_a_file_at_its_first_match(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

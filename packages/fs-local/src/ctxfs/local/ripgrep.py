@@ -42,6 +42,7 @@ _SEARCHED: Final = re.compile(rb"^(\d+) files searched$", re.MULTILINE)
 _NUMBERED: Final = re.compile(rb"(\d+)[:-]")
 _OFFSET: Final = re.compile(rb"(\d+):(\d+):")
 _VERBOSE: Final = re.compile(r"\(\?[a-zA-Z]*x")
+_SPACED_REPEAT: Final = re.compile(r"\{\s")
 _ESCAPED_ALIKE: Final = frozenset("wWdDsSbBAntrfvxuUpP")
 """The letters Python and Rust both read, escaped, the same way (outside a class)."""
 _OMITTED: Final = (b"[Omitted long matching line]", b"[Omitted long context line]")
@@ -382,9 +383,11 @@ def _read_alike(pattern: str) -> bool:
     Not with verbose mode (spaces in a class differ), a class's set operations (``&&``,
     ``--``, ``~~``) or a class inside a class, nor an escaped letter or digit Rust reads
     otherwise (``\<``, ``\z``, ``\N``...), nor a NUL or a lone surrogate (no command line
-    holds them).
+    holds them), nor a brace before a space (``a{ 1}``: text to Python, a repeat to Rust).
     """
     if _VERBOSE.search(pattern) or "\0" in pattern or not _utf8(pattern):
+        return False
+    if _SPACED_REPEAT.search(pattern):
         return False
     at, in_class = 0, False
     while at < len(pattern):

@@ -107,8 +107,7 @@ class Scan:
         known = self._known(entry)
         if known is None:
             if self.page_done():
-                if not self.batch:  # (the files read since the last batch are searched)
-                    self.found.files_searched += len(self.files_read)
+                self.stop()
                 self.found.complete = False
                 return None
             return True
@@ -166,6 +165,16 @@ class Scan:
         current = self.current
         return self.query.mode is OutputMode.FILES and current is not None and current.path == path
 
+    def stop(self) -> None:
+        """Count as searched the files read whole whose lines no batch still holds unsearched.
+
+        For a search that ends before its last batch.
+        """
+        pending = {line[0] for line in self.batch}
+        done = [entry for entry in self.files_read if entry.path not in pending]
+        self.found.files_searched += len(done)
+        self.files_read = [entry for entry in self.files_read if entry.path in pending]
+
     def out_of_time(self) -> bool:
         """Whether the deadline has passed (the result then says so)."""
         if time.monotonic() > self.deadline:
@@ -193,7 +202,10 @@ class Scan:
             path, number, _ = batch[searched.stopped_at]
             if not searched.whole_call:
                 raise TooSlow(path, number)
-            self.found.timed_out = True
+            self.found.timed_out = True  # (searched: the files read before the stop, and
+            reached = {line[0] for line in batch[: searched.stopped_at]}  # one matched in part)
+            read = [entry.path for entry in self.files_read if entry.path in reached]
+            self.found.files_searched += len({*read, *([path] if self.counts[path] else [])})
             return False
         self.found.files_searched += len(self.files_read)
         for entry in self.files_read:
@@ -234,7 +246,7 @@ class Scan:
         for line in lines[:-1]:
             starts.append(starts[-1] + len(line) + 1)
         numbered = [(path, index + 1, line) for index, line in enumerate(lines)] if spans else []
-        for begin, end in spans:
+        for begin, end in spans if lines else ():  # (an empty file has no line to match in)
             first = bisect.bisect_right(starts, begin) - 1
             if not self._counted(path):
                 continue

@@ -286,6 +286,7 @@ async def _search_lines(
             # Small files are read without suspending: let other tasks run, and a cancel land.
             await anyio.lowlevel.checkpoint()
             if search.out_of_time():
+                search.stop()
                 return
             if not (read := await search.to_read(entry)):
                 if read is None:
@@ -306,8 +307,9 @@ async def _search_lines(
                             raise _too_long(path, number)
                         if search.add(path, number, line):
                             start, flushed = 0, True
-                            if not await search.flush():
-                                return
+                            if not await search.flush():  # (out of time: one matched in part
+                                search.found.files_searched += bool(search.counts[path])
+                                return  # counts as searched)
                             if search.settled(path):
                                 break
                             if search.page_done():
