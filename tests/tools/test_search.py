@@ -83,6 +83,14 @@ async def test_a_multiline_pattern_that_matches_nothing_at_all_skips_an_empty_fi
         assert {hit["path"] for hit in found.structured["matches"]} == {"a.txt"}
 
 
+async def test_a_glob_under_a_file_is_not_a_directory_on_every_engine(
+    tools: FsToolset, ctx: Context, seed: Seed
+) -> None:
+    await seed("d/a.txt", b"x\n")
+    refused = await run(tools, ctx, "glob", pattern="**", path="d/a.txt")
+    assert refused.error_code is ErrorCode.NOT_A_DIRECTORY, refused.text
+
+
 async def test_files_mode_stops_reading_a_file_at_its_first_match(
     tools: FsToolset, ctx: Context, seed: Seed
 ) -> None:

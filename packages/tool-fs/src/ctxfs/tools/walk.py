@@ -35,6 +35,7 @@ from ctxfs.core import (
     FsError,
     GlobMatcher,
     Listing,
+    NotADirectory,
     Stat,
     TooLarge,
     normalize_path,
@@ -268,6 +269,8 @@ async def files_below(
     listed = await ctx.fs.search_files(search)
     if listed is None:
         return await walk(ctx, root, only=only, max_entries=max_entries, glob=glob)
+    if root and root in listed.counts:  # (the engine lists a file given as the root)
+        raise NotADirectory(f"{root} is not a directory", path=root)
 
     def files() -> list[Stat]:
         return [Stat(path=path, kind=FileKind.FILE) for path in sorted(listed.counts)]
