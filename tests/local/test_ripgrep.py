@@ -199,3 +199,16 @@ async def test_a_brace_before_a_space_is_text_as_python_reads_it(tmp_path: Path)
         for pattern, found in (("na{ 1,}", []), ("x{ 2}", ["code.js"])):
             counted = await tools.execute(ctx, "grep", {"pattern": pattern, "output_mode": "count"})
             assert [item["path"] for item in counted.structured.get("files", [])] == found, pattern
+
+
+async def test_files_no_path_can_name_are_skipped_in_every_mode(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    for name in ("ok.txt", "back\\slash.txt", "line\nbreak.txt"):
+        (tmp_path / "root" / name).write_text("needle\n")
+    backend = LocalBackend(tmp_path / "root", state_dir=tmp_path / "state")
+    async with Fs(backend, load_entrypoints=False) as fs:
+        ctx, tools = fs.context(owner="a"), FsToolset()
+        for mode in ("content", "count", "files_with_matches"):
+            found = await tools.execute(ctx, "grep", {"pattern": "needle", "output_mode": mode})
+            assert found.structured["total"] == 1, (mode, found.text)
+            assert found.structured["skipped"] == {"invalid_path": 2}, mode

@@ -33,7 +33,7 @@ from ctxfs.core import (
     normalize_path,
     relative_to,
 )
-from ctxfs.core.kit import listing_work
+from ctxfs.core.kit import check_path, listing_work
 from ctxfs.tools.builtin.grep.background import Background, ReadAhead
 from ctxfs.tools.builtin.grep.query import (
     FileCount,
@@ -203,24 +203,26 @@ async def _from_counts(
         [path for path in matches.unsearched if keep is None or keep(relative_to(path, root))],
     )
 
+    unnamed = Counter[str]()  # (files no path can name, which the walk skips so too)
+
     def kept() -> tuple[dict[str, int], list[str]]:
         counts = {
             path: count
             for path, count in matches.counts.items()
-            if keep is None or keep(relative_to(path, root))
+            if (keep is None or keep(relative_to(path, root))) and _named(path, unnamed)
         }
         counts.update((counted.path, counted.count) for counted in here.files)
         return counts, sorted(counts)
 
     counts, ordered = await listing_work(len(matches.counts), kept)
     found = Grep(
-        files_searched=max(0, (matches.searched or 0) - len(matches.unsearched))
+        files_searched=max(0, (matches.searched or 0) - len(matches.unsearched) - unnamed.total())
         + here.files_searched,
         searched_told=matches.searched is not None and not query.filter_widened,
         lines_matched=sum(counts.values()),
         timed_out=not matches.complete or here.timed_out,
         complete=matches.complete and not here.timed_out,
-        skipped=Counter(matches.skipped) + here.skipped,
+        skipped=Counter(matches.skipped) + here.skipped + unnamed,
     )
     page = query.page
     if query.mode is not OutputMode.CONTENT:
@@ -252,6 +254,16 @@ async def _from_counts(
     found.hits, found.skipped = local.hits, found.skipped + local.skipped
     found.timed_out = found.timed_out or local.timed_out
     return found
+
+
+def _named(path: str, unnamed: Counter[str]) -> bool:
+    """Whether a tool's path can name *path*; else it is counted in *unnamed*, as the walk's."""
+    try:
+        check_path(path)
+    except FsError as error:  # (a backslash, a line break: invalid_path)
+        unnamed[_reason(error)] += 1
+        return False
+    return True
 
 
 async def _counted_here(ctx: Context, query: GrepQuery, paths: list[str]) -> Grep:
