@@ -10,11 +10,21 @@ import dataclasses
 import os
 import tracemalloc
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ctxfs.core import ABSENT, Context, ErrorCode, Fs, MemoryBackend, open_backend
+from ctxfs.core import (
+    ABSENT,
+    Context,
+    ErrorCode,
+    FileMatches,
+    FileSearch,
+    Fs,
+    MemoryBackend,
+    open_backend,
+)
 from ctxfs.local import LocalBackend
 from ctxfs.tools import FsToolset, ToolResult, ToolsetOptions
 from tests.tools.conftest import Seed
@@ -89,6 +99,22 @@ async def test_a_glob_under_a_file_is_not_a_directory_on_every_engine(
     await seed("d/a.txt", b"x\n")
     refused = await run(tools, ctx, "glob", pattern="**", path="d/a.txt")
     assert refused.error_code is ErrorCode.NOT_A_DIRECTORY, refused.text
+
+
+async def test_a_glob_an_engine_stopped_at_its_time_limit_says_so_and_at_least(
+    tools: FsToolset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def stopped(self: object, search: FileSearch) -> FileMatches:
+        return FileMatches(counts={"a.txt": 0, "b.txt": 0}, searched=2, complete=False)
+
+    monkeypatch.setattr(LocalBackend, "search_files", stopped)  # (ripgrep, out of time)
+    async with Fs(LocalBackend(tmp_path, state_dir=tmp_path.parent / "state")) as fs:
+        found = await run(tools, fs.context(owner="a"), "glob", pattern="*.txt")
+    assert found.structured["timed_out"] is True
+    assert found.structured["walk_truncated"] is False
+    assert "(files 1-2 of at least 2 matching)" in found.text
+    assert "stopped at its time limit" in found.text
+    assert "size limit" not in found.text
 
 
 async def test_files_mode_stops_reading_a_file_at_its_first_match(

@@ -128,8 +128,9 @@ class Walk:
 
     files: list[Stat] = field(default_factory=list)
     truncated: bool = False
-    """The walk stopped at its entry limit (or an engine at its time limit): more files
-    may exist."""
+    """The walk stopped at its entry limit: more files may exist."""
+    timed_out: bool = False
+    """The store's engine stopped at its time limit: more files may exist."""
     not_listed: list[str] = field(default_factory=list)
     """The directories a walk stopped at its limit did not list, or only in part (sorted)."""
     unreadable: int = 0
@@ -254,7 +255,7 @@ async def files_below(
 
     Such an engine (fs-local: ripgrep) lists them at its own speed, without their metadata, and does
     not say what it left out; else this is :func:`walk`. A listing stopped at *seconds* is marked
-    truncated. *glob* narrows it first to the files it may match (the caller matches them exactly).
+    timed out. *glob* narrows it first to the files it may match (the caller matches them exactly).
     """
     root = normalize_path(root)
     search = FileSearch(
@@ -275,7 +276,7 @@ async def files_below(
     def files() -> list[Stat]:
         return [Stat(path=path, kind=FileKind.FILE) for path in sorted(listed.counts)]
 
-    return Walk(files=await listing_work(len(listed.counts), files), truncated=not listed.complete)
+    return Walk(files=await listing_work(len(listed.counts), files), timed_out=not listed.complete)
 
 
 async def all_lines(ctx: Context, path: str, *, max_chars: int) -> list[str]:

@@ -51,6 +51,10 @@ class GlobData(PageData):
     pattern: str
     paths: list[str]
     walk_truncated: bool = Field(description="Whether the directory walk hit its size limit.")
+    timed_out: bool = Field(
+        default=False,
+        description="Whether the listing stopped at its time limit (total: at least).",
+    )
     not_searched: list[str] = Field(
         default_factory=list,
         description="When the walk stopped at its size limit: the directories it did not "
@@ -122,6 +126,7 @@ class GlobTool(Tool[GlobArgs, GlobData]):
             next_offset=next_offset,
             truncated=next_offset is not None,
             walk_truncated=walked.truncated,
+            timed_out=walked.timed_out,
             not_searched=walked.not_listed[:100],
             hidden_skipped=walked.hidden,
             ignored_skipped=walked.ignored,
@@ -132,15 +137,17 @@ class GlobTool(Tool[GlobArgs, GlobData]):
         lines = [escape(path) for path in data.paths]
         if data.total == 0:
             lines.append("(no file matches)")
-        elif data.next_offset is None and data.offset == 1:
+        elif data.next_offset is None and data.offset == 1 and not data.timed_out:
             lines.append(f"({count(data.total, 'file')} match{'es' if data.total == 1 else ''})")
         else:
-            of = f"{data.total} matching"
+            of = f"{'at least ' if data.timed_out else ''}{data.total} matching"
             lines.append(page_footer("files", data.offset, len(data.paths), of, data.next_offset))
         if left := left_out(data.hidden_skipped, data.ignored_skipped):
             lines.append(left)
         if data.walk_truncated:
             lines.append(walk_stopped(data.not_searched))
+        if data.timed_out:
+            lines.append("(the listing stopped at its time limit: give a narrower path or pattern)")
         if data.unnamed:
             lines.append(unnamed(data.unnamed))
         return "\n".join(lines)
