@@ -127,7 +127,9 @@ class GrepData(PageData):
         "this page, or at its time limit), `total` and `lines_matched` are lower bounds.",
     )
     lines_matched: int = Field(
-        default=0, description="Matching lines (multiline: matches) in every file searched."
+        default=0,
+        description="Matching lines (multiline: matches) in every file searched; in "
+        "files_with_matches mode at least (a file may be read only to its first match).",
     )
     files_searched: int | None = Field(
         description="Files searched; absent where that number would count files hidden from you."
