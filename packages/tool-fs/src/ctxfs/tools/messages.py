@@ -44,9 +44,9 @@ def has_bad_id(message: object) -> bool:
 class OneMessage:
     """ASGI middleware: a POST body must be one JSON-RPC message with a usable id.
 
-    A POST that is not JSON is refused at once (HTTP 415, as the SDK would, before it holds a
-    session's place); one longer than *max_body_bytes*, or not JSON, goes on to *app*,
-    which answers it.
+    A POST whose Content-Type is not JSON is refused at once (HTTP 415, as the SDK would,
+    before it holds a session's place); a body longer than *max_body_bytes*, or one that
+    does not parse, goes on to *app*, which answers it.
     """
 
     def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
@@ -54,7 +54,7 @@ class OneMessage:
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Refuse a body that is no single JSON-RPC message (HTTP 400); pass on the rest."""
+        """Refuse a POST that is not JSON (415), or no one JSON-RPC message (400); pass the rest."""
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
