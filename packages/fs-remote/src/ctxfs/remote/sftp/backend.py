@@ -40,7 +40,7 @@ from ctxfs.core.kit import (
     content_version,
 )
 from ctxfs.remote.retry import DEFAULT_DEADLINE, Retries
-from ctxfs.remote.sftp.client import READ_BLOCK, SftpCall, SftpClient, is_missing, regular
+from ctxfs.remote.sftp.client import READ_BLOCK, SftpClient, is_missing, regular
 from ctxfs.remote.sftp.lease import DEFAULT_LEASE, DEFAULT_LOCK_TIMEOUT, Leases
 
 __all__ = ["SftpBackend"]
@@ -439,10 +439,8 @@ class _LeasedUpdate(Update):
         version = content_version(data)
         mode = self.permissions.mode if permissions.mode is None else permissions.mode
 
-        attempts = itertools.count(1)
-
-        async def publish(sftp: asyncssh.SFTPClient) -> None:
-            held, retry = partial(self._still_held, sftp), next(attempts) > 1
+        async def publish(sftp: asyncssh.SFTPClient, retry: bool) -> None:
+            held = partial(self._still_held, sftp)
             await _publish(
                 sftp,
                 self.full,
@@ -458,7 +456,8 @@ class _LeasedUpdate(Update):
         return version
 
     async def _remove(self, *, was: Version) -> None:
-        async def remove(sftp: asyncssh.SFTPClient) -> None:
+        async def remove(sftp: asyncssh.SFTPClient, retry: bool) -> None:
+            del retry  # (nothing of an earlier attempt's to clear)
             await self._still_held(sftp)
             await sftp.remove(self.full)
 
@@ -468,12 +467,15 @@ class _LeasedUpdate(Update):
         await self.leases.still_held(sftp, self.full, self.path, self.token)
 
     async def _change(
-        self, version: Version | None, was: Version | None, act: SftpCall[None]
+        self,
+        version: Version | None,
+        was: Version | None,
+        act: Callable[[asyncssh.SFTPClient, bool], Awaitable[None]],
     ) -> None:
         """Run *act*, which checks the lock is still ours just before it commits, once.
 
         A retry follows a lost connection: the attempt cut off may have left *version*
-        (done), or nothing (*was* still there: *act* runs again).
+        (done), or nothing (*was* still there: *act* runs again, told it is a retry).
 
         Raises:
             Stale: The lease ran out or nearly has.
@@ -486,7 +488,8 @@ class _LeasedUpdate(Update):
         attempts = itertools.count(1)
 
         async def run(sftp: asyncssh.SFTPClient) -> None:
-            if next(attempts) > 1:
+            retry = next(attempts) > 1
+            if retry:
                 now, _ = await self.client.file_version(sftp, self.full, self.path)
                 if now == version:
                     return
@@ -498,7 +501,7 @@ class _LeasedUpdate(Update):
                         retryable=False,
                         hint="Read the file again: another writer may have changed it.",
                     )
-            await act(sftp)
+            await act(sftp, retry)
 
         await self.client.call(self.path, run)
 
