@@ -59,6 +59,8 @@ class Scan:
         self.shift = _FIRST_BATCH_SHIFT
         self.files_read: list[Stat] = []
         """Files read whole into the batch, not yet searched to their end."""
+        self.stopped: set[str] = set()
+        """Files :meth:`stop` counted as searched."""
         self.counts: Counter[str] = Counter()
         """Matches counted in files not yet searched to their end."""
         self.tail: deque[tuple[str, int, str]] = deque(maxlen=query.before)
@@ -165,13 +167,16 @@ class Scan:
         current = self.current
         return self.query.mode is OutputMode.FILES and current is not None and current.path == path
 
-    def stop(self) -> None:
-        """Count as searched the files read whole whose lines no batch still holds unsearched.
+    def stop(self, *, searched: int = 0, partly: str | None = None) -> None:
+        """Count as searched, each once, the files a search that ends here has searched.
 
-        For a search that ends before its last batch.
+        Those read whole whose lines the batch does not hold unsearched (its first *searched*
+        lines were), and *partly*, one searched in part.
         """
-        pending = {line[0] for line in self.batch}
-        done = [entry for entry in self.files_read if entry.path not in pending]
+        pending = {line[0] for line in self.batch[searched:]}
+        done = {entry.path for entry in self.files_read if entry.path not in pending}
+        done = (done | ({partly} if partly is not None else set())) - self.stopped
+        self.stopped |= done
         self.found.files_searched += len(done)
         self.files_read = [entry for entry in self.files_read if entry.path in pending]
 
@@ -202,10 +207,8 @@ class Scan:
             path, number, _ = batch[searched.stopped_at]
             if not searched.whole_call:
                 raise TooSlow(path, number)
-            self.found.timed_out = True  # (searched: the files read before the stop, and
-            reached = {line[0] for line in batch[: searched.stopped_at]}  # one matched in part)
-            read = [entry.path for entry in self.files_read if entry.path in reached]
-            self.found.files_searched += len({*read, *([path] if self.counts[path] else [])})
+            self.found.timed_out = True
+            self.stop(searched=searched.stopped_at, partly=path if self.counts[path] else None)
             return False
         self.found.files_searched += len(self.files_read)
         for entry in self.files_read:

@@ -319,13 +319,13 @@ async def _search_lines(
                             raise _too_long(path, number)
                         if search.add(path, number, line):
                             start, flushed = 0, True
-                            if not await search.flush():  # (out of time: one matched in part
-                                search.found.files_searched += bool(search.counts[path])
-                                return  # counts as searched)
+                            if not await search.flush():  # (out of time)
+                                search.stop(partly=path if search.counts[path] else None)
+                                return
                             if search.settled(path):
                                 break
                             if search.page_done():
-                                search.found.files_searched += 1  # (up to this line)
+                                search.stop(partly=path)  # (searched up to this line)
                                 search.found.complete = False
                                 return
             except FsError as error:  # this file cannot be searched (its lines not yet searched go)
